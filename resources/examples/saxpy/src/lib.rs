@@ -1,0 +1,83 @@
+//! SAXPY: y = a * x + y. Memory-bound: 12 bytes moved and 2 flops per element.
+//!
+//! The logic is written once (`saxpy_at`); thin entry points wrap it for each backend.
+#![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
+
+/// One element of the computation, shared by every backend.
+#[inline(always)]
+pub fn saxpy_at(i: usize, n: u32, a: f32, x: &[f32], y: &mut [f32]) {
+    if i < n as usize {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+// ---------------------------------------------------------------- cpu: the whole grid, in order
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn saxpy_cpu(n: u32, a: f32, x: *const f32, y: *mut f32) {
+    let x = unsafe { core::slice::from_raw_parts(x, n as usize) };
+    let y = unsafe { core::slice::from_raw_parts_mut(y, n as usize) };
+    for i in 0..n as usize {
+        saxpy_at(i, n, a, x, y);
+    }
+}
+
+// ---------------------------------------------------------------- nvptx: rustc's NVPTX backend
+#[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
+    use core::arch::nvptx::*;
+    let i = unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() } as usize;
+    if i < n as usize {
+        // Slices of length n: indexing stays bounds-checked like the other backends.
+        let x = unsafe { core::slice::from_raw_parts(x, n as usize) };
+        let y = unsafe { core::slice::from_raw_parts_mut(y, n as usize) };
+        saxpy_at(i, n, a, x, y);
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    unsafe { core::arch::nvptx::trap() }
+}
+
+// ---------------------------------------------------------------- rust-gpu: SPIR-V via cargo-gpu
+#[cfg(target_arch = "spirv")]
+pub mod spirv_entry {
+    use spirv_std::glam::UVec3;
+    use spirv_std::spirv;
+
+    #[repr(C)]
+    pub struct Params {
+        pub n: u32,
+        pub a: f32,
+    }
+
+    #[spirv(compute(threads(256)))]
+    pub fn saxpy_spirv(
+        #[spirv(global_invocation_id)] gid: UVec3,
+        #[spirv(uniform, descriptor_set = 0, binding = 0)] params: &Params,
+        #[spirv(storage_buffer, descriptor_set = 0, binding = 1)] x: &[f32],
+        #[spirv(storage_buffer, descriptor_set = 0, binding = 2)] y: &mut [f32],
+    ) {
+        super::saxpy_at(gid.x as usize, params.n, params.a, x, y);
+    }
+}
+
+// ---------------------------------------------------------------- rust-cuda: rustc_codegen_nvvm
+#[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
+pub mod rust_cuda_entry {
+    use cuda_std::prelude::*;
+
+    #[kernel]
+    #[allow(improper_ctypes_definitions)]
+    pub unsafe fn saxpy(n: u32, a: f32, x: &[f32], y: *mut f32) {
+        let i = thread::index_1d() as usize;
+        if i < n as usize {
+            let y = unsafe { core::slice::from_raw_parts_mut(y, n as usize) };
+            super::saxpy_at(i, n, a, x, y);
+        }
+    }
+}
