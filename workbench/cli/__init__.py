@@ -1,1 +1,67 @@
-"""The `workbench` command line: one sub-command module each, sharing the core services."""
+"""The `workbench` command line: one module per sub-command, all calling the core services.
+
+Each sub-command module defines `register(subparsers)`, which adds its parser and sets
+`func=run`, where `run(args) -> int` returns the exit code. `workbench [PATH]` with no
+sub-command opens the window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from workbench import __version__
+from workbench.errors import ManifestError, WorkbenchError
+
+#: Sub-command name -> module under workbench.cli.
+COMMANDS = {
+    "doctor": "doctor",
+    "check": "check",
+    "build": "build",
+    "run": "run",
+    "gui": "gui",
+}
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="workbench",
+        description="Edit, build, run, verify and time one Rust GPU kernel on every backend.",
+        epilog="`workbench [PATH]` opens the window on a kernel project (default: the saxpy example).",
+    )
+    parser.add_argument("--version", action="version", version=f"workbench {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        try:
+            mod = importlib.import_module(f"workbench.cli.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"workbench.cli.{module}":
+                raise
+            continue  # a sub-command not installed in this build
+        mod.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `workbench [PATH]` (no sub-command) opens the window.
+    if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
+        argv = ["gui", *argv]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except ManifestError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except WorkbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
