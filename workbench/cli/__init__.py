@@ -26,7 +26,8 @@ COMMANDS = {
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, just that sub-command's module is imported (fast start-up)."""
     parser = argparse.ArgumentParser(
         prog="workbench",
         description="Edit, build, run, verify and time one Rust GPU kernel on every backend.",
@@ -35,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
+        if only is not None and name != only:
+            subparsers.add_parser(name)
+            continue
         try:
             mod = importlib.import_module(f"workbench.cli.{module}")
         except ModuleNotFoundError as exc:
@@ -50,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     # `workbench [PATH]` (no sub-command) opens the window.
     if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
         argv = ["gui", *argv]
-    parser = build_parser()
+    parser = build_parser(only=argv[0] if argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Set up everything the workbench needs on a Debian/Ubuntu machine, then open it or test it.
+#
+#   bash packaging/bootstrap.sh open [PATH]   set up, then open the workbench (default: saxpy example)
+#   bash packaging/bootstrap.sh test [ARGS]   set up, then run lint, layering checks and the test suite
+#   bash packaging/bootstrap.sh setup         set up only
+#
+# Set-up: the system packages the examples need (installed when running as root, otherwise this
+# stops and prints the exact install line), a virtual environment in .venv with the workbench
+# installed in editable mode. Re-running is cheap: nothing is reinstalled when nothing changed.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+mode=${1:-open}
+[ $# -gt 0 ] && shift
+
+# Rust with the NVPTX target and std sources (offline -Zbuild-std), wgpu's CPU Vulkan driver,
+# SPIR-V tools, and the libraries Qt needs even offscreen.
+APT_PACKAGES=(rustc-web cargo-web rust-web-src mesa-vulkan-drivers glslang-tools spirv-tools
+  libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0)
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "error: the workbench needs Python 3.11 or newer ('$python' is $("$python" --version 2>&1))." >&2
+  echo "       Set PYTHON=/path/to/python3.11 and run again." >&2
+  exit 1
+fi
+if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
+  APT_PACKAGES+=(python3-venv)
+fi
+
+missing_packages() {
+  local pkg
+  for pkg in "${APT_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      printf '%s ' "$pkg"
+    fi
+  done
+}
+
+install_system_packages() {
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "note: not a Debian/Ubuntu system; install Rust (with rust-src), Vulkan drivers and spirv-tools" \
+      "yourself (README.md, 'Optional toolchains')." >&2
+    return
+  fi
+  local missing
+  missing=$(missing_packages)
+  [ -z "$missing" ] && return
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "Installing system packages: $missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  else
+    echo "error: missing system packages. Run this, then run the same command again:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y $missing" >&2
+    exit 1
+  fi
+}
+
+setup_venv() {
+  local stamp=.venv/.workbench-installed want
+  want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
+  if [ ! -x .venv/bin/python ]; then
+    echo "Creating .venv"
+    "$python" -m venv .venv
+  fi
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "Installing the workbench and its Python dependencies into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e '.[test]'
+    echo "$want" > "$stamp"
+  fi
+}
+
+private_runtime_dir() {
+  # Mesa's Vulkan driver warns without a private XDG_RUNTIME_DIR.
+  if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -w "${XDG_RUNTIME_DIR}" ]; then
+    XDG_RUNTIME_DIR=$(mktemp -d /tmp/wb-xdg-XXXXXX)
+    chmod 700 "$XDG_RUNTIME_DIR"
+    export XDG_RUNTIME_DIR
+  fi
+}
+
+install_system_packages
+setup_venv
+private_runtime_dir
+export PYDEVD_DISABLE_FILE_VALIDATION=1
+
+case "$mode" in
+  setup)
+    echo "Set up. Open the workbench with: .venv/bin/workbench resources/examples/saxpy"
+    ;;
+  open)
+    if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && [ "$(uname)" = Linux ]; then
+      echo "note: no display found (DISPLAY/WAYLAND_DISPLAY unset); run this from a desktop session," \
+        "or try: xvfb-run -a bash packaging/bootstrap.sh open" >&2
+    fi
+    exec .venv/bin/workbench "${@:-resources/examples/saxpy}"
+    ;;
+  test)
+    export QT_QPA_PLATFORM=offscreen
+    echo "== ruff"
+    .venv/bin/ruff check workbench tests benchmarks
+    .venv/bin/ruff format --check workbench tests benchmarks
+    echo "== import-linter"
+    .venv/bin/lint-imports
+    echo "== pytest"
+    exec .venv/bin/python -m pytest "$@"
+    ;;
+  *)
+    echo "usage: bash packaging/bootstrap.sh open [PATH] | test [PYTEST ARGS] | setup" >&2
+    exit 2
+    ;;
+esac

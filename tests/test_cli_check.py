@@ -1,0 +1,82 @@
+"""`workbench check` and the command line's handling of bad input (exit 2, one message, no traceback)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from workbench import __version__
+from workbench.backends import parse_backends
+from workbench.errors import UnknownBackend
+from workbench.project import examples_dir
+
+
+def workbench(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_version():
+    result = workbench("--version")
+    assert result.returncode == 0 and __version__ in result.stdout
+
+
+@pytest.mark.parametrize("name", ["saxpy", "reduction", "matmul", "bitonic"])
+def test_check_json_describes_each_example(name):
+    if not (examples_dir() / name / "workbench.toml").is_file():
+        pytest.skip(f"example {name} not present")
+    result = workbench("check", examples_dir() / name, "--json")
+    assert result.returncode == 0, result.stderr
+    info = json.loads(result.stdout)
+    assert info["project"] == name
+    kernel = info["kernels"][0]
+    assert {"cpu", "nvptx", "rust-gpu", "rust-cuda", "cuda-c", "wgsl"} <= set(kernel["backends"])
+    assert kernel["bytes"] > 0 and all(a["name"] for a in kernel["args"])
+
+
+def test_check_human_output():
+    result = workbench("check", examples_dir() / "saxpy")
+    assert result.returncode == 0
+    assert "kernel saxpy" in result.stdout and "y          inout f32[n = 1048576]" in result.stdout
+
+
+def test_malformed_manifest_names_file_and_line(example_copy):
+    project = example_copy("saxpy")
+    manifest = project / "workbench.toml"
+    text = manifest.read_text().replace("[kernel.launch]", "[kernel.launch")
+    manifest.write_text(text)
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if s.startswith("[kernel.launch"))
+    result = workbench("check", project)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert f"workbench.toml:{line}" in result.stderr and "not valid TOML" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_invalid_value_names_key(example_copy):
+    project = example_copy("saxpy")
+    manifest = project / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace('type = "f32"', 'type = "float"', 1))
+    result = workbench("check", project)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "arg[1].type: unknown type 'float'; valid: f32" in result.stderr
+
+
+def test_missing_manifest_and_missing_path(tmp_path):
+    result = workbench("check", tmp_path)
+    assert result.returncode == 2 and "has no workbench.toml" in result.stderr
+    result = workbench("check", tmp_path / "nowhere")
+    assert result.returncode == 2 and "does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_backend_lists_the_valid_ones():
+    with pytest.raises(UnknownBackend, match="valid backends: cpu, nvptx, rust-gpu, rust-cuda, cuda-c, wgsl"):
+        parse_backends("cpu,metal")
+    assert parse_backends("cpu, wgsl,cpu") == ["cpu", "wgsl"]

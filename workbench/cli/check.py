@@ -1,0 +1,118 @@
+"""`workbench check PATH`: validate a project's manifest and describe its kernels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from workbench import expr
+from workbench.backends import BACKENDS, RUST_BACKENDS
+from workbench.errors import ManifestError
+from workbench.manifest import BufferArg, Kernel, Manifest
+from workbench.project import Project
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="validate a project's workbench.toml and list its kernels",
+        description="Load and validate a kernel project's manifest; print its kernels, arguments, "
+        "sizes and the backends each kernel can be built for.",
+    )
+    parser.add_argument("path", nargs="?", default=".", help="project folder or workbench.toml")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def buildable_backends(manifest: Manifest, kernel: Kernel) -> list[str]:
+    """Backends the project has sources for: the Rust crate's four, plus each reference file."""
+    backends = []
+    if (manifest.crate_dir / "Cargo.toml").is_file():
+        backends.extend(RUST_BACKENDS)
+    backends.extend(b for b in kernel.reference)
+    return [b for b in BACKENDS if b in backends]
+
+
+def describe(project: Project) -> dict:
+    manifest = project.manifest
+    kernels = []
+    for kernel in manifest.kernels:
+        try:
+            symbols = kernel.symbols()
+            lengths = kernel.lengths(symbols)
+            threads, grid = kernel.geometry(symbols)
+            for arg in kernel.scalars:
+                expr.evaluate(arg.value, symbols)
+        except expr.ExprError as exc:
+            raise ManifestError(manifest.path, None, f"kernel {kernel.name}", str(exc)) from None
+        args = []
+        for arg in kernel.args:
+            if isinstance(arg, BufferArg):
+                args.append({
+                    "name": arg.name, "kind": "buffer", "type": arg.type, "length": arg.length,
+                    "elements": lengths[arg.name], "direction": arg.direction, "binding": arg.binding,
+                    "init": arg.init.kind,
+                })  # fmt: skip
+            else:
+                value = expr.evaluate(arg.value, symbols)
+                args.append({"name": arg.name, "kind": "scalar", "type": arg.type, "value": value})
+        kernels.append({
+            "name": kernel.name,
+            "description": kernel.description,
+            "sizes": kernel.sizes,
+            "tunables": {k: list(v) for k, v in kernel.tunables.items()},
+            "args": args,
+            "threads": list(threads),
+            "grid": list(grid),
+            "bytes": kernel.metric("bytes", symbols),
+            "flops": kernel.metric("flops", symbols),
+            "check": {"reference": kernel.check.reference, "rtol": kernel.check.rtol,
+                      "atol": kernel.check.atol, "max_ulp": kernel.check.max_ulp},
+            "entries": {b: kernel.entry_for(b) for b in buildable_backends(manifest, kernel)},
+            "backends": buildable_backends(manifest, kernel),
+        })  # fmt: skip
+    return {
+        "project": manifest.name,
+        "path": str(project.root),
+        "crate": str(manifest.crate_dir),
+        "kernels": kernels,
+    }
+
+
+def _human(count: float | None) -> str:
+    if count is None:
+        return "-"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(count) >= scale:
+            return f"{count / scale:.3g}{unit}"
+    return f"{count:g}"
+
+
+def run(args) -> int:
+    project = Project.open(Path(args.path))
+    info = describe(project)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"project {info['project']}  ({info['path']})  — manifest OK")
+    for k in info["kernels"]:
+        print(f"\nkernel {k['name']}: {k['description']}")
+        sizes = ", ".join(f"{n}={v}" for n, v in k["sizes"].items()) or "none"
+        print(f"  sizes     {sizes}")
+        if k["tunables"]:
+            print(f"  tunables  {', '.join(f'{n}={v}' for n, v in k['tunables'].items())}")
+        print(f"  launch    threads {k['threads']} × grid {k['grid']}")
+        print(f"  per launch  {_human(k['bytes'])}B moved, {_human(k['flops'])} flops")
+        print("  args")
+        for a in k["args"]:
+            if a["kind"] == "buffer":
+                binding = f" @binding {a['binding']}" if a["binding"] is not None else ""
+                print(f"    {a['name']:<10} {a['direction']:<5} {a['type']}[{a['length']} = {a['elements']}]"
+                      f"  init {a['init']}{binding}")  # fmt: skip
+            else:
+                print(f"    {a['name']:<10} scalar {a['type']} = {a['value']}")
+        entries = ", ".join(f"{b} ({e})" for b, e in k["entries"].items())
+        print(f"  backends  {entries}")
+        print(f"  check     against {k['check']['reference']}, rtol {k['check']['rtol']}, "
+              f"atol {k['check']['atol']}, max ULP {k['check']['max_ulp']}")  # fmt: skip
+    return 0

@@ -1,0 +1,48 @@
+"""`workbench doctor`: every toolchain found or missing, every device by runtime."""
+
+from __future__ import annotations
+
+import json
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        help="list toolchains and devices, with install hints for what is missing",
+        description="Report every codegen toolchain (found or missing, version, path, how to install) "
+        "and every device grouped by runtime (cpu, cuda, wgpu).",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def collect() -> dict:
+    """The doctor report as plain data: {"toolchains": [...], "devices": {...}}."""
+    from workbench.build import detect_toolchains
+    from workbench.run.devices import list_devices
+
+    toolchains = [t.to_dict() for t in detect_toolchains()]
+    return {"toolchains": toolchains, "devices": list_devices()}
+
+
+def run(args) -> int:
+    report = collect()
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    print("Toolchains")
+    for t in report["toolchains"]:
+        mark = "found  " if t["found"] else "missing"
+        detail = f"{t['version']}  ({t['path']})" if t["found"] else ""
+        print(f"  {t['backend']:<10} {mark} {detail}")
+        if not t["found"] and t.get("hint"):
+            print(f"  {'':<10}         install: {t['hint']}")
+    print("\nDevices")
+    for runtime, group in report["devices"].items():
+        if not group.get("available"):
+            print(f"  {runtime:<6} unavailable: {group.get('reason', '')}")
+            continue
+        for device in group.get("devices", []):
+            extra = device.get("backend") or device.get("api") or ""
+            print(f"  {runtime:<6} {device.get('spec', ''):<9} {device.get('name', '')}  {extra}")
+    return 0
