@@ -1,0 +1,161 @@
+"""A stand-in for `pycuda.driver`, which cannot be installed here (no NVIDIA driver).
+
+Shaped after pycuda's documented API (pycuda.driver: init, Device, device_attribute,
+Context.push/pop/detach, module_from_buffer, Module.get_function, Function.prepare /
+prepared_call, mem_alloc, memcpy_htod / memcpy_dtoh, Event.record / synchronize / time_till,
+LogicError). "Device memory" is host memory addressed by fake pointers; the one kernel it knows,
+`saxpy(u32 n, f32 a, f32* x, f32* y)`, is run with numpy so the runtime's data flow can be checked.
+"""
+
+from __future__ import annotations
+
+import struct
+import types
+
+import numpy as np
+
+
+class Error(Exception):
+    pass
+
+
+class LogicError(Error):
+    pass
+
+
+device_attribute = types.SimpleNamespace(
+    MULTIPROCESSOR_COUNT="MULTIPROCESSOR_COUNT",
+    CLOCK_RATE="CLOCK_RATE",
+    MEMORY_CLOCK_RATE="MEMORY_CLOCK_RATE",
+    GLOBAL_MEMORY_BUS_WIDTH="GLOBAL_MEMORY_BUS_WIDTH",
+)
+# What an H200 reports (kHz, bits).
+_ATTRIBUTES = {"MULTIPROCESSOR_COUNT": 132, "CLOCK_RATE": 1_980_000, "MEMORY_CLOCK_RATE": 2_619_000,
+               "GLOBAL_MEMORY_BUS_WIDTH": 6144}  # fmt: skip
+_memory: dict[int, bytearray] = {}
+context_stack: list[Context] = []
+calls: list[tuple] = []
+
+
+def init(flags=0):
+    pass
+
+
+class Context:
+    def push(self):
+        context_stack.append(self)
+
+    def pop(self):
+        assert context_stack, "pop with an empty context stack"
+        context_stack.pop()
+
+    def detach(self):
+        pass
+
+
+class Device:
+    def __init__(self, index):
+        self.index = index
+
+    @staticmethod
+    def count():
+        return 1
+
+    def name(self):
+        return "NVIDIA H200"
+
+    def compute_capability(self):
+        return (9, 0)
+
+    def total_memory(self):
+        return 150_000_000_000
+
+    def get_attribute(self, attribute):
+        return _ATTRIBUTES[attribute]
+
+    def make_context(self, flags=0):
+        context = Context()
+        context.push()
+        return context
+
+
+class DeviceAllocation:
+    def __init__(self, size):
+        self.pointer = 0x1000 * (len(_memory) + 1)
+        _memory[self.pointer] = bytearray(size)
+
+    def __int__(self):
+        return self.pointer
+
+    def free(self):
+        _memory.pop(self.pointer, None)
+
+
+def mem_alloc(size):
+    assert context_stack, "mem_alloc without a current context"
+    return DeviceAllocation(size)
+
+
+def memcpy_htod(dest, src):
+    data = np.ascontiguousarray(src).tobytes()
+    _memory[int(dest)][: len(data)] = data
+
+
+def memcpy_dtoh(dest, src):
+    raw = _memory[int(src)]
+    dest[...] = np.frombuffer(bytes(raw[: dest.nbytes]), dtype=dest.dtype).reshape(dest.shape)
+
+
+class Function:
+    def __init__(self, name):
+        self.name = name
+        self.arg_format = None
+
+    def prepare(self, arg_types):
+        self.arg_format = arg_types
+        return self
+
+    def prepared_call(self, grid, block, *args, shared_size=0):
+        assert context_stack, "launch without a current context"
+        buf = struct.pack(self.arg_format, *args)  # pycuda packs the arguments exactly like this
+        n, a, x_ptr, y_ptr = struct.unpack(self.arg_format, buf)
+        calls.append((grid, block, self.arg_format))
+        covered = grid[0] * block[0]
+        x = np.frombuffer(bytes(_memory[x_ptr]), np.float32)[:n]
+        y = np.frombuffer(bytes(_memory[y_ptr]), np.float32)[:n].copy()
+        m = min(n, covered)
+        y[:m] = np.float32(a) * x[:m] + y[:m]
+        _memory[y_ptr][: 4 * n] = y.tobytes()
+
+
+class Module:
+    def __init__(self, ptx):
+        self.ptx = ptx
+
+    def get_function(self, name):
+        if f".entry {name}(".encode() not in self.ptx:
+            raise LogicError("cuModuleGetFunction failed: named symbol not found")
+        return Function(name)
+
+
+def module_from_buffer(buffer, options=None, message_handler=None):
+    assert context_stack, "module load without a current context"
+    if not buffer.endswith(b"\0"):
+        raise LogicError("cuModuleLoadDataEx failed: PTX is not NUL-terminated")
+    return Module(buffer)
+
+
+class Event:
+    def __init__(self, flags=0):
+        self.recorded = False
+
+    def record(self, stream=None):
+        self.recorded = True
+        return self
+
+    def synchronize(self):
+        return self
+
+    def time_till(self, end):
+        assert self.recorded and end.recorded
+        return 0.25  # milliseconds

@@ -1,0 +1,142 @@
+"""The cpu runtime: a cdylib loaded with ctypes, its entry called with pointers to numpy arrays.
+
+The entry is `extern "C" fn(args...)` in launch order (buffers as pointers, scalars by value) and
+covers the whole grid itself. A crash inside it kills the worker process; the worker layer reports
+that, this module cannot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
+from workbench.run.spec import buffer_args, dtype_of
+
+_CTYPES = {
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+    "i32": ctypes.c_int32,
+    "u32": ctypes.c_uint32,
+    "i64": ctypes.c_int64,
+    "u64": ctypes.c_uint64,
+}
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Model", "Hardware") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "cpu"
+
+
+class CpuPrepared(Prepared):
+    timer_method = "wall-clock"
+
+    def __init__(self, spec: dict[str, Any], function: Any, library: ctypes.CDLL):
+        self.spec = spec
+        self._function = function
+        self._library = library  # keeps the .so loaded while the function is used
+        self.timer_resolution_s = time.get_clock_info("perf_counter").resolution
+        self._arrays: dict[str, np.ndarray] = {
+            a["name"]: np.zeros(int(a["length"]), dtype_of(a["type"])) for a in buffer_args(spec)
+        }
+
+    def upload(self, arrays: dict[str, np.ndarray]) -> None:
+        # Copies: the kernel writes in place, the caller's arrays stay untouched.
+        self._arrays = {name: array.copy() for name, array in check_arrays(self.spec, arrays).items()}
+
+    def _call_args(self) -> list[Any]:
+        values: list[Any] = []
+        for arg in self.spec["args"]:
+            if arg["kind"] == "buffer":
+                values.append(ctypes.c_void_p(self._arrays[arg["name"]].ctypes.data))
+            else:
+                ctype = _CTYPES[arg["type"]]
+                values.append(ctype(arg["value"]))
+        return values
+
+    def launch(self, count: int = 1) -> float:
+        args = self._call_args()
+        function = self._function
+        start = time.perf_counter()
+        for _ in range(count):
+            function(*args)
+        return time.perf_counter() - start
+
+    def download(self, names: list[str]) -> dict[str, np.ndarray]:
+        missing = [n for n in names if n not in self._arrays]
+        if missing:
+            raise RuntimeFailure(f"no buffer named {', '.join(missing)}; buffers: {', '.join(self._arrays)}")
+        return {name: self._arrays[name].copy() for name in names}
+
+    def close(self) -> None:
+        self._arrays = {}
+
+
+class CpuRuntime(Runtime):
+    name = "cpu"
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def devices(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "runtime": "cpu",
+                "index": 0,
+                "name": cpu_model(),
+                "spec": "cpu",
+                "cores": os.cpu_count(),
+                "peak_gbps": None,
+                "peak_gflops": None,
+            }
+        ]
+
+    def prepare(self, spec: dict[str, Any], device_index: int = 0) -> Prepared:
+        if device_index != 0:
+            raise RuntimeFailure(f"the cpu runtime has one device (cpu); got index {device_index}")
+        artifact = spec["artifact"]
+        if artifact["kind"] != "cdylib":
+            raise RuntimeFailure(f"the cpu runtime runs cdylib artifacts, not {artifact['kind']!r}")
+        path = artifact["path"]
+        if not Path(path).is_file():
+            raise RuntimeFailure(f"shared library {path} does not exist")
+        try:
+            # RTLD_LOCAL: two kernels' libraries may export the same symbol names.
+            library = ctypes.CDLL(path, mode=os.RTLD_LOCAL)
+        except OSError as exc:
+            raise RuntimeFailure(f"cannot load {path}: {exc}") from None
+        entry = artifact["entry"]
+        try:
+            function = getattr(library, entry)
+        except AttributeError:
+            raise RuntimeFailure(
+                f'{Path(path).name} has no symbol {entry!r} (is it `#[unsafe(no_mangle)] pub extern "C"`?)'
+            ) from None
+        argtypes = []
+        for arg in spec["args"]:
+            if arg["kind"] == "buffer":
+                argtypes.append(ctypes.c_void_p)
+            else:
+                if arg["type"] not in _CTYPES:
+                    raise RuntimeFailure(f"scalar {arg['name']!r} has unknown type {arg['type']!r}")
+                argtypes.append(_CTYPES[arg["type"]])
+        function.argtypes = argtypes
+        function.restype = None
+        return CpuPrepared(spec, function, library)
+
+
+RUNTIME = CpuRuntime()

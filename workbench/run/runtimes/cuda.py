@@ -1,0 +1,262 @@
+"""The cuda runtime: PTX modules launched through pycuda, timed with CUDA events.
+
+pycuda is imported only when the runtime is used, so machines without it (or without the NVIDIA
+driver, libcuda.so.1) report the runtime unavailable with the reason instead of crashing.
+Each device gets one context, created on first use and kept off the context stack between calls
+(every operation pushes it and pops it again), so several devices can live in one worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
+from workbench.run.spec import buffer_args, dtype_of
+
+#: struct format characters for `Function.prepare` (pointers are "P").
+_FORMATS = {"f32": "f", "f64": "d", "i32": "i", "u32": "I", "i64": "q", "u64": "Q"}
+#: FP32 lanes per SM by compute capability major (minor where it differs), for peak GFLOP/s.
+_FP32_PER_SM = {(6, 0): 64, 6: 128, 7: 64, (8, 0): 64, 8: 128, 9: 128, 10: 128, 12: 128}
+#: CUDA events resolve about half a microsecond (CUDA Runtime API, cudaEventElapsedTime).
+EVENT_RESOLUTION_S = 0.5e-6
+
+
+def _driver():
+    """pycuda.driver, initialised; RuntimeFailure saying why when it cannot be."""
+    try:
+        import pycuda.driver as cuda
+    except ImportError as exc:
+        if getattr(exc, "name", None) in ("pycuda", "pycuda.driver") and "libcuda" not in str(exc):
+            raise RuntimeFailure(
+                "pycuda is not installed (pip install pycuda, with the CUDA toolkit on PATH)"
+            ) from None
+        raise RuntimeFailure(f"pycuda cannot load the NVIDIA driver: {exc}") from None
+    except Exception as exc:  # a broken install
+        raise RuntimeFailure(f"pycuda cannot be imported: {exc}") from None
+    try:
+        cuda.init()
+    except Exception as exc:
+        raise RuntimeFailure(f"CUDA driver initialisation failed: {exc}") from None
+    return cuda
+
+
+def _cuda_error(what: str, exc: BaseException, fatal: bool = False) -> RuntimeFailure:
+    # pycuda's messages name the driver call and CUDA's error string, e.g.
+    # "cuModuleGetFunction failed: named symbol not found".
+    return RuntimeFailure(f"{what}: {type(exc).__name__}: {exc}", fatal=fatal)
+
+
+def device_properties(cuda: Any, index: int) -> dict[str, Any]:
+    """Name, compute capability, memory, SMs, clocks and theoretical peaks of one CUDA device."""
+    dev = cuda.Device(index)
+    attr = cuda.device_attribute
+    major, minor = dev.compute_capability()
+    sms = dev.get_attribute(attr.MULTIPROCESSOR_COUNT)
+    clock_khz = dev.get_attribute(attr.CLOCK_RATE)
+    mem_clock_khz = dev.get_attribute(attr.MEMORY_CLOCK_RATE)
+    bus_bits = dev.get_attribute(attr.GLOBAL_MEMORY_BUS_WIDTH)
+    # Double data rate: two transfers per memory clock.
+    peak_gbps = 2 * mem_clock_khz * 1e3 * bus_bits / 8 / 1e9 if mem_clock_khz and bus_bits else None
+    lanes = _FP32_PER_SM.get((major, minor), _FP32_PER_SM.get(major))
+    peak_gflops = 2 * sms * lanes * clock_khz * 1e3 / 1e9 if lanes and clock_khz else None
+    return {
+        "runtime": "cuda",
+        "index": index,
+        "name": dev.name(),
+        "spec": f"cuda:{index}",
+        "compute_capability": f"{major}.{minor}",
+        "total_memory_bytes": int(dev.total_memory()),
+        "sm_count": int(sms),
+        "clock_mhz": clock_khz / 1e3,
+        "memory_clock_mhz": mem_clock_khz / 1e3,
+        "memory_bus_width_bits": int(bus_bits),
+        "peak_gbps": peak_gbps,
+        "peak_gflops": peak_gflops,
+    }
+
+
+class CudaPrepared(Prepared):
+    timer_method = "cuda-events"
+    timer_resolution_s = EVENT_RESOLUTION_S
+
+    def __init__(self, spec: dict[str, Any], cuda: Any, context: Any):
+        self.spec = spec
+        self._cuda = cuda
+        self._context = context
+        self._allocations: dict[str, Any] = {}
+        self._lengths: dict[str, tuple[int, np.dtype]] = {}
+        artifact = spec["artifact"]
+        path = Path(artifact["path"])
+        if artifact["kind"] != "ptx":
+            raise RuntimeFailure(f"the cuda runtime runs ptx artifacts, not {artifact['kind']!r}")
+        try:
+            ptx = path.read_bytes()
+        except OSError as exc:
+            raise RuntimeFailure(f"cannot read PTX {path}: {exc.strerror or exc}") from None
+        if not ptx.endswith(b"\0"):
+            ptx += b"\0"  # cuModuleLoadData reads PTX as a C string
+        self.block = tuple(int(t) for t in spec["threads"])
+        self.grid = tuple(int(g) for g in spec["grid"])
+        with self._current():
+            try:
+                self._module = cuda.module_from_buffer(ptx)
+            except Exception as exc:
+                raise _cuda_error(f"loading {path.name} failed (PTX JIT)", exc) from None
+            entry = artifact["entry"]
+            try:
+                self._function = self._module.get_function(entry)
+            except Exception as exc:
+                raise _cuda_error(f"{path.name} has no kernel {entry!r}", exc) from None
+            formats = []
+            for arg in spec["args"]:
+                if arg["kind"] == "buffer":
+                    formats.append("P")
+                elif arg["type"] in _FORMATS:
+                    formats.append(_FORMATS[arg["type"]])
+                else:
+                    raise RuntimeFailure(f"scalar {arg['name']!r} has unknown type {arg['type']!r}")
+            self._function.prepare("".join(formats))
+            try:
+                for arg in buffer_args(spec):
+                    length, dtype = int(arg["length"]), dtype_of(arg["type"])
+                    self._lengths[arg["name"]] = (length, dtype)
+                    self._allocations[arg["name"]] = cuda.mem_alloc(max(length * dtype.itemsize, 1))
+            except Exception as exc:
+                self._free()
+                raise _cuda_error("allocating device buffers failed", exc) from None
+            self._start, self._end = cuda.Event(), cuda.Event()
+
+    @contextlib.contextmanager
+    def _current(self) -> Iterator[None]:
+        """This device's context is current inside the block."""
+        self._context.push()
+        try:
+            yield
+        finally:
+            self._context.pop()
+
+    def _arguments(self) -> list[Any]:
+        values: list[Any] = []
+        for arg in self.spec["args"]:
+            if arg["kind"] == "buffer":
+                values.append(int(self._allocations[arg["name"]]))
+            elif arg["type"].startswith("f"):
+                values.append(float(arg["value"]))
+            else:
+                values.append(int(arg["value"]))
+        return values
+
+    def upload(self, arrays: dict[str, np.ndarray]) -> None:
+        checked = check_arrays(self.spec, arrays)
+        with self._current():
+            try:
+                for name, array in checked.items():
+                    if array.nbytes:
+                        self._cuda.memcpy_htod(self._allocations[name], array)
+            except Exception as exc:
+                raise _cuda_error("copying inputs to the device failed", exc) from None
+
+    def launch(self, count: int = 1) -> float:
+        if count < 1:
+            raise RuntimeFailure(f"launch count must be at least 1, got {count}")
+        args = self._arguments()
+        with self._current():
+            try:
+                self._start.record()
+                for _ in range(count):
+                    self._function.prepared_call(self.grid, self.block, *args)
+                self._end.record()
+                self._end.synchronize()
+                return self._start.time_till(self._end) * 1e-3  # ms -> s
+            except Exception as exc:
+                # Errors like an illegal address poison the context: the worker must restart.
+                raise _cuda_error("kernel launch failed", exc, fatal=True) from None
+
+    def download(self, names: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._current():
+            for name in names:
+                if name not in self._lengths:
+                    raise RuntimeFailure(f"no buffer named {name!r}; buffers: {', '.join(self._lengths)}")
+                length, dtype = self._lengths[name]
+                array = np.empty(length, dtype)
+                try:
+                    if length:
+                        self._cuda.memcpy_dtoh(array, self._allocations[name])
+                except Exception as exc:
+                    raise _cuda_error(f"copying {name!r} back failed", exc, fatal=True) from None
+                out[name] = array
+        return out
+
+    def _free(self) -> None:
+        for allocation in self._allocations.values():
+            try:
+                allocation.free()
+            except Exception:
+                pass
+        self._allocations = {}
+
+    def close(self) -> None:
+        if not self._allocations and getattr(self, "_module", None) is None:
+            return
+        try:
+            with self._current():
+                self._free()
+                self._module = None
+                self._function = None
+        except Exception:
+            pass
+
+
+class CudaRuntime(Runtime):
+    name = "cuda"
+
+    def __init__(self) -> None:
+        self._contexts: dict[int, Any] = {}
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            cuda = _driver()
+            count = cuda.Device.count()
+        except RuntimeFailure as exc:
+            return False, str(exc)
+        except Exception as exc:
+            return False, f"CUDA device query failed: {exc}"
+        if count == 0:
+            return False, "the CUDA driver reports no device"
+        return True, ""
+
+    def devices(self) -> list[dict[str, Any]]:
+        cuda = _driver()
+        return [device_properties(cuda, i) for i in range(cuda.Device.count())]
+
+    def prepare(self, spec: dict[str, Any], device_index: int) -> Prepared:
+        cuda = _driver()
+        count = cuda.Device.count()
+        if not 0 <= device_index < count:
+            raise RuntimeFailure(f"no CUDA device {device_index}; this machine has {count}")
+        if device_index not in self._contexts:
+            try:
+                context = cuda.Device(device_index).make_context()
+            except Exception as exc:
+                raise _cuda_error(f"creating a context on cuda:{device_index} failed", exc) from None
+            context.pop()  # make_context leaves it current; operations push it when needed
+            self._contexts[device_index] = context
+        return CudaPrepared(spec, cuda, self._contexts[device_index])
+
+    def close(self) -> None:
+        """Destroy the contexts (the worker calls this before it exits)."""
+        for context in self._contexts.values():
+            try:
+                context.detach()
+            except Exception:
+                pass
+        self._contexts = {}
+
+
+RUNTIME = CudaRuntime()

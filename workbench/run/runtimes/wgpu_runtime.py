@@ -1,0 +1,463 @@
+"""The wgpu runtime: WGSL or SPIR-V compute shaders on any wgpu adapter (Vulkan, Metal, DX12, GL).
+
+Buffers sit at their `binding` in bind group 0; scalars reach the shader per spec["wgpu"]["mode"]
+(a uniform buffer, immediates (push constants), or pipeline-overridable constants). Launches are
+timed with timestamp queries when the device offers them, else with the wall clock around
+submit + wait. Every naga / wgpu validation error becomes a `RuntimeFailure` carrying its text.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
+from workbench.run.runtimes.shader_info import ShaderInfo, spirv_info, wgsl_info
+from workbench.run.spec import buffer_args, dtype_of, scalar_args
+
+#: Device features requested whenever the adapter has them: what compute modules may need.
+WANTED_FEATURES = (
+    "timestamp-query",
+    "timestamp-query-inside-passes",
+    "immediates",
+    "shader-f64",
+    "shader-int64",
+    "shader-f16",
+    "shader-float32-atomic",
+    "shader-int64-atomic-all-ops",
+    "shader-int64-atomic-min-max",
+    "subgroup",
+    "subgroup-barrier",
+)
+#: Adapter limits worth showing for compute work.
+LIMITS_SHOWN = (
+    "max-compute-workgroup-size-x",
+    "max-compute-workgroup-size-y",
+    "max-compute-workgroup-size-z",
+    "max-compute-invocations-per-workgroup",
+    "max-compute-workgroups-per-dimension",
+    "max-compute-workgroup-storage-size",
+    "max-storage-buffer-binding-size",
+    "max-uniform-buffer-binding-size",
+    "max-buffer-size",
+    "max-storage-buffers-per-shader-stage",
+    "max-immediate-size",
+)
+
+
+def _import_wgpu():
+    try:
+        import wgpu
+    except Exception as exc:  # ImportError, or a broken bundled library
+        raise RuntimeFailure(f"wgpu-py cannot be imported: {exc}") from None
+    return wgpu
+
+
+def _error_text(exc: BaseException) -> str:
+    """wgpu's error text (naga's diagnostics included), trimmed of blank lines."""
+    text = str(exc).strip() or type(exc).__name__
+    return "\n".join(line for line in text.splitlines() if line.strip())
+
+
+def _timestamp_period_ns(queue: Any) -> float:
+    """Nanoseconds per timestamp tick (wgpu-py has no public call: use the native one, guarded)."""
+    try:
+        from wgpu.backends.wgpu_native._api import libf
+
+        period = float(libf.wgpuQueueGetTimestampPeriod(queue._internal))
+        return period if period > 0 else 1.0
+    except Exception:
+        return 1.0
+
+
+def pack_scalars(args: list[dict[str, Any]]) -> bytes:
+    """Scalars in launch order, 4 bytes each (8 for 64-bit types), padded to a multiple of 16."""
+    data = bytearray()
+    for arg in args:
+        try:
+            data += np.array(arg["value"], dtype=dtype_of(arg["type"])).tobytes()
+        except (OverflowError, ValueError, TypeError) as exc:
+            raise RuntimeFailure(
+                f"scalar {arg['name']!r} = {arg['value']!r} does not fit {arg['type']}: {exc}"
+            ) from None
+    data += b"\0" * (-len(data) % 16 if data else 16)
+    return bytes(data)
+
+
+def _pick_entry(entry: str, info: ShaderInfo, path: str) -> str:
+    if not info.entry_points:
+        return entry  # nothing found by the scan: let wgpu decide
+    # rust-gpu names entry points by their Rust path; cargo-gpu's WGSL name drops the `::`.
+    for candidate in (entry, entry.replace("::", ""), entry.split("::")[-1]):
+        if candidate in info.entry_points:
+            return candidate
+    raise RuntimeFailure(
+        f"{Path(path).name} has no compute entry point {entry!r}; "
+        f"its entry points: {', '.join(info.entry_points)}"
+    )
+
+
+class WgpuPrepared(Prepared):
+    """A compute pipeline with its buffers and bind group on one wgpu device."""
+
+    def __init__(self, spec: dict[str, Any], device: Any, adapter_info: dict[str, Any]):
+        wgpu = _import_wgpu()
+        self._wgpu = wgpu
+        self.spec = spec
+        self.device = device
+        self.queue = device.queue
+        self.buffers: dict[str, Any] = {}
+        self._lengths: dict[str, tuple[int, np.dtype]] = {}
+        self._immediates: bytes | None = None
+        self._query_set = None
+        self._resolve = None
+        self._sync_buffer = None
+        self._work_done_works = True
+        self._adapter_info = adapter_info
+        try:
+            self._build()
+        except RuntimeFailure:
+            self.close()
+            raise
+        except Exception as exc:
+            self.close()
+            raise RuntimeFailure(f"wgpu: {_error_text(exc)}") from None
+
+    # ----------------------------------------------------------------------- set-up
+
+    def _load_module(self) -> tuple[Any, ShaderInfo, bool]:
+        artifact = self.spec["artifact"]
+        path, kind = artifact["path"], artifact["kind"]
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise RuntimeFailure(f"cannot read shader {path}: {exc.strerror or exc}") from None
+        try:
+            if kind == "spirv":
+                info, code, is_wgsl = spirv_info(raw), raw, False
+            elif kind == "wgsl":
+                code = raw.decode("utf-8")
+                info, is_wgsl = wgsl_info(code), True
+            else:
+                raise RuntimeFailure(f"the wgpu runtime runs spirv or wgsl artifacts, not {kind!r}")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise RuntimeFailure(f"{path}: {exc}") from None
+        try:
+            module = self.device.create_shader_module(label=Path(path).name, code=code)
+        except Exception as exc:
+            raise RuntimeFailure(
+                f"naga/wgpu rejected the {kind} module {Path(path).name}:\n{_error_text(exc)}"
+            ) from None
+        return module, info, is_wgsl
+
+    def _build(self) -> None:
+        wgpu, spec, device = self._wgpu, self.spec, self.device
+        module, info, is_wgsl = self._load_module()
+        entry = _pick_entry(spec["artifact"]["entry"], info, spec["artifact"]["path"])
+        self.grid = tuple(int(g) for g in spec["grid"])
+        max_groups = device.limits.get("max-compute-workgroups-per-dimension", 65535)
+        if any(g > max_groups for g in self.grid):
+            raise RuntimeFailure(
+                f"grid {list(self.grid)} exceeds this device's {max_groups} workgroups per dimension; "
+                "use more threads per workgroup or a 2-D/3-D grid"
+            )
+
+        entries: list[dict[str, Any]] = []  # (binding, layout type, buffer)
+        usage = wgpu.BufferUsage
+        for arg in buffer_args(spec):
+            name, length, dtype = arg["name"], int(arg["length"]), dtype_of(arg["type"])
+            size = max(length * dtype.itemsize, 16)
+            size += -size % 4
+            buffer = device.create_buffer(
+                label=name,
+                size=size,
+                usage=usage.STORAGE | usage.UNIFORM | usage.COPY_SRC | usage.COPY_DST,
+            )
+            self.buffers[name] = buffer
+            self._lengths[name] = (length, dtype)
+            binding = arg.get("binding")
+            if binding is None:
+                raise RuntimeFailure(f"buffer {name!r} has no wgpu binding (set `binding` in workbench.toml)")
+            if info.bindings and binding not in info.bindings:
+                continue  # the shader does not use it: it stays out of the layout
+            declared = info.bindings.get(binding)
+            if declared is None:
+                declared = "read-only-storage" if arg["direction"] == "in" else "storage"
+            if declared == "read-only-storage" and arg["direction"] != "in":
+                raise RuntimeFailure(
+                    f"buffer {name!r} is {arg['direction']!r} but the shader declares binding {binding} "
+                    "read-only"
+                )
+            entries.append({"binding": binding, "type": declared, "buffer": buffer, "size": size})
+
+        scalars = scalar_args(spec)
+        wgpu_opts = spec.get("wgpu") or {}
+        mode = wgpu_opts.get("mode", "uniform")
+        constants: dict[str, float] = {}
+        immediate_size = 0
+        if scalars and mode == "uniform":
+            params_binding = wgpu_opts.get("params_binding")
+            if params_binding is None:
+                raise RuntimeFailure(
+                    "scalars go in a uniform buffer but [kernel.wgpu] params_binding is not set"
+                )
+            data = pack_scalars(scalars)
+            params = device.create_buffer_with_data(
+                label="params", data=data, usage=usage.UNIFORM | usage.STORAGE | usage.COPY_DST
+            )
+            self.buffers["__params__"] = params
+            if not info.bindings or params_binding in info.bindings:
+                declared = info.bindings.get(params_binding, "uniform")
+                entries.append(
+                    {"binding": params_binding, "type": declared, "buffer": params, "size": len(data)}
+                )
+        elif scalars and mode == "push":
+            if "immediates" not in device.features:
+                raise RuntimeFailure(
+                    f"scalars are push constants but {self._adapter_info.get('device', 'this adapter')} "
+                    "has no 'immediates' feature; use scalars = \"uniform\""
+                )
+            self._immediates = pack_scalars(scalars)
+            immediate_size = len(self._immediates)
+            limit = device.limits.get("max-immediate-size", 0)
+            if immediate_size > limit:
+                raise RuntimeFailure(f"{immediate_size} bytes of push constants exceed the device's {limit}")
+        elif scalars and mode == "override":
+            ids = wgpu_opts.get("override_ids") or {}
+            for arg in scalars:
+                constants[str(ids.get(arg["name"], arg["name"]))] = arg["value"]
+        elif scalars:
+            raise RuntimeFailure(f"unknown wgpu scalar mode {mode!r}; modes: uniform, push, override")
+        if is_wgsl:
+            for name, value in (spec.get("constants") or {}).items():
+                if name in info.overrides and name not in constants:
+                    constants[name] = value
+
+        declared_missing = sorted(set(info.bindings) - {e["binding"] for e in entries})
+        if declared_missing:
+            raise RuntimeFailure(
+                f"the shader declares binding(s) {', '.join(map(str, declared_missing))} in group 0 "
+                "but no kernel argument is bound there"
+            )
+        entries.sort(key=lambda e: e["binding"])
+        layout = device.create_bind_group_layout(
+            entries=[
+                {
+                    "binding": e["binding"],
+                    "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": e["type"]},
+                }
+                for e in entries
+            ]
+        )
+        pipeline_layout = device.create_pipeline_layout(
+            bind_group_layouts=[layout], immediate_size=immediate_size
+        )
+        compute: dict[str, Any] = {"module": module, "entry_point": entry}
+        if constants:
+            compute["constants"] = constants
+        try:
+            self.pipeline = device.create_compute_pipeline(layout=pipeline_layout, compute=compute)
+        except Exception as exc:
+            raise RuntimeFailure(
+                f"naga/wgpu could not create the compute pipeline for {entry!r}:\n{_error_text(exc)}"
+            ) from None
+        self.bind_group = device.create_bind_group(
+            layout=layout,
+            entries=[
+                {"binding": e["binding"], "resource": {"buffer": e["buffer"], "offset": 0, "size": e["size"]}}
+                for e in entries
+            ],
+        )
+
+        if "timestamp-query" in device.features:
+            self._query_set = device.create_query_set(type="timestamp", count=2)
+            self._resolve = device.create_buffer(size=16, usage=usage.QUERY_RESOLVE | usage.COPY_SRC)
+            self._period_ns = _timestamp_period_ns(self.queue)
+            self.timer_method = "wgpu-timestamps"
+            self.timer_resolution_s = self._period_ns * 1e-9
+        else:
+            self.timer_method = "wall-clock"
+            self.timer_resolution_s = time.get_clock_info("perf_counter").resolution
+
+    # ----------------------------------------------------------------------- use
+
+    def upload(self, arrays: dict[str, np.ndarray]) -> None:
+        for name, array in check_arrays(self.spec, arrays).items():
+            if array.nbytes:
+                self.queue.write_buffer(self.buffers[name], 0, array)
+
+    def launch(self, count: int = 1) -> float:
+        """`count` dispatches in one compute pass (wgpu orders them with barriers, like back-to-back
+        kernel launches); timestamps at the pass's beginning and end measure all of them."""
+        if count < 1:
+            raise RuntimeFailure(f"launch count must be at least 1, got {count}")
+        try:
+            encoder = self.device.create_command_encoder()
+            timestamps = None
+            if self._query_set is not None:
+                timestamps = {
+                    "query_set": self._query_set,
+                    "beginning_of_pass_write_index": 0,
+                    "end_of_pass_write_index": 1,
+                }
+            compute_pass = encoder.begin_compute_pass(timestamp_writes=timestamps)
+            compute_pass.set_pipeline(self.pipeline)
+            compute_pass.set_bind_group(0, self.bind_group)
+            if self._immediates is not None:
+                compute_pass.set_immediates(0, self._immediates, 0, len(self._immediates))
+            for _ in range(count):
+                compute_pass.dispatch_workgroups(*self.grid)
+            compute_pass.end()
+            if self._query_set is not None:
+                encoder.resolve_query_set(self._query_set, 0, 2, self._resolve, 0)
+            commands = encoder.finish()
+            if self._query_set is None:
+                start = time.perf_counter()
+                self.queue.submit([commands])
+                self._wait_idle()
+                return time.perf_counter() - start
+            self.queue.submit([commands])
+            # read_buffer waits for the submitted work before mapping the copy.
+            ticks = np.frombuffer(self.queue.read_buffer(self._resolve), dtype=np.uint64)
+        except RuntimeFailure:
+            raise
+        except Exception as exc:
+            raise RuntimeFailure(f"wgpu launch failed: {_error_text(exc)}") from None
+        delta = int(ticks[1]) - int(ticks[0])
+        return max(delta, 0) * self._period_ns * 1e-9
+
+    def _wait_idle(self) -> None:
+        """Wait for the queue to drain. wgpu-py 0.32's on_submitted_work_done_sync fails against
+        its bundled wgpu-native (callback signature mismatch), so fall back to reading a tiny
+        buffer back, which waits for all earlier submissions."""
+        if self._work_done_works:
+            try:
+                self.queue.on_submitted_work_done_sync()
+                return
+            except Exception:
+                self._work_done_works = False
+        if self._sync_buffer is None:
+            self._sync_buffer = self.device.create_buffer(
+                size=4, usage=self._wgpu.BufferUsage.COPY_SRC | self._wgpu.BufferUsage.COPY_DST
+            )
+        self.queue.read_buffer(self._sync_buffer)
+
+    def download(self, names: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for name in names:
+            if name not in self._lengths:
+                raise RuntimeFailure(f"no buffer named {name!r}; buffers: {', '.join(self._lengths)}")
+            length, dtype = self._lengths[name]
+            if length == 0:
+                out[name] = np.zeros(0, dtype)
+                continue
+            try:
+                data = self.queue.read_buffer(self.buffers[name], 0, length * dtype.itemsize)
+            except Exception as exc:
+                raise RuntimeFailure(f"reading buffer {name!r} failed: {_error_text(exc)}") from None
+            out[name] = np.frombuffer(data, dtype=dtype).copy()
+        return out
+
+    def close(self) -> None:
+        for buffer in self.buffers.values():
+            try:
+                buffer.destroy()
+            except Exception:
+                pass
+        self.buffers = {}
+        for resource in (self._resolve, self._sync_buffer):
+            if resource is not None:
+                try:
+                    resource.destroy()
+                except Exception:
+                    pass
+        self._resolve = None
+        self._sync_buffer = None
+        self._query_set = None
+
+
+class WgpuRuntime(Runtime):
+    name = "wgpu"
+
+    def __init__(self) -> None:
+        self._adapters: list[Any] | None = None
+        self._devices: dict[int, Any] = {}
+
+    def adapters(self) -> list[Any]:
+        """Every adapter, in `enumerate_adapters_sync()` order (the device index)."""
+        if self._adapters is None:
+            wgpu = _import_wgpu()
+            try:
+                self._adapters = list(wgpu.gpu.enumerate_adapters_sync())
+            except Exception as exc:
+                raise RuntimeFailure(f"wgpu could not list adapters: {_error_text(exc)}") from None
+        return self._adapters
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            adapters = self.adapters()
+        except RuntimeFailure as exc:
+            return False, str(exc)
+        if not adapters:
+            return (
+                False,
+                "wgpu found no adapter (no Vulkan/Metal/DX12/GL driver; on Linux try mesa-vulkan-drivers)",
+            )
+        return True, ""
+
+    def devices(self) -> list[dict[str, Any]]:
+        out = []
+        for index, adapter in enumerate(self.adapters()):
+            info = dict(adapter.info)
+            limits = dict(adapter.limits)
+            features = sorted(adapter.features)
+            out.append(
+                {
+                    "runtime": "wgpu",
+                    "index": index,
+                    "name": info.get("device") or info.get("description") or f"adapter {index}",
+                    "spec": f"wgpu:{index}",
+                    "backend_api": info.get("backend_type", ""),
+                    "adapter_type": info.get("adapter_type", ""),
+                    "vendor": info.get("vendor", ""),
+                    "vendor_id": info.get("vendor_id"),
+                    "device_id": info.get("device_id"),
+                    "description": info.get("description", ""),
+                    "limits": {k: limits[k] for k in LIMITS_SHOWN if k in limits},
+                    "timestamp_query": "timestamp-query" in features,
+                    "features": features,
+                    "peak_gbps": None,
+                    "peak_gflops": None,
+                }
+            )
+        return out
+
+    def device(self, index: int) -> tuple[Any, dict[str, Any]]:
+        """The (cached) device of adapter `index`, with every wanted feature the adapter has."""
+        adapters = self.adapters()
+        if not 0 <= index < len(adapters):
+            names = ", ".join(f"wgpu:{i} {a.info.get('device', '')}" for i, a in enumerate(adapters))
+            raise RuntimeFailure(f"no wgpu adapter {index}; adapters: {names or 'none'}")
+        adapter = adapters[index]
+        if index not in self._devices:
+            features = [f for f in WANTED_FEATURES if f in adapter.features]
+            try:
+                self._devices[index] = adapter.request_device_sync(
+                    label=f"workbench wgpu:{index}",
+                    required_features=features,
+                    required_limits=dict(adapter.limits),
+                )
+            except Exception as exc:
+                raise RuntimeFailure(f"wgpu could not open adapter {index}: {_error_text(exc)}") from None
+        return self._devices[index], dict(adapter.info)
+
+    def prepare(self, spec: dict[str, Any], device_index: int) -> Prepared:
+        device, info = self.device(int(device_index))
+        return WgpuPrepared(spec, device, info)
+
+
+RUNTIME = WgpuRuntime()
