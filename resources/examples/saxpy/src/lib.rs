@@ -71,11 +71,13 @@ pub mod spirv_entry {
 pub mod rust_cuda_entry {
     use cuda_std::prelude::*;
 
+    // Raw pointers, not slices: Rust-CUDA passes a slice as (pointer, length), which would not
+    // match the manifest's launch order.
     #[kernel]
-    #[allow(improper_ctypes_definitions)]
-    pub unsafe fn saxpy(n: u32, a: f32, x: &[f32], y: *mut f32) {
+    pub unsafe fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
         let i = thread::index_1d() as usize;
         if i < n as usize {
+            let x = unsafe { core::slice::from_raw_parts(x, n as usize) };
             let y = unsafe { core::slice::from_raw_parts_mut(y, n as usize) };
             super::saxpy_at(i, n, a, x, y);
         }

@@ -1,0 +1,48 @@
+// Hand-written WGSL tiled matrix multiply, the same computation as src/lib.rs:
+// C (m x n) = A (m x k) * B (k x n), row-major, 16x16 tiles in workgroup memory, k ascending.
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+}
+
+const TILE: u32 = 16u;
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+
+var<workgroup> a_tile: array<f32, 256>;
+var<workgroup> b_tile: array<f32, 256>;
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let tx = lid.x;
+    let ty = lid.y;
+    let row = wid.y * TILE + ty;
+    let col = wid.x * TILE + tx;
+    var acc = 0.0;
+    for (var k0 = 0u; k0 < params.k; k0 = k0 + TILE) {
+        let ka = k0 + tx;
+        let kb = k0 + ty;
+        var va = 0.0;
+        if (row < params.m && ka < params.k) {
+            va = a[row * params.k + ka];
+        }
+        var vb = 0.0;
+        if (kb < params.k && col < params.n) {
+            vb = b[kb * params.n + col];
+        }
+        a_tile[ty * TILE + tx] = va;
+        b_tile[ty * TILE + tx] = vb;
+        workgroupBarrier();
+        for (var t = 0u; t < TILE; t = t + 1u) {
+            acc = acc + a_tile[ty * TILE + t] * b_tile[t * TILE + tx];
+        }
+        workgroupBarrier();
+    }
+    if (row < params.m && col < params.n) {
+        c[row * params.n + col] = acc;
+    }
+}
