@@ -1,0 +1,53 @@
+"""Fixtures for the build service tests: the shared cache and project copies that hang or fail."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from workbench.build import toolchains
+
+
+@pytest.fixture
+def cache(shared_cache_dir) -> Path:
+    """The session's build cache, so nvptx's `core` is built once for all tests."""
+    return shared_cache_dir
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids whose command line contains `marker` (for 'no child left' checks)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture
+def hanging_project(example_copy):
+    """saxpy with a build.rs that starts a `sleep` child and then sleeps itself (a hung compile)."""
+    root = example_copy("saxpy")
+    marker = f"{random.randint(100000, 999999)}.5"  # a unique `sleep` argument to find the child by
+    (root / "build.rs").write_text(
+        "fn main() {\n"
+        f'    let _child = std::process::Command::new("sleep").arg("{marker}").spawn().unwrap();\n'
+        "    std::thread::sleep(std::time::Duration::from_secs(600));\n"
+        "}\n"
+    )
+    return root, marker
+
+
+@pytest.fixture
+def redetect():
+    """Re-run toolchain detection after a test changed PATH or env (and again afterwards)."""
+    yield lambda: toolchains.detect_toolchains(refresh=True)
+    toolchains.detect_toolchains(refresh=True)

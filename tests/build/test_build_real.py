@@ -1,0 +1,122 @@
+"""Real builds of the saxpy example: cpu (host cargo), nvptx (rustc -> PTX), cuda-c (nvcc), wgsl."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from workbench.build import build_project, detect_toolchains, export, read_build
+from workbench.build.toolchains import detect
+from workbench.project import Project
+
+pytestmark = pytest.mark.slow
+
+
+def need(backend: str) -> None:
+    info = detect(backend)
+    if not info.found:
+        pytest.skip(f"{backend} toolchain missing: {info.hint}")
+
+
+def test_detect_toolchains_one_per_backend_with_hints():
+    infos = {t.backend: t for t in detect_toolchains()}
+    assert set(infos) == {"cpu", "nvptx", "rust-gpu", "rust-cuda", "cuda-c", "wgsl"}
+    for info in infos.values():
+        assert info.found or info.hint, info
+
+
+def test_saxpy_cpu_and_nvptx_build_and_ptx_passes_ptxas(example_copy, cache, tmp_path):
+    need("cpu")
+    need("nvptx")
+    project = Project.open(example_copy("saxpy"))
+    results = {r.backend: r for r in build_project(project, ["cpu", "nvptx", "rust-gpu", "rust-cuda"], cache)}
+    assert results["cpu"].status == "ok", results["cpu"].log
+    assert results["cpu"].artifacts[0].endswith(".so")
+    nvptx = results["nvptx"]
+    assert nvptx.status == "ok", nvptx.log
+    ptx = nvptx.artifacts[0]
+    assert ptx.endswith(".ptx") and ".entry saxpy" in open(ptx).read()
+    data = read_build(nvptx.artifact_dir)
+    assert data["kernels"]["saxpy"] == {"artifact": "saxpy.ptx", "entry": "saxpy", "kind": "ptx"}
+    assert data["target"] == "sm_90" and data["flags"] == ["-C", "target-cpu=sm_90"]
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if shutil.which(ptxas):
+        assert subprocess.run([ptxas, "-arch=sm_90", ptx, "-o", "/dev/null"]).returncode == 0
+        assert nvptx.resources["saxpy"]["registers"] > 0
+    for backend in ("rust-gpu", "rust-cuda"):
+        if not detect(backend).found:
+            assert results[backend].status == "skipped" and results[backend].hint
+    exported = export(list(results.values()), tmp_path / "export")
+    assert {p.name for p in exported} == {"cpu", "nvptx"}
+    assert read_build(tmp_path / "export" / "nvptx")["backend"] == "nvptx"
+
+
+def test_reference_backends_build(example_copy, cache):
+    project = Project.open(example_copy("saxpy"))
+    results = {r.backend: r for r in build_project(project, ["cuda-c", "wgsl"], cache)}
+    assert results["wgsl"].status == "ok" and results["wgsl"].artifacts[0].endswith("saxpy.wgsl")
+    if detect("cuda-c").found:
+        assert results["cuda-c"].status == "ok", results["cuda-c"].log
+        assert ".entry saxpy" in open(results["cuda-c"].artifacts[0]).read()
+
+
+@pytest.mark.parametrize("backend", ["cpu", "nvptx"])
+def test_rust_error_reported_at_its_file_and_line(example_copy, cache, backend):
+    need(backend)
+    root = example_copy("saxpy")
+    lib = root / "src" / "lib.rs"
+    lines = lib.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if "y[i] = a * x[i] + y[i];" in line)
+    lines[index] = lines[index].replace("+ y[i]", "+ undefined_name")
+    lib.write_text("\n".join(lines) + "\n")
+    (result,) = build_project(Project.open(root), [backend], cache)
+    assert result.status == "error"
+    errors = [d for d in result.diagnostics if d["severity"] == "error"]
+    assert errors[0]["file"] == "src/lib.rs"
+    assert errors[0]["line"] == index + 1
+    assert errors[0]["column"] == lines[index].index("undefined_name") + 1
+    assert errors[0]["code"] == "E0425"
+    assert "undefined_name" in result.log
+
+
+def test_cuda_c_error_reported_at_its_line(example_copy, cache):
+    need("cuda-c")
+    root = example_copy("saxpy")
+    cu = root / "reference" / "saxpy.cu"
+    cu.write_text(cu.read_text().replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + nope;"))
+    (result,) = build_project(Project.open(root), ["cuda-c"], cache)
+    assert result.status == "error"
+    line = next(i for i, text in enumerate(cu.read_text().splitlines(), 1) if "nope" in text)
+    diag = next(d for d in result.diagnostics if d["severity"] == "error")
+    assert (diag["file"], diag["line"]) == ("reference/saxpy.cu", line)
+    assert "nope" in diag["message"]
+
+
+def test_missing_entry_point_is_a_clear_error(example_copy, cache):
+    need("cuda-c")
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    manifest.write_text(
+        manifest.read_text().replace('cpu = "saxpy_cpu"', 'cpu = "saxpy_cpu"\ncuda-c = "saxpy2"')
+    )
+    (result,) = build_project(Project.open(root), ["cuda-c"], cache)
+    assert result.status == "error"
+    assert any("'saxpy2' is not in saxpy.ptx" in d["message"] for d in result.diagnostics)
+
+
+def test_unchanged_is_a_cache_hit_and_one_line_edit_rebuilds(example_copy, cache):
+    need("cpu")
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    (first,) = build_project(project, ["cpu"], cache)
+    (second,) = build_project(project, ["cpu"], cache)
+    assert first.status == second.status == "ok"
+    assert second.cached and second.key == first.key and second.artifact_dir == first.artifact_dir
+    with open(root / "src" / "lib.rs", "a") as f:
+        f.write("// one more line\n")
+    (third,) = build_project(project, ["cpu"], cache)
+    assert third.status == "ok" and not third.cached and third.key != first.key
+    (other_target,) = build_project(project, ["cpu"], cache, tunables={"unused": 1})
+    assert other_target.key != third.key

@@ -1,0 +1,108 @@
+"""BuildService behaviour with real cargo: events, cancel (newer submit wins), timeout, watching."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from workbench.build import BuildService, ProjectWatcher
+from workbench.build.toolchains import detect
+from workbench.project import Project
+
+from .conftest import processes_with
+
+pytestmark = pytest.mark.slow
+
+
+def wait_until(predicate, timeout=60.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _cargo():
+    if not detect("cpu").found:
+        pytest.skip(f"cpu toolchain missing: {detect('cpu').hint}")
+
+
+def test_events_and_non_blocking_submit(example_copy, cache):
+    project = Project.open(example_copy("saxpy"))
+    events = []
+    with BuildService(cache_dir=cache) as service:
+        service.subscribe(events.append)
+        job = service.submit(project, ["cpu", "wgsl"])
+        results = job.wait(timeout=300)
+        assert job.done
+    assert results["cpu"].status == "ok" and results["wgsl"].status == "ok"
+    kinds = [(e.kind, e.backend) for e in events]
+    assert ("started", "cpu") in kinds and ("finished", "cpu") in kinds
+    assert any(e.kind == "output" and e.backend == "cpu" for e in events)
+    finished = next(e for e in events if e.kind == "finished" and e.backend == "cpu")
+    assert finished.result is results["cpu"] and finished.project == "saxpy"
+
+
+def test_newer_submit_cancels_older_and_kills_its_tree(hanging_project, cache):
+    root, marker = hanging_project
+    project = Project.open(root)
+    with BuildService(cache_dir=cache, timeout_s=120) as service:
+        first = service.submit(project, ["cpu"])
+        assert wait_until(lambda: processes_with(marker)), "build.rs never started its child"
+        second = service.submit(project, ["cpu"])
+        assert first.wait(timeout=60)["cpu"].status == "cancelled"
+        service.cancel("cpu")
+        assert second.wait(timeout=60)["cpu"].status == "cancelled"
+    assert wait_until(lambda: not processes_with(marker), 10), "a build child survived the cancel"
+
+
+def test_hanging_compiler_stops_at_timeout_with_no_child_left(hanging_project, cache):
+    root, marker = hanging_project
+    seen_child = threading.Event()
+
+    def on_event(event):
+        if event.kind == "output" and processes_with(marker):
+            seen_child.set()
+
+    with BuildService(cache_dir=cache, timeout_s=15) as service:
+        service.subscribe(on_event)
+        result = service.submit(Project.open(root), ["cpu"]).wait(timeout=120)["cpu"]
+    assert result.status == "error"
+    assert "timeout" in result.diagnostics[0]["message"]
+    assert "timeout" in result.log
+    assert wait_until(lambda: not processes_with(marker), 10), "a build child survived the timeout"
+
+
+def test_watcher_debounces_a_burst_into_one_build(example_copy, cache):
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    calls, builds = [], []
+    with BuildService(cache_dir=cache) as service:
+
+        def on_change(paths):
+            calls.append(paths)
+            builds.append(service.submit(project, ["cpu"]))
+
+        with ProjectWatcher(root, on_change, debounce_s=0.3):
+            time.sleep(0.2)  # let the observer settle
+            (root / "target").mkdir(exist_ok=True)
+            (root / "target" / "ignored.rs").write_text("// build output\n")
+            (root / "src" / ".lib.rs.swp").write_text("editor temp\n")
+            (root / "src" / "lib.rs~").write_text("backup\n")
+            time.sleep(0.8)
+            assert calls == [], f"ignored files triggered a build: {calls}"
+            lib = root / "src" / "lib.rs"
+            for i in range(5):
+                with open(lib, "a") as f:
+                    f.write(f"// save {i}\n")
+                time.sleep(0.03)
+            assert wait_until(lambda: len(calls) >= 1, 10)
+            time.sleep(0.8)
+        assert len(calls) == 1
+        assert root / "src" / "lib.rs" in [p.resolve() for p in calls[0]]
+        (result,) = builds[0].wait(timeout=300).values()
+        assert result.status == "ok" and not result.cached

@@ -1,0 +1,174 @@
+"""The interface every toolchain adapter implements, and the request it builds from."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.build.process import Budget, ProcessResult, run_command
+from workbench.project import Project
+from workbench.records import Diagnostic, ToolchainInfo
+
+
+@dataclass
+class BuildRequest:
+    """Everything one backend build needs; `out_dir` is the (staging) artifact folder."""
+
+    project: Project
+    backend: str
+    toolchain: ToolchainInfo
+    target: str
+    flags: list[str]
+    tunables: dict[str, Any]
+    out_dir: Path
+    target_dir: Path  # cargo target dir for this backend, shared across projects (in the cache)
+    budget: Budget = field(default_factory=Budget)
+    on_output: Callable[[str], None] = lambda line: None
+    on_diagnostic: Callable[[Diagnostic], None] = lambda diag: None
+    log: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def output(self, line: str) -> None:
+        self.log.append(line)
+        self.on_output(line)
+
+    def diagnostic(self, diag: Diagnostic) -> None:
+        diag.backend = diag.backend or self.backend
+        self.diagnostics.append(diag)
+        self.on_diagnostic(diag)
+
+    def run(
+        self,
+        cmd: list[str],
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        on_stdout: Callable[[str], bool] | None = None,
+    ) -> ProcessResult:
+        """Run a toolchain command; `on_stdout(line)` returns True when it consumed the line."""
+        self.output("$ " + " ".join(cmd))
+
+        def on_line(stream: str, line: str) -> None:
+            if stream == "stdout" and on_stdout is not None and on_stdout(line):
+                return
+            self.output(line)
+
+        return run_command(cmd, cwd=cwd, env=env, budget=self.budget, on_line=on_line)
+
+    def tunable_env(self) -> dict[str, str]:
+        """Tunables reach Rust code as env vars `WB_TUNABLE_<NAME>` (read with `env!`)."""
+        return {f"WB_TUNABLE_{k.upper()}": str(v) for k, v in self.tunables.items()}
+
+
+@dataclass
+class AdapterOutput:
+    ok: bool
+    kernels: dict[str, dict[str, Any]] = field(default_factory=dict)  # kernel -> artifact record
+    resources: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # more build.json fields
+
+
+class Adapter:
+    """One backend's toolchain: detect it, build with it, list what it produced."""
+
+    name = ""
+    kind = ""  # artifact kind: cdylib | ptx | spirv | wgsl
+
+    def detect(self) -> ToolchainInfo:
+        raise NotImplementedError
+
+    def skip_reason(self, project: Project) -> str | None:
+        """Why this project has nothing to build for this backend (None: it has)."""
+        return None
+
+    def usable(self, project: Project, toolchain: ToolchainInfo) -> bool:
+        """Whether a build can run (a prebuilt folder needs no toolchain)."""
+        return toolchain.found
+
+    def resolve_target(self, target: str | None) -> str:
+        return target or ""
+
+    def flags(self, project: Project, target: str, tunables: dict[str, Any]) -> list[str]:
+        return []
+
+    def key_inputs(self, project: Project) -> list[Path]:
+        """Files outside `Project.source_files()` that the build reads (prebuilt artifacts)."""
+        return []
+
+    def build(self, req: BuildRequest) -> AdapterOutput:
+        raise NotImplementedError
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def which(env_var: str | None, *candidates: str) -> str | None:
+    """An executable from `$env_var`, else the first candidate that exists (absolute or on PATH)."""
+    if env_var and os.environ.get(env_var):
+        return shutil.which(os.environ[env_var]) or None
+    for cand in candidates:
+        if os.path.isabs(cand):
+            if os.access(cand, os.X_OK):
+                return cand
+        elif found := shutil.which(cand):
+            return found
+    return None
+
+
+def version_of(cmd: list[str], timeout: float = 30.0, env: dict[str, str] | None = None) -> str:
+    """First line of a `--version` style command ('' when it fails)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    text = (proc.stdout or proc.stderr).strip()
+    return text.splitlines()[0] if proc.returncode == 0 and text else ""
+
+
+def cuda_bin(name: str) -> str | None:
+    """A CUDA toolkit program: PATH, then $CUDA_HOME / $CUDA_PATH, then /usr/local/cuda."""
+    env_var = {"nvcc": "WB_NVCC", "ptxas": "WB_PTXAS"}.get(name)
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    candidates = [name] + [os.path.join(r, "bin", name) for r in roots if r]
+    return which(env_var, *candidates)
+
+
+def sm_arch(target: str | None, default_env: str = "WB_NVPTX_ARCH") -> str:
+    """`sm_XX` from a compute capability ("9.0", "90", "sm_90", "compute_90"); default sm_90."""
+    value = (target or os.environ.get(default_env) or "sm_90").strip().lower()
+    for prefix in ("sm_", "compute_"):
+        value = value.removeprefix(prefix)
+    digits = value.replace(".", "")
+    if not digits.isdigit() or not 2 <= len(digits) <= 3:
+        raise ValueError(f"target {target!r} is not a CUDA compute capability (examples: 8.6, 90, sm_90)")
+    return f"sm_{digits}"
+
+
+def copy_into(src: Path, out_dir: Path, name: str | None = None) -> str:
+    dest = out_dir / (name or src.name)
+    shutil.copy2(src, dest)
+    return dest.name
+
+
+def entry_check(kernels: list, backend: str, entries: list[str], artifact: str) -> list[Diagnostic]:
+    """An error for each kernel whose entry point is missing from the artifact."""
+    diags = []
+    for k in kernels:
+        entry = k.entry_for(backend)
+        if entry not in entries:
+            present = ", ".join(entries) or "none"
+            diags.append(
+                Diagnostic(
+                    "error",
+                    f"kernel {k.name!r}: entry point {entry!r} is not in {artifact} "
+                    f'(entries there: {present}); set [kernel.entry] {backend} = "..." in '
+                    f"workbench.toml or export it unmangled",
+                    backend=backend,
+                )
+            )
+    return diags

@@ -1,0 +1,61 @@
+"""Running cargo with `--message-format=json`: diagnostics and artifacts from its record stream."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.build.adapters.base import BuildRequest
+from workbench.build.diagnostics import from_cargo_message, parse_cargo_json_line
+
+
+@dataclass
+class CargoOutcome:
+    ok: bool
+    artifacts: list[dict[str, Any]] = field(default_factory=list)  # compiler-artifact records
+    returncode: int = 0
+
+    def of_package(self, manifest: Path) -> list[dict[str, Any]]:
+        """The artifact records of the crate at `manifest` (not its dependencies, not `core`)."""
+        manifest = manifest.resolve()
+        return [a for a in self.artifacts if Path(a.get("manifest_path", "")).resolve() == manifest]
+
+
+def cargo_env(req: BuildRequest, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    # The workbench reads cargo's JSON; colour codes and progress bars only get in the way.
+    env.update({"CARGO_TERM_COLOR": "never", "CARGO_TERM_PROGRESS_WHEN": "never"})
+    env.update(req.tunable_env())
+    env.update(extra or {})
+    return env
+
+
+def run_cargo(req: BuildRequest, cmd: list[str], env: dict[str, str]) -> CargoOutcome:
+    """Run a cargo command whose stdout is JSON records; feed messages to the request."""
+    root = req.project.root
+    outcome = CargoOutcome(ok=False)
+    finished: list[bool] = []
+
+    def on_stdout(line: str) -> bool:
+        record = parse_cargo_json_line(line)
+        if record is None:
+            return False
+        reason = record["reason"]
+        if reason == "compiler-message":
+            diag = from_cargo_message(record, root, req.backend)
+            if diag is not None:
+                for text in diag.rendered.rstrip().splitlines():
+                    req.output(text)
+                req.diagnostic(diag)
+        elif reason == "compiler-artifact":
+            outcome.artifacts.append(record)
+        elif reason == "build-finished":
+            finished.append(bool(record.get("success")))
+        return True
+
+    result = req.run(cmd, cwd=req.project.manifest.crate_dir, env=env, on_stdout=on_stdout)
+    outcome.returncode = result.returncode
+    outcome.ok = result.returncode == 0 and (not finished or finished[-1])
+    return outcome

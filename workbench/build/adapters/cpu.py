@@ -1,0 +1,70 @@
+"""`cpu`: host cargo builds the kernel crate as a cdylib; the artifact is the shared library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
+from workbench.build.adapters.cargo import cargo_env, run_cargo
+from workbench.build.diagnostics import error
+from workbench.records import ToolchainInfo
+
+HINT = "install Rust: apt-get install rustc cargo (or https://rustup.rs)"
+
+
+def host_rust() -> tuple[str | None, str | None]:
+    """(cargo, rustc): $WB_CARGO / $WB_RUSTC, else /usr/bin's, else PATH's."""
+    cargo = which("WB_CARGO", "/usr/bin/cargo", "cargo")
+    rustc = which("WB_RUSTC", "/usr/bin/rustc", "rustc")
+    return cargo, rustc
+
+
+class CpuAdapter(Adapter):
+    name = "cpu"
+    kind = "cdylib"
+
+    def detect(self) -> ToolchainInfo:
+        cargo, rustc = host_rust()
+        if not cargo or not rustc:
+            missing = "cargo" if not cargo else "rustc"
+            return ToolchainInfo("cpu", False, hint=HINT, details={"missing": missing})
+        version = version_of([rustc, "--version"])
+        if not version:
+            return ToolchainInfo(
+                "cpu", False, path=rustc, hint=HINT, details={"error": "rustc --version failed"}
+            )
+        return ToolchainInfo("cpu", True, version, rustc, details={"cargo": cargo})
+
+    def resolve_target(self, target: str | None) -> str:
+        return target or "host"
+
+    def flags(self, project, target, tunables) -> list[str]:
+        flags = ["--release", "--lib"]
+        if target != "host":
+            flags += ["--target", target]
+        return flags
+
+    def build(self, req: BuildRequest) -> AdapterOutput:
+        tc = req.toolchain
+        cmd = [tc.details["cargo"], "build", *req.flags, "--offline", "--message-format=json",
+               "--target-dir", str(req.target_dir)]  # fmt: skip
+        outcome = run_cargo(req, cmd, cargo_env(req, {"RUSTC": tc.path}))
+        if not outcome.ok:
+            return AdapterOutput(False)
+        libs = [
+            Path(f)
+            for a in outcome.of_package(req.project.manifest.crate_dir / "Cargo.toml")
+            if "cdylib" in a.get("target", {}).get("crate_types", [])
+            for f in a.get("filenames", [])
+            if f.endswith((".so", ".dylib", ".dll"))
+        ]
+        if not libs:
+            req.diagnostic(error("the crate produced no cdylib: add crate-type = [\"cdylib\", \"rlib\"] "
+                                 "to [lib] in Cargo.toml", "cpu"))  # fmt: skip
+            return AdapterOutput(False)
+        name = copy_into(libs[0], req.out_dir)
+        kernels = {
+            k.name: {"artifact": name, "entry": k.entry_for("cpu"), "kind": self.kind}
+            for k in req.project.manifest.kernels
+        }
+        return AdapterOutput(True, kernels)

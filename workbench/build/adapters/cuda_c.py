@@ -1,0 +1,64 @@
+"""`cuda-c`: nvcc compiles the `[kernel.reference] cuda-c` files to PTX (`nvcc -ptx -arch=sm_XX`)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, cuda_bin, sm_arch
+from workbench.build.adapters.nvptx import finish_ptx
+from workbench.build.diagnostics import parse_nvcc
+from workbench.records import ToolchainInfo
+
+HINT = (
+    "install the CUDA toolkit (nvcc, ptxas): https://developer.nvidia.com/cuda-downloads "
+    "(or apt-get install nvidia-cuda-toolkit); it is looked for on PATH, $CUDA_HOME and /usr/local/cuda"
+)
+
+
+class CudaCAdapter(Adapter):
+    name = "cuda-c"
+    kind = "ptx"
+
+    def detect(self) -> ToolchainInfo:
+        nvcc = cuda_bin("nvcc")
+        if not nvcc:
+            return ToolchainInfo("cuda-c", False, hint=HINT)
+        try:
+            text = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return ToolchainInfo("cuda-c", False, path=nvcc, hint=HINT, details={"error": str(exc)})
+        release = next((ln.strip() for ln in text.splitlines() if "release" in ln), "nvcc")
+        return ToolchainInfo("cuda-c", True, release, nvcc, details={"ptxas": cuda_bin("ptxas") or ""})
+
+    def skip_reason(self, project) -> str | None:
+        if not any("cuda-c" in k.reference for k in project.manifest.kernels):
+            return "no [kernel.reference] cuda-c file in workbench.toml"
+        return None
+
+    def resolve_target(self, target: str | None) -> str:
+        return sm_arch(target)
+
+    def flags(self, project, target, tunables) -> list[str]:
+        # Tunables become preprocessor macros: -DBLOCK=256.
+        return ["-ptx", f"-arch={target}", *(f"-D{k.upper()}={v}" for k, v in sorted(tunables.items()))]
+
+    def build(self, req: BuildRequest) -> AdapterOutput:
+        root = req.project.root
+        kernels = [k for k in req.project.manifest.kernels if "cuda-c" in k.reference]
+        output = AdapterOutput(True)
+        for rel in dict.fromkeys(k.reference["cuda-c"] for k in kernels):
+            out = req.out_dir / (Path(rel).stem + ".ptx")
+            result = req.run([req.toolchain.path, *req.flags, rel, "-o", str(out)], cwd=root)
+            for diag in parse_nvcc("\n".join(result.stderr + result.stdout), root, root):
+                req.diagnostic(diag)
+            if result.returncode != 0 or not out.is_file():
+                return AdapterOutput(False)
+            part = finish_ptx(
+                req, out, req.target, self.name, [k for k in kernels if k.reference["cuda-c"] == rel]
+            )
+            output.ok = output.ok and part.ok
+            output.kernels.update(part.kernels)
+            output.resources.update(part.resources)
+            output.extra.setdefault("entries", []).extend(part.extra.get("entries", []))
+        return output

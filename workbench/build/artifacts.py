@@ -1,0 +1,79 @@
+"""Artifact folders and their `build.json` (ARCHITECTURE.md, "Build artifacts"): write, read, export."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+from workbench.records import BuildResult
+
+BUILD_JSON = "build.json"
+FORMAT = 1
+KINDS = ("cdylib", "ptx", "spirv", "wgsl")
+
+
+def write_build(folder: Path, data: dict[str, Any]) -> Path:
+    data = {"format": FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **data}
+    path = folder / BUILD_JSON
+    tmp = folder / (BUILD_JSON + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_build(folder: str | Path) -> dict[str, Any]:
+    """Load and check one artifact folder's build.json; errors name the file and what is wrong."""
+    folder = Path(folder)
+    path = folder / BUILD_JSON if folder.is_dir() or not folder.suffix else folder
+    if not path.is_file():
+        raise WorkbenchError(f"{path}: no build.json (is {folder} an artifact folder of `workbench build`?)")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise WorkbenchError(f"{path}: not readable as JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise WorkbenchError(f"{path}: unsupported format {data.get('format')!r} (expected {FORMAT})")
+    for key in ("backend", "kernels"):
+        if key not in data:
+            raise WorkbenchError(f"{path}: missing key {key!r}")
+    for name, record in data["kernels"].items():
+        if not isinstance(record, dict) or record.get("kind") not in KINDS or "artifact" not in record:
+            raise WorkbenchError(
+                f"{path}: kernels.{name}: needs artifact, entry and kind ({', '.join(KINDS)})"
+            )
+        if not (path.parent / record["artifact"]).is_file():
+            raise WorkbenchError(f"{path}: kernels.{name}: artifact {record['artifact']!r} is missing")
+    return data
+
+
+def result_from_build(
+    folder: Path, data: dict[str, Any], cached: bool, seconds: float, log: str = ""
+) -> BuildResult:
+    """A successful BuildResult describing an artifact folder."""
+    files = sorted({folder / r["artifact"] for r in data["kernels"].values()})
+    return BuildResult(
+        backend=data["backend"], status="ok", seconds=seconds, cached=cached,
+        artifacts=[str(f) for f in files], resources=data.get("resources", {}), log=log,
+        key=data.get("key", ""), artifact_dir=str(folder), toolchain=data.get("toolchain", {}),
+        flags=data.get("flags", []),
+    )  # fmt: skip
+
+
+def export(results: list[BuildResult], dest: str | Path) -> list[Path]:
+    """Copy each successful backend's artifact folder to DEST/<backend>/ (replacing it)."""
+    dest = Path(dest).expanduser()
+    written = []
+    for result in results:
+        if result.status != "ok" or not result.artifact_dir:
+            continue
+        target = dest / result.backend
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(result.artifact_dir, target)
+        written.append(target)
+    return written

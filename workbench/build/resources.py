@@ -1,0 +1,140 @@
+"""Resource reports: ptxas -v per PTX entry; SPIR-V entry points, spirv-val and spirv-dis."""
+
+from __future__ import annotations
+
+import re
+import struct
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from workbench.build.diagnostics import parse_ptxas
+from workbench.records import Diagnostic
+
+_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)", re.M)
+
+
+def ptx_entries(ptx_text: str) -> list[str]:
+    """Names of the `.entry` functions of a PTX module."""
+    return _ENTRY.findall(ptx_text)
+
+
+def ptxas_report(
+    ptxas: str, ptx: Path, arch: str, backend: str = ""
+) -> tuple[dict[str, dict[str, Any]], list[Diagnostic], str]:
+    """Run `ptxas -arch=ARCH -v`: ({entry: resources}, diagnostics, output text)."""
+    try:
+        proc = subprocess.run(
+            [ptxas, f"-arch={arch}", "-v", ptx.name, "-o", "/dev/null"],
+            cwd=ptx.parent, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {}, [Diagnostic("warning", f"ptxas could not run: {exc}", backend=backend)], ""
+    text = (proc.stdout + proc.stderr).strip()
+    diags = parse_ptxas(text, ptx.name, backend)
+    if proc.returncode != 0 and not any(d.severity == "error" for d in diags):
+        diags.append(Diagnostic("error", f"ptxas failed (exit {proc.returncode})", rendered=text))
+    return parse_ptxas_verbose(text), diags, text
+
+
+def parse_ptxas_verbose(text: str) -> dict[str, dict[str, Any]]:
+    """`ptxas -v` info lines -> {entry: {registers, spills, spill_stores, ...}}."""
+    report: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] | None = None
+    for line in text.splitlines():
+        m = re.search(r"(?:Compiling entry function|Function properties for) '?([\w$.]+)'?", line)
+        if m:
+            current = report.setdefault(
+                m[1],
+                {"registers": None, "spills": 0, "spill_stores": 0, "spill_loads": 0,
+                 "shared_bytes": 0, "stack_bytes": 0, "constant_bytes": 0},
+            )  # fmt: skip
+            continue
+        if current is None:
+            continue
+        if m := re.search(r"(\d+) bytes stack frame", line):
+            current["stack_bytes"] = int(m[1])
+        if m := re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line):
+            current["spill_stores"], current["spill_loads"] = int(m[1]), int(m[2])
+            current["spills"] = int(m[1]) + int(m[2])
+        if m := re.search(r"Used (\d+) registers", line):
+            current["registers"] = int(m[1])
+        if m := re.search(r"(\d+) bytes smem", line):
+            current["shared_bytes"] = int(m[1])
+        cmem = [int(x) for x in re.findall(r"(\d+) bytes cmem\[\d+\]", line)]
+        if cmem:
+            current["constant_bytes"] = sum(cmem)
+    return report
+
+
+# ----------------------------------------------------------------------------- SPIR-V
+
+SPIRV_MAGIC = 0x07230203
+_OP_ENTRY_POINT, _OP_EXECUTION_MODE = 15, 16
+_EXECUTION_MODELS = {0: "vertex", 4: "fragment", 5: "compute", 5364: "task", 5365: "mesh"}
+
+
+def _words(data: bytes) -> tuple[list[int], str]:
+    if len(data) < 20 or len(data) % 4:
+        raise ValueError("not a SPIR-V module (too short or not a whole number of words)")
+    for order in ("<", ">"):
+        if struct.unpack(order + "I", data[:4])[0] == SPIRV_MAGIC:
+            return list(struct.unpack(f"{order}{len(data) // 4}I", data)), order
+    raise ValueError("not a SPIR-V module (bad magic number)")
+
+
+def _string(words: list[int]) -> str:
+    raw = b"".join(struct.pack("<I", w) for w in words)
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def spirv_entry_points(data: bytes) -> list[dict[str, Any]]:
+    """OpEntryPoint records of a module: [{name, model, workgroup_size}] (header is 5 words)."""
+    words, _ = _words(data)
+    entries: dict[int, dict[str, Any]] = {}
+    i = 5
+    while i < len(words):
+        count, opcode = words[i] >> 16, words[i] & 0xFFFF
+        if count == 0:
+            raise ValueError(f"malformed SPIR-V: zero-length instruction at word {i}")
+        operands = words[i + 1 : i + count]
+        if opcode == _OP_ENTRY_POINT and len(operands) >= 3:
+            model, function = operands[0], operands[1]
+            entries[function] = {
+                "name": _string(operands[2:]),
+                "model": _EXECUTION_MODELS.get(model, str(model)),
+                "workgroup_size": None,
+            }
+        elif opcode == _OP_EXECUTION_MODE and len(operands) >= 5 and operands[1] == 17:  # LocalSize
+            if operands[0] in entries:
+                entries[operands[0]]["workgroup_size"] = list(operands[2:5])
+        i += count
+    return list(entries.values())
+
+
+def spirv_report(spv: Path, spirv_val: str | None, spirv_dis: str | None) -> dict[str, Any]:
+    """spirv-val verdict and a .spvasm disassembly written next to the module."""
+    report: dict[str, Any] = {"module": spv.name}
+    try:
+        report["entry_points"] = spirv_entry_points(spv.read_bytes())
+    except (OSError, ValueError) as exc:
+        report["entry_points"] = []
+        report["error"] = str(exc)
+    if spirv_val:
+        try:
+            proc = subprocess.run([spirv_val, spv.name], cwd=spv.parent, capture_output=True,
+                                  text=True, timeout=60)  # fmt: skip
+            report["valid"] = proc.returncode == 0
+            report["spirv_val"] = (proc.stdout + proc.stderr).strip() or "ok"
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            report["valid"], report["spirv_val"] = None, f"spirv-val could not run: {exc}"
+    if spirv_dis:
+        asm = spv.with_suffix(".spvasm")
+        try:
+            proc = subprocess.run([spirv_dis, spv.name, "-o", asm.name], cwd=spv.parent,
+                                  capture_output=True, text=True, timeout=60)  # fmt: skip
+            if proc.returncode == 0:
+                report["spvasm"] = asm.name
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return report

@@ -1,0 +1,189 @@
+"""`BuildService`: builds backends concurrently off the caller's thread, with cancel and events."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.backends import BACKENDS
+from workbench.build.builder import build_backend
+from workbench.build.cache import cache_root
+from workbench.build.process import Budget
+from workbench.errors import UnknownBackend
+from workbench.project import Project
+from workbench.records import BuildResult, Diagnostic
+
+
+@dataclass
+class BuildEvent:
+    """`kind`: started | output | diagnostic | finished. Delivered on service threads."""
+
+    kind: str
+    project: str
+    backend: str
+    line: str | None = None
+    diagnostic: Diagnostic | None = None
+    result: BuildResult | None = None
+
+
+class BuildJob:
+    """The builds of one `submit`: `wait()` returns {backend: BuildResult}."""
+
+    def __init__(self, project: str, backends: list[str]):
+        self.project = project
+        self.backends = list(backends)
+        self._results: dict[str, BuildResult] = {}
+        self._cond = threading.Condition()
+
+    def _set(self, backend: str, result: BuildResult) -> None:
+        with self._cond:
+            self._results[backend] = result
+            self._cond.notify_all()
+
+    @property
+    def done(self) -> bool:
+        with self._cond:
+            return len(self._results) == len(self.backends)
+
+    def wait(self, timeout: float | None = None) -> dict[str, BuildResult]:
+        """Block until every backend finished; TimeoutError when `timeout` passes first."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._results) == len(self.backends), timeout):
+                raise TimeoutError(f"builds of {self.project} not finished after {timeout} s")
+            return {b: self._results[b] for b in self.backends}
+
+
+@dataclass
+class _Task:
+    job: BuildJob
+    budget: Budget
+    thread: threading.Thread | None = None
+
+
+class BuildService:
+    """Owns the build child processes; a newer submit for a backend cancels the older build."""
+
+    def __init__(self, cache_dir: str | Path | None = None, timeout_s: float = 300.0):
+        self.cache_dir = cache_root(cache_dir)
+        self.timeout_s = timeout_s
+        self._subscribers: list[Callable[[BuildEvent], None]] = []
+        self._active: dict[str, _Task] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def subscribe(self, fn: Callable[[BuildEvent], None]) -> None:
+        with self._lock:
+            self._subscribers.append(fn)
+
+    def unsubscribe(self, fn: Callable[[BuildEvent], None]) -> None:
+        with self._lock:
+            if fn in self._subscribers:
+                self._subscribers.remove(fn)
+
+    def _emit(self, event: BuildEvent) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for fn in subscribers:
+            try:
+                fn(event)
+            except Exception:  # noqa: BLE001  a broken view must not break the build
+                pass
+
+    def submit(
+        self,
+        project: Project,
+        backends: list[str] | tuple[str, ...] | None = None,
+        tunables: dict[str, Any] | None = None,
+        target: str | None = None,
+    ) -> BuildJob:
+        """Start building `backends` (default: all) in worker threads; returns at once."""
+        backends = list(dict.fromkeys(backends or BACKENDS))
+        for backend in backends:
+            if backend not in BACKENDS:
+                raise UnknownBackend(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
+        if self._closed:
+            raise RuntimeError("BuildService is closed")
+        job = BuildJob(project.name, backends)
+        for backend in backends:
+            task = _Task(job, Budget.with_timeout(self.timeout_s))
+            with self._lock:
+                older = self._active.get(backend)
+                self._active[backend] = task
+            if older is not None:
+                older.budget.cancel.set()  # its runner kills the whole process tree
+            task.thread = threading.Thread(
+                target=self._run, args=(task, project, backend, tunables, target),
+                name=f"build-{backend}", daemon=True,
+            )  # fmt: skip
+            task.thread.start()
+        return job
+
+    def _run(self, task: _Task, project: Project, backend: str, tunables, target) -> None:
+        name = project.name
+        self._emit(BuildEvent("started", name, backend))
+        try:
+            result = build_backend(
+                project, backend, self.cache_dir, tunables=tunables, target=target, budget=task.budget,
+                on_output=lambda line: self._emit(BuildEvent("output", name, backend, line=line)),
+                on_diagnostic=lambda d: self._emit(BuildEvent("diagnostic", name, backend, diagnostic=d)),
+            )  # fmt: skip
+        except Exception as exc:  # noqa: BLE001  reported as a result, never lost in a thread
+            result = BuildResult(backend, "error", log=f"internal error: {exc!r}",
+                                 diagnostics=[Diagnostic("error", f"internal error: {exc}").to_dict()])  # fmt: skip
+        if task.budget.cancel.is_set() and result.status != "ok":
+            result.status = "cancelled"
+        with self._lock:
+            if self._active.get(backend) is task:
+                del self._active[backend]
+        task.job._set(backend, result)
+        self._emit(BuildEvent("finished", name, backend, result=result))
+
+    def cancel(self, backend: str | None = None) -> None:
+        """Cancel the running build of `backend` (all when None); its processes are killed."""
+        with self._lock:
+            tasks = [t for b, t in self._active.items() if backend is None or b == backend]
+        for task in tasks:
+            task.budget.cancel.set()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Cancel every build and wait for their worker threads."""
+        self._closed = True
+        with self._lock:
+            tasks = list(self._active.values())
+        for task in tasks:
+            task.budget.cancel.set()
+        for task in tasks:
+            if task.thread is not None:
+                task.thread.join(timeout)
+
+    def __enter__(self) -> BuildService:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def build_project(
+    project: Project | str | Path,
+    backends: list[str] | tuple[str, ...] | None = None,
+    cache_dir: str | Path | None = None,
+    *,
+    tunables: dict[str, Any] | None = None,
+    target: str | None = None,
+    timeout_s: float = 300.0,
+    on_event: Callable[[BuildEvent], None] | None = None,
+) -> list[BuildResult]:
+    """Build and wait: one BuildResult per backend, in the order asked."""
+    if not isinstance(project, Project):
+        project = Project.open(project)
+    service = BuildService(cache_dir=cache_dir, timeout_s=timeout_s)
+    if on_event is not None:
+        service.subscribe(on_event)
+    try:
+        results = service.submit(project, backends, tunables=tunables, target=target).wait()
+    finally:
+        service.close()
+    return list(results.values())

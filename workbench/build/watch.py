@@ -1,0 +1,84 @@
+"""`ProjectWatcher`: one debounced callback for a burst of source changes (watchdog)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from workbench.project import is_ignored
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: ProjectWatcher):
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write") or event.is_directory:
+            return
+        paths = [event.src_path, getattr(event, "dest_path", "") or ""]
+        for raw in filter(None, paths):
+            path = Path(raw if isinstance(raw, str) else raw.decode())
+            if not is_ignored(path, self.watcher.root):
+                self.watcher._touch(path)
+                return
+
+
+class ProjectWatcher:
+    """Calls `on_change(paths)` once per burst of changes to project sources.
+
+    Build outputs (target/), hidden folders and editor temp files are ignored. The callback runs
+    on a timer thread `debounce_s` after the last change of a burst.
+    """
+
+    def __init__(self, root: str | Path, on_change: Callable[[list[Path]], None], debounce_s: float = 0.15):
+        self.root = Path(root).resolve()
+        self.on_change = on_change
+        self.debounce_s = debounce_s
+        self._pending: set[Path] = set()
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+        self._observer: Observer | None = None
+
+    def _touch(self, path: Path) -> None:
+        with self._lock:
+            self._pending.add(path)
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(self.debounce_s, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            paths, self._pending, self._timer = sorted(self._pending), set(), None
+        if paths:
+            self.on_change(paths)
+
+    def start(self) -> ProjectWatcher:
+        if self._observer is None:
+            self._observer = Observer()
+            self._observer.schedule(_Handler(self), str(self.root), recursive=True)
+            self._observer.daemon = True
+            self._observer.start()
+        return self
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+            self._observer = None
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._pending.clear()
+
+    def __enter__(self) -> ProjectWatcher:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
