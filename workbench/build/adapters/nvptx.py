@@ -36,6 +36,9 @@ HINT = (
 )
 
 
+PANIC_FLAGS = ("-Zunstable-options", "-Cpanic=immediate-abort")
+
+
 def _run(cmd: list[str]) -> str:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -111,7 +114,10 @@ class NvptxAdapter(Adapter):
         return sm_arch(target)
 
     def flags(self, project, target, tunables) -> list[str]:
-        return ["-C", f"target-cpu={target}"]
+        flags = ["-C", f"target-cpu={target}"]
+        if self.detect().details.get("route") != "rustup":
+            flags.extend(PANIC_FLAGS)  # recorded here so the cache key and provenance carry them
+        return flags
 
     def build(self, req: BuildRequest) -> AdapterOutput:
         tc = req.toolchain
@@ -124,6 +130,10 @@ class NvptxAdapter(Adapter):
         else:
             vendor = tc.details["vendor"]
             env["RUSTC_BOOTSTRAP"] = "1"  # -Zbuild-std on a stable rustc
+            # Without a bitcode linker, core's panic machinery (e.g. panic_bounds_check) never reaches
+            # the PTX and ptxas fails on an unresolved extern; aborting in place turns every panic,
+            # in core and in the kernel, into a `trap`.
+            env["RUSTFLAGS"] = " ".join(filter(None, [env.get("RUSTFLAGS", ""), *PANIC_FLAGS]))
             cmd = [*common, "--crate-type", "rlib", "--offline",
                    "--config", 'source.crates-io.replace-with="vendored"',
                    "--config", f'source.vendored.directory="{vendor}"',
