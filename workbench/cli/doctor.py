@@ -43,6 +43,6 @@ def run(args) -> int:
             print(f"  {runtime:<6} unavailable: {group.get('reason', '')}")
             continue
         for device in group.get("devices", []):
-            extra = device.get("backend") or device.get("api") or ""
+            extra = device.get("backend_api") or device.get("adapter_type") or ""
             print(f"  {runtime:<6} {device.get('spec', ''):<9} {device.get('name', '')}  {extra}")
     return 0
