@@ -1,0 +1,86 @@
+"""`workbench run` as a user runs it: a child process, JSON or the table, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+SAXPY = "resources/examples/saxpy"
+
+
+def test_saxpy_on_cpu_and_wgsl_verifies_with_wgpu_timestamps(workbench_cli, shared_cache_dir):
+    done = workbench_cli(
+        "run",
+        SAXPY,
+        "--backend",
+        "cpu,wgsl",
+        "--size",
+        "n=65536",
+        "--cache-dir",
+        str(shared_cache_dir),
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["project"] == "saxpy" and report["kernel"] == "saxpy"
+    cpu, wgsl = report["results"]
+    assert set(wgsl) == {"backend", "device", "status", "verified", "check", "timing", "throughput", "error",
+                         "provenance"}  # fmt: skip
+    assert (cpu["backend"], cpu["status"], cpu["verified"]) == ("cpu", "ok", None)
+    assert (wgsl["backend"], wgsl["status"], wgsl["verified"]) == ("wgsl", "ok", True)
+    assert wgsl["check"]["reference"] == "cpu" and wgsl["check"]["first_bad_index"] is None
+    assert "llvmpipe" in wgsl["device"]["name"]
+    timing = wgsl["timing"]
+    assert set(timing) == {"median_s", "iqr_s", "min_s", "max_s", "n", "samples_s", "method", "resolution_s"}
+    assert timing["method"] == "wgpu-timestamps" and timing["n"] == len(timing["samples_s"]) >= 10
+    assert cpu["timing"]["method"] == "wall-clock"
+    assert set(wgsl["throughput"]) == {"gbps", "gflops", "fraction_of_peak"}
+    for key in ("source_hash", "build_key", "toolchain", "flags", "kernel", "sizes", "tunables", "seed",
+                "timing_method", "device", "time"):  # fmt: skip
+        assert key in wgsl["provenance"], key
+    assert wgsl["provenance"]["sizes"] == {"n": 65536}
+
+
+def test_wrong_kernel_fails_with_its_first_bad_index_in_the_table(
+    workbench_cli, example_copy, shared_cache_dir
+):
+    root = example_copy("saxpy")
+    wgsl = root / "reference" / "saxpy.wgsl"
+    wgsl.write_text(
+        wgsl.read_text().replace(
+            "y[i] = params.a * x[i] + y[i];", "y[i] = params.a * x[i] + y[i] + f32(i == 4242u);"
+        )
+    )
+    done = workbench_cli(
+        "run", str(root), "--backend", "cpu,wgsl", "--size", "n=65536", "--cache-dir", str(shared_cache_dir)
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].split()[:4] == ["backend", "device", "status", "verified"]
+    wgsl_row = next(line for line in lines if line.startswith("wgsl"))
+    assert " NO " in wgsl_row and "1 bad; first bad index 4242 in y" in wgsl_row
+
+
+def test_cuda_is_listed_as_unavailable_and_skipped(workbench_cli, shared_cache_dir):
+    done = workbench_cli(
+        "run",
+        SAXPY,
+        "--backend",
+        "cpu,cuda-c",
+        "--size",
+        "n=1024",
+        "--cache-dir",
+        str(shared_cache_dir),
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    cuda = json.loads(done.stdout)["results"][1]
+    assert cuda["backend"] == "cuda-c" and cuda["status"] == "skipped"
+    assert "cuda runtime is unavailable" in cuda["error"]
+
+
+def test_bad_size_names_the_kernels_sizes(workbench_cli):
+    done = workbench_cli("run", SAXPY, "--size", "m=3")
+    assert done.returncode == 2
+    assert "no size m; its sizes: n" in done.stderr and "Traceback" not in done.stderr
+    done = workbench_cli("run", SAXPY, "--size", "n")
+    assert done.returncode == 2 and "expected NAME=VALUE" in done.stderr

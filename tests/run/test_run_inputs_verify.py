@@ -1,0 +1,193 @@
+"""Inputs from the manifest's initializers, poisoned outputs, and the element-wise comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench.manifest import parse_manifest
+from workbench.run.inputs import (
+    InputError,
+    make_inputs,
+    poison_mask,
+    poisoned,
+    verification_inputs,
+)
+from workbench.run.verify import check_outputs, compare, ulp_distance
+
+MANIFEST = """
+[project]
+name = "inputs"
+[[kernel]]
+name = "k"
+[kernel.sizes]
+n = 1000
+[[kernel.arg]]
+name = "a"
+kind = "buffer"
+type = "f32"
+length = "n"
+init = { kind = "random", low = -2.0, high = 3.0 }
+[[kernel.arg]]
+name = "b"
+kind = "buffer"
+type = "f32"
+length = "n"
+init = { kind = "random", low = -2.0, high = 3.0 }
+[[kernel.arg]]
+name = "seeded"
+kind = "buffer"
+type = "f64"
+length = "n"
+init = { kind = "random", seed = 42 }
+[[kernel.arg]]
+name = "ints"
+kind = "buffer"
+type = "u32"
+length = "n"
+init = { kind = "random", low = -5, high = 9 }
+[[kernel.arg]]
+name = "ramp"
+kind = "buffer"
+type = "f32"
+length = "n"
+init = { kind = "linspace", start = 0.0, stop = 1.0 }
+[[kernel.arg]]
+name = "c"
+kind = "buffer"
+type = "i64"
+length = "n"
+init = { kind = "constant", value = 7 }
+[[kernel.arg]]
+name = "state"
+kind = "buffer"
+type = "f32"
+length = "n"
+direction = "inout"
+init = { kind = "npy", path = "state.npy" }
+[[kernel.arg]]
+name = "out"
+kind = "buffer"
+type = "f32"
+length = "n"
+direction = "out"
+[kernel.launch]
+threads = [64]
+grid = ["ceil_div(n, 64)"]
+"""
+
+
+@pytest.fixture
+def kernel(tmp_path):
+    np.save(tmp_path / "state.npy", np.arange(1000, dtype=np.float64))
+    (tmp_path / "workbench.toml").write_text(MANIFEST)
+    return parse_manifest(MANIFEST, tmp_path / "workbench.toml").kernel()
+
+
+def test_initializers_follow_the_manifest_and_the_seed(kernel, tmp_path):
+    symbols = kernel.symbols()
+    first = make_inputs(kernel, symbols, seed=5, root=tmp_path)
+    again = make_inputs(kernel, symbols, seed=5, root=tmp_path)
+    other = make_inputs(kernel, symbols, seed=6, root=tmp_path)
+    for name in first:
+        np.testing.assert_array_equal(first[name], again[name])  # same seed, same inputs
+    assert not np.array_equal(first["a"], other["a"])  # the run seed matters ...
+    np.testing.assert_array_equal(first["seeded"], other["seeded"])  # ... unless the buffer has its own
+    assert not np.array_equal(first["a"], first["b"])  # two buffers never share their numbers
+    assert first["a"].dtype == np.float32 and -2.0 <= first["a"].min() and first["a"].max() <= 3.0
+    ints = first["ints"]
+    assert ints.dtype == np.uint32 and ints.min() >= 0 and ints.max() <= 9  # clamped to u32
+    assert set(np.unique(ints)) == set(range(10))  # integers, both ends included
+    np.testing.assert_allclose(first["ramp"], np.linspace(0, 1, 1000, dtype=np.float32))
+    assert first["c"].dtype == np.int64 and (first["c"] == 7).all()
+    np.testing.assert_array_equal(first["state"], np.arange(1000, dtype=np.float32))
+    assert (first["out"] == 0).all()
+
+
+def test_npy_of_the_wrong_length_is_a_clear_error(kernel, tmp_path):
+    np.save(tmp_path / "state.npy", np.zeros(10))
+    with pytest.raises(
+        InputError, match=r"buffer 'state': .*state.npy holds 10 elements, the buffer needs 1000"
+    ):
+        make_inputs(kernel, kernel.symbols(), seed=0, root=tmp_path)
+
+
+def test_verification_inputs_poison_out_buffers_only(kernel, tmp_path):
+    inputs = make_inputs(kernel, kernel.symbols(), seed=0, root=tmp_path)
+    upload = verification_inputs(kernel, inputs)
+    assert poison_mask(upload["out"]).all() and np.isnan(upload["out"]).all()
+    np.testing.assert_array_equal(upload["state"], inputs["state"])  # inout: fresh initial values
+    assert upload["state"] is not inputs["state"]
+    assert not poison_mask(upload["a"]).any()
+    ints = poisoned(4, np.uint32)
+    assert (ints == 0xDEADBEEF).all() and poison_mask(ints).all()
+    # A kernel's own NaN is not mistaken for the poison.
+    assert not poison_mask(np.array([np.nan], np.float32)).any()
+
+
+def test_ulp_distance_through_integer_views():
+    x = np.array([1.0, -1.0, 0.0, 1e-30, 3.0e38], np.float32)
+    up1 = np.nextafter(x, np.float32(np.inf))
+    up3 = np.nextafter(np.nextafter(up1, np.float32(np.inf)), np.float32(np.inf))
+    assert ulp_distance(x, up1).tolist() == [1] * 5
+    assert ulp_distance(up3, x).tolist() == [3] * 5
+    # Across zero: the smallest negative and positive subnormals are 2 ULP apart; -0 equals +0.
+    tiny = np.float32(1e-45)
+    assert ulp_distance(np.array([-tiny]), np.array([tiny])).tolist() == [2]
+    assert ulp_distance(np.array([-0.0], np.float32), np.array([0.0], np.float32)).tolist() == [0]
+    d = np.array([1.0, 2.0**60], np.float64)
+    assert ulp_distance(d, np.nextafter(d, np.inf)).tolist() == [1, 1]
+
+
+def test_compare_reports_first_bad_index_errors_and_poison():
+    rng = np.random.default_rng(1)
+    ref = rng.uniform(-1, 1, 4096).astype(np.float32)
+    got = ref.copy()
+    got[100] = np.nextafter(got[100], np.float32(np.inf))  # 1 ULP: passes with max_ulp = 1
+    got[2000] += 0.5  # a real error
+    got[3000:3010] = poisoned(10, np.float32)[0]  # never written
+    got[4000] = np.inf
+    result = compare(got, ref, rtol=0.0, atol=0.0, max_ulp=1, check_poison=True)
+    assert not result["passed"]
+    assert result["bad"] == 1 + 10 + 1
+    assert result["first_bad_index"] == 2000
+    assert result["first_bad"]["got"] == pytest.approx(float(ref[2000]) + 0.5, rel=1e-6)
+    assert result["first_bad"]["expected"] == pytest.approx(float(ref[2000]))
+    assert result["unwritten"] == 10
+    assert result["nan_count"] == 10 and result["inf_count"] == 1
+    assert result["max_abs_err"] == pytest.approx(0.5, rel=1e-5)
+    assert result["max_ulp_err"] > 1000
+    # Without the 1-ULP allowance and with atol = 0 the nudged element fails too.
+    strict = compare(got, ref, rtol=0.0, atol=0.0, max_ulp=None, check_poison=True)
+    assert strict["first_bad_index"] == 100 and strict["bad"] == 13
+    # Tolerances: |a - b| <= atol + rtol * |ref|.
+    near = ref * np.float32(1 + 1e-6)
+    assert compare(near, ref, rtol=1e-5, atol=0.0)["passed"]
+    assert not compare(near, ref, rtol=1e-8, atol=0.0)["passed"]
+
+
+def test_nans_and_integers():
+    ref = np.array([np.nan, np.inf, 1.0], np.float32)
+    assert compare(ref.copy(), ref, 0.0, 0.0)["passed"]  # NaN vs NaN and inf vs inf agree
+    got = np.array([1.0, np.inf, 1.0], np.float32)
+    assert compare(got, ref, 1.0, 1.0)["first_bad_index"] == 0
+    a = np.arange(10, dtype=np.int32)
+    b = a.copy()
+    b[7] += 1
+    assert compare(b, a, rtol=0.0, atol=0.0)["first_bad_index"] == 7
+    assert compare(b, a, rtol=0.0, atol=1.0)["passed"]  # tolerances may allow integer differences
+    big = np.array([2**62, 2**62], np.int64)
+    big2 = big.copy()
+    big2[1] += 1  # lost in float64, still caught
+    assert compare(big2, big, rtol=0.0, atol=1e-6)["first_bad_index"] == 1
+
+
+def test_check_outputs_summarizes_every_buffer():
+    ref = {"y": np.ones(8, np.float32), "z": np.zeros(4, np.uint32)}
+    got = {"y": np.ones(8, np.float32), "z": poisoned(4, np.uint32)}
+    passed, check = check_outputs(got, ref, 1e-6, 1e-6, None, poisoned=("z",), reference_name="cpu")
+    assert not passed
+    assert check["reference"] == "cpu"
+    assert check["buffers"]["y"]["passed"] and not check["buffers"]["z"]["passed"]
+    assert check["unwritten"] == 4 and check["first_bad"]["buffer"] == "z"
+    assert check["first_bad_index"] == 0 and check["first_bad"]["unwritten"] is True

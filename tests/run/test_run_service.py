@@ -1,0 +1,260 @@
+"""RunService end to end: real cargo builds, cpu and wgpu (llvmpipe) workers, planted faults."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from workbench.build import build_project, export
+from workbench.project import Project
+
+N = {"n": 65536}
+BACKENDS = ["cpu", "wgsl"]
+
+
+def _by_backend(report):
+    return {r.backend: r for r in report.results}
+
+
+def test_saxpy_verifies_and_keeps_outputs(run_service, example_copy, shared_cache_dir):
+    root = example_copy("saxpy")
+    events = []
+    report = run_service.run(
+        root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, on_event=events.append
+    )
+    results = _by_backend(report)
+    assert report.ok and report.reference == "cpu"
+    assert results["cpu"].status == "ok" and results["cpu"].verified is None
+    assert results["cpu"].check["is_reference"] is True
+    wgsl = results["wgsl"]
+    assert wgsl.status == "ok" and wgsl.verified is True, wgsl.check
+    assert wgsl.check["bad"] == 0 and wgsl.check["unwritten"] == 0
+    assert wgsl.timing["method"] == "wgpu-timestamps"
+    assert wgsl.throughput["gbps"] > 0 and wgsl.throughput["gflops"] > 0
+    provenance = wgsl.provenance
+    assert provenance["seed"] == 0 and provenance["sizes"] == N and provenance["device"].startswith("wgpu:")
+    assert (
+        provenance["build_key"]
+        and provenance["source_hash"]
+        and provenance["timing_method"] == "wgpu-timestamps"
+    )
+    # The outputs stay with the report, not in its JSON.
+    x = report.outputs["cpu"]["y"]
+    assert x.dtype == np.float32 and x.shape == (65536,)
+    np.testing.assert_array_equal(report.outputs["wgsl"]["y"], x)
+    assert "outputs" not in report.to_json()
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("started") == 2 and kinds.count("finished") == 2 and kinds[-1] == "done"
+    finished = [e for e in events if e["kind"] == "finished"]
+    assert finished[1]["result"] is wgsl
+
+
+def test_wrong_wgsl_fails_verification_at_its_first_bad_index(run_service, saxpy_variant, shared_cache_dir):
+    root = saxpy_variant(
+        wgsl_line="        if (i >= 1000u && i < 1016u) { y[i] = 0.0; } else { y[i] = params.a * x[i] + y[i]; }"
+    )
+    report = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir)
+    wgsl = _by_backend(report)["wgsl"]
+    assert not report.ok
+    assert wgsl.status == "ok" and wgsl.verified is False
+    assert wgsl.check["first_bad_index"] == 1000 and wgsl.check["bad"] == 16
+    assert wgsl.check["first_bad"]["got"] == 0.0
+    assert wgsl.check["first_bad"]["expected"] == pytest.approx(float(report.outputs["cpu"]["y"][1000]))
+
+
+@pytest.mark.parametrize("fault", ["crash", "hang"])
+def test_a_fault_in_the_reference_leaves_the_others_unverified(
+    fault, run_service, saxpy_variant, shared_cache_dir
+):
+    root = saxpy_variant(fault=fault, on_call=1)
+    report = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, timeout_s=1.5)
+    cpu, wgsl = _by_backend(report)["cpu"], _by_backend(report)["wgsl"]
+    assert cpu.status == "error" and cpu.timing is None
+    if fault == "crash":
+        assert "died with SIGSEGV" in cpu.error and "verification launch" in cpu.error
+    else:
+        assert "timed out after 1.5 s during the verification launch" in cpu.error
+    # wgsl still ran; with the reference gone it cannot be verified, and says why.
+    assert wgsl.status == "ok" and wgsl.verified is None and wgsl.timing["n"] >= 5
+    assert "reference cpu failed" in wgsl.check["note"]
+    assert not report.ok
+
+
+@pytest.mark.parametrize("fault", ["crash", "hang"])
+def test_a_fault_while_timing_ends_that_backend_only(fault, run_service, saxpy_variant, shared_cache_dir):
+    root = saxpy_variant(fault=fault, on_call=2)  # the verification launch succeeds
+    report = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, timeout_s=1.5)
+    cpu, wgsl = _by_backend(report)["cpu"], _by_backend(report)["wgsl"]
+    assert cpu.status == "error"
+    assert ("SIGSEGV" if fault == "crash" else "timed out after 1.5 s") in cpu.error
+    assert wgsl.status == "ok" and wgsl.verified is True
+    # The worker is restarted for the next request: the same crate loads and verifies again.
+    starts = run_service.pool.get("cpu").starts
+    again = run_service.run(
+        root, backends=["cpu"], sizes={"n": 1024}, cache_dir=shared_cache_dir, timeout_s=1.5
+    )
+    assert again.results[0].check.get("is_reference") and again.results[0].status == "error"
+    assert run_service.pool.get("cpu").starts > starts
+
+
+SCALE_TOML = """
+[project]
+name = "scale"
+[[kernel]]
+name = "scale"
+[kernel.entry]
+cpu = "scale_cpu"
+wgsl = "main"
+[kernel.sizes]
+n = 4096
+[[kernel.arg]]
+name = "n"
+kind = "scalar"
+type = "u32"
+value = "n"
+[[kernel.arg]]
+name = "x"
+kind = "buffer"
+type = "f32"
+length = "n"
+binding = 1
+init = { kind = "linspace", start = 1.0, stop = 2.0 }
+[[kernel.arg]]
+name = "z"
+kind = "buffer"
+type = "f32"
+length = "n"
+direction = "out"
+binding = 2
+[kernel.launch]
+threads = [64]
+grid = ["ceil_div(n, 64)"]
+[kernel.reference]
+wgsl = "scale.wgsl"
+[kernel.wgpu]
+params_binding = 0
+"""
+SCALE_RS = """
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scale_cpu(n: u32, x: *const f32, z: *mut f32) {
+    for i in 0..n as usize {
+        unsafe { *z.add(i) = 3.0 * *x.add(i) };
+    }
+}
+"""
+SCALE_WGSL = """
+struct Params { n: u32 }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> z: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < params.n && (i < 100u || i >= 110u)) {  // leaves z[100..110] unwritten
+        z[i] = 3.0 * x[i];
+    }
+}
+"""
+
+
+def test_unwritten_out_elements_are_caught_by_the_poison(run_service, tmp_path, shared_cache_dir):
+    root = tmp_path / "scale"
+    (root / "src").mkdir(parents=True)
+    (root / "Cargo.toml").write_text(
+        '[package]\nname = "scale"\nversion = "0.1.0"\nedition = "2021"\n[lib]\ncrate-type = ["cdylib"]\n'
+    )
+    (root / "src" / "lib.rs").write_text(SCALE_RS)
+    (root / "scale.wgsl").write_text(SCALE_WGSL)
+    (root / "workbench.toml").write_text(SCALE_TOML)
+    report = run_service.run(root, backends=BACKENDS, cache_dir=shared_cache_dir)
+    cpu, wgsl = _by_backend(report)["cpu"], _by_backend(report)["wgsl"]
+    assert cpu.status == "ok" and cpu.check["unwritten"] == 0, cpu.error
+    assert wgsl.verified is False
+    assert wgsl.check["unwritten"] == 10 and wgsl.check["bad"] == 10
+    assert wgsl.check["first_bad_index"] == 100 and wgsl.check["first_bad"]["unwritten"] is True
+    assert wgsl.check["first_bad"]["got"] == "nan"
+
+
+def test_reference_runs_untimed_when_not_requested(run_service, example_copy, shared_cache_dir):
+    report = run_service.run(example_copy("saxpy"), backends=["wgsl"], sizes=N, cache_dir=shared_cache_dir)
+    assert [r.backend for r in report.results] == ["wgsl"]
+    assert report.results[0].verified is True and report.results[0].check["reference"] == "cpu"
+    assert "cpu" in report.outputs
+
+
+def test_unavailable_reference_falls_back_to_the_first_backend_that_ran(
+    run_service, example_copy, shared_cache_dir
+):
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace('reference = "cpu"', 'reference = "cuda-c"'))
+    report = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir)
+    cpu, wgsl = _by_backend(report)["cpu"], _by_backend(report)["wgsl"]
+    assert report.reference == "cpu"
+    assert cpu.check["is_reference"] and "reference cuda-c did not run" in cpu.check["note"]
+    assert wgsl.verified is True and wgsl.check["reference"] == "cpu"
+    assert "cuda-c" in wgsl.check["note"]
+    assert report.ok, [
+        (r.backend, r.status, r.verified, r.error, r.check.get("note")) for r in report.results
+    ]
+
+
+def test_missing_toolchain_and_runtime_are_skipped_with_the_reason(
+    run_service, example_copy, shared_cache_dir
+):
+    report = run_service.run(
+        example_copy("saxpy"),
+        backends=["cpu", "rust-gpu", "cuda-c"],
+        sizes={"n": 1024},
+        cache_dir=shared_cache_dir,
+    )
+    results = _by_backend(report)
+    assert results["rust-gpu"].status == "skipped" and "cargo" in results["rust-gpu"].error
+    assert results["cuda-c"].status == "skipped"
+    assert "cuda runtime is unavailable" in results["cuda-c"].error
+    assert report.ok, [
+        (r.backend, r.status, r.verified, r.error, r.check.get("note")) for r in report.results
+    ]
+
+
+def test_prebuilt_artifacts_run_without_building(run_service, example_copy, shared_cache_dir, tmp_path):
+    project = Project.open(example_copy("saxpy"))
+    results = build_project(project, BACKENDS, cache_dir=shared_cache_dir)
+    export(results, tmp_path / "export")
+    report = run_service.run(
+        project, backends=["cpu", "wgsl", "nvptx"], sizes=N, artifacts_dir=tmp_path / "export"
+    )
+    results = _by_backend(report)
+    assert results["wgsl"].verified is True
+    assert results["wgsl"].provenance["artifact"]["path"].startswith(str(tmp_path / "export"))
+    assert results["nvptx"].status == "skipped"
+
+
+def test_cancel_stops_a_hung_launch(run_service, saxpy_variant, shared_cache_dir):
+    root = saxpy_variant(fault="hang", on_call=1)
+
+    def on_event(event):
+        if event["kind"] == "phase" and event["backend"] == "cpu":
+            threading.Timer(0.3, run_service.cancel).start()
+
+    report = run_service.run(
+        root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, timeout_s=120, on_event=on_event
+    )
+    assert report.cancelled
+    assert [(r.backend, r.status, r.error) for r in report.results] == [
+        ("cpu", "skipped", "cancelled"),
+        ("wgsl", "skipped", "cancelled"),
+    ]
+
+
+def test_a_wgpu_validation_error_ends_only_that_backend(run_service, example_copy, shared_cache_dir):
+    root = example_copy("saxpy")
+    wgsl = root / "reference" / "saxpy.wgsl"
+    wgsl.write_text(wgsl.read_text().replace("@workgroup_size(256)", "@workgroup_size(2048)"))
+    report = run_service.run(root, backends=BACKENDS, sizes={"n": 4096}, cache_dir=shared_cache_dir)
+    cpu, bad = _by_backend(report)["cpu"], _by_backend(report)["wgsl"]
+    assert cpu.status == "ok"
+    assert bad.status == "error" and "Validation Error" in bad.error and "2048" in bad.error
+    assert not report.ok

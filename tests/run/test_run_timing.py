@@ -1,0 +1,106 @@
+"""The timing protocol: settling, batching of short launches, statistics, on real launches."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.build import build_project, read_build
+from workbench.project import Project
+from workbench.run.pool import WorkerProcess
+from workbench.run.spec import make_launch_spec
+from workbench.run.timing import TimingOptions, choose_batch, measure, settled, summarize, throughput
+
+SAXPY = Project.open(Path(__file__).resolve().parents[2] / "resources" / "examples" / "saxpy")
+
+
+@pytest.fixture(scope="module")
+def cpu_saxpy_worker(shared_cache_dir):
+    """A cpu worker holding the saxpy example prepared for n elements (real cargo build)."""
+    (result,) = build_project(SAXPY, ["cpu"], cache_dir=shared_cache_dir)
+    assert result.status == "ok", result.log
+    build = read_build(result.artifact_dir)
+    worker = WorkerProcess("cpu")
+    kernel = SAXPY.manifest.kernel()
+
+    def prepare(n: int):
+        spec = make_launch_spec(
+            kernel, "cpu", build["kernels"]["saxpy"], kernel.symbols({"n": n}), 0, result.artifact_dir
+        )
+        reply, _ = worker.request({"op": "prepare", "spec": spec, "device_index": 0}, timeout_s=60)
+        return reply
+
+    yield worker, prepare
+    worker.shutdown()
+
+
+def _launcher(worker):
+    def launch(count: int) -> float:
+        return worker.request({"op": "launch", "count": count}, timeout_s=30)[0]["seconds"]
+
+    return launch
+
+
+def test_settle_logic():
+    assert not settled([1.0, 1.0], 0.05, 0.0)  # needs three
+    assert settled([5.0, 1.0, 1.01, 0.99], 0.05, 0.0)
+    assert not settled([1.0, 1.5, 1.0], 0.05, 0.0)
+    assert settled([0.0, 1e-9, 0.0], 0.05, 1e-9)  # within a couple of timer ticks
+
+
+def test_choose_batch():
+    assert choose_batch(1e-3, 1e-9, 100, 1 << 20) == 1
+    assert choose_batch(1e-6, 1e-6, 100, 1 << 20) == 100
+    assert choose_batch(0.0, 1e-6, 100, 4096) == 4096  # a launch below one tick
+    assert choose_batch(1e-9, 1.0, 100, 4096) == 4096  # capped
+
+
+def test_real_launches_warm_up_and_sample_until_count_and_time(cpu_saxpy_worker):
+    worker, prepare = cpu_saxpy_worker
+    reply = prepare(65536)
+    options = TimingOptions(min_n=12, min_time_s=0.05, warmup_max_n=8, warmup_max_s=0.5)
+    started = time.perf_counter()
+    stats = measure(_launcher(worker), reply["timer_resolution_s"], reply["timer_method"], options)
+    elapsed = time.perf_counter() - started
+    assert stats.method == "wall-clock" and stats.batch == 1
+    assert 3 <= stats.warmup <= 8
+    assert stats.n >= 12 and len(stats.samples_s) == stats.n
+    assert sum(stats.samples_s) <= elapsed
+    assert stats.min_s <= stats.median_s <= stats.max_s
+    assert stats.iqr_s >= 0
+
+
+def test_a_launch_short_against_the_timer_is_timed_in_batches(cpu_saxpy_worker):
+    worker, prepare = cpu_saxpy_worker
+    prepare(16)  # a few nanoseconds of work
+    # Pretend the timer ticks every 100 µs: one launch is far below 100 ticks, so samples must
+    # hold many launches each, and each sample is divided by the batch.
+    options = TimingOptions(min_n=5, min_time_s=0.0, warmup_max_n=5, warmup_max_s=0.2)
+    stats = measure(_launcher(worker), 1e-4, "wall-clock", options)
+    assert stats.batch > 1
+    assert stats.n >= 5
+    assert len(stats.samples_s) == stats.n  # per-launch times: each sample divided by the batch
+
+
+def test_summary_and_throughput():
+    stats = summarize([3.0, 1.0, 2.0, 4.0], "wgpu-timestamps", 1e-9, batch=4, warmup=2)
+    assert (stats.median_s, stats.min_s, stats.max_s, stats.n) == (2.5, 1.0, 4.0, 4)
+    assert stats.iqr_s == pytest.approx(1.5)
+    assert stats.samples_s == [3.0, 1.0, 2.0, 4.0]
+    t = throughput(1e-3, 12e6, 2e6, {"peak_gbps": 24.0})
+    assert t == pytest.approx({"gbps": 12.0, "gflops": 2.0, "fraction_of_peak": 0.5})
+    assert throughput(1e-3, None, None, {})["gbps"] is None
+
+
+def test_the_worker_measures_back_to_back_with_heartbeats(cpu_saxpy_worker):
+    worker, prepare = cpu_saxpy_worker
+    prepare(65536)
+    beats = []
+    options = {"min_n": 5, "min_time_s": 0.35, "warmup_max_n": 5, "warmup_max_s": 0.2}
+    reply, _ = worker.request({"op": "measure", "options": options}, timeout_s=5, on_progress=beats.append)
+    stats = reply["stats"]
+    assert stats["method"] == "wall-clock" and stats["n"] == len(stats["samples_s"]) >= 5
+    assert sum(stats["samples_s"]) <= 5
+    assert beats and {b["phase"] for b in beats} <= {"warmup", "batch", "samples"}

@@ -1,0 +1,178 @@
+"""`workbench run PATH`: build, run, verify and time a kernel on every backend; a table or JSON.
+
+Exit status: 0 when every backend that ran verified (or is the reference) or was skipped, 1 on any
+error or failed check, 2 on bad input (unknown size, backend or device).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from workbench import expr
+from workbench.errors import WorkbenchError
+from workbench.project import Project
+from workbench.records import RunResult
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run, verify and time a kernel on every backend",
+        description="Build the kernel for each backend (or take prebuilt artifacts), run it on each "
+        "device in a worker process, compare every output element with the reference backend and "
+        "time it.",
+    )
+    parser.add_argument("path", nargs="?", default=".", help="project folder or workbench.toml")
+    parser.add_argument("--kernel", help="kernel name (default: the first in workbench.toml)")
+    parser.add_argument(
+        "--backend",
+        help="comma-separated backends (default: cpu plus every backend whose toolchain is "
+        "installed and whose runtime is available)",
+    )
+    parser.add_argument(
+        "--device",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="device to run on: cpu, cuda:0, wgpu:0, wgpu:<part of the adapter name>; repeat or "
+        "separate with commas (default: one per runtime)",
+    )
+    parser.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="problem size, e.g. n=65536; repeatable",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, metavar="S", help="per-launch timeout in seconds (default 10)"
+    )
+    parser.add_argument(
+        "--artifacts", metavar="DIR", help="run prebuilt artifacts (DIR/<backend>/build.json)"
+    )
+    parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder")
+    parser.add_argument("--seed", type=int, help="seed of random inputs (default 0; recorded in provenance)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def parse_sizes(items: list[str]) -> dict[str, int]:
+    """`["n=65536", "m=2**10"]` → {"n": 65536, "m": 1024}; errors say what is wrong."""
+    sizes: dict[str, int] = {}
+    for item in items:
+        for part in item.split(","):
+            if not part.strip():
+                continue
+            name, sep, value = part.partition("=")
+            if not sep or not name.strip() or not value.strip():
+                raise WorkbenchError(f"--size {part!r}: expected NAME=VALUE, e.g. n=65536")
+            try:
+                number = expr.evaluate_int(value.strip(), {})
+            except (expr.ExprError, ValueError) as exc:
+                raise WorkbenchError(f"--size {part!r}: {exc}") from None
+            if number < 0:
+                raise WorkbenchError(f"--size {part!r}: sizes must not be negative")
+            sizes[name.strip()] = number
+    return sizes
+
+
+def _fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3f} {unit}"
+    return f"{seconds * 1e9:.1f} ns"
+
+
+def _fmt_verified(result: RunResult) -> str:
+    if result.status != "ok":
+        return "-"
+    if result.check.get("is_reference"):
+        return "reference"
+    return {True: "yes", False: "NO", None: "n/a"}[result.verified]
+
+
+def _num(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _details(result: RunResult) -> str:
+    if result.status != "ok":
+        return (result.error or "").strip().replace("\n", " | ")
+    check = result.check
+    if result.verified is False:
+        first = check.get("first_bad") or {}
+        text = f"{check.get('bad')} bad; first bad index {check.get('first_bad_index')}"
+        if first:
+            text += f" in {first.get('buffer')}: got {_num(first.get('got'))}, expected {_num(first.get('expected'))}"
+        if check.get("unwritten"):
+            text += f"; {check['unwritten']} never written"
+        return text
+    if result.verified is True:
+        return f"max abs err {_num(check.get('max_abs_err'))}, max ulp {_num(check.get('max_ulp_err'))}"
+    return check.get("note", "")
+
+
+def table(results: list[RunResult]) -> str:
+    """The readable table of `workbench run`."""
+    header = ("backend", "device", "status", "verified", "median", "IQR", "GB/s", "details")
+    rows = []
+    for r in results:
+        timing = r.timing or {}
+        gbps = r.throughput.get("gbps")
+        device = r.device.get("spec", "")
+        if r.device.get("name"):
+            device += f" {r.device['name']}"
+        rows.append((
+            r.backend, device[:36], r.status, _fmt_verified(r), _fmt_time(timing.get("median_s")),
+            _fmt_time(timing.get("iqr_s")) if timing else "-", f"{gbps:.2f}" if gbps is not None else "-",
+            _details(r),
+        ))  # fmt: skip
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    widths[-1] = 0  # the last column is not padded
+    lines = [
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from workbench.run.service import RunService
+
+    project = Project.open(args.path)
+    sizes = parse_sizes(args.size)
+    devices = [d.strip() for item in args.device for d in item.split(",") if d.strip()]
+    if args.timeout <= 0:
+        raise WorkbenchError(f"--timeout must be positive, got {args.timeout}")
+
+    def progress(event: dict[str, Any]) -> None:
+        if args.json:
+            return
+        kind = event.get("kind")
+        if kind == "building":
+            print(f"building {', '.join(event['backends'])} ...", file=sys.stderr)
+        elif kind == "started":
+            print(f"running {event['backend']} on {event['device'].get('spec', '?')} ...", file=sys.stderr)
+
+    service = RunService()
+    try:
+        report = service.run(
+            project, kernel=args.kernel, backends=args.backend, devices=devices, sizes=sizes,
+            timeout_s=args.timeout, artifacts_dir=args.artifacts, on_event=progress, seed=args.seed,
+            cache_dir=args.cache_dir,
+        )  # fmt: skip
+    finally:
+        service.close()
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        sizes_text = ", ".join(f"{k}={v}" for k, v in report.sizes.items())
+        print(
+            f"{report.project} / {report.kernel}  ({sizes_text}; seed {report.seed}; reference {report.reference})"
+        )
+        print(table(report.results))
+    return 0 if report.ok else 1

@@ -1,0 +1,327 @@
+"""Worker processes seen from the caller: start, talk to with deadlines, detect death, restart.
+
+One `WorkerProcess` per runtime runs `python -m workbench.run.worker RUNTIME` in its own process
+group (so a kill reaches anything it started), talks to it over its stdin/stdout with the frames
+of `protocol.py`, and keeps the tail of its stderr for error messages. A request that outlives its
+deadline kills the whole group; a worker that dies is reported with its signal's name.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import WorkbenchError
+from workbench.run.protocol import Connection, ProtocolError
+
+#: How long a fresh worker may take to import its runtime and answer hello.
+STARTUP_TIMEOUT_S = 120.0
+STDERR_LINES = 200
+
+
+class WorkerError(WorkbenchError):
+    """A request to a worker did not succeed; `fatal` means the worker must be restarted."""
+
+    fatal = True
+
+
+class WorkerCrashed(WorkerError):
+    """The worker process died (a signal or an exit) while serving a request."""
+
+
+class WorkerTimeout(WorkerError):
+    """A request outlived its deadline; the worker's process group was killed."""
+
+
+class RequestFailed(WorkerError):
+    """The worker answered {"error": ...}: the runtime refused or failed the request."""
+
+    def __init__(self, message: str, fatal: bool = False):
+        super().__init__(message)
+        self.fatal = fatal
+
+
+def signal_name(returncode: int | None) -> str:
+    """`SIGSEGV (Segmentation fault)` for a negative return code, `exit code N` otherwise."""
+    if returncode is None:
+        return "an unknown status"
+    if returncode < 0:
+        try:
+            sig = signal.Signals(-returncode)
+        except ValueError:
+            return f"signal {-returncode}"
+        description = signal.strsignal(sig) or ""
+        return f"{sig.name} ({description})" if description else sig.name
+    return f"exit code {returncode}"
+
+
+class _DeadlineReader:
+    """A readable stream over a pipe's file descriptor whose reads fail past a deadline."""
+
+    def __init__(self, fd: int, on_timeout):
+        self.fd = fd
+        self.deadline: float | None = None
+        self._on_timeout = on_timeout
+
+    def readinto(self, buffer: memoryview) -> int:
+        if self.deadline is not None:
+            while True:
+                remaining = self.deadline - time.monotonic()
+                if remaining <= 0:
+                    self._on_timeout()
+                try:
+                    ready, _, _ = select.select([self.fd], [], [], remaining)
+                except InterruptedError:
+                    continue
+                if ready:
+                    break
+        return os.readv(self.fd, [buffer])
+
+
+class WorkerProcess:
+    """One worker process for one runtime, restarted on demand after a crash."""
+
+    def __init__(
+        self,
+        runtime: str,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        on_stderr=None,
+    ):
+        self.runtime = runtime
+        self.command = command or [sys.executable, "-m", "workbench.run.worker", runtime]
+        self.env = env
+        self.on_stderr = on_stderr  # fn(runtime, line), called from a reader thread
+        self._proc: subprocess.Popen | None = None
+        self._connection: Connection | None = None
+        self._reader: _DeadlineReader | None = None
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        self._stderr_thread: threading.Thread | None = None
+        self._lock = threading.RLock()
+        self.info: dict[str, Any] = {}
+        self.starts = 0
+
+    # ------------------------------------------------------------------ life cycle
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        """Start the process (if not running) and wait for its hello."""
+        with self._lock:
+            if self.alive:
+                return
+            self._cleanup()
+            from workbench.run.devices import child_env
+
+            env = child_env() if self.env is None else dict(self.env)
+            env.setdefault("PYTHONUNBUFFERED", "1")
+            self._stderr_tail.clear()
+            self._proc = subprocess.Popen(
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # own process group: a timeout kills all of it
+            )
+            self.starts += 1
+            self._stderr_thread = threading.Thread(
+                target=self._pump_stderr,
+                args=(self._proc,),
+                name=f"wb-worker-{self.runtime}-stderr",
+                daemon=True,
+            )
+            self._stderr_thread.start()
+            self._reader = _DeadlineReader(self._proc.stdout.fileno(), self._timed_out)
+            self._connection = Connection(self._reader, self._proc.stdin)
+            self.info = self.request({"op": "hello"}, timeout_s=STARTUP_TIMEOUT_S, phase="start-up")[0]
+
+    def _pump_stderr(self, proc: subprocess.Popen) -> None:
+        for raw in iter(proc.stderr.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self._stderr_tail.append(line)
+            if self.on_stderr is not None:
+                try:
+                    self.on_stderr(self.runtime, line)
+                except Exception:  # a broken listener must not stop the pump
+                    pass
+
+    def stderr_tail(self, lines: int = 20) -> list[str]:
+        return list(self._stderr_tail)[-lines:]
+
+    def kill(self) -> None:
+        """Kill the worker's whole process group now (safe from any thread, safe twice)."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+
+    def shutdown(self, timeout_s: float = 2.0) -> None:
+        """Ask the worker to exit; kill it if it does not within `timeout_s`."""
+        with self._lock:
+            if self.alive:
+                try:
+                    self.request({"op": "shutdown"}, timeout_s=timeout_s)
+                    self._proc.wait(timeout=timeout_s)
+                except (WorkerError, subprocess.TimeoutExpired, OSError):
+                    pass
+            self.kill()
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        proc, self._proc = self._proc, None
+        self._connection = None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            self.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(timeout=1.0)
+        try:
+            proc.stderr.close()
+        except OSError:
+            pass
+
+    # ------------------------------------------------------------------ requests
+
+    def _timed_out(self) -> None:
+        self.kill()
+        raise _Deadline()
+
+    def request(
+        self,
+        header: dict[str, Any],
+        arrays: dict[str, np.ndarray] | None = None,
+        timeout_s: float | None = None,
+        phase: str | None = None,
+        on_progress=None,
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Send one request, wait at most `timeout_s` for its reply (or for each interim progress
+        frame, which restarts the clock and goes to `on_progress`); raise WorkerError on failure."""
+        with self._lock:
+            if self._connection is None or not self.alive:
+                if header.get("op") != "hello":
+                    self.start()
+            assert self._connection is not None and self._reader is not None
+            what = phase or header.get("op", "?")
+            reader = self._reader
+
+            def restart_clock() -> None:
+                reader.deadline = None if timeout_s is None else time.monotonic() + timeout_s
+
+            restart_clock()
+            try:
+                self._connection.send(header, arrays)
+                reply, out = self._connection.receive()
+                while "progress" in reply:
+                    restart_clock()
+                    if on_progress is not None:
+                        on_progress(reply["progress"])
+                    reply, out = self._connection.receive()
+            except _Deadline:
+                self._cleanup()
+                raise WorkerTimeout(
+                    f"timed out after {timeout_s:g} s during {what} (endless loop or hung device?); "
+                    f"the {self.runtime} worker was killed"
+                ) from None
+            except (ProtocolError, OSError) as exc:
+                raise self._died(what, exc) from None
+            finally:
+                if self._reader is not None:
+                    self._reader.deadline = None
+            if "error" in reply:
+                raise RequestFailed(str(reply["error"]), fatal=bool(reply.get("fatal")))
+            return reply, out
+
+    def _died(self, what: str, exc: Exception) -> WorkerCrashed:
+        proc = self._proc
+        returncode = None
+        if proc is not None:
+            try:
+                returncode = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.kill()  # closed its stream but lives on: not usable
+                returncode = proc.wait()
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(timeout=1.0)
+        tail = [line for line in self.stderr_tail(8) if line.strip()]
+        self._cleanup()
+        if returncode is not None:
+            message = f"the {self.runtime} worker died with {signal_name(returncode)} during {what}"
+        else:
+            message = f"lost the {self.runtime} worker during {what}: {exc}"
+        if tail:
+            message += "; its last output: " + " | ".join(tail[-4:])
+        return WorkerCrashed(message)
+
+
+class _Deadline(Exception):
+    """Raised inside a read when the request's deadline has passed (the worker is killed)."""
+
+
+class WorkerPool:
+    """At most one worker per runtime, started lazily and restarted after a crash."""
+
+    def __init__(self, on_stderr=None, command_for=None):
+        self.on_stderr = on_stderr
+        self.command_for = command_for  # fn(runtime) -> argv, e.g. to run workers over ssh
+        self._workers: dict[str, WorkerProcess] = {}
+        self._lock = threading.Lock()
+
+    def get(self, runtime: str) -> WorkerProcess:
+        with self._lock:
+            worker = self._workers.get(runtime)
+            if worker is None:
+                command = self.command_for(runtime) if self.command_for else None
+                worker = WorkerProcess(runtime, command=command, on_stderr=self.on_stderr)
+                self._workers[runtime] = worker
+        worker.start()
+        return worker
+
+    def stop(self, runtime: str) -> None:
+        """Shut one runtime's worker down (a later `get` starts a fresh one)."""
+        with self._lock:
+            worker = self._workers.pop(runtime, None)
+        if worker is not None:
+            worker.shutdown()
+
+    def kill_all(self) -> None:
+        """Kill every worker now (from any thread): used to cancel a launch in flight."""
+        for worker in list(self._workers.values()):
+            worker.kill()
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._workers = list(self._workers.values()), {}
+        for worker in workers:
+            worker.shutdown()

@@ -1,0 +1,220 @@
+"""Element-by-element comparison of a backend's outputs with the reference backend's.
+
+Per buffer: max abs / max rel / max ULP error, the number of bad elements, the first bad index with
+both values, NaN/Inf counts and how many elements still hold the poison (never written). An element
+passes when |got - ref| <= atol + rtol * |ref|, or when `max_ulp` is set and it is within that
+many ULPs; equal NaNs and equal infinities pass. Integers must match exactly unless the
+tolerances allow a difference.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from workbench.run.inputs import POISON_BITS, poison_mask
+
+_SIGNED = {4: np.int32, 8: np.int64}
+_UNSIGNED = {4: np.uint32, 8: np.uint64}
+
+
+def json_number(value: Any) -> Any:
+    """A JSON-safe number: NaN and infinities become the strings "nan", "inf", "-inf"."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Number of representable floats between a and b (uint64), through ordered integer views.
+
+    NaN elements give meaningless values: callers mask them.
+    """
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b, dtype=a.dtype)
+    size = a.dtype.itemsize
+    signed, unsigned = _SIGNED[size], _UNSIGNED[size]
+    sign_bit = unsigned(1) << unsigned(8 * size - 1)
+
+    def ordered(x: np.ndarray) -> np.ndarray:
+        # Negative floats count downwards from zero: map them to two's complement order,
+        # then shift into unsigned space so the difference is exact.
+        bits = x.view(unsigned)
+        magnitude = (bits & ~sign_bit).astype(signed)
+        value = np.where(bits & sign_bit, -magnitude, magnitude)
+        return value.astype(unsigned) ^ sign_bit
+
+    oa, ob = ordered(a), ordered(b)
+    return np.where(oa >= ob, oa - ob, ob - oa)
+
+
+def compare(
+    got: np.ndarray,
+    ref: np.ndarray,
+    rtol: float,
+    atol: float,
+    max_ulp: int | None = None,
+    check_poison: bool = False,
+) -> dict[str, Any]:
+    """The check of one buffer: error metrics, bad-element count, first bad element, pass/fail."""
+    got = np.ascontiguousarray(got).reshape(-1)
+    ref = np.ascontiguousarray(ref).reshape(-1)
+    result: dict[str, Any] = {
+        "size": int(got.size),
+        "dtype": str(got.dtype),
+        "max_abs_err": 0.0,
+        "max_rel_err": 0.0,
+        "max_ulp_err": None,
+        "bad": 0,
+        "first_bad_index": None,
+        "first_bad": None,
+        "nan_count": 0,
+        "inf_count": 0,
+        "unwritten": 0,
+        "passed": True,
+    }
+    if got.shape != ref.shape or got.dtype != ref.dtype:
+        result.update(
+            passed=False,
+            bad=int(max(got.size, ref.size)),
+            note=f"shape/dtype differ: got {got.size} × {got.dtype}, reference {ref.size} × {ref.dtype}",
+        )
+        return result
+    unwritten = (
+        poison_mask(got) if check_poison and (got.dtype.kind, got.dtype.itemsize) in POISON_BITS else None
+    )
+    if unwritten is not None:
+        result["unwritten"] = int(unwritten.sum())
+
+    if got.dtype.kind == "f":
+        bad, metrics = _compare_floats(got, ref, rtol, atol, max_ulp)
+    else:
+        bad, metrics = _compare_ints(got, ref, rtol, atol)
+    result.update(metrics)
+    if unwritten is not None:
+        bad |= unwritten
+    bad_count = int(bad.sum())
+    result["bad"] = bad_count
+    result["passed"] = bad_count == 0
+    if bad_count:
+        index = int(np.argmax(bad))
+        result["first_bad_index"] = index
+        result["first_bad"] = {
+            "index": index,
+            "got": json_number(got[index]),
+            "expected": json_number(ref[index]),
+            "unwritten": bool(unwritten[index]) if unwritten is not None else False,
+        }
+    return result
+
+
+def _compare_floats(got, ref, rtol, atol, max_ulp):
+    g = got.astype(np.float64)
+    r = ref.astype(np.float64)
+    g_nan, r_nan = np.isnan(g), np.isnan(r)
+    g_inf = np.isinf(g)
+    finite = np.isfinite(g) & np.isfinite(r)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite, np.abs(g - r), 0.0)
+        scale = np.abs(r)
+        within = diff <= atol + rtol * scale
+    same_special = (g_nan & r_nan) | ((g == r) & ~finite)  # equal infinities, or both NaN
+    ulp = ulp_distance(got, ref)
+    ulp_ok = np.zeros(got.shape, bool) if max_ulp is None else (ulp <= np.uint64(max_ulp)) & finite
+    ok = (finite & within) | ulp_ok | same_special
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(finite & (scale > 0), diff / np.where(scale > 0, scale, 1.0), 0.0)
+        rel = np.where(finite & (scale == 0) & (diff > 0), np.inf, rel)
+    finite_ulp = ulp[finite]
+    metrics = {
+        "max_abs_err": json_number(float(diff.max())) if diff.size else 0.0,
+        "max_rel_err": json_number(float(rel.max())) if rel.size else 0.0,
+        "max_ulp_err": int(finite_ulp.max()) if finite_ulp.size else 0,
+        "nan_count": int(g_nan.sum()),
+        "inf_count": int(g_inf.sum()),
+    }
+    return ~ok, metrics
+
+
+def _compare_ints(got, ref, rtol, atol):
+    exact = got == ref
+    # Differences of 64-bit integers overflow in their own type, so they are taken in float64;
+    # elements that differ differ by at least 1 even where float64 rounds the difference away.
+    g = got.astype(np.float64)
+    r = ref.astype(np.float64)
+    diff = np.maximum(np.abs(g - r), (~exact).astype(np.float64))
+    within = diff <= atol + rtol * np.abs(r)
+    ok = exact | within
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(r != 0, diff / np.abs(np.where(r != 0, r, 1.0)), np.where(diff > 0, np.inf, 0.0))
+    metrics = {
+        "max_abs_err": json_number(float(diff.max())) if diff.size else 0.0,
+        "max_rel_err": json_number(float(rel.max())) if rel.size else 0.0,
+        "max_ulp_err": None,
+    }
+    return ~ok, metrics
+
+
+def check_outputs(
+    outputs: dict[str, np.ndarray],
+    reference: dict[str, np.ndarray],
+    rtol: float,
+    atol: float,
+    max_ulp: int | None = None,
+    poisoned: tuple[str, ...] | list[str] = (),
+    reference_name: str = "",
+) -> tuple[bool, dict[str, Any]]:
+    """Compare every output buffer; (passed, the check dict a RunResult carries).
+
+    The check dict has the settings, the worst metrics over all buffers, the first bad element
+    (of the first buffer that has one) and the per-buffer details under "buffers".
+    """
+    buffers: dict[str, Any] = {}
+    for name, ref in reference.items():
+        if name not in outputs:
+            buffers[name] = {
+                "passed": False,
+                "bad": int(ref.size),
+                "note": f"buffer {name!r} was not read back",
+            }
+            continue
+        buffers[name] = compare(outputs[name], ref, rtol, atol, max_ulp, check_poison=name in poisoned)
+    passed = all(b["passed"] for b in buffers.values())
+    summary: dict[str, Any] = {
+        "reference": reference_name,
+        "rtol": rtol,
+        "atol": atol,
+        "max_ulp": max_ulp,
+        "passed": passed,
+        "max_abs_err": _worst(buffers, "max_abs_err"),
+        "max_rel_err": _worst(buffers, "max_rel_err"),
+        "max_ulp_err": _worst(buffers, "max_ulp_err"),
+        "bad": sum(int(b.get("bad", 0)) for b in buffers.values()),
+        "nan_count": sum(int(b.get("nan_count", 0)) for b in buffers.values()),
+        "inf_count": sum(int(b.get("inf_count", 0)) for b in buffers.values()),
+        "unwritten": sum(int(b.get("unwritten", 0)) for b in buffers.values()),
+        "first_bad_index": None,
+        "first_bad": None,
+        "buffers": buffers,
+    }
+    for name, b in buffers.items():
+        if not b["passed"]:
+            summary["first_bad_index"] = b.get("first_bad_index")
+            summary["first_bad"] = dict(b.get("first_bad") or {}, buffer=name)
+            break
+    return passed, summary
+
+
+def _worst(buffers: dict[str, Any], key: str) -> Any:
+    values = [b.get(key) for b in buffers.values() if b.get(key) is not None]
+    if not values:
+        return None
+    if any(v == "nan" for v in values):
+        return "nan"
+    if any(v == "inf" for v in values):
+        return "inf"
+    return max(values)

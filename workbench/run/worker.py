@@ -1,0 +1,181 @@
+"""A worker process: one runtime (cpu, cuda, wgpu) serving requests over its stdin and stdout.
+
+    python -m workbench.run.worker RUNTIME
+
+Kernels run here, not in the caller, so a segfault, an illegal address or an endless loop takes
+down only this process. stdout carries nothing but protocol frames: at start-up the frame stream
+moves to a private copy of file descriptor 1 and descriptor 1 itself is pointed at stderr, so
+prints from Python and from native libraries land in the diagnostics stream instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from workbench.run.protocol import Connection, ProtocolEOF
+
+PROTOCOL_VERSION = 1
+#: At most one heartbeat frame per this many seconds while measuring.
+HEARTBEAT_S = 0.1
+#: Ops after whose failure the device state is uncertain: the caller restarts the worker.
+_FATAL_OPS = ("launch", "measure", "download")
+
+
+class WorkerState:
+    """The runtime of this worker and the kernel it holds prepared (at most one)."""
+
+    def __init__(self, runtime_name: str):
+        self.runtime_name = runtime_name
+        self._runtime: Any = None
+        self.prepared: Any = None
+
+    @property
+    def runtime(self) -> Any:
+        if self._runtime is None:
+            from workbench.run.runtimes import get_runtime
+
+            self._runtime = get_runtime(self.runtime_name)
+        return self._runtime
+
+    def close_prepared(self) -> None:
+        prepared, self.prepared = self.prepared, None
+        if prepared is not None:
+            prepared.close()
+
+    def need_prepared(self) -> Any:
+        if self.prepared is None:
+            from workbench.run.runtimes import RuntimeFailure
+
+            raise RuntimeFailure("no kernel is prepared in this worker (send prepare first)")
+        return self.prepared
+
+    def handle(
+        self, header: dict[str, Any], arrays: dict[str, np.ndarray], progress=None
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
+        """Answer one request; `progress(dict)` sends an interim frame (heartbeats of measure)."""
+        op = header.get("op")
+        if op == "hello":
+            return {
+                "runtime": self.runtime_name,
+                "pid": os.getpid(),
+                "protocol": PROTOCOL_VERSION,
+                "python": sys.version.split()[0],
+            }, None
+        if op == "devices":
+            available, reason = self.runtime.available()
+            devices = self.runtime.devices() if available else []
+            return {"available": bool(available), "reason": reason, "devices": devices}, None
+        if op == "prepare":
+            self.close_prepared()
+            device_index = int(header.get("device_index", header["spec"].get("device_index", 0)))
+            self.prepared = self.runtime.prepare(header["spec"], device_index)
+            return {
+                "timer_method": self.prepared.timer_method,
+                "timer_resolution_s": float(self.prepared.timer_resolution_s),
+            }, None
+        if op == "upload":
+            self.need_prepared().upload(arrays)
+            return {}, None
+        if op == "launch":
+            count = int(header.get("count", 1))
+            if count < 1:
+                raise ValueError(f"launch count must be at least 1, got {count}")
+            return {"seconds": float(self.need_prepared().launch(count)), "count": count}, None
+        if op == "measure":
+            return {"stats": self.measure(header, progress)}, None
+        if op == "download":
+            return {}, self.need_prepared().download(list(header.get("names", [])))
+        if op == "close":
+            self.close_prepared()
+            return {}, None
+        if op == "shutdown":
+            self.close_prepared()
+            return {"bye": True}, None
+        valid = "hello, devices, prepare, upload, launch, measure, download, close, shutdown"
+        raise ValueError(f"unknown op {op!r}; valid ops: {valid}")
+
+    def measure(self, header: dict[str, Any], progress) -> dict[str, Any]:
+        """The timing protocol run here, launches back to back (no round trip between them);
+        a heartbeat frame goes out at most every HEARTBEAT_S so the caller's per-launch deadline
+        still applies."""
+        from workbench.run.timing import measure, options_from_dict
+
+        prepared = self.need_prepared()
+        last = [time.monotonic()]
+
+        def on_launch(phase: str, done: int) -> None:
+            now = time.monotonic()
+            if progress is not None and now - last[0] >= HEARTBEAT_S:
+                last[0] = now
+                progress({"phase": phase, "done": done})
+
+        stats = measure(
+            prepared.launch,
+            float(header.get("resolution_s") or prepared.timer_resolution_s),
+            prepared.timer_method,
+            options_from_dict(header.get("options") or {}),
+            on_launch=on_launch,
+        )
+        return stats.to_dict()
+
+
+def serve(reader: BinaryIO, writer: BinaryIO, runtime_name: str) -> int:
+    """Answer requests from `reader` on `writer` until shutdown or the end of the stream."""
+    from workbench.run.runtimes import RuntimeFailure
+
+    connection = Connection(reader, writer)
+    state = WorkerState(runtime_name)
+    while True:
+        try:
+            header, arrays = connection.receive()
+        except ProtocolEOF:
+            break
+        op = header.get("op")
+        out: dict[str, np.ndarray] | None = None
+
+        def progress(data: dict[str, Any]) -> None:
+            connection.send({"progress": data})
+
+        try:
+            reply, out = state.handle(header, arrays, progress)
+        except RuntimeFailure as exc:
+            reply = {"error": str(exc), "fatal": bool(getattr(exc, "fatal", False)) or op in _FATAL_OPS}
+        except Exception as exc:  # any bug or library error goes back as a message, not a dead worker
+            traceback.print_exc(file=sys.stderr)
+            reply = {"error": f"{type(exc).__name__}: {exc}", "fatal": op in _FATAL_OPS}
+        connection.send(reply, out)
+        if op == "shutdown":
+            break
+    state.close_prepared()
+    return 0
+
+
+def _private_streams() -> tuple[BinaryIO, BinaryIO]:
+    """Move the frame streams off descriptors 0 and 1; point 1 at stderr and 0 at /dev/null."""
+    frames_in = os.fdopen(os.dup(0), "rb")
+    frames_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    return frames_in, frames_out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 1:
+        print("usage: python -m workbench.run.worker RUNTIME   (cpu, cuda or wgpu)", file=sys.stderr)
+        return 2
+    reader, writer = _private_streams()
+    return serve(reader, writer, argv[0])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
