@@ -146,3 +146,32 @@ def test_nvptx_bounds_checks_become_traps(example_copy, cache):
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     if shutil.which(ptxas):
         assert subprocess.run([ptxas, "-arch=sm_90", result.artifacts[0], "-o", "/dev/null"]).returncode == 0
+
+
+@pytest.mark.parametrize("backend", ["cpu", "nvptx"])
+def test_copies_of_one_crate_never_share_a_stale_artifact(tmp_path, cache, backend):
+    """Two copies of saxpy share the cache's target dir; the copy with OLDER sources must still get its own code.
+
+    Cargo's default freshness check compares modification times, which a copied project keeps.
+    """
+    need(backend)
+    from workbench.project import examples_dir
+
+    first = tmp_path / "first"
+    second = tmp_path / "second"
+    for dest in (first, second):
+        shutil.copytree(examples_dir() / "saxpy", dest, ignore=shutil.ignore_patterns("target"))
+    marker = '#[unsafe(no_mangle)]\npub extern "C" fn only_in_the_second_copy() {}\n'
+    if backend == "nvptx":
+        marker = (
+            '#[cfg(target_arch = "nvptx64")]\n#[unsafe(no_mangle)]\n'
+            'pub unsafe extern "ptx-kernel" fn only_in_the_second_copy() {}\n'
+        )
+    lib = second / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + marker)
+    os.utime(lib, (946684800, 946684800))  # the year 2000: older than any build output
+    (a,) = build_project(Project.open(first), [backend], cache)
+    (b,) = build_project(Project.open(second), [backend], cache)
+    assert a.status == b.status == "ok", (a.log, b.log)
+    assert b"only_in_the_second_copy" not in open(a.artifacts[0], "rb").read()
+    assert b"only_in_the_second_copy" in open(b.artifacts[0], "rb").read()

@@ -32,6 +32,12 @@ def cargo_env(req: BuildRequest, extra: dict[str, str] | None = None) -> dict[st
     return env
 
 
+#: Target dirs are shared across projects (so nvptx's `core` is built once), and two copies of one
+#: crate then share cargo's fingerprints. By modification time, a copy whose sources are older than
+#: the last build's output would get the other copy's library; by content checksum it never does.
+CHECKSUM_FRESHNESS = "-Zchecksum-freshness"
+
+
 def run_cargo(req: BuildRequest, cmd: list[str], env: dict[str, str]) -> CargoOutcome:
     """Run a cargo command whose stdout is JSON records; feed messages to the request."""
     root = req.project.root

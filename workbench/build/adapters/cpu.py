@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
-from workbench.build.adapters.cargo import cargo_env, run_cargo
+from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, cargo_env, run_cargo
 from workbench.build.diagnostics import error
 from workbench.records import ToolchainInfo
 
@@ -46,9 +46,10 @@ class CpuAdapter(Adapter):
 
     def build(self, req: BuildRequest) -> AdapterOutput:
         tc = req.toolchain
-        cmd = [tc.details["cargo"], "build", *req.flags, "--offline", "--message-format=json",
-               "--target-dir", str(req.target_dir)]  # fmt: skip
-        outcome = run_cargo(req, cmd, cargo_env(req, {"RUSTC": tc.path}))
+        cmd = [tc.details["cargo"], "build", CHECKSUM_FRESHNESS, *req.flags, "--offline",
+               "--message-format=json", "--target-dir", str(req.target_dir)]  # fmt: skip
+        # RUSTC_BOOTSTRAP: -Z flags on a stable toolchain.
+        outcome = run_cargo(req, cmd, cargo_env(req, {"RUSTC": tc.path, "RUSTC_BOOTSTRAP": "1"}))
         if not outcome.ok:
             return AdapterOutput(False)
         libs = [

@@ -24,7 +24,7 @@ from workbench.build.adapters.base import (
     version_of,
     which,
 )  # fmt: skip
-from workbench.build.adapters.cargo import CargoOutcome, cargo_env, run_cargo
+from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, CargoOutcome, cargo_env, run_cargo
 from workbench.build.diagnostics import error
 from workbench.build.resources import ptx_entries, ptxas_report
 from workbench.records import ToolchainInfo
@@ -121,7 +121,7 @@ class NvptxAdapter(Adapter):
 
     def build(self, req: BuildRequest) -> AdapterOutput:
         tc = req.toolchain
-        common = [tc.details["cargo"], "rustc", "--release", "--lib", "--target", TARGET,
+        common = [tc.details["cargo"], "rustc", CHECKSUM_FRESHNESS, "--release", "--lib", "--target", TARGET,
                   "-Zbuild-std=core", "--message-format=json", "--target-dir", str(req.target_dir)]  # fmt: skip
         env = cargo_env(req, {"RUSTC": tc.path})
         if tc.details.get("route") == "rustup":
