@@ -120,7 +120,9 @@ def measure_backend(args, service, project, kernel, backend, build, folder) -> d
     if not choice.available:
         return {"backend": backend, "skipped": choice.reason}
     min_kernel_s = args.min_kernel_us * 1e-6
-    sizes = pick_sizes(project, kernel, backend, build, folder, choice.index, min_kernel_s, args.seed)
+    sizes = dict(args.size) or pick_sizes(
+        project, kernel, backend, build, folder, choice.index, min_kernel_s, args.seed
+    )
     workbench_medians, bare_medians, n_workbench, n_bare = [], [], [], []
     verified = None
     method = resolution = None
@@ -216,6 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-time", type=float, default=1.0, help="seconds per measurement")
     parser.add_argument("--roundtrips", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        type=lambda text: (text.split("=")[0], int(text.split("=")[1])),
+        metavar="NAME=VALUE",
+        help="fixed problem size instead of growing until one launch takes 2x --min-kernel-us",
+    )
     args = parser.parse_args(argv)
     os.environ.update(child_env())  # Mesa wants XDG_RUNTIME_DIR in this process too
 
