@@ -1,0 +1,124 @@
+"""The composition root: the QApplication, its theme, the service bridge, the panels, the window.
+
+Everything the window shows is built here and handed to `MainWindow`, so each panel stays a small
+widget that only knows the bridge. A panel whose module is missing or fails to build becomes a
+placeholder in its dock, with the reason logged; the window still opens.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtGui import QColor, QPalette  # noqa: E402  (after the binding fix)
+from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
+
+from workbench.ui import qtcompat  # noqa: F401  (before any Qt call; see its docstring)
+from workbench.ui.main_window import MainWindow, placeholder  # noqa: E402
+from workbench.ui.settings import Settings, load_settings  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "Rust GPU Workbench"
+ORGANIZATION = "rust-gpu-workbench"
+
+#: Dock key -> (module, class) of the panel shown there; each takes the bridge.
+PANELS = {
+    "build": ("workbench.ui.build_panel", "BuildPanel"),
+    "devices": ("workbench.ui.device_picker", "DevicePicker"),
+    "results": ("workbench.ui.results_table", "ResultsTable"),
+    "plots": ("workbench.ui.plots", "PlotsPanel"),
+    "artifacts": ("workbench.ui.artifacts_view", "ArtifactsView"),
+    "console": ("workbench.ui.console", "ConsolePanel"),
+}
+
+
+def create_application(argv: list[str] | None = None) -> QApplication:
+    """The QApplication (reused if one exists), named for QStandardPaths, with the dark theme."""
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # qtconsole's debugpy warning
+    app = QApplication.instance()
+    if app is None:
+        QApplication.setApplicationName(APP_NAME)
+        QApplication.setOrganizationName(ORGANIZATION)
+        app = QApplication(argv if argv is not None else sys.argv[:1])
+    apply_theme(app)
+    return app
+
+
+def apply_theme(app: QApplication) -> None:
+    """Fusion with a dark palette, matching the editor's colours and pyqtgraph's black plots."""
+    app.setStyle("Fusion")
+    palette = QPalette()
+    roles = {
+        QPalette.ColorRole.Window: "#2b2d30",
+        QPalette.ColorRole.WindowText: "#d7dae0",
+        QPalette.ColorRole.Base: "#1e1f22",
+        QPalette.ColorRole.AlternateBase: "#26282b",
+        QPalette.ColorRole.ToolTipBase: "#3c3f41",
+        QPalette.ColorRole.ToolTipText: "#e6e6e6",
+        QPalette.ColorRole.PlaceholderText: "#7f848e",
+        QPalette.ColorRole.Text: "#d7dae0",
+        QPalette.ColorRole.Button: "#33363a",
+        QPalette.ColorRole.ButtonText: "#d7dae0",
+        QPalette.ColorRole.BrightText: "#ff6b6b",
+        QPalette.ColorRole.Link: "#61afef",
+        QPalette.ColorRole.Highlight: "#2f65ca",
+        QPalette.ColorRole.HighlightedText: "#ffffff",
+        QPalette.ColorRole.Mid: "#3c3f41",
+        QPalette.ColorRole.Dark: "#1b1c1e",
+        QPalette.ColorRole.Shadow: "#111111",
+        QPalette.ColorRole.Light: "#45484c",
+    }
+    for role, color in roles.items():
+        palette.setColor(role, QColor(color))
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b6f75"))
+    app.setPalette(palette)
+    app.setStyleSheet(
+        "QDockWidget::title { padding: 4px 6px; background: #313438; }"
+        "QTabBar::tab { padding: 4px 12px; }"
+        "QToolBar { spacing: 4px; border: none; }"
+        "QStatusBar QLabel { padding: 0 6px; }"
+    )
+
+
+def create_bridge(cache_dir: str | Path | None = None) -> Any:
+    """The ServiceBridge, or None (with the reason logged) when it cannot be built."""
+    try:
+        from workbench.ui.bridge import ServiceBridge
+    except ImportError as exc:
+        log.warning("the service bridge is not available: %s", exc)
+        return None
+    return ServiceBridge(cache_dir=cache_dir)
+
+
+def load_panel(key: str, bridge: Any) -> QWidget:
+    """Build one panel, or a placeholder saying why it is not there."""
+    module_name, class_name = PANELS[key]
+    if bridge is None:
+        return placeholder(f"{class_name} needs the service bridge, which is not available.")
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, class_name)(bridge)
+    except Exception as exc:  # a broken panel must not keep the window from opening
+        log.exception("the %s panel could not be built", key)
+        return placeholder(f"{class_name} is not available: {exc}")
+
+
+def create_window(
+    cache_dir: str | Path | None = None,
+    settings: Settings | None = None,
+    panels: tuple[str, ...] = tuple(PANELS),
+) -> MainWindow:
+    """Build the bridge (with the remembered backends and devices), the panels and the window."""
+    settings = settings if settings is not None else load_settings()
+    bridge = create_bridge(cache_dir)
+    if bridge is not None:
+        bridge.set_backends(settings.backends)
+        bridge.set_devices(settings.devices)
+    widgets = {key: load_panel(key, bridge) for key in PANELS if key in panels}
+    return MainWindow(bridge=bridge, panels=widgets, settings=settings)

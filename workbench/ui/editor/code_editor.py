@@ -1,0 +1,368 @@
+"""One source file in the editor: a QPlainTextEdit with a gutter, highlighting and diagnostics.
+
+Diagnostics (dicts shaped like `workbench.records.Diagnostic.to_dict()`) are drawn as wavy
+underlines (ExtraSelections), a marker in the gutter and a tooltip with the compiler's rendered
+message and the backend that reported it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontDatabase,
+    QKeyEvent,
+    QPainter,
+    QTextCharFormat,
+    QTextCursor,
+    QTextFormat,
+)
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip, QWidget
+
+from workbench.ui.editor.highlighter import RustHighlighter
+
+BRACKETS = {"(": ")", "[": "]", "{": "}"}
+CLOSERS = {v: k for k, v in BRACKETS.items()}
+SEVERITY_COLORS = {"error": "#ff5c57", "warning": "#e5c07b", "note": "#61afef", "help": "#61afef"}
+SEVERITY_RANK = {"error": 0, "warning": 1, "note": 2, "help": 3}
+BRACKET_SCAN_LIMIT = 200_000  # characters searched for a matching bracket
+INDENT = "    "
+
+
+def editor_font(point_size: int = 10) -> QFont:
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    font.setStyleHint(QFont.StyleHint.Monospace)
+    font.setPointSize(point_size)
+    return font
+
+
+class LineNumberArea(QWidget):
+    """The gutter: line numbers and one marker per line with diagnostics."""
+
+    def __init__(self, editor: CodeEditor):
+        super().__init__(editor)
+        self.editor = editor
+        self.setMouseTracking(True)
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        return QSize(self.editor.gutter_width(), 0)
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        self.editor.paint_gutter(event)
+
+    def event(self, event) -> bool:
+        if event.type() == event.Type.ToolTip:
+            block = self.editor.cursorForPosition(event.pos()).block()
+            text = self.editor.diagnostic_tooltip(block.blockNumber() + 1)
+            if text:
+                QToolTip.showText(event.globalPos(), text, self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(event)
+
+
+class CodeEditor(QPlainTextEdit):
+    """A Rust source editor bound to one file."""
+
+    #: Emitted whenever the extra selections are recomputed (tests wait on it).
+    selectionsUpdated = Signal()
+
+    def __init__(self, path: Path | None = None, parent=None, font_size: int = 10):
+        super().__init__(parent)
+        self.path = Path(path) if path is not None else None
+        self.diagnostics: list[dict] = []
+        self._diag_by_line: dict[int, list[dict]] = {}
+        self._search_selections: list[QTextEdit.ExtraSelection] = []
+        self._text_cache: tuple[int, str] = (-1, "")
+        self.setFont(editor_font(font_size))
+        self._use_dark_palette()
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * 4)
+        self.setCenterOnScroll(False)
+        self.gutter = LineNumberArea(self)
+        self.highlighter = RustHighlighter(self.document())
+        self.blockCountChanged.connect(self._update_gutter_width)
+        self.updateRequest.connect(self._update_gutter)
+        self.cursorPositionChanged.connect(self.update_extra_selections)
+        self._update_gutter_width()
+        self.update_extra_selections()
+
+    def _use_dark_palette(self) -> None:
+        # The highlighter's colours are chosen for a dark background: keep the editor dark
+        # even when the application runs with a light palette.
+        palette = self.palette()
+        for role, color in (
+            (palette.ColorRole.Base, "#1e1f22"),
+            (palette.ColorRole.Text, "#d7dae0"),
+            (palette.ColorRole.Window, "#2b2d30"),
+            (palette.ColorRole.Highlight, "#2f65ca"),
+            (palette.ColorRole.HighlightedText, "#ffffff"),
+        ):
+            palette.setColor(role, QColor(color))
+        self.setPalette(palette)
+
+    # ---------------------------------------------------------------- file I/O
+    def load_text(self, text: str) -> None:
+        """Replace the whole buffer (a new undo history; not marked modified)."""
+        self.setPlainText(text)
+        self.highlighter.restart()
+        self.document().setModified(False)
+
+    def reload_preserving_view(self, text: str) -> None:
+        """Replace the text from disk, keeping the cursor line and scroll position when possible."""
+        line = self.textCursor().blockNumber()
+        column = self.textCursor().positionInBlock()
+        scroll = self.verticalScrollBar().value()
+        self.load_text(text)
+        self.go_to(line + 1, column + 1)
+        self.verticalScrollBar().setValue(scroll)
+
+    def text(self) -> str:
+        doc = self.document()
+        if self._text_cache[0] != doc.revision():
+            self._text_cache = (doc.revision(), doc.toPlainText())
+        return self._text_cache[1]
+
+    def is_modified(self) -> bool:
+        return self.document().isModified()
+
+    def shutdown(self) -> None:
+        self.highlighter.stop()
+
+    # ---------------------------------------------------------------- navigation
+    def go_to(self, line: int, column: int = 1) -> None:
+        """Move the cursor to 1-based line:column (clamped) and show it."""
+        doc = self.document()
+        block = doc.findBlockByNumber(max(0, min(line - 1, doc.blockCount() - 1)))
+        cursor = QTextCursor(block)
+        cursor.movePosition(
+            QTextCursor.MoveOperation.Right,
+            QTextCursor.MoveMode.MoveAnchor,
+            max(0, min(column - 1, block.length() - 1)),
+        )
+        self.setTextCursor(cursor)
+        self.centerCursor()
+
+    # ---------------------------------------------------------------- gutter
+    def gutter_width(self) -> int:
+        digits = len(str(max(1, self.blockCount())))
+        return 22 + self.fontMetrics().horizontalAdvance("9") * max(3, digits)
+
+    def _update_gutter_width(self, *_):
+        self.setViewportMargins(self.gutter_width(), 0, 0, 0)
+
+    def _update_gutter(self, rect: QRect, dy: int) -> None:
+        if dy:
+            self.gutter.scroll(0, dy)
+        else:
+            self.gutter.update(0, rect.y(), self.gutter.width(), rect.height())
+        if rect.contains(self.viewport().rect()):
+            self._update_gutter_width()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        cr = self.contentsRect()
+        self.gutter.setGeometry(QRect(cr.left(), cr.top(), self.gutter_width(), cr.height()))
+
+    def paint_gutter(self, event) -> None:
+        painter = QPainter(self.gutter)
+        palette = self.palette()
+        painter.fillRect(event.rect(), palette.color(palette.ColorRole.Base).darker(115))
+        block = self.firstVisibleBlock()
+        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
+        bottom = top + round(self.blockBoundingRect(block).height())
+        current = self.textCursor().blockNumber()
+        height = self.fontMetrics().height()
+        width = self.gutter.width()
+        normal_pen = palette.color(palette.ColorRole.Text).darker(170)
+        current_pen = palette.color(palette.ColorRole.Text)
+        while block.isValid() and top <= event.rect().bottom():
+            if block.isVisible() and bottom >= event.rect().top():
+                number = block.blockNumber()
+                painter.setPen(current_pen if number == current else normal_pen)
+                painter.drawText(0, top, width - 6, height, Qt.AlignmentFlag.AlignRight, str(number + 1))
+                diags = self._diag_by_line.get(number + 1)
+                if diags:
+                    worst = min(diags, key=lambda d: SEVERITY_RANK.get(d.get("severity"), 9))
+                    color = QColor(SEVERITY_COLORS.get(worst.get("severity"), "#61afef"))
+                    painter.setPen(Qt.PenStyle.NoPen)
+                    painter.setBrush(color)
+                    size = max(6, height // 2)
+                    painter.drawEllipse(4, top + (height - size) // 2, size, size)
+            block = block.next()
+            top = bottom
+            bottom = top + round(self.blockBoundingRect(block).height())
+        painter.end()
+
+    # ---------------------------------------------------------------- diagnostics
+    def set_diagnostics(self, diagnostics: list[dict]) -> None:
+        """Show these diagnostics (all for this file; 1-based lines and columns)."""
+        self.diagnostics = [d for d in diagnostics if d.get("line")]
+        self._diag_by_line = {}
+        for diag in self.diagnostics:
+            self._diag_by_line.setdefault(int(diag["line"]), []).append(diag)
+        self.update_extra_selections()
+        self.gutter.update()
+
+    def diagnostics_at_line(self, line: int) -> list[dict]:
+        return list(self._diag_by_line.get(line, []))
+
+    def diagnostic_tooltip(self, line: int, column: int | None = None) -> str:
+        diags = self._diag_by_line.get(line, [])
+        if column is not None:
+            diags = [d for d in diags if _covers(d, line, column)] or diags
+        parts = []
+        for d in diags:
+            body = d.get("rendered") or d.get("message", "")
+            backend = d.get("backend") or "?"
+            parts.append(f"<b>[{backend}] {d.get('severity', '')}</b><pre>{_escape(body.rstrip())}</pre>")
+        return "<hr>".join(parts)
+
+    def _diagnostic_selections(self) -> list[QTextEdit.ExtraSelection]:
+        selections = []
+        doc = self.document()
+        for diag in self.diagnostics:
+            line = int(diag["line"])
+            block = doc.findBlockByNumber(line - 1)
+            if not block.isValid():
+                continue
+            start = block.position() + max(0, min(int(diag.get("column") or 1) - 1, block.length() - 1))
+            end_line = int(diag.get("end_line") or line)
+            end_block = doc.findBlockByNumber(end_line - 1)
+            if not end_block.isValid():
+                end_block = block
+            end_col = diag.get("end_column")
+            if end_col is None:
+                end = block.position() + block.length() - 1
+            else:
+                end = end_block.position() + max(0, min(int(end_col) - 1, end_block.length() - 1))
+            if end <= start:  # an empty span still needs one underlined character
+                end = min(start + 1, block.position() + max(1, block.length() - 1))
+                start = min(start, end - 1)
+            selection = QTextEdit.ExtraSelection()
+            fmt = QTextCharFormat()
+            fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
+            fmt.setUnderlineColor(QColor(SEVERITY_COLORS.get(diag.get("severity"), "#61afef")))
+            fmt.setToolTip(self.diagnostic_tooltip(line))
+            selection.format = fmt
+            cursor = QTextCursor(doc)
+            cursor.setPosition(start)
+            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+            selection.cursor = cursor
+            selections.append(selection)
+        return selections
+
+    def event(self, event) -> bool:
+        if event.type() == event.Type.ToolTip:
+            cursor = self.cursorForPosition(self.viewport().mapFromGlobal(event.globalPos()))
+            line = cursor.blockNumber() + 1
+            text = self.diagnostic_tooltip(line, cursor.positionInBlock() + 1)
+            if text:
+                QToolTip.showText(event.globalPos(), text, self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(event)
+
+    # ---------------------------------------------------------------- extra selections
+    def set_search_selections(self, selections: list[QTextEdit.ExtraSelection]) -> None:
+        self._search_selections = selections
+        self.update_extra_selections()
+
+    def update_extra_selections(self) -> None:
+        selections = []
+        current = QTextEdit.ExtraSelection()
+        current.format.setBackground(self.palette().color(self.palette().ColorRole.Base).lighter(130))
+        current.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+        current.cursor = self.textCursor()
+        current.cursor.clearSelection()
+        selections.append(current)
+        selections.extend(self._search_selections)
+        selections.extend(self._diagnostic_selections())
+        selections.extend(self._bracket_selections())
+        self.setExtraSelections(selections)
+        self.selectionsUpdated.emit()
+
+    # ---------------------------------------------------------------- bracket matching
+    def matching_bracket(self, position: int | None = None) -> tuple[int, int] | None:
+        """(bracket, match) positions for the bracket after or before the cursor; None if none."""
+        text = self.text()
+        pos = self.textCursor().position() if position is None else position
+        for candidate in (pos, pos - 1):
+            if 0 <= candidate < len(text) and (text[candidate] in BRACKETS or text[candidate] in CLOSERS):
+                match = _find_match(text, candidate)
+                return (candidate, match) if match is not None else (candidate, -1)
+        return None
+
+    def _bracket_selections(self) -> list[QTextEdit.ExtraSelection]:
+        found = self.matching_bracket()
+        if found is None:
+            return []
+        selections = []
+        ok = found[1] >= 0
+        for pos in found if ok else found[:1]:
+            selection = QTextEdit.ExtraSelection()
+            selection.format.setBackground(QColor("#3e4f5f" if ok else "#7a2a2a"))
+            selection.format.setForeground(QColor("#ffffff"))
+            cursor = QTextCursor(self.document())
+            cursor.setPosition(pos)
+            cursor.setPosition(pos + 1, QTextCursor.MoveMode.KeepAnchor)
+            selection.cursor = cursor
+            selections.append(selection)
+        return selections
+
+    # ---------------------------------------------------------------- typing
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
+        if self.isReadOnly():
+            return super().keyPressEvent(event)
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers():
+            # Keep the indentation of the current line; indent once more after an opening brace.
+            line = self.textCursor().block().text()[: self.textCursor().positionInBlock()]
+            indent = line[: len(line) - len(line.lstrip())]
+            if line.rstrip().endswith(("{", "(", "[")):
+                indent += INDENT
+            self.textCursor().insertText("\n" + indent)
+            self.ensureCursorVisible()
+            return
+        if key == Qt.Key.Key_Tab and not event.modifiers() and not self.textCursor().hasSelection():
+            self.textCursor().insertText(INDENT)
+            return
+        super().keyPressEvent(event)
+
+
+def _find_match(text: str, pos: int) -> int | None:
+    char = text[pos]
+    if char in BRACKETS:
+        opener, closer, step = char, BRACKETS[char], 1
+    else:
+        opener, closer, step = char, CLOSERS[char], -1
+    depth = 0
+    end = len(text) if step > 0 else -1
+    limit = BRACKET_SCAN_LIMIT
+    i = pos
+    while i != end and limit > 0:
+        c = text[i]
+        if c == opener:
+            depth += 1
+        elif c == closer:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += step
+        limit -= 1
+    return None
+
+
+def _covers(diag: dict, line: int, column: int) -> bool:
+    start = (int(diag.get("line") or 0), int(diag.get("column") or 1))
+    end = (int(diag.get("end_line") or start[0]), int(diag.get("end_column") or 1 << 30))
+    return start <= (line, column) <= end
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

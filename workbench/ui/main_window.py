@@ -1,0 +1,563 @@
+"""The workbench window: editor in the middle, dockable panels around it, menus and status bar.
+
+The window only arranges and wires things: the panels and the service bridge are built by the
+composition root (`workbench.ui.app.create_window`) and handed in. A panel that could not be
+built (its module not written yet, or failing) is shown as a placeholder in its dock.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.backends import BACKENDS
+from workbench.errors import WorkbenchError
+from workbench.project import Project
+from workbench.ui import qtcompat  # noqa: F401  (before any Qt call; see its docstring)
+from workbench.ui.editor import EditorTabs
+from workbench.ui.new_project import NewProjectDialog, create_from_example
+from workbench.ui.project_tree import ProjectTree
+from workbench.ui.settings import Settings, load_settings, save_settings
+from workbench.ui.trust import TrustBar, is_declined, is_trusted, set_trusted
+
+log = logging.getLogger(__name__)
+
+#: Dock key -> (title, default area). The order is the View menu's order.
+DOCKS = {
+    "project": ("Project", Qt.DockWidgetArea.LeftDockWidgetArea),
+    "devices": ("Devices", Qt.DockWidgetArea.LeftDockWidgetArea),
+    "build": ("Build", Qt.DockWidgetArea.BottomDockWidgetArea),
+    "results": ("Results", Qt.DockWidgetArea.BottomDockWidgetArea),
+    "console": ("Console", Qt.DockWidgetArea.BottomDockWidgetArea),
+    "plots": ("Plots", Qt.DockWidgetArea.RightDockWidgetArea),
+    "artifacts": ("Artifacts", Qt.DockWidgetArea.RightDockWidgetArea),
+}
+
+
+def placeholder(text: str) -> QLabel:
+    """What a dock shows when its panel is not available."""
+    label = QLabel(text)
+    label.setObjectName("PanelPlaceholder")
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    label.setWordWrap(True)
+    label.setEnabled(False)
+    return label
+
+
+class MainWindow(QMainWindow):
+    """The workbench window on one project at a time."""
+
+    def __init__(
+        self,
+        bridge: Any = None,
+        panels: dict[str, QWidget] | None = None,
+        settings: Settings | None = None,
+        parent: QWidget | None = None,
+    ):
+        super().__init__(parent)
+        self.setObjectName("WorkbenchMainWindow")
+        self.setWindowTitle("Rust GPU Workbench")
+        self.setDockNestingEnabled(True)
+        self.bridge = bridge
+        self.settings = settings if settings is not None else load_settings()
+        self.project: Project | None = None
+        self.trusted = False
+        self.persist_settings = True  # off for one-shot screenshots
+        self.ask_before_discarding = True  # tests turn this off: no modal dialog at teardown
+        self._diagnostics: dict[str, list[dict]] = {}  # backend -> diagnostics of its last build
+        self._closed = False
+
+        self.editor_tabs = EditorTabs(font_size=self.settings.editor_font_size)
+        self.trust_bar = TrustBar()
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.trust_bar)
+        layout.addWidget(self.editor_tabs, 1)
+        self.setCentralWidget(central)
+
+        self.project_tree = ProjectTree()
+        self.panels: dict[str, QWidget] = {"project": self.project_tree}
+        for key in DOCKS:
+            if key != "project":
+                widget = (panels or {}).get(key)
+                self.panels[key] = (
+                    widget if widget is not None else placeholder(f"{DOCKS[key][0]}: not available")
+                )
+        self.docks: dict[str, QDockWidget] = {}
+        self._make_docks()
+        self._make_actions()
+        self._make_menus()
+        self._make_toolbar()
+        self._make_status_bar()
+        self._connect()
+        self._default_state = self.saveState()
+        self._restore_layout()
+        self._update_actions()
+
+    # ================================================================ construction
+    def _make_docks(self) -> None:
+        for key, (title, area) in DOCKS.items():
+            dock = QDockWidget(title, self)
+            dock.setObjectName(f"dock-{key}")
+            dock.setWidget(self.panels[key])
+            self.addDockWidget(area, dock)
+            self.docks[key] = dock
+        self.splitDockWidget(self.docks["project"], self.docks["devices"], Qt.Orientation.Vertical)
+        self.splitDockWidget(self.docks["build"], self.docks["results"], Qt.Orientation.Horizontal)
+        self.tabifyDockWidget(self.docks["build"], self.docks["console"])
+        self.tabifyDockWidget(self.docks["plots"], self.docks["artifacts"])
+        self.docks["build"].raise_()
+        self.docks["plots"].raise_()
+        self.resize(1600, 1000)
+        self._sized = False
+
+    def _apply_default_sizes(self) -> None:
+        """Dock sizes for a first start (a restored layout keeps the user's)."""
+        d = self.docks
+        self.resizeDocks([d["project"], d["plots"]], [300, 520], Qt.Orientation.Horizontal)
+        self.resizeDocks([d["build"]], [290], Qt.Orientation.Vertical)
+        self.resizeDocks([d["project"], d["devices"]], [430, 420], Qt.Orientation.Vertical)
+        self.resizeDocks([d["build"], d["results"]], [560, 760], Qt.Orientation.Horizontal)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        if not self._sized:
+            self._sized = True
+            if not self.settings.window_state:
+                self._apply_default_sizes()
+
+    def _action(self, text: str, slot=None, shortcut=None, checkable=False, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setCheckable(checkable)
+        if tip:
+            action.setStatusTip(tip)
+            action.setToolTip(tip)
+        if slot is not None:
+            action.triggered.connect(slot)
+        return action
+
+    def _make_actions(self) -> None:
+        tabs = self.editor_tabs
+        self.open_action = self._action("&Open project…", self.choose_project, QKeySequence.StandardKey.Open)
+        self.new_action = self._action("&New kernel project…", self.new_project, "Ctrl+Shift+N")
+        self.save_action = self._action("&Save", self.save_current, QKeySequence.StandardKey.Save)
+        self.save_all_action = self._action("Save a&ll", self.editor_tabs.save_all, "Ctrl+Shift+S")
+        self.close_tab_action = self._action(
+            "&Close tab", lambda: tabs.close_tab(tabs.tabs.currentIndex()), QKeySequence.StandardKey.Close
+        )
+        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.undo_action = self._action(
+            "&Undo", lambda: self._editor_call("undo"), QKeySequence.StandardKey.Undo
+        )
+        self.redo_action = self._action(
+            "&Redo", lambda: self._editor_call("redo"), QKeySequence.StandardKey.Redo
+        )
+        self.find_action = self._action("&Find…", lambda: tabs.show_find(False), "Ctrl+F")
+        self.replace_action = self._action("&Replace…", lambda: tabs.show_find(True), "Ctrl+H")
+        self.goto_action = self._action("&Go to line…", tabs.show_goto, "Ctrl+G")
+        self.build_action = self._action("&Build", self.build, "Ctrl+B", tip="Build the checked backends")
+        self.run_action = self._action("&Run", self.run, "F5", tip="Build, then run on the checked devices")
+        self.cancel_action = self._action("&Cancel", self.cancel, "Ctrl+.", tip="Cancel the build or run")
+        self.hot_reload_action = self._action(
+            "&Hot reload on save", checkable=True, tip="Rebuild and rerun whenever a file is saved"
+        )
+        self.hot_reload_action.setChecked(self.settings.hot_reload)
+        self.trust_action = self._action("&Trust this project…", lambda: self.set_trusted(True))
+        self.reset_layout_action = self._action("Reset &layout", self.reset_layout)
+        self.backend_actions: dict[str, QAction] = {}
+        self.backend_group = QActionGroup(self)
+        self.backend_group.setExclusive(False)
+        chosen = set(self.bridge.backends() if self.bridge is not None else self.settings.backends)
+        for name in BACKENDS:
+            action = self._action(name, checkable=True, tip=f"Build and run the {name} backend")
+            action.setChecked(name in chosen)
+            action.toggled.connect(self._backends_toggled)
+            self.backend_group.addAction(action)
+            self.backend_actions[name] = action
+
+    def _make_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        file_menu.addActions([self.open_action, self.new_action])
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        file_menu.addSeparator()
+        file_menu.addActions([self.save_action, self.save_all_action, self.close_tab_action])
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        edit_menu = bar.addMenu("&Edit")
+        edit_menu.addActions([self.undo_action, self.redo_action])
+        edit_menu.addSeparator()
+        edit_menu.addActions([self.find_action, self.replace_action, self.goto_action])
+        self.view_menu = bar.addMenu("&View")
+        for dock in self.docks.values():
+            self.view_menu.addAction(dock.toggleViewAction())
+        self.view_menu.addSeparator()
+        self.artifacts_menu = self.view_menu.addMenu("Show &artifacts of")
+        for name in BACKENDS:
+            self.artifacts_menu.addAction(name, lambda n=name: self.show_artifacts(n))
+        self.view_menu.addAction(self.reset_layout_action)
+        build_menu = bar.addMenu("&Build")
+        build_menu.addActions([self.build_action, self.run_action, self.cancel_action])
+        build_menu.addSeparator()
+        backends_menu = build_menu.addMenu("Back&ends")
+        backends_menu.addActions(list(self.backend_actions.values()))
+        build_menu.addAction(self.hot_reload_action)
+        build_menu.addSeparator()
+        build_menu.addAction(self.trust_action)
+
+    def _make_toolbar(self) -> None:
+        toolbar = QToolBar("Build", self)
+        toolbar.setObjectName("toolbar-build")
+        toolbar.setMovable(False)
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        style = self.style()
+        self.build_action.setIcon(style.standardIcon(style.StandardPixmap.SP_BrowserReload))
+        self.run_action.setIcon(style.standardIcon(style.StandardPixmap.SP_MediaPlay))
+        self.cancel_action.setIcon(style.standardIcon(style.StandardPixmap.SP_MediaStop))
+        toolbar.addActions([self.build_action, self.run_action, self.cancel_action])
+        toolbar.addSeparator()
+        toolbar.addWidget(QLabel(" Backends: "))
+        toolbar.addActions(list(self.backend_actions.values()))
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, toolbar)
+        self.toolbar = toolbar
+        self.view_menu.insertAction(self.view_menu.actions()[len(DOCKS)], toolbar.toggleViewAction())
+
+    def _make_status_bar(self) -> None:
+        status = self.statusBar()
+        self.busy_bar = QProgressBar()
+        self.busy_bar.setRange(0, 0)
+        self.busy_bar.setMaximumWidth(90)
+        self.busy_bar.setMaximumHeight(14)
+        self.busy_bar.hide()
+        self.state_label = QLabel("No project")
+        self.latency_label = QLabel("edit → result: –")
+        self.latency_label.setToolTip("Time from saving a file to the results of the rebuild and rerun")
+        self.position_label = QLabel("")
+        status.addPermanentWidget(self.position_label)
+        status.addPermanentWidget(self.busy_bar)
+        status.addPermanentWidget(self.state_label)
+        status.addPermanentWidget(self.latency_label)
+
+    def _connect(self) -> None:
+        self.project_tree.fileActivated.connect(lambda path: self.editor_tabs.open_file(path))
+        self.editor_tabs.saved.connect(self._on_saved)
+        self.editor_tabs.reloadedFromDisk.connect(self._on_saved)  # an external save is a save too
+        self.editor_tabs.errorMessage.connect(self.show_message)
+        self.editor_tabs.currentFileChanged.connect(self._on_current_file)
+        self.trust_bar.trustRequested.connect(lambda: self.set_trusted(True))
+        self.trust_bar.declined.connect(lambda: self.set_trusted(False))
+        build_panel = self.panels.get("build")
+        if hasattr(build_panel, "openLocation"):
+            build_panel.openLocation.connect(self.open_location)
+        if self.bridge is None:
+            return
+        self.bridge.buildFinished.connect(self._on_build_finished)
+        self.bridge.busyChanged.connect(self._on_busy)
+        self.bridge.latencyMeasured.connect(self._on_latency)
+        self.bridge.statusMessage.connect(self.show_message)
+        self.bridge.runFinished.connect(lambda _r: self.docks["results"].raise_())
+        if hasattr(self.bridge, "backendsChanged"):
+            self.bridge.backendsChanged.connect(self._sync_backend_actions)
+
+    # ================================================================ projects
+    def choose_project(self) -> None:
+        start = str(self.project.root.parent) if self.project else str(Path.home())
+        folder = QFileDialog.getExistingDirectory(self, "Open kernel project", start)
+        if folder:
+            self.open_project(Path(folder))
+
+    def new_project(self) -> None:
+        start = self.project.root.parent if self.project and not self._is_bundled() else Path.home()
+        dialog = NewProjectDialog(self, start_dir=start)
+        if dialog.exec() != NewProjectDialog.DialogCode.Accepted:
+            return
+        self.create_project(dialog.example(), dialog.destination())
+
+    def create_project(self, example: Path, destination: Path) -> bool:
+        """Copy an example to `destination` and open it (trusted: it is our own template)."""
+        try:
+            root = create_from_example(example, destination)
+        except WorkbenchError as exc:
+            self.show_error(str(exc))
+            return False
+        set_trusted(self.settings, root, True)
+        return self.open_project(root)
+
+    def open_project(self, path: Path | Project) -> bool:
+        """Open a project folder (or an already loaded Project); False, with a message, if it fails."""
+        try:
+            project = path if isinstance(path, Project) else Project.open(path)
+        except WorkbenchError as exc:
+            self.show_error(str(exc))
+            return False
+        if self.project is not None:
+            self._remember_open_files()
+            self.editor_tabs.close_all()
+        self.project = project
+        self._diagnostics.clear()
+        root = str(project.root)
+        self.settings.last_project = root
+        self.settings.add_recent(root)
+        self.setWindowTitle(f"{project.name} — {project.root} — Rust GPU Workbench")
+        self.project_tree.set_root(project.root)
+        self.trusted = is_trusted(self.settings, project.root)
+        self.editor_tabs.set_read_only(not self.trusted)
+        if self.trusted:
+            self.trust_bar.hide()
+        elif is_declined(self.settings, project.root):
+            self.trust_bar.hide()
+            self.show_message(f"{project.name} is read-only (Build > Trust this project… to build it)")
+        else:
+            self.trust_bar.ask(project.root)
+        if self.bridge is not None:
+            # An untrusted project is not handed to the services: nothing may build it.
+            self.bridge.set_project(project if self.trusted else None)
+        self._restore_open_files(project)
+        self._update_actions()
+        return True
+
+    def set_trusted(self, trusted: bool) -> None:
+        if self.project is None:
+            return
+        set_trusted(self.settings, self.project.root, trusted)
+        self.trust_bar.hide()
+        if trusted != self.trusted:
+            self.trusted = trusted
+            self.editor_tabs.set_read_only(not trusted)
+            if self.bridge is not None:
+                self.bridge.set_project(self.project if trusted else None)
+        if self.persist_settings:
+            save_settings(self.settings)
+        self._update_actions()
+
+    def _is_bundled(self) -> bool:
+        from workbench.ui.trust import is_bundled
+
+        return self.project is not None and is_bundled(self.project.root)
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for path in self.settings.recent_projects:
+            action = self.recent_menu.addAction(path, lambda p=path: self.open_project(Path(p)))
+            action.setEnabled(Path(path).is_dir())
+        if not self.settings.recent_projects:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    def _restore_open_files(self, project: Project) -> None:
+        root = str(project.root)
+        files = [f for f in self.settings.open_files.get(root, []) if Path(f).is_file()]
+        if not files and project.main_source() is not None:
+            files = [str(project.main_source())]
+        for file in files:
+            self.editor_tabs.open_file(file)
+        current = self.settings.current_file.get(root)
+        if current and Path(current).is_file():
+            self.editor_tabs.open_file(current)
+
+    def _remember_open_files(self) -> None:
+        if self.project is None:
+            return
+        root = str(self.project.root)
+        self.settings.open_files[root] = self.editor_tabs.open_files()
+        editor = self.editor_tabs.current_editor()
+        if editor is not None:
+            self.settings.current_file[root] = str(editor.path)
+
+    # ================================================================ editing
+    def _editor_call(self, name: str) -> None:
+        editor = self.editor_tabs.current_editor()
+        if editor is not None:
+            getattr(editor, name)()
+
+    def save_current(self) -> bool:
+        return self.editor_tabs.save()
+
+    def open_location(self, path: str, line: int, column: int = 1) -> None:
+        """Open `path` (absolute, or relative to the project) at 1-based line:column."""
+        file = Path(path)
+        if not file.is_absolute() and self.project is not None:
+            file = self.project.root / file
+        self.editor_tabs.open_file(file, line=max(1, line), column=max(1, column))
+
+    def _on_current_file(self, path: str) -> None:
+        if path and self.project is not None:
+            self.position_label.setText(self.project.relative(path))
+
+    def _on_saved(self, path: str) -> None:
+        if self.bridge is not None and self.trusted and self.hot_reload_action.isChecked():
+            self.bridge.on_saved(path)
+
+    # ================================================================ build / run
+    def build(self) -> None:
+        if self._can_work():
+            self.editor_tabs.save_all()
+            self.bridge.build()
+
+    def run(self) -> None:
+        if self._can_work():
+            self.editor_tabs.save_all()
+            self.bridge.run()
+
+    def cancel(self) -> None:
+        if self.bridge is not None:
+            self.bridge.cancel()
+
+    def _can_work(self) -> bool:
+        return self.bridge is not None and self.project is not None and self.trusted
+
+    def selected_backends(self) -> list[str]:
+        return [name for name, action in self.backend_actions.items() if action.isChecked()]
+
+    def _backends_toggled(self, _checked: bool) -> None:
+        if self.bridge is not None:
+            self.bridge.set_backends(self.selected_backends())
+
+    def _sync_backend_actions(self, backends: list[str]) -> None:
+        for name, action in self.backend_actions.items():
+            if action.isChecked() != (name in backends):
+                action.blockSignals(True)
+                action.setChecked(name in backends)
+                action.blockSignals(False)
+
+    def _on_build_finished(self, results: dict) -> None:
+        for backend, result in results.items():
+            diags = []
+            for diag in getattr(result, "diagnostics", None) or []:
+                diag = dict(diag)
+                diag.setdefault("backend", backend)
+                diag["backend"] = diag["backend"] or backend
+                diags.append(diag)
+            self._diagnostics[backend] = diags
+        if self.project is not None:
+            merged = [d for diags in self._diagnostics.values() for d in diags]
+            self.editor_tabs.set_diagnostics(self.project.root, merged)
+
+    def _on_busy(self, busy: bool) -> None:
+        self.busy_bar.setVisible(busy)
+        self.state_label.setText("Working…" if busy else "Ready")
+        self._update_actions()
+
+    def _on_latency(self, seconds: float) -> None:
+        self.latency_label.setText(f"edit → result: {seconds:.2f} s")
+
+    def show_artifacts(self, backend: str) -> None:
+        view = self.panels.get("artifacts")
+        if hasattr(view, "show_backend"):
+            self.docks["artifacts"].show()
+            self.docks["artifacts"].raise_()
+            view.show_backend(backend)
+
+    def _update_actions(self) -> None:
+        can = self._can_work()
+        busy = bool(self.bridge is not None and getattr(self.bridge, "busy", False))
+        self.build_action.setEnabled(can)
+        self.run_action.setEnabled(can)
+        self.cancel_action.setEnabled(self.bridge is not None and busy)
+        self.trust_action.setEnabled(self.project is not None and not self.trusted)
+        self.save_action.setEnabled(self.project is not None and self.trusted)
+        if self.project is None:
+            self.state_label.setText("No project")
+        elif not self.trusted:
+            self.state_label.setText("Read-only")
+        elif not busy:
+            self.state_label.setText("Ready")
+
+    # ================================================================ messages
+    def show_message(self, text: str) -> None:
+        self.statusBar().showMessage(text, 8000)
+
+    def show_error(self, text: str) -> None:
+        """Tell the user without blocking: a non-modal message box and the status bar."""
+        log.warning("%s", text)
+        self.show_message(text)
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, "Rust GPU Workbench", text, QMessageBox.StandardButton.Ok, self
+        )
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setObjectName("ErrorMessage")
+        box.open()
+
+    # ================================================================ layout and closing
+    def _restore_layout(self) -> None:
+        if self.settings.window_geometry:
+            self.restoreGeometry(QByteArray.fromBase64(self.settings.window_geometry.encode()))
+        if self.settings.window_state:
+            self.restoreState(QByteArray.fromBase64(self.settings.window_state.encode()))
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state)
+        for dock in self.docks.values():
+            dock.show()
+
+    def save_layout(self) -> None:
+        """Put the window's state (layout, open files, choices) into the settings and write them."""
+        self.settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode()
+        self.settings.window_state = bytes(self.saveState().toBase64()).decode()
+        self._remember_open_files()
+        self.settings.hot_reload = self.hot_reload_action.isChecked()
+        if self.bridge is not None:
+            self.settings.backends = self.bridge.backends()
+            self.settings.devices = self.bridge.devices()
+        else:
+            self.settings.backends = self.selected_backends()
+        if self.persist_settings:
+            save_settings(self.settings)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        if self._closed:
+            event.accept()
+            return
+        modified = self.editor_tabs.modified_editors()
+        if modified and self.ask_before_discarding:
+            names = ", ".join(e.path.name for e in modified)
+            answer = QMessageBox.question(
+                self,
+                "Unsaved changes",
+                f"Save the changes to {names} before closing?",
+                QMessageBox.StandardButton.SaveAll
+                | QMessageBox.StandardButton.Discard
+                | QMessageBox.StandardButton.Cancel,
+            )
+            if answer == QMessageBox.StandardButton.Cancel:
+                event.ignore()
+                return
+            if answer == QMessageBox.StandardButton.SaveAll:
+                self.editor_tabs.save_all()
+        self.save_layout()
+        self.shutdown()
+        event.accept()
+
+    def shutdown(self) -> None:
+        """Stop everything that runs in the background: editors, panels, then the services."""
+        if self._closed:
+            return
+        self._closed = True
+        self.editor_tabs.shutdown()
+        for key, panel in self.panels.items():
+            if key != "project" and hasattr(panel, "shutdown"):
+                try:
+                    panel.shutdown()
+                except Exception:
+                    log.exception("shutting down the %s panel failed", key)
+        if self.bridge is not None:
+            self.bridge.shutdown()
