@@ -1,0 +1,194 @@
+"""The hot-reload loop without Qt: real cargo builds, real runs on the CPU and on llvmpipe."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from workbench.build import BuildService
+from workbench.profile.live import LiveLoop, affected_backends
+from workbench.project import Project
+from workbench.run.service import RunService
+
+SIZES = {"n": 4096}
+DEVICES = ["cpu", "wgpu:llvmpipe"]
+
+
+class Recorder:
+    """Collects the loop's events (called from the loop's thread)."""
+
+    def __init__(self):
+        self.events: list[dict] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, event: dict) -> None:
+        with self.lock:
+            self.events.append(event)
+
+    def of(self, kind: str, cycle: int | None = None) -> list[dict]:
+        with self.lock:
+            return [e for e in self.events if e["kind"] == kind and (cycle is None or e["cycle"] == cycle)]
+
+    def finished(self, cycle: int) -> dict:
+        (event,) = self.of("cycle-finished", cycle)
+        return event
+
+
+@pytest.fixture
+def services(shared_cache_dir):
+    build_service = BuildService(cache_dir=shared_cache_dir)
+    run_service = RunService()
+    loops: list[LiveLoop] = []
+
+    def make(**kwargs) -> tuple[LiveLoop, Recorder]:
+        kwargs.setdefault("backends", ["cpu", "wgsl"])
+        kwargs.setdefault("devices", DEVICES)
+        kwargs.setdefault("sizes", SIZES)
+        loop = LiveLoop(build_service, run_service, **kwargs)
+        recorder = Recorder()
+        loop.subscribe(recorder)
+        loops.append(loop)
+        return loop, recorder
+
+    make.build_service = build_service
+    yield make
+    for loop in loops:
+        loop.close()
+    build_service.close()
+    run_service.close()
+
+
+def _edit(path: Path, comment: str) -> None:
+    path.write_text(path.read_text() + f"\n// {comment}\n")
+
+
+@pytest.mark.slow
+def test_saves_rebuild_what_changed_rerun_and_measure_latency(services, example_copy):
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    loop, events = services()
+
+    first = loop.on_saved(project, root / "src" / "lib.rs")
+    assert loop.wait_idle(600)
+    done = events.finished(first)
+    assert done["status"] == "ok", done["error"]
+    assert done["latency_s"] is not None and done["latency_s"] > 0
+    assert loop.last_latency_s == done["latency_s"]
+    by_backend = {r.backend: r for r in done["report"].results}
+    assert set(by_backend) == {"cpu", "wgsl"}
+    assert by_backend["wgsl"].verified is True
+    assert by_backend["wgsl"].device["spec"].startswith("wgpu")
+    assert set(done["report"].outputs) >= {"cpu", "wgsl"}
+    assert [e["event"]["kind"] for e in events.of("run-event", first)].count("finished") == 2
+
+    # Saving without a change: every backend is a cache hit.
+    again = loop.on_saved(project, root / "src" / "lib.rs")
+    assert loop.wait_idle(600)
+    (built,) = events.of("build-finished", again)
+    assert sorted(built["cached"]) == ["cpu", "wgsl"] and built["rebuilt"] == []
+    assert events.finished(again)["status"] == "ok"
+
+    # Editing the WGSL reference rebuilds it (and the run checks it again).
+    _edit(root / "reference" / "saxpy.wgsl", "edited")
+    edited = loop.on_saved(project, root / "reference" / "saxpy.wgsl")
+    assert loop.wait_idle(600)
+    (built,) = events.of("build-finished", edited)
+    (started,) = events.of("cycle-started", edited)
+    assert started["affected"] == ["wgsl"]
+    assert "wgsl" in built["rebuilt"]
+    result = {r.backend: r for r in events.finished(edited)["report"].results}["wgsl"]
+    assert result.verified is True
+
+
+@pytest.mark.slow
+def test_a_newer_save_cancels_the_build_in_flight(services, example_copy):
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    loop, events = services(backends=["cpu"], devices=["cpu"])
+    _edit(root / "src" / "lib.rs", "a change the cache has not seen")
+    second: list[int] = []
+
+    def on_build(event) -> None:
+        # The first build has started (a cache miss: cargo runs): save again right now.
+        if event.kind == "started" and not second:
+            second.append(loop.on_saved(project, root / "src" / "lib.rs"))
+
+    services.build_service.subscribe(on_build)
+    try:
+        first = loop.on_saved(project, root / "src" / "lib.rs")
+        assert loop.wait_idle(600)
+    finally:
+        services.build_service.unsubscribe(on_build)
+    cancelled = events.finished(first)
+    assert cancelled["status"] == "cancelled"
+    assert cancelled["latency_s"] is None
+    assert cancelled["build"]["cpu"].status == "cancelled"
+    done = events.finished(second[0])
+    assert done["status"] == "ok", done["error"]
+    assert done["build"]["cpu"].status == "ok"
+    assert done["latency_s"] is not None
+
+
+@pytest.mark.slow
+def test_cancelling_a_run_keeps_the_partial_results(services, example_copy):
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    loop, events = services()
+
+    def cancel_after_cpu(event: dict) -> None:
+        run_event = event.get("event") or {}
+        if (
+            event["kind"] == "run-event"
+            and run_event.get("kind") == "finished"
+            and run_event["backend"] == "cpu"
+        ):
+            loop.cancel()
+
+    loop.subscribe(cancel_after_cpu)
+    cycle = loop.request_run(project)
+    assert loop.wait_idle(600)
+    done = events.finished(cycle)
+    assert done["status"] == "cancelled"
+    report = done["report"]
+    assert report is not None and report.cancelled
+    statuses = {r.backend: (r.status, r.error) for r in report.results}
+    assert statuses["cpu"][0] == "ok"
+    assert statuses["wgsl"] == ("skipped", "cancelled")
+    assert loop.results[("cpu", "cpu")].status == "ok"
+    assert done["latency_s"] is None
+
+
+def test_a_broken_manifest_is_reported_not_raised(services, example_copy):
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    loop, events = services()
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace("threads = [256]", 'threads = "many"'))
+    cycle = loop.on_saved(project, manifest)
+    assert loop.wait_idle(60)
+    done = events.finished(cycle)
+    assert done["status"] == "error"
+    assert "workbench.toml" in done["error"] and "threads" in done["error"]
+
+
+def test_affected_backends_follow_the_saved_file(example_copy):
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    every = ["cpu", "nvptx", "rust-gpu", "cuda-c", "wgsl"]
+    assert affected_backends(project, root / "src" / "lib.rs", every) == ["cpu", "nvptx", "rust-gpu"]
+    assert affected_backends(project, "reference/saxpy.cu", every) == ["cuda-c"]
+    assert affected_backends(project, root / "reference" / "saxpy.wgsl", every) == ["wgsl"]
+    assert affected_backends(project, root / "workbench.toml", every) == every
+    assert affected_backends(project, root / "Cargo.toml", every) == ["cpu", "nvptx", "rust-gpu"]
+    assert affected_backends(project, None, ["cpu"]) == ["cpu"]
+
+
+def test_a_closed_loop_refuses_new_work(services, example_copy):
+    from workbench.errors import WorkbenchError
+
+    loop, _ = services()
+    loop.close()
+    with pytest.raises(WorkbenchError, match="closed"):
+        loop.request_build(Project.open(example_copy("saxpy")))

@@ -1,0 +1,260 @@
+"""The window's panels on the real services: devices, builds, results, plots, artifacts, console.
+
+Runs offscreen with real cargo builds, real runs on the CPU and on wgpu's llvmpipe adapter, small
+problem sizes. Screenshots of each panel go to test-output/ui/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from workbench.ui.artifacts_view import ArtifactsView
+from workbench.ui.bridge import ServiceBridge
+from workbench.ui.build_panel import COL_BACKEND, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
+from workbench.ui.console import ConsolePanel
+from workbench.ui.device_picker import DevicePicker
+from workbench.ui.plots import MAX_POINTS, PlotsPanel
+from workbench.ui.results_table import ResultsTable
+
+SIZES = {"n": 4096}
+BUILD_TIMEOUT_MS = 600_000
+RUN_TIMEOUT_MS = 600_000
+BROKEN_LINE = "        y[i] = a * x[i] + y_unknown[i];"
+
+
+@pytest.fixture
+def bridge(shared_cache_dir):
+    bridge = ServiceBridge(cache_dir=shared_cache_dir)
+    bridge.set_sizes(SIZES)
+    yield bridge
+    bridge.shutdown()
+
+
+def _screenshot(widget, folder: Path, name: str, size=(1100, 560)) -> Path:
+    widget.resize(*size)
+    widget.show()
+    path = folder / f"{name}.png"
+    assert widget.grab().save(str(path)), f"could not write {path}"
+    return path
+
+
+def _wait_idle(qtbot, bridge, timeout=BUILD_TIMEOUT_MS) -> None:
+    qtbot.waitUntil(lambda: not bridge.busy, timeout=timeout)
+
+
+def test_device_picker_lists_llvmpipe_and_greys_cuda(qtbot, make_widget, bridge, test_output_dir):
+    picker = make_widget(DevicePicker, bridge, show=True)
+    qtbot.waitUntil(lambda: picker.group_item("CUDA") is not None, timeout=120_000)
+
+    cuda = picker.group_item("CUDA")
+    assert cuda.isDisabled()
+    assert cuda.childCount() == 1 and cuda.child(0).text(0)  # the reason, as a greyed row
+    assert cuda.toolTip(0) == cuda.child(0).text(0)
+    wgpu = picker.group_item("wgpu")
+    apis = {wgpu.child(i).text(0): wgpu.child(i) for i in range(wgpu.childCount())}
+    assert "Vulkan" in apis
+    vulkan = apis["Vulkan"]
+    names = [vulkan.child(i).text(0) for i in range(vulkan.childCount())]
+    assert any("llvmpipe" in name for name in names)
+    llvmpipe = vulkan.child(next(i for i, n in enumerate(names) if "llvmpipe" in n))
+    spec = llvmpipe.text(1)
+    assert spec.startswith("wgpu:")
+
+    # Default choice: the first device of every available runtime.
+    assert "cpu" in bridge.devices() and spec in bridge.devices()
+    picker.tree.setCurrentItem(llvmpipe)
+    properties = {
+        picker.properties.item(r, 0).text(): picker.properties.item(r, 1).text()
+        for r in range(picker.properties.rowCount())
+    }
+    assert "llvmpipe" in properties["Name"] and properties["Graphics API"] == "Vulkan"
+
+    llvmpipe.setCheckState(0, Qt.CheckState.Unchecked)
+    assert spec not in bridge.devices() and "cpu" in bridge.devices()
+    llvmpipe.setCheckState(0, Qt.CheckState.Checked)
+    assert spec in bridge.devices()
+    _screenshot(picker, test_output_dir, "device_picker", (900, 420))
+
+
+@pytest.mark.slow
+def test_build_panel_shows_states_and_diagnostics_and_opens_locations(
+    qtbot, make_widget, bridge, example_copy, test_output_dir
+):
+    root = example_copy("saxpy")
+    lib = root / "src" / "lib.rs"
+    lines = lib.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if "y[i] = a * x[i] + y[i];" in line)
+    lines[index] = BROKEN_LINE
+    lib.write_text("\n".join(lines) + "\n")
+    bridge.set_project(root)
+    bridge.set_backends(["cpu", "wgsl", "rust-cuda"])
+    panel = make_widget(BuildPanel, bridge, show=True)
+    assert [panel.table.topLevelItem(i).text(COL_BACKEND) for i in range(3)] == ["cpu", "wgsl", "rust-cuda"]
+    assert panel.state("cpu") == "idle"
+
+    with qtbot.waitSignal(bridge.buildFinished, timeout=BUILD_TIMEOUT_MS):
+        panel.build_button.click()
+    _wait_idle(qtbot, bridge)
+    assert panel.state("cpu") == "error"
+    assert panel.state("wgsl") == "ok"
+    assert panel.state("rust-cuda") in ("skipped", "ok")  # skipped: not installed here
+    errors = [
+        panel.diagnostics.topLevelItem(i)
+        for i in range(panel.diagnostics.topLevelItemCount())
+        if panel.diagnostics.topLevelItem(i).text(DIAG_BACKEND) == "cpu"
+    ]
+    located = [item for item in errors if item.text(DIAG_LOCATION).startswith(f"src/lib.rs:{index + 1}")]
+    assert located, [item.text(DIAG_LOCATION) for item in errors]
+    assert "y_unknown" in located[0].text(3)
+
+    panel.table.setCurrentItem(panel.table.topLevelItem(0))
+    assert "y_unknown" in panel.log_view.toPlainText()
+    panel.tabs.setCurrentWidget(panel.diagnostics)
+    rect = panel.diagnostics.visualItemRect(located[0])
+    with qtbot.waitSignal(panel.openLocation, timeout=5000) as opened:
+        qtbot.mouseClick(panel.diagnostics.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    path, line, column = opened.args
+    assert Path(path) == lib.resolve() or Path(path) == lib
+    assert line == index + 1 and column >= 1
+    _screenshot(panel, test_output_dir, "build_panel", (1000, 520))
+
+
+@pytest.mark.slow
+def test_cancelling_a_build_stops_it(qtbot, make_widget, bridge, example_copy):
+    root = example_copy("saxpy")
+    # A build script that takes long: the build is surely in flight when Cancel is pressed.
+    (root / "build.rs").write_text("fn main() { std::thread::sleep(std::time::Duration::from_secs(120)); }\n")
+    bridge.set_project(root)
+    bridge.set_backends(["cpu"])
+    panel = make_widget(BuildPanel, bridge, show=True)
+    with qtbot.waitSignal(bridge.buildEvent, timeout=60_000, check_params_cb=lambda e: e.kind == "output"):
+        bridge.build()
+    assert panel.state("cpu") == "building"
+    assert panel.cancel_button.isEnabled()
+    with qtbot.waitSignal(bridge.buildFinished, timeout=60_000) as finished:
+        panel.cancel_button.click()
+    assert finished.args[0]["cpu"].status == "cancelled"
+    _wait_idle(qtbot, bridge, 60_000)
+    assert panel.state("cpu") == "cancelled"
+    assert not panel.cancel_button.isEnabled()
+
+
+@pytest.mark.slow
+def test_running_fills_the_results_table_plots_and_artifacts(
+    qtbot, make_widget, bridge, example_copy, test_output_dir
+):
+    root = example_copy("saxpy")
+    bridge.set_project(root)
+    bridge.set_backends(["cpu", "wgsl"])
+    bridge.set_devices(["cpu", "wgpu:llvmpipe"])
+    table = make_widget(ResultsTable, bridge, show=True)
+    plots = make_widget(PlotsPanel, bridge, show=True)
+    artifacts = make_widget(ArtifactsView, bridge, show=True)
+
+    with qtbot.waitSignal(bridge.runFinished, timeout=RUN_TIMEOUT_MS):
+        bridge.run()
+    _wait_idle(qtbot, bridge)
+    rows = {row["Backend"]: row for row in table.row_texts()}
+    assert set(rows) == {"cpu", "wgsl"}
+    assert rows["wgsl"]["Verified"].endswith("yes") and "llvmpipe" in rows["wgsl"]["Device"]
+    assert rows["wgsl"]["Median"] and rows["wgsl"]["GB/s"]
+    qtbot.waitUntil(lambda: len(plots.curve_data()["outputs"]) == 2, timeout=10_000)
+    data = plots.curve_data()
+    assert set(data["time"]) == {"cpu @ cpu", "wgsl @ wgpu:0"} or len(data["time"]) == 2
+    assert all(len(x) == 1 for x, _ in data["time"].values())
+    assert all(len(y) > 0 for _, y in data["samples"].values())
+    # 4096 elements are more than the plot draws: decimated (min/max per bucket), the ends kept.
+    assert all(0 < len(x) <= MAX_POINTS and x[-1] >= SIZES["n"] - 3 for x, _ in data["outputs"].values())
+    assert "decimated" in plots.output_note.text()
+    assert set(data["errors"]) == {"wgsl"}
+    assert len(data["roofline"]) == 2
+
+    # Hot reload: a save reruns and reports the edit-to-result latency; the history grows.
+    with qtbot.waitSignal(bridge.latencyMeasured, timeout=RUN_TIMEOUT_MS) as latency:
+        bridge.on_saved(root / "src" / "lib.rs")
+    assert latency.args[0] > 0
+    _wait_idle(qtbot, bridge)
+    qtbot.waitUntil(lambda: all(len(x) == 2 for x, _ in plots.curve_data()["time"].values()), timeout=10_000)
+
+    artifacts.show_backend("wgsl")
+    titles = [artifacts.tabs.tabText(i) for i in range(artifacts.tabs.count())]
+    assert "saxpy.wgsl" in titles and "Resources" in titles
+    assert "fn main" in artifacts.tabs.widget(titles.index("saxpy.wgsl")).toPlainText()
+    assert "saxpy_at" in artifacts.source_view.toPlainText()
+    assert artifacts.source_view.isReadOnly()
+
+    _screenshot(table, test_output_dir, "results_table", (1250, 240))
+    for index, name in enumerate(("plots_timing", "plots_outputs", "plots_roofline")):
+        plots.tabs.setCurrentIndex(index)
+        qtbot.wait(50)  # let the tab lay out before grabbing
+        _screenshot(plots, test_output_dir, name, (1100, 520))
+    artifacts.show_backend("cpu")
+    assert "Files" in [artifacts.tabs.tabText(i) for i in range(artifacts.tabs.count())]  # the cdylib
+    artifacts.show_backend("wgsl")
+    _screenshot(artifacts, test_output_dir, "artifacts_view", (1200, 560))
+
+
+@pytest.mark.slow
+def test_a_failed_check_shows_the_first_bad_element(
+    qtbot, make_widget, bridge, example_copy, test_output_dir
+):
+    root = example_copy("saxpy")
+    wgsl = root / "reference" / "saxpy.wgsl"
+    wgsl.write_text(wgsl.read_text().replace("y[i] = params.a * x[i] + y[i];", "y[i] = params.a * x[i];"))
+    bridge.set_project(root)
+    bridge.set_backends(["cpu", "wgsl"])
+    bridge.set_devices(["cpu", "wgpu:llvmpipe"])
+    table = make_widget(ResultsTable, bridge, show=True)
+    plots = make_widget(PlotsPanel, bridge, show=True)
+    with qtbot.waitSignal(bridge.runFinished, timeout=RUN_TIMEOUT_MS) as finished:
+        bridge.run()
+    _wait_idle(qtbot, bridge)
+    report = finished.args[0]
+    wgsl_result = next(r for r in report.results if r.backend == "wgsl")
+    first = wgsl_result.check["first_bad"]
+    row = next(r for r in table.row_texts() if r["Backend"] == "wgsl")
+    assert row["Verified"].endswith("no")
+    assert f"y[{wgsl_result.check['first_bad_index']}]" in row["Check"]
+    assert "got" in row["Check"] and "expected" in row["Check"]
+    assert str(first["expected"])[:5] in row["Check"]
+    qtbot.waitUntil(lambda: len(plots.mismatch_marks.getData()[0]) > 0, timeout=10_000)
+    plots.tabs.setCurrentIndex(1)
+    _screenshot(plots, test_output_dir, "plots_outputs_mismatch", (1100, 520))
+
+
+@pytest.mark.slow
+def test_console_namespace_builds_runs_and_reads_results(
+    qtbot, make_widget, bridge, example_copy, test_output_dir
+):
+    root = example_copy("saxpy")
+    bridge.set_project(root)
+    bridge.set_backends(["cpu", "wgsl"])
+    bridge.set_devices(["cpu", "wgpu:llvmpipe"])
+    console = make_widget(ConsolePanel, bridge, show=True)
+    qtbot.waitUntil(lambda: "In [1]" in console.widget._control.toPlainText(), timeout=30_000)
+    namespace = console.namespace()
+    assert namespace["project"].name == "saxpy" and namespace["results"] == []
+
+    console.execute("name = project.name")
+    qtbot.waitUntil(lambda: "name" in namespace, timeout=10_000)
+    assert namespace["name"] == "saxpy"
+
+    console.execute("built = build('wgsl'); status = built['wgsl'].status")
+    qtbot.waitUntil(lambda: "status" in namespace, timeout=BUILD_TIMEOUT_MS)
+    assert namespace["status"] == "ok"
+
+    console.execute(
+        "report = run(); verified = {r.backend: r.verified for r in results}; n = len(outputs['wgsl']['y'])"
+    )
+    qtbot.waitUntil(lambda: "n" in namespace, timeout=RUN_TIMEOUT_MS)
+    assert namespace["verified"]["wgsl"] is True
+    assert namespace["n"] == SIZES["n"]
+    assert bridge.last_report is namespace["report"]
+    console.execute("verified")
+    qtbot.waitUntil(lambda: "Out[" in console.widget._control.toPlainText(), timeout=30_000)
+    _screenshot(console, test_output_dir, "console", (900, 480))
+    console.shutdown()
+    assert not console.kernel_manager.has_kernel

@@ -1,0 +1,392 @@
+"""The hot-reload loop: save → rebuild what changed → rerun → results, with the latency measured.
+
+`LiveLoop` is Qt-free: the window (`workbench.ui.bridge`) and any headless tool drive it the same
+way. Requests are served one at a time by a single worker thread; a newer request cancels the
+one in flight (its build processes and its run), so a burst of saves costs one build, not many.
+
+    loop = LiveLoop(build_service, run_service, backends=["cpu", "wgsl"], devices=["cpu", "wgpu:0"])
+    loop.subscribe(print)                 # plain dict events, called from the loop's thread
+    loop.on_saved(project, "src/lib.rs")  # returns at once
+    loop.wait_idle()
+    loop.close()
+
+Events (dicts with a "kind"):
+
+- ``cycle-started``  ``{cycle, reason, path, backends, affected}``
+- ``project``        ``{cycle, project}`` — the manifest was re-read after `workbench.toml` changed
+- ``build-finished`` ``{cycle, results: {backend: BuildResult}, rebuilt: [...], cached: [...]}``
+- ``run-event``      ``{cycle, event}`` — a progress event of the run service, as it came
+- ``cycle-finished`` ``{cycle, status, reason, latency_s, build, report, error}`` where status is
+  ``ok``, ``error`` (nothing could run; `error` says why) or ``cancelled`` (superseded or
+  cancelled; `build` and `report` keep whatever had finished).
+
+Edit-to-result latency is measured from the moment of the save (`saved_at`, `time.monotonic()`)
+to the moment the run's report is ready; only completed save cycles measure it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.backends import BACKENDS, RUST_BACKENDS
+from workbench.errors import WorkbenchError
+from workbench.manifest import MANIFEST_NAME
+from workbench.project import Project
+
+LiveListener = Callable[[dict[str, Any]], None]
+
+#: File suffixes whose change can only affect one group of backends.
+_RUST_SUFFIXES = {".rs"}
+_RUST_FILES = {"Cargo.toml", "Cargo.lock"}
+
+
+def affected_backends(project: Project, path: str | Path | None, backends: list[str]) -> list[str]:
+    """The backends among `backends` whose artifacts can change when `path` changes.
+
+    Only informative (the build cache makes unchanged backends hits anyway): it lets the window
+    say what a save will rebuild before the build finishes. Unknown files affect everything.
+    """
+    if path is None:
+        return list(backends)
+    path = Path(path)
+    if not path.is_absolute():
+        path = project.root / path
+    if path.name == MANIFEST_NAME:
+        return list(backends)
+    if path.suffix in _RUST_SUFFIXES or path.name in _RUST_FILES:
+        return [b for b in backends if b in RUST_BACKENDS]
+    try:
+        kernels = project.manifest.kernels
+    except AttributeError:
+        kernels = ()
+    referenced = {}
+    for kernel in kernels:
+        for backend, rel in kernel.reference.items():
+            referenced[(project.root / rel).resolve()] = backend
+    backend = referenced.get(path.resolve())
+    if backend is not None:
+        return [b for b in backends if b == backend]
+    if path.suffix in {".cu", ".cuh", ".h"}:
+        return [b for b in backends if b == "cuda-c"]
+    if path.suffix == ".wgsl":
+        return [b for b in backends if b == "wgsl"]
+    return list(backends)
+
+
+@dataclass
+class _Request:
+    cycle: int
+    project: Project
+    reason: str  # "save" | "build" | "run"
+    run: bool
+    path: str | None = None
+    saved_at: float = field(default_factory=time.monotonic)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+class LiveLoop:
+    """Serve save/build/run requests on one worker thread; a newer request cancels the older."""
+
+    def __init__(
+        self,
+        build_service: Any,
+        run_service: Any,
+        *,
+        backends: list[str] | None = None,
+        devices: list[str] | None = None,
+        sizes: dict[str, int] | None = None,
+        kernel: str | None = None,
+        timeout_s: float = 10.0,
+    ):
+        self.build_service = build_service
+        self.run_service = run_service
+        self.backends: list[str] = list(backends) if backends else list(BACKENDS)
+        self.devices: list[str] = list(devices or [])
+        self.sizes: dict[str, int] | None = dict(sizes) if sizes else None
+        self.kernel = kernel
+        self.timeout_s = timeout_s
+        #: Latest RunResult per (backend, device spec): kept across cancelled cycles.
+        self.results: dict[tuple[str, str], Any] = {}
+        self.last_build: dict[str, Any] | None = None
+        self.last_report: Any = None
+        self.last_latency_s: float | None = None
+        self._listeners: list[LiveListener] = []
+        self._lock = threading.Condition()
+        self._pending: _Request | None = None
+        self._current: _Request | None = None
+        self._phase = ""  # "build" | "run" while a request is in flight
+        self._cycles = 0
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ events
+    def subscribe(self, fn: LiveListener) -> None:
+        """Call `fn(event_dict)` for every event (from the loop's worker thread)."""
+        with self._lock:
+            if fn not in self._listeners:
+                self._listeners.append(fn)
+
+    def unsubscribe(self, fn: LiveListener) -> None:
+        with self._lock:
+            if fn in self._listeners:
+                self._listeners.remove(fn)
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for fn in listeners:
+            try:
+                fn(event)
+            except Exception:  # a broken listener must not stop the loop
+                logging.getLogger(__name__).exception("live-loop listener failed")
+
+    # ------------------------------------------------------------------ requests
+    def on_saved(
+        self, project: Project, path: str | Path | None = None, saved_at: float | None = None
+    ) -> int:
+        """A file of `project` was saved: rebuild, rerun and measure the latency. Returns the cycle id."""
+        return self._submit(project, "save", True, path, saved_at)
+
+    def request_build(self, project: Project) -> int:
+        """Build the selected backends (no run)."""
+        return self._submit(project, "build", False, None, None)
+
+    def request_run(self, project: Project) -> int:
+        """Build the selected backends and run them on the selected devices."""
+        return self._submit(project, "run", True, None, None)
+
+    def _submit(self, project, reason, run, path, saved_at) -> int:
+        with self._lock:
+            if self._closed:
+                raise WorkbenchError("the live loop is closed")
+            self._cycles += 1
+            request = _Request(
+                self._cycles,
+                project,
+                reason,
+                run,
+                str(path) if path is not None else None,
+                saved_at if saved_at is not None else time.monotonic(),
+            )
+            if self._pending is not None:
+                self._pending.cancelled.set()
+            self._pending = request
+            self._cancel_current_locked()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="wb-live-loop", daemon=True)
+                self._thread.start()
+            self._lock.notify_all()
+            return request.cycle
+
+    def cancel(self) -> None:
+        """Cancel the request in flight and any pending one (finished results are kept)."""
+        with self._lock:
+            if self._pending is not None:
+                self._pending.cancelled.set()
+                self._pending = None
+            self._cancel_current_locked()
+
+    def _cancel_current_locked(self) -> None:
+        current = self._current
+        if current is None or current.cancelled.is_set():
+            return
+        current.cancelled.set()
+        # Stop the work itself, not just our interest in it: kill the build processes / the run.
+        try:
+            if self._phase == "build":
+                self.build_service.cancel()
+            elif self._phase == "run":
+                self.run_service.cancel()
+        except Exception:
+            pass
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            return self._current is not None or self._pending is not None
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no request is pending or in flight (for scripts and tests)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._current is not None or self._pending is not None:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._lock.wait(remaining)
+        return True
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Cancel everything and stop the worker thread (waits for it). Safe to call twice."""
+        with self._lock:
+            self._closed = True
+            if self._pending is not None:
+                self._pending.cancelled.set()
+                self._pending = None
+            self._cancel_current_locked()
+            self._lock.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    # ------------------------------------------------------------------ the worker
+    def _serve(self) -> None:
+        while True:
+            with self._lock:
+                while self._pending is None and not self._closed:
+                    self._lock.wait()
+                if self._closed:
+                    self._current = None
+                    self._lock.notify_all()
+                    return
+                request, self._pending = self._pending, None
+                self._current = request
+            try:
+                self._cycle(request)
+            except Exception as exc:  # never let the worker die; report instead
+                self._emit(self._finished(request, "error", None, None, f"{type(exc).__name__}: {exc}"))
+            finally:
+                with self._lock:
+                    self._current = None
+                    self._phase = ""
+                    self._lock.notify_all()
+
+    def _set_phase(self, request: _Request, phase: str) -> bool:
+        """Enter a phase; False when the request was cancelled meanwhile."""
+        with self._lock:
+            if request.cancelled.is_set():
+                return False
+            self._phase = phase
+            return True
+
+    def _cycle(self, request: _Request) -> None:
+        project = request.project
+        backends = list(self.backends)
+        affected = affected_backends(project, request.path, backends)
+        self._emit(
+            {
+                "kind": "cycle-started",
+                "cycle": request.cycle,
+                "reason": request.reason,
+                "path": request.path,
+                "backends": backends,
+                "affected": affected,
+            }
+        )
+        if request.path is not None and Path(request.path).name == MANIFEST_NAME:
+            try:
+                project = Project.open(project.root)
+            except WorkbenchError as exc:
+                self._emit(self._finished(request, "error", None, None, str(exc)))
+                return
+            request.project = project
+            self._emit({"kind": "project", "cycle": request.cycle, "project": project})
+
+        if not self._set_phase(request, "build"):
+            self._emit(self._finished(request, "cancelled", None, None, None))
+            return
+        to_build = list(backends)
+        if request.run:
+            reference = self._reference_backend(project)
+            if reference and reference not in to_build:
+                to_build.append(reference)  # what the others are checked against
+        job = self.build_service.submit(project, to_build)
+        if request.cancelled.is_set():  # cancelled between entering the phase and submitting
+            self.build_service.cancel()
+        build = job.wait()
+        self.last_build = build
+        rebuilt = [b for b, r in build.items() if r.status == "ok" and not r.cached]
+        cached = [b for b, r in build.items() if r.status == "ok" and r.cached]
+        self._emit(
+            {
+                "kind": "build-finished",
+                "cycle": request.cycle,
+                "results": build,
+                "rebuilt": rebuilt,
+                "cached": cached,
+            }
+        )
+        if request.cancelled.is_set():
+            self._emit(self._finished(request, "cancelled", build, None, None))
+            return
+        if not request.run:
+            self._emit(self._finished(request, "ok", build, None, None))
+            return
+        runnable = [b for b in backends if b in build and build[b].status == "ok"]
+        if not runnable:
+            failed = ", ".join(f"{b}: {r.status}" for b, r in build.items()) or "no backend selected"
+            self._emit(self._finished(request, "error", build, None, f"nothing to run ({failed})"))
+            return
+        if not self._set_phase(request, "run"):
+            self._emit(self._finished(request, "cancelled", build, None, None))
+            return
+
+        def on_event(event: dict[str, Any]) -> None:
+            result = event.get("result") if event.get("kind") == "finished" else None
+            if result is not None:  # kept even if the run is cancelled later
+                self.results[(result.backend, str((result.device or {}).get("spec", "")))] = result
+            self._emit({"kind": "run-event", "cycle": request.cycle, "event": event})
+
+        error = None
+        report = None
+        # The run reads exactly this cycle's artifacts (no second build, no second set of build
+        # events): a folder of links <backend> -> the artifact folder in the cache.
+        with tempfile.TemporaryDirectory(prefix="wb-live-") as links:
+            for backend, result in build.items():
+                if result.status == "ok" and result.artifact_dir:
+                    os.symlink(result.artifact_dir, Path(links) / backend, target_is_directory=True)
+            try:
+                report = self.run_service.run(
+                    project,
+                    kernel=self.kernel,
+                    backends=runnable,
+                    devices=self.devices or None,
+                    sizes=self.sizes,
+                    timeout_s=self.timeout_s,
+                    artifacts_dir=links,
+                    on_event=on_event,
+                )
+            except WorkbenchError as exc:
+                error = str(exc)
+        if report is not None:
+            for result in report.results:
+                spec = str((result.device or {}).get("spec", ""))
+                self.results[(result.backend, spec)] = result
+            self.last_report = report
+        if request.cancelled.is_set() or getattr(report, "cancelled", False):
+            self._emit(self._finished(request, "cancelled", build, report, error))
+            return
+        if report is None:
+            self._emit(self._finished(request, "error", build, None, error or "the run failed"))
+            return
+        latency = time.monotonic() - request.saved_at if request.reason == "save" else None
+        if latency is not None:
+            self.last_latency_s = latency
+        self._emit(self._finished(request, "ok", build, report, error, latency))
+
+    def _reference_backend(self, project: Project) -> str | None:
+        try:
+            return project.manifest.kernel(self.kernel).check.reference
+        except (WorkbenchError, LookupError, ValueError):
+            return None
+
+    def _finished(self, request, status, build, report, error, latency=None) -> dict[str, Any]:
+        return {
+            "kind": "cycle-finished",
+            "cycle": request.cycle,
+            "reason": request.reason,
+            "status": status,
+            "latency_s": latency,
+            "build": build,
+            "report": report,
+            "error": error,
+            "project": request.project,
+        }

@@ -1,0 +1,304 @@
+"""Generated code beside the Rust source: PTX, SPIR-V disassembly, WGSL / CUDA C++, resource use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.ui.build_panel import monospace_font
+
+#: Artifact suffixes shown as text, with their pygments lexer (None: plain text).
+TEXT_SUFFIXES = {
+    ".ptx": "ptx",
+    ".s": "ptx",
+    ".spvasm": None,
+    ".wgsl": "wgsl",
+    ".cu": "cuda",
+    ".cuh": "cuda",
+    ".rs": "rust",
+    ".msl": "c",
+    ".metal": "c",
+    ".hlsl": "c",
+}
+#: Files bigger than this are shown truncated (a PTX of a big crate can be megabytes).
+MAX_TEXT_BYTES = 2_000_000
+#: Highlighting is per line with pygments; beyond this many lines it is skipped (too slow).
+MAX_HIGHLIGHT_LINES = 20_000
+RESOURCE_KEYS = (("registers", "Registers"), ("spills", "Spills"), ("shared_bytes", "Shared memory (B)"),
+                 ("stack_bytes", "Stack (B)"))  # fmt: skip
+
+
+class PygmentsHighlighter(QSyntaxHighlighter):
+    """Line-by-line highlighting with a pygments lexer (good enough for read-only code views)."""
+
+    COLORS = {
+        "Keyword": "#0033b3",
+        "Name.Builtin": "#7a3e9d",
+        "Name.Function": "#00627a",
+        "Name.Attribute": "#7a3e9d",
+        "Name.Decorator": "#9e880d",
+        "Literal.String": "#067d17",
+        "Literal.Number": "#1750eb",
+        "Comment": "#8c8c8c",
+        "Operator": "#333333",
+        "Keyword.Type": "#008080",
+    }
+
+    def __init__(self, document, lexer_name: str):
+        super().__init__(document)
+        from pygments.lexers import get_lexer_by_name
+
+        self.lexer = get_lexer_by_name(lexer_name, stripnl=False, ensurenl=False)
+        self.formats: dict[Any, QTextCharFormat] = {}
+
+    def _format(self, token) -> QTextCharFormat | None:
+        if token in self.formats:
+            return self.formats[token]
+        fmt = None
+        name = str(token).removeprefix("Token.")
+        for prefix in sorted(self.COLORS, key=len, reverse=True):
+            if name == prefix or name.startswith(prefix + "."):
+                fmt = QTextCharFormat()
+                fmt.setForeground(QColor(self.COLORS[prefix]))
+                if prefix == "Comment":
+                    fmt.setFontItalic(True)
+                break
+        self.formats[token] = fmt
+        return fmt
+
+    def highlightBlock(self, text: str) -> None:
+        position = 0
+        for token, value in self.lexer.get_tokens(text):
+            fmt = self._format(token)
+            if fmt is not None:
+                self.setFormat(position, len(value), fmt)
+            position += len(value)
+
+
+def code_view(name: str = "") -> QPlainTextEdit:
+    view = QPlainTextEdit()
+    view.setObjectName(name)
+    view.setReadOnly(True)
+    view.setFont(monospace_font())
+    view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+    view.setTextInteractionFlags(
+        Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+    )
+    return view
+
+
+def set_code(view: QPlainTextEdit, text: str, lexer: str | None) -> None:
+    view.setPlainText(text)
+    old = getattr(view, "_highlighter", None)
+    if old is not None:
+        old.setDocument(None)
+        view._highlighter = None
+    if lexer and text.count("\n") < MAX_HIGHLIGHT_LINES:
+        try:
+            view._highlighter = PygmentsHighlighter(view.document(), lexer)
+        except Exception:  # no lexer of that name in this pygments: plain text is fine
+            view._highlighter = None
+
+
+def read_text(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TEXT_BYTES + 1)
+    except OSError as exc:
+        return f"// cannot read {path}: {exc}"
+    text = data[:MAX_TEXT_BYTES].decode("utf-8", errors="replace")
+    if len(data) > MAX_TEXT_BYTES:
+        text += f"\n// … truncated at {MAX_TEXT_BYTES:,} bytes; open {path} for the rest"
+    return text
+
+
+class ArtifactsView(QWidget):
+    """Per backend: each generated text artifact and the resource report, beside the Rust source."""
+
+    def __init__(self, bridge, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("ArtifactsView")
+        self.bridge = bridge
+        self._results: dict[str, Any] = {}
+
+        self.backend_box = QComboBox()
+        self.backend_box.setObjectName("artifactBackend")
+        self.backend_box.setMinimumContentsLength(10)
+        self.info = QLabel("")
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.resources = QTableWidget(0, 1 + len(RESOURCE_KEYS))
+        self.resources.setObjectName("resources")
+        self.resources.setHorizontalHeaderLabels(["Entry", *(title for _, title in RESOURCE_KEYS)])
+        self.resources.verticalHeader().setVisible(False)
+        self.resources.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.resources.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.resources.horizontalHeader().setStretchLastSection(True)
+        self.source_box = QComboBox()
+        self.source_box.setObjectName("rustSource")
+        self.source_view = code_view("rustSourceView")
+
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Backend:"))
+        bar.addWidget(self.backend_box)
+        bar.addWidget(self.info, 1)
+        ll.addLayout(bar)
+        ll.addWidget(self.tabs, 1)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        sbar = QHBoxLayout()
+        title = QLabel("Rust source:")
+        bold = QFont(title.font())
+        bold.setBold(True)
+        title.setFont(bold)
+        sbar.addWidget(title)
+        sbar.addWidget(self.source_box, 1)
+        rl.addLayout(sbar)
+        rl.addWidget(self.source_view, 1)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(splitter)
+
+        self.backend_box.currentTextChanged.connect(self.show_backend)
+        self.source_box.currentIndexChanged.connect(self._show_source)
+        bridge.buildFinished.connect(self.set_results)
+        bridge.projectChanged.connect(self._project_changed)
+        self._project_changed(bridge.project)
+        if bridge.last_build:
+            self.set_results(bridge.last_build)
+
+    # ------------------------------------------------------------------ inputs
+    def _project_changed(self, project: Any) -> None:
+        self._results = {}
+        self.backend_box.clear()
+        self.tabs.clear()
+        self.source_box.blockSignals(True)
+        self.source_box.clear()
+        if project is not None:
+            main = project.main_source()
+            for path in project.rust_sources():
+                self.source_box.addItem(project.relative(path), str(path))
+            if main is not None:
+                self.source_box.setCurrentIndex(max(0, self.source_box.findData(str(main))))
+        self.source_box.blockSignals(False)
+        self._show_source()
+
+    def set_results(self, results: dict[str, Any]) -> None:
+        """Take a build's {backend: BuildResult}; keeps the shown backend when it is still there."""
+        for backend, result in results.items():
+            if result.status == "ok" or backend not in self._results:
+                self._results[backend] = result
+        current = self.backend_box.currentText()
+        self.backend_box.blockSignals(True)
+        self.backend_box.clear()
+        names = [b for b, r in self._results.items() if r.status == "ok"]
+        self.backend_box.addItems(names)
+        self.backend_box.blockSignals(False)
+        target = current if current in names else (names[0] if names else "")
+        if target:
+            self.backend_box.setCurrentText(target)
+        self.show_backend(target)
+        self._show_source()  # a save may have changed it
+
+    # ------------------------------------------------------------------ showing
+    def show_backend(self, name: str) -> None:
+        """Show one backend's artifacts and resource report."""
+        if name and self.backend_box.currentText() != name and self.backend_box.findText(name) >= 0:
+            self.backend_box.setCurrentText(name)  # re-enters through currentTextChanged
+            return
+        self.tabs.clear()
+        result = self._results.get(name)
+        if result is None:
+            self.info.setText("no successful build yet" if not name else f"{name}: not built")
+            return
+        texts = self.artifact_files(result)
+        for path in texts:
+            view = code_view(f"artifact:{path.name}")
+            set_code(view, read_text(path), TEXT_SUFFIXES.get(path.suffix))
+            view.setToolTip(str(path))
+            self.tabs.addTab(view, path.name)
+        binaries = [Path(a) for a in result.artifacts or [] if Path(a) not in texts]
+        if binaries:  # a cdylib, a .spv: say what and where, the text views cannot show them
+            view = code_view("artifact:files")
+            lines = [f"{p.name}  ({p.stat().st_size:,} bytes)\n  {p}" for p in binaries if p.is_file()]
+            view.setPlainText("Binary artifacts (not shown as text):\n\n" + "\n\n".join(lines))
+            self.tabs.addTab(view, "Files")
+        self._fill_resources(result)
+        self.tabs.addTab(self.resources, "Resources")
+        toolchain = result.toolchain or {}
+        flags = " ".join(result.flags or [])
+        info = " · ".join(
+            x for x in (toolchain.get("version", ""), flags, "cache hit" if result.cached else "") if x
+        )
+        self.info.setToolTip(info)
+        self.info.setText(self.info.fontMetrics().elidedText(info, Qt.TextElideMode.ElideRight, 420))
+
+    def artifact_files(self, result: Any) -> list[Path]:
+        """Text files to show for a build: its artifacts, siblings like .spvasm, reference sources."""
+        files: list[Path] = []
+        candidates = [Path(a) for a in result.artifacts or []]
+        folder = Path(result.artifact_dir) if result.artifact_dir else None
+        if folder is not None and folder.is_dir():
+            candidates += sorted(p for p in folder.iterdir() if p.is_file())
+        project = self.bridge.project
+        if project is not None:
+            for kernel in project.manifest.kernels:
+                rel = kernel.reference.get(result.backend)
+                if rel:
+                    candidates.append(project.root / rel)
+        for path in candidates:
+            if path.suffix in TEXT_SUFFIXES and path.is_file() and path not in files:
+                files.append(path)
+        return files
+
+    def _fill_resources(self, result: Any) -> None:
+        resources = result.resources or {}
+        entries = [(entry, values) for entry, values in resources.items() if isinstance(values, dict)]
+        self.resources.setRowCount(len(entries))
+        for row, (entry, values) in enumerate(entries):
+            self.resources.setItem(row, 0, QTableWidgetItem(entry))
+            for col, (key, _) in enumerate(RESOURCE_KEYS, start=1):
+                value = values.get(key)
+                item = QTableWidgetItem("—" if value is None else str(value))
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                extra = {k: v for k, v in values.items() if k not in dict(RESOURCE_KEYS)}
+                if extra:
+                    item.setToolTip("\n".join(f"{k}: {v}" for k, v in extra.items()))
+                self.resources.setItem(row, col, item)
+
+    def _show_source(self, *_: Any) -> None:
+        path = self.source_box.currentData()
+        if not path:
+            self.source_view.setPlainText("")
+            return
+        bar = self.source_view.verticalScrollBar()
+        position = bar.value()
+        set_code(self.source_view, read_text(Path(path)), "rust")
+        bar.setValue(position)

@@ -1,0 +1,283 @@
+"""The one place where Qt meets the core services: builds, runs and the hot-reload loop.
+
+`ServiceBridge` owns a `BuildService`, a `RunService` and a `LiveLoop` (all Qt-free). Their work
+happens on their own threads and child processes; what they report is posted to the GUI thread
+through a queued signal and re-emitted there as the bridge's public signals, so widgets are only
+ever touched from the GUI thread (pyqtgraph#1398). Nothing here waits on a process or a thread
+while the event loop runs, except `shutdown()`, which waits for every thread it started.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+
+from workbench.backends import BACKENDS
+from workbench.errors import WorkbenchError
+from workbench.profile.live import LiveLoop
+from workbench.project import Project
+
+log = logging.getLogger(__name__)
+
+#: Backends built when nobody chose: all of them (missing toolchains show as "skipped").
+DEFAULT_BACKENDS = list(BACKENDS)
+
+
+class _Relay(QObject):
+    """Carries (kind, payload) from service threads to the GUI thread (queued connection)."""
+
+    posted = Signal(object)
+
+
+class ServiceBridge(QObject):
+    """Build, run and hot-reload a project off the GUI thread; report through queued signals."""
+
+    projectChanged = Signal(object)  # Project
+    buildEvent = Signal(object)  # BuildEvent
+    buildFinished = Signal(object)  # dict[str, BuildResult]
+    runEvent = Signal(object)  # dict progress event of the run service
+    runFinished = Signal(object)  # RunReport
+    busyChanged = Signal(bool)
+    latencyMeasured = Signal(float)  # edit-to-result seconds of the last hot-reload cycle
+    statusMessage = Signal(str)
+    # Beyond the composition contract: what the device picker and the plots listen to.
+    devicesListed = Signal(object)  # list_devices() dict, or {"error": str}
+    cycleStarted = Signal(object)  # LiveLoop "cycle-started" event
+    backendsChanged = Signal(object)  # list[str]
+    devicesChanged = Signal(object)  # list[str]
+
+    def __init__(self, parent: QObject | None = None, cache_dir: str | Path | None = None):
+        super().__init__(parent)
+        from workbench.build import BuildService
+        from workbench.run.service import RunService
+
+        self.project: Project | None = None
+        self.last_build: dict[str, Any] | None = None
+        self.last_report: Any = None
+        self.last_latency_s: float | None = None
+        self.devices_info: dict[str, Any] | None = None
+        self.cache_dir = cache_dir
+        self._busy = False
+        self._closed = False
+        self._device_thread: threading.Thread | None = None
+
+        self._relay = _Relay()
+        self._relay.posted.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+        self.build_service = BuildService(cache_dir=cache_dir)
+        self.run_service = RunService()
+        self.loop = LiveLoop(self.build_service, self.run_service, backends=list(DEFAULT_BACKENDS))
+        self.build_service.subscribe(self._on_build_event)
+        self.loop.subscribe(self._on_live_event)
+
+    # ------------------------------------------------------------------ selection
+    def set_project(self, project: Project | str | Path | None) -> None:
+        """Switch to `project` (a Project or its folder); cancels work on the previous one."""
+        if project is not None and not isinstance(project, Project):
+            try:
+                project = Project.open(project)
+            except WorkbenchError as exc:
+                self.statusMessage.emit(str(exc))
+                return
+        self.loop.cancel()
+        self.project = project
+        self.last_build = None
+        self.last_report = None
+        self.projectChanged.emit(project)
+
+    def set_backends(self, backends: list[str]) -> None:
+        self.loop.backends = [b for b in backends if b in BACKENDS]
+        self.backendsChanged.emit(list(self.loop.backends))
+
+    def backends(self) -> list[str]:
+        return list(self.loop.backends)
+
+    def set_devices(self, specs: list[str]) -> None:
+        """Device specs to run on (`cpu`, `cuda:0`, `wgpu:0`); empty means the run service's default."""
+        self.loop.devices = list(dict.fromkeys(specs))
+        self.devicesChanged.emit(list(self.loop.devices))
+
+    def devices(self) -> list[str]:
+        return list(self.loop.devices)
+
+    def set_sizes(self, sizes: dict[str, int] | None) -> None:
+        """Problem sizes for runs (None: the manifest's defaults)."""
+        self.loop.sizes = dict(sizes) if sizes else None
+
+    def set_timeout(self, seconds: float) -> None:
+        self.loop.timeout_s = float(seconds)
+
+    # ------------------------------------------------------------------ actions
+    def build(self) -> None:
+        """Build the selected backends (never blocks)."""
+        if self._ready():
+            self.loop.request_build(self.project)
+            self._set_busy(True)
+
+    def run(self) -> None:
+        """Build the selected backends and run them on the selected devices (never blocks)."""
+        if self._ready():
+            self.loop.request_run(self.project)
+            self._set_busy(True)
+
+    def on_saved(self, path: str | Path) -> None:
+        """A project file was saved: rebuild what changed, rerun, then report the latency."""
+        saved_at = time.monotonic()
+        if self._ready():
+            self.loop.on_saved(self.project, path, saved_at=saved_at)
+            self._set_busy(True)
+
+    def cancel(self) -> None:
+        """Cancel the build or run in flight (finished results stay)."""
+        if not self._closed:
+            self.loop.cancel()
+            self.statusMessage.emit("cancelling…")
+
+    def refresh_devices(self, refresh: bool = False) -> None:
+        """List devices on a background thread; `devicesListed` carries the answer."""
+        if self._closed or (self._device_thread is not None and self._device_thread.is_alive()):
+            return
+
+        def work() -> None:
+            from workbench.run.devices import list_devices
+
+            try:
+                info = list_devices(refresh=refresh)
+            except Exception as exc:  # a broken probe must reach the user as text
+                info = {"error": f"could not list devices: {exc}"}
+            self._post("devices", info)
+
+        self._device_thread = threading.Thread(target=work, name="wb-list-devices", daemon=True)
+        self._device_thread.start()
+
+    def build_blocking(self, backends: list[str] | None = None) -> dict[str, Any]:
+        """Build now and return {backend: BuildResult} (the console's `build()`)."""
+        project = self._require_project()
+        job = self.build_service.submit(project, backends or self.backends())
+        results = job.wait()
+        self.last_build = results
+        self.buildFinished.emit(results)
+        return results
+
+    def run_blocking(self, backends: list[str] | None = None, devices: list[str] | None = None) -> Any:
+        """Build and run now and return the RunReport (the console's `run()`)."""
+        project = self._require_project()
+        report = self.run_service.run(
+            project,
+            kernel=self.loop.kernel,
+            backends=backends or self.backends(),
+            devices=devices or self.devices() or None,
+            sizes=self.loop.sizes,
+            timeout_s=self.loop.timeout_s,
+            build_service=self.build_service,
+        )
+        self.last_report = report
+        self.runFinished.emit(report)
+        return report
+
+    def shutdown(self) -> None:
+        """Cancel everything, stop every thread this bridge started and wait for them. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.build_service.unsubscribe(self._on_build_event)
+        self.loop.unsubscribe(self._on_live_event)
+        self.loop.close()
+        for service in (self.build_service, self.run_service):
+            try:
+                service.close()
+            except Exception:
+                log.exception("closing %s failed", type(service).__name__)
+        if self._device_thread is not None:
+            self._device_thread.join(30.0)
+        self._relay.posted.disconnect(self._deliver)
+        self._set_busy(False)
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    # ------------------------------------------------------------------ plumbing
+    def _ready(self) -> bool:
+        if self._closed:
+            return False
+        if self.project is None:
+            self.statusMessage.emit("open a project first")
+            return False
+        return True
+
+    def _require_project(self) -> Project:
+        if self.project is None:
+            raise WorkbenchError("no project is open")
+        return self.project
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busyChanged.emit(busy)
+
+    def _post(self, kind: str, payload: Any) -> None:
+        """From any thread: hand (kind, payload) to the GUI thread."""
+        if not self._closed:
+            self._relay.posted.emit((kind, payload))
+
+    def _on_build_event(self, event: Any) -> None:
+        self._post("build", event)
+
+    def _on_live_event(self, event: dict[str, Any]) -> None:
+        self._post("live", event)
+
+    @Slot(object)
+    def _deliver(self, item: tuple[str, Any]) -> None:
+        """GUI thread: turn a posted item into the public signals."""
+        if self._closed:
+            return
+        kind, payload = item
+        if kind == "build":
+            self.buildEvent.emit(payload)
+        elif kind == "devices":
+            self.devices_info = payload
+            self.devicesListed.emit(payload)
+        elif kind == "live":
+            self._deliver_live(payload)
+
+    def _deliver_live(self, event: dict[str, Any]) -> None:
+        kind = event.get("kind")
+        if kind == "cycle-started":
+            self._set_busy(True)
+            self.cycleStarted.emit(event)
+            what = {"save": "rebuilding", "build": "building", "run": "building and running"}
+            self.statusMessage.emit(f"{what.get(event['reason'], 'working')}: {', '.join(event['backends'])}")
+        elif kind == "project":
+            self.project = event["project"]
+            self.projectChanged.emit(self.project)
+        elif kind == "build-finished":
+            self.last_build = event["results"]
+            self.buildFinished.emit(event["results"])
+        elif kind == "run-event":
+            self.runEvent.emit(event["event"])
+        elif kind == "cycle-finished":
+            self._cycle_finished(event)
+
+    def _cycle_finished(self, event: dict[str, Any]) -> None:
+        status = event["status"]
+        report = event.get("report")
+        if report is not None:
+            self.last_report = report
+            self.runFinished.emit(report)
+        if status == "ok" and event.get("latency_s") is not None:
+            self.last_latency_s = event["latency_s"]
+            self.latencyMeasured.emit(event["latency_s"])
+            self.statusMessage.emit(f"edit to result: {event['latency_s']:.2f} s")
+        elif status == "ok":
+            self.statusMessage.emit("build finished" if report is None else "run finished")
+        elif status == "cancelled":
+            self.statusMessage.emit("cancelled")
+        else:
+            self.statusMessage.emit(event.get("error") or "failed")
+        if not self.loop.busy:
+            self._set_busy(False)

@@ -1,0 +1,350 @@
+"""The build panel: one row per backend (state, time, cache), the selected backend's log, diagnostics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFontDatabase, QIcon
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QStyle,
+    QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+#: State -> (label, colour) shown in the State column.
+STATES = {
+    "idle": ("idle", "#808080"),
+    "building": ("building…", "#1f6fd1"),
+    "ok": ("ok", "#2e8b3d"),
+    "error": ("error", "#c62828"),
+    "skipped": ("skipped – not installed", "#8a8a8a"),
+    "cancelled": ("cancelled", "#b26a00"),
+}
+COL_BACKEND, COL_STATE, COL_TIME, COL_CACHE, COL_ARTIFACTS = range(5)
+DIAG_SEVERITY, DIAG_BACKEND, DIAG_LOCATION, DIAG_MESSAGE = range(4)
+LOG_LIMIT_LINES = 5000
+
+
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    """Read a field of a record or of its dict form."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def monospace_font():
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    font.setStyleHint(font.StyleHint.Monospace)
+    return font
+
+
+class _Row:
+    """What the panel knows about one backend's current build."""
+
+    def __init__(self, item: QTreeWidgetItem):
+        self.item = item
+        self.state = "idle"
+        self.clock = QElapsedTimer()
+        self.seconds: float | None = None
+        self.log: list[str] = []
+
+
+class BuildPanel(QWidget):
+    """Build states per backend, the selected backend's log, and clickable diagnostics."""
+
+    #: Absolute path, 1-based line, 1-based column of a clicked diagnostic.
+    openLocation = Signal(str, int, int)
+
+    def __init__(self, bridge, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("BuildPanel")
+        self.bridge = bridge
+        self._rows: dict[str, _Row] = {}
+        self._diag_keys: set[tuple] = set()
+
+        self.build_button = QPushButton("Build")
+        self.build_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_BrowserReload))
+        self.build_button.setToolTip("Build the selected backends")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_BrowserStop))
+        self.cancel_button.setToolTip("Stop the build in flight (its processes are killed)")
+        self.cancel_button.setEnabled(False)
+        self.summary = QLabel("")
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.table = QTreeWidget()
+        self.table.setObjectName("buildStates")
+        self.table.setRootIsDecorated(False)
+        self.table.setUniformRowHeights(True)
+        self.table.setAlternatingRowColors(True)
+        self.table.setHeaderLabels(["Backend", "State", "Time", "Cache", "Artifacts"])
+        header = self.table.header()
+        header.setStretchLastSection(True)
+        for col in (COL_BACKEND, COL_STATE, COL_TIME, COL_CACHE):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+
+        self.log_view = QPlainTextEdit()
+        self.log_view.setObjectName("buildLog")
+        self.log_view.setReadOnly(True)
+        self.log_view.setFont(monospace_font())
+        self.log_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.log_view.setMaximumBlockCount(LOG_LIMIT_LINES)
+        self.log_view.setPlaceholderText("Select a backend to see its build log.")
+
+        self.diagnostics = QTreeWidget()
+        self.diagnostics.setObjectName("diagnostics")
+        self.diagnostics.setRootIsDecorated(False)
+        self.diagnostics.setUniformRowHeights(True)
+        self.diagnostics.setHeaderLabels(["", "Backend", "Location", "Message"])
+        dheader = self.diagnostics.header()
+        dheader.setStretchLastSection(True)
+        for col in (DIAG_SEVERITY, DIAG_BACKEND, DIAG_LOCATION):
+            dheader.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.diagnostics, "Diagnostics")
+        self.tabs.addTab(self.log_view, "Log")
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.build_button)
+        buttons.addWidget(self.cancel_button)
+        buttons.addSpacing(12)
+        buttons.addWidget(self.summary, 1)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.tabs)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 3)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(buttons)
+        layout.addWidget(splitter, 1)
+
+        # Elapsed times tick only while something builds; the timer is stopped otherwise.
+        self._ticker = QTimer(self)
+        self._ticker.setObjectName("buildElapsedTicker")
+        self._ticker.setInterval(100)
+        self._ticker.timeout.connect(self._tick)
+
+        self.build_button.clicked.connect(bridge.build)
+        self.cancel_button.clicked.connect(bridge.cancel)
+        self.table.currentItemChanged.connect(self._show_selected_log)
+        self.diagnostics.itemClicked.connect(self._open_diagnostic)
+        bridge.buildEvent.connect(self._on_build_event)
+        bridge.buildFinished.connect(self._on_build_finished)
+        bridge.busyChanged.connect(self._on_busy)
+        bridge.projectChanged.connect(self._reset)
+        bridge.backendsChanged.connect(self._reset)
+        self._reset()
+
+    # ------------------------------------------------------------------ state
+    def state(self, backend: str) -> str:
+        """The backend's row state (`idle`, `building`, `ok`, `error`, `skipped`, `cancelled`)."""
+        row = self._rows.get(backend)
+        return row.state if row else ""
+
+    def _reset(self, *_: Any) -> None:
+        self._ticker.stop()
+        self.table.clear()
+        self._rows.clear()
+        self.diagnostics.clear()
+        self._diag_keys.clear()
+        self.log_view.clear()
+        self.summary.clear()
+        for backend in self.bridge.backends():
+            self._row(backend)
+        if self.table.topLevelItemCount():
+            self.table.setCurrentItem(self.table.topLevelItem(0))
+
+    def _row(self, backend: str) -> _Row:
+        row = self._rows.get(backend)
+        if row is None:
+            item = QTreeWidgetItem([backend, "", "", "", ""])
+            item.setData(COL_BACKEND, Qt.ItemDataRole.UserRole, backend)
+            for col in (COL_TIME,):
+                item.setTextAlignment(col, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.table.addTopLevelItem(item)
+            row = self._rows[backend] = _Row(item)
+            self._set_state(row, "idle")
+        return row
+
+    def _set_state(self, row: _Row, state: str, tooltip: str = "") -> None:
+        row.state = state
+        label, colour = STATES.get(state, (state, "#808080"))
+        row.item.setText(COL_STATE, label)
+        row.item.setForeground(COL_STATE, QColor(colour))
+        row.item.setIcon(COL_STATE, self._state_icon(state))
+        row.item.setToolTip(COL_STATE, tooltip or label)
+
+    def _state_icon(self, state: str) -> QIcon:
+        pixmap = {
+            "ok": QStyle.StandardPixmap.SP_DialogApplyButton,
+            "error": QStyle.StandardPixmap.SP_MessageBoxCritical,
+            "skipped": QStyle.StandardPixmap.SP_MessageBoxInformation,
+            "cancelled": QStyle.StandardPixmap.SP_BrowserStop,
+            "building": QStyle.StandardPixmap.SP_BrowserReload,
+        }.get(state)
+        return self.style().standardIcon(pixmap) if pixmap is not None else QIcon()
+
+    # ------------------------------------------------------------------ events from the bridge
+    def _on_build_event(self, event: Any) -> None:
+        backend = _field(event, "backend") or ""
+        kind = _field(event, "kind")
+        row = self._row(backend)
+        if kind == "started":
+            row.log = []
+            row.seconds = None
+            row.clock.start()
+            row.item.setText(COL_CACHE, "")
+            row.item.setText(COL_ARTIFACTS, "")
+            self._set_state(row, "building")
+            self._clear_diagnostics(backend)
+            if not self._ticker.isActive():
+                self._ticker.start()
+            self._tick()
+        elif kind == "output":
+            line = _field(event, "line") or ""
+            row.log.append(line)
+            if self._selected_backend() == backend:
+                self.log_view.appendPlainText(line)
+        elif kind == "diagnostic":
+            diagnostic = _field(event, "diagnostic")
+            if diagnostic is not None:
+                self._add_diagnostic(backend, diagnostic)
+        elif kind == "finished":
+            result = _field(event, "result")
+            if result is not None:
+                self._apply_result(backend, result)
+        self._update_summary()
+
+    def _on_build_finished(self, results: dict[str, Any]) -> None:
+        for backend, result in results.items():
+            self._apply_result(backend, result)
+        self._update_summary()
+
+    def _apply_result(self, backend: str, result: Any) -> None:
+        row = self._row(backend)
+        status = _field(result, "status", "error")
+        seconds = float(_field(result, "seconds", 0.0) or 0.0)
+        if row.clock.isValid() and row.state == "building" and not seconds:
+            seconds = row.clock.elapsed() / 1000.0
+        row.seconds = seconds
+        cached = bool(_field(result, "cached", False))
+        tooltip = _field(result, "hint", "") or ""
+        self._set_state(row, status if status in STATES else "error", tooltip)
+        row.item.setText(COL_TIME, f"{seconds:.2f} s" if status not in ("skipped",) else "")
+        row.item.setText(COL_CACHE, "hit" if cached else ("miss" if status == "ok" else ""))
+        row.item.setToolTip(COL_CACHE, "served from the build cache" if cached else "built now")
+        artifacts = _field(result, "artifacts", []) or []
+        row.item.setText(COL_ARTIFACTS, ", ".join(Path(a).name for a in artifacts))
+        row.item.setToolTip(COL_ARTIFACTS, "\n".join(artifacts))
+        text = _field(result, "log", "") or ""
+        if text and not row.log:
+            row.log = text.splitlines()
+        if status == "skipped" and not row.log and tooltip:
+            row.log = [tooltip]
+        for diagnostic in _field(result, "diagnostics", []) or []:
+            self._add_diagnostic(backend, diagnostic)
+        if self._selected_backend() == backend:
+            self._show_selected_log()
+        if not any(r.state == "building" for r in self._rows.values()):
+            self._ticker.stop()
+
+    def _on_busy(self, busy: bool) -> None:
+        self.cancel_button.setEnabled(busy)
+        if not busy:
+            # Anything still "building" when the bridge goes idle was abandoned (cancelled).
+            for row in self._rows.values():
+                if row.state == "building":
+                    self._set_state(row, "cancelled")
+            self._ticker.stop()
+
+    def _tick(self) -> None:
+        for row in self._rows.values():
+            if row.state == "building" and row.clock.isValid():
+                row.item.setText(COL_TIME, f"{row.clock.elapsed() / 1000.0:.1f} s")
+
+    def _update_summary(self) -> None:
+        counts: dict[str, int] = {}
+        for row in self._rows.values():
+            counts[row.state] = counts.get(row.state, 0) + 1
+        errors = self.diagnostics.topLevelItemCount()
+        parts = [f"{n} {STATES.get(s, (s,))[0].split(' ')[0]}" for s, n in counts.items() if s != "idle"]
+        if errors:
+            parts.append(f"{errors} diagnostic{'s' if errors != 1 else ''}")
+        self.summary.setText(" · ".join(parts))
+
+    # ------------------------------------------------------------------ log and diagnostics
+    def _selected_backend(self) -> str | None:
+        item = self.table.currentItem()
+        return item.data(COL_BACKEND, Qt.ItemDataRole.UserRole) if item else None
+
+    def _show_selected_log(self, *_: Any) -> None:
+        backend = self._selected_backend()
+        row = self._rows.get(backend) if backend else None
+        self.log_view.setPlainText("\n".join(row.log) if row else "")
+        self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
+
+    def _clear_diagnostics(self, backend: str) -> None:
+        for index in reversed(range(self.diagnostics.topLevelItemCount())):
+            item = self.diagnostics.topLevelItem(index)
+            if item.text(DIAG_BACKEND) == backend:
+                self.diagnostics.takeTopLevelItem(index)
+        self._diag_keys = {k for k in self._diag_keys if k[0] != backend}
+
+    def _add_diagnostic(self, backend: str, diagnostic: Any) -> None:
+        severity = _field(diagnostic, "severity", "error") or "error"
+        message = _field(diagnostic, "message", "") or ""
+        file = _field(diagnostic, "file")
+        line = _field(diagnostic, "line")
+        column = _field(diagnostic, "column")
+        key = (backend, severity, message, file, line, column)
+        if key in self._diag_keys:  # the same diagnostic arrives as an event and in the result
+            return
+        self._diag_keys.add(key)
+        location = ""
+        if file:
+            location = f"{file}:{line}" if line else str(file)
+            if line and column:
+                location += f":{column}"
+        item = QTreeWidgetItem(["", backend, location, message.splitlines()[0] if message else ""])
+        item.setIcon(DIAG_SEVERITY, self._severity_icon(severity))
+        item.setToolTip(DIAG_SEVERITY, severity)
+        item.setToolTip(DIAG_MESSAGE, _field(diagnostic, "rendered", "") or message)
+        item.setData(DIAG_SEVERITY, Qt.ItemDataRole.UserRole, (file, line, column))
+        self.diagnostics.addTopLevelItem(item)
+        if severity == "error" and self.tabs.currentWidget() is not self.diagnostics:
+            self.tabs.setCurrentWidget(self.diagnostics)
+
+    def _severity_icon(self, severity: str) -> QIcon:
+        pixmap = {
+            "error": QStyle.StandardPixmap.SP_MessageBoxCritical,
+            "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
+        }.get(severity, QStyle.StandardPixmap.SP_MessageBoxInformation)
+        return self.style().standardIcon(pixmap)
+
+    def _open_diagnostic(self, item: QTreeWidgetItem, *_: Any) -> None:
+        file, line, column = item.data(DIAG_SEVERITY, Qt.ItemDataRole.UserRole) or (None, None, None)
+        if not file:
+            return
+        path = Path(file)
+        project = self.bridge.project
+        if not path.is_absolute() and project is not None:
+            path = project.root / path
+        self.openLocation.emit(str(path), int(line or 1), int(column or 1))
+
+    def closeEvent(self, event) -> None:
+        self._ticker.stop()
+        super().closeEvent(event)

@@ -1,0 +1,287 @@
+"""The device picker: every device by runtime (CPU, CUDA, wgpu by graphics API), check to run there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QStyle,
+    QTableWidget,
+    QTableWidgetItem,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+RUNTIME_TITLES = {"cpu": "CPU", "cuda": "CUDA", "wgpu": "wgpu"}
+#: wgpu adapters are grouped by the graphics API they go through, in this order.
+WGPU_APIS = ("Vulkan", "Metal", "DX12", "GL")
+SPEC_ROLE = Qt.ItemDataRole.UserRole
+DEVICE_ROLE = Qt.ItemDataRole.UserRole + 1
+MUTED = QColor("#8a8a8a")
+
+
+def wgpu_api(device: dict[str, Any]) -> str:
+    """The graphics API of a wgpu adapter dict ("Vulkan", "Metal", "DX12", "GL" or as reported)."""
+    raw = str(
+        device.get("backend_api")
+        or device.get("api")
+        or device.get("backend_type")
+        or device.get("backend")
+        or ""
+    )
+    for api in WGPU_APIS:
+        if raw.lower().startswith(api.lower()) or (api == "DX12" and raw.lower().startswith("d3d12")):
+            return api
+    return raw or "other"
+
+
+#: Device-dict keys shown first, with their labels; the rest follow in their order.
+PROPERTY_LABELS = {
+    "name": "Name",
+    "spec": "Spec",
+    "runtime": "Runtime",
+    "index": "Index",
+    "backend_api": "Graphics API",
+    "adapter_type": "Adapter type",
+    "vendor": "Vendor",
+    "description": "Driver",
+    "cores": "Cores",
+    "timestamp_query": "Timestamp queries",
+    "peak_gbps": "Peak bandwidth (GB/s)",
+    "peak_gflops": "Peak compute (GFLOP/s)",
+}
+
+
+def device_properties(device: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, text) rows for a device dict: known keys first, nested dicts (limits) flattened."""
+    rows = [(label, _property_text(device[key])) for key, label in PROPERTY_LABELS.items() if key in device]
+    for key, value in device.items():
+        if key in PROPERTY_LABELS:
+            continue
+        if isinstance(value, dict):
+            rows += [(f"{key.replace('_', ' ')}: {k}", _property_text(v)) for k, v in value.items()]
+        else:
+            rows.append((key.replace("_", " ").capitalize(), _property_text(value)))
+    return rows
+
+
+def _property_text(value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+class DevicePicker(QWidget):
+    """Devices grouped by runtime; checked devices become the bridge's run targets."""
+
+    def __init__(self, bridge, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("DevicePicker")
+        self.bridge = bridge
+        self._updating = False
+
+        self.tree = QTreeWidget()
+        self.tree.setObjectName("devices")
+        self.tree.setHeaderLabels(["Device", "Spec"])
+        self.tree.setUniformRowHeights(True)
+        self.tree.header().setStretchLastSection(False)
+        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        self.properties = QTableWidget(0, 2)
+        self.properties.setObjectName("deviceProperties")
+        self.properties.setHorizontalHeaderLabels(["Property", "Value"])
+        self.properties.verticalHeader().setVisible(False)
+        self.properties.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        self.properties.setColumnWidth(0, 170)
+        self.properties.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.properties.horizontalHeader().setStretchLastSection(True)
+        self.properties.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.properties.setAlternatingRowColors(True)
+        self.properties.setWordWrap(False)
+        self.properties.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.properties.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft)
+        self.status = QLabel("Looking for devices…")
+        self.status.setWordWrap(True)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_BrowserReload))
+        self.refresh_button.setToolTip("Probe the runtimes again (in a child process)")
+
+        top = QHBoxLayout()
+        top.addWidget(self.status, 1)
+        top.addWidget(self.refresh_button)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.tree)
+        splitter.addWidget(self.properties)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addWidget(splitter, 1)
+
+        self.tree.currentItemChanged.connect(self._show_properties)
+        self.tree.itemChanged.connect(self._on_item_changed)
+        self.refresh_button.clicked.connect(lambda: self.refresh(True))
+        bridge.devicesListed.connect(self.populate)
+        if bridge.devices_info is not None:
+            self.populate(bridge.devices_info)
+        else:
+            bridge.refresh_devices()
+
+    def refresh(self, force: bool = False) -> None:
+        """Ask the bridge to list devices again (off the GUI thread)."""
+        self.status.setText("Looking for devices…")
+        self.refresh_button.setEnabled(False)
+        self.bridge.refresh_devices(refresh=force)
+
+    # ------------------------------------------------------------------ filling the tree
+    def populate(self, info: dict[str, Any]) -> None:
+        """Show a `list_devices()` answer; check the bridge's devices (or a sensible default)."""
+        self.refresh_button.setEnabled(True)
+        self._updating = True
+        self.tree.clear()
+        if "error" in info and len(info) == 1:
+            self.status.setText(info["error"])
+            self._updating = False
+            return
+        chosen = set(self.bridge.devices())
+        default = not chosen
+        bold = QFont(self.font())
+        bold.setBold(True)
+        count = 0
+        for runtime in ("cpu", "cuda", "wgpu", *sorted(set(info) - {"cpu", "cuda", "wgpu"})):
+            entry = info.get(runtime)
+            if entry is None:
+                continue
+            available = bool(entry.get("available"))
+            devices = list(entry.get("devices") or [])
+            group = QTreeWidgetItem([RUNTIME_TITLES.get(runtime, runtime), ""])
+            group.setFont(0, bold)
+            group.setData(
+                0, DEVICE_ROLE, {"runtime": runtime, **{k: v for k, v in entry.items() if k != "devices"}}
+            )
+            self.tree.addTopLevelItem(group)
+            if not available:
+                reason = entry.get("reason") or "not available"
+                group.setText(1, "unavailable")
+                group.setToolTip(0, reason)
+                group.setForeground(0, MUTED)
+                group.setForeground(1, MUTED)
+                group.setDisabled(True)
+                note = QTreeWidgetItem([reason, ""])
+                note.setToolTip(0, reason)
+                note.setForeground(0, MUTED)
+                note.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                note.setDisabled(True)
+                group.addChild(note)
+                note.setFirstColumnSpanned(True)
+                group.setExpanded(True)
+                continue
+            parents: dict[str, QTreeWidgetItem] = {}
+            first_of_runtime = True
+            for device in devices:
+                parent = group
+                if runtime == "wgpu":
+                    api = wgpu_api(device)
+                    parent = parents.get(api)
+                    if parent is None:
+                        parent = parents[api] = QTreeWidgetItem([api, ""])
+                        group.addChild(parent)
+                        parent.setExpanded(True)
+                item = self._device_item(device)
+                parent.addChild(item)
+                spec = item.data(0, SPEC_ROLE)
+                checked = spec in chosen if not default else first_of_runtime
+                item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+                first_of_runtime = False
+                count += 1
+            group.setExpanded(True)
+        self.tree.expandAll()
+        self._updating = False
+        missing = [
+            RUNTIME_TITLES.get(r, r)
+            for r, e in info.items()
+            if isinstance(e, dict) and not e.get("available")
+        ]
+        self.status.setText(
+            f"{count} device{'s' if count != 1 else ''}"
+            + (f" · unavailable: {', '.join(missing)}" if missing else "")
+        )
+        self._sync_bridge()
+        first = self._device_items()
+        if first:
+            self.tree.setCurrentItem(first[0])
+
+    def _device_item(self, device: dict[str, Any]) -> QTreeWidgetItem:
+        spec = str(device.get("spec") or f"{device.get('runtime')}:{device.get('index', 0)}")
+        item = QTreeWidgetItem([str(device.get("name") or spec), spec])
+        item.setFlags(
+            Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable
+        )
+        item.setData(0, SPEC_ROLE, spec)
+        item.setData(0, DEVICE_ROLE, dict(device))
+        item.setToolTip(0, f"run on {spec}")
+        return item
+
+    def _device_items(self) -> list[QTreeWidgetItem]:
+        items = []
+        stack = [self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())]
+        while stack:
+            item = stack.pop(0)
+            if item.data(0, SPEC_ROLE):
+                items.append(item)
+            stack[0:0] = [item.child(i) for i in range(item.childCount())]
+        return items
+
+    # ------------------------------------------------------------------ selection
+    def checked_specs(self) -> list[str]:
+        return [
+            item.data(0, SPEC_ROLE)
+            for item in self._device_items()
+            if item.checkState(0) == Qt.CheckState.Checked
+        ]
+
+    def set_checked(self, spec: str, checked: bool = True) -> None:
+        for item in self._device_items():
+            if item.data(0, SPEC_ROLE) == spec:
+                item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+
+    def group_item(self, runtime_title: str) -> QTreeWidgetItem | None:
+        """The top-level item of a runtime by its title ("CPU", "CUDA", "wgpu")."""
+        for i in range(self.tree.topLevelItemCount()):
+            if self.tree.topLevelItem(i).text(0) == runtime_title:
+                return self.tree.topLevelItem(i)
+        return None
+
+    def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
+        if not self._updating and column == 0 and item.data(0, SPEC_ROLE):
+            self._sync_bridge()
+
+    def _sync_bridge(self) -> None:
+        self.bridge.set_devices(self.checked_specs())
+
+    def _show_properties(self, item: QTreeWidgetItem | None, *_: Any) -> None:
+        data = item.data(0, DEVICE_ROLE) if item is not None else None
+        rows = device_properties(data or {})
+        self.properties.setRowCount(len(rows))
+        for row, (label, text) in enumerate(rows):
+            self.properties.setItem(row, 0, QTableWidgetItem(label))
+            value = QTableWidgetItem(text)
+            value.setToolTip(text)
+            self.properties.setItem(row, 1, value)
