@@ -192,3 +192,17 @@ def test_a_closed_loop_refuses_new_work(services, example_copy):
     loop.close()
     with pytest.raises(WorkbenchError, match="closed"):
         loop.request_build(Project.open(example_copy("saxpy")))
+
+
+def test_idle_follows_the_last_cycle_once_nothing_is_in_flight(services, example_copy):
+    """Listeners clear their busy state on `idle`: at `cycle-finished` the loop may still count the cycle."""
+    root = example_copy("saxpy")
+    loop, events = services(backends=["wgsl"], devices=["wgpu:llvmpipe"])
+    busy_at_idle: list[bool] = []
+    loop.subscribe(lambda event: event["kind"] == "idle" and busy_at_idle.append(loop.busy))
+    cycle = loop.on_saved(Project.open(root), root / "reference" / "saxpy.wgsl")
+    assert loop.wait_idle(300)
+    kinds = [e["kind"] for e in events.events]
+    assert events.finished(cycle)["status"] == "ok"
+    assert kinds.index("idle") > kinds.index("cycle-finished")
+    assert busy_at_idle == [False]

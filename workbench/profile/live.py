@@ -19,6 +19,7 @@ Events (dicts with a "kind"):
 - ``cycle-finished`` ``{cycle, status, reason, latency_s, build, report, error}`` where status is
   ``ok``, ``error`` (nothing could run; `error` says why) or ``cancelled`` (superseded or
   cancelled; `build` and `report` keep whatever had finished).
+- ``idle`` ``{}`` after a cycle, once no request is in flight or pending.
 
 Edit-to-result latency is measured from the moment of the save (`saved_at`, `time.monotonic()`)
 to the moment the run's report is ready; only completed save cycles measure it.
@@ -257,7 +258,12 @@ class LiveLoop:
                 with self._lock:
                     self._current = None
                     self._phase = ""
+                    idle = self._pending is None
                     self._lock.notify_all()
+                # After `cycle-finished`, once nothing is in flight: listeners that check `busy`
+                # on `cycle-finished` could still see this cycle as current.
+                if idle:
+                    self._emit({"kind": "idle"})
 
     def _set_phase(self, request: _Request, phase: str) -> bool:
         """Enter a phase; False when the request was cancelled meanwhile."""

@@ -262,6 +262,8 @@ class ServiceBridge(QObject):
             self.runEvent.emit(event["event"])
         elif kind == "cycle-finished":
             self._cycle_finished(event)
+        elif kind == "idle":
+            self._set_busy(False)
 
     def _cycle_finished(self, event: dict[str, Any]) -> None:
         status = event["status"]
