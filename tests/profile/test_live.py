@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -202,6 +203,9 @@ def test_idle_follows_the_last_cycle_once_nothing_is_in_flight(services, example
     loop.subscribe(lambda event: event["kind"] == "idle" and busy_at_idle.append(loop.busy))
     cycle = loop.on_saved(Project.open(root), root / "reference" / "saxpy.wgsl")
     assert loop.wait_idle(300)
+    deadline = time.monotonic() + 10  # `idle` is emitted just after the loop wakes wait_idle
+    while not events.of("idle") and time.monotonic() < deadline:
+        time.sleep(0.01)
     kinds = [e["kind"] for e in events.events]
     assert events.finished(cycle)["status"] == "ok"
     assert kinds.index("idle") > kinds.index("cycle-finished")
