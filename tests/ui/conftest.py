@@ -18,8 +18,6 @@ pytest.importorskip("pytestqt")
 from PySide6 import QtCore  # noqa: E402
 from shiboken6 import isValid  # noqa: E402
 
-from workbench.ui import qtcompat  # noqa: E402, F401  (PySide6 6.12 on Python 3.11 leaks None refs)
-
 REPO = Path(__file__).resolve().parents[2]
 TEST_OUTPUT = REPO / "test-output" / "ui"  # /test-output/ is git-ignored
 

@@ -17,7 +17,6 @@ from typing import Any
 from PySide6.QtGui import QColor, QPalette  # noqa: E402  (after the binding fix)
 from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
 
-from workbench.ui import qtcompat  # noqa: F401  (before any Qt call; see its docstring)
 from workbench.ui.main_window import MainWindow, placeholder  # noqa: E402
 from workbench.ui.settings import Settings, load_settings  # noqa: E402
 

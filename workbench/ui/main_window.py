@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
 from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
 from workbench.project import Project
-from workbench.ui import qtcompat  # noqa: F401  (before any Qt call; see its docstring)
 from workbench.ui.editor import EditorTabs
 from workbench.ui.new_project import NewProjectDialog, create_from_example
 from workbench.ui.project_tree import ProjectTree

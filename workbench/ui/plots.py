@@ -8,33 +8,13 @@ draw and is stopped on close and in `shutdown()`.
 
 from __future__ import annotations
 
-import ctypes
 import math
-import sys
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
-
-
-def _pin_bools() -> None:
-    """Make True/False effectively immortal on Python < 3.12 (3.12+ bools are immortal already).
-
-    With PySide6 6.12 and pyqtgraph 0.14 each curve update and repaint drops a few references to
-    `True` that were never taken (reproduced with a bare PlotWidget: `sys.getrefcount(True)`
-    falls by ~10 per `setData` + repaint; not yet traced to the culprit call). Left alone, `True`'s count reaches zero and
-    the interpreter aborts ("bool_dealloc") — at exit in tests, after minutes of live plotting in
-    the window. Adding a huge count keeps the miscount harmless until the binding is fixed.
-    """
-    if sys.version_info >= (3, 12):
-        return
-    for value in (True, False):
-        ctypes.c_ssize_t.from_address(id(value)).value += 1 << 40
-
-
-_pin_bools()
 
 #: Most points drawn per output curve; longer arrays are decimated (min/max per bucket).
 MAX_POINTS = 4000

@@ -1,6 +1,5 @@
 """The code editor: tabs of Rust files with highlighting, diagnostics, find/replace and go-to-line."""
 
-from workbench.ui import qtcompat  # noqa: F401  (before any Qt call; see its docstring)
 from workbench.ui.editor.code_editor import CodeEditor
 from workbench.ui.editor.editor_tabs import EditorTabs
 from workbench.ui.editor.highlighter import RustHighlighter
