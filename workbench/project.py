@@ -78,6 +78,22 @@ class Project:
                     files.append(path)
         return sorted(set(files))
 
+    def backend_sources(self, backend: str) -> list[Path]:
+        """The sources that shape one backend's build, so an edit rebuilds only what it touches.
+
+        Rust backends read the crate, never the hand-written references; `cuda-c` reads the CUDA
+        sources and `wgsl` the WGSL ones. Every backend reads the manifest.
+        """
+        reference_suffixes = {"cuda-c": {".cu", ".cuh", ".h"}, "wgsl": {".wgsl"}}
+        files = self.source_files()
+        if backend in reference_suffixes:
+            wanted = reference_suffixes[backend]
+            chosen = [p for p in files if p.suffix in wanted]
+        else:
+            chosen = [p for p in files if p.suffix not in {".cu", ".cuh", ".wgsl"}]
+        manifest = self.manifest.path
+        return sorted(set(chosen) | {manifest})
+
     def rust_sources(self) -> list[Path]:
         crate = self.manifest.crate_dir
         return [p for p in self.source_files() if p.suffix == ".rs" and crate in p.parents]

@@ -175,3 +175,25 @@ def test_copies_of_one_crate_never_share_a_stale_artifact(tmp_path, cache, backe
     assert a.status == b.status == "ok", (a.log, b.log)
     assert b"only_in_the_second_copy" not in open(a.artifacts[0], "rb").read()
     assert b"only_in_the_second_copy" in open(b.artifacts[0], "rb").read()
+
+
+def test_an_edit_rebuilds_only_the_backends_it_touches(example_copy, cache):
+    """Editing the WGSL reference rebuilds wgsl only; editing the Rust crate leaves cuda-c and wgsl cached."""
+    need("cpu")
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    backends = ["cpu", "cuda-c", "wgsl"] if detect("cuda-c").found else ["cpu", "wgsl"]
+    first = {r.backend: r for r in build_project(project, backends, cache)}
+    assert all(r.status == "ok" for r in first.values()), {b: r.log for b, r in first.items()}
+
+    wgsl = root / "reference" / "saxpy.wgsl"
+    wgsl.write_text(wgsl.read_text() + "\n// tuned\n")
+    second = {r.backend: r for r in build_project(Project.open(root), backends, cache)}
+    assert not second["wgsl"].cached
+    assert all(second[b].cached for b in backends if b != "wgsl")
+
+    lib = root / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + "\n// tuned\n")
+    third = {r.backend: r for r in build_project(Project.open(root), backends, cache)}
+    assert not third["cpu"].cached and third["cpu"].status == "ok"
+    assert all(third[b].cached for b in backends if b != "cpu")

@@ -46,8 +46,9 @@ def build_key(
     tunables: dict[str, Any],
     extra_files: list[Path] = (),
 ) -> tuple[str, str]:
-    """(cache key, source hash). The key covers sources, manifest, toolchain, flags, target, tunables."""
-    source_hash = project.source_hash()
+    """(cache key, source hash). The key covers the backend's sources (`Project.backend_sources`),
+    the manifest, toolchain, flags, target and tunables."""
+    source_hash = project.source_hash(project.backend_sources(backend))
     digest = hashlib.sha256()
     header = {
         "format": KEY_FORMAT,
