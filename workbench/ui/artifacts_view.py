@@ -137,6 +137,10 @@ class ArtifactsView(QWidget):
         self.setObjectName("ArtifactsView")
         self.bridge = bridge
         self._results: dict[str, Any] = {}
+        # Highlighting PTX and sources costs tens of milliseconds of GUI time: done only while
+        # visible, and only when what is shown has changed (most saves leave artifacts cached).
+        self._stale = False
+        self._shown: tuple[str, str] | None = None
 
         self.backend_box = QComboBox()
         self.backend_box.setObjectName("artifactBackend")
@@ -197,6 +201,7 @@ class ArtifactsView(QWidget):
     # ------------------------------------------------------------------ inputs
     def _project_changed(self, project: Any) -> None:
         self._results = {}
+        self._shown = None
         self.backend_box.clear()
         self.tabs.clear()
         self.source_box.blockSignals(True)
@@ -215,6 +220,18 @@ class ArtifactsView(QWidget):
         for backend, result in results.items():
             if result.status == "ok" or backend not in self._results:
                 self._results[backend] = result
+        if not self.isVisible():
+            self._stale = True  # refreshed by showEvent
+            return
+        self._refresh()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        self._stale = False
         current = self.backend_box.currentText()
         self.backend_box.blockSignals(True)
         self.backend_box.clear()
@@ -233,8 +250,12 @@ class ArtifactsView(QWidget):
         if name and self.backend_box.currentText() != name and self.backend_box.findText(name) >= 0:
             self.backend_box.setCurrentText(name)  # re-enters through currentTextChanged
             return
-        self.tabs.clear()
         result = self._results.get(name)
+        shown = (name, getattr(result, "key", "") or getattr(result, "artifact_dir", ""))
+        if result is not None and shown == self._shown and self.tabs.count():
+            return  # the same build is on screen already
+        self.tabs.clear()
+        self._shown = shown if result is not None else None
         if result is None:
             self.info.setText("no successful build yet" if not name else f"{name}: not built")
             return
@@ -298,7 +319,10 @@ class ArtifactsView(QWidget):
         if not path:
             self.source_view.setPlainText("")
             return
+        text = read_text(Path(path))
+        if text == self.source_view.toPlainText():
+            return
         bar = self.source_view.verticalScrollBar()
         position = bar.value()
-        set_code(self.source_view, read_text(Path(path)), "rust")
+        set_code(self.source_view, text, "rust")
         bar.setValue(position)

@@ -55,6 +55,7 @@ class ServiceBridge(QObject):
         super().__init__(parent)
         from workbench.build import BuildService
         from workbench.run.service import RunService
+        from workbench.run.timing import INTERACTIVE
 
         self.project: Project | None = None
         self.last_build: dict[str, Any] | None = None
@@ -69,7 +70,8 @@ class ServiceBridge(QObject):
         self._relay = _Relay()
         self._relay.posted.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
         self.build_service = BuildService(cache_dir=cache_dir)
-        self.run_service = RunService()
+        # Interactive timing: the edit-to-result loop favours latency (see timing.INTERACTIVE).
+        self.run_service = RunService(timing=INTERACTIVE)
         self.loop = LiveLoop(self.build_service, self.run_service, backends=list(DEFAULT_BACKENDS))
         self.build_service.subscribe(self._on_build_event)
         self.loop.subscribe(self._on_live_event)
