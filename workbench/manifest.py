@@ -235,9 +235,7 @@ class _Reader:
         unknown = used - symbols
         if unknown:
             known = ", ".join(sorted(symbols)) or "none"
-            raise self.fail(
-                at, f"unknown name {sorted(unknown)[0]!r} in {value!r}; known names: {known}"
-            )
+            raise self.fail(at, f"unknown name {sorted(unknown)[0]!r} in {value!r}; known names: {known}")
         return str(value)
 
     def check_keys(self, data: dict, at: tuple, allowed: tuple[str, ...]) -> None:
@@ -248,9 +246,7 @@ class _Reader:
     def check_backend_keys(self, data: dict, at: tuple, allowed=tuple(BACKENDS)) -> None:
         for key in data:
             if key not in allowed:
-                raise self.fail(
-                    (*at, key), f"unknown backend {key!r}; valid backends: {', '.join(allowed)}"
-                )
+                raise self.fail((*at, key), f"unknown backend {key!r}; valid backends: {', '.join(allowed)}")
 
     # ----------------------------------------------------------------------- sections
 
@@ -298,8 +294,10 @@ class _Reader:
         tunables_data = self.table(data, at, "tunables")
         tunables: dict[str, tuple[int | float, ...]] = {}
         for tname, values in tunables_data.items():
-            ok = isinstance(values, list) and values and all(
-                isinstance(v, int | float) and not isinstance(v, bool) for v in values
+            ok = (
+                isinstance(values, list)
+                and values
+                and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
             )
             if not ok:
                 raise self.fail((*at, "tunables", tname), "expected a non-empty list of numbers")
@@ -376,10 +374,14 @@ class _Reader:
             if direction not in DIRECTIONS:
                 raise self.fail((*at, "direction"), f"unknown direction {direction!r}; valid: in, out, inout")
             binding = data.get("binding")
-            if binding is not None and (isinstance(binding, bool) or not isinstance(binding, int) or binding < 0):
+            if binding is not None and (
+                isinstance(binding, bool) or not isinstance(binding, int) or binding < 0
+            ):
                 raise self.fail((*at, "binding"), f"expected a non-negative integer, got {binding!r}")
             init = self.init(data.get("init"), (*at, "init"), direction)
-            return BufferArg(name=name, type=type_, length=length, direction=direction, init=init, binding=binding)
+            return BufferArg(
+                name=name, type=type_, length=length, direction=direction, init=init, binding=binding
+            )
         raise self.fail((*at, "kind"), f"unknown kind {kind!r}; valid: buffer, scalar")
 
     def init(self, data: Any, at: tuple, direction: str) -> Init:
@@ -388,7 +390,7 @@ class _Reader:
         if isinstance(data, str):
             data = {"kind": data}
         if not isinstance(data, dict):
-            raise self.fail(at, f"expected a table such as {{ kind = \"random\" }}, got {data!r}")
+            raise self.fail(at, f'expected a table such as {{ kind = "random" }}, got {data!r}')
         kind = self.string(data, at, "kind")
         fields = {"random": ("low", "high", "seed"), "linspace": ("start", "stop"), "constant": ("value",),
                   "zeros": (), "npy": ("path",)}  # fmt: skip
@@ -432,7 +434,9 @@ class _Reader:
         self.check_keys(data, at, ("reference", "rtol", "atol", "max_ulp"))
         reference = self.string(data, at, "reference", "cpu")
         if reference not in BACKENDS:
-            raise self.fail((*at, "reference"), f"unknown backend {reference!r}; valid: {', '.join(BACKENDS)}")
+            raise self.fail(
+                (*at, "reference"), f"unknown backend {reference!r}; valid: {', '.join(BACKENDS)}"
+            )
         rtol = self.number(data, at, "rtol", 1e-5)
         atol = self.number(data, at, "atol", 1e-6)
         max_ulp = data.get("max_ulp")

@@ -550,6 +550,7 @@ class RunService:
             "timing_method": stats.method if stats else None,
             "timing_batch": stats.batch if stats else None,
             "timing_warmup": stats.warmup if stats else None,
+            "timing_options": timing_mod.options_to_dict(self.timing),
             "device": choice.spec,
             "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "workbench": __version__,
