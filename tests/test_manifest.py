@@ -6,9 +6,7 @@ import pytest
 
 from workbench.errors import ManifestError
 from workbench.manifest import BufferArg, ScalarArg, load_manifest, parse_manifest
-from workbench.project import Project
-
-from workbench.project import examples_dir
+from workbench.project import Project, examples_dir
 
 EXAMPLES = examples_dir()
 

@@ -283,7 +283,7 @@ class _Reader:
 
         entry = self.table(data, at, "entry")
         self.check_backend_keys(entry, (*at, "entry"))
-        for backend, value in entry.items():
+        for backend in entry:
             self.string(entry, (*at, "entry"), backend)
 
         sizes = self.table(data, at, "sizes")
