@@ -33,7 +33,7 @@ class Settings:
     open_files: dict[str, list[str]] = field(default_factory=dict)
     #: project root -> the tab that was current
     current_file: dict[str, str] = field(default_factory=dict)
-    backends: list[str] = field(default_factory=lambda: ["cpu", "wgsl"])
+    backends: list[str] = field(default_factory=lambda: ["cpu", "nvptx", "wgsl"])
     devices: list[str] = field(default_factory=lambda: ["cpu", "wgpu:0"])
     #: resolved project roots the user allowed to build (building runs the project's code)
     trusted_projects: list[str] = field(default_factory=list)
