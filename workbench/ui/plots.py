@@ -58,18 +58,22 @@ def _series_name(result: Any) -> str:
     return f"{result.backend} @ {device.get('spec') or device.get('runtime') or '?'}"
 
 
+#: Plot colours matching the window's dark editor palette.
+BACKGROUND, TEXT, AXIS = "#1e1f22", "#d7dae0", "#6b6f78"
+
+
 def _plot(title: str, left: str, bottom: str) -> pg.PlotWidget:
     widget = pg.PlotWidget()
-    widget.setBackground("w")
+    widget.setBackground(BACKGROUND)
     item = widget.getPlotItem()
-    item.setTitle(title, color="#333", size="10pt")
-    item.setLabel("left", left)
-    item.setLabel("bottom", bottom)
-    item.showGrid(x=True, y=True, alpha=0.25)
-    item.addLegend(offset=(-10, 10), labelTextColor="#333")
+    item.setTitle(title, color=TEXT, size="10pt")
+    item.setLabel("left", left, color=TEXT)
+    item.setLabel("bottom", bottom, color=TEXT)
+    item.showGrid(x=True, y=True, alpha=0.2)
+    item.addLegend(offset=(-10, 10), labelTextColor=TEXT)
     for axis in ("left", "bottom"):
-        item.getAxis(axis).setTextPen("#333")
-        item.getAxis(axis).setPen("#888")
+        item.getAxis(axis).setTextPen(TEXT)
+        item.getAxis(axis).setPen(AXIS)
     return widget
 
 
@@ -370,7 +374,7 @@ class PlotsPanel(QWidget):
             item = self.roofline_points.get(name)
             if item is None:
                 item = self.roofline_points[name] = pg.ScatterPlotItem(
-                    size=11, pen=pg.mkPen("#333"), brush=pg.mkBrush(color), name=name
+                    size=11, pen=pg.mkPen(TEXT), brush=pg.mkBrush(color), name=name
                 )
                 self.roofline_plot.addItem(item)
             item.setData([intensity], [gflops])
