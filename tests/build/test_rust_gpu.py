@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from workbench.build import build_project, read_build
-from workbench.build.resources import spirv_entry_points
 from workbench.project import Project
+from workbench.spirv import entry_points as spirv_entry_points
 
 SHARED_SPIRV = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "rust-gpu-spirv"
 needs_data = pytest.mark.skipif(not SHARED_SPIRV.is_dir(), reason=f"{SHARED_SPIRV} is absent")

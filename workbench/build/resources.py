@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import struct
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from workbench import spirv
 from workbench.build.diagnostics import parse_ptxas
 from workbench.records import Diagnostic
 
@@ -69,54 +69,12 @@ def parse_ptxas_verbose(text: str) -> dict[str, dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- SPIR-V
 
-SPIRV_MAGIC = 0x07230203
-_OP_ENTRY_POINT, _OP_EXECUTION_MODE = 15, 16
-_EXECUTION_MODELS = {0: "vertex", 4: "fragment", 5: "compute", 5364: "task", 5365: "mesh"}
-
-
-def _words(data: bytes) -> tuple[list[int], str]:
-    if len(data) < 20 or len(data) % 4:
-        raise ValueError("not a SPIR-V module (too short or not a whole number of words)")
-    for order in ("<", ">"):
-        if struct.unpack(order + "I", data[:4])[0] == SPIRV_MAGIC:
-            return list(struct.unpack(f"{order}{len(data) // 4}I", data)), order
-    raise ValueError("not a SPIR-V module (bad magic number)")
-
-
-def _string(words: list[int]) -> str:
-    raw = b"".join(struct.pack("<I", w) for w in words)
-    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-
-
-def spirv_entry_points(data: bytes) -> list[dict[str, Any]]:
-    """OpEntryPoint records of a module: [{name, model, workgroup_size}] (header is 5 words)."""
-    words, _ = _words(data)
-    entries: dict[int, dict[str, Any]] = {}
-    i = 5
-    while i < len(words):
-        count, opcode = words[i] >> 16, words[i] & 0xFFFF
-        if count == 0:
-            raise ValueError(f"malformed SPIR-V: zero-length instruction at word {i}")
-        operands = words[i + 1 : i + count]
-        if opcode == _OP_ENTRY_POINT and len(operands) >= 3:
-            model, function = operands[0], operands[1]
-            entries[function] = {
-                "name": _string(operands[2:]),
-                "model": _EXECUTION_MODELS.get(model, str(model)),
-                "workgroup_size": None,
-            }
-        elif opcode == _OP_EXECUTION_MODE and len(operands) >= 5 and operands[1] == 17:  # LocalSize
-            if operands[0] in entries:
-                entries[operands[0]]["workgroup_size"] = list(operands[2:5])
-        i += count
-    return list(entries.values())
-
 
 def spirv_report(spv: Path, spirv_val: str | None, spirv_dis: str | None) -> dict[str, Any]:
     """spirv-val verdict and a .spvasm disassembly written next to the module."""
     report: dict[str, Any] = {"module": spv.name}
     try:
-        report["entry_points"] = spirv_entry_points(spv.read_bytes())
+        report["entry_points"] = spirv.entry_points(spv.read_bytes())
     except (OSError, ValueError) as exc:
         report["entry_points"] = []
         report["error"] = str(exc)

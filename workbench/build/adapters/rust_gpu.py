@@ -14,8 +14,9 @@ from typing import Any
 
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
 from workbench.build.diagnostics import error, parse_rustc_text
-from workbench.build.resources import spirv_entry_points, spirv_report
+from workbench.build.resources import spirv_report
 from workbench.records import ToolchainInfo
+from workbench.spirv import entry_points as spirv_entry_points
 
 HINT = "cargo install --git https://github.com/Rust-GPU/cargo-gpu cargo-gpu && cargo gpu install"
 DEFAULT_TARGET = "spirv-unknown-vulkan1.2"

@@ -7,10 +7,9 @@ access to equal the shader's) and tell the user what is missing.
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import dataclass, field
 
-SPIRV_MAGIC = 0x07230203
+from workbench import spirv
 
 # SPIR-V opcodes, decorations and storage classes used below (SPIR-V spec, section 3).
 _OP_NAME, _OP_ENTRY_POINT, _OP_TYPE_ARRAY, _OP_TYPE_RUNTIME_ARRAY = 5, 15, 28, 29
@@ -34,24 +33,8 @@ class ShaderInfo:
     overrides: list[str] = field(default_factory=list)  # WGSL override names / SPIR-V spec ids
 
 
-def _words(data: bytes) -> list[int]:
-    if len(data) < 20 or len(data) % 4:
-        raise ValueError(f"not a SPIR-V module ({len(data)} bytes, expected a multiple of 4, ≥ 20)")
-    (magic,) = struct.unpack_from("<I", data)
-    order = "<" if magic == SPIRV_MAGIC else ">"
-    if struct.unpack_from(order + "I", data)[0] != SPIRV_MAGIC:
-        raise ValueError("not a SPIR-V module (bad magic number)")
-    return list(struct.unpack(f"{order}{len(data) // 4}I", data))
-
-
-def _string(words: list[int]) -> str:
-    raw = b"".join(struct.pack("<I", w) for w in words)
-    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-
-
 def spirv_info(data: bytes) -> ShaderInfo:
     """Parse the declarations of a SPIR-V module."""
-    words = _words(data)
     info = ShaderInfo()
     decorations: dict[int, dict[int, list[int]]] = {}
     member_non_writable: dict[int, set[int]] = {}
@@ -61,16 +44,11 @@ def spirv_info(data: bytes) -> ShaderInfo:
     pointers: dict[int, tuple[int, int]] = {}  # pointer type -> (storage class, pointee)
     variables: list[tuple[int, int, int]] = []  # (id, pointer type, storage class)
     spec_ids: list[int] = []
-    i = 5
-    while i < len(words):
-        count, opcode = words[i] >> 16, words[i] & 0xFFFF
-        if count == 0:
-            raise ValueError(f"malformed SPIR-V: zero-length instruction at word {i}")
-        ops = words[i + 1 : i + count]
+    for opcode, ops in spirv.instructions(spirv.words(data)):
         if opcode == _OP_ENTRY_POINT and ops[0] == _GL_COMPUTE:
-            info.entry_points.append(_string(ops[2:]))
+            info.entry_points.append(spirv.string(ops[2:]))
         elif opcode == _OP_NAME:
-            names[ops[0]] = _string(ops[1:])
+            names[ops[0]] = spirv.string(ops[1:])
         elif opcode == _OP_DECORATE:
             decorations.setdefault(ops[0], {})[ops[1]] = ops[2:]
             if ops[1] == _DEC_SPEC_ID:
@@ -85,7 +63,6 @@ def spirv_info(data: bytes) -> ShaderInfo:
             pointers[ops[0]] = (ops[1], ops[2])
         elif opcode == _OP_VARIABLE:
             variables.append((ops[1], ops[0], ops[2]))
-        i += count
 
     for var, pointer, storage_class in variables:
         if storage_class == _SC_PUSH_CONSTANT:
