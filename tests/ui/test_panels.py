@@ -161,7 +161,11 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     assert set(rows) == {"cpu", "wgsl"}
     assert rows["wgsl"]["Verified"].endswith("yes") and "llvmpipe" in rows["wgsl"]["Device"]
     assert rows["wgsl"]["Median"] and rows["wgsl"]["GB/s"]
-    qtbot.waitUntil(lambda: len(plots.curve_data()["outputs"]) == 2, timeout=10_000)
+    # The panel redraws one tab per timer tick: wait until every tab has drawn this run.
+    qtbot.waitUntil(
+        lambda: len(plots.curve_data()["outputs"]) == 2 and len(plots.curve_data()["roofline"]) == 2,
+        timeout=10_000,
+    )
     data = plots.curve_data()
     assert set(data["time"]) == {"cpu @ cpu", "wgsl @ wgpu:0"} or len(data["time"]) == 2
     assert all(len(x) == 1 for x, _ in data["time"].values())

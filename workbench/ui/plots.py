@@ -58,6 +58,9 @@ def _series_name(result: Any) -> str:
     return f"{result.backend} @ {device.get('spec') or device.get('runtime') or '?'}"
 
 
+#: The panel's tabs, in order; each is redrawn on its own timer tick.
+TABS = ("timing", "outputs", "roofline")
+
 #: Plot colours matching the window's dark editor palette.
 BACKGROUND, TEXT, AXIS = "#1e1f22", "#d7dae0", "#6b6f78"
 
@@ -87,7 +90,7 @@ class PlotsPanel(QWidget):
         self.history: dict[str, list[tuple[int, float]]] = {}  # series -> [(run, median µs)]
         self.runs = 0
         self._report: Any = None
-        self._dirty = False
+        self._stale: list[str] = []  # tabs to redraw, one per timer tick
         self._colors: dict[str, str] = {}
         self.time_curves: dict[str, pg.PlotDataItem] = {}
         self.sample_curves: dict[str, pg.PlotDataItem] = {}
@@ -194,13 +197,13 @@ class PlotsPanel(QWidget):
         self._mark_dirty()
 
     def _mark_dirty(self) -> None:
-        self._dirty = True
+        self._stale = list(TABS)
         if not self.timer.isActive():
             self.timer.start()
 
     def shutdown(self) -> None:
         self.timer.stop()
-        self._dirty = False
+        self._stale = []
 
     def closeEvent(self, event) -> None:
         self.shutdown()
@@ -208,16 +211,22 @@ class PlotsPanel(QWidget):
 
     # ------------------------------------------------------------------ drawing (timer)
     def _redraw(self) -> None:
-        if not self._dirty:
+        """Redraw one stale tab per tick, the visible one first, so no tick holds the GUI long."""
+        if not self._stale:
             self.timer.stop()  # idle: nothing buffered
             return
-        self._dirty = False
-        self._draw_history()
+        current = TABS[self.tabs.currentIndex()] if 0 <= self.tabs.currentIndex() < len(TABS) else ""
+        tab = current if current in self._stale else self._stale[0]
+        self._stale.remove(tab)
         report = self._report
-        if report is not None:
-            self._draw_samples(report)
+        if tab == "timing":
+            self._draw_history()
+            if report is not None:
+                self._draw_samples(report)
+        elif report is not None and tab == "outputs":
             self._refresh_args(report)
             self._draw_outputs(report)
+        elif report is not None and tab == "roofline":
             self._draw_roofline(report)
 
     def _color(self, name: str) -> str:
