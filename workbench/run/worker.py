@@ -34,6 +34,7 @@ class WorkerState:
         self.runtime_name = runtime_name
         self._runtime: Any = None
         self.prepared: Any = None
+        self.uploaded: dict[str, np.ndarray] = {}
 
     @property
     def runtime(self) -> Any:
@@ -45,6 +46,7 @@ class WorkerState:
 
     def close_prepared(self) -> None:
         prepared, self.prepared = self.prepared, None
+        self.uploaded = {}
         if prepared is not None:
             prepared.close()
 
@@ -81,6 +83,7 @@ class WorkerState:
             }, None
         if op == "upload":
             self.need_prepared().upload(arrays)
+            self.uploaded = dict(arrays)  # kept so `measure` can restore in-place buffers
             return {}, None
         if op == "launch":
             count = int(header.get("count", 1))
@@ -115,8 +118,18 @@ class WorkerState:
                 last[0] = now
                 progress({"phase": phase, "done": done})
 
+        # In-place (inout) buffers get their uploaded values back before every sample: a kernel
+        # timed on its own previous output may do different work (or none, or endless work).
+        # (Runtimes take whole uploads, so all buffers go up again: inputs unchanged, outputs reset.)
+        restore = self.uploaded if header.get("restore") else None
+
+        def launch(count: int) -> float:
+            if restore:
+                prepared.upload(restore)  # not timed: launch() reads the runtime's own timer
+            return prepared.launch(count)
+
         stats = measure(
-            prepared.launch,
+            launch,
             float(header.get("resolution_s") or prepared.timer_resolution_s),
             prepared.timer_method,
             options_from_dict(header.get("options") or {}),

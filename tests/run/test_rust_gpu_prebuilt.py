@@ -1,0 +1,237 @@
+"""Real rust-gpu output, end to end: a project whose `rust-gpu` backend points at prebuilt cargo-gpu
+output (the SPIR-V in ../shared/data/rust-gpu-spirv, written by rust-gpu for a public project, not by
+us) runs on llvmpipe through `workbench run` and is verified against a CPU definition of the same
+computation, written here in Rust. A module naga refuses ends as an error carrying naga's reason."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from workbench.build.toolchains import detect
+
+REPO = Path(__file__).resolve().parents[2]
+SPIRV = REPO.parent / "shared" / "data" / "rust-gpu-spirv"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not SPIRV.is_dir(), reason=f"{SPIRV} is absent"),
+]
+
+CARGO = """\
+[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2021"
+
+[lib]
+crate-type = ["cdylib", "rlib"]
+"""
+
+HEADLESS_RS = """\
+/// The computation of rust-gpu's `headless.comp.spv` (VulkanShaders' computeheadless), on the CPU.
+fn f(v: u32) -> u32 {
+    if v <= 1 {
+        return v;
+    }
+    let (mut cur, mut prev) = (1u32, 1u32);
+    for _ in 2..v {
+        let next = cur.wrapping_add(prev);
+        prev = cur;
+        cur = next;
+    }
+    cur
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn headless_cpu(n: u32, data: *mut u32) {
+    let data = unsafe { core::slice::from_raw_parts_mut(data, n as usize) };
+    for v in data.iter_mut() {
+        *v = f(*v);
+    }
+}
+"""
+
+HEADLESS_TOML = """\
+[project]
+name = "headless"
+
+[[kernel]]
+name = "headless"
+entry = {{ cpu = "headless_cpu", rust-gpu = "main_cs" }}
+sizes = {{ n = 1000 }}
+
+[[kernel.arg]]
+name = "n"
+kind = "scalar"
+type = "u32"
+value = "n"
+
+[[kernel.arg]]
+name = "data"
+kind = "buffer"
+type = "u32"
+length = "n"
+direction = "inout"
+binding = 0
+init = {{ kind = "random", low = 0, high = 60 }}
+
+[kernel.launch]
+threads = [1]
+grid = ["n"]
+
+[kernel.check]
+rtol = 0
+atol = 0
+
+[kernel.wgpu]
+scalars = "override"
+override_ids = {{ n = "0" }}   # SPIR-V spec constant 0: the element count
+
+[backends.rust-gpu]
+prebuilt = "{prebuilt}"
+"""
+
+PARTICLES_RS = """\
+/// The computation of rust-gpu's `particle_integrate.comp.spv` (VulkanShaders' computenbody), on the CPU.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn integrate_cpu(delta_t: f32, count: u32, particles: *mut f32) {
+    let p = unsafe { core::slice::from_raw_parts_mut(particles, 8 * count as usize) };
+    for i in 0..count as usize {
+        for c in 0..3 {
+            p[8 * i + c] += p[8 * i + 4 + c] * delta_t;
+        }
+    }
+}
+"""
+
+PARTICLES_TOML = """\
+[project]
+name = "particles"
+
+[[kernel]]
+name = "integrate"
+entry = {{ cpu = "integrate_cpu", rust-gpu = "main_cs" }}
+sizes = {{ count = 1000 }}
+
+[[kernel.arg]]
+name = "delta_t"
+kind = "scalar"
+type = "f32"
+value = "0.0125"
+
+[[kernel.arg]]
+name = "count"
+kind = "scalar"
+type = "u32"
+value = "count"
+
+[[kernel.arg]]
+name = "particles"    # {{pos: f32x4, vel: f32x4}} per particle
+kind = "buffer"
+type = "f32"
+length = "8 * count"
+direction = "inout"
+binding = 0
+init = {{ kind = "random", low = -1.0, high = 1.0 }}
+
+[kernel.launch]
+threads = [256]
+grid = ["ceil_div(count, 256)"]
+
+[kernel.check]
+rtol = 1e-6
+atol = 1e-6
+
+[kernel.wgpu]
+scalars = "uniform"   # binding 1: {{delta_t: f32, count: u32}}
+params_binding = 1
+
+[backends.rust-gpu]
+prebuilt = "{prebuilt}"
+"""
+
+
+def _project(root: Path, name: str, rust: str, manifest: str, modules: list[str]) -> Path:
+    """A kernel project: a CPU crate, and cargo-gpu output (manifest.json + the given .spv) as prebuilt."""
+    (root / "src").mkdir(parents=True)
+    (root / "Cargo.toml").write_text(CARGO.format(name=name))
+    (root / "src" / "lib.rs").write_text(rust)
+    prebuilt = root / "spirv"
+    prebuilt.mkdir()
+    shutil.copy(SPIRV / "cargo-gpu-manifest.json", prebuilt / "manifest.json")
+    for module in modules:
+        shutil.copy(module, prebuilt)
+    (root / "workbench.toml").write_text(manifest.format(prebuilt=prebuilt))
+    return root
+
+
+def _run(root: Path, cache: Path, *extra: str) -> tuple[int, dict, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "run", str(root), "--backend", "cpu,rust-gpu",
+         "--device", "cpu", "--device", "wgpu:llvmpipe", "--cache-dir", str(cache), "--json", *extra],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.stdout, proc.stderr
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def _needs_cpu():
+    if not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+
+
+def test_headless_module_verifies_against_the_cpu(tmp_path, shared_cache_dir):
+    _needs_cpu()
+    root = _project(
+        tmp_path / "headless", "headless", HEADLESS_RS, HEADLESS_TOML, [SPIRV / "headless.comp.spv"]
+    )
+    code, report, stderr = _run(root, shared_cache_dir)
+    results = {r["backend"]: r for r in report["results"]}
+    gpu = results["rust-gpu"]
+    assert gpu["status"] == "ok", gpu["error"]
+    assert "llvmpipe" in gpu["device"]["name"]
+    assert gpu["verified"] is True, gpu["check"]
+    assert gpu["check"]["bad"] == 0 and gpu["check"]["unwritten"] == 0
+    assert gpu["timing"]["method"] == "wgpu-timestamps"
+    assert code == 0, stderr
+
+
+def test_particle_module_verifies_against_the_cpu(tmp_path, shared_cache_dir):
+    _needs_cpu()
+    root = _project(
+        tmp_path / "particles",
+        "particles",
+        PARTICLES_RS,
+        PARTICLES_TOML,
+        [SPIRV / "particle_integrate.comp.spv"],
+    )
+    code, report, stderr = _run(root, shared_cache_dir)
+    gpu = next(r for r in report["results"] if r["backend"] == "rust-gpu")
+    assert gpu["status"] == "ok" and gpu["verified"] is True, (gpu["error"], gpu["check"])
+    assert code == 0, stderr
+
+
+def test_a_module_naga_refuses_is_an_error_with_nagas_reason(tmp_path, shared_cache_dir):
+    """glslang output (not rust-gpu's) with a capability naga does not support, as a prebuilt module."""
+    _needs_cpu()
+    glslang = shutil.which("glslangValidator")
+    if glslang is None:
+        pytest.skip("glslangValidator (glslang-tools) is not installed")
+    refused = tmp_path / "refused.spv"
+    source = REPO / "tests" / "run_runtimes" / "shaders" / "refused_device_scope.comp"
+    subprocess.run([glslang, "-V", "--target-env", "vulkan1.2", str(source), "-o", str(refused)], check=True)
+    manifest = HEADLESS_TOML.replace('rust-gpu = "main_cs"', 'rust-gpu = "main"')
+    root = _project(tmp_path / "refused", "headless", HEADLESS_RS, manifest, [refused])
+    code, report, _ = _run(root, shared_cache_dir, "--size", "n=4")
+    results = {r["backend"]: r for r in report["results"]}
+    assert results["cpu"]["status"] == "ok"
+    assert results["rust-gpu"]["status"] == "error"
+    assert "VulkanMemoryModelDeviceScope" in results["rust-gpu"]["error"]
+    assert code == 1
