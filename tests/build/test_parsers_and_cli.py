@@ -71,3 +71,35 @@ def test_cli_build_json(example_copy, cache, tmp_path):
     assert failed.returncode == 1
     cpu = next(r for r in json.loads(failed.stdout)["results"] if r["backend"] == "cpu")
     assert cpu["status"] == "error" and cpu["diagnostics"][0]["file"] == "src/lib.rs"
+
+
+def test_watch_rebuilds_after_an_edit(example_copy, cache):
+    """`workbench build --watch --json`: one JSON line for the first build, one more after a save."""
+    import queue
+    import signal
+    import threading
+
+    root = example_copy("saxpy")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "build", str(root), "--backend", "wgsl", "--watch", "--json",
+         "--cache-dir", str(cache)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    try:
+        first = json.loads(lines.get(timeout=120))
+        assert [r["status"] for r in first["results"]] == ["ok"]
+        wgsl = root / "reference" / "saxpy.wgsl"
+        wgsl.write_text(wgsl.read_text().replace("params.a * x[i]", "params.a * x[i] * 1.0"))
+        second = json.loads(lines.get(timeout=60))
+        (result,) = second["results"]
+        assert result["status"] == "ok" and result["cached"] is False
+        assert "* 1.0" in open(result["artifacts"][0]).read()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

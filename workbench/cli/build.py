@@ -39,9 +39,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     backends = parse_backends(args.backend)
     project = Project.open(args.path)
-    code = _build_once(project, backends, args)
     if not args.watch:
-        return code
+        return _build_once(project, backends, args)
     return _watch(project, backends, args)
 
 
@@ -63,9 +62,11 @@ def _watch(project: Project, backends: list[str], args) -> int:
     from workbench.build import ProjectWatcher
 
     changed = threading.Event()
+    # Watch before the first build, so a save made while it runs is not missed.
     watcher = ProjectWatcher(project.root, lambda paths: changed.set()).start()
     if not args.json:
         print(f"watching {project.root} (Ctrl+C stops)", flush=True)
+    _build_once(project, backends, args)
     try:
         while True:
             if changed.wait(0.5):
