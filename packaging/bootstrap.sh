@@ -19,6 +19,9 @@ mode=${1:-open}
 # SPIR-V tools, and the libraries Qt needs even offscreen.
 APT_PACKAGES=(rustc-web cargo-web rust-web-src mesa-vulkan-drivers glslang-tools spirv-tools
   libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0)
+# Qt's xcb platform plugin (a real window on X11) needs these since Qt 6.5.
+APT_PACKAGES+=(libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
+  libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0)
 
 python=${PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
