@@ -5,9 +5,17 @@ wgsl backends selected (devices: cpu and the first wgpu adapter). After one warm
 build), it edits lib.rs, saves it through the window (as Ctrl+S does) and waits for the bridge's
 `runFinished`, N times. A 5 ms QTimer measures the longest gap in which the event loop did not turn.
 
-    python benchmarks/hot_reload.py [--json] [--iterations 8] [--cache-dir DIR]
+    python benchmarks/hot_reload.py [--json] [--iterations 8] [--cache-dir DIR] [--diagnose]
 
 Goals (2-core machine): median edit-to-result ≤ 1.0 s, longest event-loop stall ≤ 50 ms.
+
+Diagnostics (they do not change the goals): `breakdown` splits each cycle into its phases as the
+loop's thread saw them (save → cycle start, build, run, cycle end → result shown in the window) and
+`stalls` lists every event-loop gap over 20 ms with the phase it fell in. `--diagnose` also samples
+the GUI thread's Python stack from a helper thread while the event loop is stalled and reports the
+frames seen most (it costs some CPU, so the headline numbers of such a run are a little worse), and
+`--profile FILE` writes a cProfile of the GUI thread over the measured iterations. `--raise-dock
+artifacts` measures with the Artifacts dock on screen instead of the Plots dock tabified with it.
 """
 
 from __future__ import annotations
@@ -19,12 +27,17 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
+import traceback
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 GOAL_MEDIAN_S = 1.0
 GOAL_STALL_S = 0.050
+#: Event-loop gaps longer than this are listed (with their phase) in the diagnostics.
+REPORTED_STALL_S = 0.020
 BACKENDS = ["cpu", "nvptx", "wgsl"]
 DEVICES = ["cpu", "wgpu:0"]
 
@@ -40,7 +53,7 @@ def _prepare_environment(work: Path) -> None:
 
 
 class StallMeter:
-    """Records the longest interval between ticks of a 5 ms timer while it runs."""
+    """Records the longest interval between ticks of a 5 ms timer while it runs, and each long one."""
 
     def __init__(self):
         from PySide6.QtCore import QTimer
@@ -50,10 +63,12 @@ class StallMeter:
         self.timer.timeout.connect(self._tick)
         self.last = 0.0
         self.max_gap_s = 0.0
+        self.gaps: list[tuple[float, float]] = []  # (end of the gap, perf_counter; gap seconds)
 
     def start(self):
         self.last = time.perf_counter()
         self.max_gap_s = 0.0
+        self.gaps = []
         self.timer.start()
 
     def stop(self):
@@ -61,8 +76,101 @@ class StallMeter:
 
     def _tick(self):
         now = time.perf_counter()
-        self.max_gap_s = max(self.max_gap_s, now - self.last - 0.005)
+        gap = now - self.last - 0.005
+        self.max_gap_s = max(self.max_gap_s, gap)
+        if gap > REPORTED_STALL_S:
+            self.gaps.append((now, gap))
         self.last = now
+
+
+class PhaseClock:
+    """Timestamps (perf_counter) of the live loop's events, taken on the loop's own thread."""
+
+    def __init__(self):
+        self.events: list[tuple[float, str]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, event: dict) -> None:
+        kind = event.get("kind", "")
+        if kind == "run-event":
+            kind = "run:" + str((event.get("event") or {}).get("kind", ""))
+        with self._lock:
+            self.events.append((time.perf_counter(), kind))
+
+    def take(self) -> list[tuple[float, str]]:
+        with self._lock:
+            events, self.events = self.events, []
+        return events
+
+
+def _phases(saved: float, events: list[tuple[float, str]], shown: float) -> dict[str, float]:
+    """One cycle's phases in seconds from the loop's events (first of each kind)."""
+    first: dict[str, float] = {}
+    for stamp, kind in events:
+        first.setdefault(kind, stamp)
+    started = first.get("cycle-started", saved)
+    built = first.get("build-finished", started)
+    finished = first.get("cycle-finished", shown)
+    return {
+        "queue_s": round(started - saved, 4),
+        "build_s": round(built - started, 4),
+        "run_s": round(finished - built, 4),
+        "deliver_s": round(shown - finished, 4),
+    }
+
+
+def _phase_at(stamp: float, saved: float, events: list[tuple[float, str]], shown: float) -> str:
+    """Which phase of a cycle the moment `stamp` fell in."""
+    if stamp > shown:
+        return "after-result"
+    phase = "queue"
+    names = {"cycle-started": "build", "build-finished": "run", "cycle-finished": "deliver"}
+    for when, kind in events:
+        if when > stamp:
+            break
+        phase = names.get(kind, phase)
+    return phase
+
+
+class StackSampler:
+    """While the GUI thread's event loop is stalled, samples its Python stack every 2 ms.
+
+    Only for diagnosis (`--diagnose`): which code holds the GUI thread when the meter sees a gap.
+    """
+
+    def __init__(self, meter: StallMeter, threshold_s: float = 0.015):
+        self.meter = meter
+        self.threshold_s = threshold_s
+        self.thread_id = threading.get_ident()
+        self.samples: list[tuple[float, str]] = []  # (perf_counter, where)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="stall-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _work(self) -> None:
+        while not self._stop.wait(0.002):
+            if time.perf_counter() - self.meter.last < self.threshold_s:
+                continue
+            frame = sys._current_frames().get(self.thread_id)
+            if frame is None:
+                continue
+            stack = traceback.extract_stack(frame)
+            # The innermost few frames of the project's or pyqtgraph's code say what is busy.
+            ours = [f for f in stack if "/workbench/" in f.filename or "pyqtgraph" in f.filename]
+            where = " < ".join(f"{Path(f.filename).name}:{f.name}" for f in reversed(ours[-3:]))
+            where = where or f"{Path(stack[-1].filename).name}:{stack[-1].name}"
+            self.samples.append((time.perf_counter(), where))
+
+    def top(self, count: int = 12, start: float = 0.0, end: float = float("inf")) -> list[dict]:
+        """The places seen most between `start` and `end`, with about how long each was seen."""
+        seen = Counter(where for stamp, where in self.samples if start <= stamp <= end)
+        return [{"where": where, "ms": 2 * n} for where, n in seen.most_common(count)]
 
 
 def wait_for(signal, timeout_s: float):
@@ -89,6 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=300.0, help="per step, seconds")
     parser.add_argument("--cache-dir", help="build cache (default: REPO/.wb-cache/bench, kept between runs)")
+    parser.add_argument(
+        "--diagnose", action="store_true", help="sample the GUI thread's stack during stalls (costs CPU)"
+    )
+    parser.add_argument("--profile", help="write a cProfile of the GUI thread over the iterations here")
+    parser.add_argument(
+        "--raise-dock",
+        metavar="NAME",
+        help="raise this dock first (e.g. artifacts, tabified behind plots) to measure its panel",
+    )
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="wb-hot-reload-"))
@@ -108,6 +225,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"edit → result median: {result['edit_to_result_median_s']:.3f} s (goal ≤ {GOAL_MEDIAN_S} s)")
         print(f"  each: {', '.join(f'{s:.3f}' for s in result['edit_to_result_s'])}")
         print(f"longest event-loop stall: {result['max_event_loop_stall_s'] * 1000:.1f} ms (goal ≤ 50 ms)")
+        for name, values in result["breakdown"].items():
+            print(f"  {name}: median {statistics.median(values) * 1000:.0f} ms")
+        for stall in result["stalls"]:
+            print(f"  stall {stall['ms']:.0f} ms in iteration {stall['iteration']} ({stall['phase']})")
+            for where in stall.get("where", []):
+                print(f"      {where}")
+        if "last_cycle" in result:
+            print(
+                "  last cycle (ms after the save):",
+                ", ".join(f"{ms} {kind}" for ms, kind in result["last_cycle"]),
+            )
+        for sample in result.get("stall_samples", []):
+            print(f"  {sample['ms']:>5} ms  {sample['where']}")
     return 0 if result["meets_goals"] else 1
 
 
@@ -125,6 +255,8 @@ def _measure(project: Path, cache: Path, args) -> dict:
     window.persist_settings = False
     window.ask_before_discarding = False
     window.show()
+    if args.raise_dock:
+        window.docks[args.raise_dock].raise_()
     bridge = window.bridge
     if bridge is None:
         raise SystemExit("the service bridge is not available")
@@ -140,25 +272,60 @@ def _measure(project: Path, cache: Path, args) -> dict:
 
     editor = window.editor_tabs.current_editor()
     meter = StallMeter()
+    clock = PhaseClock()
+    bridge.loop.subscribe(clock)
+    sampler = StackSampler(meter) if args.diagnose else None
+    profiler = None
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
     wall, reported, statuses = [], [], []
+    breakdown: dict[str, list[float]] = {}
+    stalls: list[dict] = []
     latencies: list[float] = []
+    timeline: list[tuple[int, str]] = []
     bridge.latencyMeasured.connect(latencies.append)
     meter.start()
+    if sampler is not None:
+        sampler.start()
+    if profiler is not None:
+        profiler.enable()
     for i in range(args.iterations):
         cursor = editor.textCursor()
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.insertText(f"// hot-reload edit {i}\n")
+        clock.take()
+        gaps_before = len(meter.gaps)
         start = time.perf_counter()
         window.save_current()
         report = wait_for(bridge.runFinished, args.timeout)
-        wall.append(time.perf_counter() - start)
+        shown = time.perf_counter()
+        wall.append(shown - start)
         if report is None:
             raise SystemExit(f"iteration {i}: no result within {args.timeout} s")
         statuses.append({r.backend: r.status for r in report.results})
         _settle(bridge, args.timeout)
+        events = clock.take()
+        for name, value in _phases(start, events, shown).items():
+            breakdown.setdefault(name, []).append(value)
+        for end, gap in meter.gaps[gaps_before:]:
+            phase = _phase_at(end - gap, start, events, shown)
+            stall = {"iteration": i, "ms": round(gap * 1000, 1), "phase": phase}
+            if sampler is not None:
+                stall["where"] = [f"{x['where']} ({x['ms']} ms)" for x in sampler.top(3, end - gap, end)]
+            stalls.append(stall)
         if latencies:
             reported.append(latencies[-1])
+        if sampler is not None:  # the last cycle's loop events, ms after the save
+            timeline = [(round((stamp - start) * 1000), kind) for stamp, kind in events]
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
+    if sampler is not None:
+        sampler.stop()
     meter.stop()
+    bridge.loop.unsubscribe(clock)
     window.close()
 
     median = statistics.median(wall)
@@ -173,6 +340,9 @@ def _measure(project: Path, cache: Path, args) -> dict:
         "edit_to_result_median_s": round(median, 4),
         "bridge_latency_s": [round(s, 4) for s in reported],
         "max_event_loop_stall_s": round(meter.max_gap_s, 4),
+        "breakdown": breakdown,
+        "stalls": stalls,
+        **({"stall_samples": sampler.top(), "last_cycle": timeline} if sampler is not None else {}),
         "statuses": statuses[-1] if statuses else {},
         "goals": {"edit_to_result_median_s": GOAL_MEDIAN_S, "max_event_loop_stall_s": GOAL_STALL_S},
         "meets_goals": median <= GOAL_MEDIAN_S and meter.max_gap_s <= GOAL_STALL_S,

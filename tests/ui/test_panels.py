@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
@@ -161,11 +162,14 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     assert set(rows) == {"cpu", "wgsl"}
     assert rows["wgsl"]["Verified"].endswith("yes") and "llvmpipe" in rows["wgsl"]["Device"]
     assert rows["wgsl"]["Median"] and rows["wgsl"]["GB/s"]
-    # The panel redraws one tab per timer tick: wait until every tab has drawn this run.
-    qtbot.waitUntil(
-        lambda: len(plots.curve_data()["outputs"]) == 2 and len(plots.curve_data()["roofline"]) == 2,
-        timeout=10_000,
-    )
+    # The panel redraws the tab on screen, one plot per timer tick (the outputs are computed off
+    # the GUI thread); a hidden tab is drawn when shown: show each and wait until it drew this run.
+    plots.tabs.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["outputs"]) == 2, timeout=10_000)
+    plots.tabs.setCurrentIndex(2)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["roofline"]) == 2, timeout=10_000)
+    plots.tabs.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["samples"]) == 2, timeout=10_000)
     data = plots.curve_data()
     assert set(data["time"]) == {"cpu @ cpu", "wgsl @ wgpu:0"} or len(data["time"]) == 2
     assert all(len(x) == 1 for x, _ in data["time"].values())
@@ -224,8 +228,8 @@ def test_a_failed_check_shows_the_first_bad_element(
     assert f"y[{wgsl_result.check['first_bad_index']}]" in row["Check"]
     assert "got" in row["Check"] and "expected" in row["Check"]
     assert str(first["expected"])[:5] in row["Check"]
+    plots.tabs.setCurrentIndex(1)  # the outputs tab is drawn when shown
     qtbot.waitUntil(lambda: len(plots.mismatch_marks.getData()[0]) > 0, timeout=10_000)
-    plots.tabs.setCurrentIndex(1)
     _screenshot(plots, test_output_dir, "plots_outputs_mismatch", (1100, 520))
 
 
@@ -262,3 +266,52 @@ def test_console_namespace_builds_runs_and_reads_results(
     _screenshot(console, test_output_dir, "console", (900, 480))
     console.shutdown()
     assert not console.kernel_manager.has_kernel
+
+
+def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
+    """The outputs tab's numpy work (run off the GUI thread): curves, errors, mismatch marks."""
+    from workbench.ui.plot_data import OutputsCache, compute_outputs, decimate
+
+    rng = np.random.default_rng(1)
+    ref = rng.standard_normal(100_000).astype(np.float32)
+    got = ref.copy()
+    got[[5, 70_000]] += 1.0  # two mismatches
+    outputs = {"cpu": {"y": ref}, "wgsl": {"y": got}}
+    cache = OutputsCache()
+    drawing = compute_outputs(outputs, "y", "cpu", (1e-5, 1e-6), cache)
+    assert set(drawing.curves) == {"cpu", "wgsl"} and set(drawing.errors) == {"wgsl"}
+    x, y = drawing.curves["wgsl"]
+    ex, ey = decimate(got)
+    assert np.array_equal(x, ex) and np.array_equal(y, ey)
+    assert drawing.size == ref.size and 0 < len(x) <= MAX_POINTS
+    marks_x, marks_y = drawing.marks
+    assert marks_x.tolist() == [5.0, 70_000.0] and np.allclose(marks_y, 1.0, rtol=1e-3)
+    assert drawing.mark_count == 2
+    # The same values again (a rerun that changed nothing): the very same points, no redraw.
+    again = compute_outputs(
+        {k: {"y": v["y"].copy()} for k, v in outputs.items()}, "y", "cpu", (1e-5, 1e-6), cache
+    )
+    assert again.curves["wgsl"] is drawing.curves["wgsl"] and again.errors["wgsl"] is drawing.errors["wgsl"]
+    changed = compute_outputs({"cpu": {"y": ref}, "wgsl": {"y": ref * 2}}, "y", "cpu", (1e-5, 1e-6), cache)
+    assert changed.curves["wgsl"] is not drawing.curves["wgsl"] and changed.mark_count > 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("fn a() {}\n", "fn a() {}\n// edit\n"),
+        ("// 🚀 one\nfn a() {}\n", "// 🚀 one\nfn b() {}\n"),
+        ("x\ny\nz", "y\nz"),
+        ("x\ny\nz", ""),
+        ("", "fn main() {}\n"),
+        ("é🚀é\n", "é🚀🚀é\n"),
+    ],
+)
+def test_source_view_replaces_only_what_changed(qtbot, old, new):
+    from workbench.ui.artifacts_view import code_view, replace_changed
+
+    view = code_view("source")
+    qtbot.addWidget(view)
+    view.setPlainText(old)
+    replace_changed(view, view.toPlainText(), new)
+    assert view.toPlainText() == new

@@ -1,15 +1,22 @@
-"""Generated code beside the Rust source: PTX, SPIR-V disassembly, WGSL / CUDA C++, resource use."""
+"""Generated code beside the Rust source: PTX, SPIR-V disassembly, WGSL / CUDA C++, resource use.
+
+A save during hot reload changes the Rust source shown here: the source view is updated in place
+(only the changed lines are replaced) and highlighted by the editor's incremental Rust highlighter,
+so a one-line edit re-highlights a line, not the file. Nothing is refreshed while the view is off
+screen (its dock tabified behind another one); it catches up when it is shown.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
+    QDockWidget,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -23,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.ui.build_panel import monospace_font
+from workbench.ui.editor.highlighter import RustHighlighter
 
 #: Artifact suffixes shown as text, with their pygments lexer (None: plain text).
 TEXT_SUFFIXES = {
@@ -117,6 +125,50 @@ def set_code(view: QPlainTextEdit, text: str, lexer: str | None) -> None:
             view._highlighter = None
 
 
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix (binary search over slice comparisons: C speed on big texts)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the common suffix, at most `limit`."""
+    lo, hi = 0, min(len(a), len(b), limit)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _utf16_length(text: str) -> int:
+    """Qt text positions count UTF-16 code units (a character beyond U+FFFF counts 2)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def replace_changed(view: QPlainTextEdit, old: str, new: str) -> None:
+    """Make `view` show `new` by replacing only the span that differs from `old` (its text now).
+
+    The document's highlighter then re-highlights the changed blocks only, and the view keeps
+    its scroll position and selection outside the change."""
+    start = _common_prefix(old, new)
+    tail = _common_suffix(old, new, min(len(old), len(new)) - start)
+    cursor = QTextCursor(view.document())
+    cursor.beginEditBlock()
+    cursor.setPosition(_utf16_length(old[:start]))
+    cursor.setPosition(_utf16_length(old[: len(old) - tail]), QTextCursor.MoveMode.KeepAnchor)
+    cursor.insertText(new[start : len(new) - tail])
+    cursor.endEditBlock()
+
+
 def read_text(path: Path) -> str:
     try:
         with open(path, "rb") as handle:
@@ -159,6 +211,10 @@ class ArtifactsView(QWidget):
         self.source_box = QComboBox()
         self.source_box.setObjectName("rustSource")
         self.source_view = code_view("rustSourceView")
+        self.source_view.document().setUndoRedoEnabled(False)  # read-only: no undo history to keep
+        self.source_highlighter = RustHighlighter(self.source_view.document())
+        self._source_path: str | None = None  # the file the source view shows
+        self._dock: QDockWidget | None = None
 
         left = QWidget()
         ll = QVBoxLayout(left)
@@ -220,15 +276,40 @@ class ArtifactsView(QWidget):
         for backend, result in results.items():
             if result.status == "ok" or backend not in self._results:
                 self._results[backend] = result
-        if not self.isVisible():
-            self._stale = True  # refreshed by showEvent
+        if not self.isVisible() or self.visibleRegion().isEmpty():
+            self._stale = True  # refreshed by showEvent, or when its dock is raised
             return
         self._refresh()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        if self._dock is None:
+            # A dock tabified behind another one stays "visible", only moved off screen; raising
+            # it does not show this widget again, but the dock says so.
+            parent = self.parentWidget()
+            while parent is not None and not isinstance(parent, QDockWidget):
+                parent = parent.parentWidget()
+            if parent is not None:
+                self._dock = parent
+                parent.visibilityChanged.connect(self._dock_visibility)
         if self._stale:
             self._refresh()
+
+    def _dock_visibility(self, visible: bool) -> None:
+        if visible and self._stale:
+            QTimer.singleShot(0, self, self._refresh_if_stale)  # after the dock's geometry is set
+
+    def _refresh_if_stale(self) -> None:
+        if self._stale and self.isVisible():
+            self._refresh()
+
+    def shutdown(self) -> None:
+        """Stop the source highlighter's lazy pass (a large file is highlighted in chunks)."""
+        self.source_highlighter.stop()
+
+    def closeEvent(self, event) -> None:
+        self.shutdown()
+        super().closeEvent(event)
 
     def _refresh(self) -> None:
         self._stale = False
@@ -317,12 +398,20 @@ class ArtifactsView(QWidget):
     def _show_source(self, *_: Any) -> None:
         path = self.source_box.currentData()
         if not path:
+            self._source_path = None
             self.source_view.setPlainText("")
             return
         text = read_text(Path(path))
-        if text == self.source_view.toPlainText():
+        old = self.source_view.toPlainText()
+        if text == old:
+            self._source_path = path
             return
+        if path == self._source_path:
+            replace_changed(self.source_view, old, text)  # a save: usually a line or two
+            return
+        self._source_path = path
         bar = self.source_view.verticalScrollBar()
         position = bar.value()
-        set_code(self.source_view, text, "rust")
+        self.source_view.setPlainText(text)
+        self.source_highlighter.restart()  # the top now, the rest of a long file in chunks
         bar.setValue(position)

@@ -4,23 +4,47 @@ Reports arrive through the bridge's queued `runFinished` signal and are only buf
 QTimer redraws at a fixed rate when something changed, with one curve item per series updated by
 `setData` (pyqtgraph `examples/PlotSpeedTest.py`). The timer runs only while there is something to
 draw and is stopped on close and in `shutdown()`.
+
+Keeping the event loop turning during hot reload (benchmarks/hot_reload.py) shapes the rest:
+
+- only what is on screen is drawn: the panel's current tab, while the panel is visible (a dock
+  tabified behind another one counts as hidden); a tab drawn late is drawn when it is shown;
+- one plot per timer tick, and the plot's auto-range is settled right after its data changes, so
+  each repaint paints one plot once (pyqtgraph otherwise re-ranges inside the paint and paints
+  the view a second time);
+- the outputs tab decimates million-element arrays and diffs them against the reference: that
+  numpy work runs on a one-thread executor and comes back through a queued signal; the GUI thread
+  only calls `setData` with the few thousand points. Arrays equal to the previous run's reuse its
+  result, and curves whose points did not change are not touched (no repaint).
 """
 
 from __future__ import annotations
 
 import math
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDockWidget,
+    QHBoxLayout,
+    QLabel,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
-#: Most points drawn per output curve; longer arrays are decimated (min/max per bucket).
-MAX_POINTS = 4000
+from workbench.ui.plot_data import MAX_POINTS, OutputsCache, OutputsDrawing, compute_outputs
+
 #: Runs kept per series in the history plot.
 HISTORY = 200
-REDRAW_MS = 150
+#: Timer interval: one plot per tick, so a run's timing tab is drawn ~50 and ~100 ms after it arrives
+#: (before the next save of a typing user, whose build then has both cores to itself).
+REDRAW_MS = 50
 PALETTE = (
     "#1f77b4",
     "#ff7f0e",
@@ -35,22 +59,15 @@ PALETTE = (
 )
 
 
-def decimate(values: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) with at most ~max_points points keeping each bucket's min and max (peaks stay visible)."""
-    values = np.asarray(values).ravel()
-    n = values.size
-    if n <= max_points:
-        return np.arange(n), values.astype(np.float64, copy=False)
-    buckets = max_points // 2
-    step = int(math.ceil(n / buckets))
-    usable = (n // step) * step
-    body = values[:usable].astype(np.float64).reshape(-1, step)
-    starts = np.arange(0, usable, step)
-    lo, hi = body.argmin(axis=1), body.argmax(axis=1)
-    first, second = np.minimum(lo, hi), np.maximum(lo, hi)
-    x = np.empty(2 * len(starts), dtype=np.int64)
-    x[0::2], x[1::2] = starts + first, starts + second
-    return x, values[x].astype(np.float64)
+class _Relay(QObject):
+    """Carries a finished outputs computation from the worker thread to the GUI thread."""
+
+    ready = Signal(object)
+
+
+def _on_screen(widget: QWidget) -> bool:
+    """Visible and not covered: a dock tabified behind another one is 'visible' off-screen."""
+    return widget.isVisible() and not widget.visibleRegion().isEmpty()
 
 
 def _series_name(result: Any) -> str:
@@ -58,15 +75,53 @@ def _series_name(result: Any) -> str:
     return f"{result.backend} @ {device.get('spec') or device.get('runtime') or '?'}"
 
 
-#: The panel's tabs, in order; each is redrawn on its own timer tick.
+#: The panel's tabs, in order, and the plots each holds; one plot is redrawn per timer tick.
 TABS = ("timing", "outputs", "roofline")
+PARTS = {"timing": ("history", "samples"), "outputs": ("outputs",), "roofline": ("roofline",)}
 
 #: Plot colours matching the window's dark editor palette.
 BACKGROUND, TEXT, AXIS = "#1e1f22", "#d7dae0", "#6b6f78"
 
 
+class OpaqueGridAxis(pg.AxisItem):
+    """An axis whose grid lines are drawn opaque, in the colour they would have over the background.
+
+    pyqtgraph draws grid lines as translucent ticks; blending them costs ~20 ms per repaint of a
+    wide plot here, while opaque lines of the pre-blended colour cost ~1 ms and look the same. The
+    axis is stacked behind the data (z below the view box) so that curves stay on top of the grid.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._opaque: dict[int, QPen] = {}
+
+    def generateDrawSpecs(self, p):  # noqa: N802 (pyqtgraph override)
+        specs = super().generateDrawSpecs(p)
+        if specs is None or self.grid is False:
+            return specs
+        axis_spec, tick_specs, text_specs = specs
+        return axis_spec, [(self._opaque_pen(pen), a, b) for pen, a, b in tick_specs], text_specs
+
+    def _opaque_pen(self, pen: QPen) -> QPen:
+        color = pen.color()
+        if color.alpha() == 255:
+            return pen
+        key = color.rgba()
+        opaque = self._opaque.get(key)
+        if opaque is None:
+            alpha, back = color.alphaF(), QColor(BACKGROUND)
+            blended = QColor.fromRgbF(
+                alpha * color.redF() + (1 - alpha) * back.redF(),
+                alpha * color.greenF() + (1 - alpha) * back.greenF(),
+                alpha * color.blueF() + (1 - alpha) * back.blueF(),
+            )
+            opaque = self._opaque[key] = QPen(pen)
+            opaque.setColor(blended)
+        return opaque
+
+
 def _plot(title: str, left: str, bottom: str) -> pg.PlotWidget:
-    widget = pg.PlotWidget()
+    widget = pg.PlotWidget(axisItems={side: OpaqueGridAxis(side) for side in ("left", "bottom")})
     widget.setBackground(BACKGROUND)
     item = widget.getPlotItem()
     item.setTitle(title, color=TEXT, size="10pt")
@@ -77,6 +132,7 @@ def _plot(title: str, left: str, bottom: str) -> pg.PlotWidget:
     for axis in ("left", "bottom"):
         item.getAxis(axis).setTextPen(TEXT)
         item.getAxis(axis).setPen(AXIS)
+        item.getAxis(axis).setZValue(-1)  # the grid behind the data (see OpaqueGridAxis)
     return widget
 
 
@@ -90,7 +146,17 @@ class PlotsPanel(QWidget):
         self.history: dict[str, list[tuple[int, float]]] = {}  # series -> [(run, median µs)]
         self.runs = 0
         self._report: Any = None
-        self._stale: list[str] = []  # tabs to redraw, one per timer tick
+        self._stale: set[str] = set()  # parts (PARTS) to redraw, one per timer tick, when shown
+        # The outputs computation: one job in flight at most, the latest request waiting behind it.
+        self._executor: ThreadPoolExecutor | None = None
+        self._outputs_cache = OutputsCache()
+        self._outputs_job: Future | None = None
+        self._outputs_pending: tuple | None = None
+        self._outputs_generation = 0  # results of older generations are dropped
+        self._drawn: dict[tuple[str, str], Any] = {}  # (store, series) -> points object on screen
+        self._dock: QDockWidget | None = None
+        self._relay = _Relay(self)
+        self._relay.ready.connect(self._outputs_ready, Qt.ConnectionType.QueuedConnection)
         self._colors: dict[str, str] = {}
         self.time_curves: dict[str, pg.PlotDataItem] = {}
         self.sample_curves: dict[str, pg.PlotDataItem] = {}
@@ -141,6 +207,7 @@ class PlotsPanel(QWidget):
         self.tabs.addTab(timing, "Timing")
         self.tabs.addTab(outputs, "Outputs")
         self.tabs.addTab(roofline, "Roofline")
+        self.tabs.currentChanged.connect(self._wake)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.tabs)
@@ -169,6 +236,10 @@ class PlotsPanel(QWidget):
         self.history.clear()
         self.runs = 0
         self._report = None
+        self._outputs_generation += 1  # a computation in flight is for the old project
+        self._outputs_pending = None
+        self._outputs_cache = OutputsCache()  # the worker may still hold the old one
+        self._drawn.clear()
         for curves, plot in (
             (self.time_curves, self.time_plot),
             (self.sample_curves, self.samples_plot),
@@ -196,38 +267,80 @@ class PlotsPanel(QWidget):
         self.arg_box.clear()
         self._mark_dirty()
 
-    def _mark_dirty(self) -> None:
-        self._stale = list(TABS)
-        if not self.timer.isActive():
-            self.timer.start()
+    def _mark_dirty(self, parts: tuple[str, ...] | None = None) -> None:
+        self._stale.update(parts if parts is not None else (p for tab in TABS for p in PARTS[tab]))
+        self._wake()
+
+    def _current_tab(self) -> str:
+        index = self.tabs.currentIndex()
+        return TABS[index] if 0 <= index < len(TABS) else ""
+
+    def _wake(self, *_: Any) -> None:
+        """Start the timer when the tab on screen has something to redraw."""
+        if not self.timer.isActive() and self._stale.intersection(PARTS.get(self._current_tab(), ())):
+            if _on_screen(self):
+                self.timer.start()
 
     def shutdown(self) -> None:
+        """Stop the timer and the outputs worker (waiting for a computation in flight)."""
         self.timer.stop()
-        self._stale = []
+        self._stale = set()
+        self._outputs_generation += 1
+        self._outputs_pending = None
+        self._outputs_job = None
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
 
     def closeEvent(self, event) -> None:
         self.shutdown()
         super().closeEvent(event)
 
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._dock is None:
+            # Raising a tabified dock does not show its widget again (it was only moved off
+            # screen), but the dock says so: redraw what went stale while it was hidden.
+            parent = self.parentWidget()
+            while parent is not None and not isinstance(parent, QDockWidget):
+                parent = parent.parentWidget()
+            if parent is not None:
+                self._dock = parent
+                parent.visibilityChanged.connect(self._dock_visibility)
+        self._wake()
+
+    def _dock_visibility(self, visible: bool) -> None:
+        if visible:
+            # The dock's geometry is applied after this signal: look again from the event loop.
+            QTimer.singleShot(0, self, self._wake)
+
     # ------------------------------------------------------------------ drawing (timer)
     def _redraw(self) -> None:
-        """Redraw one stale tab per tick, the visible one first, so no tick holds the GUI long."""
-        if not self._stale:
-            self.timer.stop()  # idle: nothing buffered
+        """Redraw one stale plot of the tab on screen per tick, so no tick holds the GUI long."""
+        parts = [p for p in PARTS.get(self._current_tab(), ()) if p in self._stale]
+        if not parts or not _on_screen(self):
+            self.timer.stop()  # idle, or hidden: a hidden tab is drawn when it is shown
             return
-        current = TABS[self.tabs.currentIndex()] if 0 <= self.tabs.currentIndex() < len(TABS) else ""
-        tab = current if current in self._stale else self._stale[0]
-        self._stale.remove(tab)
+        part = parts[0]
+        self._stale.discard(part)
         report = self._report
-        if tab == "timing":
+        if part == "history":
             self._draw_history()
-            if report is not None:
-                self._draw_samples(report)
-        elif report is not None and tab == "outputs":
+            self._settle_range(self.time_plot)
+        elif part == "samples":
+            self._draw_samples(report)
+            self._settle_range(self.samples_plot)
+        elif part == "outputs":
             self._refresh_args(report)
-            self._draw_outputs(report)
-        elif report is not None and tab == "roofline":
+            self._request_outputs(report)
+        elif part == "roofline" and report is not None:
             self._draw_roofline(report)
+            self._settle_range(self.roofline_plot)
+
+    @staticmethod
+    def _settle_range(plot: pg.PlotWidget) -> None:
+        """Apply the auto-range now: inside the paint it would re-lay the axes and paint twice."""
+        plot.getPlotItem().getViewBox().prepareForPaint()
 
     def _color(self, name: str) -> str:
         if name not in self._colors:
@@ -260,7 +373,7 @@ class PlotsPanel(QWidget):
     def _draw_samples(self, report: Any) -> None:
         seen = set()
         samples_by_series = {}
-        for result in report.results:
+        for result in report.results if report is not None else ():
             samples = (result.timing or {}).get("samples_s") or []
             if samples:
                 samples_by_series[_series_name(result)] = np.asarray(samples, float) * 1e6
@@ -290,7 +403,7 @@ class PlotsPanel(QWidget):
 
     def _refresh_args(self, report: Any) -> None:
         names = []
-        for arrays in (report.outputs or {}).values():
+        for arrays in (getattr(report, "outputs", None) or {}).values():
             for name in arrays:
                 if name not in names:
                     names.append(name)
@@ -305,52 +418,87 @@ class PlotsPanel(QWidget):
             self.arg_box.blockSignals(False)
 
     def _arg_changed(self, _: str) -> None:
-        self._mark_dirty()
+        self._mark_dirty(("outputs",))
 
-    def _draw_outputs(self, report: Any) -> None:
-        arg = self.arg_box.currentText()
-        outputs = report.outputs or {}
-        reference_name = getattr(report, "reference", "") or ""
-        reference = (outputs.get(reference_name) or {}).get(arg)
-        check = self._check_settings(report)
-        seen = set()
-        mismatch_x: list[np.ndarray] = []
-        mismatch_y: list[np.ndarray] = []
-        size = 0
-        for backend, arrays in outputs.items():
-            values = arrays.get(arg)
-            if values is None:
-                continue
-            values = np.asarray(values).ravel()
-            size = max(size, values.size)
-            x, y = decimate(values)
-            self._curve(self.output_curves, self.output_plot, backend).setData(x, y)
-            seen.add(backend)
-            if (
-                reference is None
-                or backend == reference_name
-                or values.shape != np.asarray(reference).ravel().shape
-            ):
-                continue
-            ref = np.asarray(reference).ravel()
-            err = np.abs(values.astype(np.float64) - ref.astype(np.float64))
-            ex, ey = decimate(err)
-            self._curve(self.error_curves, self.error_plot, backend).setData(ex, ey)
-            bad = np.flatnonzero(~np.isclose(values, ref, rtol=check[0], atol=check[1], equal_nan=False))
-            if bad.size:
-                bad = bad[:: max(1, bad.size // 500)]  # marks for at most ~500 mismatches
-                mismatch_x.append(bad)
-                mismatch_y.append(err[bad])
-        for store in (self.output_curves, self.error_curves):
+    def _request_outputs(self, report: Any) -> None:
+        """Compute the outputs tab's curves on the worker; a request made while one is in flight
+        waits and replaces any older waiting one."""
+        if report is None:
+            return
+        request = (
+            dict(report.outputs or {}),
+            self.arg_box.currentText(),
+            getattr(report, "reference", "") or "",
+            self._check_settings(report),
+        )
+        self._outputs_generation += 1
+        if self._outputs_job is not None:
+            self._outputs_pending = request
+            return
+        self._submit_outputs(request)
+
+    def _submit_outputs(self, request: tuple) -> None:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="plots-outputs")
+        generation = self._outputs_generation
+        relay = self._relay
+        job = self._executor.submit(compute_outputs, *request, self._outputs_cache)
+        self._outputs_job = job
+        job.add_done_callback(lambda done: relay.ready.emit((generation, done)))
+
+    def _outputs_ready(self, item: tuple[int, Future]) -> None:
+        """GUI thread: a computation finished; draw it unless a newer one was asked for."""
+        generation, job = item
+        if job is not self._outputs_job:
+            return  # dropped by clear() or shutdown()
+        self._outputs_job = None
+        if self._outputs_pending is not None:
+            request, self._outputs_pending = self._outputs_pending, None
+            self._submit_outputs(request)
+            return
+        if generation != self._outputs_generation or job.cancelled():
+            return
+        try:
+            drawing = job.result()
+        except Exception as exc:  # bad arrays must not break the window: say so on the tab
+            self.output_note.setText(f"cannot draw the outputs: {type(exc).__name__}: {exc}")
+            return
+        self._draw_outputs(drawing)
+
+    def _set_points(self, store_name: str, store: dict, plot: pg.PlotWidget, name: str, points) -> None:
+        """setData unless these very points are already drawn (an unchanged output: no repaint)."""
+        # Width 1: thousands of min/max points form a band; wide lines take twice as long to paint.
+        curve = self._curve(store, plot, name, pen=pg.mkPen(self._color(name), width=1))
+        if self._drawn.get((store_name, name)) is points:
+            return
+        self._drawn[(store_name, name)] = points
+        curve.setData(*points)
+
+    def _draw_outputs(self, drawing: OutputsDrawing) -> None:
+        if drawing.arg != self.arg_box.currentText():
+            self._mark_dirty(("outputs",))  # the buffer was switched meanwhile
+            return
+        for backend, points in drawing.curves.items():
+            self._set_points("outputs", self.output_curves, self.output_plot, backend, points)
+        for backend, points in drawing.errors.items():
+            self._set_points("errors", self.error_curves, self.error_plot, backend, points)
+        for store_name, store, seen in (
+            ("outputs", self.output_curves, drawing.curves),
+            ("errors", self.error_curves, drawing.errors),
+        ):
             for name, curve in store.items():
-                if name not in seen:
+                if name not in seen and self._drawn.get((store_name, name)) is not None:
+                    self._drawn[(store_name, name)] = None
                     curve.setData([], [])
-        if mismatch_x:
-            xs, ys = np.concatenate(mismatch_x), np.concatenate(mismatch_y)
-            self.mismatch_marks.setData(xs.astype(float), ys)
-        else:
-            self.mismatch_marks.setData([], [])
-        count = sum(len(x) for x in mismatch_x)
+        if self._drawn.get(("marks", "")) is not drawing.marks:
+            self._drawn[("marks", "")] = drawing.marks
+            if drawing.marks is not None:
+                self.mismatch_marks.setData(*drawing.marks)
+            else:
+                self.mismatch_marks.setData([], [])
+        self._settle_range(self.output_plot)
+        self._settle_range(self.error_plot)
+        size, count, reference_name = drawing.size, drawing.mark_count, drawing.reference
         note = f"{size:,} elements" + (" (decimated: min/max per bucket)" if size > MAX_POINTS else "")
         note += f" · reference {reference_name}" if reference_name else ""
         note += f" · {count} mismatch marks" if count else " · no mismatches"

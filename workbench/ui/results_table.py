@@ -136,10 +136,20 @@ class ResultsTable(QWidget):
         """Fill the table from a RunReport (resources come from the last build's results)."""
         results = list(getattr(report, "results", []) or [])
         builds = self.bridge.last_build or {}
+        # Rows are refilled in report order; sorting is off meanwhile (a sort would move them).
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(results))
-        for row, result in enumerate(results):
-            self._fill_row(row, result, builds.get(result.backend))
+        # Each item change would re-run the resize-to-contents columns (~0.3 ms a cell): the
+        # model is silenced while the cells change and announces them all at once.
+        model = self.table.model()
+        model.blockSignals(True)
+        try:
+            for row, result in enumerate(results):
+                self._fill_row(row, result, builds.get(result.backend))
+        finally:
+            model.blockSignals(False)
+        if results:
+            model.dataChanged.emit(model.index(0, 0), model.index(len(results) - 1, len(COLUMNS) - 1))
         self.table.setSortingEnabled(True)
         verified = sum(1 for r in results if r.verified)
         failed = sum(1 for r in results if r.verified is False or r.status == "error")
@@ -172,31 +182,50 @@ class ResultsTable(QWidget):
             COL_CHECK: result.error or check_summary(result.check or {}),
         }
         for col, text in values.items():
-            item = QTableWidgetItem(text)
-            if col in _NUMERIC:
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            self.table.setItem(row, col, item)
-        self.table.item(row, COL_MEDIAN).setData(Qt.ItemDataRole.UserRole, timing.get("median_s"))
+            self._cell(row, col, text)
+        self._set(row, COL_MEDIAN, Qt.ItemDataRole.UserRole, timing.get("median_s"))
+        tip = ""
         if timing:
-            self.table.item(row, COL_MEDIAN).setToolTip(
+            tip = (
                 f"{timing.get('n', '?')} samples, {timing.get('method', '?')} timer "
                 f"(resolution {format_seconds(timing.get('resolution_s'))}), "
                 f"min {format_seconds(timing.get('min_s'))}, max {format_seconds(timing.get('max_s'))}"
             )
-        verified_item = self.table.item(row, COL_VERIFIED)
-        if result.verified is True:
-            verified_item.setForeground(GOOD)
-        elif result.verified is False:
-            verified_item.setForeground(BAD)
-            self.table.item(row, COL_CHECK).setForeground(BAD)
-        status_item = self.table.item(row, COL_STATUS)
-        status_item.setForeground({"ok": GOOD, "error": BAD}.get(status, MUTED))
-        check_item = self.table.item(row, COL_CHECK)
-        check_item.setToolTip(result.error or _check_tooltip(result.check or {}))
-        if resources:
-            tip = ", ".join(f"{k} {v}" for k, v in resources.items())
-            self.table.item(row, COL_REGS).setToolTip(tip)
-            self.table.item(row, COL_SPILLS).setToolTip(tip)
+        self._set(row, COL_MEDIAN, Qt.ItemDataRole.ToolTipRole, tip)
+        verified = {True: GOOD, False: BAD}.get(result.verified)
+        self._set(row, COL_VERIFIED, Qt.ItemDataRole.ForegroundRole, verified)
+        self._set(row, COL_CHECK, Qt.ItemDataRole.ForegroundRole, BAD if result.verified is False else None)
+        status_color = {"ok": GOOD, "error": BAD}.get(status, MUTED)
+        self._set(row, COL_STATUS, Qt.ItemDataRole.ForegroundRole, status_color)
+        check_tip = result.error or _check_tooltip(result.check or {})
+        self._set(row, COL_CHECK, Qt.ItemDataRole.ToolTipRole, check_tip)
+        resources_tip = ", ".join(f"{k} {v}" for k, v in resources.items()) if resources else ""
+        self._set(row, COL_REGS, Qt.ItemDataRole.ToolTipRole, resources_tip)
+        self._set(row, COL_SPILLS, Qt.ItemDataRole.ToolTipRole, resources_tip)
+
+    def _cell(self, row: int, col: int, text: str) -> None:
+        """Set a cell's text, reusing its item: every item change costs a pass of the
+        resize-to-contents columns, so a rerun with the same texts changes nothing."""
+        item = self.table.item(row, col)
+        if item is None:
+            item = QTableWidgetItem(text)
+            if col in _NUMERIC:
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.table.setItem(row, col, item)
+        elif item.text() != text:
+            item.setText(text)
+
+    def _set(self, row: int, col: int, role: Qt.ItemDataRole, value: Any) -> None:
+        """Set one role of a cell when it differs (None and "" clear it)."""
+        item = self.table.item(row, col)
+        current = item.data(role)
+        if role == Qt.ItemDataRole.ForegroundRole and current is not None:
+            current = current.color() if hasattr(current, "color") else current
+        if value in ("", None):
+            if current not in ("", None):
+                item.setData(role, None)
+        elif current != value:
+            item.setData(role, value)
 
     def row_texts(self) -> list[dict[str, str]]:
         """The table as {column title: text} per row (what a user reads; used by tests)."""
