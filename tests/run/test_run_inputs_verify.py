@@ -191,3 +191,17 @@ def test_check_outputs_summarizes_every_buffer():
     assert check["buffers"]["y"]["passed"] and not check["buffers"]["z"]["passed"]
     assert check["unwritten"] == 4 and check["first_bad"]["buffer"] == "z"
     assert check["first_bad_index"] == 0 and check["first_bad"]["unwritten"] is True
+
+
+def test_bitwise_identical_buffers_pass_with_counts_of_specials():
+    """The fast path for identical buffers reports what the full comparison would."""
+    values = np.linspace(-3, 3, 10_000, dtype=np.float32)
+    values[[10, 20]] = np.nan
+    values[30] = np.inf
+    result = compare(values, values.copy(), rtol=0.0, atol=0.0, max_ulp=0)
+    assert result["passed"] and result["bad"] == 0 and result["first_bad_index"] is None
+    assert (result["nan_count"], result["inf_count"], result["max_ulp_err"]) == (2, 1, 0)
+    changed = values.copy()
+    changed[40] = np.nextafter(changed[40], np.float32(10))
+    result = compare(changed, values, rtol=0.0, atol=0.0, max_ulp=0)
+    assert result["bad"] == 1 and result["first_bad_index"] == 40 and result["max_ulp_err"] == 1

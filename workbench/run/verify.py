@@ -90,7 +90,10 @@ def compare(
     if unwritten is not None:
         result["unwritten"] = int(unwritten.sum())
 
-    if got.dtype.kind == "f":
+    if _bitwise_equal(got, ref):
+        # The common case, and ~50x cheaper than the metrics below on large buffers.
+        bad, metrics = np.zeros(got.shape, bool), _identical_metrics(got)
+    elif got.dtype.kind == "f":
         bad, metrics = _compare_floats(got, ref, rtol, atol, max_ulp)
     else:
         bad, metrics = _compare_ints(got, ref, rtol, atol)
@@ -110,6 +113,26 @@ def compare(
             "unwritten": bool(unwritten[index]) if unwritten is not None else False,
         }
     return result
+
+
+def _bitwise_equal(got: np.ndarray, ref: np.ndarray) -> bool:
+    size = got.dtype.itemsize
+    if size not in _UNSIGNED:
+        return False
+    return bool(np.array_equal(got.view(_UNSIGNED[size]), ref.view(_UNSIGNED[size])))
+
+
+def _identical_metrics(got: np.ndarray) -> dict[str, Any]:
+    """Metrics of a buffer equal bit for bit to its reference (NaNs in the same places count as equal)."""
+    if got.dtype.kind != "f":
+        return {"max_abs_err": 0.0, "max_rel_err": 0.0, "max_ulp_err": None}
+    return {
+        "max_abs_err": 0.0,
+        "max_rel_err": 0.0,
+        "max_ulp_err": 0,
+        "nan_count": int(np.isnan(got).sum()),
+        "inf_count": int(np.isinf(got).sum()),
+    }
 
 
 def _compare_floats(got, ref, rtol, atol, max_ulp):

@@ -376,7 +376,8 @@ class ArtifactsView(QWidget):
                 if rel:
                     candidates.append(project.root / rel)
         for path in candidates:
-            if path.suffix in TEXT_SUFFIXES and path.is_file() and path not in files:
+            # A reference copied in as the artifact (wgsl) shows once: the copy is what ran.
+            if path.suffix in TEXT_SUFFIXES and path.is_file() and path.name not in {f.name for f in files}:
                 files.append(path)
         return files
 

@@ -71,6 +71,7 @@ class BuildPanel(QWidget):
         self.setObjectName("BuildPanel")
         self.bridge = bridge
         self._rows: dict[str, _Row] = {}
+        self._icons: dict[str, QIcon] = {}
         self._diag_keys: set[tuple] = set()
 
         self.build_button = QPushButton("Build")
@@ -181,14 +182,21 @@ class BuildPanel(QWidget):
         return row
 
     def _set_state(self, row: _Row, state: str, tooltip: str = "") -> None:
-        row.state = state
         label, colour = STATES.get(state, (state, "#808080"))
+        if row.state == state and row.item.toolTip(COL_STATE) == (tooltip or label):
+            return  # every build event lands here: repaint only on a change
+        row.state = state
         row.item.setText(COL_STATE, label)
         row.item.setForeground(COL_STATE, QColor(colour))
         row.item.setIcon(COL_STATE, self._state_icon(state))
         row.item.setToolTip(COL_STATE, tooltip or label)
 
     def _state_icon(self, state: str) -> QIcon:
+        if state not in self._icons:  # the style's icons are loaded once
+            self._icons[state] = self._load_state_icon(state)
+        return self._icons[state]
+
+    def _load_state_icon(self, state: str) -> QIcon:
         pixmap = {
             "ok": QStyle.StandardPixmap.SP_DialogApplyButton,
             "error": QStyle.StandardPixmap.SP_MessageBoxCritical,
