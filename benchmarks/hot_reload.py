@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
 import sys
 import tempfile
@@ -194,6 +195,11 @@ def wait_for(signal, timeout_s: float):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--out",
+        default=str(REPO / "benchmarks" / "results" / f"hot_reload-{socket.gethostname()}.json"),
+        help="also write the JSON here (default: benchmarks/results/hot_reload-<host>.json)",
+    )
     parser.add_argument("--iterations", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=300.0, help="per step, seconds")
     parser.add_argument("--cache-dir", help="build cache (default: REPO/.wb-cache/bench, kept between runs)")
@@ -219,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         result = _measure(project, cache, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     if args.json:
         print(json.dumps(result, indent=2))
     else:
