@@ -47,7 +47,11 @@ def hanging_project(example_copy):
 
 
 @pytest.fixture
-def redetect():
-    """Re-run toolchain detection after a test changed PATH or env (and again afterwards)."""
+def redetect(monkeypatch):
+    """Re-run toolchain detection after a test changed PATH or env (and again afterwards).
+
+    The environment is restored before detecting again: otherwise a stand-in toolchain put on
+    PATH by the test would stay cached as found for the rest of the session."""
     yield lambda: toolchains.detect_toolchains(refresh=True)
+    monkeypatch.undo()
     toolchains.detect_toolchains(refresh=True)
