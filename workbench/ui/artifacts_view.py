@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from workbench.ui.build_panel import monospace_font
 from workbench.ui.editor.highlighter import RustHighlighter
+from workbench.ui.visibility import follow_dock, on_screen
 
 #: Artifact suffixes shown as text, with their pygments lexer (None: plain text).
 TEXT_SUFFIXES = {
@@ -276,7 +277,7 @@ class ArtifactsView(QWidget):
         for backend, result in results.items():
             if result.status == "ok" or backend not in self._results:
                 self._results[backend] = result
-        if not self.isVisible() or self.visibleRegion().isEmpty():
+        if not on_screen(self):
             self._stale = True  # refreshed by showEvent, or when its dock is raised
             return
         self._refresh()
@@ -284,14 +285,7 @@ class ArtifactsView(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._dock is None:
-            # A dock tabified behind another one stays "visible", only moved off screen; raising
-            # it does not show this widget again, but the dock says so.
-            parent = self.parentWidget()
-            while parent is not None and not isinstance(parent, QDockWidget):
-                parent = parent.parentWidget()
-            if parent is not None:
-                self._dock = parent
-                parent.visibilityChanged.connect(self._dock_visibility)
+            self._dock = follow_dock(self, self._dock_visibility)
         if self._stale:
             self._refresh()
 

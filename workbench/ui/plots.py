@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.ui.plot_data import MAX_POINTS, OutputsCache, OutputsDrawing, compute_outputs
+from workbench.ui.visibility import follow_dock, on_screen
 
 #: Runs kept per series in the history plot.
 HISTORY = 200
@@ -63,11 +64,6 @@ class _Relay(QObject):
     """Carries a finished outputs computation from the worker thread to the GUI thread."""
 
     ready = Signal(object)
-
-
-def _on_screen(widget: QWidget) -> bool:
-    """Visible and not covered: a dock tabified behind another one is 'visible' off-screen."""
-    return widget.isVisible() and not widget.visibleRegion().isEmpty()
 
 
 def _series_name(result: Any) -> str:
@@ -278,7 +274,7 @@ class PlotsPanel(QWidget):
     def _wake(self, *_: Any) -> None:
         """Start the timer when the tab on screen has something to redraw."""
         if not self.timer.isActive() and self._stale.intersection(PARTS.get(self._current_tab(), ())):
-            if _on_screen(self):
+            if on_screen(self):
                 self.timer.start()
 
     def shutdown(self) -> None:
@@ -299,14 +295,7 @@ class PlotsPanel(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._dock is None:
-            # Raising a tabified dock does not show its widget again (it was only moved off
-            # screen), but the dock says so: redraw what went stale while it was hidden.
-            parent = self.parentWidget()
-            while parent is not None and not isinstance(parent, QDockWidget):
-                parent = parent.parentWidget()
-            if parent is not None:
-                self._dock = parent
-                parent.visibilityChanged.connect(self._dock_visibility)
+            self._dock = follow_dock(self, self._dock_visibility)  # redraw what went stale while hidden
         self._wake()
 
     def _dock_visibility(self, visible: bool) -> None:
@@ -318,7 +307,7 @@ class PlotsPanel(QWidget):
     def _redraw(self) -> None:
         """Redraw one stale plot of the tab on screen per tick, so no tick holds the GUI long."""
         parts = [p for p in PARTS.get(self._current_tab(), ()) if p in self._stale]
-        if not parts or not _on_screen(self):
+        if not parts or not on_screen(self):
             self.timer.stop()  # idle, or hidden: a hidden tab is drawn when it is shown
             return
         part = parts[0]
