@@ -21,19 +21,20 @@ REFERENCE_BACKENDS = ("cuda-c", "wgsl")
 RUNTIMES = ("cpu", "cuda", "wgpu")
 
 
+def check_backend(name: str) -> str:
+    """`name` when it is a backend, else `UnknownBackend` listing the valid ones."""
+    if name not in BACKENDS:
+        raise UnknownBackend(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}")
+    return name
+
+
 def parse_backends(text: str | None, default: tuple[str, ...] = tuple(BACKENDS)) -> list[str]:
     """Parse a comma-separated backend list, rejecting unknown names with the valid ones."""
     if not text:
         return list(default)
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    for name in names:
-        if name not in BACKENDS:
-            valid = ", ".join(BACKENDS)
-            raise UnknownBackend(f"unknown backend {name!r}; valid backends: {valid}")
+    names = [check_backend(part.strip()) for part in text.split(",") if part.strip()]
     return list(dict.fromkeys(names))
 
 
 def runtime_of(backend: str) -> str:
-    if backend not in BACKENDS:
-        raise UnknownBackend(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
-    return BACKENDS[backend]
+    return BACKENDS[check_backend(backend)]

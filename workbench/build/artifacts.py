@@ -36,11 +36,15 @@ def read_build(folder: str | Path) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise WorkbenchError(f"{path}: not readable as JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict):
+        raise WorkbenchError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    if data.get("format") != FORMAT:
         raise WorkbenchError(f"{path}: unsupported format {data.get('format')!r} (expected {FORMAT})")
     for key in ("backend", "kernels"):
         if key not in data:
             raise WorkbenchError(f"{path}: missing key {key!r}")
+    if not isinstance(data["kernels"], dict):
+        raise WorkbenchError(f"{path}: kernels: expected an object of kernel name -> artifact record")
     for name, record in data["kernels"].items():
         if not isinstance(record, dict) or record.get("kind") not in KINDS or "artifact" not in record:
             raise WorkbenchError(
@@ -54,11 +58,12 @@ def read_build(folder: str | Path) -> dict[str, Any]:
 def result_from_build(
     folder: Path, data: dict[str, Any], cached: bool, seconds: float, log: str = ""
 ) -> BuildResult:
-    """A successful BuildResult describing an artifact folder."""
+    """A successful BuildResult describing an artifact folder (with the build's diagnostics)."""
     files = sorted({folder / r["artifact"] for r in data["kernels"].values()})
     return BuildResult(
         backend=data["backend"], status="ok", seconds=seconds, cached=cached,
-        artifacts=[str(f) for f in files], resources=data.get("resources", {}), log=log,
+        artifacts=[str(f) for f in files], diagnostics=data.get("diagnostics", []),
+        resources=data.get("resources", {}), log=log,
         key=data.get("key", ""), artifact_dir=str(folder), toolchain=data.get("toolchain", {}),
         flags=data.get("flags", []),
     )  # fmt: skip

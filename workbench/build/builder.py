@@ -52,8 +52,8 @@ def build_backend(
         return BuildResult(backend, "skipped", hint=reason, toolchain=toolchain.to_dict())
     if not adapter.usable(project, toolchain):
         return BuildResult(backend, "skipped", hint=toolchain.hint, toolchain=toolchain.to_dict())
-    if backend == "rust-gpu" and prebuilt_dir(project) is not None:
-        toolchain = ToolchainInfo(backend, True, "prebuilt", str(prebuilt_dir(project)))
+    if backend == "rust-gpu" and (prebuilt := prebuilt_dir(project)) is not None:
+        toolchain = ToolchainInfo(backend, True, "prebuilt", str(prebuilt))
 
     def failed(diag: Diagnostic, log: str = "") -> BuildResult:
         on_diagnostic(diag)
@@ -65,7 +65,7 @@ def build_backend(
     except ValueError as exc:
         return failed(error(str(exc), backend))
     tunables = default_tunables(project, tunables)
-    flags = adapter.flags(project, resolved, tunables)
+    flags = adapter.flags(project, resolved, tunables, toolchain)
     try:
         key, source_hash = cache.build_key(project, backend, toolchain, flags, resolved, tunables,
                                            adapter.key_inputs(project))  # fmt: skip
@@ -76,9 +76,7 @@ def build_backend(
         try:
             data = json.loads((folder / BUILD_JSON).read_text())
             if all((folder / r["artifact"]).is_file() for r in data["kernels"].values()):
-                result = result_from_build(folder, data, True, time.perf_counter() - start)
-                result.diagnostics = data.get("diagnostics", [])
-                return result
+                return result_from_build(folder, data, True, time.perf_counter() - start)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged entry is rebuilt below
         shutil.rmtree(folder, ignore_errors=True)
@@ -125,7 +123,6 @@ def build_backend(
         os.rename(staging, folder)
     except OSError:  # the same key was built concurrently: keep the first
         shutil.rmtree(staging, ignore_errors=True)
+    # The folder's build.json: this build's, or an identical concurrent one's that got there first.
     data = json.loads((folder / BUILD_JSON).read_text())
-    result = result_from_build(folder, data, False, seconds, log)
-    result.diagnostics = diagnostics
-    return result
+    return result_from_build(folder, data, False, seconds, log)

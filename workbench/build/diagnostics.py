@@ -13,7 +13,9 @@ from workbench.records import Diagnostic
 _SUMMARY = re.compile(r"^(aborting due to|\d+ warnings? emitted|could not compile)")
 
 
-def _relative(path: Path, root: Path) -> str:
+def _relative(path: Path, base: Path, root: Path) -> str:
+    """`path` (taken from `base` when relative) relative to the project root when inside it."""
+    path = path if path.is_absolute() else base / path
     try:
         return path.resolve().relative_to(root).as_posix()
     except (ValueError, OSError):
@@ -27,7 +29,7 @@ def _primary_span(spans: list[dict[str, Any]], base: Path, root: Path) -> dict[s
     while span is not None and seen < 16:
         path = Path(span.get("file_name", ""))
         path = path if path.is_absolute() else base / path
-        inside = str(path.resolve()).startswith(str(root))
+        inside = path.resolve().is_relative_to(root)
         expansion = span.get("expansion")
         if inside or not expansion or not expansion.get("span"):
             break
@@ -52,8 +54,7 @@ def from_cargo_message(record: dict[str, Any], root: Path, backend: str = "") ->
         backend=backend,
     )
     if span:
-        path = Path(span["file_name"])
-        diag.file = _relative(path if path.is_absolute() else base / path, root)
+        diag.file = _relative(Path(span["file_name"]), base, root)
         diag.line, diag.column = span.get("line_start"), span.get("column_start")
         diag.end_line, diag.end_column = span.get("line_end"), span.get("column_end")
     return diag
@@ -113,8 +114,7 @@ def parse_rustc_text(text: str, base: Path, root: Path, backend: str = "") -> li
         block.append(line)
         loc = _RUST_LOC.match(line)
         if loc and current.file is None:
-            path = Path(loc[1])
-            current.file = _relative(path if path.is_absolute() else base / path, root)
+            current.file = _relative(Path(loc[1]), base, root)
             current.line, current.column = int(loc[2]), int(loc[3])
     close()
     return diags
@@ -131,7 +131,6 @@ def parse_nvcc(text: str, cwd: Path, root: Path, backend: str = "cuda-c") -> lis
         m = _NVCC.match(line)
         if not m:
             continue
-        path = Path(m[1])
         rendered = [line]
         # nvcc follows each message with the source line and a caret.
         for extra in lines[i + 1 : i + 3]:
@@ -142,7 +141,7 @@ def parse_nvcc(text: str, cwd: Path, root: Path, backend: str = "cuda-c") -> lis
             Diagnostic(
                 severity=_severity(m[3]),
                 message=m[4],
-                file=_relative(path if path.is_absolute() else cwd / path, root),
+                file=_relative(Path(m[1]), cwd, root),
                 line=int(m[2]),
                 rendered="\n".join(rendered),
                 backend=backend,

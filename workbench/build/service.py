@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.backends import BACKENDS
+from workbench.backends import BACKENDS, check_backend
 from workbench.build.builder import build_backend
 from workbench.build.cache import cache_root
 from workbench.build.process import Budget
-from workbench.errors import UnknownBackend
 from workbench.project import Project
 from workbench.records import BuildResult, Diagnostic
 
@@ -100,10 +99,7 @@ class BuildService:
         target: str | None = None,
     ) -> BuildJob:
         """Start building `backends` (default: all) in worker threads; returns at once."""
-        backends = list(dict.fromkeys(backends or BACKENDS))
-        for backend in backends:
-            if backend not in BACKENDS:
-                raise UnknownBackend(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
+        backends = [check_backend(b) for b in dict.fromkeys(backends or BACKENDS)]
         if self._closed:
             raise RuntimeError("BuildService is closed")
         job = BuildJob(project.name, backends)

@@ -93,7 +93,10 @@ class Adapter:
     def resolve_target(self, target: str | None) -> str:
         return target or ""
 
-    def flags(self, project: Project, target: str, tunables: dict[str, Any]) -> list[str]:
+    def flags(
+        self, project: Project, target: str, tunables: dict[str, Any], toolchain: ToolchainInfo
+    ) -> list[str]:
+        """The build's flags (they are part of its cache key and provenance)."""
         return []
 
     def key_inputs(self, project: Project) -> list[Path]:

@@ -38,7 +38,7 @@ class CpuAdapter(Adapter):
     def resolve_target(self, target: str | None) -> str:
         return target or "host"
 
-    def flags(self, project, target, tunables) -> list[str]:
+    def flags(self, project, target, tunables, toolchain) -> list[str]:
         flags = ["--release", "--lib"]
         if target != "host":
             flags += ["--target", target]

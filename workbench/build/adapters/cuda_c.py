@@ -39,7 +39,7 @@ class CudaCAdapter(Adapter):
     def resolve_target(self, target: str | None) -> str:
         return sm_arch(target)
 
-    def flags(self, project, target, tunables) -> list[str]:
+    def flags(self, project, target, tunables, toolchain) -> list[str]:
         # Tunables become preprocessor macros: -DBLOCK=256.
         return ["-ptx", f"-arch={target}", *(f"-D{k.upper()}={v}" for k, v in sorted(tunables.items()))]
 

@@ -113,9 +113,9 @@ class NvptxAdapter(Adapter):
     def resolve_target(self, target: str | None) -> str:
         return sm_arch(target)
 
-    def flags(self, project, target, tunables) -> list[str]:
+    def flags(self, project, target, tunables, toolchain) -> list[str]:
         flags = ["-C", f"target-cpu={target}"]
-        if self.detect().details.get("route") != "rustup":
+        if toolchain.details.get("route") != "rustup":
             flags.extend(PANIC_FLAGS)  # recorded here so the cache key and provenance carry them
         return flags
 

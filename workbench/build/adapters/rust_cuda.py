@@ -98,7 +98,7 @@ class RustCudaAdapter(Adapter):
     def resolve_target(self, target: str | None) -> str:
         return sm_arch(target)
 
-    def flags(self, project, target, tunables) -> list[str]:
+    def flags(self, project, target, tunables, toolchain) -> list[str]:
         return [f"--arch=compute_{target.removeprefix('sm_')}"]
 
     def build(self, req: BuildRequest) -> AdapterOutput:

@@ -50,7 +50,7 @@ class RustGpuAdapter(Adapter):
     def resolve_target(self, target: str | None) -> str:
         return target if target and target.startswith("spirv-") else DEFAULT_TARGET
 
-    def flags(self, project, target, tunables) -> list[str]:
+    def flags(self, project, target, tunables, toolchain) -> list[str]:
         if prebuilt_dir(project) is not None:
             return ["--prebuilt"]
         return ["--target", target]
@@ -111,13 +111,7 @@ def read_manifest(folder: Path) -> list[dict[str, Any]]:
 def map_entries(folder: Path, entries: list[str]) -> dict[str, dict[str, Any]]:
     """entry point -> {module, rule}: manifest.json first, else the module that declares it."""
     manifest = read_manifest(folder)
-    modules = sorted(folder.glob("*.spv"))
-    declared: dict[str, list[str]] = {}
-    for spv in modules:
-        try:
-            declared[spv.name] = [e["name"] for e in spirv_entry_points(spv.read_bytes())]
-        except (OSError, ValueError):
-            declared[spv.name] = []
+    declared = declared_entries(folder)
     found: dict[str, dict[str, Any]] = {}
     for entry in entries:
         for record in manifest:
@@ -148,8 +142,8 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
         req.diagnostic(error(str(exc), "rust-gpu"))
         return AdapterOutput(False)
     missing = [k for k in kernels if k.entry_for("rust-gpu") not in mapping]
+    present = sorted({n for names in declared_entries(folder).values() for n in names}) if missing else []
     for k in missing:
-        present = sorted({n for spv in folder.glob("*.spv") for n in _names(spv)})
         req.diagnostic(error(
             f"kernel {k.name!r}: entry point {k.entry_for('rust-gpu')!r} is in no SPIR-V module of "
             f"{folder} (entry points there: {', '.join(present) or 'none'})", "rust-gpu"))  # fmt: skip
@@ -174,8 +168,12 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
     return AdapterOutput(ok, record, resources, {"entry_rule": rules, "source": str(folder)})
 
 
-def _names(spv: Path) -> list[str]:
-    try:
-        return [e["name"] for e in spirv_entry_points(spv.read_bytes())]
-    except (OSError, ValueError):
-        return []
+def declared_entries(folder: Path) -> dict[str, list[str]]:
+    """module file name -> the entry points it declares (none when it cannot be read)."""
+    declared: dict[str, list[str]] = {}
+    for spv in sorted(folder.glob("*.spv")):
+        try:
+            declared[spv.name] = [e["name"] for e in spirv_entry_points(spv.read_bytes())]
+        except (OSError, ValueError):
+            declared[spv.name] = []
+    return declared
