@@ -225,6 +225,12 @@ class _Reader:
             raise self.fail((*at, key), f"expected a number, got {value!r}")
         return value
 
+    def natural(self, value: Any, at: tuple) -> int:
+        """`value` when it is a non-negative integer (a boolean is not), else a located error."""
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.fail(at, f"expected a non-negative integer, got {value!r}")
+        return value
+
     def expression(self, value: Any, at: tuple, symbols: set[str]) -> str:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise self.fail(at, f"expected a number or an expression string, got {value!r}")
@@ -288,8 +294,7 @@ class _Reader:
 
         sizes = self.table(data, at, "sizes")
         for size, value in sizes.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise self.fail((*at, "sizes", size), f"expected a non-negative integer, got {value!r}")
+            self.natural(value, (*at, "sizes", size))
 
         tunables_data = self.table(data, at, "tunables")
         tunables: dict[str, tuple[int | float, ...]] = {}
@@ -374,10 +379,8 @@ class _Reader:
             if direction not in DIRECTIONS:
                 raise self.fail((*at, "direction"), f"unknown direction {direction!r}; valid: in, out, inout")
             binding = data.get("binding")
-            if binding is not None and (
-                isinstance(binding, bool) or not isinstance(binding, int) or binding < 0
-            ):
-                raise self.fail((*at, "binding"), f"expected a non-negative integer, got {binding!r}")
+            if binding is not None:
+                self.natural(binding, (*at, "binding"))
             init = self.init(data.get("init"), (*at, "init"), direction)
             return BufferArg(
                 name=name, type=type_, length=length, direction=direction, init=init, binding=binding
@@ -440,8 +443,8 @@ class _Reader:
         rtol = self.number(data, at, "rtol", 1e-5)
         atol = self.number(data, at, "atol", 1e-6)
         max_ulp = data.get("max_ulp")
-        if max_ulp is not None and (isinstance(max_ulp, bool) or not isinstance(max_ulp, int) or max_ulp < 0):
-            raise self.fail((*at, "max_ulp"), f"expected a non-negative integer, got {max_ulp!r}")
+        if max_ulp is not None:
+            self.natural(max_ulp, (*at, "max_ulp"))
         for key, value in (("rtol", rtol), ("atol", atol)):
             if value < 0:
                 raise self.fail((*at, key), "must not be negative")
@@ -453,8 +456,8 @@ class _Reader:
         if mode not in WGPU_SCALAR_MODES:
             raise self.fail((*at, "scalars"), f"unknown mode {mode!r}; valid: {', '.join(WGPU_SCALAR_MODES)}")
         binding = data.get("params_binding")
-        if binding is not None and (isinstance(binding, bool) or not isinstance(binding, int) or binding < 0):
-            raise self.fail((*at, "params_binding"), f"expected a non-negative integer, got {binding!r}")
+        if binding is not None:
+            self.natural(binding, (*at, "params_binding"))
         overrides = self.table(data, at, "override_ids")
         scalar_names = {a.name for a in args if isinstance(a, ScalarArg)}
         for key, value in overrides.items():
@@ -472,7 +475,12 @@ def load_manifest(path: str | Path) -> Manifest:
         path = path / MANIFEST_NAME
     if not path.is_file():
         raise ManifestError(path, None, None, "file not found: a kernel project needs a workbench.toml")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(path, None, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ManifestError(path, None, None, f"cannot read it: {exc.strerror or exc}") from None
     return parse_manifest(text, path)
 
 
