@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from workbench import __version__
-from workbench.errors import ManifestError, WorkbenchError
+from workbench.errors import WorkbenchError
 
 #: Sub-command name -> module under workbench.cli.
 COMMANDS = {
@@ -61,10 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
-    except ManifestError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except WorkbenchError as exc:
+    except WorkbenchError as exc:  # ManifestError included: it names file, line and key
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -8,10 +8,10 @@ import sys
 import threading
 
 from workbench.backends import parse_backends
+from workbench.cli import EXIT_FAILED, EXIT_OK
+from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.records import BuildResult
-
-EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def register(subparsers) -> None:
@@ -50,7 +50,10 @@ def _build_once(project: Project, backends: list[str], args) -> int:
     results = build_project(project, backends, cache_dir=args.cache_dir, target=args.target,
                             timeout_s=args.timeout)  # fmt: skip
     if args.export:
-        export(results, args.export)
+        try:
+            export(results, args.export)
+        except OSError as exc:
+            raise WorkbenchError(f"--export {args.export}: cannot copy the artifact folders: {exc}") from None
     if args.json:
         print(json.dumps({"project": project.name, "results": [r.to_json() for r in results]}), flush=True)
     else:

@@ -41,10 +41,10 @@ def describe(project: Project) -> dict:
             symbols = kernel.symbols()
             lengths = kernel.lengths(symbols)
             threads, grid = kernel.geometry(symbols)
-            for arg in kernel.scalars:
-                expr.evaluate(arg.value, symbols)
+            values = {arg.name: expr.evaluate(arg.value, symbols) for arg in kernel.scalars}
         except expr.ExprError as exc:
             raise ManifestError(manifest.path, None, f"kernel {kernel.name}", str(exc)) from None
+        backends = buildable_backends(manifest, kernel)
         args = []
         for arg in kernel.args:
             if isinstance(arg, BufferArg):
@@ -54,8 +54,7 @@ def describe(project: Project) -> dict:
                     "init": arg.init.kind,
                 })  # fmt: skip
             else:
-                value = expr.evaluate(arg.value, symbols)
-                args.append({"name": arg.name, "kind": "scalar", "type": arg.type, "value": value})
+                args.append({"name": arg.name, "kind": "scalar", "type": arg.type, "value": values[arg.name]})
         kernels.append({
             "name": kernel.name,
             "description": kernel.description,
@@ -68,8 +67,8 @@ def describe(project: Project) -> dict:
             "flops": kernel.metric("flops", symbols),
             "check": {"reference": kernel.check.reference, "rtol": kernel.check.rtol,
                       "atol": kernel.check.atol, "max_ulp": kernel.check.max_ulp},
-            "entries": {b: kernel.entry_for(b) for b in buildable_backends(manifest, kernel)},
-            "backends": buildable_backends(manifest, kernel),
+            "entries": {b: kernel.entry_for(b) for b in backends},
+            "backends": backends,
         })  # fmt: skip
     return {
         "project": manifest.name,
