@@ -105,20 +105,29 @@ def read_message(stream: BinaryIO) -> tuple[dict[str, Any], dict[str, np.ndarray
         raise ProtocolError(f"frame header is not JSON: {exc}") from None
     if not isinstance(header, dict):
         raise ProtocolError("frame header is not a JSON object")
-    entries = header.pop("arrays", None) or []
-    if sum(int(e["nbytes"]) for e in entries) != total:
+    try:
+        entries = [_array_entry(e) for e in header.pop("arrays", None) or []]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"frame header describes its arrays badly: {exc!r}") from None
+    if sum(nbytes for _, _, _, nbytes in entries) != total:
         raise ProtocolError("frame payload length does not match its arrays")
     arrays: dict[str, np.ndarray] = {}
-    for entry in entries:
-        dtype = np.dtype(entry["dtype"])
-        shape = tuple(int(s) for s in entry["shape"])
+    for name, dtype, shape, nbytes in entries:
         array = np.empty(shape, dtype)
-        if array.nbytes != int(entry["nbytes"]):
-            raise ProtocolError(f"array {entry['name']!r}: shape and dtype do not match its size")
+        if array.nbytes != nbytes:
+            raise ProtocolError(f"array {name!r}: shape and dtype do not match its size")
         if array.nbytes:
             _read_exact(stream, array.nbytes, memoryview(array.reshape(-1)).cast("B"))
-        arrays[entry["name"]] = array
+        arrays[name] = array
     return header, arrays
+
+
+def _array_entry(entry: dict[str, Any]) -> tuple[str, np.dtype, tuple[int, ...], int]:
+    """(name, dtype, shape, nbytes) of one header "arrays" entry."""
+    shape = tuple(int(s) for s in entry["shape"])
+    if any(s < 0 for s in shape):
+        raise ValueError(f"negative dimension in {shape}")
+    return str(entry["name"]), np.dtype(entry["dtype"]), shape, int(entry["nbytes"])
 
 
 class Connection:

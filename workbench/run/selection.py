@@ -48,8 +48,11 @@ def choose_devices(runtime: str, info: dict[str, Any], indices: list[int]) -> li
     """
     listed = {int(d.get("index", 0)): d for d in info.get("devices", [])}
     if not info.get("available"):
-        reason = f"the {runtime} runtime is unavailable: {info.get('reason') or 'no reason given'}"
-        return [DeviceChoice(runtime, 0, runtime, {"runtime": runtime, "spec": runtime}, False, reason)]
+        return [
+            _unavailable(
+                runtime, f"the {runtime} runtime is unavailable: {info.get('reason') or 'no reason given'}"
+            )
+        ]
     if indices:
         return [_choice(runtime, listed[i]) for i in indices if i in listed]
     if runtime == "wgpu":
@@ -62,10 +65,15 @@ def choose_devices(runtime: str, info: dict[str, Any], indices: list[int]) -> li
         reason = "no Vulkan, Metal or DX12 adapter" + (
             f" (only {names}; pick one with --device)" if names else ""
         )
-        return [DeviceChoice(runtime, 0, "wgpu", {"runtime": "wgpu", "spec": "wgpu"}, False, reason)]
+        return [_unavailable(runtime, reason)]
     if not listed:
-        return [DeviceChoice(runtime, 0, runtime, {"runtime": runtime, "spec": runtime}, False, "no device")]
+        return [_unavailable(runtime, "no device")]
     return [_choice(runtime, listed[min(listed)])]
+
+
+def _unavailable(runtime: str, reason: str) -> DeviceChoice:
+    """The one choice of a runtime that cannot run here; the run reports it as skipped."""
+    return DeviceChoice(runtime, 0, runtime, {"runtime": runtime, "spec": runtime}, False, reason)
 
 
 def _choice(runtime: str, device: dict[str, Any]) -> DeviceChoice:

@@ -17,13 +17,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from workbench import __version__
-from workbench.backends import BACKENDS, RUNTIMES, parse_backends, runtime_of
+from workbench.backends import BACKENDS, REFERENCE_BACKENDS, RUNTIMES, parse_backends, runtime_of
 from workbench.errors import WorkbenchError
 from workbench.manifest import Kernel
 from workbench.project import Project
@@ -123,6 +124,14 @@ class _Context:
     timeout_s: float
     emit: Callable[[dict[str, Any]], None]
 
+    @cached_property
+    def source_hash(self) -> str | None:
+        """The project's source hash for results without a build record (read once per run)."""
+        try:
+            return self.project.source_hash()
+        except OSError:
+            return None
+
 
 class RunService:
     """Runs kernels in worker processes; one run at a time, cancellable from another thread."""
@@ -195,7 +204,7 @@ class RunService:
         for backend in BACKENDS:
             if backend not in have:
                 continue
-            if backend in ("cuda-c", "wgsl") and backend not in kernel_refs:
+            if backend in REFERENCE_BACKENDS and backend not in kernel_refs:
                 continue  # no reference source to build
             if backend != "cpu" and not self.devices(runtime_of(backend))["available"]:
                 continue
@@ -538,7 +547,7 @@ class RunService:
     def _provenance(self, ctx: _Context, backend, choice: DeviceChoice, build, spec, stats=None) -> dict:
         info = build.info if build is not None else {}
         return {
-            "source_hash": info.get("source_hash") or _safe_hash(ctx.project),
+            "source_hash": info.get("source_hash") or ctx.source_hash,
             "build_key": info.get("key"),
             "toolchain": info.get("toolchain"),
             "flags": info.get("flags"),
@@ -558,13 +567,6 @@ class RunService:
             "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "workbench": __version__,
         }
-
-
-def _safe_hash(project: Project) -> str | None:
-    try:
-        return project.source_hash()
-    except OSError:
-        return None
 
 
 def _no_throughput() -> dict[str, Any]:
