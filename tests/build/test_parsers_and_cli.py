@@ -103,3 +103,18 @@ def test_watch_rebuilds_after_an_edit(example_copy, cache):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_rust_cuda_builder_turns_on_the_crates_rust_cuda_feature(example_copy):
+    """Rust-CUDA cannot be installed here: this checks the build script the adapter hands cuda_builder
+    (its documented `build_args(&["--features", ...])`), with and without the feature declared."""
+    from workbench.build.adapters.rust_cuda import build_script
+
+    root = example_copy("saxpy")
+    script = build_script("90", root)
+    assert "NvvmArch::Compute90" in script
+    assert '.copy_to(out).build_args(&["--features", "rust-cuda"]).build().unwrap();' in script
+    cargo = root / "Cargo.toml"
+    cargo.write_text(cargo.read_text().replace("rust-cuda = []", ""))
+    assert "build_args" not in build_script("90", root)
+    assert ".copy_to(out).build().unwrap();" in build_script("90", root)

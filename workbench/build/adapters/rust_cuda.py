@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tomllib
 from pathlib import Path
 
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, sm_arch, version_of, which
@@ -34,9 +35,29 @@ fn main() {{
     println!("cargo:rerun-if-env-changed=WB_PTX_OUT");
     let mut builder = CudaBuilder::new(krate);
     builder.arch = NvvmArch::Compute{arch};
-    builder.copy_to(out).build().unwrap();
+    builder.copy_to(out){build_args}.build().unwrap();
 }}
 """
+#: The cargo feature that selects a kernel crate's Rust-CUDA entry points: rustc's NVPTX backend
+#: reports the same `target_os = "cuda"`, so the bundled examples gate their `#[kernel]`s on it.
+FEATURE = "rust-cuda"
+
+
+def declares_feature(crate_dir: Path, feature: str = FEATURE) -> bool:
+    """Whether the crate's Cargo.toml declares `feature` (then the build turns it on)."""
+    try:
+        manifest = tomllib.loads((crate_dir / "Cargo.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return feature in manifest.get("features", {})
+
+
+def build_script(arch: str, crate_dir: Path) -> str:
+    """The builder crate's build.rs: cuda_builder on the kernel crate, its feature turned on if declared."""
+    build_args = f'.build_args(&["--features", "{FEATURE}"])' if declares_feature(crate_dir) else ""
+    return BUILD_RS.format(arch=arch, build_args=build_args)
+
+
 CARGO_TOML = """[package]
 name = "wb-rust-cuda-builder"
 version = "0.0.0"
@@ -108,7 +129,7 @@ class RustCudaAdapter(Adapter):
         (builder / "src").mkdir(parents=True, exist_ok=True)
         version = os.environ.get("WB_CUDA_BUILDER_VERSION", "0.3")
         _write_if_changed(builder / "Cargo.toml", CARGO_TOML.format(version=version))
-        _write_if_changed(builder / "build.rs", BUILD_RS.format(arch=arch))
+        _write_if_changed(builder / "build.rs", build_script(arch, req.project.manifest.crate_dir))
         _write_if_changed(builder / "src" / "main.rs", "fn main() {}\n")
         ptx = req.out_dir / f"{req.project.manifest.crate_dir.name}.ptx"
         env = dict(os.environ)
