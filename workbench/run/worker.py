@@ -50,6 +50,13 @@ class WorkerState:
         if prepared is not None:
             prepared.close()
 
+    def close(self) -> None:
+        """Release the prepared kernel, then the runtime's own resources (CUDA contexts)."""
+        self.close_prepared()
+        close_runtime = getattr(self._runtime, "close", None)
+        if close_runtime is not None:
+            close_runtime()
+
     def need_prepared(self) -> Any:
         if self.prepared is None:
             from workbench.run.runtimes import RuntimeFailure
@@ -165,7 +172,7 @@ def serve(reader: BinaryIO, writer: BinaryIO, runtime_name: str) -> int:
         connection.send(reply, out)
         if op == "shutdown":
             break
-    state.close_prepared()
+    state.close()
     return 0
 
 
