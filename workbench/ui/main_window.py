@@ -32,7 +32,7 @@ from workbench.ui.editor import EditorTabs
 from workbench.ui.new_project import NewProjectDialog, create_from_example
 from workbench.ui.project_tree import ProjectTree
 from workbench.ui.settings import Settings, load_settings, save_settings
-from workbench.ui.trust import TrustBar, is_declined, is_trusted, set_trusted
+from workbench.ui.trust import TrustBar, is_bundled, is_declined, is_trusted, set_trusted
 
 log = logging.getLogger(__name__)
 
@@ -275,8 +275,7 @@ class MainWindow(QMainWindow):
         self.bridge.latencyMeasured.connect(self._on_latency)
         self.bridge.statusMessage.connect(self.show_message)
         self.bridge.runFinished.connect(lambda _r: self.docks["results"].raise_())
-        if hasattr(self.bridge, "backendsChanged"):
-            self.bridge.backendsChanged.connect(self._sync_backend_actions)
+        self.bridge.backendsChanged.connect(self._sync_backend_actions)
 
     # ================================================================ projects
     def choose_project(self) -> None:
@@ -310,6 +309,8 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
             return False
         if self.project is not None:
+            if not self._settle_unsaved(f"before opening {project.name}"):
+                return False
             self._remember_open_files()
             self.editor_tabs.close_all()
         self.project = project
@@ -350,8 +351,6 @@ class MainWindow(QMainWindow):
         self._update_actions()
 
     def _is_bundled(self) -> bool:
-        from workbench.ui.trust import is_bundled
-
         return self.project is not None and is_bundled(self.project.root)
 
     def _fill_recent_menu(self) -> None:
@@ -442,10 +441,7 @@ class MainWindow(QMainWindow):
         for backend, result in results.items():
             diags = []
             for diag in getattr(result, "diagnostics", None) or []:
-                diag = dict(diag)
-                diag.setdefault("backend", backend)
-                diag["backend"] = diag["backend"] or backend
-                diags.append(diag)
+                diags.append({**diag, "backend": diag.get("backend") or backend})
             self._diagnostics[backend] = diags
         if self.project is not None:
             merged = [d for diags in self._diagnostics.values() for d in diags]
@@ -468,10 +464,10 @@ class MainWindow(QMainWindow):
 
     def _update_actions(self) -> None:
         can = self._can_work()
-        busy = bool(self.bridge is not None and getattr(self.bridge, "busy", False))
+        busy = self.bridge is not None and self.bridge.busy
         self.build_action.setEnabled(can)
         self.run_action.setEnabled(can)
-        self.cancel_action.setEnabled(self.bridge is not None and busy)
+        self.cancel_action.setEnabled(busy)
         self.trust_action.setEnabled(self.project is not None and not self.trusted)
         self.save_action.setEnabled(self.project is not None and self.trusted)
         if self.project is None:
@@ -522,26 +518,35 @@ class MainWindow(QMainWindow):
         if self.persist_settings:
             save_settings(self.settings)
 
+    def _settle_unsaved(self, when: str) -> bool:
+        """Ask whether to save unsaved edits `when` ("before closing"); False: the user cancelled,
+        or a file could not be saved (its buffer stays open, nothing the user typed is lost)."""
+        modified = self.editor_tabs.modified_editors()
+        if not modified or not self.ask_before_discarding:
+            return True
+        names = ", ".join(e.path.name for e in modified)
+        answer = QMessageBox.question(
+            self,
+            "Unsaved changes",
+            f"Save the changes to {names} {when}?",
+            QMessageBox.StandardButton.SaveAll
+            | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel,
+        )
+        if answer == QMessageBox.StandardButton.Cancel:
+            return False
+        if answer == QMessageBox.StandardButton.SaveAll:
+            self.editor_tabs.save_all()
+            return not self.editor_tabs.modified_editors()  # a failed save was reported
+        return True
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         if self._closed:
             event.accept()
             return
-        modified = self.editor_tabs.modified_editors()
-        if modified and self.ask_before_discarding:
-            names = ", ".join(e.path.name for e in modified)
-            answer = QMessageBox.question(
-                self,
-                "Unsaved changes",
-                f"Save the changes to {names} before closing?",
-                QMessageBox.StandardButton.SaveAll
-                | QMessageBox.StandardButton.Discard
-                | QMessageBox.StandardButton.Cancel,
-            )
-            if answer == QMessageBox.StandardButton.Cancel:
-                event.ignore()
-                return
-            if answer == QMessageBox.StandardButton.SaveAll:
-                self.editor_tabs.save_all()
+        if not self._settle_unsaved("before closing"):
+            event.ignore()
+            return
         self.save_layout()
         self.shutdown()
         event.accept()
