@@ -42,6 +42,14 @@ def _screenshot(widget, folder: Path, name: str, size=(1100, 560)) -> Path:
     return path
 
 
+def _select(bridge, root: Path, backends: list[str], devices: list[str] | None = None) -> None:
+    """Point the bridge at a project with these backends (and devices)."""
+    bridge.set_project(root)
+    bridge.set_backends(backends)
+    if devices is not None:
+        bridge.set_devices(devices)
+
+
 def _wait_idle(qtbot, bridge, timeout=BUILD_TIMEOUT_MS) -> None:
     qtbot.waitUntil(lambda: not bridge.busy, timeout=timeout)
 
@@ -90,8 +98,7 @@ def test_build_panel_shows_states_and_diagnostics_and_opens_locations(
     index = next(i for i, line in enumerate(lines) if "y[i] = a * x[i] + y[i];" in line)
     lines[index] = BROKEN_LINE
     lib.write_text("\n".join(lines) + "\n")
-    bridge.set_project(root)
-    bridge.set_backends(["cpu", "wgsl", "rust-cuda"])
+    _select(bridge, root, ["cpu", "wgsl", "rust-cuda"])
     panel = make_widget(BuildPanel, bridge, show=True)
     assert [panel.table.topLevelItem(i).text(COL_BACKEND) for i in range(3)] == ["cpu", "wgsl", "rust-cuda"]
     assert panel.state("cpu") == "idle"
@@ -128,8 +135,7 @@ def test_cancelling_a_build_stops_it(qtbot, make_widget, bridge, example_copy):
     root = example_copy("saxpy")
     # A build script that takes long: the build is surely in flight when Cancel is pressed.
     (root / "build.rs").write_text("fn main() { std::thread::sleep(std::time::Duration::from_secs(120)); }\n")
-    bridge.set_project(root)
-    bridge.set_backends(["cpu"])
+    _select(bridge, root, ["cpu"])
     panel = make_widget(BuildPanel, bridge, show=True)
     with qtbot.waitSignal(bridge.buildEvent, timeout=60_000, check_params_cb=lambda e: e.kind == "output"):
         bridge.build()
@@ -148,9 +154,7 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     qtbot, make_widget, bridge, example_copy, test_output_dir
 ):
     root = example_copy("saxpy")
-    bridge.set_project(root)
-    bridge.set_backends(["cpu", "wgsl"])
-    bridge.set_devices(["cpu", "wgpu:llvmpipe"])
+    _select(bridge, root, ["cpu", "wgsl"], ["cpu", "wgpu:llvmpipe"])
     table = make_widget(ResultsTable, bridge, show=True)
     plots = make_widget(PlotsPanel, bridge, show=True)
     artifacts = make_widget(ArtifactsView, bridge, show=True)
@@ -212,9 +216,7 @@ def test_a_failed_check_shows_the_first_bad_element(
     root = example_copy("saxpy")
     wgsl = root / "reference" / "saxpy.wgsl"
     wgsl.write_text(wgsl.read_text().replace("y[i] = params.a * x[i] + y[i];", "y[i] = params.a * x[i];"))
-    bridge.set_project(root)
-    bridge.set_backends(["cpu", "wgsl"])
-    bridge.set_devices(["cpu", "wgpu:llvmpipe"])
+    _select(bridge, root, ["cpu", "wgsl"], ["cpu", "wgpu:llvmpipe"])
     table = make_widget(ResultsTable, bridge, show=True)
     plots = make_widget(PlotsPanel, bridge, show=True)
     with qtbot.waitSignal(bridge.runFinished, timeout=RUN_TIMEOUT_MS) as finished:
@@ -238,9 +240,7 @@ def test_console_namespace_builds_runs_and_reads_results(
     qtbot, make_widget, bridge, example_copy, test_output_dir
 ):
     root = example_copy("saxpy")
-    bridge.set_project(root)
-    bridge.set_backends(["cpu", "wgsl"])
-    bridge.set_devices(["cpu", "wgpu:llvmpipe"])
+    _select(bridge, root, ["cpu", "wgsl"], ["cpu", "wgpu:llvmpipe"])
     console = make_widget(ConsolePanel, bridge, show=True)
     qtbot.waitUntil(lambda: "In [1]" in console.widget._control.toPlainText(), timeout=30_000)
     namespace = console.namespace()
@@ -315,3 +315,22 @@ def test_source_view_replaces_only_what_changed(qtbot, old, new):
     view.setPlainText(old)
     replace_changed(view, view.toPlainText(), new)
     assert view.toPlainText() == new
+
+
+def test_build_log_shows_only_the_latest_build_of_the_selected_backend(make_widget, bridge):
+    """Events as the build service sends them (the result comes twice: event, then results)."""
+    from workbench.build.service import BuildEvent
+    from workbench.records import BuildResult
+
+    bridge.set_backends(["cpu"])
+    panel = make_widget(BuildPanel, bridge)
+    for build in ("first", "second"):
+        bridge.buildEvent.emit(BuildEvent("started", "saxpy", "cpu"))
+        for n in range(3):
+            bridge.buildEvent.emit(BuildEvent("output", "saxpy", "cpu", line=f"{build} {n}"))
+        result = BuildResult("cpu", "ok", seconds=0.5, log="ignored: lines were streamed")
+        bridge.buildEvent.emit(BuildEvent("finished", "saxpy", "cpu", result=result))
+        bridge.buildFinished.emit({"cpu": result})
+    assert panel.state("cpu") == "ok"
+    assert panel.log_view.toPlainText() == "second 0\nsecond 1\nsecond 2"
+    assert panel.summary.text() == "1 ok"

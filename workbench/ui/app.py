@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtGui import QColor, QPalette  # noqa: E402  (after the binding fix)
-from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication, QWidget
 
-from workbench.ui.main_window import MainWindow, placeholder  # noqa: E402
-from workbench.ui.settings import Settings, load_settings  # noqa: E402
+from workbench.ui.main_window import MainWindow, placeholder
+from workbench.ui.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,6 @@ PANELS = {
 
 def create_application(argv: list[str] | None = None) -> QApplication:
     """The QApplication (reused if one exists), named for QStandardPaths, with the dark theme."""
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # qtconsole's debugpy warning
     app = QApplication.instance()
     if app is None:
         QApplication.setApplicationName(APP_NAME)

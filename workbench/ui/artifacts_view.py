@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.ui.build_panel import monospace_font
+from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.editor.highlighter import RustHighlighter
 from workbench.ui.visibility import follow_dock, on_screen
 
@@ -105,7 +105,7 @@ def code_view(name: str = "") -> QPlainTextEdit:
     view = QPlainTextEdit()
     view.setObjectName(name)
     view.setReadOnly(True)
-    view.setFont(monospace_font())
+    view.setFont(editor_font())
     view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
     view.setTextInteractionFlags(
         Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
@@ -379,15 +379,17 @@ class ArtifactsView(QWidget):
         resources = result.resources or {}
         entries = [(entry, values) for entry, values in resources.items() if isinstance(values, dict)]
         self.resources.setRowCount(len(entries))
+        shown = dict(RESOURCE_KEYS)
         for row, (entry, values) in enumerate(entries):
             self.resources.setItem(row, 0, QTableWidgetItem(entry))
-            for col, (key, _) in enumerate(RESOURCE_KEYS, start=1):
+            # What has no column of its own is the tooltip of every cell of the row.
+            tooltip = "\n".join(f"{k}: {v}" for k, v in values.items() if k not in shown)
+            for col, key in enumerate(shown, start=1):
                 value = values.get(key)
                 item = QTableWidgetItem("—" if value is None else str(value))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                extra = {k: v for k, v in values.items() if k not in dict(RESOURCE_KEYS)}
-                if extra:
-                    item.setToolTip("\n".join(f"{k}: {v}" for k, v in extra.items()))
+                if tooltip:
+                    item.setToolTip(tooltip)
                 self.resources.setItem(row, col, item)
 
     def _show_source(self, *_: Any) -> None:

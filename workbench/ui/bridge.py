@@ -45,11 +45,9 @@ class ServiceBridge(QObject):
     busyChanged = Signal(bool)
     latencyMeasured = Signal(float)  # edit-to-result seconds of the last hot-reload cycle
     statusMessage = Signal(str)
-    # Beyond the composition contract: what the device picker and the plots listen to.
+    # Beyond the composition contract: what the device picker, the build panel and the window use.
     devicesListed = Signal(object)  # list_devices() dict, or {"error": str}
-    cycleStarted = Signal(object)  # LiveLoop "cycle-started" event
     backendsChanged = Signal(object)  # list[str]
-    devicesChanged = Signal(object)  # list[str]
 
     def __init__(self, parent: QObject | None = None, cache_dir: str | Path | None = None):
         super().__init__(parent)
@@ -60,7 +58,6 @@ class ServiceBridge(QObject):
         self.project: Project | None = None
         self.last_build: dict[str, Any] | None = None
         self.last_report: Any = None
-        self.last_latency_s: float | None = None
         self.devices_info: dict[str, Any] | None = None
         self.cache_dir = cache_dir
         self._busy = False
@@ -101,7 +98,6 @@ class ServiceBridge(QObject):
     def set_devices(self, specs: list[str]) -> None:
         """Device specs to run on (`cpu`, `cuda:0`, `wgpu:0`); empty means the run service's default."""
         self.loop.devices = list(dict.fromkeys(specs))
-        self.devicesChanged.emit(list(self.loop.devices))
 
     def devices(self) -> list[str]:
         return list(self.loop.devices)
@@ -109,9 +105,6 @@ class ServiceBridge(QObject):
     def set_sizes(self, sizes: dict[str, int] | None) -> None:
         """Problem sizes for runs (None: the manifest's defaults)."""
         self.loop.sizes = dict(sizes) if sizes else None
-
-    def set_timeout(self, seconds: float) -> None:
-        self.loop.timeout_s = float(seconds)
 
     # ------------------------------------------------------------------ actions
     def build(self) -> None:
@@ -251,7 +244,6 @@ class ServiceBridge(QObject):
         kind = event.get("kind")
         if kind == "cycle-started":
             self._set_busy(True)
-            self.cycleStarted.emit(event)
             what = {"save": "rebuilding", "build": "building", "run": "building and running"}
             self.statusMessage.emit(f"{what.get(event['reason'], 'working')}: {', '.join(event['backends'])}")
         elif kind == "project":
@@ -274,7 +266,6 @@ class ServiceBridge(QObject):
             self.last_report = report
             self.runFinished.emit(report)
         if status == "ok" and event.get("latency_s") is not None:
-            self.last_latency_s = event["latency_s"]
             self.latencyMeasured.emit(event["latency_s"])
             self.statusMessage.emit(f"edit to result: {event['latency_s']:.2f} s")
         elif status == "ok":

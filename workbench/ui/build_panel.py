@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFontDatabase, QIcon
+from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from workbench.ui.editor.code_editor import editor_font
 
 #: State -> (label, colour) shown in the State column.
 STATES = {
@@ -43,12 +45,6 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-def monospace_font():
-    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-    font.setStyleHint(font.StyleHint.Monospace)
-    return font
-
-
 class _Row:
     """What the panel knows about one backend's current build."""
 
@@ -56,7 +52,7 @@ class _Row:
         self.item = item
         self.state = "idle"
         self.clock = QElapsedTimer()
-        self.seconds: float | None = None
+        self.result: Any = None  # the BuildResult shown, once the build finished
         self.log: list[str] = []
 
 
@@ -98,7 +94,7 @@ class BuildPanel(QWidget):
         self.log_view = QPlainTextEdit()
         self.log_view.setObjectName("buildLog")
         self.log_view.setReadOnly(True)
-        self.log_view.setFont(monospace_font())
+        self.log_view.setFont(editor_font())
         self.log_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.log_view.setMaximumBlockCount(LOG_LIMIT_LINES)
         self.log_view.setPlaceholderText("Select a backend to see its build log.")
@@ -174,8 +170,7 @@ class BuildPanel(QWidget):
         if row is None:
             item = QTreeWidgetItem([backend, "", "", "", ""])
             item.setData(COL_BACKEND, Qt.ItemDataRole.UserRole, backend)
-            for col in (COL_TIME,):
-                item.setTextAlignment(col, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            item.setTextAlignment(COL_TIME, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.table.addTopLevelItem(item)
             row = self._rows[backend] = _Row(item)
             self._set_state(row, "idle")
@@ -213,7 +208,9 @@ class BuildPanel(QWidget):
         row = self._row(backend)
         if kind == "started":
             row.log = []
-            row.seconds = None
+            row.result = None
+            if self._selected_backend() == backend:
+                self.log_view.clear()  # the view mirrors row.log: lines are appended as they come
             row.clock.start()
             row.item.setText(COL_CACHE, "")
             row.item.setText(COL_ARTIFACTS, "")
@@ -227,6 +224,7 @@ class BuildPanel(QWidget):
             row.log.append(line)
             if self._selected_backend() == backend:
                 self.log_view.appendPlainText(line)
+            return  # a log line changes no count of the summary
         elif kind == "diagnostic":
             diagnostic = _field(event, "diagnostic")
             if diagnostic is not None:
@@ -244,28 +242,31 @@ class BuildPanel(QWidget):
 
     def _apply_result(self, backend: str, result: Any) -> None:
         row = self._row(backend)
+        if row.result is result:
+            return  # it came as the build's "finished" event and again in the build's results
+        row.result = result
         status = _field(result, "status", "error")
         seconds = float(_field(result, "seconds", 0.0) or 0.0)
         if row.clock.isValid() and row.state == "building" and not seconds:
             seconds = row.clock.elapsed() / 1000.0
-        row.seconds = seconds
         cached = bool(_field(result, "cached", False))
         tooltip = _field(result, "hint", "") or ""
         self._set_state(row, status if status in STATES else "error", tooltip)
-        row.item.setText(COL_TIME, f"{seconds:.2f} s" if status not in ("skipped",) else "")
+        row.item.setText(COL_TIME, f"{seconds:.2f} s" if status != "skipped" else "")
         row.item.setText(COL_CACHE, "hit" if cached else ("miss" if status == "ok" else ""))
         row.item.setToolTip(COL_CACHE, "served from the build cache" if cached else "built now")
         artifacts = _field(result, "artifacts", []) or []
         row.item.setText(COL_ARTIFACTS, ", ".join(Path(a).name for a in artifacts))
         row.item.setToolTip(COL_ARTIFACTS, "\n".join(artifacts))
         text = _field(result, "log", "") or ""
+        streamed = bool(row.log)  # the log view already shows streamed lines as they came
         if text and not row.log:
             row.log = text.splitlines()
         if status == "skipped" and not row.log and tooltip:
             row.log = [tooltip]
         for diagnostic in _field(result, "diagnostics", []) or []:
             self._add_diagnostic(backend, diagnostic)
-        if self._selected_backend() == backend:
+        if not streamed and self._selected_backend() == backend:
             self._show_selected_log()
         if not any(r.state == "building" for r in self._rows.values()):
             self._ticker.stop()

@@ -37,6 +37,11 @@ def _as_list(value: Any) -> list[str] | None:
     return list(value)
 
 
+def _backend_names(value: Any) -> list[str] | None:
+    """Checked backend names from a list or "cpu,wgsl" (None: the window's selection)."""
+    return parse_backends(",".join(_as_list(value))) if value else None
+
+
 class ConsolePanel(QWidget):
     """A RichJupyterWidget on an in-process kernel whose namespace is the workbench's session API."""
 
@@ -95,13 +100,11 @@ class ConsolePanel(QWidget):
 
     def _build(self, backends: Any = None) -> dict[str, Any]:
         """Build now; returns {backend: BuildResult}."""
-        names = parse_backends(",".join(_as_list(backends))) if backends else None
-        return self.bridge.build_blocking(names)
+        return self.bridge.build_blocking(_backend_names(backends))
 
     def _run(self, backends: Any = None, devices: Any = None) -> Any:
         """Build and run now; returns the RunReport (results and outputs are updated too)."""
-        names = parse_backends(",".join(_as_list(backends))) if backends else None
-        return self.bridge.run_blocking(names, _as_list(devices))
+        return self.bridge.run_blocking(_backend_names(backends), _as_list(devices))
 
     # ------------------------------------------------------------------ teardown
     def shutdown(self) -> None:

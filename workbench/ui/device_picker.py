@@ -154,66 +154,16 @@ class DevicePicker(QWidget):
     def populate(self, info: dict[str, Any]) -> None:
         """Show a `list_devices()` answer; check the bridge's devices (or a sensible default)."""
         self.refresh_button.setEnabled(True)
-        self._updating = True
-        self.tree.clear()
-        if "error" in info and len(info) == 1:
-            self.status.setText(info["error"])
+        self._updating = True  # checking items while filling the tree is not a user's choice
+        try:
+            self.tree.clear()
+            if "error" in info and len(info) == 1:
+                self.status.setText(info["error"])
+                return
+            count = self._fill(info)
+            self.tree.expandAll()
+        finally:
             self._updating = False
-            return
-        chosen = set(self.bridge.devices())
-        default = not chosen
-        bold = QFont(self.font())
-        bold.setBold(True)
-        count = 0
-        for runtime in ("cpu", "cuda", "wgpu", *sorted(set(info) - {"cpu", "cuda", "wgpu"})):
-            entry = info.get(runtime)
-            if entry is None:
-                continue
-            available = bool(entry.get("available"))
-            devices = list(entry.get("devices") or [])
-            group = QTreeWidgetItem([RUNTIME_TITLES.get(runtime, runtime), ""])
-            group.setFont(0, bold)
-            group.setData(
-                0, DEVICE_ROLE, {"runtime": runtime, **{k: v for k, v in entry.items() if k != "devices"}}
-            )
-            self.tree.addTopLevelItem(group)
-            if not available:
-                reason = entry.get("reason") or "not available"
-                group.setText(1, "unavailable")
-                group.setToolTip(0, reason)
-                group.setForeground(0, MUTED)
-                group.setForeground(1, MUTED)
-                group.setDisabled(True)
-                note = QTreeWidgetItem([reason, ""])
-                note.setToolTip(0, reason)
-                note.setForeground(0, MUTED)
-                note.setFlags(Qt.ItemFlag.ItemIsEnabled)
-                note.setDisabled(True)
-                group.addChild(note)
-                note.setFirstColumnSpanned(True)
-                group.setExpanded(True)
-                continue
-            parents: dict[str, QTreeWidgetItem] = {}
-            first_of_runtime = True
-            for device in devices:
-                parent = group
-                if runtime == "wgpu":
-                    api = wgpu_api(device)
-                    parent = parents.get(api)
-                    if parent is None:
-                        parent = parents[api] = QTreeWidgetItem([api, ""])
-                        group.addChild(parent)
-                        parent.setExpanded(True)
-                item = self._device_item(device)
-                parent.addChild(item)
-                spec = item.data(0, SPEC_ROLE)
-                checked = spec in chosen if not default else first_of_runtime
-                item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
-                first_of_runtime = False
-                count += 1
-            group.setExpanded(True)
-        self.tree.expandAll()
-        self._updating = False
         missing = [
             RUNTIME_TITLES.get(r, r)
             for r, e in info.items()
@@ -227,6 +177,54 @@ class DevicePicker(QWidget):
         first = self._device_items()
         if first:
             self.tree.setCurrentItem(first[0])
+
+    def _fill(self, info: dict[str, Any]) -> int:
+        """One group per runtime (wgpu adapters under their graphics API); returns the device count."""
+        chosen = set(self.bridge.devices())
+        bold = QFont(self.font())
+        bold.setBold(True)
+        count = 0
+        for runtime in ("cpu", "cuda", "wgpu", *sorted(set(info) - {"cpu", "cuda", "wgpu"})):
+            entry = info.get(runtime)
+            if entry is None:
+                continue
+            group = QTreeWidgetItem([RUNTIME_TITLES.get(runtime, runtime), ""])
+            group.setFont(0, bold)
+            group.setData(
+                0, DEVICE_ROLE, {"runtime": runtime, **{k: v for k, v in entry.items() if k != "devices"}}
+            )
+            self.tree.addTopLevelItem(group)
+            if not entry.get("available"):
+                reason = entry.get("reason") or "not available"
+                group.setText(1, "unavailable")
+                group.setToolTip(0, reason)
+                group.setForeground(0, MUTED)
+                group.setForeground(1, MUTED)
+                group.setDisabled(True)
+                note = QTreeWidgetItem([reason, ""])
+                note.setToolTip(0, reason)
+                note.setForeground(0, MUTED)
+                note.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                note.setDisabled(True)
+                group.addChild(note)
+                note.setFirstColumnSpanned(True)
+                continue
+            apis: dict[str, QTreeWidgetItem] = {}
+            for position, device in enumerate(entry.get("devices") or []):
+                parent = group
+                if runtime == "wgpu":
+                    api = wgpu_api(device)
+                    parent = apis.get(api)
+                    if parent is None:
+                        parent = apis[api] = QTreeWidgetItem([api, ""])
+                        group.addChild(parent)
+                item = self._device_item(device)
+                parent.addChild(item)
+                # Nothing chosen yet: the first device of every runtime.
+                checked = item.data(0, SPEC_ROLE) in chosen if chosen else position == 0
+                item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+                count += 1
+        return count
 
     def _device_item(self, device: dict[str, Any]) -> QTreeWidgetItem:
         spec = str(device.get("spec") or f"{device.get('runtime')}:{device.get('index', 0)}")
@@ -256,11 +254,6 @@ class DevicePicker(QWidget):
             for item in self._device_items()
             if item.checkState(0) == Qt.CheckState.Checked
         ]
-
-    def set_checked(self, spec: str, checked: bool = True) -> None:
-        for item in self._device_items():
-            if item.data(0, SPEC_ROLE) == spec:
-                item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
 
     def group_item(self, runtime_title: str) -> QTreeWidgetItem | None:
         """The top-level item of a runtime by its title ("CPU", "CUDA", "wgpu")."""

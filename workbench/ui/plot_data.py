@@ -92,10 +92,6 @@ class OutputsCache:
         self._errors[key] = (values, ref, (points, tolerances), marks)
         return points, marks
 
-    def forget(self) -> None:
-        self._curves.clear()
-        self._errors.clear()
-
 
 def compute_outputs(
     outputs: dict[str, dict[str, Any]],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -32,11 +32,22 @@ BRACKET_SCAN_LIMIT = 200_000  # characters searched for a matching bracket
 INDENT = "    "
 
 
-def editor_font(point_size: int = 10) -> QFont:
+def editor_font(point_size: int | None = None) -> QFont:
+    """The system's fixed-width font (at `point_size`, else its own size); also for logs and code views."""
     font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
     font.setStyleHint(QFont.StyleHint.Monospace)
-    font.setPointSize(point_size)
+    if point_size is not None:
+        font.setPointSize(point_size)
     return font
+
+
+def _show_tooltip(widget: QWidget, event, text: str) -> bool:
+    """Show `text` at the tooltip event's position, or hide the tooltip when there is none."""
+    if text:
+        QToolTip.showText(event.globalPos(), text, widget)
+    else:
+        QToolTip.hideText()
+    return True
 
 
 class LineNumberArea(QWidget):
@@ -56,20 +67,12 @@ class LineNumberArea(QWidget):
     def event(self, event) -> bool:
         if event.type() == event.Type.ToolTip:
             block = self.editor.cursorForPosition(event.pos()).block()
-            text = self.editor.diagnostic_tooltip(block.blockNumber() + 1)
-            if text:
-                QToolTip.showText(event.globalPos(), text, self)
-            else:
-                QToolTip.hideText()
-            return True
+            return _show_tooltip(self, event, self.editor.diagnostic_tooltip(block.blockNumber() + 1))
         return super().event(event)
 
 
 class CodeEditor(QPlainTextEdit):
     """A Rust source editor bound to one file."""
-
-    #: Emitted whenever the extra selections are recomputed (tests wait on it).
-    selectionsUpdated = Signal()
 
     def __init__(self, path: Path | None = None, parent=None, font_size: int = 10):
         super().__init__(parent)
@@ -260,12 +263,7 @@ class CodeEditor(QPlainTextEdit):
         if event.type() == event.Type.ToolTip:
             cursor = self.cursorForPosition(self.viewport().mapFromGlobal(event.globalPos()))
             line = cursor.blockNumber() + 1
-            text = self.diagnostic_tooltip(line, cursor.positionInBlock() + 1)
-            if text:
-                QToolTip.showText(event.globalPos(), text, self)
-            else:
-                QToolTip.hideText()
-            return True
+            return _show_tooltip(self, event, self.diagnostic_tooltip(line, cursor.positionInBlock() + 1))
         return super().event(event)
 
     # ---------------------------------------------------------------- extra selections
@@ -285,7 +283,6 @@ class CodeEditor(QPlainTextEdit):
         selections.extend(self._diagnostic_selections())
         selections.extend(self._bracket_selections())
         self.setExtraSelections(selections)
-        self.selectionsUpdated.emit()
 
     # ---------------------------------------------------------------- bracket matching
     def matching_bracket(self, position: int | None = None) -> tuple[int, int] | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -19,8 +19,6 @@ MAX_MARKED_MATCHES = 2000  # matches highlighted at once; more are still found b
 
 class FindReplaceBar(QFrame):
     """Searches the current editor, marks every match and replaces one or all of them."""
-
-    closed = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -91,7 +89,6 @@ class FindReplaceBar(QFrame):
         if self.editor is not None:
             self.editor.set_search_selections([])
             self.editor.setFocus()
-        self.closed.emit()
 
     # ---------------------------------------------------------------- searching
     def _flags(self, backwards: bool = False) -> QTextDocument.FindFlag:
