@@ -112,3 +112,11 @@ def test_structural_errors():
 def test_missing_manifest(tmp_path):
     with pytest.raises(ManifestError, match="file not found"):
         load_manifest(tmp_path)
+
+
+def test_timing_fresh_inputs(tmp_path):
+    assert load_manifest(EXAMPLES / "saxpy").kernel().fresh_inputs is False
+    text = SAXPY + "\n[kernel.timing]\nfresh_inputs = true\n"
+    assert parse_manifest(text, EXAMPLES / "saxpy" / "workbench.toml").kernel().fresh_inputs is True
+    error = _error(SAXPY + '\n[kernel.timing]\nfresh_inputs = "yes"\n')
+    assert error.key.endswith("timing.fresh_inputs") and "expected true or false" in error.message

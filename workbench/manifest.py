@@ -100,6 +100,10 @@ class Kernel:
     tunables: dict[str, tuple[int | float, ...]] = field(default_factory=dict)
     reference: dict[str, str] = field(default_factory=dict)  # backend -> path
     wgpu: WgpuScalars = field(default_factory=WgpuScalars)
+    #: `[kernel.timing] fresh_inputs`: restore inout buffers before every timed sample, for kernels
+    #: whose work depends on the data they rewrite (off by default: the upload leaves GPU caches
+    #: cold and dirty, which slows memory-bound kernels measurably).
+    fresh_inputs: bool = False
 
     def entry_for(self, backend: str) -> str:
         """The entry-point name a backend calls (defaults to the kernel name)."""
@@ -280,7 +284,7 @@ class _Reader:
 
     def kernel(self, data: dict, at: tuple) -> Kernel:
         allowed = ("name", "description", "entry", "sizes", "arg", "launch", "metrics", "check",
-                   "tunables", "reference", "wgpu")  # fmt: skip
+                   "tunables", "reference", "wgpu", "timing")  # fmt: skip
         self.check_keys(data, at, allowed)
         name = self.string(data, at, "name")
         if not _IDENT.match(name):
@@ -339,6 +343,11 @@ class _Reader:
                 raise self.fail((*at, "reference", backend), f"file {rel!r} does not exist")
 
         wgpu = self.wgpu(self.table(data, at, "wgpu"), (*at, "wgpu"), args)
+        timing = self.table(data, at, "timing")
+        self.check_keys(timing, (*at, "timing"), ("fresh_inputs",))
+        fresh_inputs = timing.get("fresh_inputs", False)
+        if not isinstance(fresh_inputs, bool):
+            raise self.fail((*at, "timing", "fresh_inputs"), f"expected true or false, got {fresh_inputs!r}")
         bindings: dict[int, str] = {}
         for i, a in enumerate(args):
             if isinstance(a, BufferArg) and a.binding is not None:
@@ -348,7 +357,7 @@ class _Reader:
         return Kernel(
             name=name, args=args, launch=launch, description=description, entry=dict(entry),
             sizes=dict(sizes), metrics=metrics, check=check, tunables=tunables,
-            reference=dict(reference), wgpu=wgpu,
+            reference=dict(reference), wgpu=wgpu, fresh_inputs=fresh_inputs,
         )  # fmt: skip
 
     def arg(self, data: Any, at: tuple, symbols: set[str]) -> Arg:

@@ -93,6 +93,9 @@ atol = 0
 scalars = "override"
 override_ids = {{ n = "0" }}   # SPIR-V spec constant 0: the element count
 
+[kernel.timing]
+fresh_inputs = true   # f(v) loops v times: timed on its own output, it would run for ever
+
 [backends.rust-gpu]
 prebuilt = "{prebuilt}"
 """

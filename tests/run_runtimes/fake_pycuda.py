@@ -1,7 +1,7 @@
 """A stand-in for `pycuda.driver`, which cannot be installed here (no NVIDIA driver).
 
 Shaped after pycuda's documented API (pycuda.driver: init, Device, device_attribute,
-Context.push/pop/detach, module_from_buffer, Module.get_function, Function.prepare /
+Context.push/pop/detach/synchronize, module_from_buffer, Module.get_function, Function.prepare /
 prepared_call, mem_alloc, memcpy_htod / memcpy_dtoh, Event.record / synchronize / time_till,
 LogicError). "Device memory" is host memory addressed by fake pointers; the one kernel it knows,
 `saxpy(u32 n, f32 a, f32* x, f32* y)`, is run with numpy so the runtime's data flow can be checked.
@@ -51,6 +51,11 @@ class Context:
 
     def detach(self):
         pass
+
+    @staticmethod
+    def synchronize():
+        assert context_stack, "Context.synchronize with no current context"
+        calls.append(("synchronize",))
 
 
 class Device:

@@ -450,8 +450,8 @@ class RunService:
                         "op": "measure",
                         "options": timing_mod.options_to_dict(self.timing),
                         "resolution_s": resolution,
-                        # fresh values for in-place buffers before every sample
-                        "restore": [b.name for b in ctx.kernel.buffers if b.direction == "inout"],
+                        # [kernel.timing] fresh_inputs: in-place buffers restored before every sample
+                        "restore": ctx.kernel.fresh_inputs,
                     },
                     timeout_s=ctx.timeout_s,
                     phase="a timed launch",
@@ -562,7 +562,7 @@ class RunService:
             "timing_batch": stats.batch if stats else None,
             "timing_warmup": stats.warmup if stats else None,
             "timing_options": timing_mod.options_to_dict(self.timing),
-            "timing_restores_inout": any(b.direction == "inout" for b in ctx.kernel.buffers),
+            "timing_fresh_inputs": ctx.kernel.fresh_inputs,
             "device": choice.spec,
             "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "workbench": __version__,

@@ -125,9 +125,9 @@ class WorkerState:
                 last[0] = now
                 progress({"phase": phase, "done": done})
 
-        # In-place (inout) buffers get their uploaded values back before every sample: a kernel
-        # timed on its own previous output may do different work (or none, or endless work).
-        # (Runtimes take whole uploads, so all buffers go up again: inputs unchanged, outputs reset.)
+        # With `restore` ([kernel.timing] fresh_inputs), the last upload goes up again before every
+        # sample: a kernel whose work depends on the data it rewrites, timed on its own previous
+        # output, may do different work (or none, or endless work). Runtimes take whole uploads.
         restore = self.uploaded if header.get("restore") else None
 
         def launch(count: int) -> float:

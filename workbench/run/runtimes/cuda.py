@@ -158,6 +158,9 @@ class CudaPrepared(Prepared):
                 for name, array in checked.items():
                     if array.nbytes:
                         self._cuda.memcpy_htod(self._allocations[name], array)
+                # A copy from pageable memory can return before its last DMA lands; a launch timed
+                # right after (timing restores inout buffers between samples) would count the tail.
+                self._cuda.Context.synchronize()
             except Exception as exc:
                 raise _cuda_error("copying inputs to the device failed", exc) from None
 
