@@ -118,5 +118,9 @@ def test_timing_fresh_inputs(tmp_path):
     assert load_manifest(EXAMPLES / "saxpy").kernel().fresh_inputs is False
     text = SAXPY + "\n[kernel.timing]\nfresh_inputs = true\n"
     assert parse_manifest(text, EXAMPLES / "saxpy" / "workbench.toml").kernel().fresh_inputs is True
-    error = _error(SAXPY + '\n[kernel.timing]\nfresh_inputs = "yes"\n')
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(
+            SAXPY + '\n[kernel.timing]\nfresh_inputs = "yes"\n', EXAMPLES / "saxpy" / "workbench.toml"
+        )
+    error = info.value
     assert error.key.endswith("timing.fresh_inputs") and "expected true or false" in error.message
