@@ -184,6 +184,13 @@ def test_affected_backends_follow_the_saved_file(example_copy):
     assert affected_backends(project, root / "workbench.toml", every) == every
     assert affected_backends(project, root / "Cargo.toml", every) == ["cpu", "nvptx", "rust-gpu"]
     assert affected_backends(project, None, ["cpu"]) == ["cpu"]
+    # The same rule as the build cache's keys: a header is read by the crate and by nvcc alike.
+    (root / "reference" / "common.h").write_text("#define SCALE 1\n")
+    header = affected_backends(project, root / "reference" / "common.h", every)
+    assert header == [
+        b for b in every if (root / "reference" / "common.h").resolve() in project.backend_sources(b)
+    ]
+    assert header == ["cpu", "nvptx", "rust-gpu", "cuda-c"]
 
 
 def test_a_closed_loop_refuses_new_work(services, example_copy):

@@ -37,20 +37,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.backends import BACKENDS, RUST_BACKENDS
+from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
 from workbench.manifest import MANIFEST_NAME
 from workbench.project import Project
 
 LiveListener = Callable[[dict[str, Any]], None]
 
-#: File suffixes whose change can only affect one group of backends.
-_RUST_SUFFIXES = {".rs"}
-_RUST_FILES = {"Cargo.toml", "Cargo.lock"}
-
 
 def affected_backends(project: Project, path: str | Path | None, backends: list[str]) -> list[str]:
-    """The backends among `backends` whose artifacts can change when `path` changes.
+    """The backends among `backends` whose artifacts can change when `path` changes: those whose
+    build key reads it (`Project.backend_sources`, the same rule as the cache).
 
     Only informative (the build cache makes unchanged backends hits anyway): it lets the window
     say what a save will rebuild before the build finishes. Unknown files affect everything.
@@ -60,26 +57,9 @@ def affected_backends(project: Project, path: str | Path | None, backends: list[
     path = Path(path)
     if not path.is_absolute():
         path = project.root / path
-    if path.name == MANIFEST_NAME:
-        return list(backends)
-    if path.suffix in _RUST_SUFFIXES or path.name in _RUST_FILES:
-        return [b for b in backends if b in RUST_BACKENDS]
-    try:
-        kernels = project.manifest.kernels
-    except AttributeError:
-        kernels = ()
-    referenced = {}
-    for kernel in kernels:
-        for backend, rel in kernel.reference.items():
-            referenced[(project.root / rel).resolve()] = backend
-    backend = referenced.get(path.resolve())
-    if backend is not None:
-        return [b for b in backends if b == backend]
-    if path.suffix in {".cu", ".cuh", ".h"}:
-        return [b for b in backends if b == "cuda-c"]
-    if path.suffix == ".wgsl":
-        return [b for b in backends if b == "wgsl"]
-    return list(backends)
+    path = path.resolve()
+    affected = [b for b in backends if path in project.backend_sources(b)]
+    return affected or list(backends)
 
 
 @dataclass
