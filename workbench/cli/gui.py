@@ -112,7 +112,6 @@ class _Session:
             else:
                 bridge.set_backends(available_run_backends())
                 bridge.set_devices(RUN_DEVICES)
-                self.window._sync_backend_actions(bridge.backends())
                 bridge.runFinished.connect(self._run_finished)
                 self.timeout.start()
                 QTimer.singleShot(0, self.window.run)
