@@ -92,6 +92,16 @@ def check_summary(check: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _verified_text(result: Any) -> str:
+    """✓ yes, "weak" for a pass that proves little, ✗ no, or why there was nothing to compare with."""
+    check = result.check or {}
+    if result.verified is True and check.get("weak"):
+        return "⚠ weak"
+    if result.verified is None and check.get("unverified"):
+        return f"not verified ({check['unverified']})"
+    return {True: "✓ yes", False: "✗ no", None: "—"}[result.verified]
+
+
 def device_label(device: dict[str, Any]) -> str:
     name = device.get("name") or ""
     spec = device.get("spec") or device.get("runtime") or ""
@@ -172,7 +182,7 @@ class ResultsTable(QWidget):
             COL_BACKEND: result.backend,
             COL_DEVICE: device_label(device),
             COL_STATUS: status,
-            COL_VERIFIED: {True: "✓ yes", False: "✗ no", None: "—"}[result.verified],
+            COL_VERIFIED: _verified_text(result),
             COL_MEDIAN: format_seconds(timing.get("median_s")),
             COL_SPREAD: format_seconds(timing.get("iqr_s")),
             COL_GBPS: f"{throughput['gbps']:.2f}" if throughput.get("gbps") is not None else "",
