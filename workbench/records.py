@@ -134,6 +134,21 @@ class TimingStats(Record, _ReadsLikeADict):
     def to_json(self) -> dict[str, Any]:
         return {key: getattr(self, key) for key in self.JSON_KEYS}
 
+    def __repr__(self) -> str:
+        return (
+            f"TimingStats(median {_seconds(self.median_s)}, IQR {_seconds(self.iqr_s)}, n {self.n}, "
+            f"{self.method})"
+        )
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value * 1e9:.3g} ns"
+
 
 #: CheckRecord roles: what the record is the check of.
 REFERENCE, COMPARED, UNVERIFIED, NO_CHECK = "reference", "compared", "unverified", "none"
@@ -187,6 +202,25 @@ class CheckRecord(Record, _ReadsLikeADict):
                 out[key] = getattr(self, key)
         return out
 
+    def __repr__(self) -> str:
+        """One line (the console prints these; the per-buffer details stay out)."""
+        if self.role == NO_CHECK:
+            return "CheckRecord(none)"
+        if self.role == REFERENCE:
+            return (
+                f"CheckRecord(reference {self.reference}, nan {self.nan_count}, unwritten {self.unwritten})"
+            )
+        if self.role == UNVERIFIED:
+            return f"CheckRecord(not verified: {self.note or self.unverified})"
+        text = f"CheckRecord(against {self.reference}: {'passed' if self.passed else 'FAILED'}"
+        if self.passed is False:
+            text += f", {self.bad} bad, first bad {self.first_bad}"
+        else:
+            text += f", max abs err {self.max_abs_err}, max ulp {self.max_ulp_err}"
+        if self.weak:
+            text += f", weak: {self.weak}"
+        return text + ")"
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckRecord:
         if isinstance(data, CheckRecord):
@@ -215,6 +249,19 @@ class RunResult(Record):
     throughput: dict[str, Any] = field(default_factory=dict)  # gbps, gflops, fraction_of_peak
     error: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)  # see workbench.provenance
+
+    def __repr__(self) -> str:
+        """One line: backend, device, status, verdict, median (the console prints lists of these)."""
+        spec = self.device.get("spec") or self.device.get("runtime") or "?"
+        text = f"RunResult({self.backend} @ {spec}: {self.status}"
+        if self.status == "ok":
+            text += f", {self.verdict}"
+            if self.timing is not None:
+                text += f", median {_seconds(self.timing.median_s)}"
+        elif self.error:
+            first = self.error.strip().splitlines()[0] if self.error.strip() else ""
+            text += f": {first[:120]}"
+        return text + ")"
 
     @property
     def verdict(self) -> str:
