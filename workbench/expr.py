@@ -103,7 +103,9 @@ def parse(text: str | Number) -> ast.expr:
     if not isinstance(text, str) or not text.strip():
         raise ExprError("expected a number or an expression string")
     if len(text) > MAX_LENGTH:
-        raise ExprError(f"expression {text[:20]!r}… is {len(text)} characters long; the limit is {MAX_LENGTH}")
+        raise ExprError(
+            f"expression {text[:20]!r}… is {len(text)} characters long; the limit is {MAX_LENGTH}"
+        )
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
@@ -172,7 +174,9 @@ def _checked(value: Number, text: str) -> Number:
     if isinstance(value, float) and not math.isfinite(value):
         raise ExprError(f"in {_brief(text)}: gives {value} (overflow or an undefined operation)")
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
-        raise ExprError(f"in {_brief(text)}: the value {_show(value)} is too large (over {MAX_INT_BITS} bits)")
+        raise ExprError(
+            f"in {_brief(text)}: the value {_show(value)} is too large (over {MAX_INT_BITS} bits)"
+        )
     return value
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from workbench.backends import BACKENDS, REFERENCE_BACKENDS, RUNTIMES, parse_backends, runtime_of
 from workbench.errors import WorkbenchError
-from workbench.manifest import Kernel
+from workbench.manifest import Kernel, format_bytes, host_memory_bytes
 from workbench.project import Project
 from workbench.provenance import provenance
 from workbench.records import CheckRecord, RunResult, TimingStats
@@ -239,6 +239,8 @@ class RunService:
             symbols = k.symbols(sizes, tunables)
         except ValueError as exc:
             raise RunError(str(exc)) from None
+        # Every length and value at these sizes, located in workbench.toml when wrong.
+        k.evaluate(symbols, memory_bytes=host_memory_bytes())
         if isinstance(backends, str):
             backends = [b for b in backends.split(",") if b.strip()]
         if backends:
@@ -333,6 +335,11 @@ class RunService:
     ) -> tuple[RunResult, dict[str, np.ndarray] | None]:
         if not choice.available:
             return self._skipped(ctx, backend, choice, choice.reason, build), None
+        memory = choice.device.get("total_memory_bytes")
+        need = sum(array.nbytes for array in ctx.inputs.values())
+        if memory and need > memory:
+            message = f"the buffers need {format_bytes(need)}, more than the {format_bytes(memory)} of {choice.spec}"
+            return self._error(ctx, backend, choice, build, message), None
         if build.status != "ok":
             if build.status == "skipped":
                 return self._skipped(ctx, backend, choice, build.message, build), None
