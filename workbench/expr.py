@@ -23,7 +23,7 @@ class ExprError(ValueError):
 def _ceil_div(a: Number, b: Number) -> int:
     a, b = _int(a), _int(b)
     if b == 0:
-        raise ExprError("ceil_div by zero")
+        raise ExprError("ceil_div: division by zero")
     return -(-a // b)
 
 

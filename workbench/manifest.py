@@ -321,6 +321,14 @@ def fit_scalar(arg: ScalarArg, value: int | float) -> int | float:
     return value
 
 
+def _exists(path: Path, folder: bool = False) -> bool:
+    """Whether `path` is a file (or folder); a name the OS cannot even look up is not one."""
+    try:
+        return path.is_dir() if folder else path.is_file()
+    except (OSError, ValueError):  # a name too long, or with a NUL byte
+        return False
+
+
 def _sizes_text(kernel: Kernel, symbols: dict[str, int | float]) -> str:
     shown = [f"{name}={symbols[name]}" for name in (*kernel.sizes, *kernel.tunables) if name in symbols]
     return f" at {', '.join(shown)}" if shown else ""
@@ -434,7 +442,9 @@ class _Reader:
     def check_backend_keys(self, data: dict, at: tuple, allowed=tuple(BACKENDS)) -> None:
         for key in data:
             if key not in allowed:
-                raise self.fail((*at, key), f"unknown backend {key!r}; valid backends: {', '.join(allowed)}")
+                raise self.fail(
+                    (*at, key), f"unknown backend {toml_value(key)}; valid backends: {', '.join(allowed)}"
+                )
 
     # ----------------------------------------------------------------------- sections
 
@@ -444,6 +454,8 @@ class _Reader:
         self.check_keys(project, ("project",), ("name", "crate", "description"))
         name = self.string(project, ("project",), "name")
         crate = self.string(project, ("project",), "crate", ".")
+        if "crate" in project and not _exists(self.path.parent / crate, folder=True):
+            raise self.fail(("project", "crate"), f"folder {toml_value(crate)} does not exist")
         kernels_data = data.get("kernel")
         if not isinstance(kernels_data, list) or not kernels_data:
             raise self.fail(("kernel",), "missing [[kernel]]: a project declares at least one kernel")
@@ -468,7 +480,7 @@ class _Reader:
         self.check_keys(data, at, allowed)
         name = self.string(data, at, "name")
         if not _IDENT.match(name):
-            raise self.fail((*at, "name"), f"{name!r} is not an identifier (letters, digits, _)")
+            raise self.fail((*at, "name"), f"{toml_value(name)} is not an identifier (letters, digits, _)")
         description = self.string(data, at, "description", "")
 
         entry = self.table(data, at, "entry")
@@ -480,7 +492,9 @@ class _Reader:
         for size, value in sizes.items():
             self.natural(value, (*at, "sizes", size))
             if not _IDENT.match(size):
-                raise self.fail((*at, "sizes", size), f"{size!r} is not an identifier (letters, digits, _)")
+                raise self.fail(
+                    (*at, "sizes", size), f"{toml_value(size)} is not an identifier (letters, digits, _)"
+                )
 
         tunables_data = self.table(data, at, "tunables")
         tunables: dict[str, tuple[int | float, ...]] = {}
@@ -498,10 +512,10 @@ class _Reader:
                 )
             if not _IDENT.match(tname):
                 raise self.fail(
-                    (*at, "tunables", tname), f"{tname!r} is not an identifier (letters, digits, _)"
+                    (*at, "tunables", tname), f"{toml_value(tname)} is not an identifier (letters, digits, _)"
                 )
             if tname in sizes:
-                raise self.fail((*at, "tunables", tname), f"{tname!r} is also a size symbol")
+                raise self.fail((*at, "tunables", tname), f"{toml_value(tname)} is also a size symbol")
             tunables[tname] = tuple(values)
         symbols = set(sizes) | set(tunables)
 
@@ -529,7 +543,7 @@ class _Reader:
         self.check_backend_keys(reference, (*at, "reference"), REFERENCE_BACKENDS)
         for backend in reference:
             rel = self.string(reference, (*at, "reference"), backend)
-            if not (self.path.parent / rel).is_file():
+            if not _exists(self.path.parent / rel):
                 raise self.fail((*at, "reference", backend), f"file {rel!r} does not exist")
 
         wgpu = self.wgpu(self.table(data, at, "wgpu"), (*at, "wgpu"), args)
@@ -566,13 +580,15 @@ class _Reader:
             raise self.fail(at, "expected a table")
         name = self.string(data, at, "name")
         if not _IDENT.match(name):
-            raise self.fail((*at, "name"), f"{name!r} is not an identifier (letters, digits, _)")
+            raise self.fail((*at, "name"), f"{toml_value(name)} is not an identifier (letters, digits, _)")
         kind = self.string(data, at, "kind")
         if kind == "scalar":
             self.check_keys(data, at, ("name", "kind", "type", "value"))
             type_ = self.string(data, at, "type")
             if type_ not in SCALAR_TYPES:
-                raise self.fail((*at, "type"), f"unknown type {type_!r}; valid: {', '.join(SCALAR_TYPES)}")
+                raise self.fail(
+                    (*at, "type"), f"unknown type {toml_value(type_)}; valid: {', '.join(SCALAR_TYPES)}"
+                )
             if "value" not in data:
                 raise self.fail(at, f"scalar {name!r} is missing key 'value' (an expression)")
             value = self.expression(data["value"], (*at, "value"), symbols)
@@ -581,13 +597,17 @@ class _Reader:
             self.check_keys(data, at, ("name", "kind", "type", "length", "direction", "binding", "init"))
             type_ = self.string(data, at, "type")
             if type_ not in ELEMENT_TYPES:
-                raise self.fail((*at, "type"), f"unknown type {type_!r}; valid: {', '.join(ELEMENT_TYPES)}")
+                raise self.fail(
+                    (*at, "type"), f"unknown type {toml_value(type_)}; valid: {', '.join(ELEMENT_TYPES)}"
+                )
             if "length" not in data:
                 raise self.fail(at, f"buffer {name!r} is missing key 'length' (an expression)")
             length = self.expression(data["length"], (*at, "length"), symbols)
             direction = self.string(data, at, "direction", "in")
             if direction not in DIRECTIONS:
-                raise self.fail((*at, "direction"), f"unknown direction {direction!r}; valid: in, out, inout")
+                raise self.fail(
+                    (*at, "direction"), f"unknown direction {toml_value(direction)}; valid: in, out, inout"
+                )
             binding = data.get("binding")
             if binding is not None:
                 self.natural(binding, (*at, "binding"))
@@ -595,7 +615,7 @@ class _Reader:
             return BufferArg(
                 name=name, type=type_, length=length, direction=direction, init=init, binding=binding
             )
-        raise self.fail((*at, "kind"), f"unknown kind {kind!r}; valid: buffer, scalar")
+        raise self.fail((*at, "kind"), f"unknown kind {toml_value(kind)}; valid: buffer, scalar")
 
     def init(self, data: Any, at: tuple, direction: str) -> Init:
         if data is None:
@@ -608,13 +628,15 @@ class _Reader:
         fields = {"random": ("low", "high", "seed"), "linspace": ("start", "stop"), "constant": ("value",),
                   "zeros": (), "npy": ("path",)}  # fmt: skip
         if kind not in fields:
-            raise self.fail((*at, "kind"), f"unknown initializer {kind!r}; valid: {', '.join(INIT_KINDS)}")
+            raise self.fail(
+                (*at, "kind"), f"unknown initializer {toml_value(kind)}; valid: {', '.join(INIT_KINDS)}"
+            )
         self.check_keys(data, at, ("kind", *fields[kind]))
         values: dict[str, Any] = {}
         for key in fields[kind]:
             if key == "path":
                 rel = self.string(data, at, "path")
-                if not (self.path.parent / rel).is_file():
+                if not _exists(self.path.parent / rel):
                     raise self.fail((*at, "path"), f"file {rel!r} does not exist")
                 values["path"] = rel
             elif key == "seed":
@@ -650,7 +672,7 @@ class _Reader:
         reference = self.string(data, at, "reference", "cpu")
         if reference not in BACKENDS:
             raise self.fail(
-                (*at, "reference"), f"unknown backend {reference!r}; valid: {', '.join(BACKENDS)}"
+                (*at, "reference"), f"unknown backend {toml_value(reference)}; valid: {', '.join(BACKENDS)}"
             )
         rtol = self.number(data, at, "rtol", 1e-5)
         atol = self.number(data, at, "atol", 1e-6)
@@ -666,7 +688,9 @@ class _Reader:
         self.check_keys(data, at, ("scalars", "params_binding", "override_ids"))
         mode = self.string(data, at, "scalars", "uniform")
         if mode not in WGPU_SCALAR_MODES:
-            raise self.fail((*at, "scalars"), f"unknown mode {mode!r}; valid: {', '.join(WGPU_SCALAR_MODES)}")
+            raise self.fail(
+                (*at, "scalars"), f"unknown mode {toml_value(mode)}; valid: {', '.join(WGPU_SCALAR_MODES)}"
+            )
         binding = data.get("params_binding")
         if binding is not None:
             self.natural(binding, (*at, "params_binding"))

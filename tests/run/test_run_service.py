@@ -304,3 +304,14 @@ def test_a_wgpu_validation_error_ends_only_that_backend(run_service, example_cop
     assert cpu.status == "ok"
     assert bad.status == "error" and "Validation Error" in bad.error and "2048" in bad.error
     assert not report.ok
+
+
+def test_a_missing_symbol_says_the_name_fell_back_to_the_kernels(run_service, example_copy, shared_cache_dir):
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace('cpu = "saxpy_cpu"\n', ""))
+    report = run_service.run(root, backends=["cpu"], sizes={"n": 1024}, cache_dir=shared_cache_dir)
+    cpu = report.results[0]
+    assert cpu.status == "error"
+    assert "has no symbol 'saxpy'" in cpu.error
+    assert "the kernel's name, as workbench.toml sets no [kernel.entry] cpu" in cpu.error

@@ -95,8 +95,9 @@ def _pick_entry(entry: str, info: ShaderInfo, path: str, origin: str = "") -> st
         if candidate in info.entry_points:
             return candidate
     raise RuntimeFailure(
-        f"{Path(path).name} has no compute entry point {entry!r} "
-        f"(the name looked up: {origin or 'from the build'}); its entry points: {', '.join(info.entry_points)}"
+        f"{Path(path).name} has no compute entry point {entry!r}; "
+        f"its entry points: {', '.join(info.entry_points)}"
+        + (f" (the name looked up: {origin})" if origin else "")
     )
 
 
