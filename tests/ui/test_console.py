@@ -88,3 +88,19 @@ def test_console_build_and_run_never_stall_the_window(qtbot, make_widget, bridge
     assert "RunResult(wgsl @ wgpu:0: ok, verified, median" in text
     assert "'wgsl': {y: float32[4096]}" in text and len(text) < 1000
     console.shutdown()
+
+
+def test_results_table_shows_weak_and_unverified_checks(qtbot, make_widget, bridge, example_copy):
+    """A real run: with atol 10 every saxpy output is below atol (weak); with a reference that
+    cannot run here the others are not verified. The table says so instead of a plain pass."""
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace("atol = 1e-6", "atol = 10.0"))
+    bridge.set_project(root)
+    table = make_widget(ResultsTable, bridge, show=True)
+    for reference, expected in (("cpu", "⚠ weak"), ("cuda-c", "not verified (reference failed)")):
+        bridge.loop.reference = reference
+        with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS):
+            bridge.start_run(["cpu", "wgsl"], ["cpu", "wgpu:0"])
+        rows = {row["Backend"]: row for row in table.row_texts()}
+        assert rows["wgsl"]["Verified"] == expected, rows["wgsl"]
