@@ -321,10 +321,10 @@ def fit_scalar(arg: ScalarArg, value: int | float) -> int | float:
     return value
 
 
-def _exists(path: Path, folder: bool = False) -> bool:
-    """Whether `path` is a file (or folder); a name the OS cannot even look up is not one."""
+def _exists(path: Path) -> bool:
+    """Whether `path` is a file; a name the OS cannot even look up is not one."""
     try:
-        return path.is_dir() if folder else path.is_file()
+        return path.is_file()
     except (OSError, ValueError):  # a name too long, or with a NUL byte
         return False
 
@@ -454,8 +454,8 @@ class _Reader:
         self.check_keys(project, ("project",), ("name", "crate", "description"))
         name = self.string(project, ("project",), "name")
         crate = self.string(project, ("project",), "crate", ".")
-        if "crate" in project and not _exists(self.path.parent / crate, folder=True):
-            raise self.fail(("project", "crate"), f"folder {toml_value(crate)} does not exist")
+        if "\0" in crate or len(crate) > 1024:
+            raise self.fail(("project", "crate"), f"{toml_value(crate)} is not a folder name")
         kernels_data = data.get("kernel")
         if not isinstance(kernels_data, list) or not kernels_data:
             raise self.fail(("kernel",), "missing [[kernel]]: a project declares at least one kernel")

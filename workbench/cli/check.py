@@ -32,7 +32,11 @@ def buildable_backends(manifest: Manifest, kernel: Kernel) -> list[str]:
     """Backends the project can run: the Rust crate's four, each reference file, and rust-gpu
     when `[backends.rust-gpu] prebuilt` names cargo-gpu output (no crate needed)."""
     backends = []
-    if (manifest.crate_dir / "Cargo.toml").is_file():
+    try:
+        has_crate = (manifest.crate_dir / "Cargo.toml").is_file()
+    except OSError:  # a crate path the OS cannot look up (too long): no crate
+        has_crate = False
+    if has_crate:
         backends.extend(RUST_BACKENDS)
     if manifest.backend_settings("rust-gpu").get("prebuilt"):
         backends.append("rust-gpu")

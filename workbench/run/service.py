@@ -442,7 +442,8 @@ class RunService:
         return provenance(
             build_info=build.info if build is not None else {},
             source_hash=ctx.source_hash,
-            artifact=spec["artifact"] if spec else None,
+            # The launch spec's artifact, less the runtime's hint (`entry_origin`).
+            artifact={k: v for k, v in spec["artifact"].items() if k != "entry_origin"} if spec else None,
             project=ctx.project.name,
             kernel=ctx.kernel.name,
             sizes=ctx.sizes,

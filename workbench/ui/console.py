@@ -142,6 +142,9 @@ class ConsolePanel(QWidget):
         self.kernel_client = self.kernel_manager.client()
         self.kernel_client.start_channels()
         self.shell = self.kernel_manager.kernel.shell
+        # IPython's in-process shell is one per process: a new console starts it afresh (empty
+        # namespace, In [1]) rather than inheriting an earlier console's session.
+        self.shell.reset(new_session=True)
 
         self.widget = RichJupyterWidget(self)
         self.widget.setObjectName("console")
