@@ -106,6 +106,9 @@ def result_row(
     toolchain = prov.get("toolchain") or {}
     resources = _resources(prov)
     stamp, unix = _parse_time(prov.get("time"))
+    q1 = q3 = None
+    if samples:
+        q1, q3 = (float(q) for q in np.percentile(np.asarray(samples, dtype=np.float64), [25, 75]))
     row_ceilings = device.get("ceilings") or prov.get("ceilings") or ceilings
     return {
         "uuid": uuid.uuid4().hex,
@@ -122,6 +125,8 @@ def result_row(
         "is_reference": bool(check.get("is_reference")),
         "median_s": timing.get("median_s"),
         "iqr_s": timing.get("iqr_s"),
+        "q1_s": q1,
+        "q3_s": q3,
         "min_s": timing.get("min_s"),
         "max_s": timing.get("max_s"),
         "n": timing.get("n"),

@@ -29,6 +29,8 @@ MIGRATIONS: list[list[str]] = [
             is_reference INTEGER NOT NULL DEFAULT 0,
             median_s REAL,
             iqr_s REAL,
+            q1_s REAL,
+            q3_s REAL,
             min_s REAL,
             max_s REAL,
             n INTEGER,

@@ -35,7 +35,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Columns of a run summary (what lists, filters and CSV exports show).
 SUMMARY_COLUMNS = (
     "id", "uuid", "invocation", "time", "project", "kernel", "backend", "device", "device_name",
-    "status", "verified", "is_reference", "median_s", "iqr_s", "min_s", "max_s", "n",
+    "status", "verified", "is_reference", "median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "n",
     "timing_method", "source_hash", "snapshot_hash", "build_key", "toolchain", "seed",
     "registers", "spills", "shared_bytes", "error",
 )  # fmt: skip
