@@ -107,7 +107,7 @@ def result_row(
     resources = _resources(prov)
     stamp, unix = _parse_time(prov.get("time"))
     q1 = q3 = None
-    if samples:
+    if samples is not None and len(samples):
         q1, q3 = (float(q) for q in np.percentile(np.asarray(samples, dtype=np.float64), [25, 75]))
     row_ceilings = device.get("ceilings") or prov.get("ceilings") or ceilings
     return {

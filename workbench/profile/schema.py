@@ -24,7 +24,7 @@ MIGRATIONS: list[list[str]] = [
             backend TEXT NOT NULL,
             device TEXT NOT NULL,
             device_name TEXT NOT NULL DEFAULT '',
-            status TEXT NOT NULL,
+            status TEXT NOT NULL,  -- passed: ok and (verified or the reference)
             verified INTEGER,
             is_reference INTEGER NOT NULL DEFAULT 0,
             median_s REAL,
@@ -50,17 +50,22 @@ MIGRATIONS: list[list[str]] = [
             error TEXT,
             outputs TEXT,
             ceilings TEXT,
-            detail TEXT NOT NULL
+            passed INTEGER NOT NULL DEFAULT 0
         )""",
-        # Raw timing samples as little-endian float64, apart so listing never reads them.
-        "CREATE TABLE samples (run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, "
-        "data BLOB NOT NULL)",
+        # The bulky part of a run, apart so that listing and filtering scan narrow rows: the full
+        # record as JSON (device, check, timing, throughput, provenance, resources) and the raw
+        # timing samples as little-endian float64.
+        "CREATE TABLE run_data (run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, "
+        "detail TEXT NOT NULL, samples BLOB)",
         "CREATE INDEX runs_kernel ON runs(kernel, id)",
         "CREATE INDEX runs_backend ON runs(backend, id)",
         "CREATE INDEX runs_device ON runs(device, id)",
         "CREATE INDEX runs_time ON runs(time_unix)",
         "CREATE INDEX runs_project_kernel ON runs(project, kernel, id)",
         "CREATE INDEX runs_invocation ON runs(invocation)",
+        "CREATE INDEX runs_passed ON runs(passed, id)",
+        # Covering index: a device filter by part of its name scans this, not the table.
+        "CREATE INDEX runs_device_name ON runs(device_name, device)",
     ],
 ]
 

@@ -40,7 +40,8 @@ SUMMARY_COLUMNS = (
     "registers", "spills", "shared_bytes", "error",
 )  # fmt: skip
 #: JSON-encoded columns.
-JSON_COLUMNS = ("flags", "sizes", "tunables", "ceilings", "detail")
+JSON_COLUMNS = ("flags", "sizes", "tunables", "ceilings")
+#: Every column of `runs` but `passed` (derived), in a full record; plus `detail` from `run_data`.
 ALL_COLUMNS = (*SUMMARY_COLUMNS, "time_unix", "prev_snapshot_hash", "outputs", *JSON_COLUMNS)
 
 
@@ -256,18 +257,22 @@ class SessionStore:
         for column in JSON_COLUMNS:
             if values[column] is not None:
                 values[column] = json.dumps(values[column], sort_keys=True)
-        if values["detail"] is None:
-            values["detail"] = "{}"
         if values["verified"] is not None:
             values["verified"] = int(bool(values["verified"]))
         values["is_reference"] = int(bool(values["is_reference"]))
+        values["passed"] = int(
+            values["status"] == "ok" and bool(values["verified"] or values["is_reference"])
+        )
         names = ", ".join(values)
         marks = ", ".join("?" * len(values))
         cursor = db.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", tuple(values.values()))
         run_id = int(cursor.lastrowid)
         samples = row.get("samples_s")
-        if samples is not None and len(samples):
-            db.execute("INSERT INTO samples (run_id, data) VALUES (?, ?)", (run_id, samples_to_blob(samples)))
+        blob = samples_to_blob(samples) if samples is not None and len(samples) else None
+        db.execute(
+            "INSERT INTO run_data (run_id, detail, samples) VALUES (?, ?, ?)",
+            (run_id, json.dumps(row.get("detail") or {}, sort_keys=True), blob),
+        )
         return run_id
 
     def import_rows(self, rows: list[dict[str, Any]], sources: dict[str, dict[str, str]]) -> tuple[int, int]:
@@ -289,11 +294,11 @@ class SessionStore:
         return added, skipped
 
     # ------------------------------------------------------------------ reading
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         with self._guard():
             cursor = self._db.execute(sql, tuple(params))
-            cursor.row_factory = sqlite3.Row
-            return cursor.fetchall()
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def count(self) -> int:
         return self._query("SELECT COUNT(*) AS n FROM runs")[0]["n"]
@@ -319,12 +324,12 @@ class SessionStore:
                 where.append(f"{column} = ?")
                 params.append(value)
         if device:
-            where.append("(device = ? OR device_name LIKE ?)")
-            params += [device, f"%{device}%"]
-        if verified is True:
-            where.append("status = 'ok' AND (verified = 1 OR is_reference = 1)")
-        elif verified is False:
-            where.append("NOT (status = 'ok' AND (verified = 1 OR is_reference = 1))")
+            specs = self._device_specs(device)
+            where.append(f"device IN ({', '.join('?' * len(specs))})")
+            params += specs
+        if verified is not None:
+            where.append("passed = ?")
+            params.append(int(verified))
         if since is not None:
             where.append("time_unix >= ?")
             params.append(since)
@@ -344,25 +349,40 @@ class SessionStore:
             params.append(int(limit))
         return [_summary(row) for row in self._query(sql, params)]
 
+    def _device_specs(self, device: str) -> list[str]:
+        """The device specs a `device` filter means: the spec itself and every device whose name
+        contains it (found on the covering index `runs_device_name`, not by scanning runs)."""
+        found = self._query(
+            "SELECT DISTINCT device FROM runs INDEXED BY runs_device_name WHERE device_name LIKE ?",
+            (f"%{device}%",),
+        )
+        return list(dict.fromkeys([device, *(r["device"] for r in found)]))
+
     def distinct(self, column: str) -> list[str]:
         """The distinct values of `kernel`, `backend`, `device` or `project` (for filter menus)."""
         if column not in {"kernel", "backend", "device", "project"}:
             raise ValueError(column)
-        return [r[0] for r in self._query(f"SELECT DISTINCT {column} FROM runs ORDER BY {column}")]
+        return [r[column] for r in self._query(f"SELECT DISTINCT {column} FROM runs ORDER BY {column}")]
 
     def get_run(self, run_id: int, *, samples: bool = True) -> dict[str, Any]:
         """Everything recorded about one run (its samples as a list under `samples_s`)."""
-        rows = self._query(f"SELECT {', '.join(ALL_COLUMNS)} FROM runs WHERE id = ?", (int(run_id),))
+        columns = ", ".join(f"runs.{c}" for c in ALL_COLUMNS)
+        rows = self._query(
+            f"SELECT {columns}, run_data.detail FROM runs LEFT JOIN run_data ON run_data.run_id = runs.id "
+            "WHERE runs.id = ?",
+            (int(run_id),),
+        )
         if not rows:
             raise SessionStoreError(f"no run #{run_id} in {self.path}")
         run = _full(rows[0])
+        run["detail"] = json.loads(run["detail"] or "{}")
         if samples:
             run["samples_s"] = self.samples(run_id).tolist()
         return run
 
     def samples(self, run_id: int) -> np.ndarray:
-        rows = self._query("SELECT data FROM samples WHERE run_id = ?", (int(run_id),))
-        return blob_to_samples(rows[0]["data"] if rows else None)
+        rows = self._query("SELECT samples FROM run_data WHERE run_id = ?", (int(run_id),))
+        return blob_to_samples(rows[0]["samples"] if rows else None)
 
     def invocation_runs(self, invocation: str) -> list[dict[str, Any]]:
         """The summaries of every result of one recorded `workbench run`, in recording order."""
@@ -400,15 +420,15 @@ class SessionStore:
         return unified_diff(self.source(old) or {}, self.source(new) or {})
 
     def integrity_check(self) -> str:
-        return self._query("PRAGMA integrity_check")[0][0]
+        return next(iter(self._query("PRAGMA integrity_check")[0].values()))
 
     def outputs_dir(self) -> Path:
         """Where kept output arrays go: `<db stem>-outputs/` beside the database."""
         return self.path.with_name(f"{self.path.stem}-outputs")
 
 
-def _summary(row: sqlite3.Row) -> dict[str, Any]:
-    out = dict(row)
+def _summary(row: dict[str, Any]) -> dict[str, Any]:
+    out = row
     if "verified" in out and out["verified"] is not None:
         out["verified"] = bool(out["verified"])
     if "is_reference" in out:
@@ -416,7 +436,7 @@ def _summary(row: sqlite3.Row) -> dict[str, Any]:
     return out
 
 
-def _full(row: sqlite3.Row) -> dict[str, Any]:
+def _full(row: dict[str, Any]) -> dict[str, Any]:
     out = _summary(row)
     for column in JSON_COLUMNS:
         if out.get(column) is not None:
