@@ -175,3 +175,16 @@ def test_the_window_records_its_runs_and_the_toggle_stops_it(
     qtbot.wait(200)
     with SessionStore(private_sessions_db) as store:
         assert store.count() == 1
+
+
+def test_settings_choose_the_database_and_the_toggle(make_widget, filled_db):
+    from workbench.ui.settings import Settings
+
+    settings = Settings(record_runs=False, sessions_db=str(filled_db))
+    panel = make_widget(SessionsPanel, None)
+    panel.use_settings(settings)
+    assert panel.database_path() == filled_db and not panel.record_box.isChecked()
+    panel.refresh()
+    assert len(panel.shown_ids()) == 5
+    panel.record_box.setChecked(True)
+    assert settings.record_runs is True
