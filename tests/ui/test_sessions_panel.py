@@ -157,7 +157,7 @@ def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, te
 
 
 def test_the_window_records_its_runs_and_the_toggle_stops_it(
-    make_window, example_copy, private_sessions_db, qtbot
+    make_window, example_copy, private_sessions_db, qtbot, test_output_dir
 ):
     window = make_window(example_copy("saxpy"), panels=("sessions", "results"))
     panel = window.panels["sessions"]
@@ -169,6 +169,9 @@ def test_the_window_records_its_runs_and_the_toggle_stops_it(
         (run,) = store.list_runs()
         assert run["backend"] == "cpu" and run["kernel"] == "saxpy" and run["median_s"] > 0
         assert "src/lib.rs" in store.source(run["snapshot_hash"])
+    window.docks["sessions"].raise_()  # a hidden panel refreshes when its dock comes up
+    qtbot.waitUntil(lambda: panel.shown_ids() == [run["id"]], timeout=5000)
+    save_screenshot(window, test_output_dir / "window-sessions.png")
     panel.record_box.setChecked(False)
     assert window.settings.record_runs is False
     window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
