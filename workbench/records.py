@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+_PLAIN = (int, float, str, bool, type(None))
+
 
 def _to_dict(obj: Any) -> Any:
     if isinstance(obj, Record):
@@ -19,7 +21,7 @@ def _to_dict(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj):
         return {f.name: _to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, list | tuple):
-        return [_to_dict(x) for x in obj]
+        return [x if isinstance(x, _PLAIN) else _to_dict(x) for x in obj]  # samples: many floats
     if isinstance(obj, dict):
         return {str(k): _to_dict(v) for k, v in obj.items()}
     return obj
@@ -100,17 +102,23 @@ class BuildResult(Record):
 
 
 class _ReadsLikeADict(Mapping):
-    """Read access by JSON key (`record["bad"]`, `.get("note")`) over `to_dict()`, so code that
-    reads a result's check or timing as the JSON shows it keeps working on the typed record."""
+    """Read access by JSON key (`record["bad"]`, `.get("note")`), so code that reads a result's
+    check or timing as the JSON shows it keeps working on the typed record. Reads the fields
+    themselves (no copy: a timing's samples can be long, and tables read these per cell)."""
+
+    def _keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self))
 
     def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
+        return iter(self._keys())
 
     def __len__(self) -> int:
-        return len(self.to_dict())
+        return len(self._keys())
 
 
 @dataclass(eq=False)
@@ -195,12 +203,13 @@ class CheckRecord(Record, _ReadsLikeADict):
     weak: str = ""
     unverified: str = ""
 
+    def _keys(self) -> tuple[str, ...]:
+        """The keys of this record's JSON, in order."""
+        optional = tuple(key for key in ("weak", "unverified", "note") if getattr(self, key))
+        return _CHECK_KEYS[self.role] + optional
+
     def to_dict(self) -> dict[str, Any]:
-        out = {key: _to_dict(getattr(self, key)) for key in _CHECK_KEYS[self.role]}
-        for key in ("weak", "unverified", "note"):
-            if getattr(self, key):
-                out[key] = getattr(self, key)
-        return out
+        return {key: _to_dict(getattr(self, key)) for key in self._keys()}
 
     def __repr__(self) -> str:
         """One line (the console prints these; the per-buffer details stay out)."""
