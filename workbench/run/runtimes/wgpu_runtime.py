@@ -4,6 +4,8 @@ Buffers sit at their `binding` in bind group 0; scalars reach the shader per spe
 (a uniform buffer, immediates (push constants), or pipeline-overridable constants). Launches are
 timed with timestamp queries when the device offers them, else with the wall clock around
 submit + wait. Every naga / wgpu validation error becomes a `RuntimeFailure` carrying its text.
+A 1-D grid beyond the adapter's workgroups-per-dimension limit is dispatched folded
+(`workbench.run.spec.fold_grid`); `WgpuPrepared.grid` is the dispatch actually issued.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
 from workbench.run.runtimes.shader_info import ShaderInfo, spirv_info, wgsl_info
-from workbench.run.spec import buffer_args, dtype_of, scalar_args
+from workbench.run.spec import buffer_args, dtype_of, fold_grid, scalar_args
 
 #: Device features requested whenever the adapter has them: what compute modules may need.
 WANTED_FEATURES = (
@@ -157,13 +159,13 @@ class WgpuPrepared(Prepared):
         wgpu, spec, device = self._wgpu, self.spec, self.device
         module, info, is_wgsl = self._load_module()
         entry = _pick_entry(spec["artifact"]["entry"], info, spec["artifact"]["path"])
-        self.grid = tuple(int(g) for g in spec["grid"])
-        max_groups = device.limits.get("max-compute-workgroups-per-dimension", 65535)
-        if any(g > max_groups for g in self.grid):
-            raise RuntimeFailure(
-                f"grid {list(self.grid)} exceeds this device's {max_groups} workgroups per dimension; "
-                "use more threads per workgroup or a 2-D/3-D grid"
-            )
+        max_groups = int(device.limits.get("max-compute-workgroups-per-dimension", 65535))
+        try:
+            # A 1-D grid past the per-dimension limit is folded into 2-D/3-D: kernels recover the
+            # linear workgroup from num_workgroups (docs/manifest.md, "Large grids on wgpu").
+            self.grid = fold_grid(spec["grid"], max_groups)
+        except ValueError as exc:
+            raise RuntimeFailure(str(exc)) from None
 
         entries: list[dict[str, Any]] = []  # (binding, layout type, buffer)
         usage = wgpu.BufferUsage
