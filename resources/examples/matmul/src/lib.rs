@@ -4,11 +4,16 @@
 //!
 //! The logic is written once (`matmul_acc`: the multiply-accumulate chain of one element of C);
 //! thin entry points wrap it for each backend. Every backend runs the chain in the same order
-//! (k ascending), so results differ only where a compiler fuses the multiply and add (FMA).
+//! (k ascending) with a fused multiply-add per step, as nvcc compiles the CUDA C++ reference.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
+#![cfg_attr(
+    any(target_arch = "nvptx64", target_arch = "spirv"),
+    feature(core_intrinsics),
+    allow(internal_features)
 )]
 
 /// Tile edge: threads per block are TILE × TILE (the manifest's `threads`).
@@ -26,10 +31,24 @@ pub fn matmul_acc<A: Fn(usize) -> f32, B: Fn(usize) -> f32>(
 ) -> f32 {
     let mut t = 0;
     while t < len {
-        acc += a(t) * b(t);
+        acc = fused_multiply_add(a(t), b(t), acc);
         t += 1;
     }
     acc
+}
+
+/// `a·b + c` rounded once (IEEE fusedMultiplyAdd), on every backend: nvcc contracts
+/// `acc += a * b` into `fma.rn.f32` by default, rustc never contracts, so the shared logic asks for
+/// the fused operation itself. With it every backend rounds each step of the chain identically.
+/// `f32::mul_add` lives in `std`; the no_std GPU targets take the intrinsic it is built on
+/// (`llvm.fma.f32` → `fma.rn.f32` on NVPTX, GLSL.std.450 `Fma` in rust-gpu).
+#[inline(always)]
+pub fn fused_multiply_add(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(any(target_arch = "nvptx64", target_arch = "spirv"))]
+    #[allow(unused_unsafe)]
+    return unsafe { core::intrinsics::fmaf32(a, b, c) };
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+    return a.mul_add(b, c);
 }
 
 // ---------------------------------------------------------------- cpu: the whole grid, in order
