@@ -196,7 +196,9 @@ def test_readable_interface_mismatches(wgpu_runtime, llvmpipe_index, shaders_dir
         wgpu_runtime.prepare(_spec(path, "wgsl", "main", good, 1, mode="uniform"), llvmpipe_index)
     two_d = _spec(path, "wgsl", "main", good, 70_000, mode="push")
     two_d["grid"] = [70_000, 2, 1]  # only a 1-D grid is folded: a 2-D one needs its own geometry
-    with pytest.raises(RuntimeFailure, match=r"exceeds this device's 65535 workgroups.*\[kernel.launch.<backend>\]"):
+    with pytest.raises(
+        RuntimeFailure, match=r"exceeds this device's 65535 workgroups.*\[kernel.launch.<backend>\]"
+    ):
         wgpu_runtime.prepare(two_d, llvmpipe_index)
 
 
@@ -215,7 +217,10 @@ def test_a_grid_beyond_65535_workgroups_is_folded_and_verifies(
     if example == "saxpy":
         args = [_scalar("n", "u32", n), _scalar("a", "f32", 2.5),
                 _buffer("x", "f32", n, "in", 1), _buffer("y", "f32", n, "inout", 2)]  # fmt: skip
-        inputs = {"x": rng.uniform(-1, 1, n).astype(np.float32), "y": rng.uniform(-1, 1, n).astype(np.float32)}
+        inputs = {
+            "x": rng.uniform(-1, 1, n).astype(np.float32),
+            "y": rng.uniform(-1, 1, n).astype(np.float32),
+        }
         expected = np.float32(2.5) * inputs["x"] + inputs["y"]
         name = "y"
     else:
