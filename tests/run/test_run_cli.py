@@ -34,7 +34,8 @@ def test_saxpy_on_cpu_and_wgsl_verifies_with_wgpu_timestamps(workbench_cli, shar
     assert wgsl["check"]["reference"] == "cpu" and wgsl["check"]["first_bad_index"] is None
     assert "llvmpipe" in wgsl["device"]["name"]
     timing = wgsl["timing"]
-    assert set(timing) == {"median_s", "iqr_s", "min_s", "max_s", "n", "samples_s", "method", "resolution_s"}
+    assert set(timing) == {"median_s", "iqr_s", "min_s", "max_s", "n", "samples_s", "method", "resolution_s",
+                           "conditions"}  # fmt: skip
     assert timing["method"] == "wgpu-timestamps" and timing["n"] == len(timing["samples_s"]) >= 10
     assert cpu["timing"]["method"] == "wall-clock"
     assert set(wgsl["throughput"]) == {"gbps", "gflops", "fraction_of_peak"}

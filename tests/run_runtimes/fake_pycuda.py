@@ -52,10 +52,11 @@ device_attribute = types.SimpleNamespace(
     CLOCK_RATE="CLOCK_RATE",
     MEMORY_CLOCK_RATE="MEMORY_CLOCK_RATE",
     GLOBAL_MEMORY_BUS_WIDTH="GLOBAL_MEMORY_BUS_WIDTH",
+    L2_CACHE_SIZE="L2_CACHE_SIZE",
 )
 # What an H200 reports (kHz, bits).
 _ATTRIBUTES = {"MULTIPROCESSOR_COUNT": 132, "CLOCK_RATE": 1_980_000, "MEMORY_CLOCK_RATE": 2_619_000,
-               "GLOBAL_MEMORY_BUS_WIDTH": 6144}  # fmt: skip
+               "GLOBAL_MEMORY_BUS_WIDTH": 6144, "L2_CACHE_SIZE": 62_914_560}  # fmt: skip
 _memory: dict[int, bytearray] = {}
 context_stack: list[Context] = []
 calls: list[tuple] = []
@@ -75,6 +76,9 @@ class Context:
 
     def detach(self):
         pass
+
+    def get_device(self):
+        return Device(0)
 
     @staticmethod
     def synchronize():
@@ -102,6 +106,9 @@ class Device:
 
     def get_attribute(self, attribute):
         return _ATTRIBUTES[attribute]
+
+    def pci_bus_id(self):
+        return "00000000:19:00.0"
 
     def make_context(self, flags=0):
         context = Context()
@@ -131,6 +138,11 @@ def memcpy_htod(dest, src):
     _check_sticky()
     data = np.ascontiguousarray(src).tobytes()
     _memory[int(dest)][: len(data)] = data
+
+
+def memset_d32(dest, value, count):
+    _check_sticky()
+    calls.append(("memset_d32", int(dest), value, count))  # recorded, not written: nothing reads it
 
 
 def memcpy_dtoh(dest, src):

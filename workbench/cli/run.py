@@ -55,6 +55,10 @@ def register(subparsers) -> None:
     parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder")
     parser.add_argument("--seed", type=int, help="seed of random inputs (default 0; recorded in provenance)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--l2", choices=("warm", "cold"), default="warm",
+        help="cache policy between timed samples: warm (default) or cold (GPU caches flushed, untimed)",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -142,6 +146,7 @@ def table(results: list[RunResult]) -> str:
 
 def run(args) -> int:
     from workbench.run.service import RunService
+    from workbench.run.timing import TimingOptions
 
     project = Project.open(args.path)
     sizes = parse_sizes(args.size)
@@ -158,7 +163,7 @@ def run(args) -> int:
         elif kind == "started":
             print(f"running {event['backend']} on {event['device'].get('spec', '?')} ...", file=sys.stderr)
 
-    service = RunService()
+    service = RunService(timing=TimingOptions(l2=args.l2))
     try:
         report = service.run(
             project, kernel=args.kernel, backends=args.backend, devices=devices, sizes=sizes,
