@@ -4,6 +4,7 @@ fault containment (illegal address, endless loop) and release of contexts and me
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -97,7 +98,8 @@ def test_load_failures_are_readable(runtime, saxpy_kernel, tmp_path):
 
 def test_close_frees_device_memory_and_contexts(runtime, saxpy_kernel, tmp_path, cuda, probe_context):
     n = 64 << 20  # two buffers of 256 MiB
-    free_before = probe_context()
+    runtime.prepare(_spec(saxpy_kernel, _write(tmp_path, "tiny", kernels.SAXPY), 16), 0).close()
+    free_before = probe_context()  # with the runtime's context already made (it holds memory too)
     prepared = runtime.prepare(_spec(saxpy_kernel, _write(tmp_path, "saxpy", kernels.SAXPY), n), 0)
     assert free_before - probe_context() >= 2 * 4 * n
     prepared.close()
@@ -143,7 +145,10 @@ def _artifacts(root: Path, ptx_by_backend: dict[str, str]) -> Path:
 
 @pytest.mark.parametrize(
     ("faulty", "expected"),
-    [(kernels.ILLEGAL_ADDRESS, "illegal memory access"), (kernels.ENDLESS, "timed out after 3 s")],
+    [
+        (kernels.ILLEGAL_ADDRESS, "illegal memory access|illegal address|unspecified launch failure"),
+        (kernels.ENDLESS, "timed out after 3 s"),
+    ],
     ids=["illegal-address", "endless-loop"],
 )
 def test_a_faulting_kernel_is_contained_and_the_next_backend_runs(faulty, expected, tmp_path):
@@ -164,7 +169,8 @@ def test_a_faulting_kernel_is_contained_and_the_next_backend_runs(faulty, expect
         service.close()
     results = {r.backend: r for r in report.results}
     assert results["cuda-c"].status == "ok" and results["cuda-c"].check.get("is_reference")
-    assert results["nvptx"].status == "error" and expected in results["nvptx"].error, results["nvptx"].error
+    assert results["nvptx"].status == "error", results["nvptx"]
+    assert re.search(expected, results["nvptx"].error), results["nvptx"].error
     assert results["rust-cuda"].status == "ok", results["rust-cuda"].error
     assert results["rust-cuda"].verified is True and results["rust-cuda"].check["reference"] == "cuda-c"
     assert elapsed < 60
