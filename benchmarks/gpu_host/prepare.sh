@@ -38,7 +38,9 @@ du -sh "$artifacts"
 if [ -z "${SKIP_BUNDLE:-}" ]; then
   bash "$shared/scripts/gpu-host-bundle.sh" "$repo/.gpu-bundle"
 fi
-# NVML readings (clocks, energy) on the GPU host: a pure-Python wheel.
-"$py" -m pip download -q --no-deps --only-binary=:all: -d "$repo/.gpu-bundle/whl" nvidia-ml-py \
-  || echo "warning: nvidia-ml-py could not be downloaded: clocks and energy will read null" >&2
+# NVML readings (clocks, energy) and pytest (the gpu suite) on the GPU host: pure-Python wheels,
+# installed by gpu-host-setup.sh with the others.
+"$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d "$repo/.gpu-bundle/whl" \
+  nvidia-ml-py pytest pluggy iniconfig packaging \
+  || echo "warning: nvidia-ml-py / pytest wheels could not be downloaded" >&2
 du -sh "$repo/.gpu-bundle"
