@@ -110,6 +110,14 @@ def parse_ncu_csv(text: str) -> list[float]:
     return out
 
 
+def parse_nsys_csv(text: str) -> list[dict[str, str]]:
+    """Rows of `nsys stats -r cuda_gpu_kern_sum -f csv`, from its header line on (nsys may print
+    notices before it)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if "Med (ns)" in line), None)
+    return [] if start is None else list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+
+
 def nsight(launch_file: Path, entry: str, timeout: float = 180.0) -> dict[str, Any]:
     """Nsight Compute's (and Nsight Systems') kernel duration of the independent loop, where installed."""
     out: dict[str, Any] = {}
@@ -140,7 +148,7 @@ def nsight(launch_file: Path, entry: str, timeout: float = 180.0) -> dict[str, A
                     text=True,
                     timeout=timeout,
                 )
-                rows = [r for r in csv.DictReader(io.StringIO(stats.stdout)) if entry in r.get("Name", "")]
+                rows = [r for r in parse_nsys_csv(stats.stdout) if entry in r.get("Name", "")]
                 out["nsys"] = (
                     {"median_s": float(rows[0]["Med (ns)"].replace(",", "")) * 1e-9, "n": int(rows[0]["Instances"])}
                     if rows else {"error": (stats.stderr or stats.stdout).strip()[-600:]}

@@ -216,7 +216,7 @@ class Run:
         n = 1 << 18 if self.small else 1 << 24
         code, _ = sh([self.python, "benchmarks/harness_overhead.py", "--project", "resources/examples/saxpy",
                       "--backend", self.backends, "--artifacts", str(self.artifacts / "saxpy"),
-                      "--size", f"n={n}", "--rounds", "5", "--min-n", "50", "--min-time", "0.5",
+                      "--size", f"n={n}", "--rounds", "3", "--min-n", "50", "--min-time", "0.3",
                       "--json", str(out)], self.out / "logs" / "harness.log", min(240, self.left()))  # fmt: skip
         return {"exit": code, "result": _json_or_none(out.read_text()) if out.is_file() else None}
 

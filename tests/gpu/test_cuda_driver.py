@@ -174,3 +174,39 @@ def test_a_faulting_kernel_is_contained_and_the_next_backend_runs(faulty, expect
     assert results["rust-cuda"].status == "ok", results["rust-cuda"].error
     assert results["rust-cuda"].verified is True and results["rust-cuda"].check["reference"] == "cuda-c"
     assert elapsed < 60
+
+
+def test_cold_l2_and_nvml_conditions_on_the_real_device(saxpy_kernel, tmp_path, cuda):
+    """`measure` with l2 = cold: twice the device's L2 written before every sample; NVML's clocks and
+    energy where nvidia-ml-py is installed (else null, said so)."""
+    from workbench.run.timing import TimingOptions, options_to_dict
+    from workbench.run.worker import WorkerState
+
+    n = 1 << 24
+    state = WorkerState("cuda")
+    try:
+        state.handle({"op": "prepare", "spec": _spec(saxpy_kernel, _write(tmp_path, "s", kernels.SAXPY), n),
+                      "device_index": 0}, {})  # fmt: skip
+        state.handle({"op": "upload"}, {"x": np.ones(n, np.float32), "y": np.zeros(n, np.float32)})
+        options = TimingOptions(min_n=10, min_time_s=0.05, l2="cold", energy_batch_s=0.25)
+        cold, _ = state.handle({"op": "measure", "options": options_to_dict(options)}, {})
+        warm, _ = state.handle({"op": "measure", "options": options_to_dict(TimingOptions(min_n=10))}, {})
+    finally:
+        state.close()
+    l2 = cuda.Device(0).get_attribute(cuda.device_attribute.L2_CACHE_SIZE)
+    assert cold["conditions"]["l2"] == "cold" and cold["conditions"]["l2_flush_bytes"] == 2 * l2
+    assert cold["stats"]["batch"] == 1 and warm["conditions"]["l2"] == "warm"
+    # A 128 MiB-moving kernel barely notices the cache; a cold one is never much faster than warm.
+    assert cold["stats"]["median_s"] > 0.9 * warm["stats"]["median_s"]
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # not installed, or no NVML library: the readings say unknown
+        assert cold["conditions"]["clocks_before"] is None and cold["conditions"]["clock_source"] is None
+        return
+    before = cold["conditions"]["clocks_before"]
+    assert cold["conditions"]["clock_source"] == "nvml" and before["sm_mhz"] > 0 and before["mem_mhz"] > 0
+    assert cold["conditions"]["clocks_locked"] in (True, False)
+    energy = cold["conditions"]["energy_per_launch_j"]
+    assert energy is None or 0 < energy < 1.0  # a saxpy launch takes well under a joule

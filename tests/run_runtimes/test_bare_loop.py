@@ -70,7 +70,7 @@ def test_wgsl_on_llvmpipe_timed_with_timestamps(tmp_path, llvmpipe_index, saxpy_
 def test_ncu_csv_durations_are_parsed():
     sys.path.insert(0, str(REPO / "benchmarks"))
     try:
-        from harness_overhead import parse_ncu_csv
+        from harness_overhead import parse_ncu_csv, parse_nsys_csv
     finally:
         sys.path.remove(str(REPO / "benchmarks"))
     text = (
@@ -84,3 +84,13 @@ def test_ncu_csv_durations_are_parsed():
     )
     assert parse_ncu_csv(text) == pytest.approx([1234.5e-6, 65504e-9])
     assert parse_ncu_csv("==ERROR== no kernels were profiled\n") == []
+    nsys = (
+        "Processing [report.sqlite] with [cuda_gpu_kern_sum.py]... \n\n"
+        '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)","StdDev (ns)","Name"\n'
+        '"100.0","1300000","20","65000.0","64960.0","64000","66000","500.0","saxpy"\n'
+    )
+    assert parse_nsys_csv(nsys) == [
+        {"Time (%)": "100.0", "Total Time (ns)": "1300000", "Instances": "20", "Avg (ns)": "65000.0",
+         "Med (ns)": "64960.0", "Min (ns)": "64000", "Max (ns)": "66000", "StdDev (ns)": "500.0", "Name": "saxpy"}
+    ]  # fmt: skip
+    assert parse_nsys_csv("no data\n") == []
