@@ -32,7 +32,7 @@ def test_cold_samples_hold_one_launch_and_warm_ones_batch():
     calls.clear()
     cold = measure(launch, 1e-6, "synthetic", TimingOptions(min_n=3, min_time_s=0, l2="cold"))
     assert cold.batch == 1 and set(calls) == {1}
-    with pytest.raises(ValueError, match="unknown L2 policy 'hot'; valid: warm, cold"):
+    with pytest.raises(ValueError, match="unknown L2 policy 'hot'; valid: warm, cold, both"):
         options_from_dict({"l2": "hot"})
 
 
@@ -67,6 +67,14 @@ def test_cold_l2_on_llvmpipe_clears_a_scratch_buffer_before_every_sample(
         assert conditions["energy_per_launch_j"] is None
         warm, _ = state.handle({"op": "measure", "options": options_to_dict(TimingOptions(**QUICK))}, {})
         assert warm["conditions"]["l2"] == "warm" and warm["conditions"]["l2_flush_bytes"] is None
+        assert warm["conditions"]["l2_cold"] is None
+        flushes.clear()
+        both, _ = state.handle(
+            {"op": "measure", "options": options_to_dict(TimingOptions(l2="both", **QUICK))}, {}
+        )
+        cold_part = both["conditions"]["l2_cold"]
+        assert both["conditions"]["l2"] == "both" and cold_part["median_s"] > 0 and cold_part["batch"] == 1
+        assert len(flushes) >= cold_part["n"]  # the warm part flushed nothing, the cold part every sample
     finally:
         state.close_prepared()
 

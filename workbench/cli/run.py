@@ -56,8 +56,9 @@ def register(subparsers) -> None:
     parser.add_argument("--seed", type=int, help="seed of random inputs (default 0; recorded in provenance)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
-        "--l2", choices=("warm", "cold"), default="warm",
-        help="cache policy between timed samples: warm (default) or cold (GPU caches flushed, untimed)",
+        "--l2", choices=("warm", "cold", "both"), default="warm",
+        help="cache policy between timed samples: warm (default), cold (GPU caches flushed, untimed, "
+        "before every sample) or both (warm, then cold in timing.conditions.l2_cold)",
     )  # fmt: skip
     parser.set_defaults(func=run)
 

@@ -38,7 +38,17 @@ from workbench.run.verify import check_outputs, compare
 
 #: Seconds allowed for steps other than launches (loading a module, compiling a shader, copies).
 SETUP_TIMEOUT_S = 120.0
-TIMING_KEYS = ("median_s", "iqr_s", "min_s", "max_s", "n", "samples_s", "method", "resolution_s", "conditions")
+TIMING_KEYS = (
+    "median_s",
+    "iqr_s",
+    "min_s",
+    "max_s",
+    "n",
+    "samples_s",
+    "method",
+    "resolution_s",
+    "conditions",
+)
 
 
 class RunError(WorkbenchError):

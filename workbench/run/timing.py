@@ -46,13 +46,14 @@ class TimingOptions:
     #: "cold": the worker flushes the device's caches before every sample, outside the timed region
     #: (CUDA: a write of twice the L2 size; see `Prepared.flush_caches`), and samples hold one
     #: launch each (a batch would warm the cache for all but its first launch).
+    #: "both": warm, then cold; the result's stats are the warm ones, its conditions hold the cold.
     l2: str = "warm"
     #: Energy per launch from NVML's total energy counter, over a batch of at least this long
     #: (where NVML reaches the device); 0 turns it off.
     energy_batch_s: float = 0.25
 
 
-L2_POLICIES = ("warm", "cold")
+L2_POLICIES = ("warm", "cold", "both")
 
 
 #: The window's hot-reload loop: enough samples for a median and a spread, sooner (7 timed runs, as
@@ -142,7 +143,7 @@ def measure(
     # 2. batching: grow the batch until a sample spans enough ticks (a timer may read 0 for
     # sub-tick launches, so the estimate is refined from batched samples, not trusted once).
     single = float(np.median(warm[-3:]))
-    batch = 1 if opts.l2 == "cold" else choose_batch(single, resolution_s, opts.min_ticks, opts.max_batch)
+    batch = 1 if opts.l2 != "warm" else choose_batch(single, resolution_s, opts.min_ticks, opts.max_batch)
     while batch > 1:
         check()
         total = float(launch(batch))

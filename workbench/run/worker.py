@@ -14,6 +14,7 @@ import os
 import sys
 import time
 import traceback
+from dataclasses import replace
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -114,7 +115,8 @@ class WorkerState:
         """The timing protocol run here, launches back to back (no round trip between them);
         a heartbeat frame goes out at most every HEARTBEAT_S so the caller's per-launch deadline
         still applies. Replies `{"stats", "conditions"}`: the conditions are the cache policy,
-        NVML's clocks before and after, and energy per launch (`measurement_conditions`)."""
+        NVML's clocks before and after, and energy per launch. With `l2 = "both"` the stats are
+        the warm ones and `conditions["l2_cold"]` summarizes a cold measurement taken right after."""
         from workbench.run import nvml
         from workbench.run.runtimes import RuntimeFailure
         from workbench.run.timing import measure, options_from_dict
@@ -124,11 +126,10 @@ class WorkerState:
             options = options_from_dict(header.get("options") or {})
         except ValueError as exc:
             raise RuntimeFailure(str(exc)) from None
-        cold = options.l2 == "cold"
         flush = getattr(prepared, "flush_caches", None)
-        if cold and flush is None:
+        if options.l2 != "warm" and flush is None:
             raise RuntimeFailure(
-                f"--l2 cold flushes GPU caches; the {self.runtime_name} runtime has none to flush "
+                f"--l2 {options.l2} flushes GPU caches; the {self.runtime_name} runtime has none to flush "
                 "(cold L2 is available on the cuda and wgpu runtimes)"
             )
         last = [time.monotonic()]
@@ -143,28 +144,29 @@ class WorkerState:
         # sample: a kernel whose work depends on the data it rewrites, timed on its own previous
         # output, may do different work (or none, or endless work). Runtimes take whole uploads.
         restore = self.uploaded if header.get("restore") else None
+        resolution = float(header.get("resolution_s") or prepared.timer_resolution_s)
 
-        def launch(count: int) -> float:
-            if restore:
-                prepared.upload(restore)  # not timed: launch() reads the runtime's own timer
-            if cold:
-                flush()  # not timed either, and waited for
-            return prepared.launch(count)
+        def timed(cold: bool):
+            def launch(count: int) -> float:
+                if restore:
+                    prepared.upload(restore)  # not timed: launch() reads the runtime's own timer
+                if cold:
+                    flush()  # not timed either, and waited for
+                return prepared.launch(count)
+
+            policy = replace(options, l2="cold" if cold else "warm")
+            return measure(launch, resolution, prepared.timer_method, policy, on_launch=on_launch)
 
         hint = getattr(prepared, "nvml_device", lambda: {})()
         device = nvml.find_device(hint)
         before = nvml.clocks(device)
-        stats = measure(
-            launch,
-            float(header.get("resolution_s") or prepared.timer_resolution_s),
-            prepared.timer_method,
-            options,
-            on_launch=on_launch,
-        )
+        stats = timed(cold=options.l2 == "cold")
+        cold_stats = timed(cold=True) if options.l2 == "both" else None
         after = nvml.clocks(device)
         conditions: dict[str, Any] = {
             "l2": options.l2,
-            "l2_flush_bytes": getattr(prepared, "flush_bytes", None) if cold else None,
+            "l2_flush_bytes": getattr(prepared, "flush_bytes", None) if options.l2 != "warm" else None,
+            "l2_cold": None,
             "clocks_before": before,
             "clocks_after": after,
             "clocks_locked": nvml.locked(before),
@@ -173,6 +175,10 @@ class WorkerState:
             "power_w": None,
             "energy_batch": None,
         }
+        if cold_stats is not None:
+            conditions["l2_cold"] = {
+                k: getattr(cold_stats, k) for k in ("median_s", "iqr_s", "min_s", "max_s", "n", "batch")
+            }
         if device is not None and options.energy_batch_s > 0 and stats.median_s > 0:
             conditions.update(
                 self._energy(prepared, device, stats.median_s, options.energy_batch_s, on_launch)
