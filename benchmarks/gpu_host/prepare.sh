@@ -41,6 +41,6 @@ fi
 # NVML readings (clocks, energy) and pytest (the gpu suite) on the GPU host: pure-Python wheels,
 # installed by gpu-host-setup.sh with the others.
 "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d "$repo/.gpu-bundle/whl" \
-  nvidia-ml-py pytest pluggy iniconfig packaging \
+  nvidia-ml-py pytest pluggy iniconfig packaging pygments \
   || echo "warning: nvidia-ml-py / pytest wheels could not be downloaded" >&2
 du -sh "$repo/.gpu-bundle"
