@@ -134,7 +134,7 @@ class Run:
                       timeout: float, backends: str | None = None) -> dict[str, Any]:  # fmt: skip
         size_args = [a for k, v in sizes.items() for a in ("--size", f"{k}={v}")]
         cmd = [self.python, "-m", "workbench", "run", str(project), "--backend", backends or self.backends,
-               "--artifacts", str(artifacts), "--json", "--timeout", "60", *size_args, *extra]  # fmt: skip
+               "--artifacts", str(artifacts), "--json", "--timeout", "60", "--no-record", *size_args, *extra]  # fmt: skip
         started = time.monotonic()
         code, stdout = sh(cmd, log, timeout)
         report = _json_or_none(stdout)

@@ -60,6 +60,16 @@ def register(subparsers) -> None:
         help="cache policy between timed samples: warm (default), cold (GPU caches flushed, untimed, "
         "before every sample) or both (warm, then cold in timing.conditions.l2_cold)",
     )  # fmt: skip
+    record = parser.add_mutually_exclusive_group()
+    record.add_argument(
+        "--db",
+        metavar="FILE",
+        help="record the run in this sessions database (default: the user data folder)",
+    )
+    record.add_argument("--no-record", action="store_true", help="do not record the run")
+    parser.add_argument(
+        "--keep-outputs", action="store_true", help="also keep the output arrays (.npz beside the database)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -145,6 +155,21 @@ def table(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
+def _record(report, snapshot, args) -> None:
+    """Record the run in the sessions database; a failure is reported, never fatal to the run."""
+    from workbench.profile.record import record_report
+    from workbench.profile.store import SessionStore
+
+    try:
+        with SessionStore(args.db) as store:
+            ids = record_report(store, report, snapshot=snapshot, keep_outputs=args.keep_outputs)
+    except (WorkbenchError, OSError) as exc:
+        print(f"warning: the run was not recorded: {exc}", file=sys.stderr)
+        return
+    if ids and not args.json:
+        print(f"recorded as run(s) #{ids[0]}–#{ids[-1]} in {store.path}", file=sys.stderr)
+
+
 def run(args) -> int:
     from workbench.run.service import RunService
     from workbench.run.timing import TimingOptions
@@ -164,6 +189,11 @@ def run(args) -> int:
         elif kind == "started":
             print(f"running {event['backend']} on {event['device'].get('spec', '?')} ...", file=sys.stderr)
 
+    snapshot = None
+    if not args.no_record:  # the sources as they are built, before an editor can change them
+        from workbench.profile.sources import snapshot as take_snapshot
+
+        snapshot = take_snapshot(project)
     service = RunService(timing=TimingOptions(l2=args.l2))
     try:
         report = service.run(
@@ -173,6 +203,8 @@ def run(args) -> int:
         )  # fmt: skip
     finally:
         service.close()
+    if not args.no_record:
+        _record(report, snapshot, args)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
