@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,11 +24,19 @@ SHARED_SPIRV = REPO.parent / "shared" / "data" / "rust-gpu-spirv"
 
 @pytest.fixture
 def example_copy(tmp_path):
-    """Copy a bundled example (without build outputs) into a temporary folder."""
+    """Copy a bundled example (without build outputs) into a temporary folder.
 
-    def make(name: str) -> Path:
+    Build keys do not contain the project's folder, so a copy of an example built before is a
+    cache hit; `unique=True` appends a fresh comment to every source (Rust, CUDA, WGSL) so that
+    the copy builds for real on every backend."""
+
+    def make(name: str, unique: bool = False) -> Path:
         dest = tmp_path / name
         shutil.copytree(EXAMPLES / name, dest, ignore=shutil.ignore_patterns("target"))
+        if unique:
+            token = uuid.uuid4().hex
+            for path in [*dest.glob("src/**/*.rs"), *dest.glob("reference/*.cu"), *dest.glob("reference/*.wgsl")]:
+                path.write_text(path.read_text() + f"\n// test copy {token}\n")
         return dest
 
     return make

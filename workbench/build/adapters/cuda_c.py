@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from workbench.build import depinfo
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, cuda_bin, sm_arch
 from workbench.build.adapters.nvptx import finish_ptx
 from workbench.build.diagnostics import parse_nvcc
@@ -49,7 +50,12 @@ class CudaCAdapter(Adapter):
         output = AdapterOutput(True)
         for rel in dict.fromkeys(k.reference["cuda-c"] for k in kernels):
             out = req.out_dir / (Path(rel).stem + ".ptx")
-            result = req.run([req.toolchain.path, *req.flags, rel, "-o", str(out)], cwd=root)
+            # -MD -MF: nvcc's own list of the files it read (headers included), for the cache key.
+            dep_file = (req.work_dir or req.out_dir) / (Path(rel).stem + ".d")
+            cmd = [req.toolchain.path, *req.flags, rel, "-o", str(out), "-MD", "-MF", str(dep_file)]
+            result = req.run(cmd, cwd=root)
+            output.inputs.extend([root / rel, *depinfo.read(dep_file, cwd=root)])
+            dep_file.unlink(missing_ok=True)
             for diag in parse_nvcc("\n".join(result.stderr + result.stdout), root, root):
                 req.diagnostic(diag)
             if result.returncode != 0 or not out.is_file():

@@ -80,6 +80,7 @@ def libnvvm() -> Path | None:
 class RustCudaAdapter(Adapter):
     name = "rust-cuda"
     kind = "ptx"
+    shares_target_dir = True  # the generated builder crate and its target dir live there
 
     def detect(self) -> ToolchainInfo:
         toolchain = os.environ.get("WB_RUST_CUDA_TOOLCHAIN", TOOLCHAIN)
