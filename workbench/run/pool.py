@@ -149,6 +149,12 @@ class WorkerProcess:
         if self.on_stderr is not None:
             self.on_stderr(self.runtime, line)  # childproc.pump_lines survives a listener that raises
 
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The threads this worker owns (its stderr pump) while they run."""
+        thread = self._stderr_thread
+        return [thread] if thread is not None and thread.is_alive() else []
+
     def stderr_tail(self, lines: int = 20) -> list[str]:
         return list(self._stderr_tail)[-lines:]
 
@@ -292,6 +298,12 @@ class WorkerPool:
             worker = self._workers.pop(runtime, None)
         if worker is not None:
             worker.shutdown()
+
+    def owned(self) -> list[int | threading.Thread]:
+        """Live worker pids and their threads (what the pool must stop in `close`)."""
+        with self._lock:
+            workers = list(self._workers.values())
+        return [x for w in workers for x in ([w.pid] if w.alive else []) + w.threads]
 
     def kill_all(self) -> None:
         """Kill every worker now (from any thread): used to cancel a launch in flight."""
