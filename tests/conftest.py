@@ -101,7 +101,19 @@ def _wgpu_device_pollers() -> list[threading.Thread]:
     return [p for d in devices.values() if isinstance(p := getattr(d, "_poller", None), threading.Thread)]
 
 
+def _ipython_history_saver() -> list[threading.Thread]:
+    """The console's in-process kernel uses IPython's process-wide shell singleton, whose history
+    manager saves on its own thread for the life of the shell (not of one console)."""
+    module = sys.modules.get("IPython.core.interactiveshell")
+    shell_class = getattr(module, "InteractiveShell", None)
+    if shell_class is None or not shell_class.initialized():
+        return []
+    thread = getattr(getattr(shell_class.instance(), "history_manager", None), "save_thread", None)
+    return [thread] if isinstance(thread, threading.Thread) else []
+
+
 _LONG_LIVED.add(_wgpu_device_pollers)
+_LONG_LIVED.add(_ipython_history_saver)
 
 
 @pytest.fixture(scope="session")

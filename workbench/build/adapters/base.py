@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench import childproc
 from workbench.build.process import Budget, ProcessResult, run_command
 from workbench.project import Project
 from workbench.records import Diagnostic, ToolchainInfo
@@ -136,11 +136,11 @@ def which(env_var: str | None, *candidates: str) -> str | None:
 def version_of(cmd: list[str], timeout: float = 30.0, env: dict[str, str] | None = None) -> str:
     """First line of a `--version` style command ('' when it fails)."""
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = childproc.capture(cmd, timeout_s=timeout, env=env)
+    except (OSError, TimeoutError):
         return ""
-    text = (proc.stdout or proc.stderr).strip()
-    return text.splitlines()[0] if proc.returncode == 0 and text else ""
+    lines = [ln.strip() for ln in (proc.stdout or proc.stderr) if ln.strip()]
+    return lines[0] if proc.returncode == 0 and lines else ""
 
 
 def cuda_bin(name: str) -> str | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
+from workbench import childproc
 from workbench.build import depinfo
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, cuda_bin, sm_arch
 from workbench.build.adapters.nvptx import finish_ptx
@@ -26,10 +26,10 @@ class CudaCAdapter(Adapter):
         if not nvcc:
             return ToolchainInfo("cuda-c", False, hint=HINT)
         try:
-            text = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            lines = childproc.capture([nvcc, "--version"], timeout_s=30).stdout
+        except (OSError, TimeoutError) as exc:
             return ToolchainInfo("cuda-c", False, path=nvcc, hint=HINT, details={"error": str(exc)})
-        release = next((ln.strip() for ln in text.splitlines() if "release" in ln), "nvcc")
+        release = next((ln.strip() for ln in lines if "release" in ln), "nvcc")
         return ToolchainInfo("cuda-c", True, release, nvcc, details={"ptxas": cuda_bin("ptxas") or ""})
 
     def skip_reason(self, project) -> str | None:

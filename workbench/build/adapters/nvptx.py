@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import glob
 import os
-import subprocess
 from pathlib import Path
 
+from workbench import childproc
 from workbench.build.adapters.base import (
     Adapter,
     AdapterOutput,
@@ -41,10 +41,10 @@ PANIC_FLAGS = ("-Zunstable-options", "-Cpanic=immediate-abort")
 
 def _run(cmd: list[str]) -> str:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = childproc.capture(cmd, timeout_s=60)
+    except (OSError, TimeoutError):
         return ""
-    return proc.stdout if proc.returncode == 0 else ""
+    return "".join(line + "\n" for line in proc.stdout) if proc.returncode == 0 else ""
 
 
 def vendor_dir(rustc: str) -> Path | None:
