@@ -116,3 +116,29 @@ def test_dep_info_parser_handles_escapes_continuations_and_comments():
         "# checksum:blake3=abc file_len:3 /p/src/lib.rs\n"
     )
     assert parse(text) == ["/p/src/lib.rs", "/p/my file.bin", "/p/inc.h"]
+
+
+def test_an_edited_path_dependency_outside_the_project_rebuilds(example_copy, cache, tmp_path):
+    root = example_copy("saxpy", unique=True)
+    helper = tmp_path / "helper"
+    (helper / "src").mkdir(parents=True)
+    (helper / "Cargo.toml").write_text('[package]\nname = "helper"\nversion = "0.1.0"\nedition = "2021"\n')
+    (helper / "src" / "lib.rs").write_text("pub fn value() -> u32 { 7 }\n")
+    cargo = root / "Cargo.toml"
+    cargo.write_text(
+        cargo.read_text().replace(
+            "[features]", '[dependencies]\nhelper = { path = "../helper" }\n\n[features]'
+        )
+    )
+    lib = root / "src" / "lib.rs"
+    lib.write_text(
+        lib.read_text() + '#[unsafe(no_mangle)]\npub extern "C" fn wb_helper() -> u32 { helper::value() }\n'
+    )
+    build_cpu(root, cache)  # cargo adds helper to Cargo.lock (a source): the next build keys on it
+    first = build_cpu(root, cache)
+    assert ctypes.CDLL(first.artifacts[0]).wb_helper() == 7
+    assert "../helper/src/lib.rs" in read_build(first.artifact_dir)["key_inputs"]["files"]
+    assert build_cpu(root, cache).cached
+    (helper / "src" / "lib.rs").write_text("pub fn value() -> u32 { 8 }\n")
+    second = build_cpu(root, cache)
+    assert not second.cached and ctypes.CDLL(second.artifacts[0]).wb_helper() == 8
