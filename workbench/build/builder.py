@@ -119,7 +119,8 @@ def build_backend(
     key = cache.full_key(pre, project, inputs)
     # An input edited while the compiler ran: the artifact may be of the old text. It is returned
     # but never found by a lookup (its key is unique), and the inputs are not recorded.
-    unsettled = cache.changed_since(project, inputs, started_at)
+    watched = cache.describe_inputs(project, [*out.inputs, *project.backend_sources(backend)])
+    unsettled = cache.changed_since(project, watched, started_at)
     if unsettled:
         key = f"{key[:48]}-unsettled-{uuid.uuid4().hex[:15]}"
     folder = cache.artifact_dir(root, backend, key)
