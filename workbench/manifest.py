@@ -122,6 +122,8 @@ Arg = BufferArg | ScalarArg
 class Launch:
     threads: tuple[str, ...]  # expressions, 1 to 3
     grid: tuple[str, ...]  # expressions, 1 to 3
+    #: `[kernel.launch.<backend>]`: a backend's own geometry, where one grid cannot fit them all.
+    backends: dict[str, Launch] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -264,20 +266,24 @@ class Kernel:
             except ValueError as exc:  # ExprError included
                 raise self.where.error(what, f"scalar {s.name!r}: {exc}{at}") from None
         dims: dict[str, tuple[int, int, int]] = {}
-        for key, texts in (("threads", self.launch.threads), ("grid", self.launch.grid)):
-            values = []
-            for text in texts:
-                try:
-                    value = expr.evaluate_int(text, symbols)
-                except expr.ExprError as exc:
-                    raise self.where.error(("launch", key), f"launch {key}: {exc}{at}") from None
-                if value < 1:
-                    raise self.where.error(
-                        ("launch", key),
-                        f"launch {key}: {toml_value(text)} is {value}{at}; it must be at least 1",
-                    )
-                values.append(value)
-            dims[key] = tuple(values + [1] * (3 - len(values)))  # type: ignore[assignment]
+        launches = [("", self.launch), *self.launch.backends.items()]  # and each backend's own
+        for backend, launch in launches:
+            for key, texts in (("threads", launch.threads), ("grid", launch.grid)):
+                what = ("launch", backend, key) if backend else ("launch", key)
+                name = f"launch.{backend}" if backend else "launch"
+                values = []
+                for text in texts:
+                    try:
+                        value = expr.evaluate_int(text, symbols)
+                    except expr.ExprError as exc:
+                        raise self.where.error(what, f"{name} {key}: {exc}{at}") from None
+                    if value < 1:
+                        raise self.where.error(
+                            what, f"{name} {key}: {toml_value(text)} is {value}{at}; it must be at least 1"
+                        )
+                    values.append(value)
+                if not backend:
+                    dims[key] = tuple(values + [1] * (3 - len(values)))  # type: ignore[assignment]
         metrics: dict[str, float] = {}
         for name, text in self.metrics.items():
             try:
@@ -286,10 +292,13 @@ class Kernel:
                 raise self.where.error(("metrics", name), f"metric {name}: {exc}{at}") from None
         return Values(lengths, scalars, dims["threads"], dims["grid"], metrics, total)
 
-    def geometry(self, symbols: dict[str, int | float]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """(threads per block, blocks) as 3-tuples."""
-        threads = [expr.evaluate_int(t, symbols) for t in self.launch.threads]
-        grid = [expr.evaluate_int(g, symbols) for g in self.launch.grid]
+    def geometry(
+        self, symbols: dict[str, int | float], backend: str | None = None
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(threads per block, blocks) as 3-tuples; `backend`'s own launch table where it has one."""
+        launch = self.launch.backends.get(backend or "", self.launch)
+        threads = [expr.evaluate_int(t, symbols) for t in launch.threads]
+        grid = [expr.evaluate_int(g, symbols) for g in launch.grid]
         pad = lambda xs: tuple(xs + [1] * (3 - len(xs)))  # noqa: E731
         return pad(threads), pad(grid)
 
@@ -566,6 +575,8 @@ class _Reader:
                 keys[("arg", a.name, key)] = self.locate((*at, "arg", i, key))
         for key in ("threads", "grid"):
             keys[("launch", key)] = self.locate((*at, "launch", key))
+            for backend in launch.backends:
+                keys[("launch", backend, key)] = self.locate((*at, "launch", backend, key))
         for key in metrics:
             keys[("metrics", key)] = self.locate((*at, "metrics", key))
         return Kernel(
@@ -653,8 +664,13 @@ class _Reader:
             raise self.fail((*at, "low"), "low must not be above high")
         return Init(kind, **values)
 
-    def launch(self, data: dict, at: tuple, symbols: set[str]) -> Launch:
-        self.check_keys(data, at, ("threads", "grid"))
+    def launch(self, data: dict, at: tuple, symbols: set[str], nested: bool = False) -> Launch:
+        self.check_keys(data, at, ("threads", "grid") if nested else ("threads", "grid", *BACKENDS))
+        own = {
+            backend: self.launch(self.table(data, at, backend), (*at, backend), symbols, nested=True)
+            for backend in BACKENDS
+            if backend in data and not nested
+        }
         out = []
         for key in ("threads", "grid"):
             value = data.get(key)
@@ -665,7 +681,7 @@ class _Reader:
             if not 1 <= len(value) <= 3:
                 raise self.fail((*at, key), f"expected 1 to 3 dimensions, got {len(value)}")
             out.append(tuple(self.expression(v, (*at, key), symbols) for v in value))
-        return Launch(threads=out[0], grid=out[1])
+        return Launch(threads=out[0], grid=out[1], backends=own)
 
     def check(self, data: dict, at: tuple) -> Check:
         self.check_keys(data, at, ("reference", "rtol", "atol", "max_ulp"))

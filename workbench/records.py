@@ -135,9 +135,21 @@ class TimingStats(Record, _ReadsLikeADict):
     resolution_s: float
     batch: int = 1  # launches per sample (each sample is already divided by it)
     warmup: int = 0
+    #: What the measurement ran under: cache policy, clocks, energy (worker.py, `measure`).
+    conditions: dict[str, Any] | None = None
 
     #: The keys `workbench run --json` shows (batch and warm-up are in the provenance).
-    JSON_KEYS = ("median_s", "iqr_s", "min_s", "max_s", "n", "samples_s", "method", "resolution_s")
+    JSON_KEYS = (
+        "median_s",
+        "iqr_s",
+        "min_s",
+        "max_s",
+        "n",
+        "samples_s",
+        "method",
+        "resolution_s",
+        "conditions",
+    )
 
     def to_json(self) -> dict[str, Any]:
         return {key: getattr(self, key) for key in self.JSON_KEYS}

@@ -395,6 +395,7 @@ class RunService:
                     on_progress=lambda p: ctx.emit({"kind": "progress", "backend": backend, **p}),
                 )[0]
                 stats = TimingStats.from_dict(reply["stats"])
+                stats.conditions = reply.get("conditions")  # cache policy, clocks, energy (worker.py)
             worker.request({"op": "close"}, timeout_s=SETUP_TIMEOUT_S)
         except (WorkerError, timing_mod.Cancelled, RunCancelled) as exc:
             cancelled = self._cancel.is_set()
