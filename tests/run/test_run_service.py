@@ -38,11 +38,12 @@ def json_shape(value):
 
 def _without_foreign_parts(shape):
     """The shape less what other layers own and may extend: a runtime's device description, the
-    toolchain record of build.json (the run service passes them through) and the measurement
-    conditions the timing protocol added later (L2 policy, clocks, energy)."""
+    toolchain record of build.json (the run service passes them through), and the timing
+    protocol's options and measurement conditions (extended later: L2 policy, clocks, energy)."""
     for result in shape["results"]:
         result["device"] = "dict"
         result["provenance"]["toolchain"] = "dict"
+        result["provenance"]["timing_options"] = "dict"
         if isinstance(result.get("timing"), dict):
             result["timing"].pop("conditions", None)
     return shape
