@@ -307,8 +307,11 @@ def _zeros(spec: dict[str, Any]) -> dict[str, np.ndarray]:
     return {a["name"]: np.zeros(int(a["length"]), dtype_of(a["type"])) for a in buffer_args(spec)}
 
 
-def measure(device: dict[str, Any], pool: Any = None, cache_dir: str | Path | None = None) -> Ceilings:
-    """Run the built-in kernels on `device` (a `list_devices()` dict) in its runtime's worker."""
+def measure(
+    device: dict[str, Any], pool: Any = None, cache_dir: str | Path | None = None, cancelled: Any = None
+) -> Ceilings:
+    """Run the built-in kernels on `device` (a `list_devices()` dict) in its runtime's worker;
+    `cancelled` (a threading.Event) stops before the next kernel."""
     from workbench.run.pool import WorkerError, WorkerPool
 
     own_pool = pool is None
@@ -318,6 +321,8 @@ def measure(device: dict[str, Any], pool: Any = None, cache_dir: str | Path | No
     try:
         worker = pool.get(str(device.get("runtime")))
         for probe in probes(device, cache_dir):
+            if cancelled is not None and cancelled.is_set():
+                raise CeilingsError("cancelled")
             try:
                 reply = worker.request({"op": "prepare", "spec": probe.spec}, timeout_s=TIMEOUT_S)[0]
                 worker.request({"op": "upload"}, _zeros(probe.spec), timeout_s=TIMEOUT_S)
@@ -360,14 +365,17 @@ def ceilings_for(
     refresh: bool = False,
     cache_dir: str | Path | None = None,
     on_measure=None,
+    pool: Any = None,
+    cancelled: Any = None,
 ) -> list[Ceilings]:
     """Ceilings of every device: cached ones unless `refresh`, the rest measured (and cached).
 
-    `on_measure(device)` is called before a device is measured (for a progress line)."""
+    `on_measure(device)` is called before a device is measured (for a progress line); `pool` (a
+    `WorkerPool`, closed by its owner) and `cancelled` (an Event) let the caller stop it."""
     from workbench.run.pool import WorkerPool
 
     out: list[Ceilings] = []
-    pool = None
+    own_pool = pool is None
     try:
         for device in devices:
             found = None if refresh else cached(device, cache_dir)
@@ -375,12 +383,12 @@ def ceilings_for(
                 if on_measure is not None:
                     on_measure(device)
                 pool = pool or WorkerPool()
-                found = measure(device, pool, cache_dir)
+                found = measure(device, pool, cache_dir, cancelled)
                 if found.copy_gbps or found.fma_gflops_f32:
                     _store(device, found, cache_dir)
             out.append(found)
     finally:
-        if pool is not None:
+        if own_pool and pool is not None:
             pool.close()
     return out
 

@@ -48,6 +48,11 @@ DOCKS = {
 }
 
 
+#: Version of the saved dock layout (QMainWindow.saveState). A layout saved with another version
+#: (an older window's docks) is not restored: the default layout is used instead, never a broken one.
+LAYOUT_VERSION = 2
+
+
 def placeholder(text: str) -> QLabel:
     """What a dock shows when its panel is not available."""
     label = QLabel(text)
@@ -106,7 +111,7 @@ class MainWindow(QMainWindow):
         self._make_toolbar()
         self._make_status_bar()
         self._connect()
-        self._default_state = self.saveState()
+        self._default_state = self.saveState(LAYOUT_VERSION)
         self._restore_layout()
         self._update_actions()
 
@@ -128,18 +133,21 @@ class MainWindow(QMainWindow):
         self._sized = False
 
     def _apply_default_sizes(self) -> None:
-        """Dock sizes for a first start (a restored layout keeps the user's)."""
-        d = self.docks
-        self.resizeDocks([d["project"], d["plots"]], [300, 520], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["build"]], [290], Qt.Orientation.Vertical)
-        self.resizeDocks([d["project"], d["devices"]], [430, 420], Qt.Orientation.Vertical)
-        self.resizeDocks([d["build"], d["results"]], [560, 760], Qt.Orientation.Horizontal)
+        """Dock sizes for a first start or a reset layout, in proportion to the window (1280×800 and
+        1600×1000 both leave the editor room); never below what a dock's contents need."""
+        d, width, height = self.docks, self.width(), self.height()
+        side = max(260, int(width * 0.2), d["project"].minimumSizeHint().width())
+        plots = max(int(width * 0.34), d["plots"].minimumSizeHint().width())
+        self.resizeDocks([d["project"], d["plots"]], [side, plots], Qt.Orientation.Horizontal)
+        self.resizeDocks([d["build"]], [max(200, int(height * 0.28))], Qt.Orientation.Vertical)
+        self.resizeDocks([d["project"], d["devices"]], [1, 1], Qt.Orientation.Vertical)
+        self.resizeDocks([d["build"], d["results"]], [4, 6], Qt.Orientation.Horizontal)
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         if not self._sized:
             self._sized = True
-            if not self.settings.window_state:
+            if not self._layout_restored:
                 self._apply_default_sizes()
 
     def _action(self, text: str, slot=None, shortcut=None, checkable=False, tip: str = "") -> QAction:
@@ -494,20 +502,28 @@ class MainWindow(QMainWindow):
 
     # ================================================================ layout and closing
     def _restore_layout(self) -> None:
+        """The remembered geometry and dock layout; a layout of another LAYOUT_VERSION, or a damaged
+        one, leaves the default layout in place (Qt checks the version before changing anything)."""
+        self._layout_restored = False
         if self.settings.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(self.settings.window_geometry.encode()))
         if self.settings.window_state:
-            self.restoreState(QByteArray.fromBase64(self.settings.window_state.encode()))
+            state = QByteArray.fromBase64(self.settings.window_state.encode())
+            self._layout_restored = self.restoreState(state, LAYOUT_VERSION)
+            if not self._layout_restored:
+                log.info("the saved window layout is from another version: using the default layout")
+                self.settings.window_state = ""
 
     def reset_layout(self) -> None:
-        self.restoreState(self._default_state)
+        self.restoreState(self._default_state, LAYOUT_VERSION)
         for dock in self.docks.values():
             dock.show()
+        self._apply_default_sizes()
 
     def save_layout(self) -> None:
         """Put the window's state (layout, open files, choices) into the settings and write them."""
         self.settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode()
-        self.settings.window_state = bytes(self.saveState().toBase64()).decode()
+        self.settings.window_state = bytes(self.saveState(LAYOUT_VERSION).toBase64()).decode()
         self._remember_open_files()
         self.settings.hot_reload = self.hot_reload_action.isChecked()
         if self.bridge is not None:
