@@ -123,6 +123,8 @@ class MainWindow(QMainWindow):
             dock.setWidget(self.panels[key])
             self.addDockWidget(area, dock)
             self.docks[key] = dock
+        # The plots run the window's full height (room to read them); the bottom docks end there.
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.splitDockWidget(self.docks["project"], self.docks["devices"], Qt.Orientation.Vertical)
         self.splitDockWidget(self.docks["build"], self.docks["results"], Qt.Orientation.Horizontal)
         self.tabifyDockWidget(self.docks["build"], self.docks["console"])
