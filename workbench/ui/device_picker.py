@@ -75,8 +75,8 @@ PROPERTY_LABELS = {
     "description": "Driver",
     "cores": "Cores",
     "timestamp_query": "Timestamp queries",
-    "peak_gbps": "Datasheet bandwidth (GB/s)",
-    "peak_gflops": "Datasheet FP32 (GFLOP/s)",
+    "peak_gbps": "Datasheet GB/s",
+    "peak_gflops": "Datasheet GFLOP/s",
 }
 
 
@@ -90,10 +90,10 @@ def ceiling_rows(ceilings: Any, measuring: bool = False, error: str = "") -> lis
         return f"{value:,.1f} {unit}" if value else "unknown"
 
     return [
-        ("Measured copy (GB/s)", fmt(ceilings.copy_gbps, "GB/s")),
+        ("Measured copy", fmt(ceilings.copy_gbps, "GB/s")),
         ("Measured FMA f32", fmt(ceilings.fma_gflops_f32, "GFLOP/s")),
         ("Measured FMA f64", fmt(ceilings.fma_gflops_f64, "GFLOP/s")),
-        ("Ceilings measured", f"{ceilings.measured} · {ceilings.method}"),
+        ("Measured on", f"{ceilings.measured} · {ceilings.method}"),
     ]
 
 
@@ -187,8 +187,8 @@ class DevicePicker(QWidget):
         splitter.setChildrenCollapsible(False)
         splitter.addWidget(self.tree)
         splitter.addWidget(self.properties)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
@@ -240,8 +240,14 @@ class DevicePicker(QWidget):
             for r, e in info.items()
             if isinstance(e, dict) and not e.get("available")
         ]
+        unavailable = [
+            RUNTIME_TITLES.get(r, r)
+            for r, e in info.items()
+            if isinstance(e, dict) and not e.get("available")
+        ]
         self.status.setText(
-            f"{count} device{'s' if count != 1 else ''}" + "".join(f" · {m}" for m in missing)
+            f"{count} device{'s' if count != 1 else ''}"
+            + (f" · {', '.join(unavailable)} unavailable" if unavailable else "")
         )
         self.status.setToolTip("\n".join(missing))
         self._sync_bridge()

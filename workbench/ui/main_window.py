@@ -123,7 +123,9 @@ class MainWindow(QMainWindow):
             dock.setWidget(self.panels[key])
             self.addDockWidget(area, dock)
             self.docks[key] = dock
-        # The plots run the window's full height (room to read them); the bottom docks end there.
+        # The side docks run the window's full height (room for the device list and the plots);
+        # the bottom docks sit between them, under the editor.
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.splitDockWidget(self.docks["project"], self.docks["devices"], Qt.Orientation.Vertical)
         self.splitDockWidget(self.docks["build"], self.docks["results"], Qt.Orientation.Horizontal)
@@ -138,11 +140,11 @@ class MainWindow(QMainWindow):
         """Dock sizes for a first start or a reset layout, in proportion to the window (1280×800 and
         1600×1000 both leave the editor room); never below what a dock's contents need."""
         d, width, height = self.docks, self.width(), self.height()
-        side = max(260, int(width * 0.2), d["project"].minimumSizeHint().width())
+        side = max(280, int(width * 0.2), d["project"].minimumSizeHint().width())
         plots = max(int(width * 0.34), d["plots"].minimumSizeHint().width())
         self.resizeDocks([d["project"], d["plots"]], [side, plots], Qt.Orientation.Horizontal)
         self.resizeDocks([d["build"]], [max(200, int(height * 0.28))], Qt.Orientation.Vertical)
-        self.resizeDocks([d["project"], d["devices"]], [1, 1], Qt.Orientation.Vertical)
+        self.resizeDocks([d["project"], d["devices"]], [2, 3], Qt.Orientation.Vertical)
         self.resizeDocks([d["build"], d["results"]], [4, 6], Qt.Orientation.Horizontal)
 
     def showEvent(self, event) -> None:  # noqa: N802

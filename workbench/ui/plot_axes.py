@@ -69,7 +69,9 @@ class UnitAxis(GridAxis):
     def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph override)
         if not self.log:
             return super().tickValues(minVal, maxVal, size)
-        return log_ticks(min(minVal, maxVal), max(minVal, maxVal))
+        # About one label per 70 pixels, so "500 µs 1 ms 2 ms" never run into each other.
+        per_label = 70 if self.orientation in ("top", "bottom") else 28
+        return log_ticks(min(minVal, maxVal), max(minVal, maxVal), max_labels=max(2, int(size / per_label)))
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)
         if not self.log:

@@ -252,7 +252,7 @@ def format_si(value: float | None, unit: str, digits: int = 3) -> str:
     return f"{value / scale:.{digits}g} {prefix}{unit}"
 
 
-def log_ticks(lo: float, hi: float) -> list[tuple[float, list[float]]]:
+def log_ticks(lo: float, hi: float, max_labels: int = 12) -> list[tuple[float, list[float]]]:
     """Tick levels for an axis drawn in log10 units, as `(spacing, [log10 values])` per level:
     decades (every other one past 7) when the range spans 3+ decades, 1-2-5 steps over 1 to 3
     decades (2…9 as minor ticks), round values in real units below one decade."""
@@ -268,6 +268,9 @@ def log_ticks(lo: float, hi: float) -> list[tuple[float, list[float]]]:
         majors = within(float(d) for d in decades if d % step == 0)
         minors = within(d + math.log10(k) for d in decades for k in range(2, 10)) if hi - lo <= 5 else []
         return [(float(step), majors), (0.1, minors)]
+    if hi - lo >= 1.0 and 3 * (hi - lo) > max_labels:  # no room for 1-2-5: decades only
+        majors = within(float(d) for d in decades)
+        return [(1.0, majors), (0.1, within(d + math.log10(k) for d in decades for k in range(2, 10)))]
     if hi - lo >= 1.0:
         majors = within(d + math.log10(k) for d in decades for k in (1, 2, 5))
         minors = within(d + math.log10(k) for d in decades for k in (3, 4, 6, 7, 8, 9))

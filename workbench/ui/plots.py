@@ -626,24 +626,45 @@ class PlotsPanel(QWidget):
         vb.setXRange(lo, lo + (hi - lo) / (1 - fraction), padding=0)
 
     def _draw_spread(self, report: Any) -> None:
+        """Each series' samples as % deviation from its own median (so every backend is readable
+        whatever its scale), jittered in its row, with its IQR as a bar. The view holds every row's
+        far-out fences (3 IQR past the quartiles); outliers beyond sit at its edge as triangles."""
         rows = timing_rows(report)
         self.spread_plot.getPlotItem().getAxis("left").set_names([r.series for r in rows])
-        xs, ys, boxes_x, boxes_y, brushes = [], [], [], [], []
-        rng = np.random.default_rng(0)  # a fixed jitter: the same run draws the same picture
-        for i, row in enumerate(rows):
-            deviation = (row.samples_s / row.median_s - 1.0) * 100.0
-            xs.append(deviation)
-            ys.append(i + rng.uniform(-0.28, 0.28, deviation.size))
-            brushes += [pg.mkBrush(self._color(row.series))] * deviation.size
-            boxes_x += [(row.q1_s / row.median_s - 1) * 100, (row.q3_s / row.median_s - 1) * 100]
-            boxes_y += [i, i]
-        if rows:
-            self.spread_points.setData(np.concatenate(xs), np.concatenate(ys), brush=brushes)
-            self.spread_boxes.setData(boxes_x, boxes_y)
-            self.spread_plot.getPlotItem().getViewBox().setYRange(-0.6, len(rows) - 0.4, padding=0)
-        else:
+        deviations = [(r.samples_s / r.median_s - 1.0) * 100.0 for r in rows]
+        if not rows:
             self.spread_points.setData([], [])
             self.spread_boxes.setData([], [])
+            return
+        # Tukey's far-out fences (3 IQR past the quartiles) of every row bound the view.
+        fences = []
+        for deviation in deviations:
+            q1, q3 = np.percentile(deviation, [25, 75])
+            iqr = max(q3 - q1, 0.5)
+            fences.append(
+                (max(q1 - 3 * iqr, float(deviation.min())), min(q3 + 3 * iqr, float(deviation.max())))
+            )
+        lo, hi = min(f[0] for f in fences), max(f[1] for f in fences)
+        lo, hi = min(lo, -1.0), max(hi, 1.0)  # 0 % always in view
+        pad = 0.08 * (hi - lo)
+        edge_lo, edge_hi = lo - pad / 2, hi + pad / 2  # where outliers are drawn, inside the view
+        lo, hi = lo - pad, hi + pad
+        rng = np.random.default_rng(0)  # a fixed jitter: the same run draws the same picture
+        spots = []
+        boxes_x, boxes_y = [], []
+        for i, (row, deviation) in enumerate(zip(rows, deviations, strict=True)):
+            brush = pg.mkBrush(self._color(row.series))
+            jitter = rng.uniform(-0.28, 0.28, deviation.size)
+            for value, dy in zip(deviation, jitter, strict=True):
+                symbol = "t3" if value < edge_lo else "t2" if value > edge_hi else "o"
+                x = min(max(value, edge_lo), edge_hi)
+                spots.append({"pos": (x, i + dy), "brush": brush, "symbol": symbol})
+            boxes_x += [(row.q1_s / row.median_s - 1) * 100, (row.q3_s / row.median_s - 1) * 100]
+            boxes_y += [i, i]
+        self.spread_points.setData(spots)
+        self.spread_boxes.setData(boxes_x, boxes_y)
+        vb = self.spread_plot.getPlotItem().getViewBox()
+        vb.setRange(xRange=(lo, hi), yRange=(-0.6, len(rows) - 0.4), padding=0)
         self._settle_range(self.spread_plot)
 
     def _draw_history(self) -> None:
@@ -1048,7 +1069,10 @@ class PlotsPanel(QWidget):
         notes = []
         for point in points:
             if point.fraction_of_roof is not None:
-                notes.append(f"{point.series}: {100 * point.fraction_of_roof:.1f} % of its device's roof")
+                text = f"{point.series}: {100 * point.fraction_of_roof:.1f} % of its device's roof"
+                if point.fraction_of_roof > 1.05:
+                    text += " (above the copy roof: its data fits in a cache)"
+                notes.append(text)
         roofed = {r.device for r in roofs}
         for result in getattr(report, "results", None) or ():
             device = result.device or {}
