@@ -473,7 +473,7 @@ def scatter_sample(
     """(reference, backend) pairs for the scatter: an even sample of at most `max_points`, plus every
     marked mismatch (those matter most)."""
     n = min(values.size, ref.size)
-    index = np.arange(0, n, max(1, n // max_points))
+    index = np.arange(0, n, max(1, -(-n // max_points)))
     if bad.size:
         index = np.union1d(index, bad)
     return ref[index].astype(np.float64), values[index].astype(np.float64)
