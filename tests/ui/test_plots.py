@@ -284,6 +284,8 @@ def test_window_fits_at_both_sizes_and_tabs_never_resize_docks(
         window.resize(width, height)
         window.reset_layout()
         qtbot.wait(100)
+        sizes = {k: (d.width(), d.minimumSizeHint().width()) for k, d in window.docks.items()}
+        assert (window.width(), window.height()) == (width, height), f"docks (width, minimum): {sizes}"
         widths = None
         for index, tab in enumerate(TABS):
             plots.tabs.setCurrentIndex(index)

@@ -450,7 +450,7 @@ class PlotsPanel(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         # Error and scatter side by side when there is room, else one above the other.
-        wide = event.size().width() >= 2 * 230
+        wide = event.size().width() >= 700  # well above both plots' minimum widths side by side
         wanted = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
         if self.outputs_lower.orientation() != wanted:
             self.outputs_lower.setOrientation(wanted)
@@ -908,9 +908,7 @@ class PlotsPanel(QWidget):
         else:
             self.identity_line.setData([], [])
         self.scatter_plot.getPlotItem().setTitle(
-            f"Backend vs reference ({drawing.reference}) · y = x dashed"
-            if drawing.scatter
-            else "Backend vs reference",
+            f"Backend vs {drawing.reference}" if drawing.scatter else "Backend vs reference",
             color=TEXT,
             size="9pt",
         )
