@@ -83,6 +83,8 @@ PALETTE = (
     "#26c6da",
 )
 MISMATCH, UNWRITTEN, FASTEST = "#ff5252", "#ffd54f", "#ffd54f"
+#: Roofs are drawn in greys (dashed), apart from the series' colours.
+ROOF_COLORS = ("#cfd2d6", "#9aa0a8", "#e0c9a6", "#a8c5e0")
 
 #: The panel's tabs, in order, and the plots each holds; one plot is redrawn per timer tick.
 TABS = ("timing", "outputs", "roofline")
@@ -270,9 +272,13 @@ class PlotsPanel(QWidget):
         self.unwritten_marks = pg.ScatterPlotItem(symbol="s", size=7, pen=pg.mkPen(UNWRITTEN), brush=None)
         self.unwritten_marks.setZValue(10)
         self.output_plot.addItem(self.unwritten_marks)
+        # "exact match" sits in the middle of the error plot's view box (pixels, not data: it stays
+        # centred whatever the range).
+        error_vb = self.error_plot.getPlotItem().getViewBox()
         self.exact_text = pg.TextItem("", color="#8bc34a", anchor=(0.5, 0.5))
         self.exact_text.setZValue(20)
-        self.error_plot.addItem(self.exact_text, ignoreBounds=True)
+        self.exact_text.setParentItem(error_vb)
+        error_vb.sigResized.connect(self._center_exact_text)
         self.identity_line = pg.PlotDataItem(pen=pg.mkPen(AXIS, width=1, style=Qt.PenStyle.DashLine))
         self.scatter_plot.addItem(self.identity_line)
         self.output_plot.getPlotItem().getViewBox().sigXRangeChanged.connect(self._outputs_range_changed)
@@ -877,8 +883,6 @@ class PlotsPanel(QWidget):
             self.exact_text.setText(f"exact match\n{others} = {drawing.reference}")
             vb.enableAutoRange(y=False)
             vb.setYRange(0, 1, padding=0.05)
-            (x0, x1), _ = self.output_plot.getPlotItem().getViewBox().viewRange()
-            self.exact_text.setPos((x0 + x1) / 2, 0.5)
         elif not errors:
             self.exact_text.setText("no reference to compare with")
             vb.setYRange(0, 1, padding=0.05)
@@ -914,6 +918,10 @@ class PlotsPanel(QWidget):
         )
         self._settle_range(self.error_plot)
         self._settle_range(self.scatter_plot)
+
+    def _center_exact_text(self, *_: Any) -> None:
+        vb = self.error_plot.getPlotItem().getViewBox()
+        self.exact_text.setPos(vb.width() / 2, vb.height() / 2)
 
     def show_first_bad(self) -> None:
         """Zoom the outputs and error plots to the first bad (or never-written) element."""
@@ -966,21 +974,19 @@ class PlotsPanel(QWidget):
         (x_lo, x_hi), (y_lo, y_hi) = roofline_ranges(points, roofs)
         seen_roofs = set()
         for roof in roofs:
-            color = self._color(f"roof {roof.device}")
+            color = ROOF_COLORS[len(self.roof_curves) % len(ROOF_COLORS)]
             curve = self.roof_curves.get(roof.device)
             if curve is None:
                 curve = self.roof_curves[roof.device] = pg.PlotDataItem(
                     pen=pg.mkPen(color, width=2, style=Qt.PenStyle.DashLine)
                 )
                 plot.addItem(curve)
-                label = self.roof_labels[roof.device] = pg.TextItem("", color=color, anchor=(1, 1))
+                label = self.roof_labels[roof.device] = pg.TextItem("", color=color, anchor=(1, 1.1))
                 plot.addItem(label, ignoreBounds=True)
             xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 96)
             ys = np.array([roof.attainable(x) for x in xs], dtype=np.float64)
             curve.setData(np.log10(xs), np.log10(ys))
-            bw = format_si(roof.bytes_per_s, "B/s")
-            fl = format_si(roof.flops_per_s, "FLOP/s")
-            self.roof_labels[roof.device].setText(f"{roof.device}: {bw} · {fl} f32 ({roof.source})")
+            self.roof_labels[roof.device].setText(roof.device)  # the figures are in the legend below
             self.roof_labels[roof.device].setPos(math.log10(x_hi), math.log10(roof.attainable(x_hi)))
             seen_roofs.add(roof.device)
         for device, curve in self.roof_curves.items():
@@ -1018,7 +1024,17 @@ class PlotsPanel(QWidget):
                 yRange=(math.log10(y_lo), math.log10(y_hi)),
                 padding=0,
             )
-        self.roofline_legend.setText(self._legend_html([p.series for p in points]))
+        roof_lines = []
+        for roof in roofs:
+            color = self.roof_curves[roof.device].opts["pen"].color().name()
+            figures = f"{format_si(roof.bytes_per_s, 'B/s')} · {format_si(roof.flops_per_s, 'FLOP/s')} f32"
+            roof_lines.append(
+                f'<span style="color:{color}">╌</span>&nbsp;{html.escape(roof.device)} roof: {figures} ({roof.source})'
+            )
+        self.roofline_legend.setText(
+            self._legend_html([p.series for p in points])
+            + ("<br>" + "&nbsp;&nbsp; ".join(roof_lines) if roof_lines else "")
+        )
         self.roofline_note.setText(self._roofline_note(report, points, roofs))
         (vx0, vx1), (vy0, vy1) = _view_range(plot)
         self._model["roofline"] = {
