@@ -237,6 +237,27 @@ def test_plots_show_what_the_run_results_say(
         qtbot.wait(30)
         assert plots.grab().save(str(test_output_dir / f"plots_{example}_{tab}.png"))
 
+    # The device panel shows the measured ceilings beside the datasheet figures, check boxes in view.
+    from workbench.run.ceilings import cached
+    from workbench.ui.device_picker import SPEC_ROLE, DevicePicker
+
+    picker = make_widget(DevicePicker, bridge, show=True)
+    picker.resize(240, 520)
+    qtbot.waitUntil(lambda: picker.group_item("CPU") is not None, timeout=60_000)
+    cpu_item = picker.group_item("CPU").child(0)
+    picker.tree.setCurrentItem(cpu_item)
+    rows = {
+        picker.properties.item(r, 0).text(): picker.properties.item(r, 1).text()
+        for r in range(picker.properties.rowCount())
+    }
+    measured = cached(cpu_item.data(0, 257), bridge.cache_dir)
+    assert rows["Measured copy"] == f"{measured.copy_gbps:,.1f} GB/s" and rows["Datasheet GB/s"] == "unknown"
+    labels = list(rows)
+    assert labels.index("Measured copy") == labels.index("Datasheet GFLOP/s") + 1
+    for item in (cpu_item, picker.group_item("wgpu").child(0)):
+        rect = picker.tree.visualItemRect(item)
+        assert item.data(0, SPEC_ROLE) and rect.left() + 40 < picker.tree.columnWidth(0)  # room for the box
+
 
 # ---------------------------------------------------------------- the window's layout
 def _dock_problems(window) -> list[str]:
