@@ -362,3 +362,41 @@ def test_gui_screenshot_writes_the_plot_data(tmp_path, shared_cache_dir, test_ou
     bad = subprocess.run([*command[:4], "x.png", "--window-size", "big", str(EXAMPLES / "saxpy")],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert bad.returncode == 2 and "WIDTHxHEIGHT" in bad.stderr
+
+
+def _report(source_hash, cpu_median, wgsl_median, n=3000):
+    from workbench.run.service import RunReport
+
+    rng = np.random.default_rng(1)
+    results = []
+    for backend, spec, median in (("cpu", "cpu", cpu_median), ("wgsl", "wgpu:0", wgsl_median)):
+        samples = median * (1 + rng.normal(0, 0.02, n))
+        samples[:3] *= 40  # three wild outliers (another process took the core)
+        result = _result(backend, spec, float(np.median(samples)), samples)
+        result.provenance = {"source_hash": source_hash}
+        results.append(result)
+    return RunReport(project="t", kernel="k", results=results, reference="cpu")
+
+
+def test_history_marks_edits_and_the_spread_keeps_every_series_readable(qtbot, make_widget, bridge):
+    plots = make_widget(PlotsPanel, bridge, show=True)
+    plots.resize(600, 700)
+    for source, cpu, wgsl in (("a", 2e-6, 5e-6), ("a", 2.1e-6, 5e-6), ("b", 1.5e-6, 4e-6)):
+        bridge.runFinished.emit(_report(source, cpu, wgsl))
+    plots.draw_now()
+    history = plots.plots_data()["timing"]["history"]
+    assert history["runs"] == 3 and history["edits"] == [3]  # the sources changed before run 3
+    assert [line.value() for line in plots.edit_lines] == [2.5]
+    assert history["y_unit"] == "µs" and history["scale"] == "linear"  # 1.5 to 5 µs: one linear unit
+    x, y = plots.curve_data()["time"]["cpu @ cpu"]
+    assert x.tolist() == [1, 2, 3] and y == pytest.approx([r * 1e6 for r in (2e-6, 2.1e-6, 1.5e-6)], rel=0.02)
+    assert plots.plots_data()["timing"]["y_unit"] == "µs"
+    # The spread: each series around its own median; the outliers at the view's edge, not stretching it.
+    (x0, x1), _ = plots.spread_plot.getPlotItem().getViewBox().viewRange()
+    px, _ = plots.curve_data()["spread"]["points"]
+    ox, _ = plots.curve_data()["spread"]["outliers"]
+    assert x1 < 50 and 1 <= len(ox) <= 6 and np.all(ox <= x1) and np.all((px >= x0) & (px <= x1))
+    assert len(px) + len(ox) <= 2 * 1500  # thousands of samples: a sample of them is drawn
+    bridge.projectChanged.emit(None)
+    plots.draw_now()
+    assert plots.plots_data()["timing"].get("rows", []) == [] and not plots.edit_lines

@@ -68,6 +68,8 @@ __all__ = ["MAX_POINTS", "PlotsPanel"]
 HISTORY = 200
 #: Timer interval: one plot per tick.
 REDRAW_MS = 50
+#: Samples drawn per series in the spread view at most.
+MAX_SPREAD_POINTS = 1500
 #: After the outputs view stops moving, decimate again for the new range.
 RANGE_SETTLE_MS = 120
 PALETTE = (
@@ -227,8 +229,10 @@ class PlotsPanel(QWidget):
         self.spread_boxes = pg.PlotDataItem(pen=pg.mkPen("#8a8f98", width=7), connect="pairs")
         self.spread_boxes.setZValue(-1)  # the IQR box under the samples
         self.spread_points = pg.ScatterPlotItem(size=5, pen=None)
+        self.spread_outliers = pg.ScatterPlotItem(size=8, pen=None)  # beyond the fences, at the edge
         self.spread_plot.addItem(self.spread_boxes)
         self.spread_plot.addItem(self.spread_points)
+        self.spread_plot.addItem(self.spread_outliers)
         self.spread_plot.addItem(pg.InfiniteLine(0, angle=90, pen=pg.mkPen(AXIS, width=1)))
 
         self.history_plot = _plot("Median per run", "time", "run")
@@ -411,7 +415,13 @@ class PlotsPanel(QWidget):
         self.compare_labels.clear()
         for item in (self.whiskers, self.spread_boxes, self.identity_line):
             item.setData([], [])
-        for item in (self.medians, self.spread_points, self.mismatch_marks, self.unwritten_marks):
+        for item in (
+            self.medians,
+            self.spread_points,
+            self.spread_outliers,
+            self.mismatch_marks,
+            self.unwritten_marks,
+        ):
             item.setData([], [])
         self.exact_text.setText("")
         self.arg_box.clear()
@@ -640,6 +650,7 @@ class PlotsPanel(QWidget):
         deviations = [(r.samples_s / r.median_s - 1.0) * 100.0 for r in rows]
         if not rows:
             self.spread_points.setData([], [])
+            self.spread_outliers.setData([], [])
             self.spread_boxes.setData([], [])
             return
         # Tukey's far-out fences (3 IQR past the quartiles) of every row bound the view.
@@ -656,18 +667,27 @@ class PlotsPanel(QWidget):
         edge_lo, edge_hi = lo - pad / 2, hi + pad / 2  # where outliers are drawn, inside the view
         lo, hi = lo - pad, hi + pad
         rng = np.random.default_rng(0)  # a fixed jitter: the same run draws the same picture
-        spots = []
+        xs, ys, brushes, edge_x, edge_y, edge_symbols, edge_brushes = [], [], [], [], [], [], []
         boxes_x, boxes_y = [], []
         for i, (row, deviation) in enumerate(zip(rows, deviations, strict=True)):
+            if deviation.size > MAX_SPREAD_POINTS:  # thousands of samples of a fast kernel: a sample of them
+                deviation = rng.choice(deviation, MAX_SPREAD_POINTS, replace=False)
             brush = pg.mkBrush(self._color(row.series))
-            jitter = rng.uniform(-0.28, 0.28, deviation.size)
-            for value, dy in zip(deviation, jitter, strict=True):
-                symbol = "t3" if value < edge_lo else "t2" if value > edge_hi else "o"
-                x = min(max(value, edge_lo), edge_hi)
-                spots.append({"pos": (x, i + dy), "brush": brush, "symbol": symbol})
+            jitter = i + rng.uniform(-0.28, 0.28, deviation.size)
+            inside = (deviation >= edge_lo) & (deviation <= edge_hi)
+            xs.append(deviation[inside])
+            ys.append(jitter[inside])
+            brushes += [brush] * int(inside.sum())
+            out = ~inside
+            edge_x.append(np.clip(deviation[out], edge_lo, edge_hi))
+            edge_y.append(jitter[out])
+            edge_symbols += ["t3" if v < edge_lo else "t2" for v in deviation[out]]
+            edge_brushes += [brush] * int(out.sum())
             boxes_x += [(row.q1_s / row.median_s - 1) * 100, (row.q3_s / row.median_s - 1) * 100]
             boxes_y += [i, i]
-        self.spread_points.setData(spots)
+        self.spread_points.setData(np.concatenate(xs), np.concatenate(ys), brush=brushes, symbol="o")
+        self.spread_outliers.setData(np.concatenate(edge_x), np.concatenate(edge_y), brush=edge_brushes,
+                                     symbol=edge_symbols or "o")  # fmt: skip
         self.spread_boxes.setData(boxes_x, boxes_y)
         vb = self.spread_plot.getPlotItem().getViewBox()
         vb.setRange(xRange=(lo, hi), yRange=(-0.6, len(rows) - 0.4), padding=0)
@@ -1167,5 +1187,5 @@ class PlotsPanel(QWidget):
             "roofline": {name: item.getData() for name, item in self.roofline_points.items()},
             "roofs": {name: curve.getData() for name, curve in self.roof_curves.items()},
             "compare": {"medians": self.medians.getData(), "whiskers": self.whiskers.getData()},
-            "spread": {"points": self.spread_points.getData()},
+            "spread": {"points": self.spread_points.getData(), "outliers": self.spread_outliers.getData()},
         }
