@@ -177,6 +177,9 @@ class _Session:
 
         self.timeout.stop()
         if self.args.screenshot is not None:
+            plots = self.window.panels.get("plots")
+            if hasattr(plots, "ensure_ceilings"):
+                plots.ensure_ceilings()  # the roofline's roofs, whichever tab is shown
             self._ceilings_deadline = CEILINGS_WAIT_S * 1000
             QTimer.singleShot(300, self.window, self._when_settled)
 

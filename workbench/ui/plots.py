@@ -355,7 +355,7 @@ class PlotsPanel(QWidget):
 
     # ================================================================ data in (GUI thread, cheap)
     def add_report(self, report: Any) -> None:
-        """Buffer a RunReport; the timer draws it. Its devices' ceilings are measured when missing."""
+        """Buffer a RunReport; the timer draws it."""
         self.runs += 1
         source = next(
             (
@@ -377,9 +377,16 @@ class PlotsPanel(QWidget):
         del self.edits[: max(0, len(self.edits) - HISTORY)]
         self._report = report
         self._outputs_range = None  # a new run starts from the whole buffer
-        devices = [r.device for r in report.results if r.status == "ok" and r.device]
-        self.ceilings.ensure(devices)
         self._mark_dirty()
+
+    def ensure_ceilings(self) -> None:
+        """Measure the ceilings of the last run's devices that have none yet (in the background).
+
+        Called when the roofline is drawn, not on every run: measuring keeps both cores of a small
+        machine busy for a few seconds, which a hot-reload loop on the timing tab should not pay."""
+        report = self._report
+        if report is not None:
+            self.ceilings.ensure([r.device for r in report.results if r.status == "ok" and r.device])
 
     def clear(self, *_: Any) -> None:
         self.history.clear()
@@ -988,6 +995,7 @@ class PlotsPanel(QWidget):
 
     # ---------------------------------------------------------------- roofline
     def _draw_roofline(self, report: Any) -> None:
+        self.ensure_ceilings()
         points, roofs = roofline_model(report, self.ceilings.get)
         plot = self.roofline_plot
         self._roof_points = points
