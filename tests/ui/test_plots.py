@@ -352,6 +352,7 @@ def test_gui_screenshot_writes_the_plot_data(tmp_path, shared_cache_dir, test_ou
     data_file = tmp_path / "plots.json"
     command = [sys.executable, "-m", "workbench", "gui", "--screenshot", str(shot), "--run",
                "--window-size", "1280x800", "--tab", "roofline", "--plots-json", str(data_file),
+               "--backend", "cpu,wgsl",
                "--cache-dir", str(shared_cache_dir), str(EXAMPLES / "matmul")]  # fmt: skip
     env = dict(os.environ, WB_CONFIG_DIR=str(tmp_path / "config"))
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
@@ -364,9 +365,12 @@ def test_gui_screenshot_writes_the_plot_data(tmp_path, shared_cache_dir, test_ou
         p["intensity"] == pytest.approx(2 * 256**3 / (4 * 3 * 256 * 256)) for p in data["roofline"]["points"]
     )
     assert data["timing"]["rows"] and all(r["median_s"] > 0 for r in data["timing"]["rows"])
-    bad = subprocess.run([*command[:4], "x.png", "--window-size", "big", str(EXAMPLES / "saxpy")],
+    bad = subprocess.run([*command[:4], "--screenshot", str(tmp_path / "x.png"), "--window-size", "big", str(EXAMPLES / "saxpy")],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert bad.returncode == 2 and "WIDTHxHEIGHT" in bad.stderr
+    unknown = subprocess.run([*command[:4], "--screenshot", str(tmp_path / "x.png"), "--backend", "cpu,nope", str(EXAMPLES / "saxpy")],
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert unknown.returncode == 2 and "nope" in unknown.stderr and not (tmp_path / "x.png").exists()
 
 
 def _report(source_hash, cpu_median, wgsl_median, n=3000):

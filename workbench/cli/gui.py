@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from workbench.backends import parse_backends
 from workbench.errors import WorkbenchError
 from workbench.project import Project, examples_dir
 
@@ -50,6 +51,11 @@ def register(subparsers) -> None:
         help="build and run once at start (cpu, wgsl, and nvptx when available; on cpu and wgpu:0)",
     )
     parser.add_argument(
+        "--backend",
+        metavar="LIST",
+        help="with --run: comma-separated backends (default: cpu, wgsl, and nvptx when available)",
+    )
+    parser.add_argument(
         "--window-size",
         metavar="WxH",
         type=window_size,
@@ -87,6 +93,7 @@ def available_run_backends() -> list[str]:
 def run(args: argparse.Namespace) -> int:
     path = Path(args.path) if args.path else examples_dir() / "saxpy"
     project = Project.open(path)  # WorkbenchError / ManifestError: printed by the dispatcher, exit 2
+    args.backends = parse_backends(args.backend) if args.backend else None  # UnknownBackend: exit 2
     if args.plots_json is not None and args.screenshot is None:
         raise WorkbenchError("--plots-json writes the plots of a screenshot: use it with --screenshot FILE")
     if args.screenshot is not None and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
@@ -148,6 +155,7 @@ class _Session:
         self.window = window
         self.args = args
         self.exit_code: int | None = None
+        self.backends = args.backends
         self.timeout = QTimer(window)
         self.timeout.setSingleShot(True)
         self.timeout.setInterval(int(args.timeout * 1000))
@@ -162,7 +170,7 @@ class _Session:
                 print("error: --run needs the service bridge, which is not available", file=sys.stderr)
                 self.exit_code = 1
             else:
-                bridge.set_backends(available_run_backends())
+                bridge.set_backends(self.backends or available_run_backends())
                 bridge.set_devices(RUN_DEVICES)
                 bridge.runFinished.connect(self._run_finished)
                 self.timeout.start()
