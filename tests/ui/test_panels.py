@@ -182,8 +182,10 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     assert all(len(x) == 1 for x, _ in data["time"].values())
     assert len(data["spread"]["points"][0]) > 0
     # 4096 elements are more than the plot draws: decimated (min/max per bucket), the ends kept.
-    assert all(0 < len(x) <= MAX_POINTS and x[-1] >= SIZES["n"] - 3 for x, _ in data["outputs"].values())
-    assert "min/max per bucket" in plots.output_note.text()
+    assert all(
+        0 < len(x) <= MAX_POINTS and np.nanmax(x) >= SIZES["n"] - 3 for x, _ in data["outputs"].values()
+    )
+    assert "min/max envelope per bucket" in plots.output_note.text()
     assert set(data["errors"]) == {"wgsl"}
     assert len(data["roofline"]) == 2
 
@@ -282,7 +284,7 @@ def test_console_namespace_builds_runs_and_reads_results(
 
 def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     """The outputs tab's numpy work (run off the GUI thread): curves, errors, mismatch marks."""
-    from workbench.ui.plot_data import OutputsCache, compute_outputs, decimate
+    from workbench.ui.plot_data import OutputsCache, compute_outputs, decimate, envelope
 
     rng = np.random.default_rng(1)
     ref = rng.standard_normal(100_000).astype(np.float32)
@@ -293,8 +295,10 @@ def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     drawing = compute_outputs(outputs, "y", "cpu", (1e-5, 1e-6), cache)
     assert set(drawing.curves) == {"cpu", "wgsl"} and set(drawing.errors) == {"wgsl"}
     x, y = drawing.curves["wgsl"]
-    ex, ey = decimate(got)
-    assert np.array_equal(x, ex) and np.array_equal(y, ey)
+    ex, ey = envelope(*decimate(got, MAX_POINTS - 2))  # the upper and lower envelope, NaN between
+    assert np.array_equal(x, ex, equal_nan=True) and np.array_equal(y, ey, equal_nan=True)
+    upper, lower = y[: len(y) // 2], y[len(y) // 2 + 1 :]
+    assert np.all(upper >= lower) and upper.max() == got.max() and lower.min() == got.min()
     assert drawing.size == ref.size and 0 < len(x) <= MAX_POINTS
     marks_x, marks_y = drawing.marks
     assert marks_x.tolist() == [5.0, 70_000.0] and np.allclose(marks_y, 1.0, rtol=1e-3)

@@ -39,8 +39,27 @@ def decimate(
     x = np.empty(2 * len(starts), dtype=np.int64)
     x[0::2], x[1::2] = starts + first, starts + second
     if lo + usable < hi:  # the tail bucket, shorter than the others
-        x = np.append(x, [lo + usable + int(np.argmin(values[lo + usable : hi])), hi - 1])
+        tail = values[lo + usable : hi].astype(np.float64)
+        finite = np.where(np.isnan(tail), np.inf, tail)
+        a, b = int(np.argmin(finite)), int(np.argmax(np.where(np.isnan(tail), -np.inf, tail)))
+        x = np.append(x, [lo + usable + min(a, b), lo + usable + max(a, b)])
     return x, values[x].astype(np.float64)
+
+
+def envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Peak-mode points (a min and a max per bucket) as two lines, the upper and the lower
+    envelope, separated by a NaN (drawn with connect="finite"). A zigzag between each bucket's
+    min and max fills the plot with a solid block; two envelope lines leave the space between them
+    empty, so overlaid backends stay visible and readable."""
+    n = len(x) - len(x) % 2
+    first, second = y[0:n:2], y[1:n:2]
+    upper = np.where(second >= first, 1, 0) + np.arange(0, n, 2)
+    lower = np.where(second >= first, 0, 1) + np.arange(0, n, 2)
+    nan = np.array([np.nan])
+    return (
+        np.concatenate([x[upper].astype(np.float64), nan, x[lower].astype(np.float64)]),
+        np.concatenate([y[upper], nan, y[lower]]),
+    )
 
 
 def _same_array(a: np.ndarray | None, b: np.ndarray | None) -> bool:
@@ -105,12 +124,18 @@ class OutputsCache:
         self._comparisons: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, tuple, Comparison]] = {}
         self._points: dict[tuple, tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]] = {}
 
-    def points(self, key: tuple, source: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """decimate(source, lo, hi), the cached points object when nothing changed."""
+    def points(
+        self, key: tuple, source: np.ndarray, lo: int, hi: int, as_envelope: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """decimate(source, lo, hi) (as two envelope lines when decimated and `as_envelope`), the
+        cached points object when nothing changed."""
         cached = self._points.get((*key, lo, hi))
         if cached is not None and _same_array(cached[0], source):
             return cached[1]
-        points = decimate(source, MAX_POINTS, lo, hi)
+        if as_envelope and hi - lo > MAX_POINTS:
+            points = envelope(*decimate(source, MAX_POINTS - 2, lo, hi))  # + the NaN: ≤ MAX_POINTS
+        else:
+            points = decimate(source, MAX_POINTS, lo, hi)
         self._points[(*key, lo, hi)] = (source, points)
         return points
 
@@ -184,7 +209,7 @@ def compute_outputs(
     unwritten: list[np.ndarray] = []
     firsts: list[int] = []
     for backend, values in arrays.items():
-        drawing.curves[backend] = cache.points((arg, backend, "value"), values, lo, hi)
+        drawing.curves[backend] = cache.points((arg, backend, "value"), values, lo, hi, as_envelope=True)
         if ref is None or backend == reference_name or values.shape != ref.shape:
             continue
         comparison = cache.comparison(arg, backend, values, ref, tolerances)

@@ -867,7 +867,7 @@ class PlotsPanel(QWidget):
         if (lo, hi) != (0, drawing.size):
             note += f" · showing [{lo:,}, {hi:,})"
         if drawing.decimated:
-            note += " · min/max per bucket (zoom in for every element)"
+            note += " · min/max envelope per bucket (zoom in for every element)"
         note += f" · reference {reference}" if reference else " · no reference"
         if drawing.mark_count:
             note += f" · {drawing.mark_count:,} mismatches (✕)"
