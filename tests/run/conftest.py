@@ -65,15 +65,23 @@ def saxpy_variant(example_copy):
     return make
 
 
+@pytest.fixture(autouse=True)
+def private_sessions_db(tmp_path, monkeypatch):
+    """`workbench run` records every run: into a temporary folder here, never the user's data."""
+    monkeypatch.setenv("WB_DATA_DIR", str(tmp_path / "wb-data"))
+    return tmp_path / "wb-data" / "sessions.db"
+
+
 @pytest.fixture(scope="session")
 def fast_timing() -> TimingOptions:
     return FAST_TIMING
 
 
 @pytest.fixture(scope="session")
-def run_service():
+def run_service(long_lived):
     """One RunService (and its workers) for the session, with a short timing protocol."""
     service = RunService(timing=FAST_TIMING)
+    long_lived.add(service.pool.owned)  # its workers outlive each test on purpose
     yield service
     service.close()
 

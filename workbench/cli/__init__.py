@@ -21,6 +21,7 @@ COMMANDS = {
     "build": "build",
     "run": "run",
     "gui": "gui",
+    "sessions": "sessions",
     "ceilings": "ceilings",
 }
 
