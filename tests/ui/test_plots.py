@@ -248,6 +248,8 @@ def test_plots_show_what_the_run_results_say(
     picker = make_widget(DevicePicker, bridge, show=True)
     picker.resize(240, 520)
     qtbot.waitUntil(lambda: picker.group_item("CPU") is not None, timeout=60_000)
+    # The run's "wgpu:llvmpipe" (a name) is the adapter checked in the list.
+    assert by_backend["wgsl"]["device"] in picker.checked_specs() and "cpu" in picker.checked_specs()
     cpu_item = picker.group_item("CPU").child(0)
     picker.tree.setCurrentItem(cpu_item)
     rows = {

@@ -257,7 +257,7 @@ class DevicePicker(QWidget):
 
     def _fill(self, info: dict[str, Any]) -> int:
         """One group per runtime; returns the device count."""
-        chosen = set(self.bridge.devices())
+        chosen = self._chosen_specs(info)
         bold = QFont(self.font())
         bold.setBold(True)
         count = 0
@@ -295,6 +295,19 @@ class DevicePicker(QWidget):
                 item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
                 count += 1
         return count
+
+    def _chosen_specs(self, info: dict[str, Any]) -> set[str]:
+        """The bridge's devices as this list's specs: "wgpu:llvmpipe" (a name) is "wgpu:0" here."""
+        from workbench.run.devices import resolve_device_spec
+
+        chosen = set()
+        for spec in self.bridge.devices():
+            try:
+                runtime, index = resolve_device_spec(spec, info)
+                chosen.add(str(info[runtime]["devices"][index].get("spec") or spec))
+            except Exception:  # a device that is not here (any more): nothing to check
+                chosen.add(spec)
+        return chosen
 
     def _device_item(self, device: dict[str, Any]) -> QTreeWidgetItem:
         spec = str(device.get("spec") or f"{device.get('runtime')}:{device.get('index', 0)}")
