@@ -43,7 +43,7 @@ DOCKS = {
     "build": ("Build", Qt.DockWidgetArea.BottomDockWidgetArea),
     "results": ("Results", Qt.DockWidgetArea.BottomDockWidgetArea),
     "console": ("Console", Qt.DockWidgetArea.BottomDockWidgetArea),
-    "sessions": ("Sessions", Qt.DockWidgetArea.BottomDockWidgetArea),
+    "sessions": ("Sessions", Qt.DockWidgetArea.RightDockWidgetArea),
     "plots": ("Plots", Qt.DockWidgetArea.RightDockWidgetArea),
     "artifacts": ("Artifacts", Qt.DockWidgetArea.RightDockWidgetArea),
 }
@@ -131,8 +131,10 @@ class MainWindow(QMainWindow):
         self.splitDockWidget(self.docks["project"], self.docks["devices"], Qt.Orientation.Vertical)
         self.splitDockWidget(self.docks["build"], self.docks["results"], Qt.Orientation.Horizontal)
         self.tabifyDockWidget(self.docks["build"], self.docks["console"])
-        self.tabifyDockWidget(self.docks["build"], self.docks["sessions"])
+        # Sessions beside the plots (run history next to the run's plots): in the bottom row its
+        # filters would leave a 1280-pixel window no room for the build and results side by side.
         self.tabifyDockWidget(self.docks["plots"], self.docks["artifacts"])
+        self.tabifyDockWidget(self.docks["plots"], self.docks["sessions"])
         self.docks["build"].raise_()
         self.docks["plots"].raise_()
         self.resize(1600, 1000)
@@ -142,8 +144,9 @@ class MainWindow(QMainWindow):
         """Dock sizes for a first start or a reset layout, in proportion to the window (1280×800 and
         1600×1000 both leave the editor room); never below what a dock's contents need."""
         d, width, height = self.docks, self.width(), self.height()
-        side = max(280, int(width * 0.2), d["project"].minimumSizeHint().width())
-        plots = max(int(width * 0.34), d["plots"].minimumSizeHint().width())
+        side = max(260, int(width * 0.2), d["devices"].minimumSizeHint().width())
+        right = max(d[k].minimumSizeHint().width() for k in ("plots", "artifacts", "sessions"))
+        plots = max(int(width * 0.33), right)
         self.resizeDocks([d["project"], d["plots"]], [side, plots], Qt.Orientation.Horizontal)
         self.resizeDocks([d["build"]], [max(200, int(height * 0.28))], Qt.Orientation.Vertical)
         self.resizeDocks([d["project"], d["devices"]], [2, 3], Qt.Orientation.Vertical)

@@ -51,6 +51,14 @@ class GridAxis(pg.AxisItem):
         return opaque
 
 
+class OpaqueGridAxis(GridAxis):
+    """The opaque grid with pyqtgraph's automatic SI prefixes kept (the sessions panel's axes)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.enableAutoSIPrefix(True)
+
+
 class UnitAxis(GridAxis):
     """Values in one unit. Linear: the data is already divided by the unit's scale and the label
     names it ("time (ms)"). Log: the data is log10 of base units and each tick reads "2 ms"."""

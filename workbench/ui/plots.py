@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.ui.ceilings_store import store_for
-from workbench.ui.plot_axes import AXIS, BACKGROUND, TEXT, RowAxis, UnitAxis
+from workbench.ui.plot_axes import AXIS, BACKGROUND, TEXT, OpaqueGridAxis, RowAxis, UnitAxis
 from workbench.ui.plot_data import (
     MAX_POINTS,
     OutputsCache,
@@ -62,7 +62,8 @@ from workbench.ui.plot_data import (
 )
 from workbench.ui.visibility import follow_dock, on_screen
 
-__all__ = ["MAX_POINTS", "PlotsPanel"]
+# The colours and the grid axis are shared with the sessions panel.
+__all__ = ["AXIS", "BACKGROUND", "MAX_POINTS", "PALETTE", "TEXT", "OpaqueGridAxis", "PlotsPanel"]
 
 #: Runs kept per series in the history plot.
 HISTORY = 200
