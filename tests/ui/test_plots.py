@@ -192,7 +192,7 @@ def test_plots_show_what_the_run_results_say(
     assert (
         "cpu @ cpu" in plots.hover_text
         and "FLOP/byte" in plots.hover_text
-        and "% of the roof" in plots.hover_text
+        and "% of the measured roof" in plots.hover_text
     )
     assert plots.hover_label.isVisible()
 

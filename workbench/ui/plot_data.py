@@ -389,6 +389,7 @@ class RoofPoint:
     bytes_per_s: float
     roof_flops_per_s: float | None = None  # what the device's roofs allow at this intensity
     fraction_of_roof: float | None = None
+    roof_source: str = ""  # "measured" (ceilings) or "datasheet"
 
 
 @dataclass
@@ -456,6 +457,7 @@ def roofline_model(report: Any, ceilings_of) -> tuple[list[RoofPoint], list[Roof
             bytes_per_s=gbps * 1e9,
         )
         if roof is not None:
+            point.roof_source = roof.source
             point.roof_flops_per_s = roof.attainable(point.intensity)
             if point.roof_flops_per_s:
                 point.fraction_of_roof = point.flops_per_s / point.roof_flops_per_s

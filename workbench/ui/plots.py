@@ -1104,15 +1104,18 @@ class PlotsPanel(QWidget):
                     "bytes_per_s": flops / intensity,
                     "gbps": flops / intensity / 1e9,
                     "fraction_of_roof": point.fraction_of_roof,
+                    "roof_source": point.roof_source or None,
                 }
             )
         return out
 
     def _roofline_note(self, report: Any, points: list[RoofPoint], roofs: list[Roof]) -> str:
         notes = []
+        sources = {r.device: r.source for r in roofs}
         for point in points:
             if point.fraction_of_roof is not None:
-                text = f"{point.series}: {100 * point.fraction_of_roof:.1f} % of its device's roof"
+                source = sources.get(point.device, "")
+                text = f"{point.series}: {100 * point.fraction_of_roof:.1f} % of the {source} roof"
                 if point.fraction_of_roof > 1.05:
                     text += " (above the copy roof: its data fits in a cache)"
                 notes.append(text)
@@ -1171,7 +1174,8 @@ class PlotsPanel(QWidget):
         ]
         if point.fraction_of_roof is not None:
             lines.append(
-                f"{100 * point.fraction_of_roof:.1f} % of the roof ({format_si(point.roof_flops_per_s, 'FLOP/s')})"
+                f"{100 * point.fraction_of_roof:.1f} % of the {point.roof_source} roof "
+                f"({format_si(point.roof_flops_per_s, 'FLOP/s')} at this intensity)"
             )
         self.hover_text = "\n".join(lines)
         self.hover_label.setText(self.hover_text)
