@@ -79,14 +79,24 @@ class UnitAxis(GridAxis):
             return super().tickValues(minVal, maxVal, size)
         # About one label per 70 pixels, so "500 µs 1 ms 2 ms" never run into each other.
         per_label = 70 if self.orientation in ("top", "bottom") else 28
-        return log_ticks(min(minVal, maxVal), max(minVal, maxVal), max_labels=max(2, int(size / per_label)))
+        levels = log_ticks(min(minVal, maxVal), max(minVal, maxVal), max_labels=max(2, int(size / per_label)))
+        # Only the first level is labelled: the minor ticks (3, 4, 6 … between 1-2-5) stay bare.
+        self._labelled = {round(v, 9) for v in levels[0][1]} if levels else set()
+        return levels
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)
         if not self.log:
             return super().tickStrings(values, scale, spacing)
-        if not self.unit:  # a plain ratio (FLOP/byte): 0.1, 1, 10 rather than "100 m"
-            return [f"{10.0**v:.3g}" for v in values]
-        return [format_si(10.0**v, self.unit, 3) for v in values]
+        labelled = getattr(self, "_labelled", None)
+        out = []
+        for v in values:
+            if labelled is not None and round(v, 9) not in labelled:
+                out.append("")
+            elif not self.unit:  # a plain ratio (FLOP/byte): 0.1, 1, 10 rather than "100 m"
+                out.append(f"{10.0**v:.3g}")
+            else:
+                out.append(format_si(10.0**v, self.unit, 3))
+        return out
 
 
 class RowAxis(GridAxis):
