@@ -136,7 +136,7 @@ Description: edit, build, run, verify and time one Rust GPU kernel on every back
  WGSL references, run on every device (CPU, CUDA, wgpu), verified element by element and timed.
  .
  Self-contained (Python, Qt, wgpu-native inside $INSTALL_DIR); the Rust and CUDA toolchains are
- found on PATH. `workbench doctor` lists what is missing, `workbench --self-test` checks it all.
+ found on PATH: "workbench doctor" lists what is missing, "workbench --self-test" checks it all.
 EOF
     # Menu and icon caches, where the desktop has them; user files (~/.config, ~/.cache) are
     # never touched, so an upgrade or a removal keeps them.

@@ -104,6 +104,15 @@ def test_build_script_is_valid_bash_and_matches_the_desktop_entry():
     assert "hicolor/256x256/apps" in text
 
 
+def test_unquoted_here_documents_run_no_commands():
+    """In `<<EOF` (unquoted) text, a backtick would run a command while writing the file."""
+    text = BUILD_SH.read_text()
+    bodies = re.findall(r"<<EOF\n(.*?)\nEOF\n", text, re.S)
+    assert bodies, "build.sh writes DEBIAN/control from an unquoted here-document"
+    for body in bodies:
+        assert not re.search(r"(?<!\\)(`|\$\()", body), body  # escaped ones are written as is
+
+
 def test_build_script_help_runs_without_building(tmp_path):
     done = subprocess.run(["bash", str(BUILD_SH), "--help"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and "--with-cuda" in done.stdout
