@@ -129,7 +129,6 @@ Recommends: libvulkan1, mesa-vulkan-drivers, cargo, rustc
 Suggests: nvidia-cuda-toolkit
 Section: devel
 Priority: optional
-Homepage: https://github.com/Rust-GPU
 Description: edit, build, run, verify and time one Rust GPU kernel on every backend
  A desktop workbench and command line (workbench) for Rust GPU kernels: one kernel built for
  the CPU, rustc's NVPTX backend, rust-gpu (SPIR-V), Rust-CUDA and hand-written CUDA C++ and
@@ -138,22 +137,9 @@ Description: edit, build, run, verify and time one Rust GPU kernel on every back
  Self-contained (Python, Qt, wgpu-native inside $INSTALL_DIR); the Rust and CUDA toolchains are
  found on PATH: "workbench doctor" lists what is missing, "workbench --self-test" checks it all.
 EOF
-    # Menu and icon caches, where the desktop has them; user files (~/.config, ~/.cache) are
-    # never touched, so an upgrade or a removal keeps them.
-    for script in postinst postrm; do
-      cat > "$stage/DEBIAN/$script" <<'EOF'
-#!/bin/sh
-set -e
-if command -v update-desktop-database >/dev/null 2>&1; then
-  update-desktop-database -q /usr/share/applications || true
-fi
-if command -v gtk-update-icon-cache >/dev/null 2>&1; then
-  gtk-update-icon-cache -q -t /usr/share/icons/hicolor || true
-fi
-exit 0
-EOF
-      chmod 0755 "$stage/DEBIAN/$script"
-    done
+    # No maintainer scripts: desktop-file-utils' and hicolor-icon-theme's dpkg triggers refresh the
+    # menu and icon caches, and `dpkg -r` then leaves nothing behind. User files (~/.config,
+    # ~/.cache, ~/rust-gpu-workbench) are never touched, so an upgrade or a removal keeps them.
     deb=$root/dist/${NAME}_${version}_${arch}.deb
     dpkg-deb --root-owner-group -Z"${WB_DEB_COMPRESSION:-xz}" --build "$stage" "$deb" >/dev/null
     rm -rf "$stage"
