@@ -95,11 +95,15 @@ def window_check(project: Path) -> dict[str, Any]:
         window.close()
 
 
-def run_window_check(project: Path, timeout_s: float) -> list[dict[str, Any]]:
-    """The window check in a child process (offscreen forced); one check per panel."""
+def run_window_check(project: Path, scratch: Path, timeout_s: float) -> list[dict[str, Any]]:
+    """The window check in a child process (offscreen forced); one check per panel.
+
+    Its settings and sessions database go to `scratch`: a check writes none of the user's files."""
     started = time.monotonic()
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    env.setdefault("WB_CONFIG_DIR", tempfile.mkdtemp(prefix="wb-selftest-config-"))
+    env["WB_CONFIG_DIR"] = str(scratch / "config")
+    env["WB_DATA_DIR"] = str(scratch / "data")
+    env.pop("WB_SESSIONS_DB", None)
     command = python_command("workbench.cli.selftest", "--window", str(project))
     try:
         done = subprocess.run(
@@ -285,7 +289,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
             report["checks"].append(_check("example", FAIL, f"cannot copy {source}: {exc}"))
             report["ok"] = False
             return report
-        report["checks"] += run_window_check(copy, args.window_timeout)
+        report["checks"] += run_window_check(copy, Path(tmp), args.window_timeout)
         cache_dir = Path(args.cache_dir) if args.cache_dir else Path(tmp) / "cache"
         try:
             report.update(build_and_run(copy, cache_dir, args.build_timeout))
