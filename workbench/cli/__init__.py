@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     if child is not None:
         return child
     restore_library_path()  # compilers started from a bundle must not see its libraries
-    if argv[:1] == ["--self-test"]:
+    if "--self-test" in argv and argv[0] not in COMMANDS:  # `--json --self-test` too
         from workbench.cli.selftest import main as self_test
 
-        return self_test(argv[1:])
+        return self_test([arg for arg in argv if arg != "--self-test"])
     # `workbench [PATH]` (no sub-command) opens the window.
     if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
         argv = ["gui", *argv]
