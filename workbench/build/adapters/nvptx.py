@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import glob
 import os
-import subprocess
 from pathlib import Path
 
+from workbench import childproc
 from workbench.build.adapters.base import (
     Adapter,
     AdapterOutput,
@@ -41,10 +41,10 @@ PANIC_FLAGS = ("-Zunstable-options", "-Cpanic=immediate-abort")
 
 def _run(cmd: list[str]) -> str:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = childproc.capture(cmd, timeout_s=60)
+    except (OSError, TimeoutError):
         return ""
-    return proc.stdout if proc.returncode == 0 else ""
+    return "".join(line + "\n" for line in proc.stdout) if proc.returncode == 0 else ""
 
 
 def vendor_dir(rustc: str) -> Path | None:
@@ -92,6 +92,7 @@ def _detect_rustup() -> ToolchainInfo | None:
 class NvptxAdapter(Adapter):
     name = "nvptx"
     kind = "ptx"
+    shares_target_dir = True
 
     def detect(self) -> ToolchainInfo:
         route = os.environ.get("WB_NVPTX_ROUTE", "")  # force "debian" or "rustup"
@@ -146,7 +147,9 @@ class NvptxAdapter(Adapter):
             req.diagnostic(error("cargo finished but no PTX of this build was found", "nvptx"))
             return AdapterOutput(False)
         name = copy_into(ptx, req.out_dir, ptx.stem.split("-")[0] + ".ptx")
-        return finish_ptx(req, req.out_dir / name, req.target, self.name)
+        out = finish_ptx(req, req.out_dir / name, req.target, self.name)
+        out.inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
+        return out
 
     def _current_ptx(self, req: BuildRequest, outcome: CargoOutcome) -> Path | None:
         """The PTX written by this build: named after the crate's metadata hash in its artifact record."""

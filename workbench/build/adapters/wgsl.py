@@ -27,14 +27,15 @@ class WgslAdapter(Adapter):
         return None
 
     def build(self, req: BuildRequest) -> AdapterOutput:
-        kernels = {}
+        kernels, inputs = {}, []
         for k in req.project.manifest.kernels:
             if "wgsl" not in k.reference:
                 continue
             src = req.project.root / k.reference["wgsl"]
+            inputs.append(src)  # naga reads the file itself: it is the whole input
             name = Path(k.reference["wgsl"]).name
             if not (req.out_dir / name).exists():
                 copy_into(src, req.out_dir)
                 req.output(f"copied {k.reference['wgsl']}")
             kernels[k.name] = {"artifact": name, "entry": k.entry_for("wgsl"), "kind": "wgsl"}
-        return AdapterOutput(True, kernels)
+        return AdapterOutput(True, kernels, inputs=inputs)
