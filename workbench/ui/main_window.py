@@ -33,6 +33,7 @@ from workbench.ui.new_project import NewProjectDialog, create_from_example
 from workbench.ui.project_tree import ProjectTree
 from workbench.ui.settings import Settings, load_settings, save_settings
 from workbench.ui.trust import TrustBar, is_bundled, is_declined, is_trusted, set_trusted
+from workbench.user_folders import needs_user_copy, user_copy
 
 log = logging.getLogger(__name__)
 
@@ -322,6 +323,7 @@ class MainWindow(QMainWindow):
         """Open a project folder (or an already loaded Project); False, with a message, if it fails."""
         try:
             project = path if isinstance(path, Project) else Project.open(path)
+            project = self._writable_copy(project)  # never edit inside the install folder
         except WorkbenchError as exc:
             self.show_error(str(exc))
             return False
@@ -352,6 +354,17 @@ class MainWindow(QMainWindow):
         self._restore_open_files(project)
         self._update_actions()
         return True
+
+    def _writable_copy(self, project: Project) -> Project:
+        """`project`, or the user's copy of it when it is read-only or inside the install folder."""
+        if not needs_user_copy(project.root):
+            return project
+        bundled = is_bundled(project.root)
+        copy = user_copy(project.root)
+        if bundled:
+            set_trusted(self.settings, copy, True)  # our own example, as with File > New
+        self.show_message(f"{project.root} is read-only: opened your copy in {copy}")
+        return Project.open(copy)
 
     def set_trusted(self, trusted: bool) -> None:
         if self.project is None:
