@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,8 +68,56 @@ class BuildRequest:
         return run_command(cmd, cwd=cwd, env=env, budget=self.budget, on_line=on_line)
 
     def tunable_env(self) -> dict[str, str]:
-        """Tunables reach Rust code as env vars `WB_TUNABLE_<NAME>` (read with `env!`)."""
-        return {f"WB_TUNABLE_{k.upper()}": str(v) for k, v in self.tunables.items()}
+        """Tunables reach Rust code as env vars `WB_TUNABLE_<NAME>` (docs/manifest.md, "Tunables":
+        read with `option_env!` and parsed in a `const`, so a plain `cargo build` gets the default)."""
+        return {rust_tunable_var(k): str(v) for k, v in self.tunables.items()}
+
+    def report_unread(
+        self, files: list[Path], spelled: Callable[[str], str], geometry: bool = True
+    ) -> list[str]:
+        """Warn about each tunable that none of `files` reads (`spelled(name)` is the regular
+        expression of a read) and, with `geometry`, that no launch of this backend names: its
+        values would all build and run the same code. Returns the unread names."""
+        texts = []
+        for path in dict.fromkeys(files):
+            try:
+                texts.append(Path(path).read_text(errors="replace"))
+            except OSError:
+                continue
+        launched = launch_names(self.project, self.backend) if geometry else set()
+        unread = [
+            name
+            for name in sorted(self.tunables)
+            if name not in launched and not any(re.search(spelled(name), t) for t in texts)
+        ]
+        for name in unread:
+            how = spelled(name).replace("\\b", "")
+            message = (
+                f"tunable {name!r} is never read by the {self.backend} build: no {how} in its sources"
+                + ("" if not geometry else " and no launch dimension names it")
+                + f"; every value of {name} builds the same {self.backend} code"
+            )
+            self.diagnostic(
+                Diagnostic("warning", message, rendered=f"warning: {message}", backend=self.backend)
+            )
+        return unread
+
+
+def rust_tunable_var(name: str) -> str:
+    """The environment variable a Rust crate reads a tunable from: `WB_TUNABLE_<NAME>`."""
+    return f"WB_TUNABLE_{name.upper()}"
+
+
+def launch_names(project: Project, backend: str) -> set[str]:
+    """The names the launch geometry (threads and grid) of this backend uses, over all kernels."""
+    from workbench import expr
+
+    names: set[str] = set()
+    for kernel in project.manifest.kernels:
+        launch = kernel.launch.backends.get(backend, kernel.launch)
+        for text in (*launch.threads, *launch.grid):
+            names |= expr.names(text)
+    return names
 
 
 @dataclass

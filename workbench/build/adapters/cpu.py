@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
+from workbench.build.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    BuildRequest,
+    copy_into,
+    rust_tunable_var,
+    version_of,
+    which,
+)
 from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, cargo_env, run_cargo
 from workbench.build.diagnostics import error
 from workbench.records import ToolchainInfo
@@ -70,4 +78,6 @@ class CpuAdapter(Adapter):
             for k in req.project.manifest.kernels
         }
         inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
+        # The cpu runtime has no launch threads: only the crate's own reads count.
+        req.report_unread(inputs, lambda name: rf"\b{rust_tunable_var(name)}\b", geometry=False)
         return AdapterOutput(True, kernels, inputs=inputs)

@@ -41,8 +41,9 @@ class CudaCAdapter(Adapter):
         return sm_arch(target)
 
     def flags(self, project, target, tunables, toolchain) -> list[str]:
-        # Tunables become preprocessor macros: -DBLOCK=256.
-        return ["-ptx", f"-arch={target}", *(f"-D{k.upper()}={v}" for k, v in sorted(tunables.items()))]
+        # Tunables become preprocessor macros of their own name (-Dblock_size_x=256), so Kernel
+        # Tuner's kernels, which use the names as written, build unchanged.
+        return ["-ptx", f"-arch={target}", *(f"-D{k}={v}" for k, v in sorted(tunables.items()))]
 
     def build(self, req: BuildRequest) -> AdapterOutput:
         root = req.project.root
@@ -67,4 +68,5 @@ class CudaCAdapter(Adapter):
             output.kernels.update(part.kernels)
             output.resources.update(part.resources)
             output.extra.setdefault("entries", []).extend(part.extra.get("entries", []))
+        req.report_unread(output.inputs, lambda name: rf"\b{name}\b")
         return output

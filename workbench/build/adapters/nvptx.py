@@ -20,6 +20,7 @@ from workbench.build.adapters.base import (
     copy_into,
     cuda_bin,
     entry_check,
+    rust_tunable_var,
     sm_arch,
     version_of,
     which,
@@ -149,6 +150,7 @@ class NvptxAdapter(Adapter):
         name = copy_into(ptx, req.out_dir, ptx.stem.split("-")[0] + ".ptx")
         out = finish_ptx(req, req.out_dir / name, req.target, self.name)
         out.inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
+        req.report_unread(out.inputs, lambda name: rf"\b{rust_tunable_var(name)}\b")
         return out
 
     def _current_ptx(self, req: BuildRequest, outcome: CargoOutcome) -> Path | None:
