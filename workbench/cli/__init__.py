@@ -24,6 +24,8 @@ COMMANDS = {
     "gui": "gui",
     "sessions": "sessions",
     "ceilings": "ceilings",
+    "tune": "tune",
+    "sweep": "sweep",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
