@@ -49,6 +49,7 @@ def register(subparsers) -> None:
         "--timeout", type=float, default=10.0, metavar="S", help="per-launch timeout (default 10)"
     )
     parser.add_argument("--db", metavar="FILE", help="sessions database (default: the user data folder)")
+    parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder")
     parser.add_argument("--no-resume", action="store_true", help="run every configuration again")
     parser.add_argument(
         "--apply", metavar="BACKEND@DEVICE", nargs="?", const="",
@@ -132,7 +133,7 @@ def run(args) -> int:
     try:
         runner = SweepRunner(
             project, kernel.name, backends, devices or None, store=store, resume=not args.no_resume,
-            seed=args.seed, timeout_s=args.timeout,
+            seed=args.seed, timeout_s=args.timeout, cache_dir=args.cache_dir,
         )  # fmt: skip
         result = runner.run(points, on_event=progress)
     except (WorkbenchError, ValueError) as exc:

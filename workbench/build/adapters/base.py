@@ -72,35 +72,33 @@ class BuildRequest:
         read with `option_env!` and parsed in a `const`, so a plain `cargo build` gets the default)."""
         return {rust_tunable_var(k): str(v) for k, v in self.tunables.items()}
 
-    def report_unread(
-        self, files: list[Path], spelled: Callable[[str], str], geometry: bool = True
-    ) -> list[str]:
-        """Warn about each tunable that none of `files` reads (`spelled(name)` is the regular
-        expression of a read) and, with `geometry`, that no launch of this backend names: its
-        values would all build and run the same code. Returns the unread names."""
-        texts = []
-        for path in dict.fromkeys(files):
-            try:
-                texts.append(Path(path).read_text(errors="replace"))
-            except OSError:
-                continue
+    def report_unread(self, read: set[str], how: str, geometry: bool = True) -> list[str]:
+        """Warn about each tunable that is not in `read` (the names the compiled source read;
+        `how` says how a read is spelled) and, with `geometry`, that no launch dimension of this
+        backend names: its values would all build and run the same code. Returns those names."""
         launched = launch_names(self.project, self.backend) if geometry else set()
-        unread = [
-            name
-            for name in sorted(self.tunables)
-            if name not in launched and not any(re.search(spelled(name), t) for t in texts)
-        ]
+        unread = [name for name in sorted(self.tunables) if name not in read and name not in launched]
         for name in unread:
-            how = spelled(name).replace("\\b", "")
             message = (
-                f"tunable {name!r} is never read by the {self.backend} build: no {how} in its sources"
-                + ("" if not geometry else " and no launch dimension names it")
-                + f"; every value of {name} builds the same {self.backend} code"
+                f"tunable {name!r} is never read by the {self.backend} build (no {how.format(name=name, NAME=name.upper())}"
+                + (")" if not geometry else " and no launch dimension names it)")
+                + f": every value of {name} builds the same {self.backend} code"
             )
             self.diagnostic(
                 Diagnostic("warning", message, rendered=f"warning: {message}", backend=self.backend)
             )
         return unread
+
+
+def names_in_text(files: list[Path], names: list[str], spelled: Callable[[str], str]) -> set[str]:
+    """The `names` whose spelling (`spelled(name)`, a regular expression) occurs in `files`."""
+    texts = []
+    for path in dict.fromkeys(files):
+        try:
+            texts.append(Path(path).read_text(errors="replace"))
+        except OSError:
+            continue
+    return {name for name in names if any(re.search(spelled(name), text) for text in texts)}
 
 
 def rust_tunable_var(name: str) -> str:

@@ -9,11 +9,10 @@ from workbench.build.adapters.base import (
     AdapterOutput,
     BuildRequest,
     copy_into,
-    rust_tunable_var,
     version_of,
     which,
 )
-from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, cargo_env, run_cargo
+from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, RUST_READ, cargo_env, run_cargo, rust_reads
 from workbench.build.diagnostics import error
 from workbench.records import ToolchainInfo
 
@@ -79,5 +78,5 @@ class CpuAdapter(Adapter):
         }
         inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
         # The cpu runtime has no launch threads: only the crate's own reads count.
-        req.report_unread(inputs, lambda name: rf"\b{rust_tunable_var(name)}\b", geometry=False)
+        req.report_unread(rust_reads(outcome, req), RUST_READ, geometry=False)
         return AdapterOutput(True, kernels, inputs=inputs)

@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into
+from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, names_in_text
 from workbench.records import ToolchainInfo
 
 #: `override name: type = value;` (the type and the default are optional in WGSL).
@@ -84,5 +84,6 @@ class WgslAdapter(Adapter):
                     copy_into(src, req.out_dir)
                     req.output(f"copied {k.reference['wgsl']}")
             kernels[k.name] = {"artifact": name, "entry": k.entry_for("wgsl"), "kind": "wgsl"}
-        req.report_unread(inputs, lambda name: rf"\boverride\s+{name}\b")
+        names = names_in_text(inputs, list(req.tunables), lambda name: rf"\boverride\s+{name}\b")
+        req.report_unread(names, "`override {name}` declaration in the WGSL")
         return AdapterOutput(True, kernels, inputs=inputs)

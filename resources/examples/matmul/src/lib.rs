@@ -18,6 +18,8 @@
 
 /// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
 /// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
+/// Only the nvptx entries read tunables here (cfg: the other targets never see the parser).
+#[cfg(target_arch = "nvptx64")]
 const fn tunable(value: Option<&str>, default: usize) -> usize {
     let digits = match value {
         Some(text) => text.as_bytes(),
@@ -35,7 +37,9 @@ const fn tunable(value: Option<&str>, default: usize) -> usize {
 }
 
 /// Tile edge (`[kernel.tunables] tile`): threads per block are TILE × TILE (the manifest's
-/// `threads`). The rust-gpu entry keeps its own 16: its `threads(..)` attribute takes literals.
+/// `threads`). The rust-gpu entry keeps its own 16: its `threads(..)` attribute takes literals; the
+/// cpu entry has no tiles.
+#[cfg(target_arch = "nvptx64")]
 pub const TILE: usize = tunable(option_env!("WB_TUNABLE_TILE"), 16);
 
 /// `acc + Σ a(t)·b(t)` for t = 0, 1, …, len-1 in that order, shared by every backend: `a(t)` is

@@ -6,6 +6,8 @@
 
 /// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
 /// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
+/// Only the nvptx entries read tunables here (cfg: the other targets never see the parser).
+#[cfg(target_arch = "nvptx64")]
 const fn tunable(value: Option<&str>, default: usize) -> usize {
     let digits = match value {
         Some(text) => text.as_bytes(),
@@ -22,8 +24,9 @@ const fn tunable(value: Option<&str>, default: usize) -> usize {
     out
 }
 
-/// Threads per block (`[kernel.tunables] threads`): the cpu entry walks the grid block by block,
-/// the nvptx entry indexes with it (a constant in the PTX, where `blockDim.x` is a register read).
+/// Threads per block (`[kernel.tunables] threads`): the nvptx entry indexes with it (a constant in
+/// the PTX, where `blockDim.x` is a register read). The cpu build never reads it, and says so.
+#[cfg(target_arch = "nvptx64")]
 pub const THREADS: usize = tunable(option_env!("WB_TUNABLE_THREADS"), 256);
 
 /// One element of the computation, shared by every backend.
@@ -40,10 +43,8 @@ pub fn saxpy_at(i: usize, n: u32, a: f32, x: &[f32], y: &mut [f32]) {
 pub unsafe extern "C" fn saxpy_cpu(n: u32, a: f32, x: *const f32, y: *mut f32) {
     let x = unsafe { core::slice::from_raw_parts(x, n as usize) };
     let y = unsafe { core::slice::from_raw_parts_mut(y, n as usize) };
-    for block in 0..(n as usize).div_ceil(THREADS) {
-        for thread in 0..THREADS {
-            saxpy_at(block * THREADS + thread, n, a, x, y);
-        }
+    for i in 0..n as usize {
+        saxpy_at(i, n, a, x, y);
     }
 }
 
