@@ -392,3 +392,70 @@ class SweepRunner:
 def spec_matches(row: dict[str, Any], spec: str) -> bool:
     """Whether a recorded row's device answers to a `--device` spec (spec or part of the name)."""
     return row["device"] == spec or spec.lower() in (row.get("device_name") or "").lower()
+
+
+class BackgroundSweep:
+    """A sweep on a thread of its own (Qt-free; the window's tuning panel drives one).
+
+    It opens its own sessions store and `RunService` on that thread (SQLite connections and
+    workers stay with the thread that made them), runs `points`, and hands every runner event to
+    `on_event` from that thread; a final {"kind": "finished", "result": SweepResult | None,
+    "error": str | None} always comes. `cancel()` stops it; `join()` waits."""
+
+    def __init__(
+        self,
+        project: Project,
+        kernel: str | None,
+        points: list[Point],
+        on_event: Callable[[dict[str, Any]], None],
+        *,
+        backends: list[str] | None = None,
+        devices: list[str] | None = None,
+        db_path: str | Path | None = None,
+        timing: Any = None,
+        cache_dir: str | Path | None = None,
+    ) -> None:
+        self._args = (project, kernel, points, backends, devices, db_path, timing, cache_dir)
+        self._on_event = on_event
+        self._runner: SweepRunner | None = None
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._body, name="tuning-sweep", daemon=True)
+
+    def start(self) -> BackgroundSweep:
+        self.thread.start()
+        return self
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        with self._lock:
+            if self._runner is not None:
+                self._runner.cancel()
+
+    def join(self, timeout: float | None = None) -> bool:
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def _body(self) -> None:
+        from workbench.profile.store import SessionStore
+        from workbench.run.service import RunService
+
+        project, kernel, points, backends, devices, db_path, timing, cache_dir = self._args
+        result, error = None, None
+        service = RunService(timing=timing) if timing is not None else RunService()
+        store = None
+        try:
+            store = SessionStore(db_path)
+            with self._lock:
+                self._runner = SweepRunner(project, kernel, backends, devices, store=store,
+                                           run_service=service, cache_dir=cache_dir)  # fmt: skip
+                if self._cancelled.is_set():
+                    self._runner.cancel()
+            result = self._runner.run(points, on_event=self._on_event)
+        except Exception as exc:  # noqa: BLE001 - reported to the panel, never raised on a thread
+            error = str(exc) or type(exc).__name__
+        finally:
+            service.close()
+            if store is not None:
+                store.close()
+        self._on_event({"kind": "finished", "result": result, "error": error})
