@@ -373,12 +373,16 @@ class SweepRunner:
 
     def _recorded(self, keys: dict[str, str]) -> list[dict[str, Any]] | None:
         """The recorded entries of a point, when every backend (and device) asked for has one."""
+        from workbench.backends import runtime_of
+
         entries = []
-        for key in keys.values():
+        for backend, key in keys.items():
             rows = self.store.tuning_runs(key)
-            if self.devices:
-                rows = [r for r in rows if any(spec_matches(r, d) for d in self.devices)]
-                if {d for d in self.devices if not any(spec_matches(r, d) for r in rows)}:
+            # Only the devices of this backend's runtime (`cpu`, `cuda:0`, `wgpu:llvmpipe`).
+            wanted = [d for d in self.devices if d.split(":", 1)[0] == runtime_of(backend)]
+            if wanted:
+                rows = [r for r in rows if any(spec_matches(r, d) for d in wanted)]
+                if any(not any(spec_matches(r, d) for r in rows) for d in wanted):
                     return None
             if not rows:
                 return None
