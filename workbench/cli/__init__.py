@@ -22,6 +22,7 @@ COMMANDS = {
     "run": "run",
     "gui": "gui",
     "sessions": "sessions",
+    "hosts": "hosts",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

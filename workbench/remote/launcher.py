@@ -1,0 +1,35 @@
+"""Launchers: the command that starts a run worker, here or on a host over ssh.
+
+`WorkerProcess` (`workbench/run/pool.py`) speaks the framed protocol to whatever process its
+launcher starts; a `RemoteLauncher` starts `ssh … python -m workbench.run.worker RUNTIME` on the
+host, so the frames travel over ssh's stdin/stdout and nothing else changes. Its `place` names
+the host in every error, and `explain` turns ssh's failure lines (host key, authentication, a
+host without the workbench) into what the user should do.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from workbench.remote import ssh
+from workbench.remote.hosts import Host
+
+
+class RemoteLauncher:
+    """Starts run workers on one host, all through the host's shared ssh connection."""
+
+    def __init__(self, host: Host):
+        self.host = host
+        self.place = f"host {host.name}"
+
+    def command(self, runtime: str) -> list[str]:
+        # WB_WORKER_EXIT_ON_HANGUP: the worker leaves when ssh's channel closes, even in a kernel.
+        remote = (
+            f"cd && exec env PYTHONUNBUFFERED=1 WB_WORKER_EXIT_ON_HANGUP=1 {self.host.python} "
+            f"-m workbench.run.worker {shlex.quote(runtime)}"
+        )
+        return ssh.ssh_argv(self.host, remote)
+
+    def explain(self, stderr: list[str]) -> str | None:
+        error = ssh.explain(self.host, stderr)
+        return str(error) if error is not None else None
