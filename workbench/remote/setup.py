@@ -1,6 +1,6 @@
 """`workbench hosts setup`: the workbench's run part installed into a venv on the host.
 
-A wheel is built here (`pip wheel --no-deps`, no build isolation, so no download) and sent with
+A wheel is built here (`pip wheel --no-deps`) and sent with
 any extra wheels over the host's ssh connection; on the host, `<base>/venv` is created with the
 host's Python and the wheel installed into it. The host needs network access only for the
 workbench's own dependencies (numpy, wgpu, psutil …), or none when `--wheels DIR` sends those
@@ -59,18 +59,20 @@ def source_root() -> Path:
 
 
 def build_wheel(dest: Path, timeout_s: float = 300.0) -> Path:
-    """`pip wheel --no-deps --no-build-isolation` of the workbench into `dest`; the wheel's path."""
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-           "--wheel-dir", str(dest), str(source_root())]  # fmt: skip
-    try:
-        done = childproc.capture(cmd, timeout_s=timeout_s)
-    except (OSError, TimeoutError) as exc:
-        raise HostError(f"building the workbench wheel failed: {exc}") from None
-    wheels = sorted(dest.glob("rust_gpu_workbench-*.whl"))
-    if done.returncode != 0 or not wheels:
-        tail = " | ".join(ln for ln in done.stderr[-4:] if ln.strip())
-        raise HostError(f"building the workbench wheel failed (exit code {done.returncode}): {tail}")
-    return wheels[-1]
+    """`pip wheel --no-deps` of the workbench into `dest` (with build isolation; without it when
+    that fails, e.g. offline with a recent enough setuptools installed); the wheel's path."""
+    base = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", str(dest)]
+    errors = []
+    for extra in ([], ["--no-build-isolation"]):
+        try:
+            done = childproc.capture([*base, *extra, str(source_root())], timeout_s=timeout_s)
+        except (OSError, TimeoutError) as exc:
+            raise HostError(f"building the workbench wheel failed: {exc}") from None
+        wheels = sorted(dest.glob("rust_gpu_workbench-*.whl"))
+        if done.returncode == 0 and wheels:
+            return wheels[-1]
+        errors.append(" | ".join(ln.strip() for ln in done.stderr[-4:] if ln.strip()))
+    raise HostError(f"building the workbench wheel with pip failed: {errors[-1] or errors[0]}")
 
 
 def setup_host(
