@@ -114,3 +114,19 @@ def test_local_reference_with_remote_backend(service, lo_host, shared_cache_dir)
     assert cpu.status == "ok" and "host" not in cpu.device and "host" not in cpu.provenance
     assert wgsl.status == "ok" and wgsl.device["host"] == "lo" and wgsl.verified is True
     assert wgsl.check["reference"] == "cpu"
+
+
+def test_a_worker_that_dies_on_the_host_is_an_error_naming_the_host(service, lo_host, shared_cache_dir):
+    def on_event(event):
+        if event["kind"] == "phase" and event["backend"] == "wgsl" and event["phase"] == "timing":
+            worker = service._pool_for("lo").get("wgpu")
+            os.kill(int(worker.info["pid"]), signal.SIGKILL)  # the worker's pid on the host (here)
+
+    report = service.run(
+        SAXPY, backends=["cpu", "wgsl"], devices=["cpu", "lo/wgpu:0"], sizes={"n": 2048},
+        cache_dir=shared_cache_dir, on_event=on_event,
+    )  # fmt: skip
+    wgsl = next(r for r in report.results if r.backend == "wgsl")
+    assert wgsl.status == "error", wgsl.error
+    assert wgsl.error.startswith("the wgpu worker on host lo died with SIGKILL"), wgsl.error
+    assert "XDG_RUNTIME_DIR" not in wgsl.error  # the remote worker gets a private one

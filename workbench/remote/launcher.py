@@ -23,12 +23,24 @@ class RemoteLauncher:
         self.place = f"host {host.name}"
 
     def command(self, runtime: str) -> list[str]:
-        # WB_WORKER_EXIT_ON_HANGUP: the worker leaves when ssh's channel closes, even in a kernel.
+        base = ssh.remote_base(self.host)
+        # Mesa wants a private XDG_RUNTIME_DIR, which an ssh session may lack. The shell stays to
+        # report a worker killed by a signal as 128+N (ssh itself would say 255, as for a lost
+        # connection). WB_WORKER_EXIT_ON_HANGUP: the worker leaves when ssh's channel closes,
+        # even inside a kernel.
         remote = (
-            f"cd && exec env PYTHONUNBUFFERED=1 WB_WORKER_EXIT_ON_HANGUP=1 {self.host.python} "
-            f"-m workbench.run.worker {shlex.quote(runtime)}"
+            f'cd && {{ [ -d "$XDG_RUNTIME_DIR" ] || {{ XDG_RUNTIME_DIR={base}/xdg; '
+            f'mkdir -p -m 700 "$XDG_RUNTIME_DIR"; export XDG_RUNTIME_DIR; }}; }} && '
+            f"env PYTHONUNBUFFERED=1 WB_WORKER_EXIT_ON_HANGUP=1 {self.host.python} "
+            f"-m workbench.run.worker {shlex.quote(runtime)}; exit $?"
         )
         return ssh.ssh_argv(self.host, remote)
+
+    def status(self, returncode: int | None) -> int | None:
+        """ssh's exit status as the worker's own: 128+N (the remote shell's) → -N, a signal."""
+        if returncode is not None and 128 < returncode < 255:
+            return -(returncode - 128)
+        return returncode
 
     def explain(self, stderr: list[str]) -> str | None:
         error = ssh.explain(self.host, stderr)

@@ -273,6 +273,8 @@ class WorkerProcess:
         explained = self.launcher.explain(tail) if self.launcher is not None else None
         if explained:
             return WorkerCrashed(f"{self.label} failed during {what}: {explained}")
+        if self.launcher is not None and returncode != 255:
+            returncode = self.launcher.status(returncode)  # the remote worker's own status
         if returncode == 255 and self.launcher is not None:  # ssh's own status: the connection
             message = f"{self.label} lost its connection during {what} (ssh exit code 255)"
         elif returncode is not None:
