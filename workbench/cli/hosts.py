@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 
 from workbench.errors import WorkbenchError
 
@@ -155,11 +156,12 @@ def run_setup(args) -> int:
 
     store = HostStore()
     host = store.get(args.name)
+    base = host.setup_python or host.python  # again: the venv is made with the first Python
     python = setup_host(
-        host, wheels_dir=args.wheels, use_system_packages=args.use_system_packages,
+        replace(host, python=base), wheels_dir=args.wheels, use_system_packages=args.use_system_packages,
         on_line=lambda line: print(line, file=sys.stderr),
     )  # fmt: skip
-    host.python = python
+    host.setup_python, host.python = base, python
     store.update(host)
     forget(host.name)
     print(f"host {host.name}: the workbench is installed; it runs {python}")

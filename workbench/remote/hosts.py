@@ -41,6 +41,8 @@ class Host:
     #: Extra `ssh -o` options (`UserKnownHostsFile=/path`, `ProxyJump=gw`), given first so they win.
     ssh_options: list[str] = field(default_factory=list)
     remote_dir: str = DEFAULT_REMOTE_DIR
+    #: The Python `hosts setup` made the venv with (set by setup; reused when it runs again).
+    setup_python: str | None = None
 
     @property
     def url(self) -> str:
