@@ -12,10 +12,12 @@ The host's entry then runs `<base>/venv/bin/python`.
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 import tarfile
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from workbench.remote.hosts import Host, HostError
 #: Runs on the host with its Python: create the venv, optionally see the base's packages, install.
 _INSTALL = r"""
 import os, site, subprocess, sys, sysconfig, glob
-stage, venv, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+stage, venv, mode, requirements = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 args = [sys.executable, "-m", "venv"] + (["--system-site-packages"] if mode != "isolated" else []) + [venv]
 if not os.path.exists(os.path.join(venv, "bin", "python")):
     subprocess.check_call(args)
@@ -39,13 +41,15 @@ if mode == "system" and sys.prefix != sys.base_prefix:
         pth.write("\n".join(dirs) + "\n")
 wheels = sorted(glob.glob(os.path.join(stage, "*.whl")))
 ours = [w for w in wheels if os.path.basename(w).startswith("rust_gpu_workbench-")]
-pip = [py, "-m", "pip", "install", "--disable-pip-version-check", "--force-reinstall"]
-if mode == "system":
-    pip += ["--no-deps"]
-if len(wheels) > len(ours) or mode == "offline":
+pip = [py, "-m", "pip", "install", "--disable-pip-version-check"]
+if mode == "offline":
     pip += ["--no-index", "--find-links", stage]
-subprocess.check_call(pip + ours)
-subprocess.check_call([py, "-c", "import workbench.run.worker, workbench; print('WB-SETUP', workbench.__version__)"])
+# The workbench without its window's dependencies (Qt …), then only what the run part imports.
+subprocess.check_call(pip + ["--no-deps", "--force-reinstall"] + ours)
+if mode != "system" and requirements:
+    subprocess.check_call(pip + requirements)
+check = "import numpy, psutil, workbench.run.worker, workbench; print('WB-SETUP', workbench.__version__)"
+subprocess.check_call([py, "-c", check])
 print("WB-VENV " + os.path.abspath(py))
 """
 
@@ -75,6 +79,24 @@ def build_wheel(dest: Path, timeout_s: float = 300.0) -> Path:
     raise HostError(f"building the workbench wheel with pip failed: {errors[-1] or errors[0]}")
 
 
+#: The distributions the run part imports (cpu and wgpu runtimes); cuda's come with the `cuda` extra.
+RUN_DEPENDENCIES = ("numpy", "psutil", "wgpu")
+
+
+def run_requirements(wheel: Path) -> list[str]:
+    """The wheel's own requirement strings for RUN_DEPENDENCIES (versions as pyproject says)."""
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(name).decode()
+    out = []
+    for line in metadata.splitlines():
+        if line.startswith("Requires-Dist:") and "extra ==" not in line:
+            requirement = line.split(":", 1)[1].strip()
+            if re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0].lower() in RUN_DEPENDENCIES:
+                out.append(requirement.replace(" ", ""))
+    return out
+
+
 def setup_host(
     host: Host,
     wheels_dir: str | Path | None = None,
@@ -88,7 +110,7 @@ def setup_host(
         stage_dir = Path(tmp) / "wheels"
         stage_dir.mkdir()
         on_line("building the workbench wheel …")
-        build_wheel(stage_dir)
+        requirements = run_requirements(build_wheel(stage_dir))
         extra = sorted(Path(wheels_dir).glob("*.whl")) if wheels_dir else []
         if wheels_dir and not extra:
             raise HostError(f"--wheels {wheels_dir}: no .whl files there")
@@ -103,10 +125,13 @@ def setup_host(
         if done.returncode != 0:
             raise HostError(f"host {host.name}: could not receive the wheels: {_tail(done.stderr)}")
     on_line(f"installing into {host.remote_dir}/venv on {host.name} …")
-    install = f"cd && {host.python} -c {shlex.quote(_INSTALL)} {base}/setup {base}/venv {mode}"
+    install = f"cd && {host.python} -c {shlex.quote(_INSTALL)} {base}/setup {base}/venv {mode} " + " ".join(
+        shlex.quote(r) for r in requirements
+    )
     done = ssh.run(host, install, timeout_s=timeout_s)
     for line in done.stdout + done.stderr:
-        on_line(line)
+        if "which is not installed" not in line:  # the window's dependencies, left out on purpose
+            on_line(line)
     venv_python = next((ln[len("WB-VENV ") :] for ln in done.stdout if ln.startswith("WB-VENV ")), None)
     if done.returncode != 0 or venv_python is None:
         if done.returncode == 127:
