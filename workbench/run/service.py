@@ -256,9 +256,14 @@ class RunService:
         """Every runtime's devices, in the shape of `workbench.run.devices.list_devices()`."""
         return {runtime: self.devices(runtime) for runtime in RUNTIMES}
 
-    def default_backends(self, project: Project, artifacts_dir: str | Path | None = None) -> list[str]:
+    def default_backends(
+        self,
+        project: Project,
+        artifacts_dir: str | Path | None = None,
+        host_runtimes: frozenset[str] = frozenset(),
+    ) -> list[str]:
         """cpu, plus every backend whose toolchain is installed (or whose artifacts are in
-        `artifacts_dir`) and whose runtime is available here."""
+        `artifacts_dir`) and whose runtime is available here or asked for on a GPU host."""
         if artifacts_dir is not None:
             have = [b for b in BACKENDS if (Path(artifacts_dir) / b / "build.json").is_file()]
         else:
@@ -272,7 +277,8 @@ class RunService:
                 continue
             if backend in REFERENCE_BACKENDS and backend not in kernel_refs:
                 continue  # no reference source to build
-            if backend != "cpu" and not self.devices(runtime_of(backend))["available"]:
+            runtime = runtime_of(backend)
+            if backend != "cpu" and runtime not in host_runtimes and not self.devices(runtime)["available"]:
                 continue
             chosen.append(backend)
         return chosen or ["cpu"]
@@ -318,13 +324,14 @@ class RunService:
             raise RunError(str(exc)) from None
         if isinstance(backends, str):
             backends = [b for b in backends.split(",") if b.strip()]
+        device_indices, remote_indices = self._split_device_specs(list(devices or []))
         if backends:
             requested = parse_backends(",".join(backends))
         else:
-            requested = self.default_backends(project, artifacts_dir)
+            on_hosts = frozenset(r for idx in remote_indices.values() for r in idx)
+            requested = self.default_backends(project, artifacts_dir, on_hosts)
         if artifacts_dir is not None and not Path(artifacts_dir).is_dir():
             raise RunError(f"artifact folder {artifacts_dir} does not exist")
-        device_indices, remote_indices = self._split_device_specs(list(devices or []))
 
         def emit(event: dict[str, Any]) -> None:
             if on_event is not None:
