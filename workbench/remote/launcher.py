@@ -14,6 +14,9 @@ import shlex
 from workbench.remote import ssh
 from workbench.remote.hosts import Host
 
+#: The line the remote shell writes to stderr when the worker was killed by a signal.
+SIGNAL_MARK = "workbench worker ended by signal"
+
 
 class RemoteLauncher:
     """Starts run workers on one host, all through the host's shared ssh connection."""
@@ -32,12 +35,17 @@ class RemoteLauncher:
             f'cd && {{ [ -d "$XDG_RUNTIME_DIR" ] || {{ XDG_RUNTIME_DIR={base}/xdg; '
             f'mkdir -p -m 700 "$XDG_RUNTIME_DIR"; export XDG_RUNTIME_DIR; }}; }} && '
             f"env PYTHONUNBUFFERED=1 WB_WORKER_EXIT_ON_HANGUP=1 {self.host.python} "
-            f"-m workbench.run.worker {shlex.quote(runtime)}; exit $?"
+            f"-m workbench.run.worker {shlex.quote(runtime)}; s=$?; "
+            f'[ $s -gt 128 ] && echo "{SIGNAL_MARK} $((s - 128))" >&2; exit $s'
         )
         return ssh.ssh_argv(self.host, remote)
 
-    def status(self, returncode: int | None) -> int | None:
-        """ssh's exit status as the worker's own: 128+N (the remote shell's) → -N, a signal."""
+    def status(self, returncode: int | None, stderr: list[str] = ()) -> int | None:
+        """ssh's exit status as the worker's own: 128+N (the remote shell's) → -N, a signal; the
+        shell's own line says so too (ssh may report 255 when the channel closes first)."""
+        for line in reversed(stderr):
+            if line.startswith(SIGNAL_MARK + " ") and line.split()[-1].isdigit():
+                return -int(line.split()[-1])
         if returncode is not None and 128 < returncode < 255:
             return -(returncode - 128)
         return returncode

@@ -17,7 +17,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -26,6 +25,7 @@ import numpy as np
 
 from workbench import childproc
 from workbench.errors import WorkbenchError
+from workbench.frozen import python_command
 from workbench.run.protocol import Connection, ProtocolError
 
 #: How long a fresh worker may take to import its runtime and answer hello.
@@ -107,7 +107,7 @@ class WorkerProcess:
         self.launcher = launcher
         if command is None and launcher is not None:
             command = launcher.command(runtime)
-        self.command = command or [sys.executable, "-m", "workbench.run.worker", runtime]
+        self.command = command or python_command("workbench.run.worker", runtime)
         place = getattr(launcher, "place", None)
         self.label = f"the {runtime} worker" + (f" on {place}" if place else "")
         self.env = env
@@ -273,8 +273,8 @@ class WorkerProcess:
         explained = self.launcher.explain(tail) if self.launcher is not None else None
         if explained:
             return WorkerCrashed(f"{self.label} failed during {what}: {explained}")
-        if self.launcher is not None and returncode != 255:
-            returncode = self.launcher.status(returncode)  # the remote worker's own status
+        if self.launcher is not None:
+            returncode = self.launcher.status(returncode, tail)  # the remote worker's own status
         if returncode == 255 and self.launcher is not None:  # ssh's own status: the connection
             message = f"{self.label} lost its connection during {what} (ssh exit code 255)"
         elif returncode is not None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPlainTextEdit,
+    QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -200,6 +201,8 @@ class ArtifactsView(QWidget):
         self.backend_box.setMinimumContentsLength(10)
         self.info = QLabel("")
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.info.setWordWrap(True)  # its long line must not set the dock's minimum width (issue 8)
+        self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.resources = QTableWidget(0, 1 + len(RESOURCE_KEYS))
