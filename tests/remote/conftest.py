@@ -11,6 +11,7 @@ test. Skips (with the reason) only when sshd is not installed or does not start.
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import socket
@@ -44,7 +45,7 @@ class Sshd:
 
     def host(self, name: str = "lo", python: str = REMOTE_PYTHON, known_hosts: Path | None = None) -> Host:
         return Host(
-            name=name, hostname="127.0.0.1", user="root", port=self.port, identity=str(self.client_key),
+            name=name, hostname="127.0.0.1", user=getpass.getuser(), port=self.port, identity=str(self.client_key),
             python=python, remote_dir=str(self.folder / "remote-home"),
             ssh_options=[f"UserKnownHostsFile={known_hosts or self.known_hosts}", "GlobalKnownHostsFile=/dev/null"],
         )  # fmt: skip
@@ -77,7 +78,10 @@ def _start(folder: Path) -> Sshd:
     _keygen(client_key)
     (folder / "authorized_keys").write_text((folder / "client_ed25519.pub").read_text())
     os.chmod(folder / "authorized_keys", 0o600)
-    Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # its privilege-separation folder
+    try:
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # its privilege-separation folder
+    except OSError:
+        pass  # not root: `sshd -t` below says whether it can run anyway
     port = _free_port()
     config = folder / "sshd_config"
     config.write_text(

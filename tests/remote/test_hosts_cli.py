@@ -4,6 +4,7 @@ on the host), run saxpy with cpu + wgsl on the host's devices."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import subprocess
@@ -30,7 +31,7 @@ def workbench(*args, env=None, timeout=240):
 
 def add_args(sshd, name, python, known_hosts=None, remote_dir=None):
     return [
-        "hosts", "add", name, f"ssh://root@127.0.0.1:{sshd.port}", "--identity", str(sshd.client_key),
+        "hosts", "add", name, f"ssh://{getpass.getuser()}@127.0.0.1:{sshd.port}", "--identity", str(sshd.client_key),
         "--python", python, "--ssh-option", f"UserKnownHostsFile={known_hosts or sshd.known_hosts}",
         "--ssh-option", "GlobalKnownHostsFile=/dev/null",
         "--remote-dir", str(remote_dir or sshd.folder / "remote-home"),
@@ -42,7 +43,7 @@ def test_add_list_remove_and_bad_input(sshd):
     assert done.returncode == 0, done.stderr
     listed = json.loads(workbench("hosts", "list", "--json").stdout)
     box = next(h for h in listed if h["name"] == "box")
-    assert box["url"] == f"ssh://root@127.0.0.1:{sshd.port}" and box["port"] == sshd.port
+    assert box["url"] == f"ssh://{getpass.getuser()}@127.0.0.1:{sshd.port}" and box["port"] == sshd.port
     assert "password" not in json.dumps(listed).lower()
     again = workbench(*add_args(sshd, "box", "python3"))
     assert again.returncode == 2 and "exists already" in again.stderr
@@ -102,6 +103,7 @@ def test_setup_then_run_saxpy_cpu_and_wgsl_on_the_host(sshd, shared_cache_dir, t
         # the host runs the wheel installed there, not this checkout
         checked = json.loads(workbench("hosts", "check", "lo2", "--json").stdout)
         assert checked["ok"] and checked["executable"] == venv_python
+        assert checked["workbench"] == checked["local_workbench"] and "note" not in checked
         assert (home / "venv").is_dir() and list(
             home.glob("venv/lib/python*/site-packages/workbench/run/worker.py")
         )

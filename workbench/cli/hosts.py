@@ -132,12 +132,21 @@ def run_check(args) -> int:
             print(f"error: {exc}", file=sys.stderr)
         return 1
     report["ok"] = True
+    from workbench import __version__
+
+    report["local_workbench"] = __version__
+    if report.get("workbench") != __version__:  # the protocol may differ: say how to align them
+        report["note"] = f"the host runs workbench {report.get('workbench')}, this is {__version__}: " + (
+            f"run `workbench hosts setup {host.name}` to install this version there"
+        )
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return 0
     print(f"{host.name} ({host.url})")
     print(f"  python     {report.get('python')}  ({report.get('executable')})")
     print(f"  workbench  {report.get('workbench')}")
+    if report.get("note"):
+        print(f"  note       {report['note']}")
     print(f"  platform   {report.get('platform')}")
     for runtime, entry in report["devices"].items():
         if not entry.get("available"):
