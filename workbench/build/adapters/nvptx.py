@@ -37,6 +37,10 @@ HINT = (
 
 
 PANIC_FLAGS = ("-Zunstable-options", "-Cpanic=immediate-abort")
+#: Line tables for the Rust <-> PTX view. They change the code (`.target sm_XX, debug` makes ptxas
+#: compile for debugging), so they go into a second PTX, never the one that runs and is timed.
+LINE_INFO_FLAGS = ("-C", "debuginfo=line-tables-only")
+LINES_SUFFIX = ".lines.ptx"
 
 
 def _run(cmd: list[str]) -> str:
@@ -145,8 +149,33 @@ class NvptxAdapter(Adapter):
         if ptx is None:
             req.diagnostic(error("cargo finished but no PTX of this build was found", "nvptx"))
             return AdapterOutput(False)
-        name = copy_into(ptx, req.out_dir, ptx.stem.split("-")[0] + ".ptx")
-        return finish_ptx(req, req.out_dir / name, req.target, self.name)
+        stem = ptx.stem.split("-")[0]
+        name = copy_into(ptx, req.out_dir, stem + ".ptx")
+        out = finish_ptx(req, req.out_dir / name, req.target, self.name)
+        if out.ok:
+            out.extra["line_info"] = self._line_info(req, cmd, env, stem)
+        return out
+
+    def _line_info(self, req: BuildRequest, cmd: list[str], env: dict[str, str], stem: str) -> dict:
+        """Build once more with line tables into `<crate>.lines.ptx` (for the artifacts view only).
+
+        Same target dir: only the kernel crate recompiles (extra `cargo rustc` arguments do not
+        change its metadata hash, so `core` is reused). A failure here never fails the build.
+        """
+        # Its warnings are the optimised build's again: not reported twice.
+        keep, on_diagnostic = len(req.diagnostics), req.on_diagnostic
+        req.on_diagnostic = lambda diag: None
+        try:
+            outcome = run_cargo(req, [*cmd, *LINE_INFO_FLAGS], env)
+        finally:
+            req.on_diagnostic = on_diagnostic
+            del req.diagnostics[keep:]
+        ptx = self._current_ptx(req, outcome) if outcome.ok else None
+        if ptx is None:
+            return {"artifact": None, "flags": list(LINE_INFO_FLAGS), "note": "the line-table build failed"}
+        name = copy_into(ptx, req.out_dir, stem + LINES_SUFFIX)
+        return {"artifact": name, "flags": list(LINE_INFO_FLAGS),
+                "note": "debug-line build (.loc); the timed code is " + stem + ".ptx"}  # fmt: skip
 
     def _current_ptx(self, req: BuildRequest, outcome: CargoOutcome) -> Path | None:
         """The PTX written by this build: named after the crate's metadata hash in its artifact record."""

@@ -1,4 +1,9 @@
-"""`wgsl`: nothing to compile; the reference WGSL is copied (naga checks it at pipeline creation)."""
+"""`wgsl`: the reference WGSL, validated with naga (as wgpu does at pipeline creation), then copied.
+
+Validation runs in a child process (`workbench.build.shader_check`); its errors become
+diagnostics with file, line and column, so a typo in a `.wgsl` file fails the build where it is,
+not the run. Where no wgpu adapter exists the shader is copied unvalidated (the log says so).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into
+from workbench.build.shader_check import child_command, naga_diagnostics, parse_child_output
 from workbench.records import ToolchainInfo
 
 
@@ -14,12 +20,12 @@ class WgslAdapter(Adapter):
     kind = "wgsl"
 
     def detect(self) -> ToolchainInfo:
-        # naga (inside wgpu-native) compiles WGSL when the run service creates the pipeline.
+        # naga (inside wgpu-native) validates WGSL at build time and again at pipeline creation.
         try:
             version = f"wgpu-py {metadata.version('wgpu')}"
         except metadata.PackageNotFoundError:
             version = "copy only (wgpu is not installed)"
-        return ToolchainInfo("wgsl", True, version, "", details={"compiler": "naga, at pipeline creation"})
+        return ToolchainInfo("wgsl", True, version, "", details={"compiler": "naga (wgpu), at build and run"})
 
     def skip_reason(self, project) -> str | None:
         if not any("wgsl" in k.reference for k in project.manifest.kernels):
@@ -28,13 +34,43 @@ class WgslAdapter(Adapter):
 
     def build(self, req: BuildRequest) -> AdapterOutput:
         kernels = {}
+        ok = True
+        validated: set[str] = set()
         for k in req.project.manifest.kernels:
             if "wgsl" not in k.reference:
                 continue
-            src = req.project.root / k.reference["wgsl"]
-            name = Path(k.reference["wgsl"]).name
+            rel = k.reference["wgsl"]
+            src = req.project.root / rel
+            if rel not in validated:
+                validated.add(rel)
+                ok = validate(req, src, rel) and ok
+            name = Path(rel).name
             if not (req.out_dir / name).exists():
                 copy_into(src, req.out_dir)
-                req.output(f"copied {k.reference['wgsl']}")
+                req.output(f"copied {rel}")
             kernels[k.name] = {"artifact": name, "entry": k.entry_for("wgsl"), "kind": "wgsl"}
-        return AdapterOutput(True, kernels)
+        return AdapterOutput(ok, kernels)
+
+
+def validate(req: BuildRequest, path: Path, rel: str, kind: str = "wgsl") -> bool:
+    """naga-validate one shader in a child process; False (with diagnostics) when it is invalid."""
+    answers: list[dict] = []
+
+    def on_stdout(line: str) -> bool:
+        answer = parse_child_output(line)
+        if answer is not None:
+            answers.append(answer)
+        return answer is not None
+
+    req.run(child_command(kind, path), cwd=req.project.root, on_stdout=on_stdout)
+    answer = answers[-1] if answers else {"shader_check": "skipped", "reason": "the validator gave no answer"}
+    state = answer["shader_check"]
+    if state == "error":
+        for diag in naga_diagnostics(answer.get("message", ""), rel, req.backend):
+            req.diagnostic(diag)
+        return False
+    if state == "ok":
+        req.output(f"naga: {rel} is valid")
+    else:
+        req.output(f"naga: {rel} not validated: {answer.get('reason', '')}")
+    return True
