@@ -9,6 +9,7 @@ while the event loop runs, except `shutdown()`, which waits for every thread it 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -19,6 +20,7 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
+from workbench.profile.last_good import LastGood
 from workbench.profile.live import LiveLoop
 from workbench.project import Project
 
@@ -59,6 +61,12 @@ class ServiceBridge(QObject):
         self.last_build: dict[str, Any] | None = None
         self.last_report: Any = None
         self.devices_info: dict[str, Any] | None = None
+        #: Good results kept across failed builds and runs (shown stale); see profile.last_good.
+        self.last_good = LastGood()
+        #: The live loop's note when the reference's own source changed since all agreed (or None).
+        self.reference_changed: dict[str, Any] | None = None
+        #: "save" (edit → result) or "run" (run → result): what `latencyMeasured` measured.
+        self.last_latency_reason = ""
         self.cache_dir = cache_dir
         self._busy = False
         self._closed = False
@@ -86,6 +94,9 @@ class ServiceBridge(QObject):
         self.project = project
         self.last_build = None
         self.last_report = None
+        self.last_good.forget()
+        self.loop.agreement.forget()
+        self.reference_changed = None
         self.projectChanged.emit(project)
 
     def set_backends(self, backends: list[str]) -> None:
@@ -259,15 +270,38 @@ class ServiceBridge(QObject):
         elif kind == "idle":
             self._set_busy(False)
 
+    def expected_reference(self) -> str:
+        """The backend the manifest names as the reference ('' when unknown)."""
+        try:
+            return self.project.manifest.kernel(self.loop.kernel).check.reference if self.project else ""
+        except (WorkbenchError, LookupError, ValueError):
+            return ""
+
     def _cycle_finished(self, event: dict[str, Any]) -> None:
         status = event["status"]
         report = event.get("report")
+        build = event.get("build") or {}
+        shown = None
         if report is not None:
-            self.last_report = report
-            self.runFinished.emit(report)
-        if status == "ok" and event.get("latency_s") is not None:
+            self.reference_changed = event.get("reference_changed")
+            # Failed rows (and rows of backends whose build failed) show their last good result, stale.
+            shown = self.last_good.merge(report, build)
+        elif self.last_report is not None and status == "error":
+            shown = self.last_good.all_stale(self.last_report, event.get("error") or "the build failed")
+        elif self.last_report is not None and any(
+            getattr(r, "status", "") == "error" for r in build.values()
+        ):
+            failed = {b for b, r in build.items() if r.status == "error"}
+            kept = [r for r in self.last_report.results if r.backend not in failed]
+            shown = self.last_good.merge(dataclasses.replace(self.last_report, results=kept), build)
+        if shown is not None:
+            self.last_report = shown
+            self.runFinished.emit(shown)
+        if status == "ok" and event.get("latency_s") is not None and report is not None:
+            self.last_latency_reason = event.get("reason", "")
             self.latencyMeasured.emit(event["latency_s"])
-            self.statusMessage.emit(f"edit to result: {event['latency_s']:.2f} s")
+            what = "edit to result" if self.last_latency_reason == "save" else "run to result"
+            self.statusMessage.emit(f"{what}: {event['latency_s']:.2f} s")
         elif status == "ok":
             self.statusMessage.emit("build finished" if report is None else "run finished")
         elif status == "cancelled":
