@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from workbench.build.ptx_lines import PtxLines
 from workbench.run.mismatches import buffer_mismatches
-from workbench.ui.results_table import COL_STATUS, MUTED, NOT_VERIFIED_REF
+from workbench.ui.results_table import COL_CHECK, COL_STATUS, MUTED, NOT_VERIFIED_REF
 from workbench.ui.screenshot import save_screenshot
 
 TIMEOUT_MS = 600_000
@@ -113,7 +113,7 @@ def test_an_edited_reference_is_reported_and_the_details_list_the_mismatches(
     assert rows["wgsl"]["Check"].startswith("the reference changed: cpu's source was edited — first bad y[0]")
     index = _row_index(table, "wgsl")
     # The cell may elide it; the tooltip has the whole text.
-    assert rows["wgsl"]["Check"] in table.table.item(index, table.table.columnCount() - 1).toolTip()
+    assert rows["wgsl"]["Check"] in table.table.item(index, COL_CHECK).toolTip()
 
     window.docks["results"].raise_()
     qtbot.waitUntil(lambda: table.table.isVisible(), timeout=5000)
@@ -251,7 +251,8 @@ def test_unchecking_the_reference_device_asks_before_running(
     assert box is not None and box.isVisible()
     assert "reference backend cpu" in box.text() and "not checked" in box.text()
     assert not window.bridge.busy  # nothing ran before the answer
-    save_screenshot(window, test_output_dir / "edit-loop-reference-device-question.png")
+    save_screenshot(window, test_output_dir / "edit-loop-reference-device-unchecked.png")
+    save_screenshot(box, test_output_dir / "edit-loop-reference-device-question.png")
     accept = next(b for b in box.buttons() if b.text().startswith("Check"))
     with qtbot.waitSignal(window.bridge.runFinished, timeout=TIMEOUT_MS):
         accept.click()
@@ -304,7 +305,10 @@ def test_the_ptx_line_map_of_saxpy_at_points_at_its_multiply_add(
     view.source_view.setTextCursor(QTextCursor(view.source_view.document().findBlockByNumber(body - 1)))
     assert lines_view.linked == mapped and view.tabs.currentWidget() is lines_view
     assert f"src/lib.rs:{body} → PTX lines" in view.lines_note.text()
-    save_screenshot(window, test_output_dir / "edit-loop-rust-to-ptx.png")
+    save_screenshot(window, test_output_dir / "edit-loop-rust-to-ptx-window.png")
+    view.resize(1400, 560)
+    view.source_view.centerCursor()
+    save_screenshot(view, test_output_dir / "edit-loop-rust-to-ptx.png")
     # And back: a PTX line of the add selects its Rust line.
     add = next(n for n, t in zip(mapped, texts, strict=True) if "add.rn.f32" in t or "fma" in t)
     lines_view.setTextCursor(QTextCursor(lines_view.document().findBlockByNumber(add - 1)))

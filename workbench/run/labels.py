@@ -16,7 +16,7 @@ def short_name(name: str) -> str:
 
 
 def device_label(device: dict[str, Any]) -> str:
-    """"llvmpipe · Vulkan" for a wgpu adapter, the device's name otherwise (its spec as a fallback)."""
+    """ "llvmpipe · Vulkan" for a wgpu adapter, the device's name otherwise (its spec as a fallback)."""
     name = str(device.get("name") or "")
     spec = str(device.get("spec") or device.get("runtime") or "")
     api = str(device.get("backend_api") or "")

@@ -26,32 +26,33 @@ COLUMNS = (
     "Device",
     "Status",
     "Verified",
+    "Check",
     "Median",
     "Spread (IQR)",
     "GB/s",
     "% of peak",
     "Registers",
     "Spills",
-    "Check",
 )
 (
     COL_BACKEND,
     COL_DEVICE,
     COL_STATUS,
     COL_VERIFIED,
+    COL_CHECK,
     COL_MEDIAN,
     COL_SPREAD,
     COL_GBPS,
     COL_PEAK,
     COL_REGS,
     COL_SPILLS,
-    COL_CHECK,
 ) = range(len(COLUMNS))
 GOOD = QColor("#2e8b3d")
 BAD = QColor("#c62828")
 MUTED = QColor("#808080")
 WARN = QColor("#b26a00")
 NOT_VERIFIED_REF = "not verified (reference failed)"
+CHECK_WIDTH = 330
 _NUMERIC = {COL_MEDIAN, COL_SPREAD, COL_GBPS, COL_PEAK, COL_REGS, COL_SPILLS}
 
 
@@ -143,6 +144,10 @@ class ResultsTable(QWidget):
         header = self.table.horizontalHeader()
         for col in range(len(COLUMNS) - 1):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        # The check's text next to the verdict, at a fixed width: elided in the middle (the
+        # tooltip and the details view have it whole), never pushed off screen by the numbers.
+        header.setSectionResizeMode(COL_CHECK, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(COL_CHECK, CHECK_WIDTH)
         header.setStretchLastSection(True)
         self.caption.setWordWrap(True)
         self.details_button = QPushButton("Details…")
