@@ -75,7 +75,7 @@ def test_a_compile_error_keeps_the_last_good_results_stale_and_the_reference(
     _save(qtbot, window, lib)
     rows = _rows(table)
     # The cpu row is the previous result, kept and marked stale (dimmed, with when and why).
-    assert rows["cpu"]["Status"] == "stale" and rows["cpu"]["Median"] == cpu_median
+    assert rows["cpu"]["Status"].startswith("stale · ") and rows["cpu"]["Median"] == cpu_median
     index = _row_index(table, "cpu")
     assert table.is_row_stale(index)
     assert table.table.item(index, 0).foreground().color() == MUTED
@@ -110,10 +110,11 @@ def test_an_edited_reference_is_reported_and_the_details_list_the_mismatches(
     rows = _rows(table)
     assert rows["wgsl"]["Verified"] == "✗ no"
     assert "the reference changed: cpu's source was edited" in table.caption.text()
-    assert rows["wgsl"]["Check"].startswith("the reference changed: cpu's source was edited — first bad y[0]")
+    assert rows["wgsl"]["Check"].startswith("⚠ reference changed — first bad y[0]: got")
     index = _row_index(table, "wgsl")
-    # The cell may elide it; the tooltip has the whole text.
-    assert rows["wgsl"]["Check"] in table.table.item(index, COL_CHECK).toolTip()
+    # The cell may elide it; the tooltip has the whole text, and the full notice.
+    tip = table.table.item(index, COL_CHECK).toolTip()
+    assert rows["wgsl"]["Check"] in tip and "the reference changed: cpu's source was edited" in tip
 
     window.docks["results"].raise_()
     qtbot.waitUntil(lambda: table.table.isVisible(), timeout=5000)

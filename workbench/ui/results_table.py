@@ -52,7 +52,7 @@ BAD = QColor("#c62828")
 MUTED = QColor("#808080")
 WARN = QColor("#b26a00")
 NOT_VERIFIED_REF = "not verified (reference failed)"
-CHECK_WIDTH = 330
+CHECK_WIDTH = 280
 _NUMERIC = {COL_MEDIAN, COL_SPREAD, COL_GBPS, COL_PEAK, COL_REGS, COL_SPILLS}
 
 
@@ -110,6 +110,13 @@ def stale_text(result: Any) -> str:
     return text + (f", source {source}" if source else "")
 
 
+def stale_label(result: Any) -> str:
+    """The Status cell of a kept result: "stale · 01:52:10" (UTC; the tooltip names the source)."""
+    when = str(stale_info(result).get("time") or "")
+    clock = when.split("T", 1)[1].rstrip("Z") if "T" in when else when
+    return f"stale · {clock}" if clock else "stale"
+
+
 def reference_failed(report: Any, reference: str) -> bool:
     """Whether the manifest's reference backend produced no fresh, good result in `report`."""
     if not reference:
@@ -163,7 +170,7 @@ class ResultsTable(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
-        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.cellDoubleClicked.connect(lambda row, _col: self.show_details(row))
         self.table.itemSelectionChanged.connect(
             lambda: self.details_button.setEnabled(self.table.currentRow() >= 0 and self.report is not None)
@@ -270,12 +277,14 @@ class ResultsTable(QWidget):
         else:
             verified_text = {True: "✓ yes", False: "✗ no", None: "—"}[result.verified]
         check_text = result.error or check_summary(result.check or {})
+        if unverified:
+            check_text = f"nothing to compare with: the reference {self._reference} did not run"
         if result.verified is False and result.backend in (self._changed.get("failed") or []):
-            check_text = f"{self._changed['message']} — {check_text}"
+            check_text = f"⚠ reference changed — {check_text}"
         values = {
             COL_BACKEND: result.backend,
             COL_DEVICE: device_label(device),
-            COL_STATUS: "stale" if stale else status,
+            COL_STATUS: stale_label(result) if stale else status,
             COL_VERIFIED: verified_text,
             COL_MEDIAN: format_seconds(timing.get("median_s")),
             COL_SPREAD: format_seconds(timing.get("iqr_s")),
@@ -302,7 +311,8 @@ class ResultsTable(QWidget):
         status_color = {"ok": GOOD, "error": BAD}.get(status, MUTED)
         self._set(row, COL_STATUS, Qt.ItemDataRole.ForegroundRole, status_color)
         # The full first-bad text is the tooltip (the cell elides it), then the per-buffer lines.
-        check_tip = "\n".join(x for x in (check_text, _check_tooltip(result.check or {})) if x)
+        changed = self._changed.get("message", "") if check_text.startswith("⚠ reference changed") else ""
+        check_tip = "\n".join(x for x in (changed, check_text, _check_tooltip(result.check or {})) if x)
         self._set(row, COL_CHECK, Qt.ItemDataRole.ToolTipRole, check_tip)
         self._set(row, COL_DEVICE, Qt.ItemDataRole.ToolTipRole, str(device.get("spec") or ""))
         if unverified:
@@ -335,7 +345,7 @@ class ResultsTable(QWidget):
             self._set(row, COL_STATUS, Qt.ItemDataRole.ToolTipRole, None)
 
     def is_row_stale(self, row: int) -> bool:
-        return self.table.item(row, COL_STATUS).text() == "stale"
+        return self.table.item(row, COL_STATUS).text().startswith("stale")
 
     def _cell(self, row: int, col: int, text: str) -> None:
         """Set a cell's text, reusing its item: every item change costs a pass of the
