@@ -8,9 +8,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 from workbench.build.adapters.base import (
@@ -151,9 +153,26 @@ class NvptxAdapter(Adapter):
             return AdapterOutput(False)
         stem = ptx.stem.split("-")[0]
         name = copy_into(ptx, req.out_dir, stem + ".ptx")
-        out = finish_ptx(req, req.out_dir / name, req.target, self.name)
+        # The line-table build runs while ptxas checks the optimised PTX (cargo is done with the
+        # target dir by now), so it adds little to an edit's build time.
+        lines: dict = {}
+
+        def line_build() -> None:
+            try:
+                lines["info"] = self._line_info(req, cmd, env, stem)
+            except BaseException as exc:  # a cancel or timeout: re-raised on the build's thread
+                lines["error"] = exc
+
+        thread = threading.Thread(target=line_build, name="wb-nvptx-lines", daemon=True)
+        thread.start()
+        try:
+            out = finish_ptx(req, req.out_dir / name, req.target, self.name)
+        finally:
+            thread.join()
+        if "error" in lines:
+            raise lines["error"]
         if out.ok:
-            out.extra["line_info"] = self._line_info(req, cmd, env, stem)
+            out.extra["line_info"] = lines["info"]
         return out
 
     def _line_info(self, req: BuildRequest, cmd: list[str], env: dict[str, str], stem: str) -> dict:
@@ -162,15 +181,11 @@ class NvptxAdapter(Adapter):
         Same target dir: only the kernel crate recompiles (extra `cargo rustc` arguments do not
         change its metadata hash, so `core` is reused). A failure here never fails the build.
         """
-        # Its warnings are the optimised build's again: not reported twice.
-        keep, on_diagnostic = len(req.diagnostics), req.on_diagnostic
-        req.on_diagnostic = lambda diag: None
-        try:
-            outcome = run_cargo(req, [*cmd, *LINE_INFO_FLAGS], env)
-        finally:
-            req.on_diagnostic = on_diagnostic
-            del req.diagnostics[keep:]
-        ptx = self._current_ptx(req, outcome) if outcome.ok else None
+        # A request of its own: its warnings and output are the optimised build's again.
+        quiet = dataclasses.replace(req, on_output=lambda line: None, on_diagnostic=lambda diag: None,
+                                    log=[], diagnostics=[])  # fmt: skip
+        outcome = run_cargo(quiet, [*cmd, *LINE_INFO_FLAGS], env)
+        ptx = self._current_ptx(quiet, outcome) if outcome.ok else None
         if ptx is None:
             return {"artifact": None, "flags": list(LINE_INFO_FLAGS), "note": "the line-table build failed"}
         name = copy_into(ptx, req.out_dir, stem + LINES_SUFFIX)
