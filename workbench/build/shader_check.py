@@ -2,7 +2,7 @@
 
 wgpu-native runs naga when a shader module is created; wgpu-py raises its message, which carries
 `┌─ wgsl:LINE:COL` and the offending source line. The check runs in a child process
-(`python -m workbench.build.shader_check wgsl|spirv FILE`, one JSON line on stdout) so a broken
+(`main(["wgsl"|"spirv", FILE])`, one JSON line on stdout) so a broken
 driver cannot take the build service down; `naga_diagnostics` turns the message into
 `Diagnostic`s with file, line and column, like the Rust ones.
 """
@@ -24,7 +24,9 @@ _NOTE = re.compile(r"^\s*=\s*(.+)$")
 
 def child_command(kind: str, path: Path) -> list[str]:
     """The command that validates `path` (`kind` is "wgsl" or "spirv") in a child process."""
-    return [sys.executable, "-m", "workbench.build.shader_check", kind, str(path)]
+    # `-c`, not `-m`: the build package has imported this module already (runpy would warn).
+    code = "import sys; from workbench.build.shader_check import main; sys.exit(main(sys.argv[1:]))"
+    return [sys.executable, "-c", code, kind, str(path)]
 
 
 def naga_diagnostics(message: str, file: str | None, backend: str) -> list[Diagnostic]:

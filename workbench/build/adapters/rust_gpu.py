@@ -166,7 +166,7 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
         if report.get("valid") is False:
             req.diagnostic(error(f"spirv-val rejects {name}: {report['spirv_val']}", "rust-gpu"))
         elif not spirv_val and not validate(req, req.out_dir / name, name, "spirv"):
-            report["valid"] = False  # no spirv-val here: naga's validation, as wgpu would do it
+            resources[k.name]["valid"] = False  # no spirv-val here: naga's validation, as wgpu would do it
     ok = all(r.get("valid") is not False for r in resources.values())
     return AdapterOutput(ok, record, resources, {"entry_rule": rules, "source": str(folder)})
 

@@ -7,6 +7,8 @@ not the run. Where no wgpu adapter exists the shader is copied unvalidated (the 
 
 from __future__ import annotations
 
+import os
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -62,7 +64,11 @@ def validate(req: BuildRequest, path: Path, rel: str, kind: str = "wgsl") -> boo
             answers.append(answer)
         return answer is not None
 
-    req.run(child_command(kind, path), cwd=req.project.root, on_stdout=on_stdout)
+    proc = req.run(child_command(kind, path), cwd=req.project.root, env=_child_env(), on_stdout=on_stdout)
+    if not answers and proc.returncode != 0:
+        # wgpu-native aborts on some inputs instead of raising: that shader is not valid either.
+        message = f"the naga validator stopped (exit {proc.returncode}) on {rel}; see the build log"
+        answers.append({"shader_check": "error", "message": message})
     answer = answers[-1] if answers else {"shader_check": "skipped", "reason": "the validator gave no answer"}
     state = answer["shader_check"]
     if state == "error":
@@ -74,3 +80,14 @@ def validate(req: BuildRequest, path: Path, rel: str, kind: str = "wgsl") -> boo
     else:
         req.output(f"naga: {rel} not validated: {answer.get('reason', '')}")
     return True
+
+
+def _child_env() -> dict[str, str]:
+    """The environment, with a private XDG_RUNTIME_DIR when there is none (Mesa complains into
+    the build log otherwise)."""
+    env = dict(os.environ)
+    if not os.path.isdir(env.get("XDG_RUNTIME_DIR", "")):
+        private = Path(tempfile.gettempdir()) / f"wb-xdg-{os.getuid()}"
+        private.mkdir(mode=0o700, exist_ok=True)
+        env["XDG_RUNTIME_DIR"] = str(private)
+    return env
