@@ -306,10 +306,9 @@ def test_the_ptx_line_map_of_saxpy_at_points_at_its_multiply_add(
     view.source_view.setTextCursor(QTextCursor(view.source_view.document().findBlockByNumber(body - 1)))
     assert lines_view.linked == mapped and view.tabs.currentWidget() is lines_view
     assert f"src/lib.rs:{body} → PTX lines" in view.lines_note.text()
-    save_screenshot(window, test_output_dir / "edit-loop-rust-to-ptx-window.png")
-    view.resize(1400, 560)
-    view.source_view.centerCursor()
-    save_screenshot(view, test_output_dir / "edit-loop-rust-to-ptx.png")
+    window.resizeDocks([window.docks["artifacts"]], [1150], Qt.Orientation.Horizontal)
+    qtbot.wait(50)
+    save_screenshot(window, test_output_dir / "edit-loop-rust-to-ptx.png")
     # And back: a PTX line of the add selects its Rust line.
     add = next(n for n, t in zip(mapped, texts, strict=True) if "add.rn.f32" in t or "fma" in t)
     lines_view.setTextCursor(QTextCursor(lines_view.document().findBlockByNumber(add - 1)))

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPlainTextEdit,
+    QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -299,6 +300,8 @@ class ArtifactsView(QWidget):
         self.backend_box.setMinimumContentsLength(10)
         self.info = QLabel("")
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Elided text with a tooltip: it must not hold the splitter's code side wide open.
+        self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.resources = QTableWidget(0, 1 + len(RESOURCE_KEYS))
@@ -347,6 +350,7 @@ class ArtifactsView(QWidget):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
+        splitter.setSizes([1000, 1000])  # side by side, half each (Compiler Explorer style)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(splitter)
