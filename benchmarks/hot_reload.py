@@ -47,6 +47,7 @@ def _prepare_environment(work: Path) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     os.environ["WB_CONFIG_DIR"] = str(work / "config")  # never touch the user's settings
+    os.environ["WB_DATA_DIR"] = str(work / "data")  # the window records runs: not into the user's sessions
     if not os.path.isdir(os.environ.get("XDG_RUNTIME_DIR", "")):
         runtime = work / "xdg"
         runtime.mkdir(mode=0o700)

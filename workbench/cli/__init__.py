@@ -21,6 +21,7 @@ COMMANDS = {
     "build": "build",
     "run": "run",
     "gui": "gui",
+    "sessions": "sessions",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -55,6 +55,16 @@ def register(subparsers) -> None:
     parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder")
     parser.add_argument("--seed", type=int, help="seed of random inputs (default 0; recorded in provenance)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    record = parser.add_mutually_exclusive_group()
+    record.add_argument(
+        "--db",
+        metavar="FILE",
+        help="record the run in this sessions database (default: the user data folder)",
+    )
+    record.add_argument("--no-record", action="store_true", help="do not record the run")
+    parser.add_argument(
+        "--keep-outputs", action="store_true", help="also keep the output arrays (.npz beside the database)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -140,6 +150,21 @@ def table(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
+def _record(report, snapshot, args) -> None:
+    """Record the run in the sessions database; a failure is reported, never fatal to the run."""
+    from workbench.profile.record import record_report
+    from workbench.profile.store import SessionStore
+
+    try:
+        with SessionStore(args.db) as store:
+            ids = record_report(store, report, snapshot=snapshot, keep_outputs=args.keep_outputs)
+    except (WorkbenchError, OSError) as exc:
+        print(f"warning: the run was not recorded: {exc}", file=sys.stderr)
+        return
+    if ids and not args.json:
+        print(f"recorded as run(s) #{ids[0]}–#{ids[-1]} in {store.path}", file=sys.stderr)
+
+
 def run(args) -> int:
     from workbench.run.service import RunService
 
@@ -158,6 +183,11 @@ def run(args) -> int:
         elif kind == "started":
             print(f"running {event['backend']} on {event['device'].get('spec', '?')} ...", file=sys.stderr)
 
+    snapshot = None
+    if not args.no_record:  # the sources as they are built, before an editor can change them
+        from workbench.profile.sources import snapshot as take_snapshot
+
+        snapshot = take_snapshot(project)
     service = RunService()
     try:
         report = service.run(
@@ -167,6 +197,8 @@ def run(args) -> int:
         )  # fmt: skip
     finally:
         service.close()
+    if not args.no_record:
+        _record(report, snapshot, args)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

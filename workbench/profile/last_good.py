@@ -117,3 +117,13 @@ class LastGood:
     def _restore_outputs(self, outputs: dict[str, Any], key: tuple[str, str]) -> None:
         if key in self.outputs and key[0] not in outputs:
             outputs[key[0]] = self.outputs[key]
+
+
+def fresh_only(report: Any) -> Any:
+    """`report` without its stale rows (they were recorded when they ran), or None when none is left."""
+    results = [r for r in getattr(report, "results", []) or [] if not is_stale(r)]
+    if not results:
+        return None
+    if len(results) == len(report.results):
+        return report
+    return dataclasses.replace(report, results=results)

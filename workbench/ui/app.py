@@ -32,6 +32,7 @@ PANELS = {
     "plots": ("workbench.ui.plots", "PlotsPanel"),
     "artifacts": ("workbench.ui.artifacts_view", "ArtifactsView"),
     "console": ("workbench.ui.console", "ConsolePanel"),
+    "sessions": ("workbench.ui.sessions_panel", "SessionsPanel"),
 }
 
 
@@ -118,4 +119,6 @@ def create_window(
         bridge.set_backends(settings.backends)
         bridge.set_devices(settings.devices)
     widgets = {key: load_panel(key, bridge) for key in PANELS if key in panels}
+    if hasattr(widgets.get("sessions"), "use_settings"):
+        widgets["sessions"].use_settings(settings)  # the record toggle and database file are settings
     return MainWindow(bridge=bridge, panels=widgets, settings=settings)

@@ -43,6 +43,7 @@ DOCKS = {
     "build": ("Build", Qt.DockWidgetArea.BottomDockWidgetArea),
     "results": ("Results", Qt.DockWidgetArea.BottomDockWidgetArea),
     "console": ("Console", Qt.DockWidgetArea.BottomDockWidgetArea),
+    "sessions": ("Sessions", Qt.DockWidgetArea.BottomDockWidgetArea),
     "plots": ("Plots", Qt.DockWidgetArea.RightDockWidgetArea),
     "artifacts": ("Artifacts", Qt.DockWidgetArea.RightDockWidgetArea),
 }
@@ -121,6 +122,7 @@ class MainWindow(QMainWindow):
         self.splitDockWidget(self.docks["project"], self.docks["devices"], Qt.Orientation.Vertical)
         self.splitDockWidget(self.docks["build"], self.docks["results"], Qt.Orientation.Horizontal)
         self.tabifyDockWidget(self.docks["build"], self.docks["console"])
+        self.tabifyDockWidget(self.docks["build"], self.docks["sessions"])
         self.tabifyDockWidget(self.docks["plots"], self.docks["artifacts"])
         self.docks["build"].raise_()
         self.docks["plots"].raise_()

@@ -41,6 +41,10 @@ class Settings:
     declined_projects: list[str] = field(default_factory=list)
     editor_font_size: int = 10
     hot_reload: bool = True
+    #: record every run in the sessions database (the Sessions panel's toggle)
+    record_runs: bool = True
+    #: the sessions database file ("": sessions.db in the user data folder)
+    sessions_db: str = ""
 
     def add_recent(self, path: str) -> None:
         self.recent_projects = [path] + [p for p in self.recent_projects if p != path]

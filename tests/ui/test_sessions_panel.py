@@ -1,0 +1,193 @@
+"""The Sessions panel on real SQLite files, with real runs of an edited kernel, and the window
+recording its runs."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.profile.record import record_report
+from workbench.profile.store import SessionStore
+from workbench.project import Project
+from workbench.ui.screenshot import save_screenshot
+from workbench.ui.sessions_panel import SessionsPanel
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "resources" / "examples"
+WGSL_LINE = "        y[i] = params.a * x[i] + y[i];"
+
+
+def synthetic(kernel: str, backend_medians: dict[tuple[str, str], float], seed: int, n: int = 120) -> dict:
+    """A `workbench run --json`-shaped report with samples drawn around the given medians."""
+    rng = np.random.default_rng(seed)
+    results = []
+    for (backend, device), median in backend_medians.items():
+        samples = median * (1 + 0.02 * rng.standard_normal(n))
+        results.append({
+            "backend": backend, "device": {"spec": device, "name": ""}, "status": "ok",
+            "verified": True, "check": {}, "error": None,
+            "timing": {"median_s": float(np.median(samples)), "iqr_s": 0.0, "n": n, "samples_s": samples.tolist()},
+            "provenance": {"project": "demo", "kernel": kernel, "time": "2026-12-01T00:00:00Z"},
+        })  # fmt: skip
+    return {"project": "demo", "kernel": kernel, "results": results}
+
+
+@pytest.fixture
+def filled_db(tmp_path):
+    path = tmp_path / "s.db"
+    with SessionStore(path) as store:
+        record_report(store, synthetic("saxpy", {("cpu", "cpu"): 1e-3, ("wgsl", "wgpu:0"): 2e-3}, 1))
+        record_report(store, synthetic("saxpy", {("cpu", "cpu"): 1e-3, ("wgsl", "wgpu:0"): 1.6e-3}, 2))
+        record_report(store, synthetic("matmul", {("cpu", "cpu"): 5e-3}, 3))
+    return path
+
+
+def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path):
+    panel = make_widget(SessionsPanel, None, db_path=filled_db, show=True)
+    panel.refresh()
+    assert panel.shown_ids() == [5, 4, 3, 2, 1]
+    panel.set_filter("kernel", "saxpy")
+    assert panel.shown_ids() == [4, 3, 2, 1]
+    panel.set_filter("backend", "wgsl")
+    assert panel.shown_ids() == [4, 2]
+    panel.set_filter("backend", None)
+    panel.verified_box.setCurrentIndex(2)  # not verified: none
+    assert panel.shown_ids() == []
+    panel.verified_box.setCurrentIndex(0)
+
+    panel.select_run(1)
+    panel.set_baseline(panel.current_id())
+    assert "Baseline: run #1" in panel.baseline_label.text()
+    panel.select_run(4)
+    rows = {(r["backend"], r["device"]): r for r in panel.compare_result["rows"]}
+    assert rows[("wgsl", "wgpu:0")]["verdict"] == "faster"
+    assert rows[("cpu", "cpu")]["verdict"] == "no significant change"
+    shown = {
+        panel.compare_table.item(r, 0).text(): panel.compare_table.item(r, 6).text()
+        for r in range(panel.compare_table.rowCount())
+    }
+    assert shown == {"cpu": "no significant change", "wgsl": "faster"}
+    assert "bootstrap" in panel.method_label.text()
+
+    assert panel.export_to("csv", tmp_path / "picked.csv")  # the selected run only
+    assert [r["id"] for r in csv.DictReader((tmp_path / "picked.csv").open())] == ["4"]
+    assert not panel.export_to("csv", tmp_path / "no" / "such" / "x.csv")
+    assert "cannot write" in panel.message.text()
+
+
+def test_a_corrupt_database_is_reported_in_the_panel(make_widget, tmp_path):
+    path = tmp_path / "s.db"
+    path.write_bytes(b"garbage" * 100)
+    panel = make_widget(SessionsPanel, None, db_path=path, show=True)
+    panel.refresh()
+    assert "not a SQLite database" in panel.message.text()
+    assert path.read_bytes() == b"garbage" * 100
+
+
+def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, test_output_dir, qtbot):
+    """Real runs of saxpy on the CPU and llvmpipe while its WGSL kernel gains work edit by edit."""
+    from workbench.run.service import RunService
+    from workbench.run.timing import TimingOptions
+
+    root = tmp_path / "saxpy"
+    shutil.copytree(EXAMPLES / "saxpy", root, ignore=shutil.ignore_patterns("target"))
+    wgsl = root / "reference" / "saxpy.wgsl"
+    original = wgsl.read_text()
+    db = tmp_path / "s.db"
+    service = RunService(
+        timing=TimingOptions(min_n=15, min_time_s=0.05, warmup_max_n=5, warmup_max_s=0.2, max_time_s=1.0)
+    )
+    try:
+        with SessionStore(db) as store:
+            for work in (0, 0, 200, 800, 400):
+                extra = (
+                    f"        var acc = 0.0;\n        for (var k = 0u; k < {work}u; k = k + 1u) "
+                    "{ acc = acc + x[(i + k) % params.n]; }\n"
+                    "        y[i] = params.a * x[i] + y[i];\n"
+                    "        if (acc == 1234567.0) { y[i] = 0.0; }  // never true: keeps the loop alive"
+                )
+                wgsl.write_text(original.replace(WGSL_LINE, extra) if work else original)
+                project = Project.open(root)
+                report = service.run(
+                    project, backends=["cpu", "wgsl"], devices=["cpu", "wgpu:llvmpipe"], sizes={"n": 16384},
+                    cache_dir=shared_cache_dir,
+                )  # fmt: skip
+                assert report.ok, [r.error for r in report.results]
+                record_report(store, report, project=project)
+            runs = store.list_runs()
+    finally:
+        service.close()
+    assert len(runs) == 10
+
+    panel = make_widget(SessionsPanel, None, db_path=db, show=True)
+    panel.resize(1400, 520)
+    panel.refresh()
+    panel.select_run(runs[0]["id"])
+    series = panel.history_series
+    assert set(series) == {("cpu", "cpu"), ("wgsl", "wgpu:0")}
+    wgsl_runs = sorted((r for r in runs if r["backend"] == "wgsl"), key=lambda r: r["id"])
+    plotted = series[("wgsl", "wgpu:0")]
+    assert plotted["ids"].tolist() == [r["id"] for r in wgsl_runs]
+    assert plotted["x"].tolist() == [0, 0, 1, 2, 3]  # the second run had no edit
+    assert np.allclose(plotted["median"], [r["median_s"] * 1e6 for r in wgsl_runs])
+    assert np.all(plotted["q1"] <= plotted["median"]) and np.all(plotted["median"] <= plotted["q3"])
+    curve, bars = panel.history_items()[("wgsl", "wgpu:0")]
+    x, y = curve.getData()
+    assert np.array_equal(x, plotted["x"]) and np.allclose(y, plotted["median"])
+    assert np.allclose(bars.opts["top"], plotted["q3"] - plotted["median"])
+    assert plotted["median"][3] > 2 * plotted["median"][0]  # 800 extra loads per element cost time
+
+    # Clicking the point of the fourth run opens its diff: 200 → 800 iterations.
+    points = curve.scatter.points()
+    curve.sigPointsClicked.emit(curve, [points[3]], None)
+    text = panel.diff_view.toPlainText()
+    assert "-        for (var k = 0u; k < 200u;" in text and "+        for (var k = 0u; k < 800u;" in text
+    assert f"Run #{wgsl_runs[3]['id']}" in panel.diff_label.text()
+    panel.select_run(runs[-1]["id"])  # baseline: the first cpu run; compare the newest wgsl run
+    panel.set_baseline(runs[-1]["id"])
+    panel.select_run(runs[0]["id"])
+    panel.tabs.setCurrentIndex(1)
+    curve.sigPointsClicked.emit(curve, [points[3]], None)
+    qtbot.wait(50)
+    save_screenshot(panel, test_output_dir / "sessions-history.png")
+
+
+def test_the_window_records_its_runs_and_the_toggle_stops_it(
+    make_window, example_copy, private_sessions_db, qtbot, test_output_dir
+):
+    window = make_window(example_copy("saxpy"), panels=("sessions", "results"))
+    panel = window.panels["sessions"]
+    assert panel.record_box.isChecked() and panel.database_path() == private_sessions_db
+    with qtbot.waitSignal(panel.recorded, timeout=120_000) as done:
+        window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
+    assert done.args[0].get("ids"), done.args[0]
+    with SessionStore(private_sessions_db) as store:
+        (run,) = store.list_runs()
+        assert run["backend"] == "cpu" and run["kernel"] == "saxpy" and run["median_s"] > 0
+        assert "src/lib.rs" in store.source(run["snapshot_hash"])
+    window.docks["sessions"].raise_()  # a hidden panel refreshes when its dock comes up
+    qtbot.waitUntil(lambda: panel.shown_ids() == [run["id"]], timeout=5000)
+    save_screenshot(window, test_output_dir / "window-sessions.png")
+    panel.record_box.setChecked(False)
+    assert window.settings.record_runs is False
+    window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
+    qtbot.wait(200)
+    with SessionStore(private_sessions_db) as store:
+        assert store.count() == 1
+
+
+def test_settings_choose_the_database_and_the_toggle(make_widget, filled_db):
+    from workbench.ui.settings import Settings
+
+    settings = Settings(record_runs=False, sessions_db=str(filled_db))
+    panel = make_widget(SessionsPanel, None)
+    panel.use_settings(settings)
+    assert panel.database_path() == filled_db and not panel.record_box.isChecked()
+    panel.refresh()
+    assert len(panel.shown_ids()) == 5
+    panel.record_box.setChecked(True)
+    assert settings.record_runs is True

@@ -1,0 +1,207 @@
+"""`workbench sessions list|show|compare|export|import`: browse the recorded runs.
+
+Every sub-command takes `--db FILE` (default: `$WB_SESSIONS_DB`, else the user data folder).
+Exit status: 0 on success, 2 on bad input (unknown run, unreadable or unwritable file, a database
+that is corrupt or has a newer schema).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from workbench.errors import WorkbenchError
+
+
+def _add_db(parser) -> None:
+    parser.add_argument("--db", metavar="FILE", help="sessions database (default: the user data folder)")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "sessions",
+        help="list, show, compare, export and import recorded runs",
+        description="Every `workbench run` and every run in the window is recorded with its "
+        "provenance in a SQLite database; these commands browse it.",
+    )
+    sub = parser.add_subparsers(dest="sessions_command", metavar="ACTION", required=True)
+
+    p = sub.add_parser("list", help="recorded runs, newest first")
+    p.add_argument("--kernel", help="only this kernel")
+    p.add_argument("--backend", help="only this backend")
+    p.add_argument("--device", help="only this device (spec such as cuda:0, or part of its name)")
+    p.add_argument("--project", help="only this project")
+    p.add_argument(
+        "--verified", choices=("yes", "no"), help="only verified (or reference) runs, or only the others"
+    )
+    p.add_argument("--since", metavar="DATE", help="only runs at or after DATE (YYYY-MM-DD, UTC)")
+    p.add_argument("--limit", type=int, default=1000, help="at most this many runs (default 1000; 0: all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_db(p)
+
+    p = sub.add_parser("show", help="everything recorded about one run")
+    p.add_argument("id", type=int)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_db(p)
+
+    p = sub.add_parser("compare", help="change of median per backend x device, with a verdict")
+    p.add_argument("baseline", type=int, help="baseline run id")
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_db(p)
+
+    p = sub.add_parser("export", help="write runs as CSV, a JSON bundle or a Chrome trace")
+    p.add_argument("ids", nargs="*", type=int, metavar="ID", help="runs to export (default: all)")
+    p.add_argument("--format", choices=("csv", "json", "chrome-trace"), default="json")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    _add_db(p)
+
+    p = sub.add_parser("import", help="add a JSON bundle's runs (duplicates skipped by run UUID)")
+    p.add_argument("file", help="a bundle from `sessions export --format json` (or `workbench run --json`)")
+    _add_db(p)
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from workbench.profile.store import SessionStore
+
+    handlers = {"list": _list, "show": _show, "compare": _compare, "export": _export, "import": _import}
+    with SessionStore(args.db) as store:
+        return handlers[args.sessions_command](store, args)
+
+
+def _since(text: str | None) -> float | None:
+    if not text:
+        return None
+    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%SZ"):
+        try:
+            import calendar
+
+            return float(calendar.timegm(time.strptime(text, fmt)))
+        except ValueError:
+            continue
+    raise WorkbenchError(f"--since {text!r}: expected a date such as 2026-12-01")
+
+
+LIST_KEYS = (
+    "id", "time", "project", "kernel", "backend", "device", "device_name", "status", "verified",
+    "is_reference", "median_s", "iqr_s", "n", "source_hash", "snapshot_hash", "build_key", "uuid",
+)  # fmt: skip
+
+
+def _list(store, args) -> int:
+    runs = store.list_runs(
+        kernel=args.kernel, backend=args.backend, device=args.device, project=args.project,
+        verified={"yes": True, "no": False}.get(args.verified), since=_since(args.since),
+        limit=args.limit or None,
+    )  # fmt: skip
+    if args.json:
+        print(
+            json.dumps(
+                {"db": str(store.path), "runs": [{k: r[k] for k in LIST_KEYS} for r in runs]}, indent=1
+            )
+        )
+        return 0
+    print(f"{len(runs)} run(s) in {store.path}")
+    header = ("id", "time", "kernel", "backend", "device", "verified", "median", "IQR", "n")
+    rows = [
+        (r["id"], r["time"], f"{r['project']}/{r['kernel']}", r["backend"], r["device"], _verified(r),
+         _fmt_time(r["median_s"]), _fmt_time(r["iqr_s"]), r["n"] or "-")
+        for r in runs
+    ]  # fmt: skip
+    print(_table(header, rows))
+    return 0
+
+
+def _verified(run: dict[str, Any]) -> str:
+    if run["status"] != "ok":
+        return run["status"]
+    if run.get("is_reference"):
+        return "reference"
+    return {True: "yes", False: "NO", None: "n/a"}[run["verified"]]
+
+
+def _fmt_time(seconds: float | None) -> str:
+    from workbench.cli.run import _fmt_time as fmt
+
+    return fmt(seconds)
+
+
+def _table(header: tuple, rows: list[tuple]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    )
+
+
+def _show(store, args) -> int:
+    record = store.get_run(args.id)
+    record["diff"] = store.diff(args.id)
+    if args.json:
+        print(json.dumps(record, indent=1))
+        return 0
+    detail = record["detail"]
+    print(f"run #{record['id']}  {record['time']}  uuid {record['uuid']}")
+    print(
+        f"  {record['project']} / {record['kernel']} on {record['backend']}, {record['device']} {record['device_name']}"
+    )
+    print(f"  status {record['status']}, verified {_verified(record)}")
+    if record["median_s"] is not None:
+        print(
+            f"  median {_fmt_time(record['median_s'])}, IQR {_fmt_time(record['iqr_s'])}, "
+            f"min {_fmt_time(record['min_s'])}, n {record['n']} ({record['timing_method']})"
+        )
+    print(f"  sizes {record['sizes']}, tunables {record['tunables']}, seed {record['seed']}")
+    print(f"  toolchain {record['toolchain']}, flags {record['flags']}, build key {record['build_key']}")
+    resources = detail.get("resources") or {}
+    if resources:
+        print("  resources " + ", ".join(f"{k} {v}" for k, v in resources.items()))
+    if record["error"]:
+        print(f"  error: {record['error']}")
+    print("source diff against the previous recorded run of this kernel:")
+    print(record["diff"] or "(no change)")
+    return 0
+
+
+def _compare(store, args) -> int:
+    from workbench.profile.compare import compare_runs
+
+    result = compare_runs(store, args.baseline, args.run)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"run #{args.run} against baseline #{args.baseline}; {result['method']}")
+    header = ("backend", "device", "baseline", "median", "change", "95% CI", "verdict")
+    rows = []
+    for row in result["rows"]:
+        ratio, ci = row["ratio"], row["ci"]
+        rows.append((
+            row["backend"], row["device"], _fmt_time(row["baseline_median_s"]), _fmt_time(row["median_s"]),
+            f"{(ratio - 1) * 100:+.1f}%" if ratio is not None else "-",
+            f"{(ci[0] - 1) * 100:+.1f}% … {(ci[1] - 1) * 100:+.1f}%" if ci else "-", row["verdict"],
+        ))  # fmt: skip
+    print(_table(header, rows))
+    return 0
+
+
+def _export(store, args) -> int:
+    from workbench.profile.export import render, write_text
+
+    text = render(store, args.format, args.ids)
+    if args.output:
+        write_text(args.output, text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _import(store, args) -> int:
+    from workbench.profile.export import import_bundle
+
+    added, skipped = import_bundle(store, args.file)
+    print(f"imported {added} run(s) into {store.path}; {skipped} already there")
+    return 0

@@ -1,0 +1,176 @@
+"""Export recorded runs (CSV, a JSON bundle, a Chrome trace) and import a bundle into a database.
+
+The JSON bundle is also the import format: `{"format": "workbench-sessions", "version": 1,
+"runs": [every recorded field, raw samples included], "sources": {hash: {path: text}}}`. Importing
+skips runs whose UUID the database already holds, so bringing the same bundle home twice is harmless.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+from workbench.profile.store import ALL_COLUMNS, SUMMARY_COLUMNS, SessionStore
+
+BUNDLE_FORMAT = "workbench-sessions"
+BUNDLE_VERSION = 1
+CSV_COLUMNS = (*SUMMARY_COLUMNS, "flags", "sizes", "tunables")
+
+
+class ExportError(WorkbenchError):
+    """An export or import could not be done; the message names the file."""
+
+
+def select_runs(store: SessionStore, ids: Sequence[int] | None) -> list[dict[str, Any]]:
+    """Full records of the given run ids (all runs when none are given), oldest first."""
+    if ids:
+        runs = [store.get_run(i) for i in ids]
+    else:
+        runs = [store.get_run(r["id"]) for r in store.list_runs(limit=None)]
+    return sorted(runs, key=lambda r: r["id"])
+
+
+def to_csv(runs: list[dict[str, Any]]) -> str:
+    """One line per run: the summary columns (JSON for flags, sizes and tunables)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for run in runs:
+        row = []
+        for column in CSV_COLUMNS:
+            value = run.get(column)
+            if isinstance(value, list | dict):
+                value = json.dumps(value, sort_keys=True)
+            row.append("" if value is None else value)
+        writer.writerow(row)
+    return out.getvalue()
+
+
+def to_bundle(store: SessionStore, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON bundle of `runs` with the source snapshots they refer to."""
+    sources: dict[str, dict[str, str]] = {}
+    for run in runs:
+        for digest in (run.get("snapshot_hash"), run.get("prev_snapshot_hash")):
+            if digest and digest not in sources:
+                files = store.source(digest)
+                if files is not None:
+                    sources[digest] = files
+    return {
+        "format": BUNDLE_FORMAT,
+        "version": BUNDLE_VERSION,
+        "exported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": [dict(run) for run in runs],
+        "sources": sources,
+    }
+
+
+def chrome_trace(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Chrome-trace JSON (`traceEvents`; opens in Perfetto and chrome://tracing) of the runs'
+    launches, one track (process) per device.
+
+    The workbench records per-sample durations, not launch time stamps: each sample becomes one
+    complete ("X") event of its measured duration, laid out back to back from the run's recorded
+    time. Runs on one device that would overlap are shifted to follow each other, so the timeline
+    shows order and duration, not the real gaps between launches. A sample is the mean of its
+    `batch` launches (see `detail.timing.batch`).
+    """
+    events: list[dict[str, Any]] = []
+    tracks: dict[str, int] = {}
+    cursor: dict[str, float] = {}  # device -> end of the last event, µs
+    for run in sorted(runs, key=lambda r: (r.get("time_unix") or 0.0, r["id"])):
+        device = run.get("device") or "?"
+        label = f"{device} {run.get('device_name') or ''}".strip()
+        if device not in tracks:
+            pid = tracks[device] = len(tracks) + 1
+            events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 1, "args": {"name": label}})
+            events.append(
+                {"ph": "M", "name": "thread_name", "pid": pid, "tid": 1, "args": {"name": "launches"}}
+            )
+        pid = tracks[device]
+        start = max((run.get("time_unix") or 0.0) * 1e6, cursor.get(device, 0.0))
+        name = f"{run['kernel']} [{run['backend']}]"
+        args = {
+            "run": run["id"],
+            "uuid": run.get("uuid"),
+            "backend": run["backend"],
+            "project": run.get("project"),
+        }
+        for index, seconds in enumerate(run.get("samples_s") or []):
+            duration = float(seconds) * 1e6
+            events.append({
+                "name": name, "cat": run["backend"], "ph": "X", "ts": round(start, 3),
+                "dur": round(duration, 3), "pid": pid, "tid": 1, "args": {**args, "sample": index},
+            })  # fmt: skip
+            start += duration
+        cursor[device] = start
+    return {"traceEvents": events, "displayTimeUnit": "ns"}
+
+
+def render(store: SessionStore, fmt: str, ids: Sequence[int] | None) -> str:
+    """The text of an export in `fmt` (`csv`, `json`, `chrome-trace`)."""
+    runs = select_runs(store, ids)
+    if fmt == "csv":
+        return to_csv(runs)
+    if fmt == "json":
+        return json.dumps(to_bundle(store, runs), indent=1) + "\n"
+    if fmt == "chrome-trace":
+        return json.dumps(chrome_trace(runs)) + "\n"
+    raise ExportError(f"unknown export format {fmt!r}: choose csv, json or chrome-trace")
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write atomically (temp file, then rename); an unwritable place is an `ExportError`."""
+    path = Path(path).expanduser()
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def import_bundle(store: SessionStore, path: str | Path) -> tuple[int, int]:
+    """Add a bundle's runs (or a `workbench run --json` report) to `store`; (added, skipped)."""
+    path = Path(path).expanduser()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ExportError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ExportError(f"{path} is not JSON: {exc}") from None
+    if isinstance(data, dict) and "results" in data and "format" not in data:
+        from workbench.profile.record import record_report
+
+        return len(record_report(store, data)), 0  # a GPU host's `workbench run --json`
+    if not isinstance(data, dict) or data.get("format") != BUNDLE_FORMAT:
+        raise ExportError(
+            f'{path} is not a workbench sessions bundle (expected "format": "{BUNDLE_FORMAT}"; '
+            "make one with `workbench sessions export --format json`)"
+        )
+    if int(data.get("version", 0)) > BUNDLE_VERSION:
+        raise ExportError(f"{path} is bundle version {data['version']}, newer than this workbench reads")
+    rows = []
+    required = ("uuid", "invocation", "time", "project", "kernel", "backend", "device", "status")
+    for index, run in enumerate(data.get("runs") or []):
+        missing = [key for key in required if not run.get(key)]
+        if missing:
+            raise ExportError(f"{path}: runs[{index}] lacks {', '.join(missing)}; nothing was imported")
+        row = {c: run.get(c) for c in ALL_COLUMNS if c != "id"}
+        row["samples_s"] = run.get("samples_s")
+        row["detail"] = run.get("detail") or {}
+        row["time_unix"] = run.get("time_unix") or 0.0
+        row["outputs"] = None  # kept arrays stay beside the database they were recorded in
+        rows.append(row)
+    sources = data.get("sources") or {}
+    return store.import_rows(rows, sources)

@@ -1,0 +1,198 @@
+"""Turn a finished run into sessions-database rows: `record_report(store, report, ...)`.
+
+This is the one entry point the command line (`workbench run`) and the window (the sessions panel,
+on the bridge's `runFinished`) call. It reads only what a `RunReport` (or its `to_json()` dict, as a
+GPU host prints it) carries: each `RunResult`'s device, check, timing with raw samples, throughput
+and provenance, plus the resources the build recorded in `build.json` beside the artifact.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.profile.store import SessionStore
+
+
+def record_report(
+    store: SessionStore,
+    report: Any,
+    *,
+    project: Any = None,
+    snapshot: tuple[str, dict[str, str]] | None = None,
+    keep_outputs: bool = False,
+    ceilings: dict[str, Any] | None = None,
+) -> list[int]:
+    """Record every result of one run in one transaction; returns the new run ids.
+
+    `report` is a `RunReport` or its JSON dict. `snapshot` is `(hash, {path: text})` of the kernel
+    sources (see `sources.snapshot`); with only `project` given it is read now. `keep_outputs` saves
+    each backend's output arrays as a compressed `.npz` beside the database. `ceilings` (the
+    device's measured limits, when known) is stored with every row that has none of its own.
+    """
+    data = report_dict(report)
+    if snapshot is None and project is not None:
+        from workbench.profile.sources import snapshot as take_snapshot
+
+        snapshot = take_snapshot(project)
+    invocation = uuid.uuid4().hex
+    rows = [
+        result_row(data, result, invocation, snapshot[0] if snapshot else None, ceilings)
+        for result in data["results"]
+    ]
+    if not rows:
+        return []
+    written: list[Path] = []
+    if keep_outputs:
+        written = _save_outputs(store, report, rows)
+    try:
+        return store.insert_runs(rows, snapshot)
+    except BaseException:
+        for path in written:  # the rows were not recorded: do not leave their arrays behind
+            path.unlink(missing_ok=True)
+        raise
+
+
+def report_dict(report: Any) -> dict[str, Any]:
+    """`RunReport` → {"project", "kernel", "sizes", "seed", "results": [full RunResult dicts]}."""
+    if isinstance(report, dict):
+        return {
+            "project": report.get("project", ""),
+            "kernel": report.get("kernel", ""),
+            "sizes": report.get("sizes"),
+            "seed": report.get("seed"),
+            "results": list(report.get("results") or []),
+        }
+    return {
+        "project": report.project,
+        "kernel": report.kernel,
+        "sizes": getattr(report, "sizes", None),
+        "seed": getattr(report, "seed", None),
+        "results": [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in report.results],
+    }
+
+
+def _parse_time(text: str | None) -> tuple[str, float]:
+    if text:
+        try:
+            stamp = time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+            return text, float(calendar.timegm(stamp))
+        except ValueError:
+            pass
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), now
+
+
+def result_row(
+    report: dict[str, Any],
+    result: dict[str, Any],
+    invocation: str,
+    snapshot_hash: str | None,
+    ceilings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The database row of one result (JSON columns still as Python values)."""
+    prov = result.get("provenance") or {}
+    device = result.get("device") or {}
+    check = result.get("check") or {}
+    timing = dict(result.get("timing") or {})
+    samples = timing.pop("samples_s", None)
+    toolchain = prov.get("toolchain") or {}
+    resources = _resources(prov)
+    stamp, unix = _parse_time(prov.get("time"))
+    q1 = q3 = None
+    if samples is not None and len(samples):
+        q1, q3 = (float(q) for q in np.percentile(np.asarray(samples, dtype=np.float64), [25, 75]))
+    row_ceilings = device.get("ceilings") or prov.get("ceilings") or ceilings
+    return {
+        "uuid": uuid.uuid4().hex,
+        "invocation": invocation,
+        "time": stamp,
+        "time_unix": unix,
+        "project": prov.get("project") or report["project"],
+        "kernel": prov.get("kernel") or report["kernel"],
+        "backend": result.get("backend", ""),
+        "device": device.get("spec") or prov.get("device") or "",
+        "device_name": device.get("name") or "",
+        "status": result.get("status", ""),
+        "verified": result.get("verified"),
+        "is_reference": bool(check.get("is_reference")),
+        "median_s": timing.get("median_s"),
+        "iqr_s": timing.get("iqr_s"),
+        "q1_s": q1,
+        "q3_s": q3,
+        "min_s": timing.get("min_s"),
+        "max_s": timing.get("max_s"),
+        "n": timing.get("n"),
+        "timing_method": timing.get("method") or prov.get("timing_method"),
+        "source_hash": prov.get("source_hash"),
+        "snapshot_hash": snapshot_hash,
+        "build_key": prov.get("build_key"),
+        "toolchain": toolchain.get("version") if isinstance(toolchain, dict) else str(toolchain),
+        "flags": prov.get("flags"),
+        "sizes": prov.get("sizes") if prov.get("sizes") is not None else report.get("sizes"),
+        "tunables": prov.get("tunables"),
+        "seed": prov.get("seed") if prov.get("seed") is not None else report.get("seed"),
+        "registers": resources.get("registers"),
+        "spills": resources.get("spills"),
+        "shared_bytes": resources.get("shared_bytes"),
+        "error": result.get("error"),
+        "outputs": None,
+        "ceilings": row_ceilings,
+        "samples_s": samples,
+        "detail": {
+            "device": device,
+            "check": check,
+            "timing": timing,
+            "throughput": result.get("throughput") or {},
+            "provenance": prov,
+            "resources": resources,
+        },
+    }
+
+
+def _resources(prov: dict[str, Any]) -> dict[str, Any]:
+    """Registers, spills and shared memory of the kernel's entry, from the build.json beside the
+    artifact (empty when the backend reports none or the folder is gone)."""
+    artifact = prov.get("artifact") or {}
+    path = artifact.get("path") if isinstance(artifact, dict) else None
+    if not path:
+        return {}
+    try:
+        info = json.loads((Path(path).parent / "build.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    resources = info.get("resources") or {}
+    for name in (prov.get("kernel"), artifact.get("entry")):
+        if name and isinstance(resources.get(name), dict):
+            return resources[name]
+    return {}
+
+
+def _save_outputs(store: SessionStore, report: Any, rows: list[dict[str, Any]]) -> list[Path]:
+    """Each backend's output arrays → `<db>-outputs/<uuid>.npz` (written, then renamed)."""
+    outputs = getattr(report, "outputs", None) or {}
+    folder = store.outputs_dir()
+    written: list[Path] = []
+    saved: dict[str, str] = {}
+    for row in rows:
+        arrays = outputs.get(row["backend"])
+        if not arrays:
+            continue
+        if row["backend"] not in saved:
+            folder.mkdir(parents=True, exist_ok=True)
+            name = f"{row['uuid']}.npz"
+            tmp = folder / f".{name}.tmp"
+            with open(tmp, "wb") as file:
+                np.savez_compressed(file, **{k: np.asarray(v) for k, v in arrays.items()})
+            os.replace(tmp, folder / name)
+            written.append(folder / name)
+            saved[row["backend"]] = f"{folder.name}/{name}"
+        row["outputs"] = saved[row["backend"]]
+    return written

@@ -1,0 +1,444 @@
+"""Profiling sessions: every run recorded with its provenance in one SQLite file (Qt-free).
+
+The database lives in the user data folder (`default_db_path()`); `--db FILE`, `$WB_SESSIONS_DB`
+or the window's setting point elsewhere. It runs in WAL mode with `synchronous=NORMAL`: a process
+killed at any moment (kill -9) loses at most the transaction in flight, and readers never wait for
+a writer. Each recorded `workbench run` is one `BEGIN IMMEDIATE` transaction; two processes
+recording at once take turns (`busy_timeout`).
+
+Opening never damages a file it does not understand: a file that is not SQLite, a corrupt one, or
+one with a newer schema raises `SessionStoreError` and is left byte for byte as it was; an older
+schema is copied to `<file>.v<N>.bak` before its migrations run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import WorkbenchError
+from workbench.profile.schema import MIGRATIONS
+
+DB_NAME = "sessions.db"
+APP_DIR = "rust-gpu-workbench"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+#: Columns of a run summary (what lists, filters and CSV exports show).
+SUMMARY_COLUMNS = (
+    "id", "uuid", "invocation", "time", "project", "kernel", "backend", "device", "device_name",
+    "status", "verified", "is_reference", "median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "n",
+    "timing_method", "source_hash", "snapshot_hash", "build_key", "toolchain", "seed",
+    "registers", "spills", "shared_bytes", "error",
+)  # fmt: skip
+#: JSON-encoded columns.
+JSON_COLUMNS = ("flags", "sizes", "tunables", "ceilings")
+#: Every column of `runs` but `passed` (derived), in a full record; plus `detail` from `run_data`.
+ALL_COLUMNS = (*SUMMARY_COLUMNS, "time_unix", "prev_snapshot_hash", "outputs", *JSON_COLUMNS)
+
+
+class SessionStoreError(WorkbenchError):
+    """The sessions database cannot be used as asked; the message names the file and why."""
+
+
+def default_db_path() -> Path:
+    """`$WB_SESSIONS_DB`, else `sessions.db` in `$WB_DATA_DIR`, else in the platform's user data
+    folder (`$XDG_DATA_HOME/rust-gpu-workbench`, default `~/.local/share/rust-gpu-workbench`)."""
+    if os.environ.get("WB_SESSIONS_DB"):
+        return Path(os.environ["WB_SESSIONS_DB"]).expanduser()
+    if os.environ.get("WB_DATA_DIR"):
+        return Path(os.environ["WB_DATA_DIR"]).expanduser() / DB_NAME
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / APP_DIR / DB_NAME
+
+
+def samples_to_blob(samples: Sequence[float] | np.ndarray) -> bytes:
+    return np.asarray(samples, dtype="<f8").tobytes()
+
+
+def blob_to_samples(blob: bytes | None) -> np.ndarray:
+    return np.frombuffer(blob or b"", dtype="<f8")
+
+
+class SessionStore:
+    """One sessions database. Thread-safe (one connection, a lock); close it when done."""
+
+    def __init__(self, path: str | Path | None = None, *, timeout_s: float = 30.0, migrations=None):
+        self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self.migrations = MIGRATIONS if migrations is None else migrations
+        self.schema_version = len(self.migrations)
+        self.timeout_s = timeout_s
+        self._lock = threading.RLock()
+        self._check_header()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SessionStoreError(
+                f"cannot create the folder of the sessions database {self.path}: {exc}"
+            ) from None
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise SessionStoreError(f"cannot open the sessions database {self.path}: {exc}") from None
+        try:
+            self._open()
+        except BaseException:
+            self._db.close()
+            raise
+
+    # ------------------------------------------------------------------ opening
+    def _check_header(self) -> None:
+        """A non-empty file must start with SQLite's magic; checked before SQLite touches it."""
+        try:
+            with open(self.path, "rb") as file:
+                head = file.read(len(SQLITE_MAGIC))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise SessionStoreError(f"cannot read the sessions database {self.path}: {exc}") from None
+        if head and head != SQLITE_MAGIC:
+            raise SessionStoreError(
+                f"{self.path} is not a SQLite database (corrupt, or another kind of file); it was left "
+                "untouched — move it away or choose another file with --db"
+            )
+
+    def _open(self) -> None:
+        try:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            tables = [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        except sqlite3.DatabaseError as exc:
+            raise SessionStoreError(
+                f"the sessions database {self.path} is corrupt ({exc}); it was left untouched — move it "
+                "away or choose another file with --db"
+            ) from None
+        if version > self.schema_version:
+            raise SessionStoreError(
+                f"the sessions database {self.path} has schema version {version}, newer than this "
+                f"workbench understands ({self.schema_version}); it was left untouched — upgrade the "
+                "workbench or choose another file with --db"
+            )
+        if version == 0 and tables:
+            raise SessionStoreError(
+                f"{self.path} is a SQLite database but not a workbench sessions database (it has "
+                f"tables {', '.join(sorted(tables)[:5])} and no schema version); it was left untouched"
+            )
+        if 0 < version < self.schema_version:
+            self._backup(version)
+        with self._guard():
+            self._db.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+
+    def _backup(self, version: int) -> Path:
+        """Copy the whole database (consistently, via SQLite's backup API) before migrating it."""
+        target = self.path.with_name(f"{self.path.name}.v{version}.bak")
+        n = 1
+        while target.exists():
+            n += 1
+            target = self.path.with_name(f"{self.path.name}.v{version}.{n}.bak")
+        try:
+            with sqlite3.connect(target) as copy:
+                self._db.backup(copy)
+            copy.close()
+        except (sqlite3.Error, OSError) as exc:
+            raise SessionStoreError(
+                f"cannot back up the sessions database {self.path} to {target} before upgrading its "
+                f"schema: {exc}; nothing was changed"
+            ) from None
+        self.backup_path = target
+        return target
+
+    def _migrate(self) -> None:
+        """Run the missing migrations, each in one transaction with its version bump. The version is
+        re-read inside the write lock: another process may have migrated meanwhile."""
+        while True:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                version = self._db.execute("PRAGMA user_version").fetchone()[0]
+                if version >= self.schema_version:
+                    self._db.execute("COMMIT")
+                    return
+                for statement in self.migrations[version]:
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {version + 1}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn SQLite's errors into messages that name the file."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise SessionStoreError(
+                        f"the sessions database {self.path} stayed locked by another process for "
+                        f"{self.timeout_s:g} s: {exc}"
+                    ) from None
+                raise SessionStoreError(f"sessions database {self.path}: {exc}") from None
+            except sqlite3.DatabaseError as exc:
+                raise SessionStoreError(
+                    f"the sessions database {self.path} is corrupt ({exc}); it was left as it is — move "
+                    "it away or choose another file with --db"
+                ) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (`BEGIN IMMEDIATE`: the write lock is taken up front, so two
+        writers queue on `busy_timeout` instead of failing on a lock upgrade)."""
+        with self._guard():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writing
+    def insert_runs(
+        self, rows: list[dict[str, Any]], snapshot: tuple[str, dict[str, str]] | None
+    ) -> list[int]:
+        """Insert one recorded invocation (all its rows, its samples and its source snapshot) in one
+        transaction; each row's `prev_snapshot_hash` is the snapshot of the previous recorded run
+        of the same project and kernel. Returns the new run ids."""
+        ids: list[int] = []
+        with self.transaction() as db:
+            if snapshot is not None:
+                db.execute(
+                    "INSERT OR IGNORE INTO sources (hash, files) VALUES (?, ?)",
+                    (snapshot[0], json.dumps(snapshot[1], sort_keys=True)),
+                )
+            previous: dict[tuple[str, str], str | None] = {}
+            for row in rows:
+                key = (row["project"], row["kernel"])
+                if key not in previous:
+                    found = db.execute(
+                        "SELECT snapshot_hash FROM runs WHERE project = ? AND kernel = ? "
+                        "AND snapshot_hash IS NOT NULL ORDER BY id DESC LIMIT 1",
+                        key,
+                    ).fetchone()
+                    previous[key] = found[0] if found else None
+                ids.append(self._insert_row(db, {**row, "prev_snapshot_hash": previous[key]}))
+        return ids
+
+    def _insert_row(self, db: sqlite3.Connection, row: dict[str, Any]) -> int:
+        values = {c: row.get(c) for c in ALL_COLUMNS if c != "id"}
+        for column in JSON_COLUMNS:
+            if values[column] is not None:
+                values[column] = json.dumps(values[column], sort_keys=True)
+        if values["verified"] is not None:
+            values["verified"] = int(bool(values["verified"]))
+        values["is_reference"] = int(bool(values["is_reference"]))
+        values["passed"] = int(
+            values["status"] == "ok" and bool(values["verified"] or values["is_reference"])
+        )
+        names = ", ".join(values)
+        marks = ", ".join("?" * len(values))
+        cursor = db.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", tuple(values.values()))
+        run_id = int(cursor.lastrowid)
+        samples = row.get("samples_s")
+        blob = samples_to_blob(samples) if samples is not None and len(samples) else None
+        db.execute(
+            "INSERT INTO run_data (run_id, detail, samples) VALUES (?, ?, ?)",
+            (run_id, json.dumps(row.get("detail") or {}, sort_keys=True), blob),
+        )
+        return run_id
+
+    def import_rows(self, rows: list[dict[str, Any]], sources: dict[str, dict[str, str]]) -> tuple[int, int]:
+        """Add exported runs (bundle rows, with `uuid` and `samples_s`) unless a run with the same
+        UUID is already here. One transaction. Returns (added, skipped)."""
+        added = skipped = 0
+        with self.transaction() as db:
+            for digest, files in sources.items():
+                db.execute(
+                    "INSERT OR IGNORE INTO sources (hash, files) VALUES (?, ?)",
+                    (digest, json.dumps(files, sort_keys=True)),
+                )
+            for row in rows:
+                if db.execute("SELECT 1 FROM runs WHERE uuid = ?", (row["uuid"],)).fetchone():
+                    skipped += 1
+                    continue
+                self._insert_row(db, row)
+                added += 1
+        return added, skipped
+
+    # ------------------------------------------------------------------ reading
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        with self._guard():
+            cursor = self._db.execute(sql, tuple(params))
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def count(self) -> int:
+        return self._query("SELECT COUNT(*) AS n FROM runs")[0]["n"]
+
+    def list_runs(
+        self,
+        *,
+        kernel: str | None = None,
+        backend: str | None = None,
+        device: str | None = None,
+        project: str | None = None,
+        verified: bool | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int | None = 1000,
+        ids: Sequence[int] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Run summaries, newest first. `device` matches the spec (`cuda:0`) or part of the device
+        name; `since`/`until` are Unix times; `verified=True` includes the reference backend."""
+        where, params = [], []
+        for column, value in (("kernel", kernel), ("backend", backend), ("project", project)):
+            if value:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if device:
+            specs = self._device_specs(device)
+            where.append(f"device IN ({', '.join('?' * len(specs))})")
+            params += specs
+        if verified is not None:
+            where.append("passed = ?")
+            params.append(int(verified))
+        if since is not None:
+            where.append("time_unix >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("time_unix < ?")
+            params.append(until)
+        if ids is not None:
+            ids = [int(i) for i in ids]
+            where.append(f"id IN ({', '.join('?' * len(ids))})")
+            params += ids
+        sql = f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [_summary(row) for row in self._query(sql, params)]
+
+    def _device_specs(self, device: str) -> list[str]:
+        """The device specs a `device` filter means: the spec itself and every device whose name
+        contains it (found on the covering index `runs_device_name`, not by scanning runs)."""
+        found = self._query(
+            "SELECT DISTINCT device FROM runs INDEXED BY runs_device_name WHERE device_name LIKE ?",
+            (f"%{device}%",),
+        )
+        return list(dict.fromkeys([device, *(r["device"] for r in found)]))
+
+    def distinct(self, column: str) -> list[str]:
+        """The distinct values of `kernel`, `backend`, `device` or `project` (for filter menus)."""
+        if column not in {"kernel", "backend", "device", "project"}:
+            raise ValueError(column)
+        return [r[column] for r in self._query(f"SELECT DISTINCT {column} FROM runs ORDER BY {column}")]
+
+    def get_run(self, run_id: int, *, samples: bool = True) -> dict[str, Any]:
+        """Everything recorded about one run (its samples as a list under `samples_s`)."""
+        columns = ", ".join(f"runs.{c}" for c in ALL_COLUMNS)
+        rows = self._query(
+            f"SELECT {columns}, run_data.detail FROM runs LEFT JOIN run_data ON run_data.run_id = runs.id "
+            "WHERE runs.id = ?",
+            (int(run_id),),
+        )
+        if not rows:
+            raise SessionStoreError(f"no run #{run_id} in {self.path}")
+        run = _full(rows[0])
+        run["detail"] = json.loads(run["detail"] or "{}")
+        if samples:
+            run["samples_s"] = self.samples(run_id).tolist()
+        return run
+
+    def samples(self, run_id: int) -> np.ndarray:
+        rows = self._query("SELECT samples FROM run_data WHERE run_id = ?", (int(run_id),))
+        return blob_to_samples(rows[0]["samples"] if rows else None)
+
+    def invocation_runs(self, invocation: str) -> list[dict[str, Any]]:
+        """The summaries of every result of one recorded `workbench run`, in recording order."""
+        sql = f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM runs WHERE invocation = ? ORDER BY id"
+        return [_summary(row) for row in self._query(sql, (invocation,))]
+
+    def history(self, project: str, kernel: str, limit: int = 2000) -> list[dict[str, Any]]:
+        """One kernel's recorded runs, oldest first (the last `limit`)."""
+        sql = (
+            f"SELECT {', '.join(SUMMARY_COLUMNS)}, prev_snapshot_hash FROM runs "
+            "WHERE project = ? AND kernel = ? ORDER BY id DESC LIMIT ?"
+        )
+        rows = [_summary(row) for row in self._query(sql, (project, kernel, limit))]
+        return rows[::-1]
+
+    def source(self, digest: str | None) -> dict[str, str] | None:
+        if not digest:
+            return None
+        rows = self._query("SELECT files FROM sources WHERE hash = ?", (digest,))
+        return json.loads(rows[0]["files"]) if rows else None
+
+    def diff(self, run_id: int) -> str:
+        """The unified diff of the run's kernel sources against the previous recorded run of the
+        same kernel ("" when nothing changed; a note when either snapshot is missing)."""
+        from workbench.profile.sources import unified_diff
+
+        rows = self._query("SELECT snapshot_hash, prev_snapshot_hash FROM runs WHERE id = ?", (int(run_id),))
+        if not rows:
+            raise SessionStoreError(f"no run #{run_id} in {self.path}")
+        new, old = rows[0]["snapshot_hash"], rows[0]["prev_snapshot_hash"]
+        if new is None:
+            return "(no sources were recorded with this run)\n"
+        if old is None:
+            return "(the first recorded run of this kernel: no earlier sources to compare)\n"
+        return unified_diff(self.source(old) or {}, self.source(new) or {})
+
+    def integrity_check(self) -> str:
+        return next(iter(self._query("PRAGMA integrity_check")[0].values()))
+
+    def outputs_dir(self) -> Path:
+        """Where kept output arrays go: `<db stem>-outputs/` beside the database."""
+        return self.path.with_name(f"{self.path.stem}-outputs")
+
+
+def _summary(row: dict[str, Any]) -> dict[str, Any]:
+    out = row
+    if "verified" in out and out["verified"] is not None:
+        out["verified"] = bool(out["verified"])
+    if "is_reference" in out:
+        out["is_reference"] = bool(out["is_reference"])
+    return out
+
+
+def _full(row: dict[str, Any]) -> dict[str, Any]:
+    out = _summary(row)
+    for column in JSON_COLUMNS:
+        if out.get(column) is not None:
+            out[column] = json.loads(out[column])
+    return out
