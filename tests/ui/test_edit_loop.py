@@ -8,12 +8,15 @@ Screenshots of each state go to test-output/ui/edit-loop-*.png.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QMessageBox
 
+from workbench.build.artifacts import read_build
 from workbench.build.ptx_lines import PtxLines
 from workbench.run.mismatches import buffer_mismatches
 from workbench.ui.results_table import COL_CHECK, COL_STATUS, MUTED, NOT_VERIFIED_REF
@@ -84,6 +87,10 @@ def test_a_compile_error_keeps_the_last_good_results_stale_and_the_reference(
     # The reference is still cpu: wgsl is not silently checked against itself.
     assert "checked against cpu" in table.caption.text() and "reference failed" in table.caption.text()
     assert rows["wgsl"]["Status"] == "ok" and rows["wgsl"]["Verified"] == NOT_VERIFIED_REF
+    # The plots keep cpu's last point; the stale row adds no second one to its history.
+    history = window.panels["plots"].history
+    assert [len(points) for name, points in history.items() if name.startswith("cpu")] == [1]
+    assert [len(points) for name, points in history.items() if name.startswith("wgsl")] == [2]
     save_screenshot(window, test_output_dir / "edit-loop-stale-after-compile-error.png")
 
     lib.write_text(lib.read_text().replace("y[i] = a * x[i] + y[i] + zz;", BODY))
@@ -282,12 +289,21 @@ def test_the_ptx_line_map_of_saxpy_at_points_at_its_multiply_add(
     qtbot.waitUntil(lambda: not window.bridge.busy, timeout=TIMEOUT_MS)
     result = built.args[0]["nvptx"]
     assert result.status == "ok", result.diagnostics
-    folder = result.artifact_dir
-    from pathlib import Path
+    folder = Path(result.artifact_dir)
+    # The timed build carries no line tables (they change the code); nothing more is built yet.
+    timed = (folder / "saxpy.ptx").read_text()
+    assert ".loc" not in timed and ", debug" not in timed and not (folder / "saxpy.lines.ptx").exists()
 
-    timed = (Path(folder) / "saxpy.ptx").read_text()
-    lines_ptx = (Path(folder) / "saxpy.lines.ptx").read_text()
-    assert ".loc" not in timed and ", debug" not in timed  # the timed PTX is the optimised one
+    view = window.panels["artifacts"]
+    window.docks["artifacts"].show()
+    window.docks["artifacts"].raise_()
+    qtbot.waitUntil(lambda: view.backend_box.findText("nvptx") >= 0, timeout=10_000)
+    # Showing the nvptx build asks for its line tables: built off the GUI thread, then shown.
+    view.show_backend("nvptx")
+    qtbot.waitUntil(lambda: bool(view.line_views()), timeout=TIMEOUT_MS)
+    assert read_build(folder)["line_info"]["artifact"] == "saxpy.lines.ptx"
+    lines_ptx = (folder / "saxpy.lines.ptx").read_text()
+    assert ", debug" in lines_ptx and (folder / "saxpy.ptx").read_text() == timed
     lib = root / "src" / "lib.rs"
     body = next(i for i, line in enumerate(lib.read_text().splitlines()) if BODY in line) + 1
     mapped = PtxLines.parse(lines_ptx).ptx_lines_for(lib, body)
@@ -295,11 +311,6 @@ def test_the_ptx_line_map_of_saxpy_at_points_at_its_multiply_add(
     assert any("mul.rn.f32" in t or "fma.rn.f32" in t for t in texts), texts
     assert any("add.rn.f32" in t or "fma.rn.f32" in t for t in texts), texts
 
-    view = window.panels["artifacts"]
-    window.docks["artifacts"].show()
-    window.docks["artifacts"].raise_()
-    qtbot.waitUntil(lambda: view.backend_box.findText("nvptx") >= 0, timeout=10_000)
-    view.show_backend("nvptx")
     (lines_view,) = view.line_views()
     assert view.tabs.tabText(view.tabs.indexOf(lines_view)) == "saxpy.lines.ptx"
     assert "saxpy.ptx (the timed build) has no line information" in view.lines_note.text()

@@ -65,8 +65,9 @@ class LastGood:
                 if key is not None:
                     self.outputs[_key(result)] = report.outputs[key]
 
-    def stale_copy(self, key: tuple[str, str], reason: str) -> Any:
-        old = self.results[key]
+    def stale_copy(self, key: tuple[str, str], reason: str, fallback: Any = None) -> Any:
+        """A copy of the last good result of `key` (else of `fallback`) marked stale."""
+        old = self.results.get(key, fallback)
         provenance = dict(old.provenance or {})
         provenance[STALE] = {
             "reason": reason,
@@ -104,12 +105,13 @@ class LastGood:
             self._restore_outputs(outputs, key)
         return dataclasses.replace(report, results=results, outputs=outputs)
 
-    def all_stale(self, report: Any, reason: str) -> Any | None:
-        """After a cycle that produced no report: the last report's rows, every one stale."""
+    def all_stale(self, report: Any, reason: str, reasons: dict[str, str] | None = None) -> Any | None:
+        """After a cycle that produced no report: the last report's rows, every one stale (they
+        no longer show the sources on disk); `reasons` per backend, else `reason`."""
         if report is None:
             return None
         results = [
-            self.stale_copy(_key(r), reason) if _key(r) in self.results else r
+            r if is_stale(r) else self.stale_copy(_key(r), (reasons or {}).get(r.backend, reason), r)
             for r in getattr(report, "results", []) or []
         ]
         return dataclasses.replace(report, results=results)

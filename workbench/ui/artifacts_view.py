@@ -317,6 +317,7 @@ class ArtifactsView(QWidget):
         self.source_view.document().setUndoRedoEnabled(False)  # read-only: no undo history to keep
         self.source_highlighter = RustHighlighter(self.source_view.document())
         self._source_path: str | None = None  # the file the source view shows
+        self._line_asked: dict[str, str] = {}  # artifact folder -> "" (in flight) or why there is none
         self.lines_note = QLabel("")
         self.lines_note.setObjectName("lineInfo")
         self.lines_note.setWordWrap(True)
@@ -359,6 +360,8 @@ class ArtifactsView(QWidget):
         self.source_box.currentIndexChanged.connect(self._show_source)
         self.source_view.cursorPositionChanged.connect(self._from_source)
         bridge.buildFinished.connect(self.set_results)
+        if hasattr(bridge, "lineInfoReady"):
+            bridge.lineInfoReady.connect(self._line_info_ready)
         bridge.projectChanged.connect(self._project_changed)
         self._project_changed(bridge.project)
         if bridge.last_build:
@@ -454,6 +457,7 @@ class ArtifactsView(QWidget):
             view.setToolTip(str(path))
             self.tabs.addTab(view, path.name)
         self._describe_line_info(name)
+        self._ask_line_info(name, result)
         binaries = [Path(a) for a in result.artifacts or [] if Path(a) not in texts]
         if binaries:  # a cdylib, a .spv: say what and where, the text views cannot show them
             view = code_view("artifact:files")
@@ -532,6 +536,39 @@ class ArtifactsView(QWidget):
         """The artifact views that carry line information (`.loc`)."""
         views = [self.tabs.widget(i) for i in range(self.tabs.count())]
         return [v for v in views if isinstance(v, NumberedView) and v.ptx_lines and v.ptx_lines.has_lines]
+
+    def _ask_line_info(self, backend: str, result: Any) -> None:
+        """An nvptx build without line tables: have them built (once per build), off the GUI thread."""
+        folder = getattr(result, "artifact_dir", "") or ""
+        if (
+            backend != "nvptx"
+            or not folder
+            or self.line_views()
+            or not hasattr(self.bridge, "request_line_info")
+        ):
+            return
+        if folder in self._line_asked:
+            why = self._line_asked[folder]
+            if why:
+                self.lines_note.setText(f"nvptx: no line information: {why}")
+            return
+        self._line_asked[folder] = ""
+        if self.bridge.request_line_info(folder):
+            self.lines_note.setText(
+                "nvptx: building line information for the Rust ↔ PTX view (a line-table build of its "
+                "own; the timed PTX is not changed)…"
+            )
+
+    def _line_info_ready(self, folder: str, path: Any, message: str) -> None:
+        self._line_asked[folder] = "" if path else (message.splitlines()[0] if message else "unknown")
+        shown = self._results.get(self.backend_box.currentText())
+        if shown is None or getattr(shown, "artifact_dir", "") != folder:
+            return
+        if path:
+            self._shown = None  # the folder has a new file: show the backend again
+            self.show_backend(self.backend_box.currentText())
+        else:
+            self.lines_note.setText(f"nvptx: no line information: {self._line_asked[folder]}")
 
     def _describe_line_info(self, backend: str) -> None:
         views = [self.tabs.widget(i) for i in range(self.tabs.count())]

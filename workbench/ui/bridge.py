@@ -9,7 +9,6 @@ while the event loop runs, except `shutdown()`, which waits for every thread it 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -50,6 +49,8 @@ class ServiceBridge(QObject):
     # Beyond the composition contract: what the device picker, the build panel and the window use.
     devicesListed = Signal(object)  # list_devices() dict, or {"error": str}
     backendsChanged = Signal(object)  # list[str]
+    #: (artifact folder, `.lines.ptx` path or None, message): the on-demand line-table build is done.
+    lineInfoReady = Signal(str, object, str)
 
     def __init__(self, parent: QObject | None = None, cache_dir: str | Path | None = None):
         super().__init__(parent)
@@ -71,6 +72,8 @@ class ServiceBridge(QObject):
         self._busy = False
         self._closed = False
         self._device_thread: threading.Thread | None = None
+        self._line_threads: dict[str, threading.Thread] = {}
+        self._line_budget = None  # the Budget of the line-table builds (cancelled at shutdown)
 
         self._relay = _Relay()
         self._relay.posted.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
@@ -160,6 +163,34 @@ class ServiceBridge(QObject):
         self._device_thread = threading.Thread(target=work, name="wb-list-devices", daemon=True)
         self._device_thread.start()
 
+    def request_line_info(self, artifact_dir: str) -> bool:
+        """Build the line tables of an nvptx build in the background (`workbench.build.line_info`);
+        `lineInfoReady` answers. False when one is in flight for that folder already."""
+        if self._closed or self.project is None or not artifact_dir:
+            return False
+        thread = self._line_threads.get(artifact_dir)
+        if thread is not None and thread.is_alive():
+            return False
+        from workbench.build.process import Budget
+
+        if self._line_budget is None:
+            self._line_budget = Budget()
+        project, budget = self.project, self._line_budget
+
+        def work() -> None:
+            from workbench.build.line_info import ensure_line_table
+
+            try:
+                path = ensure_line_table(project, artifact_dir, budget)
+                self._post("line-info", (artifact_dir, path, ""))
+            except Exception as exc:  # a failed or cancelled build: said in the artifacts view
+                self._post("line-info", (artifact_dir, None, str(exc) or type(exc).__name__))
+
+        thread = threading.Thread(target=work, name="wb-line-info", daemon=True)
+        self._line_threads[artifact_dir] = thread
+        thread.start()
+        return True
+
     def build_blocking(self, backends: list[str] | None = None) -> dict[str, Any]:
         """Build now and return {backend: BuildResult} (the console's `build()`)."""
         project = self._require_project()
@@ -200,6 +231,10 @@ class ServiceBridge(QObject):
                 log.exception("closing %s failed", type(service).__name__)
         if self._device_thread is not None:
             self._device_thread.join(30.0)
+        if self._line_budget is not None:
+            self._line_budget.cancel.set()  # kills a line-table build in flight
+        for thread in self._line_threads.values():
+            thread.join(30.0)
         self._relay.posted.disconnect(self._deliver)
         self._set_busy(False)
 
@@ -250,6 +285,8 @@ class ServiceBridge(QObject):
             self.devicesListed.emit(payload)
         elif kind == "live":
             self._deliver_live(payload)
+        elif kind == "line-info":
+            self.lineInfoReady.emit(*payload)
 
     def _deliver_live(self, event: dict[str, Any]) -> None:
         kind = event.get("kind")
@@ -291,9 +328,9 @@ class ServiceBridge(QObject):
         elif self.last_report is not None and any(
             getattr(r, "status", "") == "error" for r in build.values()
         ):
-            failed = {b for b, r in build.items() if r.status == "error"}
-            kept = [r for r in self.last_report.results if r.backend not in failed]
-            shown = self.last_good.merge(dataclasses.replace(self.last_report, results=kept), build)
+            # A build without a run: what the table shows is from before this build.
+            reasons = {b: f"{b} build error" for b, r in build.items() if r.status == "error"}
+            shown = self.last_good.all_stale(self.last_report, "not rerun since the last build", reasons)
         if shown is not None:
             self.last_report = shown
             self.runFinished.emit(shown)

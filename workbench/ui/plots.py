@@ -221,7 +221,7 @@ class PlotsPanel(QWidget):
         self.runs += 1
         for result in report.results:
             median = (result.timing or {}).get("median_s")
-            if median is not None:
+            if median is not None and not (result.provenance or {}).get("stale"):  # kept, drawn already
                 series = self.history.setdefault(_series_name(result), [])
                 series.append((self.runs, median * 1e6))
                 del series[:-HISTORY]

@@ -8,11 +8,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import os
 import subprocess
-import threading
 from pathlib import Path
 
 from workbench.build.adapters.base import (
@@ -125,7 +123,8 @@ class NvptxAdapter(Adapter):
             flags.extend(PANIC_FLAGS)  # recorded here so the cache key and provenance carry them
         return flags
 
-    def build(self, req: BuildRequest) -> AdapterOutput:
+    def command(self, req: BuildRequest) -> tuple[list[str], dict[str, str]]:
+        """The cargo command and environment of a build (the line-table build reuses them)."""
         tc = req.toolchain
         common = [tc.details["cargo"], "rustc", CHECKSUM_FRESHNESS, "--release", "--lib", "--target", TARGET,
                   "-Zbuild-std=core", "--message-format=json", "--target-dir", str(req.target_dir)]  # fmt: skip
@@ -144,6 +143,10 @@ class NvptxAdapter(Adapter):
                    "--config", 'source.crates-io.replace-with="vendored"',
                    "--config", f'source.vendored.directory="{vendor}"',
                    "--", *req.flags, "--emit", "asm"]  # fmt: skip
+        return cmd, env
+
+    def build(self, req: BuildRequest) -> AdapterOutput:
+        cmd, env = self.command(req)
         outcome = run_cargo(req, cmd, env)
         if not outcome.ok:
             return AdapterOutput(False)
@@ -151,46 +154,20 @@ class NvptxAdapter(Adapter):
         if ptx is None:
             req.diagnostic(error("cargo finished but no PTX of this build was found", "nvptx"))
             return AdapterOutput(False)
-        stem = ptx.stem.split("-")[0]
-        name = copy_into(ptx, req.out_dir, stem + ".ptx")
-        # The line-table build runs while ptxas checks the optimised PTX (cargo is done with the
-        # target dir by now), so it adds little to an edit's build time.
-        lines: dict = {}
+        name = copy_into(ptx, req.out_dir, ptx.stem.split("-")[0] + ".ptx")
+        return finish_ptx(req, req.out_dir / name, req.target, self.name)
 
-        def line_build() -> None:
-            try:
-                lines["info"] = self._line_info(req, cmd, env, stem)
-            except BaseException as exc:  # a cancel or timeout: re-raised on the build's thread
-                lines["error"] = exc
+    def line_table(self, req: BuildRequest, stem: str) -> Path | None:
+        """The same build with line tables, as `<out_dir>/<stem>.lines.ptx` (None when it fails).
 
-        thread = threading.Thread(target=line_build, name="wb-nvptx-lines", daemon=True)
-        thread.start()
-        try:
-            out = finish_ptx(req, req.out_dir / name, req.target, self.name)
-        finally:
-            thread.join()
-        if "error" in lines:
-            raise lines["error"]
-        if out.ok:
-            out.extra["line_info"] = lines["info"]
-        return out
-
-    def _line_info(self, req: BuildRequest, cmd: list[str], env: dict[str, str], stem: str) -> dict:
-        """Build once more with line tables into `<crate>.lines.ptx` (for the artifacts view only).
-
-        Same target dir: only the kernel crate recompiles (extra `cargo rustc` arguments do not
-        change its metadata hash, so `core` is reused). A failure here never fails the build.
-        """
-        # A request of its own: its warnings and output are the optimised build's again.
-        quiet = dataclasses.replace(req, on_output=lambda line: None, on_diagnostic=lambda diag: None,
-                                    log=[], diagnostics=[])  # fmt: skip
-        outcome = run_cargo(quiet, [*cmd, *LINE_INFO_FLAGS], env)
-        ptx = self._current_ptx(quiet, outcome) if outcome.ok else None
+        Only for the Rust <-> PTX view (`workbench.build.line_info` runs it on demand, in a target
+        dir of its own): line tables change the code, so this PTX is never run or timed."""
+        cmd, env = self.command(req)
+        outcome = run_cargo(req, [*cmd, *LINE_INFO_FLAGS], env)
+        ptx = self._current_ptx(req, outcome) if outcome.ok else None
         if ptx is None:
-            return {"artifact": None, "flags": list(LINE_INFO_FLAGS), "note": "the line-table build failed"}
-        name = copy_into(ptx, req.out_dir, stem + LINES_SUFFIX)
-        return {"artifact": name, "flags": list(LINE_INFO_FLAGS),
-                "note": "debug-line build (.loc); the timed code is " + stem + ".ptx"}  # fmt: skip
+            return None
+        return req.out_dir / copy_into(ptx, req.out_dir, stem + LINES_SUFFIX)
 
     def _current_ptx(self, req: BuildRequest, outcome: CargoOutcome) -> Path | None:
         """The PTX written by this build: named after the crate's metadata hash in its artifact record."""
