@@ -1,17 +1,26 @@
 """Shader validation at build time with naga, as wgpu itself validates at pipeline creation.
 
 wgpu-native runs naga when a shader module is created; wgpu-py raises its message, which carries
-`┌─ wgsl:LINE:COL` and the offending source line. The check runs in a child process
-(`main(["wgsl"|"spirv", FILE])`, one JSON line on stdout) so a broken
-driver cannot take the build service down; `naga_diagnostics` turns the message into
-`Diagnostic`s with file, line and column, like the Rust ones.
+`┌─ wgsl:LINE:COL` and the offending source line. The check runs in a child process, so a broken
+driver cannot take the build service down: `Validator` keeps one alive (`serve()`: one JSON
+request per stdin line, one JSON answer per stdout line), because starting Python, wgpu and an
+adapter costs most of a second and a WGSL save must stay well under that; a child that dies or
+hangs is killed and replaced. `main(["wgsl"|"spirv", FILE])` is the one-shot form.
+`naga_diagnostics` turns naga's message into `Diagnostic`s with file, line and column.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import re
+import select
+import subprocess
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 from workbench.records import Diagnostic
@@ -80,22 +89,129 @@ def parse_child_output(stdout_line: str) -> dict | None:
     return data if isinstance(data, dict) and "shader_check" in data else None
 
 
+_DEVICE: list = []  # the child's wgpu device, made once
+
+
 def _validate(kind: str, path: Path) -> dict:
     try:
         import wgpu
     except ImportError:
         return {"shader_check": "skipped", "reason": "wgpu is not installed"}
+    if not _DEVICE:
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="low-power")
+            _DEVICE.append(adapter.request_device_sync())
+        except Exception as exc:  # no adapter: nothing validates here, the run will say more
+            return {"shader_check": "skipped", "reason": f"no wgpu adapter to validate with ({exc})"}
     try:
-        adapter = wgpu.gpu.request_adapter_sync(power_preference="low-power")
-        device = adapter.request_device_sync()
-    except Exception as exc:  # no adapter: nothing validates here, the run will say more
-        return {"shader_check": "skipped", "reason": f"no wgpu adapter to validate with ({exc})"}
-    code: str | bytes = path.read_text() if kind == "wgsl" else path.read_bytes()
+        code: str | bytes = path.read_text() if kind == "wgsl" else path.read_bytes()
+    except OSError as exc:
+        return {"shader_check": "error", "message": f"cannot read {path}: {exc}"}
     try:
-        device.create_shader_module(label=path.name, code=code)
+        _DEVICE[0].create_shader_module(label=path.name, code=code)
     except Exception as exc:
         return {"shader_check": "error", "message": str(exc)}
     return {"shader_check": "ok"}
+
+
+def serve() -> int:
+    """The persistent child: {"kind", "path"} per stdin line -> one answer per stdout line."""
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            answer = _validate(request["kind"], Path(request["path"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            answer = {"shader_check": "skipped", "reason": f"bad request: {exc}"}
+        print(json.dumps(answer), flush=True)
+    return 0
+
+
+def child_env() -> dict[str, str]:
+    """The environment, with a private XDG_RUNTIME_DIR when there is none (Mesa complains into
+    the build log otherwise)."""
+    env = dict(os.environ)
+    if not os.path.isdir(env.get("XDG_RUNTIME_DIR", "")):
+        private = Path(tempfile.gettempdir()) / f"wb-xdg-{os.getuid()}"
+        private.mkdir(mode=0o700, exist_ok=True)
+        env["XDG_RUNTIME_DIR"] = str(private)
+    return env
+
+
+class Validator:
+    """One persistent validator child, shared by every build of this process (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+
+    def validate(self, kind: str, path: Path, timeout_s: float = 60.0) -> dict:
+        with self._lock:
+            for attempt in (1, 2):  # a child that died between builds is replaced once
+                proc = self._child()
+                try:
+                    proc.stdin.write(json.dumps({"kind": kind, "path": str(path)}) + "\n")
+                    proc.stdin.flush()
+                except (BrokenPipeError, OSError):
+                    self._stop()
+                    continue
+                line = self._read_line(proc, timeout_s)
+                answer = parse_child_output(line) if line else None
+                if answer is not None:
+                    return answer
+                code = proc.poll()
+                self._stop()
+                if code is None:  # alive but silent: hung
+                    return {"shader_check": "error", "message": f"the naga validator hung on {path.name}"}
+                if attempt == 2 or code != 0:
+                    # wgpu-native aborts on some inputs instead of raising: not valid either.
+                    return {"shader_check": "error",
+                            "message": f"the naga validator stopped (exit {code}) on {path.name}"}  # fmt: skip
+            return {"shader_check": "skipped", "reason": "the validator could not be started"}
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _child(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            code = "import sys; from workbench.build.shader_check import serve; sys.exit(serve())"
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, text=True, env=child_env(), start_new_session=True,
+            )  # fmt: skip
+        return self._proc
+
+    @staticmethod
+    def _read_line(proc: subprocess.Popen, timeout_s: float) -> str:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return ""
+            ready, _, _ = select.select([proc.stdout], [], [], min(remaining, 0.5))
+            if ready:
+                return proc.stdout.readline()  # "" at EOF (the child died)
+            if proc.poll() is not None:
+                return ""
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.kill()
+            proc.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+_VALIDATOR = Validator()
+atexit.register(_VALIDATOR.close)
+
+
+def validate(kind: str, path: Path, timeout_s: float = 60.0) -> dict:
+    """naga's verdict on one shader file: {"shader_check": "ok" | "error" | "skipped", ...}."""
+    return _VALIDATOR.validate(kind, path, timeout_s)
 
 
 def main(argv: list[str]) -> int:

@@ -1,19 +1,19 @@
 """`wgsl`: the reference WGSL, validated with naga (as wgpu does at pipeline creation), then copied.
 
-Validation runs in a child process (`workbench.build.shader_check`); its errors become
+Validation runs in a persistent child process (`workbench.build.shader_check.Validator`); its errors become
 diagnostics with file, line and column, so a typo in a `.wgsl` file fails the build where it is,
 not the run. Where no wgpu adapter exists the shader is copied unvalidated (the log says so).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
+import time
 from importlib import metadata
 from pathlib import Path
 
+from workbench.build import shader_check
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into
-from workbench.build.shader_check import child_command, naga_diagnostics, parse_child_output
+from workbench.build.shader_check import naga_diagnostics
 from workbench.records import ToolchainInfo
 
 
@@ -55,39 +55,18 @@ class WgslAdapter(Adapter):
 
 
 def validate(req: BuildRequest, path: Path, rel: str, kind: str = "wgsl") -> bool:
-    """naga-validate one shader in a child process; False (with diagnostics) when it is invalid."""
-    answers: list[dict] = []
-
-    def on_stdout(line: str) -> bool:
-        answer = parse_child_output(line)
-        if answer is not None:
-            answers.append(answer)
-        return answer is not None
-
-    proc = req.run(child_command(kind, path), cwd=req.project.root, env=_child_env(), on_stdout=on_stdout)
-    if not answers and proc.returncode != 0:
-        # wgpu-native aborts on some inputs instead of raising: that shader is not valid either.
-        message = f"the naga validator stopped (exit {proc.returncode}) on {rel}; see the build log"
-        answers.append({"shader_check": "error", "message": message})
-    answer = answers[-1] if answers else {"shader_check": "skipped", "reason": "the validator gave no answer"}
+    """naga-validate one shader (in the persistent validator child); False, with diagnostics,
+    when it is invalid."""
+    req.budget.check()
+    start = time.perf_counter()
+    answer = shader_check.validate(kind, path)
     state = answer["shader_check"]
     if state == "error":
         for diag in naga_diagnostics(answer.get("message", ""), rel, req.backend):
             req.diagnostic(diag)
         return False
     if state == "ok":
-        req.output(f"naga: {rel} is valid")
+        req.output(f"naga: {rel} is valid ({(time.perf_counter() - start) * 1000:.0f} ms)")
     else:
         req.output(f"naga: {rel} not validated: {answer.get('reason', '')}")
     return True
-
-
-def _child_env() -> dict[str, str]:
-    """The environment, with a private XDG_RUNTIME_DIR when there is none (Mesa complains into
-    the build log otherwise)."""
-    env = dict(os.environ)
-    if not os.path.isdir(env.get("XDG_RUNTIME_DIR", "")):
-        private = Path(tempfile.gettempdir()) / f"wb-xdg-{os.getuid()}"
-        private.mkdir(mode=0o700, exist_ok=True)
-        env["XDG_RUNTIME_DIR"] = str(private)
-    return env
