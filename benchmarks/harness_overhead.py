@@ -33,6 +33,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
 from workbench.backends import parse_backends, runtime_of  # noqa: E402
 from workbench.build.artifacts import read_build  # noqa: E402
 from workbench.errors import WorkbenchError  # noqa: E402
@@ -209,9 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", help="comma-separated backends (default: every runnable one)")
     parser.add_argument("--artifacts", metavar="DIR", help="prebuilt artifacts (DIR/<backend>/build.json)")
     parser.add_argument("--cache-dir", metavar="DIR")
-    parser.add_argument(
-        "--json", metavar="OUT", help="default: benchmarks/results/harness_overhead-<device>.json"
-    )
+    parser.add_argument("--out", "--json", dest="out", metavar="PATH", help=OUT_HELP)
     parser.add_argument("--min-kernel-us", type=float, default=50.0)
     parser.add_argument("--rounds", type=int, default=7, help="alternating workbench / bare rounds")
     parser.add_argument("--min-n", type=int, default=50, help="samples per workbench measurement")
@@ -264,11 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     measured = [r for r in rows if "ratio" in r]
     gpu = [r for r in measured if r["runtime"] != "cpu"]
     device = (gpu or measured or [{"device": platform.node()}])[0]["device"]
-    out = (
-        Path(args.json)
-        if args.json
-        else REPO / "benchmarks" / "results" / f"harness_overhead-{slug(device)}.json"
-    )
+    out = output_path(args.out, f"harness_overhead-{slug(device)}.json")
     data = {
         "benchmark": "harness_overhead",
         "project": project.name,

@@ -35,6 +35,10 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
+
 GOAL_MEDIAN_S = 1.0
 GOAL_STALL_S = 0.050
 #: Event-loop gaps longer than this are listed (with their phase) in the diagnostics.
@@ -196,11 +200,7 @@ def wait_for(signal, timeout_s: float):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument(
-        "--out",
-        default=str(REPO / "benchmarks" / "results" / f"hot_reload-{socket.gethostname()}.json"),
-        help="also write the JSON here (default: benchmarks/results/hot_reload-<host>.json)",
-    )
+    parser.add_argument("--out", metavar="PATH", help=OUT_HELP)
     parser.add_argument("--iterations", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=300.0, help="per step, seconds")
     parser.add_argument("--cache-dir", help="build cache (default: REPO/.wb-cache/bench, kept between runs)")
@@ -226,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         result = _measure(project, cache, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    out = output_path(args.out, f"hot_reload-{socket.gethostname()}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

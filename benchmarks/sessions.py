@@ -12,7 +12,7 @@ repeated and reported as the median:
 
     .venv/bin/python benchmarks/sessions.py [--runs N] [--samples K] [--db FILE] [--out FILE.json]
 
-The JSON goes to the system temp folder unless `--out` names a file.
+The JSON goes outside the repository (bench_output.py) unless `--out` names a file.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.bench_output import output_path  # noqa: E402
 from workbench.profile.compare import compare_runs  # noqa: E402
 from workbench.profile.record import record_report, result_row  # noqa: E402
 from workbench.profile.sources import snapshot_hash  # noqa: E402
@@ -179,7 +180,7 @@ def main() -> int:
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": rows,
         "all_ok": all(r["ok"] for r in rows),
     }  # fmt: skip
-    out = Path(args.out) if args.out else Path(tempfile.gettempdir()) / "workbench-sessions-benchmark.json"
+    out = output_path(args.out, "workbench-sessions-benchmark.json")
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}")
     if not args.db:

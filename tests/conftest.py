@@ -1,13 +1,27 @@
-"""Test-wide set-up: offscreen Qt, a private XDG runtime dir for Mesa, shared helpers."""
+"""Test-wide set-up: offscreen Qt, a private XDG runtime dir for Mesa, shared helpers, leak checks.
+
+`no_leaked_threads_or_processes` (autouse) fails a test that leaves a Python thread (an executor's
+too) or a child process (a run worker, a compiler, anything it started) alive after its
+teardown. Fixtures wider than one test that legitimately own workers (a session `RunService`)
+declare them with `long_lived.add(fn)`, fn() returning the pids and threads they own.
+`tests/ui/conftest.py` adds the Qt side (QThreads, QTimers).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+
+from workbench import childproc
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
@@ -23,11 +37,23 @@ SHARED_SPIRV = REPO.parent / "shared" / "data" / "rust-gpu-spirv"
 
 @pytest.fixture
 def example_copy(tmp_path):
-    """Copy a bundled example (without build outputs) into a temporary folder."""
+    """Copy a bundled example (without build outputs) into a temporary folder.
 
-    def make(name: str) -> Path:
+    Build keys do not contain the project's folder, so a copy of an example built before is a
+    cache hit; `unique=True` appends a fresh comment to every source (Rust, CUDA, WGSL) so that
+    the copy builds for real on every backend."""
+
+    def make(name: str, unique: bool = False) -> Path:
         dest = tmp_path / name
         shutil.copytree(EXAMPLES / name, dest, ignore=shutil.ignore_patterns("target"))
+        if unique:
+            token = uuid.uuid4().hex
+            for path in [
+                *dest.glob("src/**/*.rs"),
+                *dest.glob("reference/*.cu"),
+                *dest.glob("reference/*.wgsl"),
+            ]:
+                path.write_text(path.read_text() + f"\n// test copy {token}\n")
         return dest
 
     return make
@@ -41,3 +67,106 @@ def shared_cache_dir(tmp_path_factory):
         Path(path).mkdir(parents=True, exist_ok=True)
         return Path(path)
     return tmp_path_factory.mktemp("wb-cache")
+
+
+#: How long teardown lets threads and child processes wind down before calling them leaked.
+LEAK_GRACE_S = 5.0
+
+
+class LongLived:
+    """Owners of threads / processes that outlive single tests on purpose (session fixtures)."""
+
+    def __init__(self) -> None:
+        self._owners: list[Callable[[], Iterable[int | threading.Thread]]] = []
+
+    def add(self, owner: Callable[[], Iterable[int | threading.Thread]]) -> None:
+        self._owners.append(owner)
+
+    def owned(self) -> tuple[set[int], set[threading.Thread]]:
+        pids, threads = set(), set()
+        for owner in self._owners:
+            for item in owner():
+                (threads if isinstance(item, threading.Thread) else pids).add(item)
+        return pids, threads
+
+
+_LONG_LIVED = LongLived()
+
+
+def _wgpu_device_pollers() -> list[threading.Thread]:
+    """The in-process wgpu runtime (a module singleton) caches one device per adapter for the
+    process's life, and wgpu-py polls each device on its own thread: owned by the runtime."""
+    module = sys.modules.get("workbench.run.runtimes.wgpu_runtime")
+    devices = getattr(getattr(module, "RUNTIME", None), "_devices", {}) if module else {}
+    return [p for d in devices.values() if isinstance(p := getattr(d, "_poller", None), threading.Thread)]
+
+
+def _ipython_history_saver() -> list[threading.Thread]:
+    """The console's in-process kernel uses IPython's process-wide shell singleton, whose history
+    manager saves on its own thread for the life of the shell (not of one console)."""
+    module = sys.modules.get("IPython.core.interactiveshell")
+    shell_class = getattr(module, "InteractiveShell", None)
+    if shell_class is None or not shell_class.initialized():
+        return []
+    thread = getattr(getattr(shell_class.instance(), "history_manager", None), "save_thread", None)
+    return [thread] if isinstance(thread, threading.Thread) else []
+
+
+_LONG_LIVED.add(_wgpu_device_pollers)
+_LONG_LIVED.add(_ipython_history_saver)
+
+
+@pytest.fixture(scope="session")
+def long_lived() -> LongLived:
+    return _LONG_LIVED
+
+
+def _leaks(threads_before: set, pids_before: set) -> tuple[list[threading.Thread], list]:
+    owned_pids, owned_threads = _LONG_LIVED.owned()
+    threads = [
+        t
+        for t in threading.enumerate()
+        if t not in threads_before and t not in owned_threads and t.is_alive()
+    ]
+    procs = [p for p in childproc.children_of() if p.pid not in pids_before and p.pid not in owned_pids]
+    # A child of a long-lived worker belongs to it too.
+    procs = [p for p in procs if not _descends_from(p, owned_pids)]
+    return threads, procs
+
+
+def _descends_from(proc, pids: set[int]) -> bool:
+    try:
+        return any(parent.pid in pids for parent in proc.parents())
+    except Exception:  # noqa: BLE001  gone meanwhile
+        return False
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads_or_processes(request):
+    """Fail the test if a Python thread or a child process it started is still alive after it.
+
+    Autouse and in the root conftest: torn down after the test's own fixtures, so what is still
+    running then was leaked. Leaked processes are killed, so one leak does not fail later tests."""
+    threads_before = set(threading.enumerate())
+    pids_before = {p.pid for p in childproc.children_of()}
+    yield
+    deadline = time.monotonic() + LEAK_GRACE_S
+    threads, procs = _leaks(threads_before, pids_before)
+    while (threads or procs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        threads, procs = _leaks(threads_before, pids_before)
+    problems = []
+    if threads:
+        problems.append("Python threads still running: " + ", ".join(
+            f"{t.name}{' (daemon)' if t.daemon else ''}" for t in threads))  # fmt: skip
+    if procs:
+        described = []
+        for proc in procs:
+            try:
+                described.append(f"pid {proc.pid}: {' '.join(proc.cmdline())[:160]}")
+                proc.kill()
+            except Exception:  # noqa: BLE001  it ended meanwhile
+                pass
+        problems.append("child processes still running (killed now): " + "; ".join(described))
+    if problems:
+        pytest.fail("left running after the test:\n  " + "\n  ".join(problems))

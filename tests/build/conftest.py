@@ -55,3 +55,32 @@ def redetect(monkeypatch):
     yield lambda: toolchains.detect_toolchains(refresh=True)
     monkeypatch.undo()
     toolchains.detect_toolchains(refresh=True)
+
+
+SHARED_SPIRV = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "rust-gpu-spirv"
+
+
+@pytest.fixture
+def cargo_gpu(tmp_path, monkeypatch, redetect):
+    """Put the `cargo-gpu` stand-in (tests/build/cargo_gpu_stand_in.py) on PATH, reached through the
+    real `cargo gpu ...` dispatch; returns the file each of its command lines is logged to."""
+    import shutil
+    import sys
+
+    if not shutil.which("cargo"):
+        pytest.skip("no cargo to dispatch `cargo gpu`")
+    if not SHARED_SPIRV.is_dir():
+        pytest.skip(f"{SHARED_SPIRV} is absent")
+    bin_dir = tmp_path / "stand-in-bin"
+    bin_dir.mkdir()
+    script = bin_dir / "cargo-gpu"
+    source = (Path(__file__).with_name("cargo_gpu_stand_in.py")).read_text()
+    script.write_text(f"#!{sys.executable}\n{source}")
+    script.chmod(0o755)
+    log = tmp_path / "cargo-gpu-calls.jsonl"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("WB_STAND_IN_SPV", str(SHARED_SPIRV / "headless.comp.spv"))
+    monkeypatch.setenv("WB_STAND_IN_LOG", str(log))
+    infos = {t.backend: t for t in redetect()}
+    assert infos["rust-gpu"].found and "stand-in" in infos["rust-gpu"].version
+    return log

@@ -111,7 +111,7 @@ def test_missing_entry_point_is_a_clear_error(example_copy, cache):
 
 def test_unchanged_is_a_cache_hit_and_one_line_edit_rebuilds(example_copy, cache):
     need("cpu")
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", unique=True)
     project = Project.open(root)
     (first,) = build_project(project, ["cpu"], cache)
     (second,) = build_project(project, ["cpu"], cache)
@@ -180,7 +180,7 @@ def test_copies_of_one_crate_never_share_a_stale_artifact(tmp_path, cache, backe
 def test_an_edit_rebuilds_only_the_backends_it_touches(example_copy, cache):
     """Editing the WGSL reference rebuilds wgsl only; editing the Rust crate leaves cuda-c and wgsl cached."""
     need("cpu")
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", unique=True)
     project = Project.open(root)
     backends = ["cpu", "cuda-c", "wgsl"] if detect("cuda-c").found else ["cpu", "wgsl"]
     first = {r.backend: r for r in build_project(project, backends, cache)}

@@ -79,7 +79,7 @@ def test_watch_rebuilds_after_an_edit(example_copy, cache):
     import signal
     import threading
 
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", unique=True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "workbench", "build", str(root), "--backend", "wgsl", "--watch", "--json",
          "--cache-dir", str(cache)],

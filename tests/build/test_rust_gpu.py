@@ -1,18 +1,17 @@
 """rust-gpu: cargo-gpu output handling, on real rust-gpu SPIR-V (shared/data) and a stand-in cargo-gpu.
 
-cargo-gpu cannot be installed here (it needs a pinned nightly with rustc-dev). The stand-in below is a
-`cargo-gpu` script on PATH, reached through the real `cargo gpu ...` dispatch; it writes exactly what
-cargo-gpu documents: OUT/<module>.spv and OUT/manifest.json (an array of {source_path, entry_point,
-wgsl_entry_point}) and prints "Build successful!". The module it writes is real rust-gpu output.
+cargo-gpu cannot be installed here (it needs a pinned nightly with rustc-dev). The stand-in
+(`cargo_gpu_stand_in.py`, put on PATH by the `cargo_gpu` fixture and reached through the real
+`cargo gpu ...` dispatch) follows the contract of cargo-gpu's source: its flags are checked, and it
+writes OUT/<crate>.spv and OUT/manifest.json with `source_path` relative to the shader crate. The
+module it writes is real rust-gpu output.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import stat
 from pathlib import Path
 
 import pytest
@@ -77,57 +76,77 @@ def test_prebuilt_entry_missing_is_a_clear_error(example_copy, cache):
     assert "main_cs" in result.diagnostics[0]["message"]
 
 
-FAKE_CARGO_GPU = """#!/bin/sh
-# Stand-in for cargo-gpu (see the module docstring). cargo runs it as: cargo-gpu gpu <args>
-[ "$1" = gpu ] && shift
-if [ "$1" = "--version" ]; then echo "cargo-gpu 0.1.0 (stand-in)"; exit 0; fi
-OUT=""
-while [ $# -gt 0 ]; do
-  case "$1" in -o|--output-dir) OUT="$2"; shift;; esac
-  shift
-done
-echo "   Compiling saxpy v0.1.0" >&2
-if grep -q undefined_name "$CRATE_SRC"; then
-  printf 'error[E0425]: cannot find value `undefined_name` in this scope\\n  --> src/lib.rs:11:27\\n   |\\n\\n' >&2
-  echo "Build failed!" >&2
-  exit 1
-fi
-cp "$SPV" "$OUT/saxpy_spirv-main.spv"
-printf '[{"source_path": "%s/saxpy_spirv-main.spv", "entry_point": "main_cs", "wgsl_entry_point": "main_cs"}]' "$OUT" > "$OUT/manifest.json"
-echo "Build successful!" >&2
-"""
-
-
 @needs_data
-def test_cargo_gpu_build_through_stand_in(example_copy, cache, tmp_path, monkeypatch, redetect):
-    if not shutil.which("cargo"):
-        pytest.skip("no cargo to dispatch `cargo gpu`")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "cargo-gpu"
-    script.write_text(FAKE_CARGO_GPU)
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    root = example_copy("saxpy")
+def test_cargo_gpu_build_through_stand_in(example_copy, cache, cargo_gpu):
+    root = example_copy("saxpy", unique=True)
     with_entry(root, "main_cs")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("SPV", str(SHARED_SPIRV / "headless.comp.spv"))
-    monkeypatch.setenv("CRATE_SRC", str(root / "src" / "lib.rs"))
-    infos = {t.backend: t for t in redetect()}
-    assert infos["rust-gpu"].found and "stand-in" in infos["rust-gpu"].version
     (result,) = build_project(Project.open(root), ["rust-gpu"], cache)
     assert result.status == "ok", result.log
+    # The command line is cargo-gpu's own (the stand-in rejects any flag cargo-gpu would).
+    (argv,) = [json.loads(line) for line in cargo_gpu.read_text().splitlines()]
+    assert argv[0] == "build" and argv[argv.index("--shader-crate") + 1] == str(root)
+    assert argv[argv.index("--target") + 1] == "spirv-unknown-vulkan1.2"
+    assert "--auto-install-rust-toolchain" in argv
     data = read_build(result.artifact_dir)
-    assert data["kernels"]["saxpy"]["artifact"] == "saxpy_spirv-main.spv"
-    assert data["entry_rule"] == {"saxpy": "manifest.json"}
-    assert (
-        json.loads((Path(result.artifact_dir) / "manifest.json").read_text())[0]["entry_point"] == "main_cs"
-    )
+    assert data["kernels"]["saxpy"]["artifact"] == "saxpy.spv"
+    assert data["entry_rule"] == {"saxpy": "manifest.json"}  # found through source_path, not a fallback
+    (record,) = json.loads((Path(result.artifact_dir) / "manifest.json").read_text())
+    # cargo-gpu writes the path relative to the shader crate: the build's own output folder is
+    # outside the crate, so it climbs out with `..`.
+    assert record["source_path"].startswith("../") and record["source_path"].endswith("/saxpy.spv")
+    assert record["entry_point"] == "main_cs"
+    assert (Path(result.artifact_dir) / "saxpy.spv").read_bytes() == (
+        SHARED_SPIRV / "headless.comp.spv"
+    ).read_bytes()
+    # The dep-info spirv-builder's cargo leaves behind keys the next build.
+    assert "src/lib.rs" in data["key_inputs"]["files"]
     # A compile error arrives as rendered text: parsed into a located diagnostic.
     lib = root / "src" / "lib.rs"
     lib.write_text(lib.read_text() + "// undefined_name\n")
     (failed,) = build_project(Project.open(root), ["rust-gpu"], cache)
     assert failed.status == "error"
     assert (failed.diagnostics[0]["file"], failed.diagnostics[0]["line"]) == ("src/lib.rs", 11)
+
+
+def test_stand_in_rejects_flags_cargo_gpu_does_not_have(cargo_gpu, tmp_path):
+    import subprocess
+
+    crate = tmp_path / "crate"
+    (crate / "src").mkdir(parents=True)
+    (crate / "Cargo.toml").write_text('[package]\nname = "k"\n')
+    (crate / "src" / "lib.rs").write_text("")
+    bad = subprocess.run(["cargo", "gpu", "build", "--shader-crate", str(crate), "--out", "x"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode == 2 and "unexpected argument '--out'" in bad.stderr
+    ok = subprocess.run(["cargo", "gpu", "build", "--shader-crate", str(crate), "-o", str(crate)],
+                        capture_output=True, text=True)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    # Output folder = the shader crate: the layout of the recorded real manifest.
+    assert json.loads((crate / "manifest.json").read_text()) == [
+        {"source_path": "k.spv", "entry_point": "main_cs", "wgsl_entry_point": "main_cs"}
+    ]
+
+
+@needs_data
+def test_adapter_on_the_recorded_real_manifest_layout(example_copy, cache):
+    """The recorded cargo-gpu output (shared/data) was written with the shader crate as output
+    folder: `"source_path": "main_cs.spv"`, relative to the crate. The adapter resolves it there."""
+    root = example_copy("saxpy", unique=True)
+    with_entry(root, "main_cs")
+    shutil.copy(SHARED_SPIRV / "cargo-gpu-manifest.json", root / "manifest.json")
+    shutil.copy(SHARED_SPIRV / "headless.comp.spv", root / "main_cs.spv")
+    # A second module declaring the same entry: only source_path can pick the right one.
+    shutil.copy(SHARED_SPIRV / "particle_integrate.comp.spv", root / "another.spv")
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text() + '\n[backends.rust-gpu]\nprebuilt = "."\n')
+    (result,) = build_project(Project.open(root), ["rust-gpu"], cache)
+    assert result.status == "ok", result.log
+    data = read_build(result.artifact_dir)
+    assert data["kernels"]["saxpy"]["artifact"] == "main_cs.spv"
+    assert data["entry_rule"] == {"saxpy": "manifest.json"}
+    assert (Path(result.artifact_dir) / "main_cs.spv").read_bytes() == (
+        SHARED_SPIRV / "headless.comp.spv"
+    ).read_bytes()
 
 
 def test_rust_cuda_missing_is_skipped_with_requirements(example_copy, cache):

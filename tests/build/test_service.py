@@ -32,7 +32,8 @@ def _cargo():
 
 
 def test_events_and_non_blocking_submit(example_copy, cache):
-    project = Project.open(example_copy("saxpy"))
+    root = example_copy("saxpy", unique=True)  # a copy of a project built before is a cache hit
+    project = Project.open(root)
     events = []
     with BuildService(cache_dir=cache) as service:
         service.subscribe(events.append)
@@ -78,7 +79,7 @@ def test_hanging_compiler_stops_at_timeout_with_no_child_left(hanging_project, c
 
 
 def test_watcher_debounces_a_burst_into_one_build(example_copy, cache):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", unique=True)
     project = Project.open(root)
     calls, builds = [], []
     with BuildService(cache_dir=cache) as service:

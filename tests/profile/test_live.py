@@ -67,7 +67,7 @@ def _edit(path: Path, comment: str) -> None:
 
 @pytest.mark.slow
 def test_saves_rebuild_what_changed_rerun_and_measure_latency(services, example_copy):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", unique=True)  # edits the cache has not seen
     project = Project.open(root)
     loop, events = services()
 
@@ -105,7 +105,7 @@ def test_saves_rebuild_what_changed_rerun_and_measure_latency(services, example_
 
 @pytest.mark.slow
 def test_a_newer_save_cancels_the_build_in_flight(services, example_copy):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", unique=True)  # edits the cache has not seen
     project = Project.open(root)
     loop, events = services(backends=["cpu"], devices=["cpu"])
     _edit(root / "src" / "lib.rs", "a change the cache has not seen")

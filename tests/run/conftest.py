@@ -78,9 +78,10 @@ def fast_timing() -> TimingOptions:
 
 
 @pytest.fixture(scope="session")
-def run_service():
+def run_service(long_lived):
     """One RunService (and its workers) for the session, with a short timing protocol."""
     service = RunService(timing=FAST_TIMING)
+    long_lived.add(service.pool.owned)  # its workers outlive each test on purpose
     yield service
     service.close()
 

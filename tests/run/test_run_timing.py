@@ -17,12 +17,13 @@ SAXPY = Project.open(Path(__file__).resolve().parents[2] / "resources" / "exampl
 
 
 @pytest.fixture(scope="module")
-def cpu_saxpy_worker(shared_cache_dir):
+def cpu_saxpy_worker(shared_cache_dir, long_lived):
     """A cpu worker holding the saxpy example prepared for n elements (real cargo build)."""
     (result,) = build_project(SAXPY, ["cpu"], cache_dir=shared_cache_dir)
     assert result.status == "ok", result.log
     build = read_build(result.artifact_dir)
     worker = WorkerProcess("cpu")
+    long_lived.add(lambda: ([worker.pid] if worker.alive else []) + worker.threads)
     kernel = SAXPY.manifest.kernel()
 
     def prepare(n: int):

@@ -219,9 +219,12 @@ def test_wall_clock_when_the_device_has_no_timestamps(llvmpipe_index, saxpy_kern
     )  # fmt: skip
     x = rng.uniform(-1, 1, n).astype(np.float32)
     y = rng.uniform(-1, 1, n).astype(np.float32)
-    with runtime.prepare(spec, llvmpipe_index) as prepared:
-        assert prepared.timer_method == "wall-clock"
-        prepared.upload({"x": x, "y": y})
-        assert prepared.launch(2) > 0
-        out = prepared.download(["y"])["y"]
+    try:
+        with runtime.prepare(spec, llvmpipe_index) as prepared:
+            assert prepared.timer_method == "wall-clock"
+            prepared.upload({"x": x, "y": y})
+            assert prepared.launch(2) > 0
+            out = prepared.download(["y"])["y"]
+    finally:
+        runtime._devices.pop(llvmpipe_index).destroy()  # stops the device's poll thread
     np.testing.assert_array_equal(out, np.float32(2.5) * x + (np.float32(2.5) * x + y))

@@ -8,6 +8,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -67,28 +68,28 @@ def build_backend(
     tunables = default_tunables(project, tunables)
     flags = adapter.flags(project, resolved, tunables, toolchain)
     try:
-        key, source_hash = cache.build_key(project, backend, toolchain, flags, resolved, tunables,
-                                           adapter.key_inputs(project))  # fmt: skip
+        pre, source_hash, key_info = cache.pre_key(project, backend, toolchain, flags, resolved, tunables,
+                                                   adapter.key_inputs(project))  # fmt: skip
     except OSError as exc:
         return failed(error(f"cannot read the project's sources: {exc}", backend))
-    folder = cache.artifact_dir(root, backend, key)
-    if (folder / BUILD_JSON).is_file():
-        try:
-            data = json.loads((folder / BUILD_JSON).read_text())
-            if all((folder / r["artifact"]).is_file() for r in data["kernels"].values()):
-                return result_from_build(folder, data, True, time.perf_counter() - start)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a damaged entry is rebuilt below
-        shutil.rmtree(folder, ignore_errors=True)
+    recorded = cache.read_inputs(root, backend, pre)
+    if recorded is not None:
+        hit = _cached(cache.artifact_dir(root, backend, cache.full_key(pre, project, recorded)))
+        if hit is not None:
+            return result_from_build(hit[0], hit[1], True, time.perf_counter() - start)
 
-    staging = folder.parent / f".tmp-{key[:16]}-{uuid.uuid4().hex[:8]}"
+    started_at = time.time()
+    # This build's own folders: the staging artifact folder (renamed into the cache at the end)
+    # and a scratch folder. Nothing here is shared with a concurrent build.
+    staging = root / "artifacts" / backend / f".tmp-{pre[:16]}-{uuid.uuid4().hex[:8]}"
     staging.mkdir(parents=True)
-    target_dir = cache.target_dir(root, backend)
-    target_dir.mkdir(parents=True, exist_ok=True)
-    req = BuildRequest(project, backend, toolchain, resolved, flags, tunables, staging, target_dir,
-                       budget, on_output, on_diagnostic)  # fmt: skip
+    scratch = cache.work_dir(root, backend)
+    req = BuildRequest(project, backend, toolchain, resolved, flags, tunables, staging,
+                       cache.target_dir(root, backend), scratch, budget, on_output, on_diagnostic)  # fmt: skip
+    lock = cache.target_lock(root, backend, budget.check) if adapter.shares_target_dir else nullcontext()
     try:
-        out = adapter.build(req)
+        with lock:
+            out = adapter.build(req)
         budget.check()  # a cancel that raced the last line of output still wins
     except BuildCancelled:
         shutil.rmtree(staging, ignore_errors=True)
@@ -100,6 +101,8 @@ def build_backend(
     except OSError as exc:  # a toolchain program vanished, a disk error, ...
         shutil.rmtree(staging, ignore_errors=True)
         return failed(error(f"{backend} build could not run: {exc}", backend), "\n".join(req.log))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     diagnostics = [d.to_dict() for d in req.diagnostics]
     log = "\n".join(req.log)
     seconds = time.perf_counter() - start
@@ -110,19 +113,45 @@ def build_backend(
             on_diagnostic(diag)
             diagnostics.append(diag.to_dict())
         return BuildResult(backend, "error", seconds, diagnostics=diagnostics, log=log,
-                           toolchain=toolchain.to_dict(), flags=flags, key=key,
+                           toolchain=toolchain.to_dict(), flags=flags, key=pre,
                            resources=out.resources)  # fmt: skip
+    inputs = cache.describe_inputs(project, out.inputs)
+    key = cache.full_key(pre, project, inputs)
+    # An input edited while the compiler ran: the artifact may be of the old text. It is returned
+    # but never found by a lookup (its key is unique), and the inputs are not recorded.
+    watched = cache.describe_inputs(project, [*out.inputs, *project.backend_sources(backend)])
+    unsettled = cache.changed_since(project, watched, started_at)
+    if unsettled:
+        key = f"{key[:48]}-unsettled-{uuid.uuid4().hex[:15]}"
+    folder = cache.artifact_dir(root, backend, key)
     data = {
-        "project": project.name, "backend": backend, "key": key, "source_hash": source_hash,
+        "project": project.name, "backend": backend, "key": key, "pre_key": pre, "source_hash": source_hash,
         "toolchain": {k: v for k, v in toolchain.to_dict().items() if k in ("backend", "found", "version", "path")},
         "flags": flags, "target": resolved, "tunables": tunables,
+        "key_inputs": {**key_info, "files": [e["path"] for e in inputs]},
         "kernels": out.kernels, "resources": out.resources, "diagnostics": diagnostics, **out.extra,
     }  # fmt: skip
     write_build(staging, data)
     try:
-        os.rename(staging, folder)
+        os.rename(staging, folder)  # atomic: a lookup sees no folder or a finished one
     except OSError:  # the same key was built concurrently: keep the first
         shutil.rmtree(staging, ignore_errors=True)
+    if not unsettled:
+        cache.write_inputs(root, backend, pre, inputs)
     # The folder's build.json: this build's, or an identical concurrent one's that got there first.
     data = json.loads((folder / BUILD_JSON).read_text())
     return result_from_build(folder, data, False, seconds, log)
+
+
+def _cached(folder: Path) -> tuple[Path, dict[str, Any]] | None:
+    """(folder, build.json) of a complete cache entry; a damaged entry is removed (rebuilt)."""
+    if not (folder / BUILD_JSON).is_file():
+        return None
+    try:
+        data = json.loads((folder / BUILD_JSON).read_text())
+        if all((folder / r["artifact"]).is_file() for r in data["kernels"].values()):
+            return folder, data
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
+    return None

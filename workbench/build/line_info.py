@@ -30,6 +30,9 @@ from workbench.build.toolchains import detect
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 
+#: The cargo target dir of the line-table builds (beside the hot-reload one, `nvptx`).
+LINES_TARGET = "nvptx-lines"
+
 
 class LineInfoError(WorkbenchError):
     """Why there is no line information for a build (said in the artifacts view)."""
@@ -64,19 +67,29 @@ def ensure_line_table(project: Project, artifact_dir: str | Path, budget: Budget
         data.get("tunables") or {},
     )
     adapter = ADAPTERS["nvptx"]
-    key, _ = cache.build_key(
+    root = folder.parents[2]  # <cache>/artifacts/nvptx/<key>
+    pre, _, _ = cache.pre_key(
         project, "nvptx", toolchain, flags, target, tunables, adapter.key_inputs(project)
     )
-    if key != data.get("key"):
+    inputs = cache.read_inputs(root, "nvptx", pre)
+    if (
+        pre != data.get("pre_key")
+        or inputs is None
+        or cache.full_key(pre, project, inputs) != data.get("key")
+    ):
         raise LineInfoError("the sources changed since this build: line information comes with the next one")
-    root = folder.parents[2]  # <cache>/artifacts/nvptx/<key>
-    target_dir = cache.target_dir(root, "nvptx").with_name("nvptx-lines")
-    target_dir.mkdir(parents=True, exist_ok=True)
+    target_dir = cache.target_dir(root, LINES_TARGET)
     ptx_name = next(iter(data.get("kernels", {}).values()), {}).get("artifact", "kernel.ptx")
     stem = Path(ptx_name).stem
-    with tempfile.TemporaryDirectory(prefix=".lines-", dir=folder.parent) as staging:
+    budget = budget or Budget.with_timeout(600.0)
+    # A target dir of its own (never waits for, or invalidates, the hot-reload builds), held like
+    # the builder holds the shared one: two projects' crates may share a name.
+    with (
+        cache.target_lock(root, LINES_TARGET, budget.check),
+        tempfile.TemporaryDirectory(prefix=".lines-", dir=folder.parent) as staging,
+    ):
         req = BuildRequest(project, "nvptx", toolchain, target, flags, tunables, Path(staging), target_dir,
-                           budget or Budget.with_timeout(600.0))  # fmt: skip
+                           Path(staging), budget)  # fmt: skip
         built = adapter.line_table(req, stem)
         if built is None:
             tail = "\n".join(req.log[-20:])

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from workbench import spirv
+from workbench import childproc, spirv
 from workbench.build.diagnostics import parse_ptxas
 from workbench.records import Diagnostic
 
@@ -24,13 +23,11 @@ def ptxas_report(
 ) -> tuple[dict[str, dict[str, Any]], list[Diagnostic], str]:
     """Run `ptxas -arch=ARCH -v`: ({entry: resources}, diagnostics, output text)."""
     try:
-        proc = subprocess.run(
-            [ptxas, f"-arch={arch}", "-v", ptx.name, "-o", "/dev/null"],
-            cwd=ptx.parent, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = childproc.capture([ptxas, f"-arch={arch}", "-v", ptx.name, "-o", "/dev/null"],
+                                 cwd=ptx.parent, timeout_s=120)  # fmt: skip
+    except (OSError, TimeoutError) as exc:
         return {}, [Diagnostic("warning", f"ptxas could not run: {exc}", backend=backend)], ""
-    text = (proc.stdout + proc.stderr).strip()
+    text = "\n".join(proc.stdout + proc.stderr).strip()
     diags = parse_ptxas(text, ptx.name, backend)
     if proc.returncode != 0 and not any(d.severity == "error" for d in diags):
         diags.append(Diagnostic("error", f"ptxas failed (exit {proc.returncode})", rendered=text))
@@ -80,19 +77,17 @@ def spirv_report(spv: Path, spirv_val: str | None, spirv_dis: str | None) -> dic
         report["error"] = str(exc)
     if spirv_val:
         try:
-            proc = subprocess.run([spirv_val, spv.name], cwd=spv.parent, capture_output=True,
-                                  text=True, timeout=60)  # fmt: skip
+            proc = childproc.capture([spirv_val, spv.name], cwd=spv.parent, timeout_s=60)
             report["valid"] = proc.returncode == 0
-            report["spirv_val"] = (proc.stdout + proc.stderr).strip() or "ok"
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            report["spirv_val"] = "\n".join(proc.stdout + proc.stderr).strip() or "ok"
+        except (OSError, TimeoutError) as exc:
             report["valid"], report["spirv_val"] = None, f"spirv-val could not run: {exc}"
     if spirv_dis:
         asm = spv.with_suffix(".spvasm")
         try:
-            proc = subprocess.run([spirv_dis, spv.name, "-o", asm.name], cwd=spv.parent,
-                                  capture_output=True, text=True, timeout=60)  # fmt: skip
+            proc = childproc.capture([spirv_dis, spv.name, "-o", asm.name], cwd=spv.parent, timeout_s=60)
             if proc.returncode == 0:
                 report["spvasm"] = asm.name
-        except (OSError, subprocess.TimeoutExpired):
+        except (OSError, TimeoutError):
             pass
     return report

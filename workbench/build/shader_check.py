@@ -23,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from workbench import childproc
 from workbench.records import Diagnostic
 
 _HEAD = re.compile(r"Shader (?:'[^']*' )?(parsing error|validation error):\s*(.*)")
@@ -149,7 +150,7 @@ class Validator:
             for attempt in (1, 2):  # a child that died between builds is replaced once
                 proc = self._child()
                 try:
-                    proc.stdin.write(json.dumps({"kind": kind, "path": str(path)}) + "\n")
+                    proc.stdin.write((json.dumps({"kind": kind, "path": str(path)}) + "\n").encode())
                     proc.stdin.flush()
                 except (BrokenPipeError, OSError):
                     self._stop()
@@ -175,10 +176,8 @@ class Validator:
     def _child(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             code = "import sys; from workbench.build.shader_check import serve; sys.exit(serve())"
-            self._proc = subprocess.Popen(
-                [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, text=True, env=child_env(), start_new_session=True,
-            )  # fmt: skip
+            self._proc = childproc.spawn([sys.executable, "-c", code], env=child_env(), stdin=subprocess.PIPE)
+            childproc.pump_lines(self._proc.stderr, lambda line: None, name="wb-naga-stderr")  # drained
         return self._proc
 
     @staticmethod
@@ -190,19 +189,14 @@ class Validator:
                 return ""
             ready, _, _ = select.select([proc.stdout], [], [], min(remaining, 0.5))
             if ready:
-                return proc.stdout.readline()  # "" at EOF (the child died)
+                return proc.stdout.readline().decode(errors="replace")  # "" at EOF (the child died)
             if proc.poll() is not None:
                 return ""
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        try:
-            proc.kill()
-            proc.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        if proc is not None:
+            childproc.stop_tree(proc, grace_s=0.5)
 
 
 _VALIDATOR = Validator()

@@ -1,7 +1,7 @@
 """The device registry: which runtimes work here and the devices each one reaches.
 
-`list_devices()` probes in a child process (`python -m workbench.run.devices --json`) with a
-timeout, so a broken GPU driver that hangs or crashes cannot take the caller down; the answer is
+`list_devices()` probes in a child process (`python -m workbench.run.devices --json`, started
+by `workbench.childproc`, whose timeout stops the probe's whole process tree), so a broken GPU driver that hangs or crashes cannot take the caller down; the answer is
 cached in-process. `resolve_device_spec()` turns `cpu`, `cuda:0`, `wgpu:0` or `wgpu:llvmpipe` into
 (runtime, index).
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
 from typing import Any
 
+from workbench import childproc
 from workbench.errors import WorkbenchError
 
 RUNTIME_NAMES = ("cpu", "wgpu", "cuda")
@@ -70,14 +70,12 @@ def _failed(reason: str) -> dict[str, dict[str, Any]]:
 def _probe_in_child(timeout_s: float) -> dict[str, dict[str, Any]]:
     command = [sys.executable, "-m", "workbench.run.devices", "--json"]
     try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout_s, env=child_env(), check=False
-        )
-    except subprocess.TimeoutExpired:
+        done = childproc.capture(command, timeout_s=timeout_s, env=child_env())
+    except TimeoutError:
         return _failed(f"the device probe did not finish within {timeout_s:.0f} s (a hung GPU driver?)")
     except OSError as exc:
         return _failed(f"the device probe could not start: {exc}")
-    for line in reversed(done.stdout.splitlines()):
+    for line in reversed(done.stdout):
         if line.startswith("{"):
             try:
                 result = json.loads(line)
@@ -86,7 +84,7 @@ def _probe_in_child(timeout_s: float) -> dict[str, dict[str, Any]]:
             for name in RUNTIME_NAMES:
                 result.setdefault(name, {"available": False, "reason": "not probed", "devices": []})
             return result
-    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    tail = ([ln for ln in done.stderr if ln.strip()] or ["no output"])[-1]
     return _failed(f"the device probe exited with status {done.returncode}: {tail}")
 
 

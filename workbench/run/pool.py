@@ -1,7 +1,7 @@
 """Worker processes seen from the caller: start, talk to with deadlines, detect death, restart.
 
-One `WorkerProcess` per runtime runs `python -m workbench.run.worker RUNTIME` in its own process
-group (so a kill reaches anything it started), talks to it over its stdin/stdout with the frames
+One `WorkerProcess` per runtime runs `python -m workbench.run.worker RUNTIME` through
+`workbench.childproc` (its own process group, so a kill reaches anything it started), talks to it over its stdin/stdout with the frames
 of `protocol.py`, and keeps the tail of its stderr for error messages. A request that outlives its
 deadline kills the whole group; a worker that dies is reported with its signal's name.
 """
@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench import childproc
 from workbench.errors import WorkbenchError
 from workbench.run.protocol import Connection, ProtocolError
 
@@ -131,35 +132,28 @@ class WorkerProcess:
             env = child_env() if self.env is None else dict(self.env)
             env.setdefault("PYTHONUNBUFFERED", "1")
             self._stderr_tail.clear()
-            self._proc = subprocess.Popen(
-                self.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                start_new_session=True,  # own process group: a timeout kills all of it
-            )
+            # Its own process group: a timeout kills all of it.
+            self._proc = childproc.spawn(self.command, env=env, stdin=subprocess.PIPE)
             self.starts += 1
-            self._stderr_thread = threading.Thread(
-                target=self._pump_stderr,
-                args=(self._proc,),
-                name=f"wb-worker-{self.runtime}-stderr",
-                daemon=True,
+            self._stderr_thread = childproc.pump_lines(
+                self._proc.stderr, self._on_stderr_line, name=f"wb-worker-{self.runtime}-stderr"
             )
-            self._stderr_thread.start()
             self._reader = _DeadlineReader(self._proc.stdout.fileno(), self._timed_out)
             self._connection = Connection(self._reader, self._proc.stdin)
             self.info = self.request({"op": "hello"}, timeout_s=STARTUP_TIMEOUT_S, phase="start-up")[0]
 
-    def _pump_stderr(self, proc: subprocess.Popen) -> None:
-        for raw in iter(proc.stderr.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            self._stderr_tail.append(line)
-            if self.on_stderr is not None:
-                try:
-                    self.on_stderr(self.runtime, line)
-                except Exception:  # a broken listener must not stop the pump
-                    pass
+    def _on_stderr_line(self, line: str | None) -> None:
+        if line is None:
+            return
+        self._stderr_tail.append(line)
+        if self.on_stderr is not None:
+            self.on_stderr(self.runtime, line)  # childproc.pump_lines survives a listener that raises
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The threads this worker owns (its stderr pump) while they run."""
+        thread = self._stderr_thread
+        return [thread] if thread is not None and thread.is_alive() else []
 
     def stderr_tail(self, lines: int = 20) -> list[str]:
         return list(self._stderr_tail)[-lines:]
@@ -169,13 +163,7 @@ class WorkerProcess:
         proc = self._proc
         if proc is None or proc.poll() is not None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            try:
-                proc.kill()
-            except ProcessLookupError:
-                pass
+        childproc.stop_tree(proc, grace_s=0)
 
     def shutdown(self, timeout_s: float = 2.0) -> None:
         """Ask the worker to exit; kill it if it does not within `timeout_s`."""
@@ -206,11 +194,7 @@ class WorkerProcess:
             except OSError:
                 pass
         if self._stderr_thread is not None:
-            self._stderr_thread.join(timeout=1.0)
-        try:
-            proc.stderr.close()
-        except OSError:
-            pass
+            self._stderr_thread.join(timeout=1.0)  # the pump closes stderr at end of file
 
     # ------------------------------------------------------------------ requests
 
@@ -314,6 +298,12 @@ class WorkerPool:
             worker = self._workers.pop(runtime, None)
         if worker is not None:
             worker.shutdown()
+
+    def owned(self) -> list[int | threading.Thread]:
+        """Live worker pids and their threads (what the pool must stop in `close`)."""
+        with self._lock:
+            workers = list(self._workers.values())
+        return [x for w in workers for x in ([w.pid] if w.alive else []) + w.threads]
 
     def kill_all(self) -> None:
         """Kill every worker now (from any thread): used to cancel a launch in flight."""

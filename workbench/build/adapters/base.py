@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench import childproc
 from workbench.build.process import Budget, ProcessResult, run_command
 from workbench.project import Project
 from workbench.records import Diagnostic, ToolchainInfo
@@ -17,7 +17,12 @@ from workbench.records import Diagnostic, ToolchainInfo
 
 @dataclass
 class BuildRequest:
-    """Everything one backend build needs; `out_dir` is the (staging) artifact folder."""
+    """Everything one backend build needs.
+
+    `out_dir` is this build's own staging artifact folder (renamed into the cache when the build
+    succeeds) and `work_dir` its own scratch folder (removed afterwards): nothing a build writes
+    is shared with another build, except cargo's `target_dir`, which the builder holds locked
+    (`cache.target_lock`) for adapters with `shares_target_dir`."""
 
     project: Project
     backend: str
@@ -27,6 +32,7 @@ class BuildRequest:
     tunables: dict[str, Any]
     out_dir: Path
     target_dir: Path  # cargo target dir for this backend, shared across projects (in the cache)
+    work_dir: Path | None = None  # private scratch folder of this build
     budget: Budget = field(default_factory=Budget)
     on_output: Callable[[str], None] = lambda line: None
     on_diagnostic: Callable[[Diagnostic], None] = lambda diag: None
@@ -71,6 +77,9 @@ class AdapterOutput:
     kernels: dict[str, dict[str, Any]] = field(default_factory=dict)  # kernel -> artifact record
     resources: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # more build.json fields
+    #: The files the compiler read, from its own dep-info (cargo/rustc `.d`, `nvcc -MD`), or the
+    #: files copied; the next build's cache key covers their contents (`cache.full_key`).
+    inputs: list[Path] = field(default_factory=list)
 
 
 class Adapter:
@@ -78,6 +87,7 @@ class Adapter:
 
     name = ""
     kind = ""  # artifact kind: cdylib | ptx | spirv | wgsl
+    shares_target_dir = False  # builds in `BuildRequest.target_dir` (then held locked by the builder)
 
     def detect(self) -> ToolchainInfo:
         raise NotImplementedError
@@ -126,11 +136,11 @@ def which(env_var: str | None, *candidates: str) -> str | None:
 def version_of(cmd: list[str], timeout: float = 30.0, env: dict[str, str] | None = None) -> str:
     """First line of a `--version` style command ('' when it fails)."""
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = childproc.capture(cmd, timeout_s=timeout, env=env)
+    except (OSError, TimeoutError):
         return ""
-    text = (proc.stdout or proc.stderr).strip()
-    return text.splitlines()[0] if proc.returncode == 0 and text else ""
+    lines = [ln.strip() for ln in (proc.stdout or proc.stderr) if ln.strip()]
+    return lines[0] if proc.returncode == 0 and lines else ""
 
 
 def cuda_bin(name: str) -> str | None:

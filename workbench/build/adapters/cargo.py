@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.build import depinfo
 from workbench.build.adapters.base import BuildRequest
 from workbench.build.diagnostics import from_cargo_message, parse_cargo_json_line
 
@@ -21,6 +22,17 @@ class CargoOutcome:
         """The artifact records of the crate at `manifest` (not its dependencies, not `core`)."""
         manifest = manifest.resolve()
         return [a for a in self.artifacts if Path(a.get("manifest_path", "")).resolve() == manifest]
+
+    def inputs_of(self, manifest: Path) -> list[Path]:
+        """The files cargo says the crate's build read: its dep-info next to each artifact
+        (`libNAME.d` beside `libNAME.so`; it lists path dependencies and build-script inputs too)."""
+        files: list[Path] = []
+        for record in self.of_package(manifest):
+            for name in record.get("filenames", []):
+                dep_file = Path(name).with_suffix(".d")
+                if dep_file.is_file():
+                    files.extend(depinfo.read(dep_file))
+        return list(dict.fromkeys(files))
 
 
 def cargo_env(req: BuildRequest, extra: dict[str, str] | None = None) -> dict[str, str]:

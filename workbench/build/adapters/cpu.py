@@ -22,6 +22,7 @@ def host_rust() -> tuple[str | None, str | None]:
 class CpuAdapter(Adapter):
     name = "cpu"
     kind = "cdylib"
+    shares_target_dir = True
 
     def detect(self) -> ToolchainInfo:
         cargo, rustc = host_rust()
@@ -68,4 +69,5 @@ class CpuAdapter(Adapter):
             k.name: {"artifact": name, "entry": k.entry_for("cpu"), "kind": self.kind}
             for k in req.project.manifest.kernels
         }
-        return AdapterOutput(True, kernels)
+        inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
+        return AdapterOutput(True, kernels, inputs=inputs)

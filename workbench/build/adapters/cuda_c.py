@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
+from workbench import childproc
+from workbench.build import depinfo
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, cuda_bin, sm_arch
 from workbench.build.adapters.nvptx import finish_ptx
 from workbench.build.diagnostics import parse_nvcc
@@ -25,10 +26,10 @@ class CudaCAdapter(Adapter):
         if not nvcc:
             return ToolchainInfo("cuda-c", False, hint=HINT)
         try:
-            text = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            lines = childproc.capture([nvcc, "--version"], timeout_s=30).stdout
+        except (OSError, TimeoutError) as exc:
             return ToolchainInfo("cuda-c", False, path=nvcc, hint=HINT, details={"error": str(exc)})
-        release = next((ln.strip() for ln in text.splitlines() if "release" in ln), "nvcc")
+        release = next((ln.strip() for ln in lines if "release" in ln), "nvcc")
         return ToolchainInfo("cuda-c", True, release, nvcc, details={"ptxas": cuda_bin("ptxas") or ""})
 
     def skip_reason(self, project) -> str | None:
@@ -49,7 +50,12 @@ class CudaCAdapter(Adapter):
         output = AdapterOutput(True)
         for rel in dict.fromkeys(k.reference["cuda-c"] for k in kernels):
             out = req.out_dir / (Path(rel).stem + ".ptx")
-            result = req.run([req.toolchain.path, *req.flags, rel, "-o", str(out)], cwd=root)
+            # -MD -MF: nvcc's own list of the files it read (headers included), for the cache key.
+            dep_file = (req.work_dir or req.out_dir) / (Path(rel).stem + ".d")
+            cmd = [req.toolchain.path, *req.flags, rel, "-o", str(out), "-MD", "-MF", str(dep_file)]
+            result = req.run(cmd, cwd=root)
+            output.inputs.extend([root / rel, *depinfo.read(dep_file, cwd=root)])
+            dep_file.unlink(missing_ok=True)
             for diag in parse_nvcc("\n".join(result.stderr + result.stdout), root, root):
                 req.diagnostic(diag)
             if result.returncode != 0 or not out.is_file():

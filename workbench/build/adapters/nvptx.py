@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import glob
 import os
-import subprocess
 from pathlib import Path
 
+from workbench import childproc
 from workbench.build.adapters.base import (
     Adapter,
     AdapterOutput,
@@ -45,10 +45,10 @@ LINES_SUFFIX = ".lines.ptx"
 
 def _run(cmd: list[str]) -> str:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = childproc.capture(cmd, timeout_s=60)
+    except (OSError, TimeoutError):
         return ""
-    return proc.stdout if proc.returncode == 0 else ""
+    return "".join(line + "\n" for line in proc.stdout) if proc.returncode == 0 else ""
 
 
 def vendor_dir(rustc: str) -> Path | None:
@@ -96,6 +96,7 @@ def _detect_rustup() -> ToolchainInfo | None:
 class NvptxAdapter(Adapter):
     name = "nvptx"
     kind = "ptx"
+    shares_target_dir = True
 
     def detect(self) -> ToolchainInfo:
         route = os.environ.get("WB_NVPTX_ROUTE", "")  # force "debian" or "rustup"
@@ -155,7 +156,9 @@ class NvptxAdapter(Adapter):
             req.diagnostic(error("cargo finished but no PTX of this build was found", "nvptx"))
             return AdapterOutput(False)
         name = copy_into(ptx, req.out_dir, ptx.stem.split("-")[0] + ".ptx")
-        return finish_ptx(req, req.out_dir / name, req.target, self.name)
+        out = finish_ptx(req, req.out_dir / name, req.target, self.name)
+        out.inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
+        return out
 
     def line_table(self, req: BuildRequest, stem: str) -> Path | None:
         """The same build with line tables, as `<out_dir>/<stem>.lines.ptx` (None when it fails).

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tomllib
 from pathlib import Path
 
+from workbench import childproc
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, sm_arch, version_of, which
 from workbench.build.adapters.nvptx import finish_ptx
 from workbench.build.diagnostics import error, parse_rustc_text
@@ -80,6 +80,7 @@ def libnvvm() -> Path | None:
 class RustCudaAdapter(Adapter):
     name = "rust-cuda"
     kind = "ptx"
+    shares_target_dir = True  # the generated builder crate and its target dir live there
 
     def detect(self) -> ToolchainInfo:
         toolchain = os.environ.get("WB_RUST_CUDA_TOOLCHAIN", TOOLCHAIN)
@@ -89,9 +90,8 @@ class RustCudaAdapter(Adapter):
         listed = ""
         if rustup:
             try:
-                listed = subprocess.run([rustup, "toolchain", "list"], capture_output=True, text=True,
-                                        timeout=30).stdout  # fmt: skip
-            except (OSError, subprocess.TimeoutExpired):
+                listed = "\n".join(childproc.capture([rustup, "toolchain", "list"], timeout_s=30).stdout)
+            except (OSError, TimeoutError):
                 listed = ""
         details["nightly"] = toolchain in listed
         llvm_config = which("WB_LLVM_CONFIG", "llvm-config-7", "llvm-config")

@@ -1,17 +1,31 @@
 """`rust-gpu`: cargo-gpu -> SPIR-V + manifest.json, or a prebuilt folder of that output.
 
-cargo-gpu cannot be installed on the project's CI machines; this adapter follows its documented
-command line (`cargo gpu build --shader-crate DIR -o OUT`) and output (OUT/*.spv plus
-OUT/manifest.json, an array of {source_path, entry_point, wgsl_entry_point}).
+cargo-gpu cannot be installed on the project's CI machines; this adapter follows the contract of
+its source (Rust-GPU/cargo-gpu, `crates/cargo-gpu/src/build.rs` and `linkage.rs`):
+
+- command line: `cargo gpu build --shader-crate DIR --output-dir OUT --target spirv-...
+  --auto-install-rust-toolchain` (clap flags of `Build` = `Install` + `BuildArgs` + the
+  flattened `SpirvBuilder`);
+- output: each module copied into OUT under its own file name, and OUT/manifest.json: a JSON
+  array, sorted, of {source_path, entry_point, wgsl_entry_point}, where `source_path` is the
+  copied module's path *relative to the (canonicalized) shader crate* with `/` separators
+  (`../../out/saxpy.spv` when OUT is outside the crate; `main_cs.spv` when OUT is the crate),
+  absolute only when no relative path exists; `wgsl_entry_point` is the entry without `::`.
+
+`map_entries` resolves a `source_path` the same way: against the shader crate; since cargo-gpu
+writes the manifest into OUT beside the modules, a manifest moved with its modules (a prebuilt
+folder copied from elsewhere) is resolved by file name in its own folder.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
+from workbench.build import depinfo
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
 from workbench.build.adapters.wgsl import validate
 from workbench.build.diagnostics import error, parse_rustc_text
@@ -70,22 +84,24 @@ class RustGpuAdapter(Adapter):
                                      "and no .spv files", self.name))  # fmt: skip
                 return AdapterOutput(False)
             req.output(f"prebuilt SPIR-V from {folder}")
-            return collect_output(req, folder)
+            output = collect_output(req, folder)
+            output.inputs = self.key_inputs(req.project)
+            return output
         return self._cargo_gpu(req)
 
     def _cargo_gpu(self, req: BuildRequest) -> AdapterOutput:
         tc = req.toolchain
-        out = req.target_dir / "out"
-        out.mkdir(parents=True, exist_ok=True)
-        for old in out.iterdir():  # never pick up a previous build's module
-            if old.is_file():
-                old.unlink()
+        # This build's own output folder: a concurrent build (another project, or a cancelled one
+        # still winding down) never writes here, and no previous build's module can be in it.
+        out = (req.work_dir or req.out_dir) / "cargo-gpu-out"
+        out.mkdir(parents=True)
         crate = req.project.manifest.crate_dir
         env = dict(os.environ)
         env["PATH"] = os.path.dirname(tc.path) + os.pathsep + env.get("PATH", "")
         env.update(req.tunable_env())
+        started = time.time()
         cmd = [tc.details.get("cargo", "cargo"), "gpu", "build", "--shader-crate", str(crate),
-               "-o", str(out), *req.flags, "--auto-install-rust-toolchain"]  # fmt: skip
+               "--output-dir", str(out), *req.flags, "--auto-install-rust-toolchain"]  # fmt: skip
         result = req.run(cmd, cwd=crate, env=env)
         text = "\n".join(result.stderr + result.stdout)
         # cargo-gpu prints rendered rustc diagnostics only (json-render-diagnostics).
@@ -93,7 +109,9 @@ class RustGpuAdapter(Adapter):
             req.diagnostic(diag)
         if result.returncode != 0 or "Build failed!" in text:
             return AdapterOutput(False)
-        return collect_output(req, out)
+        output = collect_output(req, out)
+        output.inputs = spirv_builder_inputs(crate, started)
+        return output
 
 
 def read_manifest(folder: Path) -> list[dict[str, Any]]:
@@ -109,7 +127,20 @@ def read_manifest(folder: Path) -> list[dict[str, Any]]:
     return [e for e in data if isinstance(e, dict)]
 
 
-def map_entries(folder: Path, entries: list[str]) -> dict[str, dict[str, Any]]:
+def resolve_source_path(source_path: str, shader_crate: Path, folder: Path) -> Path | None:
+    """The module a manifest record names, found as cargo-gpu wrote it: an absolute path as is,
+    a relative one against the shader crate; else (a moved manifest) by name in `folder`."""
+    if not source_path:
+        return None
+    path = Path(source_path)
+    candidates = [path] if path.is_absolute() else [shader_crate / path]
+    candidates.append(folder / path.name)
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def map_entries(
+    folder: Path, entries: list[str], shader_crate: Path | None = None
+) -> dict[str, dict[str, Any]]:
     """entry point -> {module, rule}: manifest.json first, else the module that declares it."""
     manifest = read_manifest(folder)
     declared = declared_entries(folder)
@@ -117,9 +148,10 @@ def map_entries(folder: Path, entries: list[str]) -> dict[str, dict[str, Any]]:
     for entry in entries:
         for record in manifest:
             if entry in (record.get("entry_point"), record.get("wgsl_entry_point")):
-                source = Path(str(record.get("source_path", "")))
-                source = source if source.is_absolute() else folder / source
-                if source.is_file():
+                source = resolve_source_path(
+                    str(record.get("source_path", "")), shader_crate or folder, folder
+                )
+                if source is not None:
                     found[entry] = {"module": source.name, "rule": "manifest.json", "path": source}
                 break
         if entry in found:
@@ -138,7 +170,8 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
     """Copy cargo-gpu output into the artifact folder and map each kernel to its module."""
     kernels = req.project.manifest.kernels
     try:
-        mapping = map_entries(folder, [k.entry_for("rust-gpu") for k in kernels])
+        mapping = map_entries(folder, [k.entry_for("rust-gpu") for k in kernels],
+                              req.project.manifest.crate_dir.resolve())  # fmt: skip
     except ValueError as exc:
         req.diagnostic(error(str(exc), "rust-gpu"))
         return AdapterOutput(False)
@@ -169,6 +202,19 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
             resources[k.name]["valid"] = False  # no spirv-val here: naga's validation, as wgpu would do it
     ok = all(r.get("valid") is not False for r in resources.values())
     return AdapterOutput(ok, record, resources, {"entry_rule": rules, "source": str(folder)})
+
+
+def spirv_builder_inputs(crate: Path, since: float) -> list[Path]:
+    """The files rustc read for the shader crate, from the dep-info that spirv-builder's cargo run
+    left in `<crate>/target/spirv-builder` during this build (none found: the sources key it)."""
+    files: list[Path] = []
+    for dep_file in sorted((crate / "target" / "spirv-builder").glob("*/release/*.d")):
+        try:
+            if dep_file.stat().st_mtime >= since:
+                files.extend(depinfo.read(dep_file))
+        except OSError:
+            continue
+    return list(dict.fromkeys(files))
 
 
 def declared_entries(folder: Path) -> dict[str, list[str]]:

@@ -35,7 +35,7 @@ class WgslAdapter(Adapter):
         return None
 
     def build(self, req: BuildRequest) -> AdapterOutput:
-        kernels = {}
+        kernels, inputs = {}, []
         ok = True
         validated: set[str] = set()
         for k in req.project.manifest.kernels:
@@ -43,6 +43,7 @@ class WgslAdapter(Adapter):
                 continue
             rel = k.reference["wgsl"]
             src = req.project.root / rel
+            inputs.append(src)  # naga reads the file itself: it is the whole input
             if rel not in validated:
                 validated.add(rel)
                 ok = validate(req, src, rel) and ok
@@ -51,7 +52,7 @@ class WgslAdapter(Adapter):
                 copy_into(src, req.out_dir)
                 req.output(f"copied {rel}")
             kernels[k.name] = {"artifact": name, "entry": k.entry_for("wgsl"), "kind": "wgsl"}
-        return AdapterOutput(ok, kernels)
+        return AdapterOutput(ok, kernels, inputs=inputs)
 
 
 def validate(req: BuildRequest, path: Path, rel: str, kind: str = "wgsl") -> bool:

@@ -1,0 +1,90 @@
+"""workbench.childproc on real processes: streamed lines, deadlines, whole-tree stops (also a
+descendant that left the process group), and the leak check of tests/conftest.py."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from workbench import childproc
+
+from .conftest import _leaks
+
+# A child that starts a grandchild in a new session (outside its process group) and prints its pid.
+ESCAPER = """
+import subprocess, sys, time
+g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+print(g.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_stream_delivers_lines_as_they_come_and_the_exit_code():
+    seen = []
+    done = childproc.stream(
+        [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
+        on_line=lambda name, line: seen.append((name, line)),
+    )
+    assert done.returncode == 3 and done.stdout == ["out"] and done.stderr == ["err"]
+    assert sorted(seen) == [("stderr", "err"), ("stdout", "out")]
+
+
+def test_a_deadline_stops_the_whole_tree_even_a_descendant_that_left_the_group():
+    pids, sessions = [], []
+
+    def on_line(name: str, line: str) -> None:
+        pids.append(int(line))
+        sessions.append(os.getsid(int(line)))
+
+    def check():
+        if pids and time.monotonic() > start + 0.5:
+            raise TimeoutError("deadline")
+
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        childproc.stream([sys.executable, "-c", ESCAPER], check=check, on_line=on_line, grace_s=0.5)
+    (grandchild,) = pids
+    assert sessions == [grandchild]  # it had left the child's session and process group
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(grandchild) and time.monotonic() < deadline:
+        try:
+            if psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    alive = psutil.pid_exists(grandchild) and psutil.Process(grandchild).status() != psutil.STATUS_ZOMBIE
+    assert not alive, "the grandchild in its own session survived the stop"
+
+
+def test_capture_times_out_with_a_clear_error():
+    before = {p.pid for p in childproc.children_of()}  # e.g. a session's run workers
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish within 0.3 s"):
+        childproc.capture([sys.executable, "-c", "import time; time.sleep(30)"], timeout_s=0.3)
+    assert time.monotonic() - start < 5
+    assert [p for p in childproc.children_of() if p.pid not in before] == []  # the sleeper is gone
+
+
+def test_leak_check_reports_threads_and_child_processes():
+    threads_before = set(threading.enumerate())
+    pids_before = {p.pid for p in childproc.children_of()}
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, name="left-behind", daemon=True)
+    thread.start()
+    proc = childproc.spawn([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        threads, procs = _leaks(threads_before, pids_before)
+        assert thread in threads and proc.pid in [p.pid for p in procs]
+    finally:
+        stop.set()
+        thread.join()
+        childproc.stop_tree(proc, grace_s=0)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert _leaks(threads_before, pids_before) == ([], [])

@@ -1,0 +1,226 @@
+"""The one child-process layer: start, stream, time-limit and stop whole process trees.
+
+Builds (`build/process.py`), run workers (`run/pool.py`) and the device probe (`run/devices.py`)
+all start their children here, so every child:
+
+- runs in a new session, hence its own process group (a compiler's children, a worker's
+  helpers and anything a kernel forks are reached by one signal to the group);
+- has its output read by daemon pump threads (`pump_lines`), so a chatty child never blocks on
+  a full pipe and the caller sees each line as it arrives;
+- is stopped by `stop_tree`: SIGTERM to the group and to every descendant psutil finds (a
+  descendant that called setsid() has left the group but is still found by parentage), then
+  SIGKILL for whatever is left after the grace period.
+
+Deadlines and cancellation are the caller's: `stream` polls a `check()` callback that raises
+to stop the child (the build's `Budget`), `capture` takes a plain timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+#: How long a terminated tree gets to exit before it is killed.
+GRACE_S = 2.0
+#: After the leader exits, how long a straggler may hold the output pipes open.
+STRAGGLER_S = 1.0
+
+
+def spawn(
+    cmd: list[str],
+    *,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+) -> subprocess.Popen:
+    """Start `cmd` in a new session (its own process group) with stdout and stderr piped.
+
+    Raises FileNotFoundError / PermissionError when the program cannot be started."""
+    return subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def pump_lines(stream, on_line: Callable[[str | None], None], name: str = "wb-pipe") -> threading.Thread:
+    """Read `stream` line by line on a daemon thread: `on_line(text)` per line, then `on_line(None)`.
+
+    The pipe is closed when it reaches end of file. A listener that raises does not stop the pump
+    (the child would otherwise block on a full pipe)."""
+
+    def pump() -> None:
+        try:
+            for raw in iter(stream.readline, b""):
+                try:
+                    on_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+                except Exception:  # noqa: BLE001  a broken listener must not stall the child
+                    pass
+        except (OSError, ValueError):  # the pipe was closed under us (the process was reaped)
+            pass
+        finally:
+            try:
+                stream.close()
+            except OSError:
+                pass
+            on_line(None)
+
+    thread = threading.Thread(target=pump, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    """`pid`'s process and all its descendants that still exist."""
+    try:
+        leader = psutil.Process(pid)
+        return [leader, *leader.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _signal_tree(pgid: int, procs: list[psutil.Process], sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for proc in procs:  # descendants that left the group (setsid, daemonized build scripts)
+        try:
+            proc.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def stop_tree(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
+    """Terminate `proc`'s process group and descendants; kill what is left after `grace_s`.
+
+    `grace_s=0` kills at once (a hung worker gets no say). Safe from any thread, safe twice; the
+    leader is reaped so it does not linger as a zombie."""
+    pgid = proc.pid  # spawn() starts a new session: the leader's pid is the group id
+    procs = _tree(proc.pid) if proc.poll() is None else []
+    steps = [(signal.SIGKILL, 5.0)] if grace_s <= 0 else [(signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)]
+    for sig, wait_s in steps:
+        procs = [p for p in procs if _alive(p)]
+        if not procs and not _group_alive(pgid):
+            break
+        _signal_tree(pgid, procs, sig)
+        end = time.monotonic() + wait_s
+        while time.monotonic() < end:
+            proc.poll()
+            if not _group_alive(pgid) and not any(_alive(p) for p in procs):
+                break
+            time.sleep(0.02)
+        else:
+            continue
+        break
+    try:
+        proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@dataclass
+class Completed:
+    returncode: int
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+
+def stream(
+    cmd: list[str],
+    *,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+    check: Callable[[], None] = lambda: None,
+    on_line: Callable[[str, str], None] | None = None,
+    grace_s: float = GRACE_S,
+) -> Completed:
+    """Run `cmd`, calling `on_line(stream_name, line)` for each stdout/stderr line as it arrives.
+
+    `check()` is called every 50 ms and whenever a line arrives; whatever it raises (a cancel, a
+    deadline) stops the whole tree and propagates. A leader that exits while a straggler of its
+    tree keeps the pipes open gets the straggler stopped; stragglers are stopped at the end too."""
+    check()
+    proc = spawn(cmd, cwd=cwd, env=env)
+    lines: queue.Queue = queue.Queue()
+    for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        pump_lines(pipe, lambda line, _n=name: lines.put((_n, line)), name=f"wb-{name}-{proc.pid}")
+    result = Completed(returncode=0)
+    open_streams = 2
+    exited_at: float | None = None
+    try:
+        while open_streams or proc.poll() is None:
+            check()
+            if exited_at is None and proc.poll() is not None:
+                exited_at = time.monotonic()
+            elif exited_at is not None and time.monotonic() - exited_at > STRAGGLER_S:
+                stop_tree(proc, grace_s=0.5)
+                exited_at = float("inf")
+            try:
+                name, line = lines.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if line is None:
+                open_streams -= 1
+                continue
+            (result.stdout if name == "stdout" else result.stderr).append(line)
+            if on_line is not None:
+                on_line(name, line)
+    except BaseException:
+        stop_tree(proc, grace_s)
+        raise
+    result.returncode = proc.wait()
+    if _group_alive(proc.pid):  # a daemonized child of a finished leader
+        stop_tree(proc, grace_s=0.5)
+    return result
+
+
+def capture(
+    cmd: list[str], *, timeout_s: float, env: dict[str, str] | None = None, cwd: str | Path | None = None
+) -> Completed:
+    """Run `cmd` to completion and return its output; raises `TimeoutError` (after stopping the
+    whole tree) when it runs past `timeout_s`, OSError when it cannot start."""
+    deadline = time.monotonic() + timeout_s
+
+    def check() -> None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{cmd[0]} did not finish within {timeout_s:g} s")
+
+    return stream(cmd, cwd=cwd, env=env, check=check, grace_s=0.5)
+
+
+def children_of(pid: int | None = None) -> list[psutil.Process]:
+    """Live descendants of `pid` (default: this process), zombies excluded."""
+    try:
+        procs = psutil.Process(pid or os.getpid()).children(recursive=True)
+    except psutil.Error:
+        return []
+    return [p for p in procs if _alive(p)]
