@@ -144,6 +144,15 @@ class Validator:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
+        self._stderr: threading.Thread | None = None
+
+    def owned(self) -> list:
+        """The child's pid and its stderr reader (they live as long as this process, on purpose)."""
+        proc, reader = self._proc, self._stderr
+        owned: list = [reader] if reader is not None else []
+        if proc is not None and proc.poll() is None:
+            owned.append(proc.pid)
+        return owned
 
     def validate(self, kind: str, path: Path, timeout_s: float = 60.0) -> dict:
         with self._lock:
@@ -177,7 +186,8 @@ class Validator:
         if self._proc is None or self._proc.poll() is not None:
             code = "import sys; from workbench.build.shader_check import serve; sys.exit(serve())"
             self._proc = childproc.spawn([sys.executable, "-c", code], env=child_env(), stdin=subprocess.PIPE)
-            childproc.pump_lines(self._proc.stderr, lambda line: None, name="wb-naga-stderr")  # drained
+            # Drained, never read: wgpu's warnings about the environment are no shader's business.
+            self._stderr = childproc.pump_lines(self._proc.stderr, lambda line: None, name="wb-naga-stderr")
         return self._proc
 
     @staticmethod
