@@ -1,17 +1,20 @@
-"""Harness overhead: the median `workbench run` reports vs a bare loop timing the same launch.
+"""Harness overhead: the median `workbench run` reports vs an independent loop timing the same artifact.
 
-For each backend, in one process run:
+For each backend, in alternating rounds:
 - the workbench's median: `RunService.run` (worker process, protocol, warm-up, timing protocol);
-- the bare median: the same kernel prepared in this process through the same runtime, launched
-  one at a time in a plain loop with the same timer (perf_counter on cpu, wgpu timestamps, CUDA
-  events), after a short warm-up;
-- the worker's round trip: wall time of one `launch` request minus the kernel time it reports.
+- the independent median: `benchmarks/bare_loop.py` in a fresh process that imports nothing from
+  `workbench`: it reads the exported build.json with `json`, loads the artifact with the vendor
+  library directly (ctypes, pycuda, wgpu), and times single launches with perf_counter, CUDA
+  events or wgpu timestamp queries. Only the launch's argument values and geometry are handed to
+  it (evaluated from the manifest here), as a small JSON file;
+- where Nsight Compute (`ncu`) or Nsight Systems (`nsys`) is installed and the backend runs on
+  CUDA, their kernel duration of the same loop: ncu with its defaults (base clocks, caches
+  flushed before each kernel) and with `--clock-control none --cache-control none`.
 
-Kernels are sized so one launch takes at least `--min-kernel-us` (default 50 µs). Rounds of
-workbench and bare measurements alternate so drifts (clocks, other load) hit both alike; the ratio
-is the median over rounds of workbench / bare. The goal is 1.00 ± 0.03.
+The ratio is the median over rounds of workbench / independent (each round's pair taken back to
+back cancels drift). The goal is 1.00 ± 0.03.
 
-    python benchmarks/harness_overhead.py [--json OUT] [--backend cpu,wgsl] [--artifacts DIR]
+    python benchmarks/harness_overhead.py [--json OUT] [--backend cpu,wgsl] [--artifacts DIR] [--size n=...]
 
 On a GPU host without Rust, pass `--artifacts DIR` (the output of `workbench build --export DIR`).
 """
@@ -19,142 +22,182 @@ On a GPU host without Rust, pass `--artifacts DIR` (the output of `workbench bui
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
-import math
 import os
 import platform
 import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+BARE_LOOP = Path(__file__).resolve().parent / "bare_loop.py"
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
 from workbench.backends import parse_backends, runtime_of  # noqa: E402
-from workbench.build.artifacts import read_build  # noqa: E402
 from workbench.errors import WorkbenchError  # noqa: E402
+from workbench.manifest import BufferArg  # noqa: E402
 from workbench.project import Project  # noqa: E402
 from workbench.run.devices import child_env  # noqa: E402
-from workbench.run.inputs import make_inputs, verification_inputs  # noqa: E402
-from workbench.run.pool import WorkerProcess  # noqa: E402
-from workbench.run.runtimes import get_runtime  # noqa: E402
 from workbench.run.selection import choose_devices  # noqa: E402
 from workbench.run.service import RunService  # noqa: E402
-from workbench.run.spec import make_launch_spec  # noqa: E402
-from workbench.run.timing import TimingOptions, settled  # noqa: E402
+from workbench.run.timing import TimingOptions  # noqa: E402
 
 GOAL_RATIO, GOAL_TOLERANCE = 1.00, 0.03
-MAX_ELEMENTS = 1 << 28
 
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:48] or "device"
 
 
-def bare_median(prepared: Any, samples: int, min_time_s: float) -> tuple[float, int]:
-    """Median of single launches in a plain loop, after warming up until times settle."""
-    warm: list[float] = []
-    while len(warm) < 20 and not settled(warm, 0.10, prepared.timer_resolution_s):
-        warm.append(prepared.launch(1))
-    times: list[float] = []
-    started = time.perf_counter()
-    while len(times) < samples or time.perf_counter() - started < min_time_s:
-        times.append(prepared.launch(1))
-    return statistics.median(times), len(times)
-
-
-def prepare_in_process(project, kernel, backend, build, folder, sizes, device_index, seed):
-    runtime = get_runtime(runtime_of(backend))
+def launch_description(kernel, backend: str, folder: Path, sizes: dict, device: dict, seed: int) -> dict:
+    """What the independent loop is told: argument values/lengths in launch order and geometry."""
     symbols = kernel.symbols(sizes)
-    spec = make_launch_spec(kernel, backend, build["kernels"][kernel.name], symbols, device_index, folder)
-    prepared = runtime.prepare(spec, device_index)
-    prepared.upload(verification_inputs(kernel, make_inputs(kernel, symbols, seed, project.root)))
-    return spec, prepared
+    lengths, scalars = kernel.lengths(symbols), kernel.scalar_values(symbols)
+    args = []
+    for arg in kernel.args:
+        if isinstance(arg, BufferArg):
+            args.append({"name": arg.name, "kind": "buffer", "type": arg.type, "length": lengths[arg.name],
+                         "binding": arg.binding})  # fmt: skip
+        else:
+            args.append({"name": arg.name, "kind": "scalar", "type": arg.type, "value": scalars[arg.name]})
+    threads, grid = kernel.geometry(symbols, backend)
+    return {
+        "backend": backend, "folder": str(folder.resolve()), "kernel": kernel.name, "args": args,
+        "threads": list(threads), "grid": list(grid), "params_binding": kernel.wgpu.params_binding,
+        "device": device.get("name", ""), "device_index": device.get("index", 0), "seed": seed,
+    }  # fmt: skip
 
 
-def pick_sizes(project, kernel, backend, build, folder, device_index, min_kernel_s, seed) -> dict[str, int]:
-    """Grow the kernel's first size until one launch takes at least twice `min_kernel_s`."""
-    if not kernel.sizes:
-        return {}
-    name = next(iter(kernel.sizes))
-    n = 1 << 14
-    while True:
-        _, prepared = prepare_in_process(
-            project, kernel, backend, build, folder, {name: n}, device_index, seed
-        )
-        try:
-            for _ in range(3):
-                prepared.launch(1)
-            single = statistics.median(prepared.launch(1) for _ in range(5))
-        finally:
-            prepared.close()
-        if single >= 2 * min_kernel_s or n >= MAX_ELEMENTS:
-            return {name: n}
-        grow = 2 * min_kernel_s / max(single, 1e-9)
-        n = min(MAX_ELEMENTS, n << max(1, math.ceil(math.log2(grow))))
+def run_bare(launch_file: Path, min_n: int, min_time: float, timeout: float = 300.0) -> dict[str, Any]:
+    """One independent measurement in a fresh interpreter (no workbench on its import path)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != REPO
+    )
+    done = subprocess.run(
+        [sys.executable, "-I" if not env["PYTHONPATH"] else "-s", str(BARE_LOOP), str(launch_file),
+         "--min-n", str(min_n), "--min-time", str(min_time)],
+        capture_output=True, text=True, timeout=timeout, env=env, cwd=tempfile.gettempdir(),
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"bare loop failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def worker_roundtrip(runtime: str, spec: dict, inputs: dict, device_index: int, count: int) -> float:
-    """Median (wall time of one launch request) - (kernel time it reports), in seconds."""
-    worker = WorkerProcess(runtime)
-    try:
-        worker.request({"op": "prepare", "spec": spec, "device_index": device_index}, timeout_s=120)
-        worker.request({"op": "upload"}, inputs, timeout_s=120)
-        overheads = []
-        for _ in range(count):
-            started = time.perf_counter()
-            reply, _ = worker.request({"op": "launch", "count": 1}, timeout_s=60)
-            wall = time.perf_counter() - started
-            overheads.append(wall - reply["seconds"])
-        return statistics.median(overheads)
-    finally:
-        worker.shutdown()
+def _ncu_seconds(value: str, unit: str) -> float:
+    scale = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
+             "second": 1.0, "s": 1.0}  # fmt: skip
+    return float(value.replace(",", "")) * scale.get(unit.strip().lower(), 1e-9)
 
 
-def measure_backend(args, service, project, kernel, backend, build, folder) -> dict[str, Any]:
+def parse_ncu_csv(text: str) -> list[float]:
+    """gpu__time_duration.sum of every profiled kernel in `ncu --csv` output, in seconds."""
+    lines = [line for line in text.splitlines() if line.startswith('"')]
+    if not lines:
+        return []
+    out = []
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        if row.get("Metric Name") == "gpu__time_duration.sum":
+            out.append(_ncu_seconds(row["Metric Value"], row.get("Metric Unit", "nsecond")))
+    return out
+
+
+def parse_nsys_csv(text: str) -> list[dict[str, str]]:
+    """Rows of `nsys stats -r cuda_gpu_kern_sum -f csv`, from its header line on (nsys may print
+    notices before it)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if "Med (ns)" in line), None)
+    return [] if start is None else list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+
+
+def nsight(launch_file: Path, entry: str, timeout: float = 180.0) -> dict[str, Any]:
+    """Nsight Compute's (and Nsight Systems') kernel duration of the independent loop, where installed."""
+    out: dict[str, Any] = {}
+    loop = [sys.executable, str(BARE_LOOP), str(launch_file), "--launches", "20"]
+    ncu = shutil.which("ncu")
+    if ncu:
+        base = [ncu, "--csv", "--metrics", "gpu__time_duration.sum", "-k", f"regex:^{re.escape(entry)}$",
+                "--launch-skip", "5", "--launch-count", "10"]  # fmt: skip
+        for label, extra in (("ncu_default", []), ("ncu_no_flush_no_clock_control",
+                             ["--cache-control", "none", "--clock-control", "none"])):  # fmt: skip
+            try:
+                done = subprocess.run([*base, *extra, *loop], capture_output=True, text=True, timeout=timeout)
+                times = parse_ncu_csv(done.stdout)
+                out[label] = {"median_s": statistics.median(times), "n": len(times)} if times else {
+                    "error": (done.stderr or done.stdout).strip()[-600:]}  # fmt: skip
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                out[label] = {"error": str(exc)}
+    nsys = shutil.which("nsys")
+    if nsys:
+        with tempfile.TemporaryDirectory() as tmp:
+            report = Path(tmp) / "loop"
+            try:
+                subprocess.run([nsys, "profile", "-t", "cuda", "-o", str(report), "--force-overwrite", "true",
+                                *loop], capture_output=True, text=True, timeout=timeout, check=True)  # fmt: skip
+                stats = subprocess.run(
+                    [nsys, "stats", "-q", "-r", "cuda_gpu_kern_sum", "-f", "csv", f"{report}.nsys-rep"],
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                )
+                rows = [r for r in parse_nsys_csv(stats.stdout) if entry in r.get("Name", "")]
+                out["nsys"] = (
+                    {"median_s": float(rows[0]["Med (ns)"].replace(",", "")) * 1e-9, "n": int(rows[0]["Instances"])}
+                    if rows else {"error": (stats.stderr or stats.stdout).strip()[-600:]}
+                )  # fmt: skip
+            except (OSError, subprocess.SubprocessError, KeyError, ValueError) as exc:
+                out["nsys"] = {"error": str(exc)[-600:]}
+    return out
+
+
+def measure_backend(args, service, project, kernel, backend, folder: Path) -> dict[str, Any]:
     runtime = runtime_of(backend)
     (choice,) = choose_devices(runtime, service.devices(runtime), [])[:1]
     if not choice.available:
         return {"backend": backend, "skipped": choice.reason}
-    min_kernel_s = args.min_kernel_us * 1e-6
-    sizes = dict(args.size) or pick_sizes(
-        project, kernel, backend, build, folder, choice.index, min_kernel_s, args.seed
-    )
+    sizes = dict(args.size)
+    build = json.loads((folder / "build.json").read_text())
+    entry = build["kernels"][kernel.name]["entry"]
     workbench_medians, bare_medians, n_workbench, n_bare = [], [], [], []
-    verified = None
-    method = resolution = None
-    for _ in range(args.rounds):
-        report = service.run(
-            project, kernel=kernel.name, backends=[backend], sizes=sizes, seed=args.seed,
-            artifacts_dir=args.artifacts, cache_dir=args.cache_dir,
-        )  # fmt: skip
-        (result,) = [r for r in report.results if r.backend == backend]
-        if result.status != "ok":
-            return {"backend": backend, "error": result.error}
-        verified = result.verified
-        workbench_medians.append(result.timing["median_s"])
-        n_workbench.append(result.timing["n"])
-        method, resolution = result.timing["method"], result.timing["resolution_s"]
-        spec, prepared = prepare_in_process(
-            project, kernel, backend, build, folder, sizes, choice.index, args.seed
+    verified = method = resolution = bare_method = None
+    imported = False
+    with tempfile.TemporaryDirectory() as tmp:
+        launch_file = Path(tmp) / "launch.json"
+        launch_file.write_text(
+            json.dumps(launch_description(kernel, backend, folder, sizes, choice.device, args.seed))
         )
-        try:
-            median, n = bare_median(prepared, result.timing["n"], args.min_time)
-        finally:
-            prepared.close()
-        bare_medians.append(median)
-        n_bare.append(n)
-    symbols = kernel.symbols(sizes)
-    inputs = verification_inputs(kernel, make_inputs(kernel, symbols, args.seed, project.root))
-    roundtrip = worker_roundtrip(runtime, spec, inputs, choice.index, args.roundtrips)
+        for _ in range(args.rounds):
+            report = service.run(
+                project, kernel=kernel.name, backends=[backend], sizes=sizes, seed=args.seed,
+                artifacts_dir=args.artifacts, cache_dir=args.cache_dir,
+            )  # fmt: skip
+            (result,) = [r for r in report.results if r.backend == backend]
+            if result.status != "ok":
+                return {"backend": backend, "error": result.error}
+            verified = result.verified
+            workbench_medians.append(result.timing["median_s"])
+            n_workbench.append(result.timing["n"])
+            method, resolution = result.timing["method"], result.timing["resolution_s"]
+            try:
+                bare = run_bare(launch_file, args.min_n, args.min_time)
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                return {"backend": backend, "error": str(exc)}
+            bare_medians.append(bare["median_s"])
+            n_bare.append(bare["n"])
+            bare_method = bare["method"]
+            imported = imported or bare["workbench_imported"]
+        profilers = nsight(launch_file, entry) if runtime == "cuda" and not args.no_nsight else {}
     workbench = statistics.median(workbench_medians)
-    bare = statistics.median(bare_medians)
-    # Each round's workbench and bare medians are taken back to back: their ratio cancels the
-    # drift between rounds (other load, clocks), and the median over rounds its outliers.
+    independent = statistics.median(bare_medians)
     ratios = [w / b for w, b in zip(workbench_medians, bare_medians, strict=True) if b > 0]
     ratio = statistics.median(ratios) if ratios else float("nan")
     return {
@@ -162,20 +205,22 @@ def measure_backend(args, service, project, kernel, backend, build, folder) -> d
         "device": choice.device.get("name", choice.spec),
         "device_spec": choice.spec,
         "runtime": runtime,
-        "sizes": sizes,
+        "sizes": sizes or dict(kernel.sizes),
         "timer_method": method,
+        "independent_timer": bare_method,
+        "independent_imported_workbench": imported,
         "resolution_s": resolution,
         "verified": verified,
         "workbench_median_s": workbench,
-        "bare_median_s": bare,
+        "independent_median_s": independent,
         "ratio": ratio,
         "within_goal": abs(ratio - GOAL_RATIO) <= GOAL_TOLERANCE,
         "round_ratios": ratios,
         "workbench_medians_s": workbench_medians,
-        "bare_medians_s": bare_medians,
+        "independent_medians_s": bare_medians,
         "workbench_samples": n_workbench,
-        "bare_samples": n_bare,
-        "worker_roundtrip_s": roundtrip,
+        "independent_samples": n_bare,
+        "profilers": profilers,
     }
 
 
@@ -184,7 +229,7 @@ def _us(seconds: float | None) -> str:
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    header = ("backend", "device", "size", "timer", "workbench", "bare loop", "ratio", "goal", "round trip")
+    header = ("backend", "device", "size", "timer", "workbench", "independent", "ratio", "goal", "ncu / nsys")
     lines = [header]
     for r in rows:
         if "ratio" not in r:
@@ -195,8 +240,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         size = ", ".join(f"{k}={v}" for k, v in r["sizes"].items())
         lines.append((
             r["backend"], r["device"][:30], size, r["timer_method"], _us(r["workbench_median_s"]),
-            _us(r["bare_median_s"]), f"{r['ratio']:.3f}", "ok" if r["within_goal"] else "MISSED",
-            _us(r["worker_roundtrip_s"]),
+            _us(r["independent_median_s"]), f"{r['ratio']:.3f}", "ok" if r["within_goal"] else "MISSED",
+            " / ".join(_us(p.get("median_s")) for p in r["profilers"].values()) or "-",
         ))  # fmt: skip
     widths = [max(len(str(row[i])) for row in lines) for i in range(len(header))]
     for row in lines:
@@ -211,11 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--artifacts", metavar="DIR", help="prebuilt artifacts (DIR/<backend>/build.json)")
     parser.add_argument("--cache-dir", metavar="DIR")
     parser.add_argument("--out", "--json", dest="out", metavar="PATH", help=OUT_HELP)
-    parser.add_argument("--min-kernel-us", type=float, default=50.0)
-    parser.add_argument("--rounds", type=int, default=7, help="alternating workbench / bare rounds")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating workbench / independent rounds")
     parser.add_argument("--min-n", type=int, default=50, help="samples per workbench measurement")
     parser.add_argument("--min-time", type=float, default=1.0, help="seconds per measurement")
-    parser.add_argument("--roundtrips", type=int, default=200)
+    parser.add_argument("--no-nsight", action="store_true", help="skip ncu / nsys even where installed")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--size",
@@ -223,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         type=lambda text: (text.split("=")[0], int(text.split("=")[1])),
         metavar="NAME=VALUE",
-        help="fixed problem size instead of growing until one launch takes 2x --min-kernel-us",
+        help="problem size (default: the manifest's); pick one where a launch takes >= 50 µs",
     )
     args = parser.parse_args(argv)
     os.environ.update(child_env())  # Mesa wants XDG_RUNTIME_DIR in this process too
@@ -251,9 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                 if backend not in folders or not (folders[backend] / "build.json").is_file():
                     rows.append({"backend": backend, "skipped": "not built"})
                     continue
-                build = read_build(folders[backend])
                 print(f"measuring {backend} ...", file=sys.stderr)
-                rows.append(measure_backend(args, service, project, kernel, backend, build, folders[backend]))
+                rows.append(measure_backend(args, service, project, kernel, backend, folders[backend]))
         finally:
             service.close()
     except WorkbenchError as exc:
@@ -271,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         "host": platform.node(),
         "python": platform.python_version(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "goal": {"ratio": GOAL_RATIO, "tolerance": GOAL_TOLERANCE, "min_kernel_us": args.min_kernel_us},
+        "goal": {"ratio": GOAL_RATIO, "tolerance": GOAL_TOLERANCE},
+        "independent_loop": "benchmarks/bare_loop.py (imports nothing from workbench)",
         "settings": {"rounds": args.rounds, "min_n": args.min_n, "min_time_s": args.min_time},
         "results": rows,
     }

@@ -70,6 +70,8 @@ Arg = BufferArg | ScalarArg
 class Launch:
     threads: tuple[str, ...]  # expressions, 1 to 3
     grid: tuple[str, ...]  # expressions, 1 to 3
+    #: `[kernel.launch.<backend>]`: a backend's own geometry, where one grid cannot fit them all.
+    backends: dict[str, Launch] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -148,10 +150,13 @@ class Kernel:
             out[s.name] = float(value) if s.type.startswith("f") else int(value)
         return out
 
-    def geometry(self, symbols: dict[str, int | float]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """(threads per block, blocks) as 3-tuples."""
-        threads = [expr.evaluate_int(t, symbols) for t in self.launch.threads]
-        grid = [expr.evaluate_int(g, symbols) for g in self.launch.grid]
+    def geometry(
+        self, symbols: dict[str, int | float], backend: str | None = None
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(threads per block, blocks) as 3-tuples; `backend`'s own launch table where it has one."""
+        launch = self.launch.backends.get(backend or "", self.launch)
+        threads = [expr.evaluate_int(t, symbols) for t in launch.threads]
+        grid = [expr.evaluate_int(g, symbols) for g in launch.grid]
         pad = lambda xs: tuple(xs + [1] * (3 - len(xs)))  # noqa: E731
         return pad(threads), pad(grid)
 
@@ -428,8 +433,13 @@ class _Reader:
             raise self.fail((*at, "low"), "low must not be above high")
         return Init(kind, **values)
 
-    def launch(self, data: dict, at: tuple, symbols: set[str]) -> Launch:
-        self.check_keys(data, at, ("threads", "grid"))
+    def launch(self, data: dict, at: tuple, symbols: set[str], nested: bool = False) -> Launch:
+        self.check_keys(data, at, ("threads", "grid") if nested else ("threads", "grid", *BACKENDS))
+        own = {
+            backend: self.launch(self.table(data, at, backend), (*at, backend), symbols, nested=True)
+            for backend in BACKENDS
+            if backend in data and not nested
+        }
         out = []
         for key in ("threads", "grid"):
             value = data.get(key)
@@ -440,7 +450,7 @@ class _Reader:
             if not 1 <= len(value) <= 3:
                 raise self.fail((*at, key), f"expected 1 to 3 dimensions, got {len(value)}")
             out.append(tuple(self.expression(v, (*at, key), symbols) for v in value))
-        return Launch(threads=out[0], grid=out[1])
+        return Launch(threads=out[0], grid=out[1], backends=own)
 
     def check(self, data: dict, at: tuple) -> Check:
         self.check_keys(data, at, ("reference", "rtol", "atol", "max_ulp"))

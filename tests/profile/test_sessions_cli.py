@@ -50,7 +50,11 @@ def recorded(tmp_path_factory, shared_cache_dir):
     assert first.returncode == 0, first.stderr
     assert f"recorded as run(s) #1–#2 in {db}" in first.stderr
     wgsl = root / "reference" / "saxpy.wgsl"
-    wgsl.write_text(wgsl.read_text().replace("let i = gid.x;", "let i = gid.x; // edited"))
+    edited = wgsl.read_text().replace(
+        "let i = group * 256u + lid.x;", "let i = group * 256u + lid.x; // edited"
+    )
+    assert "// edited" in edited
+    wgsl.write_text(edited)
     second = cli("run", str(root), *common, "--json")
     assert second.returncode == 0, second.stderr
     assert "recorded" not in second.stdout  # --json output stays one JSON object
@@ -91,7 +95,9 @@ def test_runs_land_in_the_database_and_list_show_compare_read_them(recorded):
     shown = json.loads(cli("sessions", "show", "4", "--db", str(recorded), "--json").stdout)
     assert shown["detail"]["provenance"]["sizes"] == {"n": 4096}
     assert len(shown["samples_s"]) == shown["n"] > 1
-    assert "+    let i = gid.x; // edited" in shown["diff"]  # against the previous run of saxpy
+    assert (
+        "+    let i = group * 256u + lid.x; // edited" in shown["diff"]
+    )  # against the previous run of saxpy
     assert shown["toolchain"].startswith("wgpu-py")
     text = cli("sessions", "show", "4", "--db", str(recorded))
     assert "source diff" in text.stdout and "// edited" in text.stdout

@@ -89,3 +89,27 @@ def rust_gpu_spirv() -> Path:
     if not SHARED_SPIRV.is_dir():
         pytest.skip(f"{SHARED_SPIRV} is absent")
     return SHARED_SPIRV
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """A CudaRuntime over the pycuda double (fake_pycuda.py), loaded fresh for each test."""
+    import importlib.util
+    import sys
+    import types
+
+    location = Path(__file__).with_name("fake_pycuda.py")
+    loader = importlib.util.spec_from_file_location("fake_pycuda", location)
+    fake_pycuda = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(fake_pycuda)
+    package = types.ModuleType("pycuda")
+    package.driver = fake_pycuda
+    monkeypatch.setitem(sys.modules, "pycuda", package)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", fake_pycuda)
+    from workbench.run.runtimes.cuda import CudaRuntime
+
+    runtime = CudaRuntime()
+    runtime.fake = fake_pycuda
+    yield runtime
+    runtime.close()
+    assert fake_pycuda.context_stack == []  # every push was popped

@@ -52,31 +52,6 @@ _SAXPY_PTX = """.version 8.0
 """
 
 
-@pytest.fixture
-def fake_cuda(monkeypatch):
-    """pycuda.driver replaced by a double shaped like its documented API (see fake_pycuda.py)."""
-    import importlib.util
-    import sys
-    import types
-    from pathlib import Path
-
-    location = Path(__file__).with_name("fake_pycuda.py")
-    loader = importlib.util.spec_from_file_location("fake_pycuda", location)
-    fake_pycuda = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(fake_pycuda)
-    package = types.ModuleType("pycuda")
-    package.driver = fake_pycuda
-    monkeypatch.setitem(sys.modules, "pycuda", package)
-    monkeypatch.setitem(sys.modules, "pycuda.driver", fake_pycuda)
-    from workbench.run.runtimes.cuda import CudaRuntime
-
-    runtime = CudaRuntime()
-    runtime.fake = fake_pycuda
-    yield runtime
-    runtime.close()
-    assert fake_pycuda.context_stack == []  # every push was popped
-
-
 def test_cuda_flow_against_a_pycuda_double(fake_cuda, saxpy_kernel, tmp_path):
     import numpy as np
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import math
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from workbench.run.runtimes import RuntimeFailure
 from workbench.run.spec import make_launch_spec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "resources" / "examples"
 
 
 def _buffer(name, type_, length, direction, binding):
@@ -191,8 +194,58 @@ def test_readable_interface_mismatches(wgpu_runtime, llvmpipe_index, shaders_dir
         wgpu_runtime.prepare(_spec(path, "wgsl", "main", writes_read_only, 1, mode="push"), llvmpipe_index)
     with pytest.raises(RuntimeFailure, match="params_binding is not set"):
         wgpu_runtime.prepare(_spec(path, "wgsl", "main", good, 1, mode="uniform"), llvmpipe_index)
-    with pytest.raises(RuntimeFailure, match="exceeds this device's 65535 workgroups"):
-        wgpu_runtime.prepare(_spec(path, "wgsl", "main", good, 70_000, mode="push"), llvmpipe_index)
+    two_d = _spec(path, "wgsl", "main", good, 70_000, mode="push")
+    two_d["grid"] = [70_000, 2, 1]  # only a 1-D grid is folded: a 2-D one needs its own geometry
+    with pytest.raises(
+        RuntimeFailure, match=r"exceeds this device's 65535 workgroups.*\[kernel.launch.<backend>\]"
+    ):
+        wgpu_runtime.prepare(two_d, llvmpipe_index)
+
+
+@pytest.mark.parametrize("example", ["saxpy", "bitonic"])
+def test_a_grid_beyond_65535_workgroups_is_folded_and_verifies(
+    example, wgpu_runtime, llvmpipe_index, rng, tmp_path
+):
+    """The examples' own WGSL, with 1 invocation per workgroup so 70,001 workgroups stay cheap: the
+    dispatch is folded to 2-D and the shader's num_workgroups indexing covers every element once."""
+    from workbench.run.runtimes.wgpu_runtime import WgpuPrepared
+
+    source = (EXAMPLES / example / "reference" / f"{example}.wgsl").read_text()
+    shader = source.replace("@workgroup_size(256)", "@workgroup_size(1)").replace("* 256u", "* 1u")
+    assert shader.count("* 1u") == 1, "the example no longer computes its index as group * 256u"
+    n = 70_001
+    if example == "saxpy":
+        args = [_scalar("n", "u32", n), _scalar("a", "f32", 2.5),
+                _buffer("x", "f32", n, "in", 1), _buffer("y", "f32", n, "inout", 2)]  # fmt: skip
+        inputs = {
+            "x": rng.uniform(-1, 1, n).astype(np.float32),
+            "y": rng.uniform(-1, 1, n).astype(np.float32),
+        }
+        expected = np.float32(2.5) * inputs["x"] + inputs["y"]
+        name = "y"
+    else:
+        j, k = 1, 2
+        args = [_scalar("n", "u32", n), _scalar("j", "u32", j), _scalar("k", "u32", k),
+                _buffer("data", "u32", n, "inout", 1)]  # fmt: skip
+        inputs = {"data": rng.integers(0, 1_000_000, n).astype(np.uint32)}
+        expected = inputs["data"].copy()
+        for i in range(n):
+            partner = i ^ j
+            if partner > i and partner < n:
+                a, b = expected[i], expected[partner]
+                if ((i & k) == 0 and a > b) or ((i & k) != 0 and a < b):
+                    expected[i], expected[partner] = b, a
+        name = "data"
+    path = tmp_path / f"{example}.wgsl"
+    path.write_text(shader)
+    spec = _spec(path, "wgsl", "main", args, n, params_binding=0)
+    with wgpu_runtime.prepare(spec, llvmpipe_index) as prepared:
+        assert isinstance(prepared, WgpuPrepared)
+        assert prepared.grid == (35_001, 2, 1)  # folded: 70,002 workgroups, the last one spare
+        prepared.upload(inputs)
+        prepared.launch(1)
+        out = prepared.download([name])[name]
+    np.testing.assert_array_equal(out, expected)
 
 
 def test_wgpu_devices_describe_adapters(wgpu_runtime, llvmpipe_index):

@@ -55,6 +55,11 @@ def register(subparsers) -> None:
     parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder")
     parser.add_argument("--seed", type=int, help="seed of random inputs (default 0; recorded in provenance)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--l2", choices=("warm", "cold", "both"), default="warm",
+        help="cache policy between timed samples: warm (default), cold (GPU caches flushed, untimed, "
+        "before every sample) or both (warm, then cold in timing.conditions.l2_cold)",
+    )  # fmt: skip
     record = parser.add_mutually_exclusive_group()
     record.add_argument(
         "--db",
@@ -167,6 +172,7 @@ def _record(report, snapshot, args) -> None:
 
 def run(args) -> int:
     from workbench.run.service import RunService
+    from workbench.run.timing import TimingOptions
 
     project = Project.open(args.path)
     sizes = parse_sizes(args.size)
@@ -188,7 +194,7 @@ def run(args) -> int:
         from workbench.profile.sources import snapshot as take_snapshot
 
         snapshot = take_snapshot(project)
-    service = RunService()
+    service = RunService(timing=TimingOptions(l2=args.l2))
     try:
         report = service.run(
             project, kernel=args.kernel, backends=args.backend, devices=devices, sizes=sizes,

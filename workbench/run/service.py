@@ -38,7 +38,17 @@ from workbench.run.verify import check_outputs, compare
 
 #: Seconds allowed for steps other than launches (loading a module, compiling a shader, copies).
 SETUP_TIMEOUT_S = 120.0
-TIMING_KEYS = ("median_s", "iqr_s", "min_s", "max_s", "n", "samples_s", "method", "resolution_s")
+TIMING_KEYS = (
+    "median_s",
+    "iqr_s",
+    "min_s",
+    "max_s",
+    "n",
+    "samples_s",
+    "method",
+    "resolution_s",
+    "conditions",
+)
 
 
 class RunError(WorkbenchError):
@@ -420,7 +430,7 @@ class RunService:
             return self._error(ctx, backend, choice, build, str(exc)), None
 
         worker: WorkerProcess | None = None
-        stats = None
+        stats = conditions = None
         verified, check = None, {}
         try:
             worker = self.pool.get(spec["runtime"])
@@ -458,6 +468,7 @@ class RunService:
                     on_progress=lambda p: ctx.emit({"kind": "progress", "backend": backend, **p}),
                 )[0]
                 stats = TimingStats.from_dict(reply["stats"])
+                conditions = reply.get("conditions")  # cache policy, clocks, energy (worker.py)
             worker.request({"op": "close"}, timeout_s=SETUP_TIMEOUT_S)
         except (WorkerError, timing_mod.Cancelled, RunCancelled) as exc:
             cancelled = self._cancel.is_set()
@@ -477,7 +488,8 @@ class RunService:
 
         result = RunResult(
             backend=backend, device=choice.device, status="ok", verified=verified, check=check,
-            timing=stats.to_dict() if stats else None, throughput=_no_throughput(), error=None,
+            timing=dict(stats.to_dict(), conditions=conditions) if stats else None,
+            throughput=_no_throughput(), error=None,
             provenance=self._provenance(ctx, backend, choice, build, spec, stats),
         )  # fmt: skip
         if stats is not None:

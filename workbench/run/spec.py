@@ -15,6 +15,11 @@ hands it to a runtime (`workbench.run.runtimes`). Shape:
 ```
 `args` keep launch order; `constants` holds the tunables' values (passed to WGSL modules that
 declare `override <name>`).
+
+wgpu caps every dispatch dimension (`max-compute-workgroups-per-dimension`, 65,535 on most
+adapters); `fold_grid` turns a 1-D grid beyond it into a 2-D (or 3-D) dispatch whose workgroup
+count covers the original, and kernels recover their linear workgroup from `num_workgroups` (see
+docs/manifest.md, "Large grids on wgpu").
 """
 
 from __future__ import annotations
@@ -45,6 +50,38 @@ def dtype_of(type_name: str) -> np.dtype:
         return np.dtype(_DTYPES[type_name])
     except KeyError:
         raise ValueError(f"unknown element type {type_name!r}; valid types: {', '.join(_DTYPES)}") from None
+
+
+def fold_grid(grid: tuple[int, ...] | list[int], limit: int) -> tuple[int, int, int]:
+    """The dispatch of `grid` on a device allowing `limit` workgroups per dimension.
+
+    A grid within the limit is returned as it is. A 1-D grid `[g, 1, 1]` beyond it becomes
+    `[x, y, 1]` (or `[x, y, z]`) with `x * y * z >= g` and as few spare workgroups as possible
+    (fewer than `y * z`): the kernel maps `workgroup_id` to the linear workgroup
+    `wid.x + num_workgroups.x * (wid.y + num_workgroups.y * wid.z)` and workgroups at or past `g`
+    find their elements out of range. A 2-D or 3-D grid beyond the limit cannot be folded without
+    the kernel knowing it: ValueError says to give the backend its own `[kernel.launch.<backend>]`.
+    """
+    dims = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    limit = int(limit)
+    if limit < 1:
+        raise ValueError(f"a limit of {limit} workgroups per dimension allows no dispatch")
+    if all(d <= limit for d in dims):
+        return dims  # type: ignore[return-value]
+    g = dims[0]
+    if dims[1] != 1 or dims[2] != 1:
+        raise ValueError(
+            f"grid {list(dims)} exceeds this device's {limit} workgroups per dimension and only a 1-D "
+            "grid is folded; give this backend its own launch geometry ([kernel.launch.<backend>] in "
+            "workbench.toml) or use more threads per workgroup"
+        )
+    z = -(-g // (limit * limit))
+    if z > limit:
+        raise ValueError(f"grid of {g} workgroups exceeds {limit}^3, the most a wgpu dispatch can hold")
+    rest = -(-g // z)
+    y = -(-rest // limit)
+    x = -(-rest // y)
+    return (x, y, z)
 
 
 def make_launch_spec(
@@ -93,7 +130,7 @@ def make_launch_spec(
             )
         else:
             args.append({"name": arg.name, "kind": "scalar", "type": arg.type, "value": scalars[arg.name]})
-    threads, grid = kernel.geometry(symbols)
+    threads, grid = kernel.geometry(symbols, backend)
     return {
         "runtime": runtime_of(backend),
         "backend": backend,

@@ -10,6 +10,9 @@ request, a runtime's `Prepared.launch`, a bare loop):
 3. samples until both `min_n` samples and `min_time_s` seconds are reached (stopping anyway at
    `max_n` samples or after `max_time_s` with at least 3 samples).
 
+With `l2="cold"` there is no batching (step 2): the caller flushes caches before every launch
+call, untimed (the worker does, through `Prepared.flush_caches`).
+
 The result is a `TimingStats` (median, IQR, min, max, n, raw per-launch samples, method,
 resolution, batch, warm-up count).
 """
@@ -39,12 +42,24 @@ class TimingOptions:
     #: A sample must span at least this many timer ticks, else launches are batched.
     min_ticks: float = 100.0
     max_batch: int = 1 << 20
+    #: "warm" (default): launches follow each other, caches keep what the last one left.
+    #: "cold": the worker flushes the device's caches before every sample, outside the timed region
+    #: (CUDA: a write of twice the L2 size; see `Prepared.flush_caches`), and samples hold one
+    #: launch each (a batch would warm the cache for all but its first launch).
+    #: "both": warm, then cold; the result's stats are the warm ones, its conditions hold the cold.
+    l2: str = "warm"
+    #: Energy per launch from NVML's total energy counter, over a batch of at least this long
+    #: (where NVML reaches the device); 0 turns it off.
+    energy_batch_s: float = 0.25
+
+
+L2_POLICIES = ("warm", "cold", "both")
 
 
 #: The window's hot-reload loop: enough samples for a median and a spread, sooner (7 timed runs, as
 #: Kernel Tuner takes). The command line and benchmarks keep the defaults; every result records the
 #: options it was measured with.
-INTERACTIVE = TimingOptions(min_n=7, min_time_s=0.05, warmup_max_n=10, warmup_max_s=0.15)
+INTERACTIVE = TimingOptions(min_n=7, min_time_s=0.05, warmup_max_n=10, warmup_max_s=0.15, energy_batch_s=0.0)
 
 
 def options_to_dict(options: TimingOptions) -> dict[str, Any]:
@@ -53,7 +68,16 @@ def options_to_dict(options: TimingOptions) -> dict[str, Any]:
 
 def options_from_dict(data: dict[str, Any]) -> TimingOptions:
     known = set(TimingOptions.__dataclass_fields__)
-    return TimingOptions(**{k: v for k, v in data.items() if k in known})
+    options = TimingOptions(**{k: v for k, v in data.items() if k in known})
+    check_l2(options.l2)
+    return options
+
+
+def check_l2(policy: str) -> str:
+    """`policy` when it is a valid cache policy, else ValueError naming the valid ones."""
+    if policy not in L2_POLICIES:
+        raise ValueError(f"unknown L2 policy {policy!r}; valid: {', '.join(L2_POLICIES)}")
+    return policy
 
 
 class Cancelled(Exception):
@@ -119,7 +143,7 @@ def measure(
     # 2. batching: grow the batch until a sample spans enough ticks (a timer may read 0 for
     # sub-tick launches, so the estimate is refined from batched samples, not trusted once).
     single = float(np.median(warm[-3:]))
-    batch = choose_batch(single, resolution_s, opts.min_ticks, opts.max_batch)
+    batch = 1 if opts.l2 != "warm" else choose_batch(single, resolution_s, opts.min_ticks, opts.max_batch)
     while batch > 1:
         check()
         total = float(launch(batch))

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 import traceback
+from dataclasses import replace
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -98,7 +99,7 @@ class WorkerState:
                 raise ValueError(f"launch count must be at least 1, got {count}")
             return {"seconds": float(self.need_prepared().launch(count)), "count": count}, None
         if op == "measure":
-            return {"stats": self.measure(header, progress)}, None
+            return self.measure(header, progress), None
         if op == "download":
             return {}, self.need_prepared().download(list(header.get("names", [])))
         if op == "close":
@@ -113,10 +114,24 @@ class WorkerState:
     def measure(self, header: dict[str, Any], progress) -> dict[str, Any]:
         """The timing protocol run here, launches back to back (no round trip between them);
         a heartbeat frame goes out at most every HEARTBEAT_S so the caller's per-launch deadline
-        still applies."""
+        still applies. Replies `{"stats", "conditions"}`: the conditions are the cache policy,
+        NVML's clocks before and after, and energy per launch. With `l2 = "both"` the stats are
+        the warm ones and `conditions["l2_cold"]` summarizes a cold measurement taken right after."""
+        from workbench.run import nvml
+        from workbench.run.runtimes import RuntimeFailure
         from workbench.run.timing import measure, options_from_dict
 
         prepared = self.need_prepared()
+        try:
+            options = options_from_dict(header.get("options") or {})
+        except ValueError as exc:
+            raise RuntimeFailure(str(exc)) from None
+        flush = getattr(prepared, "flush_caches", None)
+        if options.l2 != "warm" and flush is None:
+            raise RuntimeFailure(
+                f"--l2 {options.l2} flushes GPU caches; the {self.runtime_name} runtime has none to flush "
+                "(cold L2 is available on the cuda and wgpu runtimes)"
+            )
         last = [time.monotonic()]
 
         def on_launch(phase: str, done: int) -> None:
@@ -129,20 +144,72 @@ class WorkerState:
         # sample: a kernel whose work depends on the data it rewrites, timed on its own previous
         # output, may do different work (or none, or endless work). Runtimes take whole uploads.
         restore = self.uploaded if header.get("restore") else None
+        resolution = float(header.get("resolution_s") or prepared.timer_resolution_s)
 
-        def launch(count: int) -> float:
-            if restore:
-                prepared.upload(restore)  # not timed: launch() reads the runtime's own timer
-            return prepared.launch(count)
+        def timed(cold: bool):
+            def launch(count: int) -> float:
+                if restore:
+                    prepared.upload(restore)  # not timed: launch() reads the runtime's own timer
+                if cold:
+                    flush()  # not timed either, and waited for
+                return prepared.launch(count)
 
-        stats = measure(
-            launch,
-            float(header.get("resolution_s") or prepared.timer_resolution_s),
-            prepared.timer_method,
-            options_from_dict(header.get("options") or {}),
-            on_launch=on_launch,
-        )
-        return stats.to_dict()
+            policy = replace(options, l2="cold" if cold else "warm")
+            return measure(launch, resolution, prepared.timer_method, policy, on_launch=on_launch)
+
+        hint = getattr(prepared, "nvml_device", lambda: {})()
+        device = nvml.find_device(hint)
+        before = nvml.clocks(device)
+        stats = timed(cold=options.l2 == "cold")
+        cold_stats = timed(cold=True) if options.l2 == "both" else None
+        after = nvml.clocks(device)
+        conditions: dict[str, Any] = {
+            "l2": options.l2,
+            "l2_flush_bytes": getattr(prepared, "flush_bytes", None) if options.l2 != "warm" else None,
+            "l2_cold": None,
+            "clocks_before": before,
+            "clocks_after": after,
+            "clocks_locked": nvml.locked(before),
+            "clock_source": "nvml" if device is not None else None,
+            "energy_per_launch_j": None,
+            "power_w": None,
+            "energy_batch": None,
+        }
+        if cold_stats is not None:
+            conditions["l2_cold"] = {
+                k: getattr(cold_stats, k) for k in ("median_s", "iqr_s", "min_s", "max_s", "n", "batch")
+            }
+        if device is not None and options.energy_batch_s > 0 and stats.median_s > 0:
+            conditions.update(
+                self._energy(prepared, device, stats.median_s, options.energy_batch_s, on_launch)
+            )
+        return {"stats": stats.to_dict(), "conditions": conditions}
+
+    @staticmethod
+    def _energy(prepared: Any, device: Any, median_s: float, batch_s: float, on_launch) -> dict[str, Any]:
+        """Energy per launch: NVML's total energy counter around back-to-back launches lasting at
+        least `batch_s` (the counter updates every few tens of milliseconds)."""
+        from workbench.run import nvml
+
+        count = max(1, min(1 << 17, int(batch_s / median_s) + 1))
+        start_mj = nvml.energy_mj(device)
+        if start_mj is None:
+            return {}
+        started = time.perf_counter()
+        prepared.launch(count)
+        wall = time.perf_counter() - started
+        on_launch("energy", count)
+        end_mj = nvml.energy_mj(device)
+        if end_mj is None or end_mj <= start_mj:
+            return {
+                "energy_batch": {"launches": count, "wall_s": wall, "note": "the counter did not advance"}
+            }
+        joules = (end_mj - start_mj) / 1000.0
+        return {
+            "energy_per_launch_j": joules / count,
+            "power_w": joules / wall if wall > 0 else None,
+            "energy_batch": {"launches": count, "wall_s": wall, "joules": joules},
+        }
 
 
 def serve(reader: BinaryIO, writer: BinaryIO, runtime_name: str) -> int:

@@ -130,6 +130,8 @@ class CudaPrepared(Prepared):
                 self._free()
                 raise _cuda_error("allocating device buffers failed", exc) from None
             self._start, self._end = cuda.Event(), cuda.Event()
+        self._flush: Any = None
+        self.flush_bytes: int | None = None
 
     @contextlib.contextmanager
     def _current(self) -> Iterator[None]:
@@ -180,6 +182,27 @@ class CudaPrepared(Prepared):
                 # Errors like an illegal address poison the context: the worker must restart.
                 raise _cuda_error("kernel launch failed", exc, fatal=True) from None
 
+    def flush_caches(self) -> None:
+        """Evict the L2 before a cold sample: write a scratch buffer of twice the L2 size
+        (cuMemsetD32, as nvbench does) and wait for it, so none of it lands in a timed region."""
+        with self._current():
+            try:
+                if self._flush is None:
+                    l2 = self._context.get_device().get_attribute(self._cuda.device_attribute.L2_CACHE_SIZE)
+                    self.flush_bytes = max(2 * int(l2), 1 << 20)
+                    self._flush = self._cuda.mem_alloc(self.flush_bytes)
+                self._cuda.memset_d32(self._flush, 0, self.flush_bytes // 4)
+                self._cuda.Context.synchronize()
+            except Exception as exc:
+                raise _cuda_error("flushing the L2 failed", exc, fatal=True) from None
+
+    def nvml_device(self) -> dict[str, Any]:
+        """How NVML finds this device (by PCI bus id: NVML and CUDA may number devices apart)."""
+        try:
+            return {"pci_bus_id": self._context.get_device().pci_bus_id()}
+        except Exception:
+            return {}
+
     def download(self, names: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         with self._current():
@@ -197,6 +220,9 @@ class CudaPrepared(Prepared):
         return out
 
     def _free(self) -> None:
+        if self._flush is not None:
+            self._allocations["__flush__"] = self._flush
+            self._flush = None
         for allocation in self._allocations.values():
             try:
                 allocation.free()

@@ -4,6 +4,8 @@ Buffers sit at their `binding` in bind group 0; scalars reach the shader per spe
 (a uniform buffer, immediates (push constants), or pipeline-overridable constants). Launches are
 timed with timestamp queries when the device offers them, else with the wall clock around
 submit + wait. Every naga / wgpu validation error becomes a `RuntimeFailure` carrying its text.
+A 1-D grid beyond the adapter's workgroups-per-dimension limit is dispatched folded
+(`workbench.run.spec.fold_grid`); `WgpuPrepared.grid` is the dispatch actually issued.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
 from workbench.run.runtimes.shader_info import ShaderInfo, spirv_info, wgsl_info
-from workbench.run.spec import buffer_args, dtype_of, scalar_args
+from workbench.run.spec import buffer_args, dtype_of, fold_grid, scalar_args
 
 #: Device features requested whenever the adapter has them: what compute modules may need.
 WANTED_FEATURES = (
@@ -116,6 +118,8 @@ class WgpuPrepared(Prepared):
         self._resolve = None
         self._sync_buffer = None
         self._work_done_works = True
+        self._flush = None
+        self.flush_bytes: int | None = None
         self._adapter_info = adapter_info
         try:
             self._build()
@@ -157,13 +161,13 @@ class WgpuPrepared(Prepared):
         wgpu, spec, device = self._wgpu, self.spec, self.device
         module, info, is_wgsl = self._load_module()
         entry = _pick_entry(spec["artifact"]["entry"], info, spec["artifact"]["path"])
-        self.grid = tuple(int(g) for g in spec["grid"])
-        max_groups = device.limits.get("max-compute-workgroups-per-dimension", 65535)
-        if any(g > max_groups for g in self.grid):
-            raise RuntimeFailure(
-                f"grid {list(self.grid)} exceeds this device's {max_groups} workgroups per dimension; "
-                "use more threads per workgroup or a 2-D/3-D grid"
-            )
+        max_groups = int(device.limits.get("max-compute-workgroups-per-dimension", 65535))
+        try:
+            # A 1-D grid past the per-dimension limit is folded into 2-D/3-D: kernels recover the
+            # linear workgroup from num_workgroups (docs/manifest.md, "Large grids on wgpu").
+            self.grid = fold_grid(spec["grid"], max_groups)
+        except ValueError as exc:
+            raise RuntimeFailure(str(exc)) from None
 
         entries: list[dict[str, Any]] = []  # (binding, layout type, buffer)
         usage = wgpu.BufferUsage
@@ -330,6 +334,35 @@ class WgpuPrepared(Prepared):
         delta = int(ticks[1]) - int(ticks[0])
         return max(delta, 0) * self._period_ns * 1e-9
 
+    #: What a cold sample clears first: wgpu cannot query cache sizes, so a fixed 256 MiB, twice
+    #: the L2 of the largest current GPUs (H200: 60 MiB; B200: 126 MiB) and far past llvmpipe's CPU
+    #: caches. The clear runs on the GPU (a transfer command), waited for before the timed pass.
+    FLUSH_BYTES = 256 << 20
+
+    def flush_caches(self) -> None:
+        try:
+            if self._flush is None:
+                limit = int(self.device.limits.get("max-buffer-size", self.FLUSH_BYTES))
+                self.flush_bytes = min(self.FLUSH_BYTES, limit - limit % 4)
+                self._flush = self.device.create_buffer(
+                    label="l2 flush", size=self.flush_bytes, usage=self._wgpu.BufferUsage.COPY_DST
+                )
+            encoder = self.device.create_command_encoder()
+            encoder.clear_buffer(self._flush)
+            self.queue.submit([encoder.finish()])
+            self._wait_idle()
+        except Exception as exc:
+            raise RuntimeFailure(f"wgpu: flushing caches failed: {_error_text(exc)}") from None
+
+    def nvml_device(self) -> dict[str, Any]:
+        """How NVML finds this adapter: by PCI device id, for NVIDIA adapters only."""
+        if self._adapter_info.get("vendor_id") != 0x10DE:
+            return {}
+        return {
+            "pci_device_id": self._adapter_info.get("device_id"),
+            "name": self._adapter_info.get("device"),
+        }
+
     def _wait_idle(self) -> None:
         """Wait for the queue to drain. wgpu-py 0.32's on_submitted_work_done_sync fails against
         its bundled wgpu-native (callback signature mismatch), so fall back to reading a tiny
@@ -369,7 +402,7 @@ class WgpuPrepared(Prepared):
             except Exception:
                 pass
         self.buffers = {}
-        for resource in (self._resolve, self._sync_buffer):
+        for resource in (self._resolve, self._sync_buffer, self._flush):
             if resource is not None:
                 try:
                     resource.destroy()
@@ -377,6 +410,7 @@ class WgpuPrepared(Prepared):
                     pass
         self._resolve = None
         self._sync_buffer = None
+        self._flush = None
         self._query_set = None
 
 

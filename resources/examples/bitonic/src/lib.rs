@@ -67,13 +67,19 @@ pub mod spirv_entry {
         pub k: u32,
     }
 
+    /// A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large
+    /// grids on wgpu"): the linear workgroup comes from `num_workgroups`.
     #[spirv(compute(threads(256)))]
     pub fn bitonic_spirv(
-        #[spirv(global_invocation_id)] gid: UVec3,
+        #[spirv(local_invocation_id)] lid: UVec3,
+        #[spirv(workgroup_id)] wid: UVec3,
+        #[spirv(num_workgroups)] groups: UVec3,
         #[spirv(uniform, descriptor_set = 0, binding = 0)] params: &Params,
         #[spirv(storage_buffer, descriptor_set = 0, binding = 1)] data: &mut [u32],
     ) {
-        super::bitonic_step(gid.x as usize, params.n, params.j, params.k, data);
+        let group = wid.x + groups.x * (wid.y + groups.y * wid.z);
+        let i = (group * 256 + lid.x) as usize;
+        super::bitonic_step(i, params.n, params.j, params.k, data);
     }
 }
 

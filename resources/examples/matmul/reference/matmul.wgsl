@@ -1,5 +1,6 @@
 // Hand-written WGSL tiled matrix multiply, the same computation as src/lib.rs:
-// C (m x n) = A (m x k) * B (k x n), row-major, 16x16 tiles in workgroup memory, k ascending.
+// C (m x n) = A (m x k) * B (k x n), row-major, 16x16 tiles in workgroup memory, k ascending,
+// one fused multiply-add per step: the algorithm of reference/matmul.cu, line for line.
 struct Params {
     m: u32,
     n: u32,
@@ -38,7 +39,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         b_tile[ty * TILE + tx] = vb;
         workgroupBarrier();
         for (var t = 0u; t < TILE; t = t + 1u) {
-            acc = acc + a_tile[ty * TILE + t] * b_tile[t * TILE + tx];
+            // fma(): one rounding per step like nvcc's fma.rn.f32 and the Rust logic's fused
+            // multiply-add, where the driver fuses it (Vulkan lets it round twice: llvmpipe does).
+            acc = fma(a_tile[ty * TILE + t], b_tile[t * TILE + tx], acc);
         }
         workgroupBarrier();
     }

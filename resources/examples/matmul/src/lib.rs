@@ -4,11 +4,16 @@
 //!
 //! The logic is written once (`matmul_acc`: the multiply-accumulate chain of one element of C);
 //! thin entry points wrap it for each backend. Every backend runs the chain in the same order
-//! (k ascending), so results differ only where a compiler fuses the multiply and add (FMA).
+//! (k ascending) with a fused multiply-add per step, as nvcc compiles the CUDA C++ reference.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
+#![cfg_attr(
+    any(target_arch = "nvptx64", target_arch = "spirv"),
+    feature(core_intrinsics),
+    allow(internal_features)
 )]
 
 /// Tile edge: threads per block are TILE × TILE (the manifest's `threads`).
@@ -26,10 +31,24 @@ pub fn matmul_acc<A: Fn(usize) -> f32, B: Fn(usize) -> f32>(
 ) -> f32 {
     let mut t = 0;
     while t < len {
-        acc += a(t) * b(t);
+        acc = fused_multiply_add(a(t), b(t), acc);
         t += 1;
     }
     acc
+}
+
+/// `a·b + c` rounded once (IEEE fusedMultiplyAdd), on every backend: nvcc contracts
+/// `acc += a * b` into `fma.rn.f32` by default, rustc never contracts, so the shared logic asks for
+/// the fused operation itself. With it every backend rounds each step of the chain identically.
+/// `f32::mul_add` lives in `std`; the no_std GPU targets take the intrinsic it is built on
+/// (`llvm.fma.f32` → `fma.rn.f32` on NVPTX, GLSL.std.450 `Fma` in rust-gpu).
+#[inline(always)]
+pub fn fused_multiply_add(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(any(target_arch = "nvptx64", target_arch = "spirv"))]
+    #[allow(unused_unsafe)]
+    return unsafe { core::intrinsics::fmaf32(a, b, c) };
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+    return a.mul_add(b, c);
 }
 
 // ---------------------------------------------------------------- cpu: the whole grid, in order
@@ -69,13 +88,14 @@ pub unsafe extern "ptx-kernel" fn matmul(
     c: *mut f32,
 ) {
     use core::arch::nvptx::*;
-    // Two 16×16 f32 tiles of block-shared memory: no Rust API on this target, so declared in PTX, once.
-    let tiles: *mut f32;
+    // Two 16×16 f32 tiles of block-shared memory: no Rust API on this target, so declared in PTX,
+    // once, and addressed by their 32-bit offset in the shared window (`mov.u32`, as nvcc does).
+    let tiles: u32;
     unsafe {
         core::arch::asm!(
             ".shared .align 16 .b8 MATMUL_TILES[2048];",
-            "cvta.shared.u64 {p}, MATMUL_TILES;",
-            p = out(reg64) tiles,
+            "mov.u32 {p}, MATMUL_TILES;",
+            p = out(reg32) tiles,
         );
     }
     let (tx, ty) = unsafe { (_thread_idx_x() as usize, _thread_idx_y() as usize) };
@@ -88,12 +108,12 @@ pub unsafe extern "ptx-kernel" fn matmul(
     // Threads beyond TILE × TILE (a wider launch) only join the barriers. `get` keeps bounds
     // checks without a panic path, which rustc's NVPTX output cannot link.
     let in_tile = tx < TILE && ty < TILE;
+    // Byte addresses of tile elements: A's tile first, B's after it.
+    let a_at = |i: usize| tiles + 4 * i as u32;
+    let b_at = |i: usize| tiles + 4 * (TILE * TILE + i) as u32;
     let mut acc = 0.0f32;
     let mut k0 = 0;
     while k0 < k {
-        // Fresh references each tile: other threads write the tiles between barriers.
-        let a_tile = unsafe { &mut *(tiles as *mut [f32; TILE * TILE]) };
-        let b_tile = unsafe { &mut *(tiles.add(TILE * TILE) as *mut [f32; TILE * TILE]) };
         if in_tile {
             let (ka, kb) = (k0 + tx, k0 + ty);
             let va = if row < m && ka < k {
@@ -106,16 +126,18 @@ pub unsafe extern "ptx-kernel" fn matmul(
             } else {
                 None
             };
-            a_tile[ty * TILE + tx] = va.copied().unwrap_or(0.0);
-            b_tile[ty * TILE + tx] = vb.copied().unwrap_or(0.0);
+            unsafe {
+                shared::store(a_at(ty * TILE + tx), va.copied().unwrap_or(0.0));
+                shared::store(b_at(ty * TILE + tx), vb.copied().unwrap_or(0.0));
+            }
         }
         unsafe { _syncthreads() };
         if in_tile {
             acc = matmul_acc(
                 acc,
                 TILE,
-                |t| a_tile[ty * TILE + t],
-                |t| b_tile[t * TILE + tx],
+                |t| unsafe { shared::load(a_at(ty * TILE + t)) },
+                |t| unsafe { shared::load(b_at(t * TILE + tx)) },
             );
         }
         unsafe { _syncthreads() };
@@ -124,6 +146,42 @@ pub unsafe extern "ptx-kernel" fn matmul(
     if row < m && col < n {
         if let Some(out) = c.get_mut(row * n + col) {
             *out = acc;
+        }
+    }
+}
+
+/// Block-shared memory by its 32-bit shared-window address: `ld.shared` / `st.shared`, as nvcc
+/// emits for `__shared__` arrays. rustc has no shared address space, so a Rust reference to the
+/// tiles would load and store through 64-bit generic addresses (`ld.b32`), which cost an
+/// address-space check per access and 64-bit index arithmetic.
+#[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
+mod shared {
+    /// The f32 at `addr`. Reads memory only: the compiler may not move it across a barrier
+    /// (`_syncthreads` writes memory as far as it knows).
+    #[inline(always)]
+    pub unsafe fn load(addr: u32) -> f32 {
+        let value: f32;
+        unsafe {
+            core::arch::asm!(
+                "ld.shared.f32 {v}, [{a}];",
+                v = out(reg32) value,
+                a = in(reg32) addr,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+        value
+    }
+
+    /// Store `value` at `addr`.
+    #[inline(always)]
+    pub unsafe fn store(addr: u32, value: f32) {
+        unsafe {
+            core::arch::asm!(
+                "st.shared.f32 [{a}], {v};",
+                a = in(reg32) addr,
+                v = in(reg32) value,
+                options(nostack, preserves_flags),
+            );
         }
     }
 }

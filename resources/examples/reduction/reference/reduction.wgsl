@@ -10,10 +10,18 @@ struct Params {
 
 var<workgroup> scratch: array<f32, 256>;
 
+// A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large grids on
+// wgpu"): the block number is the linear workgroup, recovered from num_workgroups. Spare workgroups
+// of a folded grid (block >= ceil(n / 512)) load zeros and write nothing.
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+fn main(
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
     let tid = lid.x;
-    let i = wid.x * 512u + tid;
+    let block = wid.x + groups.x * (wid.y + groups.y * wid.z);
+    let i = block * 512u + tid;
     var lo = 0.0;
     if (i < params.n) {
         lo = x[i];
@@ -30,7 +38,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
         workgroupBarrier();
     }
-    if (tid == 0u) {
-        partial[wid.x] = scratch[0];
+    if (tid == 0u && block < arrayLength(&partial)) {
+        partial[block] = scratch[0];
     }
 }

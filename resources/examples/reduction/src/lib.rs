@@ -121,16 +121,21 @@ pub mod spirv_entry {
         pub n: u32,
     }
 
+    /// A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large
+    /// grids on wgpu"): the block is the linear workgroup, recovered from `num_workgroups`; spare
+    /// workgroups of a folded grid fail `reduction_step`'s `block < partial.len()` and write nothing.
     #[spirv(compute(threads(256)))]
     pub fn reduction_spirv(
         #[spirv(local_invocation_id)] lid: UVec3,
         #[spirv(workgroup_id)] wid: UVec3,
+        #[spirv(num_workgroups)] groups: UVec3,
         #[spirv(uniform, descriptor_set = 0, binding = 0)] params: &Params,
         #[spirv(storage_buffer, descriptor_set = 0, binding = 1)] x: &[f32],
         #[spirv(storage_buffer, descriptor_set = 0, binding = 2)] partial: &mut [f32],
         #[spirv(workgroup)] scratch: &mut [f32; super::BLOCK],
     ) {
-        let (tid, block) = (lid.x as usize, wid.x as usize);
+        let group = wid.x + groups.x * (wid.y + groups.y * wid.z);
+        let (tid, block) = (lid.x as usize, group as usize);
         let mut step = 0;
         while step <= super::STEPS {
             super::reduction_step(step, tid, block, params.n, x, scratch, partial);

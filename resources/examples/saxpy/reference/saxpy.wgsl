@@ -8,9 +8,16 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 
+// A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large grids on
+// wgpu"): the linear workgroup comes from num_workgroups, not from global_invocation_id.x.
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
+fn main(
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let group = wid.x + groups.x * (wid.y + groups.y * wid.z);
+    let i = group * 256u + lid.x;
     if (i < params.n) {
         y[i] = params.a * x[i] + y[i];
     }

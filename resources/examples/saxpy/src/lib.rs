@@ -55,14 +55,19 @@ pub mod spirv_entry {
         pub a: f32,
     }
 
+    /// A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large
+    /// grids on wgpu"): the linear workgroup comes from `num_workgroups`.
     #[spirv(compute(threads(256)))]
     pub fn saxpy_spirv(
-        #[spirv(global_invocation_id)] gid: UVec3,
+        #[spirv(local_invocation_id)] lid: UVec3,
+        #[spirv(workgroup_id)] wid: UVec3,
+        #[spirv(num_workgroups)] groups: UVec3,
         #[spirv(uniform, descriptor_set = 0, binding = 0)] params: &Params,
         #[spirv(storage_buffer, descriptor_set = 0, binding = 1)] x: &[f32],
         #[spirv(storage_buffer, descriptor_set = 0, binding = 2)] y: &mut [f32],
     ) {
-        super::saxpy_at(gid.x as usize, params.n, params.a, x, y);
+        let group = wid.x + groups.x * (wid.y + groups.y * wid.z);
+        super::saxpy_at((group * 256 + lid.x) as usize, params.n, params.a, x, y);
     }
 }
 

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Prepare the H200 evidence run on THIS machine (it has Rust; the GPU host has none):
+#   - every example built for nvptx (sm_90), cuda-c and wgsl, exported to .gpu-artifacts/<example>/;
+#   - the real rust-gpu SPIR-V from ../shared/data/rust-gpu-spirv/ wrapped in two small projects
+#     (with a cpu cdylib built here as their reference) under .gpu-artifacts/rust-gpu/<name>/;
+#   - the wheel/deb bundle for the offline GPU host in .gpu-bundle/ (../shared/scripts/gpu-host-bundle.sh),
+#     plus the nvidia-ml-py wheel (NVML clocks and energy).
+# Both folders are git-ignored: pass them to the device run as `carry`. Run from the repository root:
+#   bash benchmarks/gpu_host/prepare.sh          (SKIP_BUNDLE=1 to keep an existing .gpu-bundle)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+py=${PYTHON:-$repo/.venv/bin/python}
+export PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH}
+artifacts=$repo/.gpu-artifacts
+shared=$repo/../shared
+rm -rf "$artifacts"
+mkdir -p "$artifacts"
+
+for ex in saxpy reduction matmul bitonic; do
+  "$py" -m workbench build "resources/examples/$ex" --backend nvptx,cuda-c,wgsl --target 9.0 \
+    --export "$artifacts/$ex"
+done
+
+# rust-gpu: real cargo-gpu output, not built by us (see ../shared/data/rust-gpu-spirv/README.md).
+spirv=$shared/data/rust-gpu-spirv
+if [ -d "$spirv" ]; then
+  "$py" "$repo/benchmarks/gpu_host/rust_gpu_projects.py" "$spirv" "$artifacts/rust-gpu"
+  for name in headless particles; do
+    "$py" -m workbench build "$artifacts/rust-gpu/$name/project" --backend cpu,rust-gpu \
+      --export "$artifacts/rust-gpu/$name/artifacts"
+  done
+else
+  echo "warning: $spirv is absent: no rust-gpu modules for the GPU host" >&2
+fi
+du -sh "$artifacts"
+
+if [ -z "${SKIP_BUNDLE:-}" ]; then
+  bash "$shared/scripts/gpu-host-bundle.sh" "$repo/.gpu-bundle"
+fi
+# NVML readings (clocks, energy) and pytest (the gpu suite) on the GPU host: pure-Python wheels,
+# installed by gpu-host-setup.sh with the others.
+"$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d "$repo/.gpu-bundle/whl" \
+  nvidia-ml-py pytest pluggy iniconfig packaging pygments \
+  || echo "warning: nvidia-ml-py / pytest wheels could not be downloaded" >&2
+du -sh "$repo/.gpu-bundle"
