@@ -181,7 +181,7 @@ def test_a_wgsl_error_becomes_a_diagnostic_at_its_line(make_window, example_copy
     shader = root / "reference" / "saxpy.wgsl"
     editor = window.editor_tabs.open_file(shader)
     lines = editor.text().splitlines()
-    target = next(i for i, line in enumerate(lines) if "let i = gid.x;" in line) + 1
+    target = next(i for i, line in enumerate(lines) if "let i = " in line) + 1
     editor.go_to(target, 5)
     editor.textCursor().insertText("zz ")
     # Build saves the editor first (a hot-reload cycle the build then supersedes).
