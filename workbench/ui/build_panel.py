@@ -360,6 +360,8 @@ class BuildPanel(QWidget):
         if group in self._diag_groups:
             backends = self._diag_groups[group]
             backends.append(backend)
+            order = {name: i for i, name in enumerate(self.bridge.backends())}
+            backends.sort(key=lambda name: (order.get(name, len(order)), name))  # as the toolbar lists them
             self._diag_items[group].setText(DIAG_BACKEND, ", ".join(backends))
             return
         location = ""
