@@ -63,12 +63,14 @@ def test_device_picker_lists_llvmpipe_and_greys_cuda(qtbot, make_widget, bridge,
     assert cuda.childCount() == 1 and cuda.child(0).text(0)  # the reason, as a greyed row
     assert cuda.toolTip(0) == cuda.child(0).text(0)
     wgpu = picker.group_item("wgpu")
-    apis = {wgpu.child(i).text(0): wgpu.child(i) for i in range(wgpu.childCount())}
-    assert "Vulkan" in apis
-    vulkan = apis["Vulkan"]
-    names = [vulkan.child(i).text(0) for i in range(vulkan.childCount())]
-    assert any("llvmpipe" in name for name in names)
-    llvmpipe = vulkan.child(next(i for i, n in enumerate(names) if "llvmpipe" in n))
+    names = [wgpu.child(i).text(0) for i in range(wgpu.childCount())]
+    # Adapters sharing a name are told apart by their graphics API.
+    assert any("llvmpipe" in name and name.endswith("· Vulkan") for name in names)
+    llvmpipe = wgpu.child(next(i for i, n in enumerate(names) if "llvmpipe" in n and "Vulkan" in n))
+    assert "llvmpipe" in llvmpipe.toolTip(0) and llvmpipe.checkState(0) in (
+        Qt.CheckState.Checked,
+        Qt.CheckState.Unchecked,
+    )
     spec = llvmpipe.text(1)
     assert spec.startswith("wgpu:")
 
@@ -173,14 +175,17 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     plots.tabs.setCurrentIndex(2)
     qtbot.waitUntil(lambda: len(plots.curve_data()["roofline"]) == 2, timeout=10_000)
     plots.tabs.setCurrentIndex(0)
-    qtbot.waitUntil(lambda: len(plots.curve_data()["samples"]) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["compare"]["medians"][0]) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["time"]) == 2, timeout=10_000)
     data = plots.curve_data()
     assert set(data["time"]) == {"cpu @ cpu", "wgsl @ wgpu:0"} or len(data["time"]) == 2
     assert all(len(x) == 1 for x, _ in data["time"].values())
-    assert all(len(y) > 0 for _, y in data["samples"].values())
+    assert len(data["spread"]["points"][0]) > 0
     # 4096 elements are more than the plot draws: decimated (min/max per bucket), the ends kept.
-    assert all(0 < len(x) <= MAX_POINTS and x[-1] >= SIZES["n"] - 3 for x, _ in data["outputs"].values())
-    assert "decimated" in plots.output_note.text()
+    assert all(
+        0 < len(x) <= MAX_POINTS and np.nanmax(x) >= SIZES["n"] - 3 for x, _ in data["outputs"].values()
+    )
+    assert "min/max envelope per bucket" in plots.output_note.text()
     assert set(data["errors"]) == {"wgsl"}
     assert len(data["roofline"]) == 2
 
@@ -214,7 +219,7 @@ def test_a_failed_check_shows_the_first_bad_element(
     qtbot, make_widget, bridge, example_copy, test_output_dir
 ):
     root = example_copy("saxpy")
-    wgsl = root / "reference" / "saxpy.wgsl"
+    wgsl = root / "reference" / "saxpy.wgsl"  # wrong result from element 0 on
     wgsl.write_text(wgsl.read_text().replace("y[i] = params.a * x[i] + y[i];", "y[i] = params.a * x[i];"))
     _select(bridge, root, ["cpu", "wgsl"], ["cpu", "wgpu:llvmpipe"])
     table = make_widget(ResultsTable, bridge, show=True)
@@ -232,6 +237,15 @@ def test_a_failed_check_shows_the_first_bad_element(
     assert str(first["expected"])[:5] in row["Check"]
     plots.tabs.setCurrentIndex(1)  # the outputs tab is drawn when shown
     qtbot.waitUntil(lambda: len(plots.mismatch_marks.getData()[0]) > 0, timeout=10_000)
+    # The first bad element is one click away: the outputs and error plots zoom onto it.
+    first_index = wgsl_result.check["first_bad_index"]
+    assert plots.first_bad_button.isEnabled() and f"{first_index:,}" in plots.first_bad_button.text()
+    plots.first_bad_button.click()
+    (x0, x1), _ = plots.output_plot.getPlotItem().getViewBox().viewRange()
+    assert x0 <= first_index <= x1 and x1 - x0 <= 80
+    qtbot.waitUntil(lambda: plots._drawing.x_range[1] - plots._drawing.x_range[0] <= 81, timeout=10_000)
+    x, _ = plots.curve_data()["outputs"]["wgsl"]
+    assert first_index in set(x.astype(int))  # every element of the zoomed range is drawn
     _screenshot(plots, test_output_dir, "plots_outputs_mismatch", (1100, 520))
 
 
@@ -270,7 +284,7 @@ def test_console_namespace_builds_runs_and_reads_results(
 
 def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     """The outputs tab's numpy work (run off the GUI thread): curves, errors, mismatch marks."""
-    from workbench.ui.plot_data import OutputsCache, compute_outputs, decimate
+    from workbench.ui.plot_data import OutputsCache, compute_outputs, decimate, envelope
 
     rng = np.random.default_rng(1)
     ref = rng.standard_normal(100_000).astype(np.float32)
@@ -281,8 +295,10 @@ def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     drawing = compute_outputs(outputs, "y", "cpu", (1e-5, 1e-6), cache)
     assert set(drawing.curves) == {"cpu", "wgsl"} and set(drawing.errors) == {"wgsl"}
     x, y = drawing.curves["wgsl"]
-    ex, ey = decimate(got)
-    assert np.array_equal(x, ex) and np.array_equal(y, ey)
+    ex, ey = envelope(*decimate(got, MAX_POINTS - 2))  # the upper and lower envelope, NaN between
+    assert np.array_equal(x, ex, equal_nan=True) and np.array_equal(y, ey, equal_nan=True)
+    upper, lower = y[: len(y) // 2], y[len(y) // 2 + 1 :]
+    assert np.all(upper >= lower) and upper.max() == got.max() and lower.min() == got.min()
     assert drawing.size == ref.size and 0 < len(x) <= MAX_POINTS
     marks_x, marks_y = drawing.marks
     assert marks_x.tolist() == [5.0, 70_000.0] and np.allclose(marks_y, 1.0, rtol=1e-3)

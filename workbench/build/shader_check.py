@@ -5,7 +5,9 @@ wgpu-native runs naga when a shader module is created; wgpu-py raises its messag
 driver cannot take the build service down: `Validator` keeps one alive (`serve()`: one JSON
 request per stdin line, one JSON answer per stdout line), because starting Python, wgpu and an
 adapter costs most of a second and a WGSL save must stay well under that; a child that dies or
-hangs is killed and replaced. `main(["wgsl"|"spirv", FILE])` is the one-shot form.
+hangs is killed and replaced. `main(["wgsl"|"spirv", FILE])` is the one-shot form; both run as
+`python -m workbench.build.naga_child` (through `workbench.frozen.python_command`, so the
+installed bundle starts them too).
 `naga_diagnostics` turns naga's message into `Diagnostic`s with file, line and column.
 """
 
@@ -24,7 +26,11 @@ import time
 from pathlib import Path
 
 from workbench import childproc
+from workbench.frozen import python_command
 from workbench.records import Diagnostic
+
+#: The child's module (`python -m`, or the bundle's child dispatch).
+CHILD_MODULE = "workbench.build.naga_child"
 
 _HEAD = re.compile(r"Shader (?:'[^']*' )?(parsing error|validation error):\s*(.*)")
 _LOCATION = re.compile(r"┌─\s*[^\n]*?:(\d+):(\d+)")
@@ -33,10 +39,8 @@ _NOTE = re.compile(r"^\s*=\s*(.+)$")
 
 
 def child_command(kind: str, path: Path) -> list[str]:
-    """The command that validates `path` (`kind` is "wgsl" or "spirv") in a child process."""
-    # `-c`, not `-m`: the build package has imported this module already (runpy would warn).
-    code = "import sys; from workbench.build.shader_check import main; sys.exit(main(sys.argv[1:]))"
-    return [sys.executable, "-c", code, kind, str(path)]
+    """The command that validates `path` (`kind` is "wgsl" or "spirv") in a one-shot child."""
+    return python_command(CHILD_MODULE, kind, str(path))
 
 
 def naga_diagnostics(message: str, file: str | None, backend: str) -> list[Diagnostic]:
@@ -184,8 +188,9 @@ class Validator:
 
     def _child(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
-            code = "import sys; from workbench.build.shader_check import serve; sys.exit(serve())"
-            self._proc = childproc.spawn([sys.executable, "-c", code], env=child_env(), stdin=subprocess.PIPE)
+            self._proc = childproc.spawn(
+                python_command(CHILD_MODULE, "serve"), env=child_env(), stdin=subprocess.PIPE
+            )
             # Drained, never read: wgpu's warnings about the environment are no shader's business.
             self._stderr = childproc.pump_lines(self._proc.stderr, lambda line: None, name="wb-naga-stderr")
         return self._proc

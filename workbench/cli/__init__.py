@@ -13,6 +13,7 @@ import sys
 
 from workbench import __version__
 from workbench.errors import WorkbenchError
+from workbench.frozen import restore_library_path, run_child_module
 
 #: Sub-command name -> module under workbench.cli.
 COMMANDS = {
@@ -22,6 +23,7 @@ COMMANDS = {
     "run": "run",
     "gui": "gui",
     "sessions": "sessions",
+    "ceilings": "ceilings",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -35,6 +37,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog="`workbench [PATH]` opens the window on a kernel project (default: the saxpy example).",
     )
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
+    parser.add_argument(
+        "--self-test",
+        action="store_true",
+        help="check this installation (window, example builds and runs); --self-test --json for machines",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         if only is not None and name != only:
@@ -52,6 +59,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    child = run_child_module(argv)  # a bundle starting its own worker (workbench.frozen)
+    if child is not None:
+        return child
+    restore_library_path()  # compilers started from a bundle must not see its libraries
+    if "--self-test" in argv and argv[0] not in COMMANDS:  # `--json --self-test` too
+        from workbench.cli.selftest import main as self_test
+
+        return self_test([arg for arg in argv if arg != "--self-test"])
     # `workbench [PATH]` (no sub-command) opens the window.
     if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
         argv = ["gui", *argv]

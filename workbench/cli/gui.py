@@ -1,4 +1,5 @@
-"""`workbench gui [--screenshot FILE] [--run] [PATH]`: open the window on a kernel project."""
+"""`workbench gui [--screenshot FILE] [--run] [--window-size WxH] [--tab TAB] [--plots-json FILE] [PATH]`:
+open the window on a kernel project; with --screenshot, render it to a PNG and exit."""
 
 from __future__ import annotations
 
@@ -7,12 +8,28 @@ import os
 import sys
 from pathlib import Path
 
+from workbench.backends import parse_backends
 from workbench.errors import WorkbenchError
 from workbench.project import Project, examples_dir
 
 #: Backends `--run` uses when their toolchain is present; devices it runs on.
 RUN_BACKENDS = ("cpu", "wgsl", "nvptx")
 RUN_DEVICES = ["cpu", "wgpu:0"]
+TABS = ("timing", "outputs", "roofline", "artifacts")
+#: How long a screenshot waits for the devices' ceilings (the roofline's roofs) to be measured.
+CEILINGS_WAIT_S = 60.0
+
+
+def window_size(text: str) -> tuple[int, int]:
+    """`1280x800` -> (1280, 800); argparse reports anything else as a usage error."""
+    width, sep, height = text.lower().partition("x")
+    try:
+        size = (int(width), int(height))
+    except ValueError:
+        size = None
+    if not sep or size is None or min(size) < 200 or max(size) > 10000:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels, e.g. 1280x800, not {text!r}")
+    return size
 
 
 def register(subparsers) -> None:
@@ -32,6 +49,28 @@ def register(subparsers) -> None:
         "--run",
         action="store_true",
         help="build and run once at start (cpu, wgsl, and nvptx when available; on cpu and wgpu:0)",
+    )
+    parser.add_argument(
+        "--backend",
+        metavar="LIST",
+        help="with --run: comma-separated backends (default: cpu, wgsl, and nvptx when available)",
+    )
+    parser.add_argument(
+        "--window-size",
+        metavar="WxH",
+        type=window_size,
+        help="window size in pixels, e.g. 1280x800 (default: 1600x1000 or the remembered size)",
+    )
+    parser.add_argument(
+        "--tab",
+        choices=TABS,
+        help="show this view: a tab of the Plots panel (timing, outputs, roofline) or the Artifacts panel",
+    )
+    parser.add_argument(
+        "--plots-json",
+        metavar="FILE",
+        type=Path,
+        help="with --screenshot: also write what each plot shows (values in s, FLOP/s, bytes/s) as JSON",
     )
     parser.add_argument(
         "--timeout", type=float, default=180.0, metavar="S", help="how long --run may take (default 180 s)"
@@ -54,6 +93,9 @@ def available_run_backends() -> list[str]:
 def run(args: argparse.Namespace) -> int:
     path = Path(args.path) if args.path else examples_dir() / "saxpy"
     project = Project.open(path)  # WorkbenchError / ManifestError: printed by the dispatcher, exit 2
+    args.backends = parse_backends(args.backend) if args.backend else None  # UnknownBackend: exit 2
+    if args.plots_json is not None and args.screenshot is None:
+        raise WorkbenchError("--plots-json writes the plots of a screenshot: use it with --screenshot FILE")
     if args.screenshot is not None and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     try:
@@ -72,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
     if args.screenshot is not None:
         window.persist_settings = False
         window.ask_before_discarding = False
+    if args.window_size is not None:
+        window.resize(*args.window_size)
     window.open_project(project)
     if args.run and not window.trusted:
         window.shutdown()
@@ -80,10 +124,25 @@ def run(args: argparse.Namespace) -> int:
             "choose Trust, then use --run"
         )
     window.show()
+    if args.tab is not None:
+        show_tab(window, args.tab)
     session = _Session(app, window, args)
     session.start()
     code = app.exec()
     return session.exit_code if session.exit_code is not None else code
+
+
+def show_tab(window, tab: str) -> None:
+    """Raise the Plots panel on `tab` (timing, outputs, roofline), or the Artifacts panel."""
+    key = "artifacts" if tab == "artifacts" else "plots"
+    dock = window.docks.get(key)
+    if dock is not None:
+        dock.show()
+        dock.raise_()
+    plots = window.panels.get("plots")
+    tabs = getattr(plots, "tabs", None)
+    if key == "plots" and tabs is not None:
+        tabs.setCurrentIndex(TABS.index(tab))
 
 
 class _Session:
@@ -96,6 +155,7 @@ class _Session:
         self.window = window
         self.args = args
         self.exit_code: int | None = None
+        self.backends = args.backends
         self.timeout = QTimer(window)
         self.timeout.setSingleShot(True)
         self.timeout.setInterval(int(args.timeout * 1000))
@@ -110,7 +170,7 @@ class _Session:
                 print("error: --run needs the service bridge, which is not available", file=sys.stderr)
                 self.exit_code = 1
             else:
-                bridge.set_backends(available_run_backends())
+                bridge.set_backends(self.backends or available_run_backends())
                 bridge.set_devices(RUN_DEVICES)
                 bridge.runFinished.connect(self._run_finished)
                 self.timeout.start()
@@ -125,7 +185,22 @@ class _Session:
 
         self.timeout.stop()
         if self.args.screenshot is not None:
-            QTimer.singleShot(800, self._capture)  # the plots redraw on their own timer
+            plots = self.window.panels.get("plots")
+            if hasattr(plots, "ensure_ceilings"):
+                plots.ensure_ceilings()  # the roofline's roofs, whichever tab is shown
+            self._ceilings_deadline = CEILINGS_WAIT_S * 1000
+            QTimer.singleShot(300, self.window, self._when_settled)
+
+    def _when_settled(self) -> None:
+        """Capture once the ceilings of the run's devices are measured (so roofs are drawn)."""
+        from PySide6.QtCore import QTimer
+
+        store = getattr(self.window.panels.get("plots"), "ceilings", None)
+        if store is not None and store.measuring and self._ceilings_deadline > 0:
+            self._ceilings_deadline -= 200
+            QTimer.singleShot(200, self.window, self._when_settled)
+            return
+        QTimer.singleShot(500, self.window, self._capture)  # the plots redraw on their own timer
 
     def _timed_out(self) -> None:
         print(f"error: the run did not finish within {self.args.timeout:g} s", file=sys.stderr)
@@ -137,8 +212,15 @@ class _Session:
         from workbench.ui.screenshot import save_screenshot
 
         try:
+            plots = self.window.panels.get("plots")
+            if hasattr(plots, "draw_now"):
+                plots.draw_now()  # every tab, hidden ones included, drawn with the latest data
+            if self.args.tab is not None:
+                show_tab(self.window, self.args.tab)
             path = save_screenshot(self.window, self.args.screenshot)
             print(f"screenshot written to {path}")
+            if self.args.plots_json is not None:
+                self._write_plots_json(plots)
             if self.exit_code is None:
                 self.exit_code = 0
         except WorkbenchError as exc:
@@ -146,3 +228,27 @@ class _Session:
             self.exit_code = 1
         self.window.close()
         self.app.exit(self.exit_code)
+
+    def _write_plots_json(self, plots) -> None:
+        import json
+
+        if not hasattr(plots, "plots_data"):
+            raise WorkbenchError("the Plots panel is not available: no plot data to write")
+        path = self.args.plots_json
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(plots.plots_data(), indent=2, default=_json_default) + "\n")
+        except OSError as exc:
+            raise WorkbenchError(f"cannot write the plot data to {path}: {exc}") from exc
+        print(f"plot data written to {path}")
+
+
+def _json_default(value):
+    """numpy numbers and arrays in the plot data become plain JSON."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

@@ -18,6 +18,7 @@ from typing import Any
 
 from workbench import childproc
 from workbench.errors import WorkbenchError
+from workbench.frozen import python_command
 
 RUNTIME_NAMES = ("cpu", "wgpu", "cuda")
 PROBE_TIMEOUT_S = 60.0
@@ -68,7 +69,7 @@ def _failed(reason: str) -> dict[str, dict[str, Any]]:
 
 
 def _probe_in_child(timeout_s: float) -> dict[str, dict[str, Any]]:
-    command = [sys.executable, "-m", "workbench.run.devices", "--json"]
+    command = python_command("workbench.run.devices", "--json")
     try:
         done = childproc.capture(command, timeout_s=timeout_s, env=child_env())
     except TimeoutError:

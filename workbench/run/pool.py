@@ -13,7 +13,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 
 from workbench import childproc
 from workbench.errors import WorkbenchError
+from workbench.frozen import python_command
 from workbench.run.protocol import Connection, ProtocolError
 
 #: How long a fresh worker may take to import its runtime and answer hello.
@@ -99,7 +99,7 @@ class WorkerProcess:
         on_stderr=None,
     ):
         self.runtime = runtime
-        self.command = command or [sys.executable, "-m", "workbench.run.worker", runtime]
+        self.command = command or python_command("workbench.run.worker", runtime)
         self.env = env
         self.on_stderr = on_stderr  # fn(runtime, line), called from a reader thread
         self._proc: subprocess.Popen | None = None

@@ -300,7 +300,7 @@ class ArtifactsView(QWidget):
         self.backend_box.setMinimumContentsLength(10)
         self.info = QLabel("")
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # Elided text with a tooltip: it must not hold the splitter's code side wide open.
+        self.info.setWordWrap(True)  # its long line must not set the dock's minimum width (issue 8)
         self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)

@@ -1,4 +1,8 @@
-"""The device picker: every device by runtime (CPU, CUDA, wgpu by graphics API), check to run there."""
+"""The device picker: every device by runtime (CPU, CUDA, wgpu), check to run there; the selected
+device's properties below, its measured ceilings (`workbench ceilings`) beside the datasheet peaks.
+
+wgpu adapters are named with their graphics API ("llvmpipe … · Vulkan", "… · OpenGL"): one driver
+often appears once per API. Long names are elided in the middle, the full text in the tooltip."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStyle,
     QTableWidget,
@@ -22,9 +27,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.ui.ceilings_store import store_for
+
 RUNTIME_TITLES = {"cpu": "CPU", "cuda": "CUDA", "wgpu": "wgpu"}
-#: wgpu adapters are grouped by the graphics API they go through, in this order.
-WGPU_APIS = ("Vulkan", "Metal", "DX12", "GL")
+#: Graphics APIs of wgpu adapters, as shown beside an adapter's name.
+WGPU_APIS = ("Vulkan", "Metal", "DX12", "OpenGL")
 SPEC_ROLE = Qt.ItemDataRole.UserRole
 DEVICE_ROLE = Qt.ItemDataRole.UserRole + 1
 MUTED = QColor("#8a8a8a")
@@ -39,10 +46,21 @@ def wgpu_api(device: dict[str, Any]) -> str:
         or device.get("backend")
         or ""
     )
+    lowered = raw.lower()
     for api in WGPU_APIS:
-        if raw.lower().startswith(api.lower()) or (api == "DX12" and raw.lower().startswith("d3d12")):
+        if lowered.startswith(api.lower()) or (api == "DX12" and lowered.startswith("d3d12")):
             return api
+    if lowered.startswith("gl"):
+        return "OpenGL"
     return raw or "other"
+
+
+def device_label(device: dict[str, Any]) -> str:
+    """A device's row text: its name, with the graphics API for wgpu adapters."""
+    name = str(device.get("name") or device.get("spec") or "?")
+    if device.get("runtime") == "wgpu":
+        return f"{name} · {wgpu_api(device)}"
+    return name
 
 
 #: Device-dict keys shown first, with their labels; the rest follow in their order.
@@ -57,21 +75,47 @@ PROPERTY_LABELS = {
     "description": "Driver",
     "cores": "Cores",
     "timestamp_query": "Timestamp queries",
-    "peak_gbps": "Peak bandwidth (GB/s)",
-    "peak_gflops": "Peak compute (GFLOP/s)",
+    "peak_gbps": "Datasheet GB/s",
+    "peak_gflops": "Datasheet GFLOP/s",
 }
 
 
-def device_properties(device: dict[str, Any]) -> list[tuple[str, str]]:
-    """(label, text) rows for a device dict: known keys first, nested dicts (limits) flattened."""
+def ceiling_rows(ceilings: Any, measuring: bool = False, error: str = "") -> list[tuple[str, str]]:
+    """(label, text) rows of a device's measured ceilings, shown beside the datasheet figures."""
+    if ceilings is None:
+        state = "measuring…" if measuring else (f"failed: {error}" if error else "not measured yet (Measure)")
+        return [("Measured ceilings", state)]
+
+    def fmt(value: float | None, unit: str) -> str:
+        return f"{value:,.1f} {unit}" if value else "unknown"
+
+    return [
+        ("Measured copy", fmt(ceilings.copy_gbps, "GB/s")),
+        ("Measured FMA f32", fmt(ceilings.fma_gflops_f32, "GFLOP/s")),
+        ("Measured FMA f64", fmt(ceilings.fma_gflops_f64, "GFLOP/s")),
+        ("Measured on", f"{ceilings.measured} · {ceilings.method}"),
+    ]
+
+
+def device_properties(
+    device: dict[str, Any], ceilings: Any = None, measuring: bool = False, error: str = ""
+) -> list[tuple[str, str]]:
+    """(label, text) rows for a device dict: known keys first (the measured ceilings right after
+    the datasheet peaks), nested dicts (limits) flattened, the long feature list last."""
     rows = [(label, _property_text(device[key])) for key, label in PROPERTY_LABELS.items() if key in device]
+    if device.get("spec"):
+        after = [i + 1 for i, (label, _) in enumerate(rows) if label.startswith("Datasheet")]
+        at = after[-1] if after else len(rows)
+        rows[at:at] = ceiling_rows(ceilings, measuring, error)
     for key, value in device.items():
-        if key in PROPERTY_LABELS:
+        if key in PROPERTY_LABELS or key == "features":
             continue
         if isinstance(value, dict):
             rows += [(f"{key.replace('_', ' ')}: {k}", _property_text(v)) for k, v in value.items()]
         else:
             rows.append((key.replace("_", " ").capitalize(), _property_text(value)))
+    if device.get("features"):
+        rows.append(("Features", _property_text(device["features"])))
     return rows
 
 
@@ -94,21 +138,27 @@ class DevicePicker(QWidget):
         super().__init__(parent)
         self.setObjectName("DevicePicker")
         self.bridge = bridge
+        self.ceilings = store_for(bridge)
         self._updating = False
 
         self.tree = QTreeWidget()
         self.tree.setObjectName("devices")
         self.tree.setHeaderLabels(["Device", "Spec"])
         self.tree.setUniformRowHeights(True)
-        self.tree.header().setStretchLastSection(False)
-        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        self.tree.setIndentation(14)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setMinimumSectionSize(48)
+        # The check boxes sit in the first column: never narrower than a box and a few letters.
+        self.tree.setMinimumWidth(self.fontMetrics().horizontalAdvance("wgpu:00") + 150)
         self.properties = QTableWidget(0, 2)
         self.properties.setObjectName("deviceProperties")
         self.properties.setHorizontalHeaderLabels(["Property", "Value"])
         self.properties.verticalHeader().setVisible(False)
         self.properties.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        self.properties.setColumnWidth(0, 170)
         self.properties.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.properties.horizontalHeader().setStretchLastSection(True)
         self.properties.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -118,18 +168,27 @@ class DevicePicker(QWidget):
         self.properties.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft)
         self.status = QLabel("Looking for devices…")
         self.status.setWordWrap(True)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_BrowserReload))
         self.refresh_button.setToolTip("Probe the runtimes again (in a child process)")
+        self.measure_button = QPushButton("Measure")
+        self.measure_button.setToolTip(
+            "Measure the selected device's copy bandwidth and FMA throughput again (workbench ceilings "
+            "--refresh); the roofline draws its roofs from them"
+        )
+        self.measure_button.setEnabled(False)
 
         top = QHBoxLayout()
         top.addWidget(self.status, 1)
+        top.addWidget(self.measure_button)
         top.addWidget(self.refresh_button)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.setChildrenCollapsible(False)
         splitter.addWidget(self.tree)
         splitter.addWidget(self.properties)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
@@ -138,6 +197,8 @@ class DevicePicker(QWidget):
         self.tree.currentItemChanged.connect(self._show_properties)
         self.tree.itemChanged.connect(self._on_item_changed)
         self.refresh_button.clicked.connect(lambda: self.refresh(True))
+        self.measure_button.clicked.connect(self.measure_selected)
+        self.ceilings.changed.connect(self._ceilings_changed)
         bridge.devicesListed.connect(self.populate)
         if bridge.devices_info is not None:
             self.populate(bridge.devices_info)
@@ -149,6 +210,16 @@ class DevicePicker(QWidget):
         self.status.setText("Looking for devices…")
         self.refresh_button.setEnabled(False)
         self.bridge.refresh_devices(refresh=force)
+
+    def measure_selected(self) -> None:
+        """Measure the selected device's ceilings again (in the background)."""
+        item = self.tree.currentItem()
+        device = item.data(0, DEVICE_ROLE) if item is not None and item.data(0, SPEC_ROLE) else None
+        if device:
+            self.ceilings.remeasure([device])
+
+    def shutdown(self) -> None:
+        self.ceilings.shutdown()
 
     # ------------------------------------------------------------------ filling the tree
     def populate(self, info: dict[str, Any]) -> None:
@@ -165,22 +236,28 @@ class DevicePicker(QWidget):
         finally:
             self._updating = False
         missing = [
+            f"{RUNTIME_TITLES.get(r, r)} unavailable ({e.get('reason') or 'not available'})"
+            for r, e in info.items()
+            if isinstance(e, dict) and not e.get("available")
+        ]
+        unavailable = [
             RUNTIME_TITLES.get(r, r)
             for r, e in info.items()
             if isinstance(e, dict) and not e.get("available")
         ]
         self.status.setText(
             f"{count} device{'s' if count != 1 else ''}"
-            + (f" · unavailable: {', '.join(missing)}" if missing else "")
+            + (f" · {', '.join(unavailable)} unavailable" if unavailable else "")
         )
+        self.status.setToolTip("\n".join(missing))
         self._sync_bridge()
         first = self._device_items()
         if first:
             self.tree.setCurrentItem(first[0])
 
     def _fill(self, info: dict[str, Any]) -> int:
-        """One group per runtime (wgpu adapters under their graphics API); returns the device count."""
-        chosen = set(self.bridge.devices())
+        """One group per runtime; returns the device count."""
+        chosen = self._chosen_specs(info)
         bold = QFont(self.font())
         bold.setBold(True)
         count = 0
@@ -198,6 +275,7 @@ class DevicePicker(QWidget):
                 reason = entry.get("reason") or "not available"
                 group.setText(1, "unavailable")
                 group.setToolTip(0, reason)
+                group.setToolTip(1, reason)
                 group.setForeground(0, MUTED)
                 group.setForeground(1, MUTED)
                 group.setDisabled(True)
@@ -209,32 +287,39 @@ class DevicePicker(QWidget):
                 group.addChild(note)
                 note.setFirstColumnSpanned(True)
                 continue
-            apis: dict[str, QTreeWidgetItem] = {}
             for position, device in enumerate(entry.get("devices") or []):
-                parent = group
-                if runtime == "wgpu":
-                    api = wgpu_api(device)
-                    parent = apis.get(api)
-                    if parent is None:
-                        parent = apis[api] = QTreeWidgetItem([api, ""])
-                        group.addChild(parent)
                 item = self._device_item(device)
-                parent.addChild(item)
+                group.addChild(item)
                 # Nothing chosen yet: the first device of every runtime.
                 checked = item.data(0, SPEC_ROLE) in chosen if chosen else position == 0
                 item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
                 count += 1
         return count
 
+    def _chosen_specs(self, info: dict[str, Any]) -> set[str]:
+        """The bridge's devices as this list's specs: "wgpu:llvmpipe" (a name) is "wgpu:0" here."""
+        from workbench.run.devices import resolve_device_spec
+
+        chosen = set()
+        for spec in self.bridge.devices():
+            try:
+                runtime, index = resolve_device_spec(spec, info)
+                chosen.add(str(info[runtime]["devices"][index].get("spec") or spec))
+            except Exception:  # a device that is not here (any more): nothing to check
+                chosen.add(spec)
+        return chosen
+
     def _device_item(self, device: dict[str, Any]) -> QTreeWidgetItem:
         spec = str(device.get("spec") or f"{device.get('runtime')}:{device.get('index', 0)}")
-        item = QTreeWidgetItem([str(device.get("name") or spec), spec])
+        label = device_label(device)
+        item = QTreeWidgetItem([label, spec])
         item.setFlags(
             Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable
         )
         item.setData(0, SPEC_ROLE, spec)
         item.setData(0, DEVICE_ROLE, dict(device))
-        item.setToolTip(0, f"run on {spec}")
+        item.setToolTip(0, f"{label}\nrun on {spec} (check to include it in runs)")
+        item.setToolTip(1, f"device spec for --device: {spec}")
         return item
 
     def _device_items(self) -> list[QTreeWidgetItem]:
@@ -269,12 +354,30 @@ class DevicePicker(QWidget):
     def _sync_bridge(self) -> None:
         self.bridge.set_devices(self.checked_specs())
 
+    def _ceilings_changed(self) -> None:
+        self._show_properties(self.tree.currentItem())
+
     def _show_properties(self, item: QTreeWidgetItem | None, *_: Any) -> None:
         data = item.data(0, DEVICE_ROLE) if item is not None else None
-        rows = device_properties(data or {})
+        is_device = item is not None and bool(item.data(0, SPEC_ROLE))
+        self.measure_button.setEnabled(is_device)
+        ceilings = measuring = error = None
+        if is_device:
+            from workbench.run.ceilings import device_key
+
+            ceilings = self.ceilings.get(data)
+            measuring = self.ceilings.is_measuring(data)
+            error = self.ceilings.errors.get(device_key(data), "")
+        rows = device_properties(data or {}, ceilings, bool(measuring), error or "")
         self.properties.setRowCount(len(rows))
         for row, (label, text) in enumerate(rows):
-            self.properties.setItem(row, 0, QTableWidgetItem(label))
+            name = QTableWidgetItem(label)
+            name.setToolTip(label)
+            self.properties.setItem(row, 0, name)
             value = QTableWidgetItem(text)
             value.setToolTip(text)
             self.properties.setItem(row, 1, value)
+        self.properties.resizeColumnToContents(0)
+        width = self.properties.viewport().width()
+        if self.properties.columnWidth(0) > width * 0.55:
+            self.properties.setColumnWidth(0, max(90, int(width * 0.55)))

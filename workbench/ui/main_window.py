@@ -33,6 +33,7 @@ from workbench.ui.new_project import NewProjectDialog, create_from_example
 from workbench.ui.project_tree import ProjectTree
 from workbench.ui.settings import Settings, load_settings, save_settings
 from workbench.ui.trust import TrustBar, is_bundled, is_declined, is_trusted, set_trusted
+from workbench.user_folders import needs_user_copy, user_copy
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +44,15 @@ DOCKS = {
     "build": ("Build", Qt.DockWidgetArea.BottomDockWidgetArea),
     "results": ("Results", Qt.DockWidgetArea.BottomDockWidgetArea),
     "console": ("Console", Qt.DockWidgetArea.BottomDockWidgetArea),
-    "sessions": ("Sessions", Qt.DockWidgetArea.BottomDockWidgetArea),
+    "sessions": ("Sessions", Qt.DockWidgetArea.RightDockWidgetArea),
     "plots": ("Plots", Qt.DockWidgetArea.RightDockWidgetArea),
     "artifacts": ("Artifacts", Qt.DockWidgetArea.RightDockWidgetArea),
 }
+
+
+#: Version of the saved dock layout (QMainWindow.saveState). A layout saved with another version
+#: (an older window's docks) is not restored: the default layout is used instead, never a broken one.
+LAYOUT_VERSION = 2
 
 
 def placeholder(text: str) -> QLabel:
@@ -107,7 +113,7 @@ class MainWindow(QMainWindow):
         self._make_toolbar()
         self._make_status_bar()
         self._connect()
-        self._default_state = self.saveState()
+        self._default_state = self.saveState(LAYOUT_VERSION)
         self._restore_layout()
         self._update_actions()
 
@@ -119,29 +125,39 @@ class MainWindow(QMainWindow):
             dock.setWidget(self.panels[key])
             self.addDockWidget(area, dock)
             self.docks[key] = dock
+        # The side docks run the window's full height (room for the device list and the plots);
+        # the bottom docks sit between them, under the editor.
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.splitDockWidget(self.docks["project"], self.docks["devices"], Qt.Orientation.Vertical)
         self.splitDockWidget(self.docks["build"], self.docks["results"], Qt.Orientation.Horizontal)
         self.tabifyDockWidget(self.docks["build"], self.docks["console"])
-        self.tabifyDockWidget(self.docks["build"], self.docks["sessions"])
+        # Sessions beside the plots (run history next to the run's plots): in the bottom row its
+        # filters would leave a 1280-pixel window no room for the build and results side by side.
         self.tabifyDockWidget(self.docks["plots"], self.docks["artifacts"])
+        self.tabifyDockWidget(self.docks["plots"], self.docks["sessions"])
         self.docks["build"].raise_()
         self.docks["plots"].raise_()
         self.resize(1600, 1000)
         self._sized = False
 
     def _apply_default_sizes(self) -> None:
-        """Dock sizes for a first start (a restored layout keeps the user's)."""
-        d = self.docks
-        self.resizeDocks([d["project"], d["plots"]], [300, 520], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["build"]], [290], Qt.Orientation.Vertical)
-        self.resizeDocks([d["project"], d["devices"]], [430, 420], Qt.Orientation.Vertical)
-        self.resizeDocks([d["build"], d["results"]], [560, 760], Qt.Orientation.Horizontal)
+        """Dock sizes for a first start or a reset layout, in proportion to the window (1280×800 and
+        1600×1000 both leave the editor room); never below what a dock's contents need."""
+        d, width, height = self.docks, self.width(), self.height()
+        side = max(260, int(width * 0.2), d["devices"].minimumSizeHint().width())
+        right = max(d[k].minimumSizeHint().width() for k in ("plots", "artifacts", "sessions"))
+        plots = max(int(width * 0.33), right)
+        self.resizeDocks([d["project"], d["plots"]], [side, plots], Qt.Orientation.Horizontal)
+        self.resizeDocks([d["build"]], [max(200, int(height * 0.28))], Qt.Orientation.Vertical)
+        self.resizeDocks([d["project"], d["devices"]], [2, 3], Qt.Orientation.Vertical)
+        self.resizeDocks([d["build"], d["results"]], [4, 6], Qt.Orientation.Horizontal)
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         if not self._sized:
             self._sized = True
-            if not self.settings.window_state:
+            if not self._layout_restored:
                 self._apply_default_sizes()
 
     def _action(self, text: str, slot=None, shortcut=None, checkable=False, tip: str = "") -> QAction:
@@ -307,6 +323,7 @@ class MainWindow(QMainWindow):
         """Open a project folder (or an already loaded Project); False, with a message, if it fails."""
         try:
             project = path if isinstance(path, Project) else Project.open(path)
+            project = self._writable_copy(project)  # never edit inside the install folder
         except WorkbenchError as exc:
             self.show_error(str(exc))
             return False
@@ -337,6 +354,17 @@ class MainWindow(QMainWindow):
         self._restore_open_files(project)
         self._update_actions()
         return True
+
+    def _writable_copy(self, project: Project) -> Project:
+        """`project`, or the user's copy of it when it is read-only or inside the install folder."""
+        if not needs_user_copy(project.root):
+            return project
+        bundled = is_bundled(project.root)
+        copy = user_copy(project.root)
+        if bundled:
+            set_trusted(self.settings, copy, True)  # our own example, as with File > New
+        self.show_message(f"{project.root} is read-only: opened your copy in {copy}")
+        return Project.open(copy)
 
     def set_trusted(self, trusted: bool) -> None:
         if self.project is None:
@@ -532,20 +560,28 @@ class MainWindow(QMainWindow):
 
     # ================================================================ layout and closing
     def _restore_layout(self) -> None:
+        """The remembered geometry and dock layout; a layout of another LAYOUT_VERSION, or a damaged
+        one, leaves the default layout in place (Qt checks the version before changing anything)."""
+        self._layout_restored = False
         if self.settings.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(self.settings.window_geometry.encode()))
         if self.settings.window_state:
-            self.restoreState(QByteArray.fromBase64(self.settings.window_state.encode()))
+            state = QByteArray.fromBase64(self.settings.window_state.encode())
+            self._layout_restored = self.restoreState(state, LAYOUT_VERSION)
+            if not self._layout_restored:
+                log.info("the saved window layout is from another version: using the default layout")
+                self.settings.window_state = ""
 
     def reset_layout(self) -> None:
-        self.restoreState(self._default_state)
+        self.restoreState(self._default_state, LAYOUT_VERSION)
         for dock in self.docks.values():
             dock.show()
+        self._apply_default_sizes()
 
     def save_layout(self) -> None:
         """Put the window's state (layout, open files, choices) into the settings and write them."""
         self.settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode()
-        self.settings.window_state = bytes(self.saveState().toBase64()).decode()
+        self.settings.window_state = bytes(self.saveState(LAYOUT_VERSION).toBase64()).decode()
         self._remember_open_files()
         self.settings.hot_reload = self.hot_reload_action.isChecked()
         if self.bridge is not None:

@@ -13,22 +13,53 @@ import numpy as np
 MAX_POINTS = 4000
 
 
-def decimate(values: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) with at most ~max_points points keeping each bucket's min and max (peaks stay visible)."""
+def decimate(
+    values: np.ndarray, max_points: int = MAX_POINTS, lo: int = 0, hi: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of `values[lo:hi]` with at most ~max_points points keeping each bucket's min and max
+    (peak mode: spikes stay visible at every zoom); NaNs (never-written elements) are kept as gaps."""
     values = np.asarray(values).ravel()
-    n = values.size
+    hi = values.size if hi is None else max(lo, min(int(hi), values.size))
+    lo = max(0, min(int(lo), hi))
+    n = hi - lo
     if n <= max_points:
-        return np.arange(n), values.astype(np.float64, copy=False)
+        return np.arange(lo, hi), values[lo:hi].astype(np.float64)
     buckets = max_points // 2
     step = int(math.ceil(n / buckets))
     usable = (n // step) * step
-    body = values[:usable].astype(np.float64).reshape(-1, step)
-    starts = np.arange(0, usable, step)
-    lo, hi = body.argmin(axis=1), body.argmax(axis=1)
-    first, second = np.minimum(lo, hi), np.maximum(lo, hi)
+    body = values[lo : lo + usable].astype(np.float64).reshape(-1, step)
+    starts = np.arange(lo, lo + usable, step)
+    nan = np.isnan(body)
+    if nan.any():
+        lo_i = np.where(nan, np.inf, body).argmin(axis=1)
+        hi_i = np.where(nan, -np.inf, body).argmax(axis=1)
+    else:
+        lo_i, hi_i = body.argmin(axis=1), body.argmax(axis=1)
+    first, second = np.minimum(lo_i, hi_i), np.maximum(lo_i, hi_i)
     x = np.empty(2 * len(starts), dtype=np.int64)
     x[0::2], x[1::2] = starts + first, starts + second
+    if lo + usable < hi:  # the tail bucket, shorter than the others
+        tail = values[lo + usable : hi].astype(np.float64)
+        finite = np.where(np.isnan(tail), np.inf, tail)
+        a, b = int(np.argmin(finite)), int(np.argmax(np.where(np.isnan(tail), -np.inf, tail)))
+        x = np.append(x, [lo + usable + min(a, b), lo + usable + max(a, b)])
     return x, values[x].astype(np.float64)
+
+
+def envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Peak-mode points (a min and a max per bucket) as two lines, the upper and the lower
+    envelope, separated by a NaN (drawn with connect="finite"). A zigzag between each bucket's
+    min and max fills the plot with a solid block; two envelope lines leave the space between them
+    empty, so overlaid backends stay visible and readable."""
+    n = len(x) - len(x) % 2
+    first, second = y[0:n:2], y[1:n:2]
+    upper = np.where(second >= first, 1, 0) + np.arange(0, n, 2)
+    lower = np.where(second >= first, 0, 1) + np.arange(0, n, 2)
+    nan = np.array([np.nan])
+    return (
+        np.concatenate([x[upper].astype(np.float64), nan, x[lower].astype(np.float64)]),
+        np.concatenate([y[upper], nan, y[lower]]),
+    )
 
 
 def _same_array(a: np.ndarray | None, b: np.ndarray | None) -> bool:
@@ -39,58 +70,115 @@ def _same_array(a: np.ndarray | None, b: np.ndarray | None) -> bool:
 
 
 @dataclass
+class Comparison:
+    """One backend's buffer against the reference, over all elements (computed once per arrays)."""
+
+    abs_err: np.ndarray
+    ulp_err: np.ndarray
+    bad: np.ndarray  # indices outside the tolerances (never-written ones excluded)
+    unwritten: np.ndarray  # indices still holding the poison
+    max_abs: float
+    max_ulp: float
+    scatter: tuple[np.ndarray, np.ndarray]
+
+    @property
+    def exact(self) -> bool:
+        return self.max_abs == 0 and not self.unwritten.size and not self.bad.size
+
+
+@dataclass
 class OutputsDrawing:
-    """What the outputs tab draws for one buffer: decimated curves, errors and mismatch marks."""
+    """What the outputs tab draws for one buffer over the visible index range."""
 
     arg: str
     reference: str
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    errors: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    marks: tuple[np.ndarray, np.ndarray] | None = None
+    errors: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # |error|
+    ulps: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    scatter: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # (ref, backend)
+    marks: tuple[np.ndarray, np.ndarray] | None = None  # (index, |error|) of mismatches
+    ulp_marks: tuple[np.ndarray, np.ndarray] | None = None  # (index, ULP) of mismatches
+    unwritten: tuple[np.ndarray, np.ndarray] | None = None  # (index, reference value)
     mark_count: int = 0
+    unwritten_count: int = 0
+    first_bad: int | None = None
+    exact: dict[str, bool] = field(default_factory=dict)
+    max_abs: dict[str, float] = field(default_factory=dict)
+    max_ulp: dict[str, float] = field(default_factory=dict)
     size: int = 0
+    x_range: tuple[int, int] = (0, 0)  # the index range [lo, hi) the curves were decimated over
+    decimated: bool = False
+
+
+#: Mismatch marks drawn per backend at most.
+MAX_MARKS = 500
 
 
 class OutputsCache:
-    """The last decimations per (buffer, backend), reused while the arrays hold the same values.
+    """Comparisons per (buffer, backend) and the last decimations, reused while the arrays hold the
+    same values (an unchanged rerun draws the very same points: nothing repaints).
 
     Used by one worker thread at a time (the panel's executor has a single thread)."""
 
     def __init__(self):
-        self._curves: dict[tuple[str, str], tuple[np.ndarray, tuple]] = {}
-        self._errors: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, tuple, tuple]] = {}
+        self._comparisons: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, tuple, Comparison]] = {}
+        self._points: dict[tuple, tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]] = {}
 
-    def curve(self, arg: str, backend: str, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        key = (arg, backend)
-        cached = self._curves.get(key)
-        if cached is not None and _same_array(cached[0], values):
+    def points(
+        self, key: tuple, source: np.ndarray, lo: int, hi: int, as_envelope: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """decimate(source, lo, hi) (as two envelope lines when decimated and `as_envelope`), the
+        cached points object when nothing changed."""
+        cached = self._points.get((*key, lo, hi))
+        if cached is not None and _same_array(cached[0], source):
             return cached[1]
-        points = decimate(values)
-        self._curves[key] = (values, points)
+        if as_envelope and hi - lo > MAX_POINTS:
+            points = envelope(*decimate(source, MAX_POINTS - 2, lo, hi))  # + the NaN: ≤ MAX_POINTS
+        else:
+            points = decimate(source, MAX_POINTS, lo, hi)
+        self._points[(*key, lo, hi)] = (source, points)
         return points
 
-    def error(
+    def comparison(
         self, arg: str, backend: str, values: np.ndarray, ref: np.ndarray, tolerances: tuple[float, float]
-    ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-        """((x, |error|) decimated, (index, |error|) of at most ~500 mismatching elements)."""
+    ) -> Comparison:
         key = (arg, backend)
-        cached = self._errors.get(key)
+        cached = self._comparisons.get(key)
         if (
             cached is not None
-            and cached[2][1] == tolerances
+            and cached[2] == tolerances
             and _same_array(cached[0], values)
             and _same_array(cached[1], ref)
         ):
-            return cached[2][0], cached[3]
-        err = np.abs(values.astype(np.float64) - ref.astype(np.float64))
-        points = decimate(err)
+            return cached[3]
+        from workbench.run.inputs import poison_mask
+
+        with np.errstate(invalid="ignore", over="ignore"):
+            abs_err = np.abs(values.astype(np.float64) - ref.astype(np.float64))
+        ulp = ulp_error(values, ref)
+        unwritten = np.flatnonzero(poison_mask(values)) if values.dtype.kind == "f" else np.zeros(0, np.int64)
         rtol, atol = tolerances
-        bad = np.flatnonzero(~np.isclose(values, ref, rtol=rtol, atol=atol, equal_nan=False))
-        if bad.size:
-            bad = bad[:: max(1, bad.size // 500)]  # marks for at most ~500 mismatches
-        marks = (bad, err[bad])
-        self._errors[key] = (values, ref, (points, tolerances), marks)
-        return points, marks
+        with np.errstate(invalid="ignore"):
+            close = np.isclose(values, ref, rtol=rtol, atol=atol, equal_nan=True)
+        close[unwritten] = True  # marked separately
+        bad = np.flatnonzero(~close)
+        finite = abs_err[np.isfinite(abs_err)]
+        finite_ulp = ulp[np.isfinite(ulp)]
+        comparison = Comparison(
+            abs_err=abs_err,
+            ulp_err=ulp,
+            bad=bad,
+            unwritten=unwritten,
+            max_abs=float(finite.max()) if finite.size else 0.0,
+            max_ulp=float(finite_ulp.max()) if finite_ulp.size else 0.0,
+            scatter=scatter_sample(values, ref, bad[:MAX_MARKS]),
+        )
+        self._comparisons[key] = (values, ref, tolerances, comparison)
+        return comparison
+
+
+def _thin(index: np.ndarray) -> np.ndarray:
+    return index[:: max(1, index.size // MAX_MARKS)] if index.size else index
 
 
 def compute_outputs(
@@ -99,29 +187,320 @@ def compute_outputs(
     reference_name: str,
     tolerances: tuple[float, float],
     cache: OutputsCache | None = None,
+    x_range: tuple[float, float] | None = None,
 ) -> OutputsDrawing:
-    """Decimate each backend's `arg` buffer and its error against the reference (numpy only:
-    this runs off the GUI thread)."""
+    """Decimate each backend's `arg` buffer over the visible index range `x_range` (all when None)
+    and compare it with the reference (numpy only: this runs off the GUI thread)."""
     cache = cache or OutputsCache()
     drawing = OutputsDrawing(arg=arg, reference=reference_name)
     reference = (outputs.get(reference_name) or {}).get(arg)
     ref = None if reference is None else np.asarray(reference).ravel()
-    mismatch_x: list[np.ndarray] = []
-    mismatch_y: list[np.ndarray] = []
-    for backend, arrays in outputs.items():
-        values = arrays.get(arg)
-        if values is None:
-            continue
-        values = np.asarray(values).ravel()
-        drawing.size = max(drawing.size, values.size)
-        drawing.curves[backend] = cache.curve(arg, backend, values)
+    arrays = {b: np.asarray(a[arg]).ravel() for b, a in outputs.items() if a.get(arg) is not None}
+    drawing.size = max((v.size for v in arrays.values()), default=0)
+    lo, hi = 0, drawing.size
+    if x_range is not None:
+        lo = max(0, int(math.floor(x_range[0])))
+        hi = min(drawing.size, int(math.ceil(x_range[1])) + 1)
+        if hi - lo < 2:
+            lo, hi = 0, drawing.size
+    drawing.x_range = (lo, hi)
+    drawing.decimated = hi - lo > MAX_POINTS
+    marks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    unwritten: list[np.ndarray] = []
+    firsts: list[int] = []
+    for backend, values in arrays.items():
+        drawing.curves[backend] = cache.points((arg, backend, "value"), values, lo, hi, as_envelope=True)
         if ref is None or backend == reference_name or values.shape != ref.shape:
             continue
-        drawing.errors[backend], (bad, bad_err) = cache.error(arg, backend, values, ref, tolerances)
+        comparison = cache.comparison(arg, backend, values, ref, tolerances)
+        drawing.errors[backend] = cache.points((arg, backend, "abs"), comparison.abs_err, lo, hi)
+        drawing.ulps[backend] = cache.points((arg, backend, "ulp"), comparison.ulp_err, lo, hi)
+        drawing.scatter[backend] = comparison.scatter
+        drawing.exact[backend] = comparison.exact
+        drawing.max_abs[backend] = comparison.max_abs
+        drawing.max_ulp[backend] = comparison.max_ulp
+        bad = _thin(comparison.bad)
         if bad.size:
-            mismatch_x.append(bad)
-            mismatch_y.append(bad_err)
-    if mismatch_x:
-        drawing.marks = (np.concatenate(mismatch_x).astype(float), np.concatenate(mismatch_y))
-        drawing.mark_count = sum(len(x) for x in mismatch_x)
+            marks.append((bad, comparison.abs_err[bad], comparison.ulp_err[bad]))
+            firsts.append(int(comparison.bad[0]))
+            drawing.mark_count += int(comparison.bad.size)
+        if comparison.unwritten.size:
+            unwritten.append(_thin(comparison.unwritten))
+            firsts.append(int(comparison.unwritten[0]))
+            drawing.unwritten_count += int(comparison.unwritten.size)
+    if marks:
+        index = np.concatenate([m[0] for m in marks]).astype(float)
+        drawing.marks = (index, np.concatenate([m[1] for m in marks]))
+        drawing.ulp_marks = (index, np.concatenate([m[2] for m in marks]))
+    if unwritten and ref is not None:
+        index = np.unique(np.concatenate(unwritten))
+        drawing.unwritten = (index.astype(float), ref[index].astype(np.float64))
+    drawing.first_bad = min(firsts) if firsts else None
     return drawing
+
+
+# ------------------------------------------------------------------------------------------ units
+
+#: SI prefixes from nano to peta (µ for micro).
+_PREFIXES = (
+    (1e-9, "n"),
+    (1e-6, "µ"),
+    (1e-3, "m"),
+    (1.0, ""),
+    (1e3, "k"),
+    (1e6, "M"),
+    (1e9, "G"),
+    (1e12, "T"),
+    (1e15, "P"),
+)
+
+
+def si_scale(value: float) -> tuple[float, str]:
+    """(scale, prefix) that writes `value` with 1 to 3 digits before the point (1.5e-4 -> 1e-6, "µ")."""
+    magnitude = abs(value)
+    if not math.isfinite(magnitude) or magnitude == 0:
+        return 1.0, ""
+    chosen = _PREFIXES[0]
+    for scale, prefix in _PREFIXES:
+        if magnitude >= scale * 0.9995:
+            chosen = (scale, prefix)
+    return chosen
+
+
+def format_si(value: float | None, unit: str, digits: int = 3) -> str:
+    """`value` in base units with an SI prefix: 0.00153, "s" -> "1.53 ms"."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    if value == 0:
+        return f"0 {unit}"
+    scale, prefix = si_scale(value)
+    return f"{value / scale:.{digits}g} {prefix}{unit}"
+
+
+def log_ticks(lo: float, hi: float, max_labels: int = 12) -> list[tuple[float, list[float]]]:
+    """Tick levels for an axis drawn in log10 units, as `(spacing, [log10 values])` per level:
+    decades (every other one past 7) when the range spans 3+ decades, 1-2-5 steps over 1 to 3
+    decades (2…9 as minor ticks), round values in real units below one decade."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return []
+    decades = range(int(math.floor(lo)), int(math.ceil(hi)) + 1)
+
+    def within(values):
+        return [v for v in values if lo <= v <= hi]
+
+    if hi - lo >= 3.0:
+        step = max(1, int(math.ceil((hi - lo) / 7)))
+        majors = within(float(d) for d in decades if d % step == 0)
+        minors = within(d + math.log10(k) for d in decades for k in range(2, 10)) if hi - lo <= 5 else []
+        return [(float(step), majors), (0.1, minors)]
+    if hi - lo >= 1.0 and 3 * (hi - lo) > max_labels:  # no room for 1-2-5: decades only
+        majors = within(float(d) for d in decades)
+        return [(1.0, majors), (0.1, within(d + math.log10(k) for d in decades for k in range(2, 10)))]
+    if hi - lo >= 1.0:
+        majors = within(d + math.log10(k) for d in decades for k in (1, 2, 5))
+        minors = within(d + math.log10(k) for d in decades for k in (3, 4, 6, 7, 8, 9))
+        return [(0.3, majors), (0.1, minors)]
+    a, b = 10.0**lo, 10.0**hi
+    raw = (b - a) / 4
+    base = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * base for m in (1, 2, 2.5, 5, 10) if m * base >= raw)
+    first = math.ceil(a / step) * step
+    values = [first + i * step for i in range(int((b - first) / step) + 1)]
+    return [(step, [math.log10(v) for v in values if v > 0])]
+
+
+# ------------------------------------------------------------------------------------------ timing
+
+
+def series_name(result: Any) -> str:
+    """The label of one backend × device: "wgsl @ wgpu:0"."""
+    device = result.device or {}
+    return f"{result.backend} @ {device.get('spec') or device.get('runtime') or '?'}"
+
+
+@dataclass
+class TimingRow:
+    """One backend × device of a run: median, quartiles, samples and its ratio to the reference."""
+
+    series: str
+    backend: str
+    device: str
+    median_s: float
+    q1_s: float
+    q3_s: float
+    iqr_s: float
+    samples_s: np.ndarray
+    ratio: float | None = None  # median / the reference backend's median
+    fastest: bool = False
+    reference: bool = False
+
+
+def timing_rows(report: Any) -> list[TimingRow]:
+    """Rows of the comparison view, in the report's order; the fastest and the reference marked."""
+    rows: list[TimingRow] = []
+    for result in getattr(report, "results", None) or ():
+        timing = result.timing or {}
+        median = timing.get("median_s")
+        if median is None or result.status != "ok":
+            continue
+        samples = np.asarray(timing.get("samples_s") or [median], dtype=np.float64)
+        q1, q3 = (float(q) for q in np.percentile(samples, [25, 75]))
+        rows.append(
+            TimingRow(
+                series=series_name(result),
+                backend=result.backend,
+                device=str((result.device or {}).get("spec") or ""),
+                median_s=float(median),
+                q1_s=q1,
+                q3_s=q3,
+                iqr_s=float(timing.get("iqr_s", q3 - q1)),
+                samples_s=samples,
+            )
+        )
+    if rows:
+        min(rows, key=lambda r: r.median_s).fastest = True
+        reference = getattr(report, "reference", "") or ""
+        ref = next((r for r in rows if r.backend == reference), None)
+        if ref is not None:
+            ref.reference = True
+            for row in rows:
+                row.ratio = row.median_s / ref.median_s if ref.median_s > 0 else None
+    return rows
+
+
+def log_scale_wanted(values: list[float], spread: float = 8.0) -> bool:
+    """A log axis when the values span more than `spread`× (a linear one would flatten the small)."""
+    positive = [v for v in values if v and v > 0]
+    return len(positive) > 1 and max(positive) / min(positive) > spread
+
+
+# ------------------------------------------------------------------------------------------ roofline
+
+
+@dataclass
+class RoofPoint:
+    """One backend × device on the roofline (base units)."""
+
+    series: str
+    backend: str
+    device: str
+    intensity: float  # FLOP per byte
+    flops_per_s: float
+    bytes_per_s: float
+    roof_flops_per_s: float | None = None  # what the device's roofs allow at this intensity
+    fraction_of_roof: float | None = None
+    roof_source: str = ""  # "measured" (ceilings) or "datasheet"
+
+
+@dataclass
+class Roof:
+    """A device's memory and compute roofs (from its measured ceilings)."""
+
+    device: str
+    name: str
+    bytes_per_s: float | None
+    flops_per_s: float | None
+    source: str = "measured"
+
+    def attainable(self, intensity: float) -> float | None:
+        limits = [v for v in (self.bytes_per_s and self.bytes_per_s * intensity, self.flops_per_s) if v]
+        return min(limits) if limits else None
+
+    @property
+    def ridge(self) -> float | None:
+        """The intensity where the memory roof meets the compute roof."""
+        if self.bytes_per_s and self.flops_per_s:
+            return self.flops_per_s / self.bytes_per_s
+        return None
+
+
+def roof_of(device: dict[str, Any], ceilings: Any) -> Roof | None:
+    """The roofs of a result's device: its measured ceilings, else its datasheet peaks."""
+    spec = str(device.get("spec") or device.get("runtime") or "?")
+    if ceilings is not None and (ceilings.copy_gbps or ceilings.fma_gflops_f32):
+        return Roof(
+            spec,
+            str(device.get("name") or ""),
+            ceilings.copy_gbps * 1e9 if ceilings.copy_gbps else None,
+            ceilings.fma_gflops_f32 * 1e9 if ceilings.fma_gflops_f32 else None,
+            "measured",
+        )
+    if device.get("peak_gbps") or device.get("peak_gflops"):
+        bw, fl = device.get("peak_gbps"), device.get("peak_gflops")
+        return Roof(spec, str(device.get("name") or ""), bw and bw * 1e9, fl and fl * 1e9, "datasheet")
+    return None
+
+
+def roofline_model(report: Any, ceilings_of) -> tuple[list[RoofPoint], list[Roof]]:
+    """Points (from each result's throughput) and the roofs of their devices.
+
+    `ceilings_of(device dict) -> Ceilings | None` looks the measured ceilings up."""
+    points: list[RoofPoint] = []
+    roofs: dict[str, Roof] = {}
+    for result in getattr(report, "results", None) or ():
+        throughput = result.throughput or {}
+        gflops, gbps = throughput.get("gflops"), throughput.get("gbps")
+        if result.status != "ok" or not gflops or not gbps:
+            continue
+        device = result.device or {}
+        roof = roofs.get(str(device.get("spec")))
+        if roof is None:
+            roof = roof_of(device, ceilings_of(device))
+            if roof is not None:
+                roofs[roof.device] = roof
+        point = RoofPoint(
+            series_name(result),
+            result.backend,
+            str(device.get("spec") or ""),
+            intensity=gflops / gbps,
+            flops_per_s=gflops * 1e9,
+            bytes_per_s=gbps * 1e9,
+        )
+        if roof is not None:
+            point.roof_source = roof.source
+            point.roof_flops_per_s = roof.attainable(point.intensity)
+            if point.roof_flops_per_s:
+                point.fraction_of_roof = point.flops_per_s / point.roof_flops_per_s
+        points.append(point)
+    return points, list(roofs.values())
+
+
+def roofline_ranges(
+    points: list[RoofPoint], roofs: list[Roof]
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(x, y) ranges in base units holding every point, each roof's ridge and a margin."""
+    xs = [p.intensity for p in points] + [r.ridge for r in roofs if r.ridge]
+    if not xs:
+        return (0.01, 100.0), (1e6, 1e12)
+    x_lo, x_hi = min(xs) / 4, max(xs) * 4
+    ys = [p.flops_per_s for p in points] + [r.flops_per_s for r in roofs if r.flops_per_s]
+    ys += [r.attainable(x_lo) for r in roofs if r.attainable(x_lo)]
+    y_lo, y_hi = min(ys) / 3, max(ys) * 3
+    return (x_lo, x_hi), (y_lo, y_hi)
+
+
+# ------------------------------------------------------------------------------------------ outputs
+
+
+def ulp_error(values: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Distance in units of the last place (floats) or absolute difference (integers), as float64;
+    NaN where either side is NaN."""
+    from workbench.run.verify import ulp_distance
+
+    if values.dtype.kind == "f" and values.dtype.itemsize in (4, 8):
+        ulps = ulp_distance(values, ref.astype(values.dtype)).astype(np.float64)
+        ulps[np.isnan(values) | np.isnan(ref)] = np.nan
+        return ulps
+    return np.abs(values.astype(np.float64) - ref.astype(np.float64))
+
+
+def scatter_sample(
+    values: np.ndarray, ref: np.ndarray, bad: np.ndarray, max_points: int = MAX_POINTS
+) -> tuple[np.ndarray, np.ndarray]:
+    """(reference, backend) pairs for the scatter: an even sample of at most `max_points`, plus every
+    marked mismatch (those matter most)."""
+    n = min(values.size, ref.size)
+    index = np.arange(0, n, max(1, -(-n // max_points)))
+    if bad.size:
+        index = np.union1d(index, bad)
+    return ref[index].astype(np.float64), values[index].astype(np.float64)

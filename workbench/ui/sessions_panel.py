@@ -148,13 +148,22 @@ class SessionsPanel(QWidget):
         self.import_button = QPushButton("Import…")
         self.import_button.clicked.connect(self.import_dialog)
 
-        filters = QHBoxLayout()
+        # Filters and actions on three short rows: on one row they set a minimum width (~900 px) that
+        # a dock of a 1280×800 window does not have (issue 8).
+        filters = QVBoxLayout()
         filters.setContentsMargins(4, 4, 4, 0)
-        for widget in (self.kernel_box, self.backend_box, self.device_box, self.since_box, self.verified_box):
-            filters.addWidget(widget)
-        filters.addStretch(1)
-        for widget in (self.record_box, self.baseline_button, self.export_button, self.import_button):
-            filters.addWidget(widget)
+        filters.setSpacing(2)
+        rows = (
+            (self.kernel_box, self.backend_box, self.device_box),
+            (self.since_box, self.verified_box),
+            (self.record_box, self.baseline_button, self.export_button, self.import_button),
+        )
+        for widgets in rows:
+            row = QHBoxLayout()
+            for widget in widgets:
+                row.addWidget(widget)
+            row.addStretch(1)
+            filters.addLayout(row)
 
         self.table = QTableWidget(0, len(RUN_COLUMNS))
         self.table.setHorizontalHeaderLabels(RUN_COLUMNS)
@@ -230,7 +239,8 @@ class SessionsPanel(QWidget):
     def _combo(self, anything: str) -> QComboBox:
         box = QComboBox()
         box.addItem(anything, None)
-        box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        box.setMinimumContentsLength(6)  # long kernel or device names are elided, not widening the dock
         box.currentIndexChanged.connect(lambda _i: self.refresh())
         return box
 

@@ -1,0 +1,348 @@
+"""`workbench --self-test [--json]`: check this installation end to end, bundle or Python install.
+
+1. the window: every panel is built (offscreen, in a child process, so a broken Qt plugin is a
+   failed check with its message rather than a crash) and the saxpy example opens in it;
+2. the bundled saxpy example, copied to a temporary folder, is built for every backend whose
+   toolchain is found (the core `BuildService`) and run and verified on every backend whose
+   runtime has a device (the core `RunService`, in its worker processes);
+3. whatever is missing is skipped with the reason (and the install hint).
+
+Exit status 0 only when every check that could run passed. Builds go to a fresh temporary cache
+unless `--cache-dir` is given, so a cached artifact cannot hide a broken toolchain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench import __version__
+from workbench.frozen import install_dir, is_frozen, python_command
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+#: A small problem: the self-test checks that things work, not how fast.
+SIZES = {"n": 65536}
+EXAMPLE = "saxpy"
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="workbench --self-test",
+        description="Check this installation: load every panel offscreen, then build, run and verify "
+        "the bundled saxpy example (in a temporary copy) on every backend whose toolchain and "
+        "device exist; the rest is skipped with the reason.",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--cache-dir", metavar="DIR", help="build cache to use (default: a fresh temporary one)"
+    )
+    parser.add_argument(
+        "--build-timeout", type=float, default=600.0, metavar="S", help="per-backend build timeout (600 s)"
+    )
+    parser.add_argument(
+        "--window-timeout", type=float, default=120.0, metavar="S", help="how long the window check may take"
+    )
+    return parser.parse_args(argv)
+
+
+def _check(name: str, status: str, detail: str = "", seconds: float = 0.0, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "status": status, "detail": detail, "seconds": round(seconds, 2), **extra}
+
+
+# ---------------------------------------------------------------------------------------- window
+
+
+def window_check(project: Path) -> dict[str, Any]:
+    """In this process: build the window with every panel offscreen and open `project`."""
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from workbench.ui.app import PANELS, create_application, create_window
+    from workbench.ui.settings import Settings
+
+    app = create_application([sys.argv[0]])
+    window = create_window(settings=Settings())
+    window.persist_settings = False
+    window.ask_before_discarding = False
+    try:
+        opened = window.open_project(project)
+        window.show()
+        loop = QEventLoop()
+        QTimer.singleShot(500, loop.quit)  # let the panels lay out and fill once
+        loop.exec()
+        panels = {}
+        for key in PANELS:
+            widget = window.panels.get(key)
+            if widget is None:
+                panels[key] = {"status": FAIL, "detail": "not in the window"}
+            elif widget.objectName() == "PanelPlaceholder":
+                panels[key] = {"status": FAIL, "detail": widget.text()}
+            else:
+                panels[key] = {"status": PASS, "detail": type(widget).__name__}
+        return {"opened": bool(opened), "title": window.windowTitle(), "panels": panels,
+                "platform": app.platformName()}  # fmt: skip
+    finally:
+        window.shutdown()
+        window.close()
+
+
+def run_window_check(project: Path, scratch: Path, timeout_s: float) -> list[dict[str, Any]]:
+    """The window check in a child process (offscreen forced); one check per panel.
+
+    Its settings and sessions database go to `scratch`: a check writes none of the user's files."""
+    started = time.monotonic()
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    env["WB_CONFIG_DIR"] = str(scratch / "config")
+    env["WB_DATA_DIR"] = str(scratch / "data")
+    env.pop("WB_SESSIONS_DB", None)
+    command = python_command("workbench.cli.selftest", "--window", str(project))
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, env=env, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return [_check("window", FAIL, f"the window did not open within {timeout_s:g} s", timeout_s)]
+    seconds = time.monotonic() - started
+    result = None
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                result = json.loads(line)
+            except json.JSONDecodeError:
+                pass
+            break
+    if result is None or done.returncode != 0:
+        tail = " | ".join((done.stderr.strip().splitlines() or ["no output"])[-3:])
+        return [_check("window", FAIL, f"exit status {done.returncode}: {tail}", seconds)]
+    checks = [
+        _check(
+            "window",
+            PASS if result["opened"] else FAIL,
+            f"opened {project.name} on the {result['platform']} platform"
+            if result["opened"]
+            else f"{project} did not open",
+            seconds,
+        )
+    ]
+    for key, panel in result["panels"].items():
+        checks.append(_check(f"panel:{key}", panel["status"], panel["detail"]))
+    return checks
+
+
+# ------------------------------------------------------------------------------ build and run
+
+
+def _backend_reason_missing(tool: dict[str, Any]) -> str:
+    hint = tool.get("hint") or ""
+    return f"toolchain not found{'; install: ' + hint if hint else ''}"
+
+
+def build_and_run(project_dir: Path, cache_dir: Path, build_timeout_s: float) -> dict[str, Any]:
+    """Build every backend whose toolchain is found, run those whose runtime has a device."""
+    from workbench.backends import BACKENDS, REFERENCE_BACKENDS, runtime_of
+    from workbench.build import BuildService, detect_toolchains
+    from workbench.project import Project
+    from workbench.run import RunService, list_devices
+    from workbench.run.timing import TimingOptions
+
+    project = Project.open(project_dir)
+    toolchains = {t.backend: t.to_dict() for t in detect_toolchains()}
+    devices = list_devices(refresh=True)
+    references = set().union(*(k.reference for k in project.manifest.kernels))
+    runtimes = {
+        name: {
+            "status": PASS if group.get("available") else SKIP,
+            "reason": group.get("reason", "") if not group.get("available") else "",
+            "devices": [d.get("name", "") for d in group.get("devices", [])],
+        }
+        for name, group in devices.items()
+    }
+
+    backends: dict[str, dict[str, Any]] = {}
+    to_build = []
+    for backend in BACKENDS:
+        tool = toolchains.get(backend, {})
+        entry: dict[str, Any] = {"runtime": runtime_of(backend), "toolchain": tool.get("version", "")}
+        if backend in REFERENCE_BACKENDS and backend not in references:
+            entry.update(status=SKIP, reason=f"the {project.name} example has no {backend} reference")
+        elif not tool.get("found"):
+            entry.update(status=SKIP, reason=_backend_reason_missing(tool))
+        else:
+            to_build.append(backend)
+        backends[backend] = entry
+
+    service = BuildService(cache_dir=cache_dir, timeout_s=build_timeout_s)
+    try:
+        started = time.monotonic()
+        results = service.submit(project, to_build).wait() if to_build else {}
+        build_seconds = time.monotonic() - started
+    finally:
+        service.close()
+    runnable = []
+    for backend in to_build:
+        result = results.get(backend)
+        entry = backends[backend]
+        if result is None or result.status != "ok":
+            status = result.status if result else "missing"
+            first = next((d.get("message", "") for d in (result.diagnostics if result else [])), "")
+            tail = (result.log.strip().splitlines() or [""])[-1] if result else ""
+            entry.update(status=FAIL, build=FAIL, reason=f"build {status}: {first or tail}".strip())
+            continue
+        entry.update(status=PASS, build=PASS, build_seconds=round(result.seconds, 2), cached=result.cached)
+        runtime = runtime_of(backend)
+        if runtimes[runtime]["status"] != PASS:
+            entry.update(run=SKIP, reason=f"not run: the {runtime} runtime is unavailable "
+                         f"({runtimes[runtime]['reason']})")  # fmt: skip
+        else:
+            runnable.append(backend)
+
+    if runnable:
+        timing = TimingOptions(min_n=3, min_time_s=0.01, max_time_s=2.0, warmup_max_n=2, warmup_max_s=0.1)
+        run_service = RunService(timing=timing)
+        try:
+            report = run_service.run(
+                project, backends=runnable, sizes=SIZES, cache_dir=cache_dir, timeout_s=60.0
+            )
+        except Exception as exc:  # a run error is a failed check, reported, not a crash
+            for backend in runnable:
+                backends[backend].update(status=FAIL, run=FAIL, reason=f"run failed: {exc}")
+            report = None
+        finally:
+            run_service.close()
+        by_backend: dict[str, list] = {}
+        for result in report.results if report is not None else []:
+            by_backend.setdefault(result.backend, []).append(result)
+        for backend in runnable if report is not None else []:
+            entry = backends[backend]
+            outcomes = by_backend.get(backend, [])
+            bad = [r for r in outcomes if not _run_ok(r)]
+            if not outcomes:
+                entry.update(status=FAIL, run=FAIL, reason="no run result came back")
+            elif bad:
+                entry.update(status=FAIL, run=FAIL, reason=_run_problem(bad[0]))
+            else:
+                entry.update(
+                    run=PASS,
+                    devices=[r.device.get("name", "") for r in outcomes],
+                    verified="reference" if outcomes[0].check.get("is_reference") else "yes",
+                    median_s=(outcomes[0].timing or {}).get("median_s"),
+                )
+    return {
+        "example": project.name,
+        "sizes": SIZES,
+        "build_seconds": round(build_seconds, 2),
+        "backends": backends,
+        "runtimes": runtimes,
+    }
+
+
+def _run_ok(result) -> bool:
+    return result.status == "ok" and (result.verified is True or bool(result.check.get("is_reference")))
+
+
+def _run_problem(result) -> str:
+    if result.status != "ok":
+        return f"run {result.status}: {(result.error or '').strip().splitlines()[0] if result.error else ''}"
+    check = result.check
+    return (
+        f"wrong results: {check.get('bad')} bad elements, first at index {check.get('first_bad_index')}"
+        if result.verified is False
+        else f"not verified: {check.get('note', '')}"
+    )
+
+
+# ---------------------------------------------------------------------------------------- report
+
+
+def collect(args: argparse.Namespace) -> dict[str, Any]:
+    from workbench.build.cache import cache_root
+    from workbench.project import examples_dir
+
+    report: dict[str, Any] = {
+        "version": __version__,
+        "frozen": is_frozen(),
+        "executable": sys.executable,
+        "install_dir": str(install_dir() or Path(__file__).resolve().parents[2]),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "user_cache": str(cache_root()),
+        "checks": [],
+    }
+    source = examples_dir() / EXAMPLE
+    with tempfile.TemporaryDirectory(prefix="wb-selftest-") as tmp:
+        copy = Path(tmp) / EXAMPLE
+        started = time.monotonic()
+        try:
+            shutil.copytree(source, copy, ignore=shutil.ignore_patterns("target"))
+            report["checks"].append(_check("example", PASS, f"{source} copied to a temporary folder",
+                                           time.monotonic() - started))  # fmt: skip
+        except OSError as exc:
+            report["checks"].append(_check("example", FAIL, f"cannot copy {source}: {exc}"))
+            report["ok"] = False
+            return report
+        report["checks"] += run_window_check(copy, Path(tmp), args.window_timeout)
+        cache_dir = Path(args.cache_dir) if args.cache_dir else Path(tmp) / "cache"
+        try:
+            report.update(build_and_run(copy, cache_dir, args.build_timeout))
+        except Exception as exc:  # anything unexpected is a failed check with its message
+            report["checks"].append(_check("build-and-run", FAIL, f"{type(exc).__name__}: {exc}"))
+    statuses = [c["status"] for c in report["checks"]]
+    statuses += [b["status"] for b in report.get("backends", {}).values()]
+    report["ok"] = FAIL not in statuses and bool(report.get("backends"))
+    report["summary"] = {s: statuses.count(s) for s in (PASS, FAIL, SKIP)}
+    return report
+
+
+def render(report: dict[str, Any]) -> str:
+    mark = {PASS: "ok  ", FAIL: "FAIL", SKIP: "skip"}
+    where = "bundle" if report["frozen"] else "Python install"
+    lines = [f"Rust GPU Workbench {report['version']} self-test ({where}: {report['install_dir']})", ""]
+    for check in report["checks"]:
+        lines.append(f"  {mark[check['status']]}  {check['name']:<18} {check['detail']}")
+    if report.get("backends"):
+        lines += ["", f"  {report.get('example', EXAMPLE)} example, sizes {report.get('sizes')}:"]
+        for name, b in report["backends"].items():
+            steps = ", ".join(f"{step} {b[step]}" for step in ("build", "run") if step in b)
+            detail = "; ".join(part for part in (steps, b.get("reason", "")) if part)
+            lines.append(f"  {mark[b['status']]}  {name:<18} {detail}")
+        lines += ["", "  runtimes:"]
+        for name, r in report.get("runtimes", {}).items():
+            detail = ", ".join(r["devices"]) if r["status"] == PASS else r["reason"]
+            lines.append(f"  {mark[r['status']]}  {name:<18} {detail}")
+    s = report.get("summary", {})
+    verdict = "PASSED" if report["ok"] else "FAILED"
+    lines += [
+        "",
+        f"self-test {verdict} ({s.get(PASS, 0)} checks passed, {s.get(FAIL, 0)} failed, {s.get(SKIP, 0)} skipped)",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    report = collect(args)
+    print(json.dumps(report, indent=2, default=str) if args.json else render(report))
+    return 0 if report["ok"] else 1
+
+
+def _window_main(argv: list[str]) -> int:
+    """`-m workbench.cli.selftest --window PROJECT`: the window check's child; prints one JSON line."""
+    if len(argv) != 2 or argv[0] != "--window":
+        print("usage: python -m workbench.cli.selftest --window PROJECT", file=sys.stderr)
+        return 2
+    result = window_check(Path(argv[1]))
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_window_main(sys.argv[1:]))
