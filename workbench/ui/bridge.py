@@ -159,6 +159,12 @@ class ServiceBridge(QObject):
             except Exception as exc:  # a broken probe must reach the user as text
                 info = {"error": f"could not list devices: {exc}"}
             self._post("devices", info)
+            if "error" not in info:  # then the GPU hosts' devices, probed over ssh (slower)
+                from workbench.remote.hosts import HostStore
+                from workbench.remote.probe import all_hosts_devices
+
+                if HostStore().names():
+                    self._post("devices", dict(info, hosts=all_hosts_devices(refresh=refresh)))
 
         self._device_thread = threading.Thread(target=work, name="wb-list-devices", daemon=True)
         self._device_thread.start()
