@@ -381,7 +381,10 @@ class ServiceBridge(QObject):
             self._settle_busy()
 
     def expected_reference(self) -> str:
-        """The backend the manifest names as the reference ('' when unknown)."""
+        """The reference backend: the user's choice (`loop.reference`), else the one the manifest
+        names ('' when unknown)."""
+        if self.loop.reference:
+            return self.loop.reference
         try:
             return self.project.manifest.kernel(self.loop.kernel).check.reference if self.project else ""
         except (WorkbenchError, LookupError, ValueError):
