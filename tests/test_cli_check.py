@@ -63,7 +63,7 @@ def test_invalid_value_names_key(example_copy):
     manifest.write_text(manifest.read_text().replace('type = "f32"', 'type = "float"', 1))
     result = workbench("check", project)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "arg[1].type: unknown type 'float'; valid: f32" in result.stderr
+    assert 'arg[1].type: unknown type "float"; valid: f32' in result.stderr
 
 
 def test_missing_manifest_and_missing_path(tmp_path):

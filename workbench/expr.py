@@ -1,4 +1,10 @@
-"""A small safe evaluator for the manifest's size, launch and metric expressions (no `eval`)."""
+"""A small safe evaluator for the manifest's size, launch and metric expressions (no `eval`).
+
+Bounded so that no expression can hang or exhaust memory: at most `MAX_LENGTH` characters and
+`MAX_DEPTH` levels of nesting, exponents (`**`, `pow2`) up to `MAX_EXPONENT`, integers up to
+`MAX_INT_BITS` bits, and no result that is not a finite number. Every failure is an `ExprError`
+saying which expression and why (division by zero, overflow, a value out of a function's domain).
+"""
 
 from __future__ import annotations
 
@@ -15,9 +21,28 @@ class ExprError(ValueError):
 
 
 def _ceil_div(a: Number, b: Number) -> int:
+    a, b = _int(a), _int(b)
     if b == 0:
-        raise ExprError("ceil_div by zero")
-    return -(-int(a) // int(b))
+        raise ExprError("ceil_div: division by zero")
+    return -(-a // b)
+
+
+def _pow2(x: Number) -> int:
+    if isinstance(x, float) and not x.is_integer():
+        raise ExprError(f"pow2 of {x}: expected a whole number")
+    if not 0 <= x <= MAX_EXPONENT:
+        raise ExprError(f"pow2 of {_show(x)}: the exponent must be between 0 and {MAX_EXPONENT}")
+    return 2 ** int(x)
+
+
+def _finite(x: Number, function: str) -> Number:
+    if isinstance(x, float) and not math.isfinite(x):
+        raise ExprError(f"{function} of {x}: not a finite number")
+    return x
+
+
+def _int(x: Number) -> int:
+    return int(_finite(x, "int"))
 
 
 def _log2(x: Number) -> Number:
@@ -32,11 +57,11 @@ FUNCTIONS = {
     "min": min,
     "max": max,
     "log2": _log2,
-    "pow2": lambda x: 2 ** int(x),
+    "pow2": _pow2,
     "sqrt": math.sqrt,
-    "ceil": math.ceil,
-    "floor": math.floor,
-    "int": int,
+    "ceil": lambda x: math.ceil(_finite(x, "ceil")),
+    "floor": lambda x: math.floor(_finite(x, "floor")),
+    "int": _int,
     "abs": abs,
 }
 
@@ -50,7 +75,23 @@ _BINARY = {
     ast.Pow: operator.pow,
 }
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-_MAX_POW = 64
+#: Limits that keep every expression quick: exponents, integer size, text length, nesting.
+MAX_EXPONENT = 64
+MAX_INT_BITS = 128
+MAX_LENGTH = 1000
+MAX_DEPTH = 32
+
+
+def _brief(text: str | Number) -> str:
+    """An expression quoted for a message, shortened when long."""
+    text = str(text)
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
+
+
+def _show(value: Number) -> str:
+    """A number for a message, shortened when huge."""
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:10]}…({len(text)} digits)"
 
 
 def parse(text: str | Number) -> ast.expr:
@@ -61,33 +102,42 @@ def parse(text: str | Number) -> ast.expr:
         return ast.Constant(text)
     if not isinstance(text, str) or not text.strip():
         raise ExprError("expected a number or an expression string")
+    if len(text) > MAX_LENGTH:
+        raise ExprError(
+            f"expression {text[:20]!r}… is {len(text)} characters long; the limit is {MAX_LENGTH}"
+        )
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ExprError(f"cannot parse {text!r}: {exc.msg}") from None
+        raise ExprError(f"cannot parse {_brief(text)}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ExprError(f"cannot parse {text[:20]!r}…: nested too deeply (limit {MAX_DEPTH})") from None
     _check(tree.body, text)
     return tree.body
 
 
-def _check(node: ast.AST, text: str) -> None:
+def _check(node: ast.AST, text: str, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise ExprError(f"in {_brief(text)}: nested more than {MAX_DEPTH} levels deep")
+    depth += 1
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
-            raise ExprError(f"in {text!r}: only numbers are allowed as literals")
+            raise ExprError(f"in {_brief(text)}: only numbers are allowed as literals")
     elif isinstance(node, ast.Name):
         pass
     elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        _check(node.left, text)
-        _check(node.right, text)
+        _check(node.left, text, depth)
+        _check(node.right, text, depth)
     elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        _check(node.operand, text)
+        _check(node.operand, text, depth)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         if node.func.id not in FUNCTIONS:
             known = ", ".join(sorted(FUNCTIONS))
-            raise ExprError(f"in {text!r}: unknown function {node.func.id!r}; known: {known}")
+            raise ExprError(f"in {_brief(text)}: unknown function {node.func.id!r}; known: {known}")
         for arg in node.args:
-            _check(arg, text)
+            _check(arg, text, depth)
     else:
-        raise ExprError(f"in {text!r}: {type(node).__name__} is not allowed in an expression")
+        raise ExprError(f"in {_brief(text)}: {type(node).__name__} is not allowed in an expression")
 
 
 def names(text: str | Number) -> set[str]:
@@ -101,7 +151,10 @@ def names(text: str | Number) -> set[str]:
 def evaluate(text: str | Number, symbols: Mapping[str, Number]) -> Number:
     """Evaluate an expression with the given symbols."""
     tree = parse(text)
-    return _eval(tree, symbols, str(text))
+    try:
+        return _eval(tree, symbols, str(text))
+    except OverflowError:
+        raise ExprError(f"in {_brief(text)}: the value overflows") from None
 
 
 def evaluate_int(text: str | Number, symbols: Mapping[str, Number]) -> int:
@@ -109,36 +162,62 @@ def evaluate_int(text: str | Number, symbols: Mapping[str, Number]) -> int:
     value = evaluate(text, symbols)
     if isinstance(value, float):
         if not value.is_integer():
-            raise ExprError(f"{text!r} gives {value}, expected a whole number")
+            raise ExprError(f"{_brief(text)} gives {value}, expected a whole number")
         value = int(value)
+    return value
+
+
+def _checked(value: Number, text: str) -> Number:
+    """`value` when it is a finite number of bounded size, else an ExprError."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ExprError(f"in {_brief(text)}: gives {value!r}, not a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExprError(f"in {_brief(text)}: gives {value} (overflow or an undefined operation)")
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        raise ExprError(
+            f"in {_brief(text)}: the value {_show(value)} is too large (over {MAX_INT_BITS} bits)"
+        )
     return value
 
 
 def _eval(node: ast.AST, symbols: Mapping[str, Number], text: str) -> Number:
     if isinstance(node, ast.Constant):
-        return node.value
+        return _checked(node.value, text)
     if isinstance(node, ast.Name):
         if node.id not in symbols:
             known = ", ".join(sorted(symbols)) or "none"
-            raise ExprError(f"in {text!r}: unknown name {node.id!r}; known names: {known}")
+            raise ExprError(f"in {_brief(text)}: unknown name {node.id!r}; known names: {known}")
         return symbols[node.id]
     if isinstance(node, ast.BinOp):
         left = _eval(node.left, symbols, text)
         right = _eval(node.right, symbols, text)
-        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POW:
-            raise ExprError(f"in {text!r}: exponent {right} is too large")
+        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
+            raise ExprError(f"in {_brief(text)}: exponent {_show(right)} is too large (limit {MAX_EXPONENT})")
+        if isinstance(node.op, ast.Pow) and left == 0 and right < 0:
+            raise ExprError(f"in {_brief(text)}: 0 to a negative power (division by zero)")
         try:
-            return _BINARY[type(node.op)](left, right)
+            value = _BINARY[type(node.op)](left, right)
         except ZeroDivisionError:
-            raise ExprError(f"in {text!r}: division by zero") from None
+            raise ExprError(f"in {_brief(text)}: division by zero") from None
+        except OverflowError:
+            raise ExprError(f"in {_brief(text)}: the value overflows") from None
+        if isinstance(value, complex):
+            raise ExprError(f"in {_brief(text)}: a negative number to a fractional power")
+        return _checked(value, text)
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)](_eval(node.operand, symbols, text))
     if isinstance(node, ast.Call):
         args = [_eval(arg, symbols, text) for arg in node.args]
         try:
-            return FUNCTIONS[node.func.id](*args)
-        except ExprError:
-            raise
+            return _checked(FUNCTIONS[node.func.id](*args), text)
+        except ExprError as exc:
+            if str(exc).startswith("in "):
+                raise
+            raise ExprError(f"in {_brief(text)}: {exc}") from None
         except (TypeError, ValueError) as exc:
-            raise ExprError(f"in {text!r}: {node.func.id}: {exc}") from None
-    raise ExprError(f"in {text!r}: unsupported expression")
+            raise ExprError(f"in {_brief(text)}: {node.func.id}: {exc}") from None
+        except ZeroDivisionError:
+            raise ExprError(f"in {_brief(text)}: {node.func.id}: division by zero") from None
+        except OverflowError:
+            raise ExprError(f"in {_brief(text)}: {node.func.id}: the value overflows") from None
+    raise ExprError(f"in {_brief(text)}: unsupported expression")

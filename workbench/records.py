@@ -8,15 +8,20 @@ A run result carries its provenance: source hash, toolchain, flags, device and t
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+_PLAIN = (int, float, str, bool, type(None))
+
 
 def _to_dict(obj: Any) -> Any:
+    if isinstance(obj, Record):
+        return obj.to_dict()  # a record nested in another serializes its own way
     if dataclasses.is_dataclass(obj):
         return {f.name: _to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, list | tuple):
-        return [_to_dict(x) for x in obj]
+        return [x if isinstance(x, _PLAIN) else _to_dict(x) for x in obj]  # samples: many floats
     if isinstance(obj, dict):
         return {str(k): _to_dict(v) for k, v in obj.items()}
     return obj
@@ -29,7 +34,7 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
 
 class Record:
     def to_dict(self) -> dict[str, Any]:
-        return _to_dict(self)
+        return {f.name: _to_dict(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]):
@@ -96,8 +101,30 @@ class BuildResult(Record):
         }
 
 
-@dataclass
-class TimingStats(Record):
+class _ReadsLikeADict(Mapping):
+    """Read access by JSON key (`record["bad"]`, `.get("note")`), so code that reads a result's
+    check or timing as the JSON shows it keeps working on the typed record. Reads the fields
+    themselves (no copy: a timing's samples can be long, and tables read these per cell)."""
+
+    def _keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self))
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
+@dataclass(eq=False)
+class TimingStats(Record, _ReadsLikeADict):
+    """The timing of one backend on one device (seconds per launch)."""
+
     median_s: float
     iqr_s: float
     min_s: float
@@ -108,6 +135,126 @@ class TimingStats(Record):
     resolution_s: float
     batch: int = 1  # launches per sample (each sample is already divided by it)
     warmup: int = 0
+    #: What the measurement ran under: cache policy, clocks, energy (worker.py, `measure`).
+    conditions: dict[str, Any] | None = None
+
+    #: The keys `workbench run --json` shows (batch and warm-up are in the provenance).
+    JSON_KEYS = (
+        "median_s",
+        "iqr_s",
+        "min_s",
+        "max_s",
+        "n",
+        "samples_s",
+        "method",
+        "resolution_s",
+        "conditions",
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.JSON_KEYS}
+
+    def __repr__(self) -> str:
+        return (
+            f"TimingStats(median {_seconds(self.median_s)}, IQR {_seconds(self.iqr_s)}, n {self.n}, "
+            f"{self.method})"
+        )
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value * 1e9:.3g} ns"
+
+
+#: CheckRecord roles: what the record is the check of.
+REFERENCE, COMPARED, UNVERIFIED, NO_CHECK = "reference", "compared", "unverified", "none"
+
+#: The key order of each role's JSON (the shape `workbench run --json` has always had).
+_CHECK_KEYS = {
+    REFERENCE: ("rtol", "atol", "max_ulp", "reference", "is_reference", "nan_count", "inf_count", "unwritten"),
+    UNVERIFIED: ("rtol", "atol", "max_ulp", "reference"),
+    COMPARED: (
+        "reference", "rtol", "atol", "max_ulp", "passed", "max_abs_err", "max_rel_err", "max_ulp_err",
+        "bad", "nan_count", "inf_count", "unwritten", "first_bad_index", "first_bad", "buffers",
+    ),
+    NO_CHECK: (),
+}  # fmt: skip
+
+
+@dataclass(eq=False)
+class CheckRecord(Record, _ReadsLikeADict):
+    """The verification of one result: its own health when it is the reference, its comparison
+    with the reference otherwise, or why it could not be verified.
+
+    `role` is one of `reference`, `compared`, `unverified`, `none` (a result that never ran);
+    it decides which keys the JSON has. `weak` (why a passing comparison proves little) and
+    `unverified` (why there was nothing to compare with) appear in the JSON only when set."""
+
+    role: str = NO_CHECK
+    reference: str = ""
+    rtol: float = 0.0
+    atol: float = 0.0
+    max_ulp: int | None = None
+    is_reference: bool = False
+    passed: bool | None = None
+    max_abs_err: Any = None
+    max_rel_err: Any = None
+    max_ulp_err: Any = None
+    bad: int = 0
+    nan_count: int = 0
+    inf_count: int = 0
+    unwritten: int = 0
+    first_bad_index: int | None = None
+    first_bad: dict[str, Any] | None = None
+    buffers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    note: str = ""
+    weak: str = ""
+    unverified: str = ""
+
+    def _keys(self) -> tuple[str, ...]:
+        """The keys of this record's JSON, in order."""
+        optional = tuple(key for key in ("weak", "unverified", "note") if getattr(self, key))
+        return _CHECK_KEYS[self.role] + optional
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: _to_dict(getattr(self, key)) for key in self._keys()}
+
+    def __repr__(self) -> str:
+        """One line (the console prints these; the per-buffer details stay out)."""
+        if self.role == NO_CHECK:
+            return "CheckRecord(none)"
+        if self.role == REFERENCE:
+            return (
+                f"CheckRecord(reference {self.reference}, nan {self.nan_count}, unwritten {self.unwritten})"
+            )
+        if self.role == UNVERIFIED:
+            return f"CheckRecord(not verified: {self.note or self.unverified})"
+        text = f"CheckRecord(against {self.reference}: {'passed' if self.passed else 'FAILED'}"
+        if self.passed is False:
+            text += f", {self.bad} bad, first bad {self.first_bad}"
+        else:
+            text += f", max abs err {self.max_abs_err}, max ulp {self.max_ulp_err}"
+        if self.weak:
+            text += f", weak: {self.weak}"
+        return text + ")"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckRecord:
+        if isinstance(data, CheckRecord):
+            return data
+        if not data:
+            role = NO_CHECK
+        elif data.get("is_reference"):
+            role = REFERENCE
+        elif "passed" in data:
+            role = COMPARED
+        else:
+            role = UNVERIFIED
+        return _from_dict(cls, dict(data, role=role))
 
 
 @dataclass
@@ -118,9 +265,57 @@ class RunResult(Record):
     device: dict[str, Any]
     status: str  # "ok" | "error" | "skipped"
     verified: bool | None = None
-    check: dict[str, Any] = field(default_factory=dict)
-    timing: dict[str, Any] | None = None  # TimingStats.to_dict()
+    check: CheckRecord = field(default_factory=CheckRecord)
+    timing: TimingStats | None = None
     throughput: dict[str, Any] = field(default_factory=dict)  # gbps, gflops, fraction_of_peak
     error: str | None = None
-    provenance: dict[str, Any] = field(default_factory=dict)
-    # source_hash, build_key, toolchain, flags, kernel, sizes, tunables, seed, timing method, time
+    provenance: dict[str, Any] = field(default_factory=dict)  # see workbench.provenance
+
+    def __repr__(self) -> str:
+        """One line: backend, device, status, verdict, median (the console prints lists of these)."""
+        spec = self.device.get("spec") or self.device.get("runtime") or "?"
+        text = f"RunResult({self.backend} @ {spec}: {self.status}"
+        if self.status == "ok":
+            text += f", {self.verdict}"
+            if self.timing is not None:
+                text += f", median {_seconds(self.timing.median_s)}"
+        elif self.error:
+            first = self.error.strip().splitlines()[0] if self.error.strip() else ""
+            text += f": {first[:120]}"
+        return text + ")"
+
+    @property
+    def verdict(self) -> str:
+        """One word or phrase for the check: reference, verified, weak, failed, not verified (why)."""
+        if self.check.is_reference:
+            return "reference"
+        if self.verified is True:
+            return "weak" if self.check.weak else "verified"
+        if self.verified is False:
+            return "failed"
+        if self.check.unverified:
+            return f"not verified ({self.check.unverified})"
+        return "not verified"
+
+    def to_json(self) -> dict[str, Any]:
+        """The shape `workbench run --json` prints for one result."""
+        throughput = {k: self.throughput.get(k) for k in ("gbps", "gflops", "fraction_of_peak")}
+        return {
+            "backend": self.backend,
+            "device": self.device,
+            "status": self.status,
+            "verified": self.verified,
+            "check": self.check.to_dict(),
+            "timing": self.timing.to_json() if self.timing else None,
+            "throughput": throughput,
+            "error": self.error,
+            "provenance": self.provenance,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        result = _from_dict(cls, data)
+        result.check = CheckRecord.from_dict(data.get("check") or {})
+        timing = data.get("timing")
+        result.timing = TimingStats.from_dict(timing) if timing else None
+        return result

@@ -8,6 +8,8 @@ line of every table header and key, addressed by a path such as ``("kernel", 0, 
 
 from __future__ import annotations
 
+import json
+import math
 import re
 
 Path = tuple[str | int, ...]
@@ -83,3 +85,110 @@ def toml_error_line(message: str) -> int | None:
     """The line number tomllib puts in its error messages ('... (at line 3, column 7)')."""
     match = re.search(r"at line (\d+)", message)
     return int(match.group(1)) if match else None
+
+
+def toml_value(value: object, limit: int = 80) -> str:
+    """`value` as TOML writes it (`true`, `"text"`, `inf`, `[1, 2]`, `{ kind = "random" }`),
+    so messages quote the user's input in the user's own spelling."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+    elif isinstance(value, float):
+        if math.isnan(value):
+            text = "nan"
+        elif math.isinf(value):
+            text = "inf" if value > 0 else "-inf"
+        else:
+            text = repr(value)
+    elif isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, list | tuple):
+        text = "[" + ", ".join(toml_value(v, limit) for v in value) + "]"
+    elif isinstance(value, dict):
+        inner = ", ".join(f"{k} = {toml_value(v, limit)}" for k, v in value.items())
+        text = "{ " + inner + " }" if inner else "{}"
+    elif hasattr(value, "isoformat"):
+        text = value.isoformat()
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def toml_type(value: object) -> str:
+    """TOML's name for the type of a parsed value (`boolean`, `string`, `array`, `table` ...)."""
+    if isinstance(value, bool):
+        return "boolean"
+    for types, name in (
+        (str, "string"),
+        (int, "integer"),
+        (float, "float"),
+        (list, "array"),
+        (dict, "table"),
+    ):
+        if isinstance(value, types):
+            return name
+    return "date/time"
+
+
+def open_construct_line(text: str, message: str, error_line: int | None) -> int | None:
+    """The line where the construct a TOML error is about was opened.
+
+    tomllib reports an unclosed array, inline table or multi-line string where it gave up (often
+    lines later, or "at end of document"); this finds the line of the innermost bracket of that
+    kind (or the string's opening quotes) still open at that point. None when the message is not
+    about an unclosed construct."""
+    lines = text.splitlines()
+    if "Unclosed array" in message:
+        want = "["
+    elif "Unclosed inline table" in message:
+        want = "{"
+    elif "Unterminated string" in message:
+        want = '"'
+    elif error_line is not None and 0 < error_line <= len(lines) and _HEADER.match(lines[error_line - 1]):
+        # A table header read as an array element: the array above it was never closed.
+        want, error_line = "[", error_line - 1
+    else:
+        return None
+    stop = len(lines) if error_line is None else min(error_line, len(lines))
+    stack: list[tuple[str, int]] = []
+    string: tuple[str, int] | None = None  # (closing delimiter, line it opened on)
+    for number in range(1, stop + 1):
+        line = lines[number - 1]
+        # The error line itself is scanned only up to where tomllib stopped (its column is not
+        # passed on: the whole line is scanned, which only matters for brackets after the error).
+        i = 0
+        while i < len(line):
+            if string is not None:
+                closing = string[0]
+                if closing in ('"', '"""') and line[i] == "\\":
+                    i += 2
+                    continue
+                if line.startswith(closing, i):
+                    i += len(closing)
+                    string = None
+                    continue
+                i += 1
+                continue
+            char = line[i]
+            if char == "#":
+                break
+            if line.startswith('"""', i) or line.startswith("'''", i):
+                string = (line[i : i + 3], number)
+                i += 3
+                continue
+            if char in "\"'":
+                string = (char, number)
+            elif char in "[{":
+                stack.append((char, number))
+            elif char in "]}" and stack:
+                stack.pop()
+            i += 1
+        if string is not None and len(string[0]) == 1:
+            string = None  # a one-line string ends with its line (tomllib reports it there)
+    if want == '"':
+        return string[1] if string is not None else None
+    for opened, number in reversed(stack):
+        if opened == want:
+            return number
+    return None

@@ -91,3 +91,34 @@ def test_bad_size_names_the_kernels_sizes(workbench_cli):
     assert "no size m; its sizes: n" in done.stderr and "Traceback" not in done.stderr
     done = workbench_cli("run", SAXPY, "--size", "n")
     assert done.returncode == 2 and "expected NAME=VALUE" in done.stderr
+
+
+def test_a_loose_atol_makes_the_check_weak_in_the_table(workbench_cli, example_copy, shared_cache_dir):
+    """saxpy's outputs lie in [-3.5, 3.5]: with atol 10 an all-zero output would pass too."""
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace("atol = 1e-6", "atol = 10.0"))
+    done = workbench_cli(
+        "run", str(root), "--backend", "cpu,wgsl", "--size", "n=4096", "--cache-dir", str(shared_cache_dir)
+    )
+    assert done.returncode == 0, done.stderr
+    wgsl_row = next(line for line in done.stdout.splitlines() if line.startswith("wgsl"))
+    assert " weak " in wgsl_row and "100% of the reference's elements are below atol 10" in wgsl_row
+
+
+def test_a_failed_reference_leaves_the_others_not_verified(workbench_cli, example_copy, shared_cache_dir):
+    done = workbench_cli(
+        "run", SAXPY, "--backend", "cpu,wgsl", "--reference", "cuda-c", "--size", "n=4096",
+        "--cache-dir", str(shared_cache_dir),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    for backend in ("cpu", "wgsl"):
+        row = next(line for line in done.stdout.splitlines() if line.startswith(backend))
+        assert "not verified (reference failed)" in row and "reference cuda-c failed" in row
+
+
+def test_a_size_that_is_not_an_integer_expression_says_so(workbench_cli):
+    done = workbench_cli("run", SAXPY, "--size", "n=abc")
+    assert done.returncode == 2
+    assert "sizes are integer expressions" in done.stderr and "kernel 'saxpy' has sizes: n" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -205,3 +205,20 @@ def test_bitwise_identical_buffers_pass_with_counts_of_specials():
     changed[40] = np.nextafter(changed[40], np.float32(10))
     result = compare(changed, values, rtol=0.0, atol=0.0, max_ulp=0)
     assert result["bad"] == 1 and result["first_bad_index"] == 40 and result["max_ulp_err"] == 1
+
+
+def test_a_check_against_tiny_or_constant_reference_values_is_weak():
+    small = {"y": np.full(100, 1e-8, np.float32) * np.arange(100, dtype=np.float32)}
+    zeros = {"y": np.zeros(100, np.float32)}
+    passed, check = check_outputs(zeros, small, 0.0, 1e-5, None, reference_name="cpu")
+    assert passed and check.weak == "100% of the reference's elements are below atol 1e-05"
+    assert check.to_dict()["weak"] == check.weak and check["buffers"]["y"]["weak"]
+    constant = {"y": np.full(64, 3.0, np.float32)}
+    passed, check = check_outputs(dict(constant), constant, 1e-6, 1e-6, None)
+    assert passed and check.weak == "the reference output is constant (3.0)"
+    varied = {"y": np.linspace(1.0, 2.0, 64, dtype=np.float32)}
+    passed, check = check_outputs(dict(varied), varied, 1e-6, 1e-6, None)
+    assert passed and check.weak == "" and "weak" not in check.to_dict()
+    # A failed check is a failure, not a weak pass.
+    passed, check = check_outputs(zeros, constant, 1e-6, 1e-6, None)
+    assert not passed and check.weak == ""

@@ -2,17 +2,51 @@
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from workbench.build import build_project, export
 from workbench.project import Project
+from workbench.records import RunResult
 from workbench.run.devices import list_devices
+
+SAXPY_WGSL_LINE = "        y[i] = params.a * x[i] + y[i];"
 
 N = {"n": 65536}
 BACKENDS = ["cpu", "wgsl"]
+
+
+def json_shape(value):
+    """The shape of a JSON document: every leaf replaced by its type name. Lists of records keep
+    every item (a run's results differ by backend), lists of plain values their first (samples)."""
+    if isinstance(value, dict):
+        return {key: json_shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        if value and isinstance(value[0], dict):
+            return [json_shape(item) for item in value]
+        return [json_shape(value[0])] if value else []
+    if isinstance(value, bool) or value is None:
+        return type(value).__name__
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+def _without_foreign_parts(shape):
+    """The shape less what other layers own and may extend: a runtime's device description, the
+    toolchain record of build.json (the run service passes them through), and the timing
+    protocol's options and measurement conditions (extended later: L2 policy, clocks, energy)."""
+    for result in shape["results"]:
+        result["device"] = "dict"
+        result["provenance"]["toolchain"] = "dict"
+        result["provenance"]["timing_options"] = "dict"
+        if isinstance(result.get("timing"), dict):
+            result["timing"].pop("conditions", None)
+    return shape
 
 
 def _by_backend(report):
@@ -185,21 +219,46 @@ def test_reference_runs_untimed_when_not_requested(run_service, example_copy, sh
     assert "cpu" in report.outputs
 
 
-def test_unavailable_reference_falls_back_to_the_first_backend_that_ran(
-    run_service, example_copy, shared_cache_dir
-):
+def test_an_unavailable_reference_is_never_replaced_silently(run_service, example_copy, shared_cache_dir):
     root = example_copy("saxpy")
     manifest = root / "workbench.toml"
     manifest.write_text(manifest.read_text().replace('reference = "cpu"', 'reference = "cuda-c"'))
     report = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir)
     cpu, wgsl = _by_backend(report)["cpu"], _by_backend(report)["wgsl"]
-    assert report.reference == "cpu"
-    assert cpu.check["is_reference"] and "reference cuda-c did not run" in cpu.check["note"]
-    assert wgsl.verified is True and wgsl.check["reference"] == "cpu"
-    assert "cuda-c" in wgsl.check["note"]
-    assert report.ok, [
-        (r.backend, r.status, r.verified, r.error, r.check.get("note")) for r in report.results
-    ]
+    assert report.reference == "cuda-c"
+    for result in (cpu, wgsl):
+        assert result.status == "ok" and result.verified is None
+        assert result.verdict == "not verified (reference failed)"
+        assert result.check["unverified"] == "reference failed" and result.check["reference"] == "cuda-c"
+        assert "reference cuda-c failed" in result.check["note"]
+        assert not result.check.is_reference
+    assert not report.ok
+    assert report.to_json()["results"][1]["check"]["unverified"] == "reference failed"
+    # An explicit choice of reference for this run still works.
+    chosen = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, reference="cpu")
+    cpu, wgsl = _by_backend(chosen)["cpu"], _by_backend(chosen)["wgsl"]
+    assert chosen.reference == "cpu" and cpu.check["is_reference"] and wgsl.verified is True
+    assert wgsl.verdict == "verified" and chosen.ok
+
+
+def test_run_json_keeps_its_shape(run_service, example_copy, shared_cache_dir):
+    """The typed check and timing records serialize to the JSON `workbench run --json` always had
+    (tests/run/data/run_json_shape.json was captured before they were introduced)."""
+    golden = json.loads((Path(__file__).parent / "data" / "run_json_shape.json").read_text())
+    root = example_copy("saxpy")
+    for name in ("verified", "failed"):
+        if name == "failed":
+            wgsl = root / "reference" / "saxpy.wgsl"
+            wrong = "        if (i == 7u) { y[i] = 0.0; } else { y[i] = params.a * x[i] + y[i]; }"
+            wgsl.write_text(wgsl.read_text().replace(SAXPY_WGSL_LINE, wrong))
+        report = run_service.run(root, backends=BACKENDS, sizes={"n": 4096}, cache_dir=shared_cache_dir)
+        document = json.loads(json.dumps(report.to_json()))
+        assert _without_foreign_parts(json_shape(document)) == _without_foreign_parts(golden[name]), name
+        # The records read like the JSON they write.
+        for result, shown in zip(report.results, document["results"], strict=True):
+            assert dict(result.check) == shown["check"]
+            assert {k: result.timing[k] for k in shown["timing"]} == shown["timing"]
+            assert RunResult.from_dict(result.to_dict()).to_json() == result.to_json()
 
 
 def test_missing_toolchain_and_runtime_are_skipped_with_the_reason(
@@ -261,3 +320,14 @@ def test_a_wgpu_validation_error_ends_only_that_backend(run_service, example_cop
     assert cpu.status == "ok"
     assert bad.status == "error" and "Validation Error" in bad.error and "2048" in bad.error
     assert not report.ok
+
+
+def test_a_missing_symbol_says_the_name_fell_back_to_the_kernels(run_service, example_copy, shared_cache_dir):
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace('cpu = "saxpy_cpu"\n', ""))
+    report = run_service.run(root, backends=["cpu"], sizes={"n": 1024}, cache_dir=shared_cache_dir)
+    cpu = report.results[0]
+    assert cpu.status == "error"
+    assert "has no symbol 'saxpy'" in cpu.error
+    assert "the kernel's name, as workbench.toml sets no [kernel.entry] cpu" in cpu.error

@@ -19,7 +19,12 @@ def test_saxpy_spec_is_plain_json(saxpy_kernel, tmp_path):
     )  # fmt: skip
     assert json.loads(json.dumps(spec)) == spec
     assert spec["runtime"] == "wgpu" and spec["backend"] == "wgsl" and spec["kernel"] == "saxpy"
-    assert spec["artifact"] == {"kind": "wgsl", "path": str(tmp_path / "saxpy.wgsl"), "entry": "main"}
+    assert spec["artifact"] == {
+        "kind": "wgsl",
+        "path": str(tmp_path / "saxpy.wgsl"),
+        "entry": "main",
+        "entry_origin": "from [kernel.entry] wgsl",
+    }
     assert spec["args"] == [
         {"name": "n", "kind": "scalar", "type": "u32", "value": 1000},
         {"name": "a", "kind": "scalar", "type": "f32", "value": 2.5},

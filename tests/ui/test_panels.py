@@ -264,17 +264,19 @@ def test_console_namespace_builds_runs_and_reads_results(
     qtbot.waitUntil(lambda: "name" in namespace, timeout=10_000)
     assert namespace["name"] == "saxpy"
 
-    console.execute("built = build('wgsl'); status = built['wgsl'].status")
+    console.execute("built = build('wgsl').result(); status = built['wgsl'].status")
     qtbot.waitUntil(lambda: "status" in namespace, timeout=BUILD_TIMEOUT_MS)
     assert namespace["status"] == "ok"
 
     console.execute(
-        "report = run(); verified = {r.backend: r.verified for r in results}; n = len(outputs['wgsl']['y'])"
+        "report = run().result(); verified = {r.backend: r.verified for r in results}; "
+        "n = len(outputs['wgsl']['y'])"
     )
     qtbot.waitUntil(lambda: "n" in namespace, timeout=RUN_TIMEOUT_MS)
     assert namespace["verified"]["wgsl"] is True
     assert namespace["n"] == SIZES["n"]
-    assert bridge.last_report is namespace["report"]
+    # The report reaches the window through its queued signal once the event loop runs.
+    qtbot.waitUntil(lambda: bridge.last_report is namespace["report"], timeout=10_000)
     console.execute("verified")
     qtbot.waitUntil(lambda: "Out[" in console.widget._control.toPlainText(), timeout=30_000)
     _screenshot(console, test_output_dir, "console", (900, 480))

@@ -1,14 +1,18 @@
-"""`workbench check PATH`: validate a project's manifest and describe its kernels."""
+"""`workbench check PATH`: validate a project's manifest and describe its kernels.
+
+Besides the loader's checks, every length, scalar, launch dimension and metric is evaluated at
+the default sizes (`Kernel.evaluate`): a negative length, an empty buffer the kernel writes,
+buffers larger than this machine's memory or a scalar its type cannot hold is an error at the
+line of the key, naming the argument (exit status 2).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from workbench import expr
 from workbench.backends import BACKENDS, RUST_BACKENDS
-from workbench.errors import ManifestError
-from workbench.manifest import BufferArg, Kernel, Manifest
+from workbench.manifest import BufferArg, Kernel, Manifest, host_memory_bytes
 from workbench.project import Project
 
 
@@ -25,10 +29,17 @@ def register(subparsers) -> None:
 
 
 def buildable_backends(manifest: Manifest, kernel: Kernel) -> list[str]:
-    """Backends the project has sources for: the Rust crate's four, plus each reference file."""
+    """Backends the project can run: the Rust crate's four, each reference file, and rust-gpu
+    when `[backends.rust-gpu] prebuilt` names cargo-gpu output (no crate needed)."""
     backends = []
-    if (manifest.crate_dir / "Cargo.toml").is_file():
+    try:
+        has_crate = (manifest.crate_dir / "Cargo.toml").is_file()
+    except OSError:  # a crate path the OS cannot look up (too long): no crate
+        has_crate = False
+    if has_crate:
         backends.extend(RUST_BACKENDS)
+    if manifest.backend_settings("rust-gpu").get("prebuilt"):
+        backends.append("rust-gpu")
     backends.extend(b for b in kernel.reference)
     return [b for b in BACKENDS if b in backends]
 
@@ -36,14 +47,12 @@ def buildable_backends(manifest: Manifest, kernel: Kernel) -> list[str]:
 def describe(project: Project) -> dict:
     manifest = project.manifest
     kernels = []
+    memory = host_memory_bytes()
     for kernel in manifest.kernels:
-        try:
-            symbols = kernel.symbols()
-            lengths = kernel.lengths(symbols)
-            threads, grid = kernel.geometry(symbols)
-            values = {arg.name: expr.evaluate(arg.value, symbols) for arg in kernel.scalars}
-        except expr.ExprError as exc:
-            raise ManifestError(manifest.path, None, f"kernel {kernel.name}", str(exc)) from None
+        symbols = kernel.symbols()
+        evaluated = kernel.evaluate(symbols, memory_bytes=memory)  # ManifestError at the key's line
+        lengths, values = evaluated.lengths, evaluated.scalars
+        threads, grid = evaluated.threads, evaluated.grid
         backends = buildable_backends(manifest, kernel)
         args = []
         for arg in kernel.args:
@@ -63,8 +72,8 @@ def describe(project: Project) -> dict:
             "args": args,
             "threads": list(threads),
             "grid": list(grid),
-            "bytes": kernel.metric("bytes", symbols),
-            "flops": kernel.metric("flops", symbols),
+            "bytes": evaluated.metrics.get("bytes"),
+            "flops": evaluated.metrics.get("flops"),
             "check": {"reference": kernel.check.reference, "rtol": kernel.check.rtol,
                       "atol": kernel.check.atol, "max_ulp": kernel.check.max_ulp},
             "entries": {b: kernel.entry_for(b) for b in backends},

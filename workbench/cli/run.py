@@ -53,6 +53,13 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--artifacts", metavar="DIR", help="run prebuilt artifacts (DIR/<backend>/build.json)"
     )
+    parser.add_argument(
+        "--reference",
+        metavar="BACKEND",
+        help="check the others against this backend (default: the kernel's [kernel.check] "
+        "reference). The reference never changes by itself: when it fails, the others are "
+        "'not verified (reference failed)'",
+    )
     parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder")
     parser.add_argument("--seed", type=int, help="seed of random inputs (default 0; recorded in provenance)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -74,20 +81,30 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_sizes(items: list[str]) -> dict[str, int]:
-    """`["n=65536", "m=2**10"]` → {"n": 65536, "m": 1024}; errors say what is wrong."""
+def parse_sizes(items: list[str], kernel: Any = None) -> dict[str, int]:
+    """`["n=65536", "m=2**10"]` → {"n": 65536, "m": 1024}; errors say what is wrong and, given the
+    `kernel`, which sizes and tunables it has."""
     sizes: dict[str, int] = {}
+
+    def known() -> str:
+        if kernel is None:
+            return ""
+        return f"; kernel {kernel.name!r} has sizes: {', '.join(kernel.sizes) or 'none'}"
+
     for item in items:
         for part in item.split(","):
             if not part.strip():
                 continue
             name, sep, value = part.partition("=")
             if not sep or not name.strip() or not value.strip():
-                raise WorkbenchError(f"--size {part!r}: expected NAME=VALUE, e.g. n=65536")
+                raise WorkbenchError(f"--size {part!r}: expected NAME=VALUE, e.g. n=65536{known()}")
             try:
                 number = expr.evaluate_int(value.strip(), {})
             except (expr.ExprError, ValueError) as exc:
-                raise WorkbenchError(f"--size {part!r}: {exc}") from None
+                raise WorkbenchError(
+                    f"--size {part!r}: sizes are integer expressions (e.g. 65536, 2**20, pow2(16)); "
+                    f"{value.strip()!r} is not one: {exc}{known()}"
+                ) from None
             if number < 0:
                 raise WorkbenchError(f"--size {part!r}: sizes must not be negative")
             sizes[name.strip()] = number
@@ -106,9 +123,7 @@ def _fmt_time(seconds: float | None) -> str:
 def _fmt_verified(result: RunResult) -> str:
     if result.status != "ok":
         return "-"
-    if result.check.get("is_reference"):
-        return "reference"
-    return {True: "yes", False: "NO", None: "n/a"}[result.verified]
+    return {"verified": "yes", "failed": "NO"}.get(result.verdict, result.verdict)
 
 
 def _num(value: Any) -> str:
@@ -127,6 +142,8 @@ def _details(result: RunResult) -> str:
         if check.get("unwritten"):
             text += f"; {check['unwritten']} never written"
         return text
+    if result.verified is True and check.weak:
+        return f"weak check: {check.weak}; max abs err {_num(check.get('max_abs_err'))}"
     if result.verified is True:
         return f"max abs err {_num(check.get('max_abs_err'))}, max ulp {_num(check.get('max_ulp_err'))}"
     return check.get("note", "")
@@ -176,7 +193,11 @@ def run(args) -> int:
     from workbench.run.timing import TimingOptions
 
     project = Project.open(args.path)
-    sizes = parse_sizes(args.size)
+    try:
+        kernel = project.manifest.kernel(args.kernel)
+    except (KeyError, ValueError, WorkbenchError):
+        kernel = None  # the run service says what is wrong with the name
+    sizes = parse_sizes(args.size, kernel)
     devices = [d.strip() for item in args.device for d in item.split(",") if d.strip()]
     if args.timeout <= 0:
         raise WorkbenchError(f"--timeout must be positive, got {args.timeout}")
@@ -200,7 +221,7 @@ def run(args) -> int:
         report = service.run(
             project, kernel=args.kernel, backends=args.backend, devices=devices, sizes=sizes,
             timeout_s=args.timeout, artifacts_dir=args.artifacts, on_event=progress, seed=args.seed,
-            cache_dir=args.cache_dir,
+            cache_dir=args.cache_dir, reference=args.reference,
         )  # fmt: skip
     finally:
         service.close()

@@ -205,13 +205,20 @@ def build_and_run(project_dir: Path, cache_dir: Path, build_timeout_s: float) ->
         else:
             runnable.append(backend)
 
+    reference = None
     if runnable:
+        # The reference never changes by itself (run/reference.py): when the example's own
+        # reference did not build here, the self-test chooses the first backend that did.
+        reference = project.manifest.kernel().check.reference
+        if reference not in runnable:
+            reference = runnable[0]
         timing = TimingOptions(min_n=3, min_time_s=0.01, max_time_s=2.0, warmup_max_n=2, warmup_max_s=0.1)
         run_service = RunService(timing=timing)
         try:
             report = run_service.run(
-                project, backends=runnable, sizes=SIZES, cache_dir=cache_dir, timeout_s=60.0
-            )
+                project, backends=runnable, sizes=SIZES, cache_dir=cache_dir, timeout_s=60.0,
+                reference=reference,
+            )  # fmt: skip
         except Exception as exc:  # a run error is a failed check, reported, not a crash
             for backend in runnable:
                 backends[backend].update(status=FAIL, run=FAIL, reason=f"run failed: {exc}")
@@ -240,6 +247,7 @@ def build_and_run(project_dir: Path, cache_dir: Path, build_timeout_s: float) ->
         "example": project.name,
         "sizes": SIZES,
         "build_seconds": round(build_seconds, 2),
+        "reference": reference,
         "backends": backends,
         "runtimes": runtimes,
     }

@@ -152,6 +152,8 @@ class LiveLoop:
         self.sizes: dict[str, int] | None = dict(sizes) if sizes else None
         self.kernel = kernel
         self.timeout_s = timeout_s
+        #: The user's choice of reference backend (None: the kernel's [kernel.check] reference).
+        self.reference: str | None = None
         #: Latest RunResult per (backend, device spec): kept across cancelled cycles.
         self.results: dict[tuple[str, str], Any] = {}
         self.last_build: dict[str, Any] | None = None
@@ -398,6 +400,7 @@ class LiveLoop:
                     timeout_s=self.timeout_s,
                     artifacts_dir=links,
                     on_event=on_event,
+                    reference=self.reference,
                 )
             except WorkbenchError as exc:
                 error = str(exc)
@@ -421,6 +424,8 @@ class LiveLoop:
         self._emit(self._finished(request, "ok", build, report, error, latency, changed))
 
     def _reference_backend(self, project: Project) -> str | None:
+        if self.reference:
+            return self.reference
         try:
             return project.manifest.kernel(self.kernel).check.reference
         except (WorkbenchError, LookupError, ValueError):

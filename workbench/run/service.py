@@ -7,8 +7,9 @@
 
 Kernels execute in worker processes (`pool.py`), one per runtime, so a crash, a device loss or an
 endless loop ends that backend's result as "error" and the others go on. Every backend gets the
-same inputs (`inputs.py`); outputs are compared with the reference backend's (`verify.py`) and
-launches timed with the timing protocol (`timing.py`).
+same inputs (`inputs.py`); the build stage is `build_stage.py`; outputs are compared with the
+reference backend's under the reference policy (`reference.py`, `verify.py`) and launches timed
+with the timing protocol (`timing.py`); each result carries its provenance (`workbench.provenance`).
 
 Devices written `HOST/cpu`, `HOST/wgpu:0` are on a configured GPU host (`workbench.remote`):
 the build stays here, the artifact folder goes to the host's cache once per build key, and the
@@ -20,39 +21,29 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from workbench import __version__
 from workbench.backends import BACKENDS, REFERENCE_BACKENDS, RUNTIMES, parse_backends, runtime_of
 from workbench.errors import WorkbenchError
-from workbench.manifest import Kernel
+from workbench.manifest import Kernel, format_bytes, host_memory_bytes
 from workbench.project import Project
-from workbench.records import RunResult, TimingStats
+from workbench.provenance import provenance
+from workbench.records import CheckRecord, RunResult, TimingStats
 from workbench.run import timing as timing_mod
+from workbench.run.build_stage import StagedBuild, build_stage, prebuilt
 from workbench.run.inputs import DEFAULT_SEED, make_inputs, output_names, verification_inputs
 from workbench.run.pool import RequestFailed, WorkerError, WorkerPool, WorkerProcess
+from workbench.run.reference import ReferencePolicy
 from workbench.run.selection import DeviceChoice, choose_devices, resolve_specs
 from workbench.run.spec import make_launch_spec
-from workbench.run.verify import check_outputs, compare
 
 #: Seconds allowed for steps other than launches (loading a module, compiling a shader, copies).
 SETUP_TIMEOUT_S = 120.0
-TIMING_KEYS = (
-    "median_s",
-    "iqr_s",
-    "min_s",
-    "max_s",
-    "n",
-    "samples_s",
-    "method",
-    "resolution_s",
-    "conditions",
-)
+TIMING_KEYS = TimingStats.JSON_KEYS
 
 
 class RunError(WorkbenchError):
@@ -80,7 +71,7 @@ class RunReport:
         return {
             "project": self.project,
             "kernel": self.kernel,
-            "results": [result_json(r) for r in self.results],
+            "results": [r.to_json() for r in self.results],
         }
 
     @property
@@ -91,39 +82,23 @@ class RunReport:
             for r in self.results
         )
 
+    def __repr__(self) -> str:
+        """A compact summary (the console prints reports; the arrays stay out of it)."""
+        rows = ", ".join(
+            f"{r.backend}@{r.device.get('spec', '?')}: {r.status}/{r.verdict}" for r in self.results
+        )
+        return (
+            f"RunReport({self.project}/{self.kernel}, reference {self.reference}, sizes {self.sizes}: {rows})"
+        )
+
 
 def _unverifiable(result: RunResult) -> bool:
-    return result.verified is None and not result.check.get("is_reference", False)
+    return result.verified is None and not result.check.is_reference
 
 
 def result_json(result: RunResult) -> dict[str, Any]:
-    """The JSON shape of one result (`workbench run --json`)."""
-    timing = None
-    if result.timing:
-        timing = {key: result.timing.get(key) for key in TIMING_KEYS}
-    throughput = {k: result.throughput.get(k) for k in ("gbps", "gflops", "fraction_of_peak")}
-    return {
-        "backend": result.backend,
-        "device": result.device,
-        "status": result.status,
-        "verified": result.verified,
-        "check": result.check,
-        "timing": timing,
-        "throughput": throughput,
-        "error": result.error,
-        "provenance": result.provenance,
-    }
-
-
-@dataclass
-class _Build:
-    """One backend's build outcome as the run needs it."""
-
-    backend: str
-    status: str  # ok | error | skipped
-    info: dict[str, Any] = field(default_factory=dict)  # build.json
-    folder: str = ""
-    message: str = ""
+    """The JSON shape of one result (`workbench run --json`); see `RunResult.to_json`."""
+    return result.to_json()
 
 
 @dataclass
@@ -297,8 +272,12 @@ class RunService:
         seed: int | None = None,
         cache_dir: str | Path | None = None,
         tunables: dict[str, int | float] | None = None,
+        reference: str | None = None,
     ) -> RunReport:
         """Build (unless `artifacts_dir`), run, verify and time `kernel` on `backends`.
+
+        `reference` overrides the kernel's `[kernel.check] reference` for this run (the user's
+        explicit choice); the reference never changes otherwise (see `reference.py`).
 
         `on_event(dict)` is called from this thread with {"kind": ...}: "building" (backends),
         "build-event" (a BuildEvent), "built" (backend, status), "started" (backend, device),
@@ -308,13 +287,13 @@ class RunService:
             self._cancel.clear()
             return self._run(
                 project, kernel, backends, devices, sizes, timeout_s, artifacts_dir,
-                build_service, on_event, seed, cache_dir, tunables,
+                build_service, on_event, seed, cache_dir, tunables, reference,
             )  # fmt: skip
 
     # ------------------------------------------------------------------ the run
 
     def _run(self, project, kernel, backends, devices, sizes, timeout_s, artifacts_dir,
-             build_service, on_event, seed, cache_dir, tunables) -> RunReport:  # fmt: skip
+             build_service, on_event, seed, cache_dir, tunables, reference_choice) -> RunReport:  # fmt: skip
         if not isinstance(project, Project):
             project = Project.open(project)
         k = project.manifest.kernel(kernel)
@@ -322,6 +301,8 @@ class RunService:
             symbols = k.symbols(sizes, tunables)
         except ValueError as exc:
             raise RunError(str(exc)) from None
+        # Every length and value at these sizes, located in workbench.toml when wrong.
+        k.evaluate(symbols, memory_bytes=host_memory_bytes())
         if isinstance(backends, str):
             backends = [b for b in backends.split(",") if b.strip()]
         device_indices, remote_indices = self._split_device_specs(list(devices or []))
@@ -344,7 +325,10 @@ class RunService:
             tunables={name: symbols[name] for name in k.tunables},
             seed=run_seed, inputs={}, timeout_s=float(timeout_s), emit=emit,
         )  # fmt: skip
-        ref_backend = k.check.reference
+        if reference_choice is not None and reference_choice not in BACKENDS:
+            raise RunError(f"unknown reference backend {reference_choice!r}; valid: {', '.join(BACKENDS)}")
+        policy = ReferencePolicy.for_run(k, reference_choice)
+        ref_backend = policy.backend
         needed = list(requested) + ([ref_backend] if ref_backend not in requested else [])
         report = RunReport(project=project.name, kernel=k.name, seed=run_seed, sizes=ctx.sizes)
         # A backend whose runtime cannot run here (nor on a chosen host) is not worth building.
@@ -353,9 +337,15 @@ class RunService:
             if any(runtime_of(b) in idx for idx in remote_indices.values())
             or self.devices(runtime_of(b)).get("available")
         ]  # fmt: skip
-        builds = self._builds(project, runnable, artifacts_dir, build_service, cache_dir, emit, tunables)
+        if artifacts_dir is not None:
+            builds = prebuilt(runnable, artifacts_dir)
+        else:
+            builds = build_stage(
+                project, runnable, emit, build_service=build_service, cache_dir=cache_dir,
+                tunables=tunables, on_service=self._set_build_service,
+            )  # fmt: skip
         for backend in needed:
-            builds.setdefault(backend, _Build(backend, "skipped", message="its runtime is unavailable"))
+            builds.setdefault(backend, StagedBuild(backend, "skipped", message="its runtime is unavailable"))
         try:
             ctx.inputs = make_inputs(k, symbols, run_seed, project.root)
         except ValueError as exc:  # an expression that cannot be evaluated for these sizes
@@ -363,7 +353,6 @@ class RunService:
 
         # The reference first (its outputs are what the others are compared with).
         order = [ref_backend] + [b for b in requested if b != ref_backend]
-        reference: dict[str, Any] = {"name": ref_backend, "outputs": None, "fallback": False, "note": ""}
         for backend in order:
             timed = backend in requested
             for choice in self._device_choices(backend, device_indices, remote_indices):
@@ -372,35 +361,22 @@ class RunService:
                     result = self._skipped(ctx, backend, choice, "cancelled", builds.get(backend))
                 else:
                     emit({"kind": "started", "backend": backend, "device": choice.device})
-                    result, outputs = self._run_backend(
-                        ctx, backend, choice, builds[backend], timed, reference
-                    )
+                    result, outputs = self._run_backend(ctx, backend, choice, builds[backend], timed, policy)
                     if outputs is not None:
                         key = backend if backend not in report.outputs else f"{backend}@{choice.spec}"
                         report.outputs[key] = outputs
-                self._after_reference_attempt(backend, result, reference, timed)
+                policy.after_attempt(backend, result)
                 if timed:
                     report.results.append(result)
                     emit({"kind": "finished", "backend": backend, "device": result.device, "result": result})
-        report.reference = reference["name"]
+            if backend == ref_backend:
+                policy.no_attempt()
+        report.reference = ref_backend
         emit({"kind": "done", "report": report})
         return report
 
-    def _after_reference_attempt(self, backend, result: RunResult, reference: dict, timed: bool) -> None:
-        """After the reference backend ran: keep its outputs, or decide what the others get."""
-        if backend != reference["name"] or reference["outputs"] is not None or reference.get("decided"):
-            return
-        reference["decided"] = True
-        if result.status == "ok":
-            return  # outputs were stored by _run_backend
-        why = result.error or "skipped"
-        if result.status == "error" and timed:
-            # The requested reference failed: nothing trustworthy to compare with.
-            reference["note"] = f"reference {backend} failed ({_first_line(why)}): nothing to compare with"
-            reference["unverifiable"] = True
-        else:
-            reference["fallback"] = True
-            reference["note"] = f"reference {backend} did not run ({_first_line(why)})"
+    def _set_build_service(self, service: Any) -> None:
+        self._build_service = service
 
     def _device_choices(
         self,
@@ -420,80 +396,31 @@ class RunService:
                 choices += [replace(c, host=host) for c in found]
         return choices
 
-    # ------------------------------------------------------------------ builds
-
-    def _builds(
-        self, project, backends, artifacts_dir, build_service, cache_dir, emit, tunables=None
-    ) -> dict[str, _Build]:
-        from workbench.build.artifacts import read_build
-
-        out: dict[str, _Build] = {}
-        if artifacts_dir is not None:
-            for backend in backends:
-                folder = Path(artifacts_dir) / backend
-                if not (folder / "build.json").is_file():
-                    out[backend] = _Build(
-                        backend, "skipped", message=f"no build for {backend} in {artifacts_dir}"
-                    )
-                    continue
-                try:
-                    out[backend] = _Build(backend, "ok", read_build(folder), str(folder))
-                except (OSError, ValueError, WorkbenchError) as exc:
-                    out[backend] = _Build(backend, "error", message=f"cannot read {folder}/build.json: {exc}")
-            return out
-        if not backends:
-            return out
-        emit({"kind": "building", "backends": list(backends)})
-        if build_service is not None:
-            self._build_service = build_service
-            try:
-                results = list(
-                    build_service.submit(project, list(backends), tunables=tunables).wait().values()
-                )
-            finally:
-                self._build_service = None
-        else:
-            from workbench.build import build_project
-
-            results = build_project(
-                project, list(backends), cache_dir=cache_dir, tunables=tunables,
-                on_event=lambda event: emit({"kind": "build-event", "event": event}),
-            )  # fmt: skip
-        for result in results:
-            if result.status == "ok":
-                try:
-                    info = read_build(result.artifact_dir)
-                except (OSError, ValueError, WorkbenchError) as exc:
-                    out[result.backend] = _Build(result.backend, "error", message=f"unreadable build: {exc}")
-                    continue
-                out[result.backend] = _Build(result.backend, "ok", info, result.artifact_dir)
-            elif result.status == "skipped":
-                out[result.backend] = _Build(
-                    result.backend,
-                    "skipped",
-                    message=f"not built: {result.hint}" if result.hint else "not built",
-                )
-            else:
-                out[result.backend] = _Build(result.backend, "error", message=_build_error(result))
-            emit({"kind": "built", "backend": result.backend, "status": result.status})
-        for backend in backends:
-            out.setdefault(backend, _Build(backend, "skipped", message="the build service returned nothing"))
-        return out
-
     # ------------------------------------------------------------------ one backend on one device
 
     def _skipped(self, ctx: _Context, backend: str, choice: DeviceChoice, reason: str, build) -> RunResult:
         return RunResult(
             backend=backend, device=choice.device, status="skipped", verified=None,
-            check={}, timing=None, throughput=_no_throughput(), error=reason,
+            check=CheckRecord(), timing=None, throughput=_no_throughput(), error=reason,
             provenance=self._provenance(ctx, backend, choice, build, None),
         )  # fmt: skip
 
     def _run_backend(
-        self, ctx: _Context, backend: str, choice: DeviceChoice, build: _Build, timed: bool, reference: dict
+        self,
+        ctx: _Context,
+        backend: str,
+        choice: DeviceChoice,
+        build: StagedBuild,
+        timed: bool,
+        policy: ReferencePolicy,
     ) -> tuple[RunResult, dict[str, np.ndarray] | None]:
         if not choice.available:
             return self._skipped(ctx, backend, choice, choice.reason, build), None
+        memory = choice.device.get("total_memory_bytes")
+        need = sum(array.nbytes for array in ctx.inputs.values())
+        if memory and need > memory:
+            message = f"the buffers need {format_bytes(need)}, more than the {format_bytes(memory)} of {choice.spec}"
+            return self._error(ctx, backend, choice, build, message), None
         if build.status != "ok":
             if build.status == "skipped":
                 return self._skipped(ctx, backend, choice, build.message, build), None
@@ -517,8 +444,8 @@ class RunService:
                 return self._error(ctx, backend, choice, build, str(exc)), None
 
         worker: WorkerProcess | None = None
-        stats = conditions = None
-        verified, check = None, {}
+        stats = None
+        verified, check = None, CheckRecord()
         try:
             worker = self._pool_for(choice.host).get(spec["runtime"])
             self._active = worker
@@ -536,7 +463,7 @@ class RunService:
             )
             names = output_names(ctx.kernel)
             outputs = worker.request({"op": "download", "names": names}, timeout_s=SETUP_TIMEOUT_S)[1]
-            verified, check = self._verify(ctx, backend, outputs, reference)
+            verified, check = policy.check(backend, outputs, ctx.kernel)
             if timed:
                 ctx.emit({"kind": "phase", "backend": backend, "phase": "timing"})
 
@@ -555,7 +482,7 @@ class RunService:
                     on_progress=lambda p: ctx.emit({"kind": "progress", "backend": backend, **p}),
                 )[0]
                 stats = TimingStats.from_dict(reply["stats"])
-                conditions = reply.get("conditions")  # cache policy, clocks, energy (worker.py)
+                stats.conditions = reply.get("conditions")  # cache policy, clocks, energy (worker.py)
             worker.request({"op": "close"}, timeout_s=SETUP_TIMEOUT_S)
         except (WorkerError, timing_mod.Cancelled, RunCancelled) as exc:
             cancelled = self._cancel.is_set()
@@ -575,8 +502,7 @@ class RunService:
 
         result = RunResult(
             backend=backend, device=choice.device, status="ok", verified=verified, check=check,
-            timing=dict(stats.to_dict(), conditions=conditions) if stats else None,
-            throughput=_no_throughput(), error=None,
+            timing=stats, throughput=_no_throughput(), error=None,
             provenance=self._provenance(ctx, backend, choice, build, spec, stats),
         )  # fmt: skip
         if stats is not None:
@@ -588,51 +514,9 @@ class RunService:
             )
         return result, outputs
 
-    def _verify(self, ctx: _Context, backend: str, outputs: dict[str, np.ndarray], reference: dict):
-        """(verified, check) of one backend's outputs; becomes the reference when it is one."""
-        k = ctx.kernel
-        poisoned = tuple(b.name for b in k.buffers if b.direction == "out")
-        base = {"rtol": k.check.rtol, "atol": k.check.atol, "max_ulp": k.check.max_ulp}
-        is_reference = (
-            reference["outputs"] is None
-            and (backend == reference["name"] or reference["fallback"])
-            and not reference.get("unverifiable")
-        )
-        if is_reference:
-            if backend != reference["name"]:
-                reference["note"] += f"; compared with {backend}, the first backend that ran"
-                reference["name"] = backend
-            reference["outputs"] = outputs
-            # The reference's own health: NaNs, infinities, elements it never wrote.
-            own = {
-                name: compare(out, out, 0.0, 0.0, check_poison=name in poisoned)
-                for name, out in outputs.items()
-            }
-            check = dict(base, reference=backend, is_reference=True,
-                         nan_count=sum(c["nan_count"] for c in own.values()),
-                         inf_count=sum(c["inf_count"] for c in own.values()),
-                         unwritten=sum(c["unwritten"] for c in own.values()))  # fmt: skip
-            if reference["note"]:
-                check["note"] = reference["note"]
-            return None, check
-        if reference["outputs"] is None:
-            return None, dict(
-                base, reference=reference["name"], note=reference["note"] or "no reference outputs"
-            )
-        verified, check = check_outputs(
-            outputs,
-            reference["outputs"],
-            k.check.rtol,
-            k.check.atol,
-            k.check.max_ulp,
-            poisoned,
-            reference["name"],
-        )
-        if reference["note"]:
-            check["note"] = reference["note"]
-        return verified, check
-
-    def _remote_spec(self, host: str, backend: str, build: _Build, spec: dict[str, Any]) -> dict[str, Any]:
+    def _remote_spec(
+        self, host: str, backend: str, build: StagedBuild, spec: dict[str, Any]
+    ) -> dict[str, Any]:
         """The launch spec with its artifact path on `host` (the build folder sent there once)."""
         from workbench.remote.artifacts import stage
 
@@ -647,35 +531,31 @@ class RunService:
 
     def _error(self, ctx, backend, choice, build, message, spec=None, verified=None, check=None) -> RunResult:
         return RunResult(
-            backend=backend, device=choice.device, status="error", verified=verified, check=check or {},
+            backend=backend, device=choice.device, status="error", verified=verified,
+            check=check or CheckRecord(),
             timing=None, throughput=_no_throughput(), error=message,
             provenance=self._provenance(ctx, backend, choice, build, spec),
         )  # fmt: skip
 
     def _provenance(self, ctx: _Context, backend, choice: DeviceChoice, build, spec, stats=None) -> dict:
-        info = build.info if build is not None else {}
-        return {
-            "source_hash": info.get("source_hash") or ctx.source_hash,
-            "build_key": info.get("key"),
-            "toolchain": info.get("toolchain"),
-            "flags": info.get("flags"),
-            "target": info.get("target"),
-            "artifact": spec["artifact"] if spec else None,
-            "project": ctx.project.name,
-            "kernel": ctx.kernel.name,
-            "sizes": ctx.sizes,
-            "tunables": ctx.tunables,
-            "seed": ctx.seed,
-            "timing_method": stats.method if stats else None,
-            "timing_batch": stats.batch if stats else None,
-            "timing_warmup": stats.warmup if stats else None,
-            "timing_options": timing_mod.options_to_dict(self.timing),
-            "timing_fresh_inputs": ctx.kernel.fresh_inputs,
-            "device": choice.spec,
-            "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "workbench": __version__,
-            **({"host": self._host_record(choice.host)} if choice.host else {}),
-        }
+        record = provenance(
+            build_info=build.info if build is not None else {},
+            source_hash=ctx.source_hash,
+            # The launch spec's artifact, less the runtime's hint (`entry_origin`).
+            artifact={k: v for k, v in spec["artifact"].items() if k != "entry_origin"} if spec else None,
+            project=ctx.project.name,
+            kernel=ctx.kernel.name,
+            sizes=ctx.sizes,
+            tunables=ctx.tunables,
+            seed=ctx.seed,
+            device_spec=choice.spec,
+            timing_options=timing_mod.options_to_dict(self.timing),
+            fresh_inputs=ctx.kernel.fresh_inputs,
+            stats=stats,
+        )
+        if choice.host:
+            record["host"] = self._host_record(choice.host)
+        return record
 
     def _host_record(self, name: str) -> dict[str, Any]:
         host = self._host(name)
@@ -684,19 +564,3 @@ class RunService:
 
 def _no_throughput() -> dict[str, Any]:
     return {"gbps": None, "gflops": None, "fraction_of_peak": None}
-
-
-def _first_line(text: str) -> str:
-    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-
-
-def _build_error(result: Any) -> str:
-    """The first error diagnostic of a failed build, else the tail of its log."""
-    for diagnostic in result.diagnostics or []:
-        if diagnostic.get("severity") == "error":
-            where = ""
-            if diagnostic.get("file"):
-                where = f"{diagnostic['file']}:{diagnostic.get('line') or '?'}: "
-            return where + diagnostic.get("message", "")
-    log = (result.log or "").strip().splitlines()
-    return " | ".join(log[-3:]) if log else result.hint or "build failed"

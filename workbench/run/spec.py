@@ -136,7 +136,13 @@ def make_launch_spec(
         "backend": backend,
         "device_index": int(device_index),
         "kernel": kernel.name,
-        "artifact": {"kind": kind, "path": str(path.resolve()), "entry": entry},
+        "artifact": {
+            "kind": kind,
+            "path": str(path.resolve()),
+            "entry": entry,
+            # Why this name: said by a runtime that cannot find the symbol.
+            "entry_origin": kernel.entry_origin(backend),
+        },
         "args": args,
         "threads": list(threads),
         "grid": list(grid),

@@ -5,6 +5,9 @@ both values, NaN/Inf counts and how many elements still hold the poison (never w
 passes when |got - ref| <= atol + rtol * |ref|, or when `max_ulp` is set and it is within that
 many ULPs; equal NaNs and equal infinities pass. Integers must match exactly unless the
 tolerances allow a difference.
+
+A comparison that could hardly fail is flagged as weak (`weakness`): when most reference
+elements are below `atol` (an all-zero output then passes too) or the reference output is constant.
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from workbench.records import COMPARED, CheckRecord
 from workbench.run.inputs import POISON_BITS, poison_mask
+
+#: A comparison is weak when more than this fraction of the reference's elements are below atol.
+WEAK_FRACTION = 0.5
 
 _SIGNED = {4: np.int32, 8: np.int64}
 _UNSIGNED = {4: np.uint32, 8: np.uint64}
@@ -182,6 +189,25 @@ def _compare_ints(got, ref, rtol, atol):
     return ~ok, metrics
 
 
+def weakness(ref: np.ndarray, atol: float) -> str:
+    """Why comparing with `ref` proves little ("" when it does not): most reference elements are
+    below `atol`, so a kernel that writes zeros passes, or the reference output is constant."""
+    flat = np.ascontiguousarray(ref).reshape(-1)
+    if flat.size == 0:
+        return ""
+    if flat.dtype.kind in "fiu" and atol > 0:
+        with np.errstate(invalid="ignore"):
+            small = int(np.count_nonzero(np.abs(flat.astype(np.float64)) < atol))
+        if small > WEAK_FRACTION * flat.size:
+            return f"{100.0 * small / flat.size:.0f}% of the reference's elements are below atol {atol:g}"
+    if flat.size > 1:
+        first = flat[:1]
+        same = flat == first if flat.dtype.kind != "f" or not np.isnan(first[0]) else np.isnan(flat)
+        if bool(np.all(same)):
+            return f"the reference output is constant ({json_number(first[0])})"
+    return ""
+
+
 def check_outputs(
     outputs: dict[str, np.ndarray],
     reference: dict[str, np.ndarray],
@@ -191,10 +217,11 @@ def check_outputs(
     poisoned: tuple[str, ...] | list[str] = (),
     reference_name: str = "",
 ) -> tuple[bool, dict[str, Any]]:
-    """Compare every output buffer; (passed, the check dict a RunResult carries).
+    """Compare every output buffer; (passed, the CheckRecord a RunResult carries).
 
-    The check dict has the settings, the worst metrics over all buffers, the first bad element
-    (of the first buffer that has one) and the per-buffer details under "buffers".
+    The record has the settings, the worst metrics over all buffers, the first bad element
+    (of the first buffer that has one), the per-buffer details under "buffers", and `weak` when
+    every buffer's comparison is weak (see `weakness`).
     """
     buffers: dict[str, Any] = {}
     for name, ref in reference.items():
@@ -206,29 +233,34 @@ def check_outputs(
             }
             continue
         buffers[name] = compare(outputs[name], ref, rtol, atol, max_ulp, check_poison=name in poisoned)
+        weak = weakness(ref, atol)
+        if weak:
+            buffers[name]["weak"] = weak
     passed = all(b["passed"] for b in buffers.values())
-    summary: dict[str, Any] = {
-        "reference": reference_name,
-        "rtol": rtol,
-        "atol": atol,
-        "max_ulp": max_ulp,
-        "passed": passed,
-        "max_abs_err": _worst(buffers, "max_abs_err"),
-        "max_rel_err": _worst(buffers, "max_rel_err"),
-        "max_ulp_err": _worst(buffers, "max_ulp_err"),
-        "bad": sum(int(b.get("bad", 0)) for b in buffers.values()),
-        "nan_count": sum(int(b.get("nan_count", 0)) for b in buffers.values()),
-        "inf_count": sum(int(b.get("inf_count", 0)) for b in buffers.values()),
-        "unwritten": sum(int(b.get("unwritten", 0)) for b in buffers.values()),
-        "first_bad_index": None,
-        "first_bad": None,
-        "buffers": buffers,
-    }
+    summary = CheckRecord(
+        role=COMPARED,
+        reference=reference_name,
+        rtol=rtol,
+        atol=atol,
+        max_ulp=max_ulp,
+        passed=passed,
+        max_abs_err=_worst(buffers, "max_abs_err"),
+        max_rel_err=_worst(buffers, "max_rel_err"),
+        max_ulp_err=_worst(buffers, "max_ulp_err"),
+        bad=sum(int(b.get("bad", 0)) for b in buffers.values()),
+        nan_count=sum(int(b.get("nan_count", 0)) for b in buffers.values()),
+        inf_count=sum(int(b.get("inf_count", 0)) for b in buffers.values()),
+        unwritten=sum(int(b.get("unwritten", 0)) for b in buffers.values()),
+        buffers=buffers,
+    )
     for name, b in buffers.items():
         if not b["passed"]:
-            summary["first_bad_index"] = b.get("first_bad_index")
-            summary["first_bad"] = dict(b.get("first_bad") or {}, buffer=name)
+            summary.first_bad_index = b.get("first_bad_index")
+            summary.first_bad = dict(b.get("first_bad") or {}, buffer=name)
             break
+    weak = [f"{name}: {b['weak']}" for name, b in buffers.items() if b.get("weak")]
+    if passed and buffers and len(weak) == len(buffers):
+        summary.weak = "; ".join(weak) if len(buffers) > 1 else weak[0].split(": ", 1)[1]
     return passed, summary
 
 

@@ -5,6 +5,11 @@ happens on their own threads and child processes; what they report is posted to 
 through a queued signal and re-emitted there as the bridge's public signals, so widgets are only
 ever touched from the GUI thread (pyqtgraph#1398). Nothing here waits on a process or a thread
 while the event loop runs, except `shutdown()`, which waits for every thread it started.
+
+The console's `build()` / `run()` go through `start_build` / `start_run`: they return a
+`concurrent.futures.Future` at once and do the work on a thread of their own; the results reach
+the panels through the same signals as the window's Build and Run (`buildFinished`, `runEvent`,
+`runFinished`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +78,8 @@ class ServiceBridge(QObject):
         self._busy = False
         self._closed = False
         self._device_thread: threading.Thread | None = None
+        self._job_threads: list[threading.Thread] = []
+        self._jobs_running = 0  # console builds and runs in flight (GUI thread's count)
         self._line_threads: dict[str, threading.Thread] = {}
         self._line_budget = None  # the Budget of the line-table builds (cancelled at shutdown)
 
@@ -144,6 +152,9 @@ class ServiceBridge(QObject):
         """Cancel the build or run in flight (finished results stay)."""
         if not self._closed:
             self.loop.cancel()
+            if self._jobs_running:
+                self.run_service.cancel()
+                self.build_service.cancel()
             self.statusMessage.emit("cancelling…")
 
     def refresh_devices(self, refresh: bool = False) -> None:
@@ -197,30 +208,70 @@ class ServiceBridge(QObject):
         thread.start()
         return True
 
-    def build_blocking(self, backends: list[str] | None = None) -> dict[str, Any]:
-        """Build now and return {backend: BuildResult} (the console's `build()`)."""
+    def start_build(self, backends: list[str] | None = None) -> Future:
+        """Build now, off the GUI thread (the console's `build()`); the Future gets
+        {backend: BuildResult}, and `buildFinished` carries it to the panels."""
         project = self._require_project()
-        job = self.build_service.submit(project, backends or self.backends())
-        results = job.wait()
-        self.last_build = results
-        self.buildFinished.emit(results)
-        return results
+        job = self.build_service.submit(project, backends or self.backends())  # never blocks
 
-    def run_blocking(self, backends: list[str] | None = None, devices: list[str] | None = None) -> Any:
-        """Build and run now and return the RunReport (the console's `run()`)."""
+        def work() -> Any:
+            results = job.wait()
+            self._post("job-build", results)
+            return results
+
+        return self._start_job("build", work)
+
+    def start_run(self, backends: list[str] | None = None, devices: list[str] | None = None) -> Future:
+        """Build and run now, off the GUI thread (the console's `run()`); the Future gets the
+        RunReport, and `runEvent` / `runFinished` carry its progress and results to the panels."""
         project = self._require_project()
-        report = self.run_service.run(
-            project,
+        options = dict(
             kernel=self.loop.kernel,
             backends=backends or self.backends(),
             devices=devices or self.devices() or None,
             sizes=self.loop.sizes,
             timeout_s=self.loop.timeout_s,
             build_service=self.build_service,
+            reference=self.loop.reference,
         )
-        self.last_report = report
-        self.runFinished.emit(report)
-        return report
+
+        def work() -> Any:
+            report = self.run_service.run(
+                project, on_event=lambda event: self._post("job-run-event", event), **options
+            )
+            self._post("job-run", report)
+            return report
+
+        return self._start_job("run", work)
+
+    def build_blocking(self, backends: list[str] | None = None) -> dict[str, Any]:
+        """Build and wait (scripts and tests; the console uses `start_build`)."""
+        return self.start_build(backends).result()
+
+    def run_blocking(self, backends: list[str] | None = None, devices: list[str] | None = None) -> Any:
+        """Build, run and wait (scripts and tests; the console uses `start_run`)."""
+        return self.start_run(backends, devices).result()
+
+    def _start_job(self, what: str, work) -> Future:
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
+
+        def body() -> None:
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # the caller's .result() raises it; the window says it
+                future.set_exception(exc)
+                self._post("job-failed", f"console {what} failed: {exc}")
+            finally:
+                self._post("job-ended", what)
+
+        self._jobs_running += 1
+        self._set_busy(True)
+        self._job_threads = [t for t in self._job_threads if t.is_alive()]
+        thread = threading.Thread(target=body, name=f"wb-console-{what}", daemon=True)
+        self._job_threads.append(thread)
+        thread.start()
+        return future
 
     def shutdown(self) -> None:
         """Cancel everything, stop every thread this bridge started and wait for them. Idempotent."""
@@ -241,6 +292,8 @@ class ServiceBridge(QObject):
             self._line_budget.cancel.set()  # kills a line-table build in flight
         for thread in self._line_threads.values():
             thread.join(30.0)
+        for thread in self._job_threads:
+            thread.join(30.0)  # the services are closed: their waits end
         self._relay.posted.disconnect(self._deliver)
         self._set_busy(False)
 
@@ -293,6 +346,26 @@ class ServiceBridge(QObject):
             self._deliver_live(payload)
         elif kind == "line-info":
             self.lineInfoReady.emit(*payload)
+        elif kind == "job-build":
+            self.last_build = payload
+            self.buildFinished.emit(payload)
+        elif kind == "job-run-event":
+            self.runEvent.emit(payload)
+        elif kind == "job-run":
+            # As the window's own Run: failed rows keep their last good result, shown stale.
+            shown = self.last_good.merge(payload, {})
+            if len(shown.results) == len(payload.results) and all(
+                a is b for a, b in zip(shown.results, payload.results, strict=True)
+            ):
+                shown = payload  # nothing stale: the console's report is the one shown
+            self.last_report = shown
+            self.runFinished.emit(shown)
+            self.statusMessage.emit("run finished")
+        elif kind == "job-failed":
+            self.statusMessage.emit(payload)
+        elif kind == "job-ended":
+            self._jobs_running = max(0, self._jobs_running - 1)
+            self._settle_busy()
 
     def _deliver_live(self, event: dict[str, Any]) -> None:
         kind = event.get("kind")
@@ -311,10 +384,13 @@ class ServiceBridge(QObject):
         elif kind == "cycle-finished":
             self._cycle_finished(event)
         elif kind == "idle":
-            self._set_busy(False)
+            self._settle_busy()
 
     def expected_reference(self) -> str:
-        """The backend the manifest names as the reference ('' when unknown)."""
+        """The reference backend: the user's choice (`loop.reference`), else the one the manifest
+        names ('' when unknown)."""
+        if self.loop.reference:
+            return self.loop.reference
         try:
             return self.project.manifest.kernel(self.loop.kernel).check.reference if self.project else ""
         except (WorkbenchError, LookupError, ValueError):
@@ -351,5 +427,8 @@ class ServiceBridge(QObject):
             self.statusMessage.emit("cancelled")
         else:
             self.statusMessage.emit(event.get("error") or "failed")
-        if not self.loop.busy:
-            self._set_busy(False)
+        self._settle_busy()
+
+    def _settle_busy(self) -> None:
+        """Busy while the live loop or a console job works."""
+        self._set_busy(self.loop.busy or self._jobs_running > 0)

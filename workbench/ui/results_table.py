@@ -100,6 +100,16 @@ def check_summary(check: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _verified_text(result: Any) -> str:
+    """✓ yes, "weak" for a pass that proves little, ✗ no, or why there was nothing to compare with."""
+    check = result.check or {}
+    if result.verified is True and check.get("weak"):
+        return "⚠ weak"
+    if result.verified is None and check.get("unverified"):
+        return f"not verified ({check['unverified']})"
+    return {True: "✓ yes", False: "✗ no", None: "—"}[result.verified]
+
+
 def stale_text(result: Any) -> str:
     """ "stale: <reason> — result of 01:52:10 UTC, source 3f2a1c9d" for a kept result."""
     info = stale_info(result)
@@ -275,7 +285,7 @@ class ResultsTable(QWidget):
         elif (result.check or {}).get("is_reference") and result.backend == self._reference:
             verified_text = "reference"
         else:
-            verified_text = {True: "✓ yes", False: "✗ no", None: "—"}[result.verified]
+            verified_text = _verified_text(result)
         check_text = result.error or check_summary(result.check or {})
         if unverified:
             check_text = f"nothing to compare with: the reference {self._reference} did not run"

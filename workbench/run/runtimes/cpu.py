@@ -124,7 +124,9 @@ class CpuRuntime(Runtime):
             function = getattr(library, entry)
         except AttributeError:
             raise RuntimeFailure(
-                f'{Path(path).name} has no symbol {entry!r} (is it `#[unsafe(no_mangle)] pub extern "C"`?)'
+                f"{Path(path).name} has no symbol {entry!r} (the name looked up: "
+                f"{artifact.get('entry_origin') or 'from the build'}); is it "
+                '`#[unsafe(no_mangle)] pub extern "C"`?'
             ) from None
         argtypes = []
         for arg in spec["args"]:

@@ -111,7 +111,10 @@ class CudaPrepared(Prepared):
             try:
                 self._function = self._module.get_function(entry)
             except Exception as exc:
-                raise _cuda_error(f"{path.name} has no kernel {entry!r}", exc) from None
+                origin = artifact.get("entry_origin") or "from the build"
+                raise _cuda_error(
+                    f"{path.name} has no kernel {entry!r} (the name looked up: {origin})", exc
+                ) from None
             formats = []
             for arg in spec["args"]:
                 if arg["kind"] == "buffer":

@@ -89,7 +89,7 @@ def pack_scalars(args: list[dict[str, Any]]) -> bytes:
     return bytes(data)
 
 
-def _pick_entry(entry: str, info: ShaderInfo, path: str) -> str:
+def _pick_entry(entry: str, info: ShaderInfo, path: str, origin: str = "") -> str:
     if not info.entry_points:
         return entry  # nothing found by the scan: let wgpu decide
     # rust-gpu names entry points by their Rust path; cargo-gpu's WGSL name drops the `::`.
@@ -99,6 +99,7 @@ def _pick_entry(entry: str, info: ShaderInfo, path: str) -> str:
     raise RuntimeFailure(
         f"{Path(path).name} has no compute entry point {entry!r}; "
         f"its entry points: {', '.join(info.entry_points)}"
+        + (f" (the name looked up: {origin})" if origin else "")
     )
 
 
@@ -160,7 +161,8 @@ class WgpuPrepared(Prepared):
     def _build(self) -> None:
         wgpu, spec, device = self._wgpu, self.spec, self.device
         module, info, is_wgsl = self._load_module()
-        entry = _pick_entry(spec["artifact"]["entry"], info, spec["artifact"]["path"])
+        artifact = spec["artifact"]
+        entry = _pick_entry(artifact["entry"], info, artifact["path"], artifact.get("entry_origin", ""))
         max_groups = int(device.limits.get("max-compute-workgroups-per-dimension", 65535))
         try:
             # A 1-D grid past the per-dimension limit is folded into 2-D/3-D: kernels recover the

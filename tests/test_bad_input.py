@@ -1,0 +1,197 @@
+"""Bad input gets an exact location: `workbench check` (in-process `main`, as the command line runs it)
+on copies of the saxpy example with one planted mistake: exit 2, `workbench.toml:LINE`, the
+argument's name, TOML's own spelling, and never a traceback."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench import expr
+from workbench.cli import main
+from workbench.manifest import parse_manifest
+from workbench.project import examples_dir
+
+SAXPY = examples_dir() / "saxpy"
+
+
+@pytest.fixture
+def saxpy(tmp_path):
+    """A copy of saxpy whose workbench.toml `edit(old, new)` changes; returns (root, edit)."""
+    root = tmp_path / "saxpy"
+    shutil.copytree(SAXPY, root, ignore=shutil.ignore_patterns("target"))
+    manifest = root / "workbench.toml"
+
+    def edit(old: str, new: str) -> int:
+        """Replace `old` (once) and return the 1-based line where `new` starts."""
+        text = manifest.read_text()
+        assert old in text, old
+        manifest.write_text(text.replace(old, new, 1))
+        return text[: text.index(old)].count("\n") + 1
+
+    return root, edit
+
+
+def check(root: Path, capsys, *extra: str) -> tuple[int, str]:
+    code = main(["check", str(root), *extra])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, captured.err
+
+
+def located(err: str) -> int:
+    match = re.search(r"workbench\.toml:(\d+)", err)
+    assert match, err
+    return int(match.group(1))
+
+
+def _in_arg(name: str, key: str, value: str) -> tuple[str, str]:
+    """(old, new) replacing `key = ...` in the [[kernel.arg]] named `name`."""
+    text = (SAXPY / "workbench.toml").read_text()
+    block = text[text.index(f'name = "{name}"') :]
+    line = next(line for line in block.splitlines() if line.startswith(f"{key} = "))
+    return f'name = "{name}"' + block[len(f'name = "{name}"') : block.index(line)] + line, (
+        f'name = "{name}"' + block[len(f'name = "{name}"') : block.index(line)] + f"{key} = {value}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("arg", "key", "value", "words"),
+    [
+        ("x", "length", "-5", ["buffer 'x'", "is -5", "must not be negative"]),
+        ("x", "length", '"n - 2000000"', ["buffer 'x'", "is -951424 at n=1048576", "must not be negative"]),
+        ("y", "length", '"n * 0"', ["buffer 'y'", "is 0 at n=1048576", "writes it (direction inout)"]),
+        ("x", "length", '"n * 2**40"', ["buffer 'x'", "more than the", "of memory here"]),
+        ("n", "value", '"n - 2000000"', ["scalar 'n'", "does not fit a u32"]),
+        ("n", "value", '"2**32"', ["scalar 'n'", "4294967296", "does not fit a u32"]),
+        ("a", "value", '"1e300"', ["scalar 'a'", "does not fit a finite f32"]),
+        ("n", "value", '"n / 3"', ["scalar 'n'", "not a whole number for a u32"]),
+        ("x", "length", '"n / 0"', ["buffer 'x'", "division by zero"]),
+        ("x", "length", '"pow2(100000000)"', ["buffer 'x'", "pow2", "between 0 and 64"]),
+        ("x", "length", '"2 ** 10 ** 10"', ["buffer 'x'", "exponent", "too large"]),
+    ],
+)
+def test_check_rejects_bad_values_at_the_arguments_line(saxpy, capsys, arg, key, value, words):
+    root, edit = saxpy
+    old, new = _in_arg(arg, key, value)
+    edit(old, new)
+    expected_line = next(
+        number
+        for number, line in enumerate((root / "workbench.toml").read_text().splitlines(), start=1)
+        if line == f"{key} = {value}"
+    )
+    code, err = check(root, capsys)
+    assert code == 2, err
+    assert located(err) == expected_line, err
+    for word in words:
+        assert word in err, (word, err)
+
+
+@pytest.mark.parametrize(
+    ("arg", "key", "value", "words"),
+    [
+        ("x", "length", "-5", ["buffer 'x'", "must not be negative"]),
+        ("a", "value", '"1e39"', ["scalar 'a'", "does not fit a finite f32"]),  # the same on every backend
+    ],
+)
+def test_bad_values_also_stop_a_run_before_building(saxpy, capsys, arg, key, value, words):
+    root, edit = saxpy
+    old, new = _in_arg(arg, key, value)
+    edit(old, new)
+    started = time.monotonic()
+    code = main(["run", str(root), "--backend", "cpu", "--cache-dir", str(root / "no-cache")])
+    err = capsys.readouterr().err
+    assert code == 2 and located(err) and all(word in err for word in words), err
+    assert not (root / "no-cache").exists() and time.monotonic() - started < 30  # nothing was built
+
+
+def test_an_unclosed_array_is_reported_where_it_opened(saxpy, capsys):
+    root, edit = saxpy
+    line = edit('threads = [256]\ngrid = ["ceil_div(n, 256)"]', 'threads = [256\ngrid = ["ceil_div(n, 256)"]')
+    code, err = check(root, capsys)
+    assert code == 2 and located(err) == line, err
+    assert "not valid TOML" in err and f"opened at line {line}" in err
+
+
+def test_an_unclosed_inline_table_and_string_are_reported_where_they_opened():
+    text = 'a = 1\nb = """never closed\nc = 2\n\n[x]\n'
+    with pytest.raises(Exception, match=r"workbench\.toml:2: not valid TOML: Unterminated string"):
+        parse_manifest(text, "workbench.toml")
+    text = "[project]\nname = [1,\n\n[[kernel]]\nname = 'k'\n"
+    with pytest.raises(Exception, match=r"workbench\.toml:2: not valid TOML"):
+        parse_manifest(text, "workbench.toml")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        ("rtol = 1e-6", "rtol = true", ["check.rtol", "got true"]),
+        ("max_ulp = 1", "max_ulp = false", ["got false"]),
+        ('direction = "in"', "direction = [1, true]", ['got [1, true]']),
+        ("init = { kind = \"random\", low = -1.0, high = 1.0 }", "init = { kind = \"random\", low = nan, high = 1.0 }",
+         ["init.low", "expected a finite number, got nan"]),
+        ("init = { kind = \"random\", low = -1.0, high = 1.0 }", "init = { kind = \"linspace\", start = 0.0, stop = inf }",
+         ["init.stop", "got inf"]),
+    ],
+)  # fmt: skip
+def test_messages_use_tomls_spelling(saxpy, capsys, old, new, words):
+    root, edit = saxpy
+    line = edit(old, new)
+    code, err = check(root, capsys)
+    assert code == 2 and located(err) == line, err
+    assert "True" not in err and "False" not in err
+    for word in words:
+        assert word in err, (word, err)
+
+
+def test_size_that_is_not_an_integer_expression_shows_the_kernels_sizes(capsys):
+    code = main(["run", str(SAXPY), "--size", "n=abc"])
+    err = capsys.readouterr().err
+    assert code == 2 and "sizes are integer expressions" in err and "kernel 'saxpy' has sizes: n" in err
+
+
+def test_check_lists_a_prebuilt_only_rust_gpu_backend(tmp_path, capsys):
+    root = tmp_path / "prebuilt"
+    (root / "spirv").mkdir(parents=True)
+    (root / "main.wgsl").write_text("@compute @workgroup_size(64) fn main() {}\n")
+    (root / "workbench.toml").write_text(
+        '[project]\nname = "p"\n[backends.rust-gpu]\nprebuilt = "spirv"\n'
+        '[[kernel]]\nname = "k"\n[kernel.sizes]\nn = 64\n'
+        '[[kernel.arg]]\nname = "y"\nkind = "buffer"\ntype = "u32"\nlength = "n"\ndirection = "out"\n'
+        '[kernel.launch]\nthreads = [64]\ngrid = [1]\n[kernel.reference]\nwgsl = "main.wgsl"\n'
+    )
+    code = main(["check", str(root), "--json"])
+    info = json.loads(capsys.readouterr().out)
+    assert code == 0 and info["kernels"][0]["backends"] == ["rust-gpu", "wgsl"]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("pow2(10**9)", ["pow2", "between 0 and 64"]),
+        ("2**10**9", ["exponent", "too large"]),
+        ("(10**64)**64", ["too large"]),
+        ("int(1e308 * 10)", ["inf"]),
+        ("ceil(1e400)", ["inf"]),
+        ("n % 0", ["division by zero"]),
+        ("ceil_div(n, 0.5)", ["division by zero"]),
+        ("0 ** -1", ["division by zero"]),
+        ("-" * 200 + "1", ["nested more than"]),
+        ("(" * 300 + "1" + ")" * 300, ["nested"]),
+        ("1" * 2000, ["characters long"]),
+        ("(-8) ** 0.5", ["fractional power"]),
+    ],
+)
+def test_expressions_are_bounded(text, words):
+    started = time.monotonic()
+    with pytest.raises(expr.ExprError) as error:
+        expr.evaluate(text, {"n": 5})
+    assert time.monotonic() - started < 0.5
+    for word in words:
+        assert word in str(error.value), (word, str(error.value))
+    assert len(str(error.value)) < 300

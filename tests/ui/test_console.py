@@ -1,0 +1,114 @@
+"""The console off the GUI thread: `build()` / `run()` return at once with a Job, the event loop
+never stalls while they work, and their results reach the panels like the window's own Run."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from PySide6.QtCore import QTimer
+
+from workbench.ui.bridge import ServiceBridge
+from workbench.ui.console import CONSOLE_STYLE, ConsolePanel
+from workbench.ui.results_table import COL_BACKEND, COL_VERIFIED, ResultsTable
+
+HEARTBEAT_MS = 5
+MAX_STALL_S = 0.050
+TIMEOUT_MS = 600_000
+
+
+@pytest.fixture
+def bridge(shared_cache_dir):
+    bridge = ServiceBridge(cache_dir=shared_cache_dir)
+    bridge.set_sizes({"n": 4096})
+    yield bridge
+    bridge.shutdown()
+
+
+class Heartbeat:
+    """A GUI-thread timer every HEARTBEAT_MS; the longest gap between ticks is the worst stall."""
+
+    def __init__(self):
+        self.ticks: list[float] = []
+        self.timer = QTimer()
+        self.timer.setInterval(HEARTBEAT_MS)
+        self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+
+    def start(self) -> None:
+        self.ticks = [time.perf_counter()]
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+
+    def worst_stall_s(self) -> float:
+        gaps = [b - a for a, b in zip(self.ticks, self.ticks[1:], strict=False)]
+        return max(gaps) - HEARTBEAT_MS / 1000 if gaps else 0.0
+
+
+def test_console_build_and_run_never_stall_the_window(qtbot, make_widget, bridge, example_copy):
+    root = example_copy("saxpy")
+    # A source no cache has seen: the cpu build below is a real cargo build, surely in flight.
+    lib = root / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + f"\n// console stall test {uuid.uuid4().hex}\n")
+    bridge.set_project(root)
+    bridge.set_backends(["cpu", "wgsl"])
+    bridge.set_devices(["cpu", "wgpu:0"])
+    bridge.loop.reference = "wgsl"  # the run below needs no cpu build: the two jobs are independent
+    table = make_widget(ResultsTable, bridge, show=True)
+    console = make_widget(ConsolePanel, bridge, show=True)
+    qtbot.waitUntil(lambda: "In [1]" in console.widget._control.toPlainText(), timeout=30_000)
+    namespace = console.namespace()
+    assert (
+        console.widget.style_sheet == CONSOLE_STYLE and "#1e1f22" in CONSOLE_STYLE
+    )  # the window's dark base
+
+    heartbeat = Heartbeat()
+    heartbeat.start()
+    try:
+        with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS) as finished:
+            # A cargo build of the cpu backend and a build + run of wgsl, both in flight at once.
+            console.execute("b = build('cpu'); r = run('wgsl'); in_flight = (b.done(), r.done())")
+            qtbot.waitUntil(lambda: "in_flight" in namespace, timeout=30_000)
+            assert namespace["in_flight"] == (False, False)  # both returned at once, still working
+            assert "running" in repr(namespace["r"])
+        qtbot.waitUntil(lambda: namespace["b"].done(), timeout=TIMEOUT_MS)
+    finally:
+        heartbeat.stop()
+    assert len(heartbeat.ticks) > 20
+    assert heartbeat.worst_stall_s() < MAX_STALL_S, f"event loop stalled {heartbeat.worst_stall_s():.3f} s"
+
+    # The run's results reached the panels through the window's own signal.
+    report = finished.args[0]
+    assert report is bridge.last_report and report is namespace["r"].result()
+    assert [r.backend for r in report.results] == ["wgsl"] and report.reference == "wgsl"
+    rows = {table.table.item(i, COL_BACKEND).text(): i for i in range(table.table.rowCount())}
+    assert set(rows) == {"wgsl"}
+    assert table.table.item(rows["wgsl"], COL_VERIFIED).text() == "reference"
+    built = namespace["b"].result()["cpu"]
+    assert built.status == "ok" and not built.cached
+
+    # `results` and `outputs` print short summaries, not array dumps.
+    console.execute("text = repr(results) + repr(outputs)")
+    qtbot.waitUntil(lambda: "text" in namespace, timeout=30_000)
+    text = namespace["text"]
+    assert "RunResult(wgsl @ wgpu:0: ok, reference, median" in text
+    assert "'wgsl': {y: float32[4096]}" in text and len(text) < 1000
+    console.shutdown()
+
+
+def test_results_table_shows_weak_and_unverified_checks(qtbot, make_widget, bridge, example_copy):
+    """A real run: with atol 10 every saxpy output is below atol (weak); with a reference that
+    cannot run here the others are not verified. The table says so instead of a plain pass."""
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace("atol = 1e-6", "atol = 10.0"))
+    bridge.set_project(root)
+    table = make_widget(ResultsTable, bridge, show=True)
+    for reference, expected in (("cpu", "⚠ weak"), ("cuda-c", "not verified (reference failed)")):
+        bridge.loop.reference = reference
+        with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS):
+            bridge.start_run(["cpu", "wgsl"], ["cpu", "wgpu:0"])
+        rows = {row["Backend"]: row for row in table.row_texts()}
+        assert rows["wgsl"]["Verified"] == expected, rows["wgsl"]
