@@ -30,6 +30,10 @@ if "XDG_RUNTIME_DIR" not in os.environ or not os.path.isdir(os.environ["XDG_RUNT
     os.chmod(_xdg, 0o700)
     os.environ["XDG_RUNTIME_DIR"] = _xdg
 
+# GPU hosts (`workbench hosts`): tests never read or write the user's real hosts file.
+if not os.environ.get("WB_HOSTS_FILE"):
+    os.environ["WB_HOSTS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="wb-hosts-"), "hosts.json")
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "resources" / "examples"
 SHARED_SPIRV = REPO.parent / "shared" / "data" / "rust-gpu-spirv"
@@ -112,7 +116,20 @@ def _ipython_history_saver() -> list[threading.Thread]:
     return [thread] if isinstance(thread, threading.Thread) else []
 
 
+def _naga_validator() -> list:
+    """The build's naga validator (`workbench.build.shader_check`) is one child kept for the
+    process's life (starting wgpu costs most of a second a shader otherwise)."""
+    module = sys.modules.get("workbench.build.shader_check")
+    validator = getattr(module, "_VALIDATOR", None)
+    return (
+        [t for t in validator.owned() if not isinstance(t, threading.Thread) or t.is_alive()]
+        if validator
+        else []
+    )
+
+
 _LONG_LIVED.add(_wgpu_device_pollers)
+_LONG_LIVED.add(_naga_validator)
 _LONG_LIVED.add(_ipython_history_saver)
 
 

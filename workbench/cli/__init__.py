@@ -26,6 +26,7 @@ COMMANDS = {
     "ceilings": "ceilings",
     "tune": "tune",
     "sweep": "sweep",
+    "hosts": "hosts",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -4,6 +4,10 @@ One `WorkerProcess` per runtime runs `python -m workbench.run.worker RUNTIME` th
 `workbench.childproc` (its own process group, so a kill reaches anything it started), talks to it over its stdin/stdout with the frames
 of `protocol.py`, and keeps the tail of its stderr for error messages. A request that outlives its
 deadline kills the whole group; a worker that dies is reported with its signal's name.
+
+A launcher (`workbench.remote.launcher.RemoteLauncher`) may supply the command instead: then the
+worker runs on a GPU host over ssh, its errors name the host (`place`) and the launcher's
+`explain(stderr_lines)` turns ssh's failures into advice.
 """
 
 from __future__ import annotations
@@ -97,9 +101,15 @@ class WorkerProcess:
         command: list[str] | None = None,
         env: dict[str, str] | None = None,
         on_stderr=None,
+        launcher=None,
     ):
         self.runtime = runtime
+        self.launcher = launcher
+        if command is None and launcher is not None:
+            command = launcher.command(runtime)
         self.command = command or python_command("workbench.run.worker", runtime)
+        place = getattr(launcher, "place", None)
+        self.label = f"the {runtime} worker" + (f" on {place}" if place else "")
         self.env = env
         self.on_stderr = on_stderr  # fn(runtime, line), called from a reader thread
         self._proc: subprocess.Popen | None = None
@@ -236,7 +246,7 @@ class WorkerProcess:
                 self._cleanup()
                 raise WorkerTimeout(
                     f"timed out after {timeout_s:g} s during {what} (endless loop or hung device?); "
-                    f"the {self.runtime} worker was killed"
+                    f"{self.label} was killed"
                 ) from None
             except (ProtocolError, OSError) as exc:
                 raise self._died(what, exc) from None
@@ -260,10 +270,17 @@ class WorkerProcess:
             self._stderr_thread.join(timeout=1.0)
         tail = [line for line in self.stderr_tail(8) if line.strip()]
         self._cleanup()
-        if returncode is not None:
-            message = f"the {self.runtime} worker died with {signal_name(returncode)} during {what}"
+        explained = self.launcher.explain(tail) if self.launcher is not None else None
+        if explained:
+            return WorkerCrashed(f"{self.label} failed during {what}: {explained}")
+        if self.launcher is not None:
+            returncode = self.launcher.status(returncode, tail)  # the remote worker's own status
+        if returncode == 255 and self.launcher is not None:  # ssh's own status: the connection
+            message = f"{self.label} lost its connection during {what} (ssh exit code 255)"
+        elif returncode is not None:
+            message = f"{self.label} died with {signal_name(returncode)} during {what}"
         else:
-            message = f"lost the {self.runtime} worker during {what}: {exc}"
+            message = f"lost {self.label} during {what}: {exc}"
         if tail:
             message += "; its last output: " + " | ".join(tail[-4:])
         return WorkerCrashed(message)
@@ -276,9 +293,10 @@ class _Deadline(Exception):
 class WorkerPool:
     """At most one worker per runtime, started lazily and restarted after a crash."""
 
-    def __init__(self, on_stderr=None, command_for=None):
+    def __init__(self, on_stderr=None, command_for=None, launcher=None):
         self.on_stderr = on_stderr
-        self.command_for = command_for  # fn(runtime) -> argv, e.g. to run workers over ssh
+        self.command_for = command_for  # fn(runtime) -> argv
+        self.launcher = launcher  # starts workers elsewhere (a GPU host over ssh) when given
         self._workers: dict[str, WorkerProcess] = {}
         self._lock = threading.Lock()
 
@@ -287,7 +305,9 @@ class WorkerPool:
             worker = self._workers.get(runtime)
             if worker is None:
                 command = self.command_for(runtime) if self.command_for else None
-                worker = WorkerProcess(runtime, command=command, on_stderr=self.on_stderr)
+                worker = WorkerProcess(
+                    runtime, command=command, on_stderr=self.on_stderr, launcher=self.launcher
+                )
                 self._workers[runtime] = worker
         worker.start()
         return worker
