@@ -92,6 +92,8 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
     assert panel.apply_button.isEnabled()
     assert panel.apply_best() == best["config"]
     assert Project.open(root).manifest.kernel().default_tunables() == best["config"]
+    assert panel.controls["threads"].currentData() == best["config"]["threads"]
+    assert window.bridge.tunables() == best["config"]
 
 
 def test_size_sweep_draws_one_curve_per_backend(make_window, example_copy, qtbot):
@@ -104,3 +106,28 @@ def test_size_sweep_draws_one_curve_per_backend(make_window, example_copy, qtbot
     for curve in data["curves"].values():
         assert curve["x"] == [1024, 2048] and all(g > 0 for g in curve["gbps"])
     assert data["curves"]["cpu@cpu"]["gbps"] == panel.size_data["curves"]["cpu@cpu"]["gbps"]
+
+
+def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, example_copy, qtbot):
+    root = example_copy("saxpy")
+    toml = root / "workbench.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            "threads = [256, 64, 128, 512, 1024]", "threads = [256, 64]\nunroll = [1, 2]"
+        )
+    )
+    window, panel = _window(make_window, root, ["cpu"])
+    assert list(panel.controls) == ["threads", "unroll"]
+    with qtbot.waitSignal(panel.sweepFinished, timeout=120_000) as done:
+        assert panel.start_sweep()
+    entries = done.args[0].entries
+    assert len(entries) == 4 and all(e["verified"] is True for e in entries)
+    data = panel.plot_data()
+    assert data["mode"] == "heatmap" and data["slot"] == "cpu@cpu"
+    assert data["x"] == [64, 256] and data["y"] == [1, 2]
+    for e in entries:
+        cell = data["median_s"][data["x"].index(e["config"]["threads"])][
+            data["y"].index(e["config"]["unroll"])
+        ]
+        assert cell == e["timing"]["median_s"]
+    assert np.allclose(panel.heatmap.image, np.array(data["median_s"]))

@@ -505,6 +505,15 @@ class TuningPanel(QWidget):
             self.status.setText(f"Apply failed: {exc}")
             return None
         self.status.setText(f"applied {_config_text(best['config'])} to workbench.toml (the new defaults)")
+        # The controls and the next hot-reload runs follow the applied configuration.
+        for name, value in best["config"].items():
+            control = self.controls.get(name)
+            if control is not None and control.findData(value) >= 0:
+                control.blockSignals(True)
+                control.setCurrentIndex(control.findData(value))
+                control.blockSignals(False)
+        if self.bridge is not None:
+            self.bridge.set_tunables(dict(best["config"]))
         self.applied.emit(best["config"])
         return best["config"]
 
