@@ -163,3 +163,15 @@ def test_sweep_cli_curves_per_backend(example_copy, workbench_cli, tmp_path, sha
     assert all(p["resumed"] for c in again["curves"].values() for p in c["points"])
     bad = workbench_cli("sweep", str(root), "--size", "n=2^12..2^10")
     assert bad.returncode == 2 and "runs backwards" in bad.stderr
+
+
+def test_random_strategy_draws_a_seeded_budget_of_valid_configs(example_copy):
+    kernel = Project.open(example_copy("matmul")).manifest.kernel()
+    params = {"tile": (4, 8, 16, 32, 64)}  # 64 breaks tile * tile <= 1024
+    first = space(kernel, params, strategy="random", budget=3, seed=7)
+    again = space(kernel, params, strategy="random", budget=3, seed=7)
+    assert first.configs == again.configs and len(first.configs) == 3
+    assert len({c["tile"] for c in first.configs}) == 3 and all(c["tile"] != 64 for c in first.configs)
+    assert [c["tile"] for c in space(kernel, params, budget=2).configs] == [4, 8]  # grid: the first two
+    with pytest.raises(TuneError, match="has no tunable tiles; its tunables: tile"):
+        space(kernel, {"tiles": (8,)})
