@@ -106,6 +106,11 @@ def test_size_sweep_draws_one_curve_per_backend(make_window, example_copy, qtbot
     for curve in data["curves"].values():
         assert curve["x"] == [1024, 2048] and all(g > 0 for g in curve["gbps"])
     assert data["curves"]["cpu@cpu"]["gbps"] == panel.size_data["curves"]["cpu@cpu"]["gbps"]
+    assert set(data["ceilings"]) <= {"cpu@cpu", "wgsl@wgpu:0"}  # a line per measured device (cached ones)
+    panel.size_metric.setCurrentText("time")
+    times = panel.size_plot_data()
+    assert times["curves"]["wgsl@wgpu:0"]["median_s"] == panel.size_data["curves"]["wgsl@wgpu:0"]["median_s"]
+    assert not times["ceilings"]
 
 
 def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, example_copy, qtbot):

@@ -166,7 +166,11 @@ class TuningPanel(QWidget):
         self.size_spec = QLineEdit()
         self.size_spec.setPlaceholderText("n=2^10..2^20  or  n=1024,4096")
         self.size_button = QPushButton("Size sweep")
+        self.size_metric = QComboBox()
+        self.size_metric.addItems(["GB/s", "time"])
+        self.size_metric.currentTextChanged.connect(lambda _t: self._draw_sizes())
         row.addWidget(self.size_spec, 1)
+        row.addWidget(self.size_metric)
         row.addWidget(self.size_button)
         size_layout.addLayout(row)
         self.size_plot = pg.PlotWidget(background=BACKGROUND)
@@ -452,10 +456,13 @@ class TuningPanel(QWidget):
     def _add_size_entries(self, entries: list[dict[str, Any]]) -> None:
         name = self.size_data["symbol"]
         for e in entries:
-            curve = self.size_data["curves"].setdefault(ranking.slot(e), {"x": [], "gbps": [], "failed": []})
+            curve = self.size_data["curves"].setdefault(
+                ranking.slot(e), {"x": [], "gbps": [], "median_s": [], "failed": []}
+            )
             if e["status"] == "ok" and e["verified"] is not False and e.get("gbps"):
                 curve["x"].append(e["sizes"][name])
                 curve["gbps"].append(e["gbps"])
+                curve["median_s"].append((e.get("timing") or {}).get("median_s"))
             else:
                 curve["failed"].append(e["sizes"][name])
         self._draw_sizes()
@@ -467,12 +474,15 @@ class TuningPanel(QWidget):
             legend.clear()
         self.size_curves, self.ceiling_lines = {}, {}
         self.size_plot.setLabel("bottom", self.size_data.get("symbol", ""))
-        ceilings = self.size_data.get("ceilings") or {}
+        metric = "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
+        self.size_plot.setLogMode(x=True, y=metric == "median_s")
+        self.size_plot.setLabel("left", "GB/s" if metric == "gbps" else "median time (s)")
+        ceilings = (self.size_data.get("ceilings") or {}) if metric == "gbps" else {}
         for i, (slot, curve) in enumerate(sorted(self.size_data.get("curves", {}).items())):
             color = PALETTE[i % len(PALETTE)]
             order = np.argsort(curve["x"])
             xs = [curve["x"][j] for j in order]
-            ys = [curve["gbps"][j] for j in order]
+            ys = [curve[metric][j] for j in order]
             item = self.size_plot.plot(
                 xs, ys, pen=pg.mkPen(color, width=2), symbol="o", symbolBrush=color, name=slot
             )
@@ -485,11 +495,12 @@ class TuningPanel(QWidget):
                 self.ceiling_lines[slot] = line
 
     def size_plot_data(self) -> dict[str, Any]:
-        """What the size-sweep plot shows: {slot: {"x", "gbps"}} and the ceiling lines."""
+        """What the size-sweep plot shows: {slot: {"x", "gbps" or "median_s"}} and the ceiling lines."""
+        metric = "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
         curves = {}
         for slot, item in self.size_curves.items():
             xs, ys = item.getOriginalDataset()  # the values, not their log10 as drawn
-            curves[slot] = {"x": [int(x) for x in xs], "gbps": [float(y) for y in ys]}
+            curves[slot] = {"x": [int(x) for x in xs], metric: [float(y) for y in ys]}
         return {"curves": curves, "ceilings": {s: line.value() for s, line in self.ceiling_lines.items()}}
 
     # ================================================================ apply
