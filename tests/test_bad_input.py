@@ -112,7 +112,10 @@ def test_bad_values_also_stop_a_run_before_building(saxpy, capsys, arg, key, val
 
 def test_an_unclosed_array_is_reported_where_it_opened(saxpy, capsys):
     root, edit = saxpy
-    line = edit('threads = [256]\ngrid = ["ceil_div(n, 256)"]', 'threads = [256\ngrid = ["ceil_div(n, 256)"]')
+    line = edit(
+        'threads = ["threads"]\ngrid = ["ceil_div(n, threads)"]',
+        'threads = ["threads"\ngrid = ["ceil_div(n, threads)"]',
+    )
     code, err = check(root, capsys)
     assert code == 2 and located(err) == line, err
     assert "not valid TOML" in err and f"opened at line {line}" in err

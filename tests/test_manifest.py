@@ -58,7 +58,12 @@ def _line_of(text: str, needle: str) -> int:
     ("old", "new", "key", "fragment"),
     [
         ('direction = "inout"', 'direction = "sideways"', "arg[3].direction", "valid: in, out, inout"),
-        ('grid = ["ceil_div(n, 256)"]', 'grid = ["ceil_div(m, 256)"]', "launch.grid", "known names: n"),
+        (
+            'grid = ["ceil_div(n, threads)"]',
+            'grid = ["ceil_div(m, threads)"]',
+            "launch.grid",
+            "known names: n, threads",
+        ),
         ('wgsl = "main"', 'metal = "main"', "entry.metal", "valid backends: cpu, nvptx"),
         ("rtol = 1e-6", 'rtol = "tight"', "check.rtol", "expected a number"),
         ('bytes = "12 * n"', 'bytes = "12 * open(n)"', "metrics.bytes", "unknown function 'open'"),

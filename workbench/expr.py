@@ -221,3 +221,76 @@ def _eval(node: ast.AST, symbols: Mapping[str, Number], text: str) -> Number:
         except OverflowError:
             raise ExprError(f"in {_brief(text)}: {node.func.id}: the value overflows") from None
     raise ExprError(f"in {_brief(text)}: unsupported expression")
+
+
+# ----------------------------------------------------------------------------- conditions
+_COMPARE = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
+
+
+def parse_condition(text: str) -> ast.expr:
+    """Parse a condition: comparisons of expressions (`block_x * block_y <= 1024`, chains such as
+    `8 <= tile <= 32`), joined by `and` / `or`, negated by `not`. Used for tunables' constraints."""
+    if not isinstance(text, str) or not text.strip():
+        raise ExprError('expected a condition string, such as "block_x * block_y <= 1024"')
+    if len(text) > MAX_LENGTH:
+        raise ExprError(f"condition {text[:20]!r}… is {len(text)} characters long; the limit is {MAX_LENGTH}")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExprError(f"cannot parse {_brief(text)}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ExprError(f"cannot parse {text[:20]!r}…: nested too deeply (limit {MAX_DEPTH})") from None
+    _check_condition(tree.body, text, 0)
+    return tree.body
+
+
+def _check_condition(node: ast.AST, text: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ExprError(f"in {_brief(text)}: nested more than {MAX_DEPTH} levels deep")
+    if isinstance(node, ast.BoolOp):
+        for value in node.values:
+            _check_condition(value, text, depth + 1)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _check_condition(node.operand, text, depth + 1)
+    elif isinstance(node, ast.Compare):
+        if not all(type(op) in _COMPARE for op in node.ops):
+            raise ExprError(f"in {_brief(text)}: only <, <=, >, >=, ==, != compare")
+        for operand in (node.left, *node.comparators):
+            _check(operand, text, depth + 1)
+    else:
+        raise ExprError(f"{_brief(text)} is not a condition: compare with <, <=, >, >=, == or !=")
+
+
+def condition_names(text: str) -> set[str]:
+    """The symbol names a condition uses."""
+    tree = parse_condition(text)
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
+
+
+def condition(text: str, symbols: Mapping[str, Number]) -> bool:
+    """Whether a condition holds at `symbols`."""
+    return _eval_condition(parse_condition(text), symbols, text)
+
+
+def _eval_condition(node: ast.AST, symbols: Mapping[str, Number], text: str) -> bool:
+    if isinstance(node, ast.BoolOp):
+        values = (_eval_condition(v, symbols, text) for v in node.values)
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp):
+        return not _eval_condition(node.operand, symbols, text)
+    assert isinstance(node, ast.Compare)
+    left = _eval(node.left, symbols, text)
+    for op, comparator in zip(node.ops, node.comparators, strict=True):
+        right = _eval(comparator, symbols, text)
+        if not _COMPARE[type(op)](left, right):
+            return False
+        left = right
+    return True

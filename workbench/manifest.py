@@ -152,6 +152,8 @@ class Kernel:
     metrics: dict[str, str] = field(default_factory=dict)  # "bytes", "flops"
     check: Check = field(default_factory=Check)
     tunables: dict[str, tuple[int | float, ...]] = field(default_factory=dict)
+    #: `[kernel.tunables] constraints`: conditions every configuration meets (`expr.condition`).
+    constraints: tuple[str, ...] = ()
     reference: dict[str, str] = field(default_factory=dict)  # backend -> path
     wgpu: WgpuScalars = field(default_factory=WgpuScalars)
     #: `[kernel.timing] fresh_inputs`: restore inout buffers before every timed sample, for kernels
@@ -507,7 +509,10 @@ class _Reader:
 
         tunables_data = self.table(data, at, "tunables")
         tunables: dict[str, tuple[int | float, ...]] = {}
+        constraints_data = tunables_data.get("constraints", [])
         for tname, values in tunables_data.items():
+            if tname == "constraints":
+                continue
             ok = (
                 isinstance(values, list)
                 and values
@@ -527,6 +532,7 @@ class _Reader:
                 raise self.fail((*at, "tunables", tname), f"{toml_value(tname)} is also a size symbol")
             tunables[tname] = tuple(values)
         symbols = set(sizes) | set(tunables)
+        constraints = self.constraints(constraints_data, (*at, "tunables", "constraints"), tunables, symbols)
 
         args_data = data.get("arg")
         if not isinstance(args_data, list) or not args_data:
@@ -582,7 +588,7 @@ class _Reader:
         return Kernel(
             name=name, args=args, launch=launch, description=description, entry=dict(entry),
             sizes=dict(sizes), metrics=metrics, check=check, tunables=tunables,
-            reference=dict(reference), wgpu=wgpu, fresh_inputs=fresh_inputs,
+            constraints=constraints, reference=dict(reference), wgpu=wgpu, fresh_inputs=fresh_inputs,
             where=Where(str(self.path), keys),
         )  # fmt: skip
 
@@ -664,6 +670,27 @@ class _Reader:
             raise self.fail((*at, "low"), "low must not be above high")
         return Init(kind, **values)
 
+    def constraints(self, data: Any, at: tuple, tunables: dict, symbols: set[str]) -> tuple[str, ...]:
+        """`constraints = ["block_x * block_y <= 1024", ...]`: conditions over tunables and sizes,
+        each naming at least one tunable (a sweep skips the configurations that break one)."""
+        if not isinstance(data, list) or not all(isinstance(c, str) for c in data):
+            raise self.fail(at, f"expected an array of condition strings, got {toml_value(data)}")
+        for i, text in enumerate(data):
+            try:
+                used = expr.condition_names(text)
+            except expr.ExprError as exc:
+                raise self.fail((*at, i), str(exc)) from None
+            unknown = used - symbols
+            if unknown:
+                raise self.fail(
+                    (*at, i),
+                    f"unknown name {', '.join(sorted(unknown))} in {toml_value(text)}; "
+                    f"known: {', '.join(sorted(symbols)) or 'none'}",
+                )
+            if not used & set(tunables):
+                raise self.fail((*at, i), f"{toml_value(text)} names no tunable")
+        return tuple(data)
+
     def launch(self, data: dict, at: tuple, symbols: set[str], nested: bool = False) -> Launch:
         self.check_keys(data, at, ("threads", "grid") if nested else ("threads", "grid", *BACKENDS))
         own = {
@@ -674,6 +701,9 @@ class _Reader:
         out = []
         for key in ("threads", "grid"):
             value = data.get(key)
+            if value is None and key == "threads" and not nested and "block_size_x" in symbols:
+                # Kernel Tuner's convention: block_size_x/y/z are the launch's threads.
+                value = [n for n in ("block_size_x", "block_size_y", "block_size_z") if n in symbols]
             if value is None:
                 raise self.fail(at, f"missing key {key!r}: 1 to 3 integers or expressions")
             if not isinstance(value, list):

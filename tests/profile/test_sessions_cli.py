@@ -51,7 +51,7 @@ def recorded(tmp_path_factory, shared_cache_dir):
     assert f"recorded as run(s) #1–#2 in {db}" in first.stderr
     wgsl = root / "reference" / "saxpy.wgsl"
     edited = wgsl.read_text().replace(
-        "let i = group * 256u + lid.x;", "let i = group * 256u + lid.x; // edited"
+        "let i = group * threads + lid.x;", "let i = group * threads + lid.x; // edited"
     )
     assert "// edited" in edited
     wgsl.write_text(edited)
@@ -96,7 +96,7 @@ def test_runs_land_in_the_database_and_list_show_compare_read_them(recorded):
     assert shown["detail"]["provenance"]["sizes"] == {"n": 4096}
     assert len(shown["samples_s"]) == shown["n"] > 1
     assert (
-        "+    let i = group * 256u + lid.x; // edited" in shown["diff"]
+        "+    let i = group * threads + lid.x; // edited" in shown["diff"]
     )  # against the previous run of saxpy
     assert shown["toolchain"].startswith("wgpu-py")
     text = cli("sessions", "show", "4", "--db", str(recorded))

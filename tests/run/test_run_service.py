@@ -39,10 +39,12 @@ def json_shape(value):
 def _without_foreign_parts(shape):
     """The shape less what other layers own and may extend: a runtime's device description, the
     toolchain record of build.json (the run service passes them through), and the timing
-    protocol's options and measurement conditions (extended later: L2 policy, clocks, energy)."""
+    protocol's options and measurement conditions (extended later: L2 policy, clocks, energy), and
+    the kernel's tunables (their names are the manifest's: saxpy has `threads` since issue 11)."""
     for result in shape["results"]:
         result["device"] = "dict"
         result["provenance"]["toolchain"] = "dict"
+        result["provenance"]["tunables"] = "dict"
         result["provenance"]["timing_options"] = "dict"
         if isinstance(result.get("timing"), dict):
             result["timing"].pop("conditions", None)
@@ -314,7 +316,7 @@ def test_cancel_stops_a_hung_launch(run_service, saxpy_variant, shared_cache_dir
 def test_a_wgpu_validation_error_ends_only_that_backend(run_service, example_copy, shared_cache_dir):
     root = example_copy("saxpy")
     wgsl = root / "reference" / "saxpy.wgsl"
-    wgsl.write_text(wgsl.read_text().replace("@workgroup_size(256)", "@workgroup_size(2048)"))
+    wgsl.write_text(wgsl.read_text().replace("@workgroup_size(threads)", "@workgroup_size(2048)"))
     report = run_service.run(root, backends=BACKENDS, sizes={"n": 4096}, cache_dir=shared_cache_dir)
     cpu, bad = _by_backend(report)["cpu"], _by_backend(report)["wgsl"]
     assert cpu.status == "ok"

@@ -24,6 +24,8 @@ COMMANDS = {
     "gui": "gui",
     "sessions": "sessions",
     "ceilings": "ceilings",
+    "tune": "tune",
+    "sweep": "sweep",
     "hosts": "hosts",
 }
 

@@ -69,6 +69,7 @@ def describe(project: Project) -> dict:
             "description": kernel.description,
             "sizes": kernel.sizes,
             "tunables": {k: list(v) for k, v in kernel.tunables.items()},
+            "constraints": list(kernel.constraints),
             "args": args,
             "threads": list(threads),
             "grid": list(grid),
@@ -109,6 +110,8 @@ def run(args) -> int:
         print(f"  sizes     {sizes}")
         if k["tunables"]:
             print(f"  tunables  {', '.join(f'{n}={v}' for n, v in k['tunables'].items())}")
+        if k.get("constraints"):
+            print(f"  constraints  {'; '.join(k['constraints'])}")
         print(f"  launch    threads {k['threads']} × grid {k['grid']}")
         print(f"  per launch  {_human(k['bytes'])}B moved, {_human(k['flops'])} flops")
         print("  args")

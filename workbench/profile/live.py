@@ -150,6 +150,8 @@ class LiveLoop:
         self.backends: list[str] = list(backends) if backends else list(BACKENDS)
         self.devices: list[str] = list(devices or [])
         self.sizes: dict[str, int] | None = dict(sizes) if sizes else None
+        #: Tunables of the next cycles' builds and runs (None: the manifest's defaults).
+        self.tunables: dict[str, int | float] | None = None
         self.kernel = kernel
         self.timeout_s = timeout_s
         #: The user's choice of reference backend (None: the kernel's [kernel.check] reference).
@@ -345,7 +347,7 @@ class LiveLoop:
             reference = self._reference_backend(project)
             if reference and reference not in to_build:
                 to_build.append(reference)  # what the others are checked against
-        job = self.build_service.submit(project, to_build)
+        job = self.build_service.submit(project, to_build, tunables=self.tunables)
         if request.cancelled.is_set():  # cancelled between entering the phase and submitting
             self.build_service.cancel()
         build = job.wait()
@@ -397,6 +399,7 @@ class LiveLoop:
                     backends=runnable,
                     devices=self.devices or None,
                     sizes=self.sizes,
+                    tunables=self.tunables,
                     timeout_s=self.timeout_s,
                     artifacts_dir=links,
                     on_event=on_event,

@@ -384,6 +384,22 @@ class SessionStore:
         rows = self._query("SELECT samples FROM run_data WHERE run_id = ?", (int(run_id),))
         return blob_to_samples(rows[0]["samples"] if rows else None)
 
+    def tuning_runs(self, key: str) -> list[dict[str, Any]]:
+        """Every run a sweep recorded under `key` (`provenance.tuning.key`, `profile/tune.py`),
+        newest first, with its `detail`."""
+        columns = ", ".join(f"runs.{c}" for c in ALL_COLUMNS)
+        rows = self._query(
+            f"SELECT {columns}, run_data.detail FROM runs JOIN run_data ON run_data.run_id = runs.id "
+            "WHERE json_extract(run_data.detail, '$.provenance.tuning.key') = ? ORDER BY runs.id DESC",
+            (key,),
+        )
+        out = []
+        for row in rows:
+            run = _full(row)
+            run["detail"] = json.loads(run["detail"] or "{}")
+            out.append(run)
+        return out
+
     def invocation_runs(self, invocation: str) -> list[dict[str, Any]]:
         """The summaries of every result of one recorded `workbench run`, in recording order."""
         sql = f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM runs WHERE invocation = ? ORDER BY id"

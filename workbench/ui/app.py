@@ -33,6 +33,7 @@ PANELS = {
     "artifacts": ("workbench.ui.artifacts_view", "ArtifactsView"),
     "console": ("workbench.ui.console", "ConsolePanel"),
     "sessions": ("workbench.ui.sessions_panel", "SessionsPanel"),
+    "tuning": ("workbench.ui.tuning_panel", "TuningPanel"),
 }
 
 

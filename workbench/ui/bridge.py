@@ -128,6 +128,14 @@ class ServiceBridge(QObject):
         """Problem sizes for runs (None: the manifest's defaults)."""
         self.loop.sizes = dict(sizes) if sizes else None
 
+    def set_tunables(self, tunables: dict[str, int | float] | None) -> None:
+        """Tunables of the next builds and runs (None: the manifest's defaults); each
+        configuration is its own cached build."""
+        self.loop.tunables = dict(tunables) if tunables else None
+
+    def tunables(self) -> dict[str, int | float]:
+        return dict(self.loop.tunables or {})
+
     # ------------------------------------------------------------------ actions
     def build(self) -> None:
         """Build the selected backends (never blocks)."""

@@ -47,6 +47,7 @@ DOCKS = {
     "sessions": ("Sessions", Qt.DockWidgetArea.RightDockWidgetArea),
     "plots": ("Plots", Qt.DockWidgetArea.RightDockWidgetArea),
     "artifacts": ("Artifacts", Qt.DockWidgetArea.RightDockWidgetArea),
+    "tuning": ("Tuning", Qt.DockWidgetArea.RightDockWidgetArea),
 }
 
 
@@ -136,6 +137,7 @@ class MainWindow(QMainWindow):
         # filters would leave a 1280-pixel window no room for the build and results side by side.
         self.tabifyDockWidget(self.docks["plots"], self.docks["artifacts"])
         self.tabifyDockWidget(self.docks["plots"], self.docks["sessions"])
+        self.tabifyDockWidget(self.docks["plots"], self.docks["tuning"])
         self.docks["build"].raise_()
         self.docks["plots"].raise_()
         self.resize(1600, 1000)

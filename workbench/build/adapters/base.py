@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,8 +68,54 @@ class BuildRequest:
         return run_command(cmd, cwd=cwd, env=env, budget=self.budget, on_line=on_line)
 
     def tunable_env(self) -> dict[str, str]:
-        """Tunables reach Rust code as env vars `WB_TUNABLE_<NAME>` (read with `env!`)."""
-        return {f"WB_TUNABLE_{k.upper()}": str(v) for k, v in self.tunables.items()}
+        """Tunables reach Rust code as env vars `WB_TUNABLE_<NAME>` (docs/manifest.md, "Tunables":
+        read with `option_env!` and parsed in a `const`, so a plain `cargo build` gets the default)."""
+        return {rust_tunable_var(k): str(v) for k, v in self.tunables.items()}
+
+    def report_unread(self, read: set[str], how: str, geometry: bool = True) -> list[str]:
+        """Warn about each tunable that is not in `read` (the names the compiled source read;
+        `how` says how a read is spelled) and, with `geometry`, that no launch dimension of this
+        backend names: its values would all build and run the same code. Returns those names."""
+        launched = launch_names(self.project, self.backend) if geometry else set()
+        unread = [name for name in sorted(self.tunables) if name not in read and name not in launched]
+        for name in unread:
+            message = (
+                f"tunable {name!r} is never read by the {self.backend} build (no {how.format(name=name, NAME=name.upper())}"
+                + (")" if not geometry else " and no launch dimension names it)")
+                + f": every value of {name} builds the same {self.backend} code"
+            )
+            self.diagnostic(
+                Diagnostic("warning", message, rendered=f"warning: {message}", backend=self.backend)
+            )
+        return unread
+
+
+def names_in_text(files: list[Path], names: list[str], spelled: Callable[[str], str]) -> set[str]:
+    """The `names` whose spelling (`spelled(name)`, a regular expression) occurs in `files`."""
+    texts = []
+    for path in dict.fromkeys(files):
+        try:
+            texts.append(Path(path).read_text(errors="replace"))
+        except OSError:
+            continue
+    return {name for name in names if any(re.search(spelled(name), text) for text in texts)}
+
+
+def rust_tunable_var(name: str) -> str:
+    """The environment variable a Rust crate reads a tunable from: `WB_TUNABLE_<NAME>`."""
+    return f"WB_TUNABLE_{name.upper()}"
+
+
+def launch_names(project: Project, backend: str) -> set[str]:
+    """The names the launch geometry (threads and grid) of this backend uses, over all kernels."""
+    from workbench import expr
+
+    names: set[str] = set()
+    for kernel in project.manifest.kernels:
+        launch = kernel.launch.backends.get(backend, kernel.launch)
+        for text in (*launch.threads, *launch.grid):
+            names |= expr.names(text)
+    return names
 
 
 @dataclass

@@ -34,6 +34,39 @@ class CargoOutcome:
                     files.extend(depinfo.read(dep_file))
         return list(dict.fromkeys(files))
 
+    def env_reads(self, manifest: Path) -> set[str]:
+        """The environment variables the crate's compile read with `env!` / `option_env!`: the
+        `# env-dep:NAME` lines of rustc's own dep-info (`deps/<crate>[-hash].d`), which lists only
+        what the compiled (cfg-selected) code expanded."""
+        names: set[str] = set()
+        for record in self.of_package(manifest):
+            for name in record.get("filenames", []):
+                path = Path(name)
+                deps = path.parent if path.parent.name == "deps" else path.parent / "deps"
+                stem = path.stem.removeprefix("lib")
+                for dep_file in {
+                    deps / f"{stem}.d",
+                    deps / f"{record['target']['name'].replace('-', '_')}.d",
+                }:
+                    try:
+                        lines = dep_file.read_text(errors="replace").splitlines()
+                    except OSError:
+                        continue
+                    names |= {
+                        ln[len("# env-dep:") :].split("=", 1)[0]
+                        for ln in lines
+                        if ln.startswith("# env-dep:")
+                    }
+        return names
+
+
+def rust_reads(outcome: CargoOutcome, req: BuildRequest) -> set[str]:
+    """The tunables the crate's compile read (`WB_TUNABLE_<NAME>` in rustc's dep-info)."""
+    from workbench.build.adapters.base import rust_tunable_var
+
+    read = outcome.env_reads(req.project.manifest.crate_dir / "Cargo.toml")
+    return {name for name in req.tunables if rust_tunable_var(name) in read}
+
 
 def cargo_env(req: BuildRequest, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
@@ -48,6 +81,9 @@ def cargo_env(req: BuildRequest, extra: dict[str, str] | None = None) -> dict[st
 #: crate then share cargo's fingerprints. By modification time, a copy whose sources are older than
 #: the last build's output would get the other copy's library; by content checksum it never does.
 CHECKSUM_FRESHNESS = "-Zchecksum-freshness"
+
+#: How a Rust crate reads a tunable (for the "never read" warning).
+RUST_READ = 'option_env!("WB_TUNABLE_{NAME}") or env! in the compiled code'
 
 
 def run_cargo(req: BuildRequest, cmd: list[str], env: dict[str, str]) -> CargoOutcome:

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
-from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, cargo_env, run_cargo
+from workbench.build.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    BuildRequest,
+    copy_into,
+    version_of,
+    which,
+)
+from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, RUST_READ, cargo_env, run_cargo, rust_reads
 from workbench.build.diagnostics import error
 from workbench.records import ToolchainInfo
 
@@ -70,4 +77,6 @@ class CpuAdapter(Adapter):
             for k in req.project.manifest.kernels
         }
         inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
+        # The cpu runtime has no launch threads: only the crate's own reads count.
+        req.report_unread(rust_reads(outcome, req), RUST_READ, geometry=False)
         return AdapterOutput(True, kernels, inputs=inputs)

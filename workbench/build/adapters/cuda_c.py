@@ -6,7 +6,14 @@ from pathlib import Path
 
 from workbench import childproc
 from workbench.build import depinfo
-from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, cuda_bin, sm_arch
+from workbench.build.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    BuildRequest,
+    cuda_bin,
+    names_in_text,
+    sm_arch,
+)
 from workbench.build.adapters.nvptx import finish_ptx
 from workbench.build.diagnostics import parse_nvcc
 from workbench.records import ToolchainInfo
@@ -41,8 +48,9 @@ class CudaCAdapter(Adapter):
         return sm_arch(target)
 
     def flags(self, project, target, tunables, toolchain) -> list[str]:
-        # Tunables become preprocessor macros: -DBLOCK=256.
-        return ["-ptx", f"-arch={target}", *(f"-D{k.upper()}={v}" for k, v in sorted(tunables.items()))]
+        # Tunables become preprocessor macros of their own name (-Dblock_size_x=256), so Kernel
+        # Tuner's kernels, which use the names as written, build unchanged.
+        return ["-ptx", f"-arch={target}", *(f"-D{k}={v}" for k, v in sorted(tunables.items()))]
 
     def build(self, req: BuildRequest) -> AdapterOutput:
         root = req.project.root
@@ -67,4 +75,8 @@ class CudaCAdapter(Adapter):
             output.kernels.update(part.kernels)
             output.resources.update(part.resources)
             output.extra.setdefault("entries", []).extend(part.extra.get("entries", []))
+        # The project's own files: a system header's words (`unused`, `block`) are not reads.
+        own = [p for p in output.inputs if Path(p).resolve().is_relative_to(root.resolve())]
+        names = names_in_text(own, list(req.tunables), lambda name: rf"\b{name}\b")
+        req.report_unread(names, "use of the macro {name} in the .cu file or its headers")
         return output

@@ -24,7 +24,14 @@ from workbench.build.adapters.base import (
     version_of,
     which,
 )  # fmt: skip
-from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, CargoOutcome, cargo_env, run_cargo
+from workbench.build.adapters.cargo import (
+    CHECKSUM_FRESHNESS,
+    RUST_READ,
+    CargoOutcome,
+    cargo_env,
+    run_cargo,
+    rust_reads,
+)
 from workbench.build.diagnostics import error
 from workbench.build.resources import ptx_entries, ptxas_report
 from workbench.records import ToolchainInfo
@@ -158,6 +165,7 @@ class NvptxAdapter(Adapter):
         name = copy_into(ptx, req.out_dir, ptx.stem.split("-")[0] + ".ptx")
         out = finish_ptx(req, req.out_dir / name, req.target, self.name)
         out.inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
+        req.report_unread(rust_reads(outcome, req), RUST_READ)
         return out
 
     def line_table(self, req: BuildRequest, stem: str) -> Path | None:

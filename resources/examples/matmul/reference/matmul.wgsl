@@ -1,5 +1,5 @@
 // Hand-written WGSL tiled matrix multiply, the same computation as src/lib.rs:
-// C (m x n) = A (m x k) * B (k x n), row-major, 16x16 tiles in workgroup memory, k ascending,
+// C (m x n) = A (m x k) * B (k x n), row-major, tile x tile tiles in workgroup memory, k ascending,
 // one fused multiply-add per step: the algorithm of reference/matmul.cu, line for line.
 struct Params {
     m: u32,
@@ -7,24 +7,26 @@ struct Params {
     k: u32,
 }
 
-const TILE: u32 = 16u;
+// The tile edge: the manifest's tunable `tile` (an override, so the workgroup size follows it).
+override tile: u32 = 16u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
-var<workgroup> a_tile: array<f32, 256>;
-var<workgroup> b_tile: array<f32, 256>;
+// Room for the largest tile the manifest allows (32 x 32); a tile uses its first tile * tile.
+var<workgroup> a_tile: array<f32, 1024>;
+var<workgroup> b_tile: array<f32, 1024>;
 
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(tile, tile)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
     let tx = lid.x;
     let ty = lid.y;
-    let row = wid.y * TILE + ty;
-    let col = wid.x * TILE + tx;
+    let row = wid.y * tile + ty;
+    let col = wid.x * tile + tx;
     var acc = 0.0;
-    for (var k0 = 0u; k0 < params.k; k0 = k0 + TILE) {
+    for (var k0 = 0u; k0 < params.k; k0 = k0 + tile) {
         let ka = k0 + tx;
         let kb = k0 + ty;
         var va = 0.0;
@@ -35,13 +37,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if (kb < params.k && col < params.n) {
             vb = b[kb * params.n + col];
         }
-        a_tile[ty * TILE + tx] = va;
-        b_tile[ty * TILE + tx] = vb;
+        a_tile[ty * tile + tx] = va;
+        b_tile[ty * tile + tx] = vb;
         workgroupBarrier();
-        for (var t = 0u; t < TILE; t = t + 1u) {
+        for (var t = 0u; t < tile; t = t + 1u) {
             // fma(): one rounding per step like nvcc's fma.rn.f32 and the Rust logic's fused
             // multiply-add, where the driver fuses it (Vulkan lets it round twice: llvmpipe does).
-            acc = fma(a_tile[ty * TILE + t], b_tile[t * TILE + tx], acc);
+            acc = fma(a_tile[ty * tile + t], b_tile[t * tile + tx], acc);
         }
         workgroupBarrier();
     }

@@ -16,8 +16,31 @@
     allow(internal_features)
 )]
 
-/// Tile edge: threads per block are TILE × TILE (the manifest's `threads`).
-pub const TILE: usize = 16;
+/// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
+/// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
+/// Only the nvptx entries read tunables here (cfg: the other targets never see the parser).
+#[cfg(target_arch = "nvptx64")]
+const fn tunable(value: Option<&str>, default: usize) -> usize {
+    let digits = match value {
+        Some(text) => text.as_bytes(),
+        None => return default,
+    };
+    assert!(!digits.is_empty(), "a tunable must be a whole number");
+    let mut out = 0usize;
+    let mut i = 0;
+    while i < digits.len() {
+        assert!(digits[i].is_ascii_digit(), "a tunable must be a whole number");
+        out = out * 10 + (digits[i] - b'0') as usize;
+        i += 1;
+    }
+    out
+}
+
+/// Tile edge (`[kernel.tunables] tile`): threads per block are TILE × TILE (the manifest's
+/// `threads`). The rust-gpu entry keeps its own 16: its `threads(..)` attribute takes literals; the
+/// cpu entry has no tiles.
+#[cfg(target_arch = "nvptx64")]
+pub const TILE: usize = tunable(option_env!("WB_TUNABLE_TILE"), 16);
 
 /// `acc + Σ a(t)·b(t)` for t = 0, 1, …, len-1 in that order, shared by every backend: `a(t)` is
 /// element t of a stretch of a row of A, `b(t)` the matching element of a column of B. The cpu
@@ -88,13 +111,14 @@ pub unsafe extern "ptx-kernel" fn matmul(
     c: *mut f32,
 ) {
     use core::arch::nvptx::*;
-    // Two 16×16 f32 tiles of block-shared memory: no Rust API on this target, so declared in PTX,
-    // once, and addressed by their 32-bit offset in the shared window (`mov.u32`, as nvcc does).
+    // Two TILE×TILE f32 tiles of block-shared memory: no Rust API on this target, so declared in
+    // PTX, once, and addressed by their 32-bit offset in the shared window (`mov.u32`, as nvcc does).
     let tiles: u32;
     unsafe {
         core::arch::asm!(
-            ".shared .align 16 .b8 MATMUL_TILES[2048];",
+            ".shared .align 16 .b8 MATMUL_TILES[{bytes}];",
             "mov.u32 {p}, MATMUL_TILES;",
+            bytes = const 2 * 4 * TILE * TILE,
             p = out(reg32) tiles,
         );
     }
@@ -195,7 +219,6 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 // ---------------------------------------------------------------- rust-gpu: SPIR-V via cargo-gpu
 #[cfg(target_arch = "spirv")]
 pub mod spirv_entry {
-    use super::TILE;
     use spirv_std::glam::UVec3;
     use spirv_std::spirv;
 
@@ -205,6 +228,10 @@ pub mod spirv_entry {
         pub n: u32,
         pub k: u32,
     }
+
+    /// rust-gpu's `threads(..)` takes literals, so this entry keeps 16 × 16 tiles whatever the
+    /// `tile` tunable says (its launch is `[kernel.launch.rust-gpu]`).
+    const TILE: usize = 16;
 
     #[spirv(compute(threads(16, 16)))]
     pub fn matmul_spirv(

@@ -10,14 +10,17 @@ struct Params {
 
 // A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large grids on
 // wgpu"): the linear workgroup comes from num_workgroups, not from global_invocation_id.x.
-@compute @workgroup_size(256)
+// Threads per workgroup: the manifest's tunable `threads`.
+override threads: u32 = 256u;
+
+@compute @workgroup_size(threads)
 fn main(
     @builtin(local_invocation_id) lid: vec3<u32>,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let group = wid.x + groups.x * (wid.y + groups.y * wid.z);
-    let i = group * 256u + lid.x;
+    let i = group * threads + lid.x;
     if (i < params.n) {
         y[i] = params.a * x[i] + y[i];
     }

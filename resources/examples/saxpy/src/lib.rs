@@ -4,6 +4,31 @@
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
 
+/// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
+/// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
+/// Only the nvptx entries read tunables here (cfg: the other targets never see the parser).
+#[cfg(target_arch = "nvptx64")]
+const fn tunable(value: Option<&str>, default: usize) -> usize {
+    let digits = match value {
+        Some(text) => text.as_bytes(),
+        None => return default,
+    };
+    assert!(!digits.is_empty(), "a tunable must be a whole number");
+    let mut out = 0usize;
+    let mut i = 0;
+    while i < digits.len() {
+        assert!(digits[i].is_ascii_digit(), "a tunable must be a whole number");
+        out = out * 10 + (digits[i] - b'0') as usize;
+        i += 1;
+    }
+    out
+}
+
+/// Threads per block (`[kernel.tunables] threads`): the nvptx entry indexes with it (a constant in
+/// the PTX, where `blockDim.x` is a register read). The cpu build never reads it, and says so.
+#[cfg(target_arch = "nvptx64")]
+pub const THREADS: usize = tunable(option_env!("WB_TUNABLE_THREADS"), 256);
+
 /// One element of the computation, shared by every backend.
 #[inline(always)]
 pub fn saxpy_at(i: usize, n: u32, a: f32, x: &[f32], y: &mut [f32]) {
@@ -28,7 +53,8 @@ pub unsafe extern "C" fn saxpy_cpu(n: u32, a: f32, x: *const f32, y: *mut f32) {
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
     use core::arch::nvptx::*;
-    let i = unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() } as usize;
+    // The launch's threads per block are THREADS (the manifest's threads = ["threads"]).
+    let i = unsafe { _block_idx_x() as usize * THREADS + _thread_idx_x() as usize };
     if i < n as usize {
         // Slices of length n: indexing stays bounds-checked like the other backends.
         let x = unsafe { core::slice::from_raw_parts(x, n as usize) };

@@ -1,0 +1,62 @@
+"""Fixtures for the tuning tests: a private sessions database, one RunService with a short timing
+protocol, the command line as a user runs it, and saxpy variants."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.run.service import RunService
+from workbench.run.timing import TimingOptions
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: Timing protocol kept short: these tests check behaviour, not speed.
+FAST_TIMING = TimingOptions(min_n=5, min_time_s=0.02, warmup_max_n=6, warmup_max_s=0.3, max_time_s=2.0)
+
+
+@pytest.fixture(autouse=True)
+def private_sessions_db(tmp_path, monkeypatch):
+    monkeypatch.setenv("WB_DATA_DIR", str(tmp_path / "wb-data"))
+    return tmp_path / "wb-data" / "sessions.db"
+
+
+@pytest.fixture(scope="session")
+def tune_service(long_lived):
+    """One RunService (and its workers) for the session, with a short timing protocol."""
+    service = RunService(timing=FAST_TIMING)
+    long_lived.add(service.pool.owned)
+    yield service
+    service.close()
+
+
+@pytest.fixture(scope="session")
+def workbench_cli(shared_cache_dir):
+    """`python -m workbench ARGS` in a child process, with the session's build cache."""
+
+    def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        env = dict(os.environ)
+        return subprocess.run(
+            [sys.executable, "-m", "workbench", *args],
+            capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env, check=False,
+        )  # fmt: skip
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def break_wgsl_at():
+    return _break_wgsl_at
+
+
+def _break_wgsl_at(root: Path, threads: int) -> None:
+    """saxpy's WGSL writes a wrong value when built with `threads` (a failing configuration)."""
+    wgsl = root / "reference" / "saxpy.wgsl"
+    line = "        y[i] = params.a * x[i] + y[i];"
+    text = wgsl.read_text()
+    assert line in text
+    wgsl.write_text(text.replace(line, line + f"\n        if (threads == {threads}u) {{ y[i] = 0.5; }}"))

@@ -1,0 +1,217 @@
+"""Tunables reach every backend as real builds see them: Rust through `WB_TUNABLE_<NAME>`
+(cpu cdylib, nvptx PTX), WGSL `override` defaults, CUDA C++ `-D<name>=<value>`; each configuration
+is its own cache key and artifact; a tunable a backend never reads is reported."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from pathlib import Path
+
+import pytest
+
+from workbench.build import build_project
+from workbench.build.toolchains import detect
+from workbench.errors import ManifestError
+from workbench.manifest import load_manifest
+from workbench.profile.tune import space
+from workbench.project import Project
+
+
+def artifact(result) -> Path:
+    return Path(result.artifacts[0])
+
+
+def warnings(result) -> list[str]:
+    return [d["message"] for d in result.diagnostics if d["severity"] == "warning"]
+
+
+def needs(backend: str) -> None:
+    if not detect(backend).found:
+        pytest.skip(f"{backend} toolchain not installed")
+
+
+def test_cpu_crate_reads_the_tunable_and_each_value_is_its_own_build(example_copy, shared_cache_dir):
+    root = example_copy("saxpy", unique=True)
+    lib = root / "src" / "lib.rs"
+    # The documented form (docs/manifest.md): option_env! parsed in a const, exported to check it.
+    lib.write_text(
+        lib.read_text() + '\n#[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]\n'
+        'const BUILT: &str = match option_env!("WB_TUNABLE_THREADS") { Some(v) => v, None => "none" };\n'
+        '#[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]\n'
+        '#[unsafe(no_mangle)]\npub extern "C" fn built_threads() -> u32 {\n'
+        "    let b = BUILT.as_bytes(); let mut v = 0u32; let mut i = 0;\n"
+        "    while i < b.len() { v = v * 10 + (b[i] - b'0') as u32; i += 1; } v\n}\n"
+    )
+    project = Project.open(root)
+    (a,) = build_project(project, ["cpu"], shared_cache_dir, tunables={"threads": 96})
+    (b,) = build_project(project, ["cpu"], shared_cache_dir, tunables={"threads": 128})
+    assert a.status == b.status == "ok"
+    assert a.key != b.key and artifact(a).parent != artifact(b).parent
+    assert artifact(a).read_bytes() != artifact(b).read_bytes()
+    for result, expected in ((a, 96), (b, 128)):
+        library = ctypes.CDLL(str(artifact(result)))
+        library.built_threads.restype = ctypes.c_uint32
+        assert library.built_threads() == expected
+    # The crate read threads: no "never read" warning for it.
+    assert not any("'threads'" in w for w in warnings(a))
+    (again,) = build_project(project, ["cpu"], shared_cache_dir, tunables={"threads": 96})
+    assert again.cached and again.key == a.key
+
+
+def test_nvptx_ptx_carries_the_constant(example_copy, shared_cache_dir):
+    needs("nvptx")
+    project = Project.open(example_copy("saxpy"))
+    (a,) = build_project(project, ["nvptx"], shared_cache_dir, tunables={"threads": 96})
+    (b,) = build_project(project, ["nvptx"], shared_cache_dir, tunables={"threads": 160})
+    assert a.status == b.status == "ok" and a.key != b.key
+    ptx_a, ptx_b = artifact(a).read_text(), artifact(b).read_text()
+    assert re.search(r"mul\.\S+\s+%\w+, %\w+, 96;", ptx_a), ptx_a
+    assert re.search(r"mul\.\S+\s+%\w+, %\w+, 160;", ptx_b)
+    assert not re.search(r", 160;", ptx_a)
+    assert not warnings(a)  # nvptx reads threads
+
+
+def test_matmul_tile_reaches_nvptx_shared_memory(example_copy, shared_cache_dir):
+    needs("nvptx")
+    project = Project.open(example_copy("matmul"))
+    (a,) = build_project(project, ["nvptx"], shared_cache_dir, tunables={"tile": 8})
+    assert a.status == "ok", a.diagnostics
+    # Two 8x8 f32 tiles: 512 bytes of shared memory, declared from the const.
+    assert ".b8 MATMUL_TILES[512]" in artifact(a).read_text()
+
+
+def test_wgsl_override_default_is_the_configuration(example_copy, shared_cache_dir):
+    project = Project.open(example_copy("saxpy"))
+    (a,) = build_project(project, ["wgsl"], shared_cache_dir, tunables={"threads": 64})
+    (b,) = build_project(project, ["wgsl"], shared_cache_dir, tunables={"threads": 128})
+    assert a.key != b.key
+    assert "override threads: u32 = 64u;" in artifact(a).read_text()
+    assert "override threads: u32 = 128u;" in artifact(b).read_text()
+    assert "@workgroup_size(threads)" in artifact(a).read_text()
+
+
+def test_wgsl_workgroup_follows_the_tunable_in_a_run(example_copy, tune_service, shared_cache_dir):
+    """The run's launch spec and the module agree: the 64-thread configuration verifies on wgpu."""
+    project = Project.open(example_copy("saxpy"))
+    report = tune_service.run(project, backends=["wgsl"], sizes={"n": 1000}, tunables={"threads": 64},
+                              cache_dir=shared_cache_dir)  # fmt: skip
+    (result,) = report.results
+    assert result.status == "ok" and result.verified is True
+    assert result.provenance["tunables"] == {"threads": 64}
+
+
+KERNEL_TUNER_CU = """\
+// A Kernel Tuner kernel, as written for it: block_size_x is a macro the tuner defines.
+extern "C" __global__ void vector_add(float *c, const float *a, const float *b, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i < n) {
+        c[i] = a[i] + b[i];
+    }
+}
+"""
+
+KERNEL_TUNER_TOML = """\
+[project]
+name = "vector_add"
+crate = "."
+
+[[kernel]]
+name = "vector_add"
+
+[kernel.sizes]
+n = 1000
+
+[kernel.tunables]
+block_size_x = [128, 64, 256]
+
+[[kernel.arg]]
+name = "c"
+kind = "buffer"
+type = "f32"
+length = "n"
+direction = "out"
+
+[[kernel.arg]]
+name = "a"
+kind = "buffer"
+type = "f32"
+length = "n"
+direction = "in"
+
+[[kernel.arg]]
+name = "b"
+kind = "buffer"
+type = "f32"
+length = "n"
+direction = "in"
+
+[[kernel.arg]]
+name = "n"
+kind = "scalar"
+type = "i32"
+value = "n"
+
+[kernel.launch]            # no threads: Kernel Tuner's block_size_x/y/z are the threads
+grid = ["ceil_div(n, block_size_x)"]
+
+[kernel.reference]
+cuda-c = "vector_add.cu"
+"""
+
+
+def test_kernel_tuner_cu_builds_unchanged(tmp_path, shared_cache_dir):
+    needs("cuda-c")
+    (tmp_path / "vector_add.cu").write_text(KERNEL_TUNER_CU)
+    (tmp_path / "workbench.toml").write_text(KERNEL_TUNER_TOML)
+    project = Project.open(tmp_path)
+    kernel = project.manifest.kernel()
+    assert kernel.launch.threads == ("block_size_x",)
+    (result,) = build_project(project, ["cuda-c"], shared_cache_dir, tunables={"block_size_x": 64})
+    assert result.status == "ok", result.diagnostics
+    assert "-Dblock_size_x=64" in result.flags
+    assert ".entry vector_add" in artifact(result).read_text()
+    assert not warnings(result)
+
+
+def test_unread_tunable_is_reported_on_every_backend(example_copy, shared_cache_dir):
+    root = example_copy("saxpy")
+    toml = root / "workbench.toml"
+    toml.write_text(toml.read_text().replace("threads = [256, 64, 128, 512, 1024]",
+                                             "threads = [256, 64, 128, 512, 1024]\nunused = [1, 2]"))  # fmt: skip
+    project = Project.open(root)
+    backends = ["cpu", "wgsl"] + [b for b in ("nvptx", "cuda-c") if detect(b).found]
+    results = {r.backend: r for r in build_project(project, backends, shared_cache_dir)}
+    for backend, result in results.items():
+        assert result.status == "ok"
+        unread = [w for w in warnings(result) if "'unused' is never read" in w]
+        assert unread, (backend, result.diagnostics)
+    # threads: read by nvptx (option_env!), wgsl (override) and cuda-c (the launch); not by cpu.
+    assert any("'threads' is never read by the cpu build" in w for w in warnings(results["cpu"]))
+    for backend in set(results) - {"cpu"}:
+        assert not any("'threads'" in w for w in warnings(results[backend])), backend
+
+
+def test_constraints_prune_configurations(example_copy):
+    project = Project.open(example_copy("matmul"))
+    kernel = project.manifest.kernel()
+    assert kernel.constraints == ("tile * tile <= 1024",)
+    sp = space(kernel, {"tile": (8, 16, 32, 64)})
+    assert [c["tile"] for c in sp.configs] == [8, 16, 32]
+    assert sp.pruned == [{"config": {"tile": 64}, "constraint": "tile * tile <= 1024"}]
+    assert sp.total == 4
+
+
+def test_bad_constraint_names_the_line(tmp_path):
+    text = KERNEL_TUNER_TOML.replace(
+        "block_size_x = [128, 64, 256]", 'block_size_x = [128, 64, 256]\nconstraints = ["block_size_x * 2"]'
+    )
+    (tmp_path / "vector_add.cu").write_text(KERNEL_TUNER_CU)
+    (tmp_path / "workbench.toml").write_text(text)
+    with pytest.raises(ManifestError) as err:
+        load_manifest(tmp_path / "workbench.toml")
+    line = text.splitlines().index('constraints = ["block_size_x * 2"]') + 1
+    assert f"workbench.toml:{line}" in str(err.value) and "not a condition" in str(err.value)
+    (tmp_path / "workbench.toml").write_text(text.replace("block_size_x * 2", "block_size_y <= 4"))
+    with pytest.raises(ManifestError, match="unknown name block_size_y"):
+        load_manifest(tmp_path / "workbench.toml")

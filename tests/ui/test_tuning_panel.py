@@ -1,0 +1,138 @@
+"""The Tuning panel in the real window (offscreen): a control change rebuilds and reruns with the
+new configuration; a background sweep fills the plot with the recorded configurations' numbers,
+flags a failing one, resumes, applies the best; a size sweep draws one curve per backend."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.profile.store import SessionStore
+from workbench.project import Project
+from workbench.run.timing import TimingOptions
+
+FAST = TimingOptions(min_n=5, min_time_s=0.02, warmup_max_n=6, warmup_max_s=0.3, max_time_s=2.0)
+WGSL_LINE = "        y[i] = params.a * x[i] + y[i];"
+
+
+def _window(make_window, root, backends):
+    window = make_window(root, panels=("tuning", "results"))
+    window.bridge.set_backends(backends)
+    window.bridge.set_sizes({"n": 2048})
+    panel = window.panels["tuning"]
+    panel.timing = FAST
+    window.docks["tuning"].raise_()
+    return window, panel
+
+
+def test_changing_a_control_rebuilds_and_reruns(make_window, example_copy, qtbot):
+    window, panel = _window(make_window, example_copy("saxpy"), ["cpu", "wgsl"])
+    control = panel.controls["threads"]
+    assert [control.itemData(i) for i in range(control.count())] == [256, 64, 128, 512, 1024]
+    with qtbot.waitSignal(window.bridge.runFinished, timeout=120_000) as done:
+        control.setCurrentIndex(2)  # threads = 128
+    report = done.args[0]
+    assert {r.backend for r in report.results} == {"cpu", "wgsl"}
+    for result in report.results:
+        assert result.status == "ok" and result.provenance["tunables"] == {"threads": 128}
+    wgsl = window.bridge.loop.last_build["wgsl"]
+    assert "override threads: u32 = 128u;" in open(wgsl.artifacts[0]).read()
+    assert next(r for r in report.results if r.backend == "wgsl").verified is True
+
+
+def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
+    make_window, example_copy, qtbot, private_sessions_db
+):
+    root = example_copy("saxpy")
+    wgsl = root / "reference" / "saxpy.wgsl"
+    wgsl.write_text(
+        wgsl.read_text().replace(WGSL_LINE, WGSL_LINE + "\n        if (threads == 512u) { y[i] = 0.5; }")
+    )
+    window, panel = _window(make_window, root, ["wgsl"])
+    with qtbot.waitSignal(panel.sweepFinished, timeout=180_000) as done:
+        assert panel.start_sweep()
+        assert panel.running() and panel.cancel_button.isEnabled()
+    result = done.args[0]
+    assert len(result.entries) == 5 and panel.progress.value() == 5
+
+    data = panel.plot_data()
+    assert data["mode"] == "scatter" and data["tunable"] == "threads"
+    assert data["failed"] == [{"slot": "wgsl@wgpu:0", "config": {"threads": 512}}]
+    series = data["series"]["wgsl@wgpu:0"]
+    assert sorted(series["x"]) == [64, 128, 256, 1024]
+    # The plotted numbers are the recorded runs' medians.
+    with SessionStore(private_sessions_db) as store:
+        recorded = {e["config"]["threads"]: store.get_run(e["run_id"])["median_s"] for e in result.entries}
+        assert (
+            store.get_run(next(e["run_id"] for e in result.entries if e["config"]["threads"] == 512))[
+                "verified"
+            ]
+            is False
+        )
+    assert {x: y for x, y in zip(series["x"], series["y"], strict=True)} == {
+        k: recorded[k] for k in series["x"]
+    }
+    xs, ys = panel.series["wgsl@wgpu:0"].getData()
+    assert sorted(np.asarray(xs).tolist()) == sorted(series["x"]) and np.allclose(
+        sorted(ys), sorted(series["y"])
+    )
+    failed_rows = [
+        r for r in range(panel.table.rowCount()) if panel.table.item(r, 5).text().startswith("FAILED")
+    ]
+    assert [panel.table.item(r, 0).text() for r in failed_rows] == ["threads=512"]
+    best = panel.best["wgsl@wgpu:0"]
+    assert best["config"] != {"threads": 512}
+
+    with qtbot.waitSignal(panel.sweepFinished, timeout=60_000) as again:
+        panel.start_sweep()
+    assert all(e["resumed"] for e in again.args[0].entries), [
+        (e["config"], e["resumed"], e["status"], e["device"]) for e in again.args[0].entries
+    ]
+    assert "5 resumed" in panel.status.text()
+
+    assert panel.apply_button.isEnabled()
+    assert panel.apply_best() == best["config"]
+    assert Project.open(root).manifest.kernel().default_tunables() == best["config"]
+    assert panel.controls["threads"].currentData() == best["config"]["threads"]
+    assert window.bridge.tunables() == best["config"]
+
+
+def test_size_sweep_draws_one_curve_per_backend(make_window, example_copy, qtbot):
+    window, panel = _window(make_window, example_copy("saxpy"), ["cpu", "wgsl"])
+    panel.size_spec.setText("n=2^10..2^11")
+    with qtbot.waitSignal(panel.sweepFinished, timeout=120_000):
+        assert panel.start_size_sweep()
+    data = panel.size_plot_data()
+    assert set(data["curves"]) == {"cpu@cpu", "wgsl@wgpu:0"}
+    for curve in data["curves"].values():
+        assert curve["x"] == [1024, 2048] and all(g > 0 for g in curve["gbps"])
+    assert data["curves"]["cpu@cpu"]["gbps"] == panel.size_data["curves"]["cpu@cpu"]["gbps"]
+    assert set(data["ceilings"]) <= {"cpu@cpu", "wgsl@wgpu:0"}  # a line per measured device (cached ones)
+    panel.size_metric.setCurrentText("time")
+    times = panel.size_plot_data()
+    assert times["curves"]["wgsl@wgpu:0"]["median_s"] == panel.size_data["curves"]["wgsl@wgpu:0"]["median_s"]
+    assert not times["ceilings"]
+
+
+def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, example_copy, qtbot):
+    root = example_copy("saxpy")
+    toml = root / "workbench.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            "threads = [256, 64, 128, 512, 1024]", "threads = [256, 64]\nunroll = [1, 2]"
+        )
+    )
+    window, panel = _window(make_window, root, ["cpu"])
+    assert list(panel.controls) == ["threads", "unroll"]
+    with qtbot.waitSignal(panel.sweepFinished, timeout=120_000) as done:
+        assert panel.start_sweep()
+    entries = done.args[0].entries
+    assert len(entries) == 4 and all(e["verified"] is True for e in entries)
+    data = panel.plot_data()
+    assert data["mode"] == "heatmap" and data["slot"] == "cpu@cpu"
+    assert data["x"] == [64, 256] and data["y"] == [1, 2]
+    for e in entries:
+        cell = data["median_s"][data["x"].index(e["config"]["threads"])][
+            data["y"].index(e["config"]["unroll"])
+        ]
+        assert cell == e["timing"]["median_s"]
+    assert np.allclose(panel.heatmap.image, np.array(data["median_s"]))

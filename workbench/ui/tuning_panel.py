@@ -1,0 +1,537 @@
+"""The Tuning panel: hot-reload a kernel's tunables, sweep them in the background, apply the best.
+
+- one control per tunable (its allowed values): changing one sets the bridge's tunables and runs
+  at once (the LiveLoop rebuilds what the configuration changes; each configuration is its own
+  cached build);
+- "Sweep" runs every configuration (grid, or random with a budget) on a `BackgroundSweep` (core,
+  Qt-free; its own thread, workers and sessions connection), whose events arrive here through a
+  queued signal; progress and Cancel; every configuration is verified, recorded (a second sweep
+  resumes) and ranked with bootstrap confidence intervals (`profile/ranking.py`); a failed one is
+  flagged in the table and never ranked;
+- the plot shows time against the parameters: a scatter per backend × device for one tunable, a
+  heatmap (of the chosen backend × device) for two; failed configurations are red crosses;
+- "Apply" writes the chosen configuration into workbench.toml as the defaults (only those values);
+- "Size sweep" runs a size range (`n=2^10..2^20`) and draws GB/s against the size, one curve per
+  backend × device, with each device's measured copy ceiling as a dashed line.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.errors import WorkbenchError
+from workbench.profile import ranking
+from workbench.ui.plots import BACKGROUND, PALETTE
+
+log = logging.getLogger(__name__)
+
+FAILED = "#d62728"
+COLUMNS = ("configuration", "backend @ device", "verified", "median", "95% CI", "rank")
+
+
+def _fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def _config_text(config: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+class _Relay(QObject):
+    """Carries sweep events from the sweep thread to the GUI thread (queued connection)."""
+
+    posted = Signal(object)
+
+
+class TuningPanel(QWidget):
+    """See the module docstring. `bridge` is the window's `ServiceBridge` (None: no live runs)."""
+
+    sweepFinished = Signal(object)  # SweepResult | None
+    applied = Signal(object)  # the applied configuration
+
+    def __init__(
+        self, bridge: Any = None, parent: QWidget | None = None, *, db_path=None, timing=None, cache_dir=None
+    ):
+        super().__init__(parent)
+        self.bridge = bridge
+        self.db_path = db_path
+        self.timing = timing
+        self.cache_dir = cache_dir if cache_dir is not None else getattr(bridge, "cache_dir", None)
+        self.project = None
+        self.kernel = None
+        self.controls: dict[str, QComboBox] = {}
+        self.entries: list[dict[str, Any]] = []
+        self.best: dict[str, dict[str, Any]] = {}
+        self.size_data: dict[str, Any] = {}
+        self._sweep = None
+        self._size_mode = False
+        self._relay = _Relay()
+        self._relay.posted.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
+        self._build_ui()
+        if bridge is not None:
+            bridge.projectChanged.connect(self.set_project)
+            if getattr(bridge, "project", None) is not None:
+                self.set_project(bridge.project)
+
+    # ================================================================ construction
+    def _build_ui(self) -> None:
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        self.title = QLabel("No kernel with [kernel.tunables]")
+        layout.addWidget(self.title)
+        self.form = QFormLayout()
+        layout.addLayout(self.form)
+
+        row = QHBoxLayout()
+        self.strategy = QComboBox()
+        self.strategy.addItems(["grid", "random"])
+        self.budget = QSpinBox()
+        self.budget.setRange(0, 100000)
+        self.budget.setSpecialValueText("all")
+        self.budget.setToolTip("at most this many configurations (all: the whole grid)")
+        self.sweep_button = QPushButton("Sweep")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.apply_button = QPushButton("Apply")
+        self.apply_button.setToolTip(
+            "write the best configuration of the chosen backend × device into workbench.toml"
+        )
+        self.apply_button.setEnabled(False)
+        for widget in (QLabel("strategy"), self.strategy, QLabel("budget"), self.budget):
+            row.addWidget(widget)
+        row.addStretch(1)
+        layout.addLayout(row)
+        row = QHBoxLayout()
+        for widget in (self.sweep_button, self.cancel_button, self.apply_button):
+            row.addWidget(widget)
+        row.addStretch(1)
+        layout.addLayout(row)
+
+        row = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setFormat("%v / %m")
+        self.status = QLabel("")
+        self.slot = QComboBox()
+        self.slot.setToolTip("backend × device: the heatmap's and Apply's choice")
+        self.slot.currentTextChanged.connect(lambda _t: self._redraw())
+        row.addWidget(self.progress, 1)
+        row.addWidget(self.slot)
+        layout.addLayout(row)
+        layout.addWidget(self.status)
+
+        self.tabs = QTabWidget()
+        self.plot = pg.PlotWidget(background=BACKGROUND)
+        self.plot.setLabel("left", "median time", units="s")
+        self.plot.addLegend(offset=(-10, 10))
+        self.heatmap = pg.ImageItem()
+        self.failed_marks = pg.ScatterPlotItem(symbol="x", size=12, pen=pg.mkPen(FAILED, width=2), brush=None)
+        self.series: dict[str, pg.ScatterPlotItem] = {}
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.tabs.addTab(self.plot, "Time vs parameters")
+        self.tabs.addTab(self.table, "Configurations")
+
+        size = QWidget()
+        size_layout = QVBoxLayout(size)
+        row = QHBoxLayout()
+        self.size_spec = QLineEdit()
+        self.size_spec.setPlaceholderText("n=2^10..2^20  or  n=1024,4096")
+        self.size_button = QPushButton("Size sweep")
+        self.size_metric = QComboBox()
+        self.size_metric.addItems(["GB/s", "time"])
+        self.size_metric.currentTextChanged.connect(lambda _t: self._draw_sizes())
+        row.addWidget(self.size_spec, 1)
+        row.addWidget(self.size_metric)
+        row.addWidget(self.size_button)
+        size_layout.addLayout(row)
+        self.size_plot = pg.PlotWidget(background=BACKGROUND)
+        self.size_plot.setLogMode(x=True, y=False)
+        self.size_plot.setLabel("left", "GB/s")
+        self.size_plot.addLegend(offset=(-10, 10))
+        self.size_curves: dict[str, pg.PlotDataItem] = {}
+        self.ceiling_lines: dict[str, pg.InfiniteLine] = {}
+        size_layout.addWidget(self.size_plot, 1)
+        self.tabs.addTab(size, "Size sweep")
+        layout.addWidget(self.tabs, 1)
+
+        self.sweep_button.clicked.connect(self.start_sweep)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.apply_button.clicked.connect(self.apply_best)
+        self.size_button.clicked.connect(self.start_size_sweep)
+
+    # ================================================================ project and controls
+    def set_project(self, project: Any) -> None:
+        self.project = project
+        self.kernel = None
+        for control in self.controls.values():
+            control.deleteLater()
+        while self.form.rowCount():
+            self.form.removeRow(0)
+        self.controls = {}
+        if project is None:
+            self.title.setText("No project")
+            self._update_buttons()
+            return
+        try:
+            self.kernel = project.manifest.kernel(None)
+        except (WorkbenchError, KeyError, ValueError) as exc:
+            self.title.setText(str(exc))
+            return
+        self.title.setText(
+            f"{self.kernel.name}: {len(self.kernel.tunables)} tunable(s)"
+            + (f"; constraints: {', '.join(self.kernel.constraints)}" if self.kernel.constraints else "")
+            if self.kernel.tunables
+            else f"{self.kernel.name}: no [kernel.tunables] in workbench.toml"
+        )
+        chosen = self.bridge.tunables() if self.bridge is not None else {}
+        for name, values in self.kernel.tunables.items():
+            control = QComboBox()
+            control.setObjectName(f"tunable-{name}")
+            for value in values:
+                control.addItem(str(value), value)
+            if name in chosen and chosen[name] in values:
+                control.setCurrentIndex(values.index(chosen[name]))
+            control.currentIndexChanged.connect(lambda _i, n=name: self._on_control(n))
+            self.form.addRow(name, control)
+            self.controls[name] = control
+        sizes = list(self.kernel.sizes)
+        if sizes and not self.size_spec.text():
+            self.size_spec.setText(f"{sizes[0]}=2^10..2^16")
+        self._update_buttons()
+
+    def configuration(self) -> dict[str, Any]:
+        return {name: control.currentData() for name, control in self.controls.items()}
+
+    def _on_control(self, name: str) -> None:
+        """Hot reload: the new configuration is built (its own cached build) and run at once."""
+        if self.bridge is None:
+            return
+        self.bridge.set_tunables(self.configuration())
+        self.status.setText(f"running {_config_text(self.configuration())} ({name} changed)")
+        self.bridge.run()
+
+    # ================================================================ sweeps
+    def start_sweep(self) -> bool:
+        from workbench.profile.tune import Point, TuneError, space
+
+        if self.project is None or self.kernel is None or self._sweep is not None:
+            return False
+        try:
+            budget = self.budget.value() or None
+            sp = space(self.kernel, None, self._sizes(), self.strategy.currentText(), budget)
+        except TuneError as exc:
+            self.status.setText(str(exc))
+            return False
+        points = [Point(config, self._sizes()) for config in sp.configs]
+        pruned = f"; {len(sp.pruned)} pruned by constraints" if sp.pruned else ""
+        self.status.setText(f"sweeping {len(points)} configuration(s){pruned}")
+        self.entries, self.best = [], {}
+        self._size_mode = False
+        self._start(points)
+        return True
+
+    def start_size_sweep(self) -> bool:
+        from workbench.profile.size_sweep import parse_size_range, size_points
+        from workbench.profile.tune import TuneError
+
+        if self.project is None or self.kernel is None or self._sweep is not None:
+            return False
+        try:
+            name, values = parse_size_range(self.size_spec.text())
+            points = size_points(self.kernel, name, values, self._sizes(), self.configuration())
+        except TuneError as exc:
+            self.status.setText(str(exc))
+            return False
+        self.size_data = {"symbol": name, "curves": {}}
+        self._size_mode = True
+        self.status.setText(f"size sweep of {name}: {len(points)} point(s)")
+        self._start(points)
+        return True
+
+    def _sizes(self) -> dict[str, int] | None:
+        loop = getattr(self.bridge, "loop", None)
+        return dict(loop.sizes) if loop is not None and loop.sizes else None
+
+    def _start(self, points: list) -> None:
+        from workbench.profile.tune import BackgroundSweep
+
+        backends = self.bridge.backends() if self.bridge is not None else None
+        devices = (self.bridge.devices() or None) if self.bridge is not None else None
+        self.progress.setRange(0, len(points))
+        self.progress.setValue(0)
+        size_mode = self._size_mode
+
+        def on_event(event: dict[str, Any]) -> None:  # the sweep thread
+            if size_mode and event["kind"] == "done":
+                from workbench.profile.size_sweep import copy_ceilings
+
+                try:
+                    event["ceilings"] = copy_ceilings(
+                        {e["device"] for e in event["result"].entries}, self.cache_dir
+                    )
+                except Exception:  # noqa: BLE001 - a guide line only
+                    event["ceilings"] = {}
+            self._relay.posted.emit(event)
+
+        self._sweep = BackgroundSweep(
+            self.project, self.kernel.name, points, on_event, backends=backends, devices=devices,
+            db_path=self.db_path, timing=self.timing, cache_dir=self.cache_dir,
+        ).start()  # fmt: skip
+        self._update_buttons()
+
+    def cancel(self) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self.status.setText("cancelling…")
+
+    def shutdown(self) -> None:
+        """Stop and join a sweep in flight (the window closes)."""
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep.join(30)
+            self._sweep = None
+
+    def running(self) -> bool:
+        return self._sweep is not None
+
+    def _on_event(self, event: dict[str, Any]) -> None:  # the GUI thread
+        kind = event["kind"]
+        if kind == "entries":
+            self.progress.setValue(event["index"] + 1)
+            if self._size_mode:
+                self._add_size_entries(event["entries"])
+            else:
+                self.entries.extend(event["entries"])
+                self.best = ranking.rank(self.entries)
+                self._redraw()
+        elif kind == "done" and self._size_mode:
+            self.size_data["ceilings"] = event.get("ceilings") or {}
+            self._draw_sizes()
+        elif kind == "finished":
+            if self._sweep is not None:
+                self._sweep.join(5)
+            self._sweep = None
+            result = event.get("result")
+            if event.get("error"):
+                self.status.setText(f"sweep failed: {event['error']}")
+            elif result is not None:
+                failed = sum(1 for e in result.entries if e["status"] != "ok" or e["verified"] is False)
+                resumed = sum(1 for e in result.entries if e.get("resumed"))
+                self.status.setText(
+                    ("cancelled: " if result.cancelled else "done: ")
+                    + f"{len(result.entries)} result(s), {failed} failed, {resumed} resumed from the sessions store"
+                )
+            self._update_buttons()
+            self.sweepFinished.emit(result)
+
+    # ================================================================ drawing
+    def _redraw(self) -> None:
+        slots = sorted({ranking.slot(e) for e in self.entries})
+        current = self.slot.currentText()
+        if [self.slot.itemText(i) for i in range(self.slot.count())] != slots:
+            self.slot.blockSignals(True)
+            self.slot.clear()
+            self.slot.addItems(slots)
+            if current in slots:
+                self.slot.setCurrentText(current)
+            self.slot.blockSignals(False)
+        self._fill_table()
+        self._draw_plot()
+        self._update_buttons()
+
+    def plot_data(self) -> dict[str, Any]:
+        """What the time-vs-parameters plot shows (the numbers, for tests and scripts)."""
+        names = list(self.kernel.tunables) if self.kernel is not None else []
+        ok = [e for e in self.entries if ranking.rankable(e)]
+        failed = [e for e in self.entries if not ranking.rankable(e)]
+        if len(names) == 2:
+            slot = self.slot.currentText()
+            xs = sorted({e["config"][names[0]] for e in self.entries})
+            ys = sorted({e["config"][names[1]] for e in self.entries})
+            grid = np.full((len(xs), len(ys)), np.nan)
+            for e in ok:
+                if ranking.slot(e) == slot:
+                    grid[xs.index(e["config"][names[0]]), ys.index(e["config"][names[1]])] = e["timing"][
+                        "median_s"
+                    ]
+            return {"mode": "heatmap", "slot": slot, "x": xs, "y": ys, "median_s": grid.tolist(),
+                    "failed": [e["config"] for e in failed if ranking.slot(e) == slot]}  # fmt: skip
+        name = names[0] if names else None
+        series: dict[str, dict[str, list]] = {}
+        for e in ok:
+            s = series.setdefault(ranking.slot(e), {"x": [], "y": []})
+            s["x"].append(e["config"][name])
+            s["y"].append(e["timing"]["median_s"])
+        return {"mode": "scatter", "tunable": name, "series": series,
+                "failed": [{"slot": ranking.slot(e), "config": e["config"]} for e in failed]}  # fmt: skip
+
+    def _draw_plot(self) -> None:
+        data = self.plot_data()
+        self.plot.clear()
+        self.series = {}
+        legend = self.plot.plotItem.legend
+        if legend is not None:
+            legend.clear()
+        if data["mode"] == "heatmap":
+            grid = np.array(data["median_s"], dtype=float)
+            self.heatmap = pg.ImageItem(
+                np.nan_to_num(grid, nan=np.nanmax(grid) if np.isfinite(grid).any() else 0)
+            )
+            self.heatmap.setColorMap(pg.colormap.get("viridis"))
+            self.plot.addItem(self.heatmap)
+            names = list(self.kernel.tunables)
+            self.plot.setLabel("bottom", f"{names[0]} (index: {data['x']})")
+            self.plot.setLabel("left", f"{names[1]} (index: {data['y']})")
+            return
+        self.plot.setLabel("bottom", data["tunable"] or "")
+        self.plot.setLabel("left", "median time", units="s")
+        for i, (slot, s) in enumerate(sorted(data["series"].items())):
+            item = pg.ScatterPlotItem(
+                s["x"], s["y"], size=10, brush=pg.mkBrush(PALETTE[i % len(PALETTE)]), name=slot
+            )
+            self.plot.addItem(item)
+            self.series[slot] = item
+        if data["failed"]:
+            top = max((max(s["y"]) for s in data["series"].values() if s["y"]), default=1.0)
+            xs = [f["config"].get(data["tunable"]) for f in data["failed"]]
+            self.failed_marks = pg.ScatterPlotItem(xs, [top] * len(xs), symbol="x", size=12,
+                                                   pen=pg.mkPen(FAILED, width=2), brush=None, name="failed")  # fmt: skip
+            self.plot.addItem(self.failed_marks)
+
+    def _fill_table(self) -> None:
+        self.table.setRowCount(len(self.entries))
+        for row, e in enumerate(self.entries):
+            slot = ranking.slot(e)
+            best = self.best.get(slot)
+            timing = e.get("timing") or {}
+            if not ranking.rankable(e):
+                rank = (
+                    f"FAILED: {e.get('error') or 'not verified'}" if e["status"] != "skipped" else e["status"]
+                )
+            elif best and best["config"] == e["config"]:
+                rank = "best"
+            elif best and any(t["config"] == e["config"] for t in best["tied_with"]):
+                rank = "tied with best"
+            else:
+                rank = ""
+            ci = timing.get("ci_s")
+            cells = (_config_text(e["config"]), slot, {True: "yes", False: "NO", None: "-"}[e["verified"]],
+                     _fmt_time(timing.get("median_s")),
+                     f"[{_fmt_time(ci[0])}, {_fmt_time(ci[1])}]" if ci else "-", rank)  # fmt: skip
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if rank.startswith("FAILED"):
+                    item.setForeground(pg.mkColor(FAILED))
+                self.table.setItem(row, col, item)
+
+    def _add_size_entries(self, entries: list[dict[str, Any]]) -> None:
+        name = self.size_data["symbol"]
+        for e in entries:
+            curve = self.size_data["curves"].setdefault(
+                ranking.slot(e), {"x": [], "gbps": [], "median_s": [], "failed": []}
+            )
+            if e["status"] == "ok" and e["verified"] is not False and e.get("gbps"):
+                curve["x"].append(e["sizes"][name])
+                curve["gbps"].append(e["gbps"])
+                curve["median_s"].append((e.get("timing") or {}).get("median_s"))
+            else:
+                curve["failed"].append(e["sizes"][name])
+        self._draw_sizes()
+
+    def _draw_sizes(self) -> None:
+        self.size_plot.clear()
+        legend = self.size_plot.plotItem.legend
+        if legend is not None:
+            legend.clear()
+        self.size_curves, self.ceiling_lines = {}, {}
+        self.size_plot.setLabel("bottom", self.size_data.get("symbol", ""))
+        metric = "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
+        self.size_plot.setLogMode(x=True, y=metric == "median_s")
+        self.size_plot.setLabel("left", "GB/s" if metric == "gbps" else "median time (s)")
+        ceilings = (self.size_data.get("ceilings") or {}) if metric == "gbps" else {}
+        for i, (slot, curve) in enumerate(sorted(self.size_data.get("curves", {}).items())):
+            color = PALETTE[i % len(PALETTE)]
+            order = np.argsort(curve["x"])
+            xs = [curve["x"][j] for j in order]
+            ys = [curve[metric][j] for j in order]
+            item = self.size_plot.plot(
+                xs, ys, pen=pg.mkPen(color, width=2), symbol="o", symbolBrush=color, name=slot
+            )
+            self.size_curves[slot] = item
+            gbps = ceilings.get(slot.split("@", 1)[1])
+            if gbps and math.isfinite(gbps):
+                line = pg.InfiniteLine(pos=gbps, angle=0, pen=pg.mkPen(color, style=Qt.PenStyle.DashLine),
+                                       label=f"copy {gbps:.0f} GB/s", labelOpts={"position": 0.1})  # fmt: skip
+                self.size_plot.addItem(line)
+                self.ceiling_lines[slot] = line
+
+    def size_plot_data(self) -> dict[str, Any]:
+        """What the size-sweep plot shows: {slot: {"x", "gbps" or "median_s"}} and the ceiling lines."""
+        metric = "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
+        curves = {}
+        for slot, item in self.size_curves.items():
+            xs, ys = item.getOriginalDataset()  # the values, not their log10 as drawn
+            curves[slot] = {"x": [int(x) for x in xs], metric: [float(y) for y in ys]}
+        return {"curves": curves, "ceilings": {s: line.value() for s, line in self.ceiling_lines.items()}}
+
+    # ================================================================ apply
+    def apply_best(self) -> dict[str, Any] | None:
+        from workbench.profile.apply import apply_config
+
+        best = self.best.get(self.slot.currentText())
+        if best is None or self.project is None or self.kernel is None:
+            return None
+        try:
+            apply_config(self.project.manifest.path, self.kernel.name, best["config"])
+        except WorkbenchError as exc:
+            self.status.setText(f"Apply failed: {exc}")
+            return None
+        self.status.setText(f"applied {_config_text(best['config'])} to workbench.toml (the new defaults)")
+        # The controls and the next hot-reload runs follow the applied configuration.
+        for name, value in best["config"].items():
+            control = self.controls.get(name)
+            if control is not None and control.findData(value) >= 0:
+                control.blockSignals(True)
+                control.setCurrentIndex(control.findData(value))
+                control.blockSignals(False)
+        if self.bridge is not None:
+            self.bridge.set_tunables(dict(best["config"]))
+        self.applied.emit(best["config"])
+        return best["config"]
+
+    def _update_buttons(self) -> None:
+        running = self._sweep is not None
+        has_tunables = self.kernel is not None and bool(self.kernel.tunables)
+        self.sweep_button.setEnabled(has_tunables and not running)
+        self.size_button.setEnabled(self.kernel is not None and bool(self.kernel.sizes) and not running)
+        self.cancel_button.setEnabled(running)
+        self.apply_button.setEnabled(not running and self.slot.currentText() in self.best)
