@@ -22,7 +22,9 @@ import numpy as np
 from workbench import childproc
 from workbench.errors import WorkbenchError
 from workbench.frozen import python_command
+from workbench.run import shm
 from workbench.run.protocol import Connection, ProtocolError
+from workbench.run.worker import FD_SOCKET_ENV
 
 #: How long a fresh worker may take to import its runtime and answer hello.
 STARTUP_TIMEOUT_S = 120.0
@@ -97,9 +99,13 @@ class WorkerProcess:
         command: list[str] | None = None,
         env: dict[str, str] | None = None,
         on_stderr=None,
+        shared_memory: bool | None = None,
     ):
         self.runtime = runtime
+        # Shared memory only with a local worker (a remote one gets arrays in frames).
+        self.want_shared = (command is None and shm.available()) if shared_memory is None else shared_memory
         self.command = command or python_command("workbench.run.worker", runtime)
+        self._channel: shm.FdChannel | None = None
         self.env = env
         self.on_stderr = on_stderr  # fn(runtime, line), called from a reader thread
         self._proc: subprocess.Popen | None = None
@@ -132,8 +138,21 @@ class WorkerProcess:
             env = child_env() if self.env is None else dict(self.env)
             env.setdefault("PYTHONUNBUFFERED", "1")
             self._stderr_tail.clear()
+            child_sock = None
+            if self.want_shared:
+                self._channel, child_sock = shm.FdChannel.pair()
+                env[FD_SOCKET_ENV] = str(child_sock.fileno())
             # Its own process group: a timeout kills all of it.
-            self._proc = childproc.spawn(self.command, env=env, stdin=subprocess.PIPE)
+            try:
+                self._proc = childproc.spawn(
+                    self.command,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    pass_fds=(child_sock.fileno(),) if child_sock is not None else (),
+                )
+            finally:
+                if child_sock is not None:
+                    child_sock.close()  # the child holds its own copy
             self.starts += 1
             self._stderr_thread = childproc.pump_lines(
                 self._proc.stderr, self._on_stderr_line, name=f"wb-worker-{self.runtime}-stderr"
@@ -154,6 +173,11 @@ class WorkerProcess:
         """The threads this worker owns (its stderr pump) while they run."""
         thread = self._stderr_thread
         return [thread] if thread is not None and thread.is_alive() else []
+
+    @property
+    def shared(self) -> bool:
+        """True when this worker maps shared segments (buffers then travel as descriptors)."""
+        return self._channel is not None and bool(self.info.get("shared_memory"))
 
     def stderr_tail(self, lines: int = 20) -> list[str]:
         return list(self._stderr_tail)[-lines:]
@@ -180,6 +204,9 @@ class WorkerProcess:
     def _cleanup(self) -> None:
         proc, self._proc = self._proc, None
         self._connection = None
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
         if proc is None:
             return
         if proc.poll() is None:
@@ -209,9 +236,11 @@ class WorkerProcess:
         timeout_s: float | None = None,
         phase: str | None = None,
         on_progress=None,
+        fds: list[int] | None = None,
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Send one request, wait at most `timeout_s` for its reply (or for each interim progress
-        frame, which restarts the clock and goes to `on_progress`); raise WorkerError on failure."""
+        frame, which restarts the clock and goes to `on_progress`); raise WorkerError on failure.
+        `fds` (shared segments) go over the descriptor channel just before the request."""
         with self._lock:
             if self._connection is None or not self.alive:
                 if header.get("op") != "hello":
@@ -225,6 +254,10 @@ class WorkerProcess:
 
             restart_clock()
             try:
+                if fds is not None:
+                    if self._channel is None:
+                        raise RequestFailed(f"the {self.runtime} worker has no shared-memory channel")
+                    self._channel.send(fds)
                 self._connection.send(header, arrays)
                 reply, out = self._connection.receive()
                 while "progress" in reply:
