@@ -103,7 +103,7 @@ class WorkerProcess:
     ):
         self.runtime = runtime
         # Shared memory only with a local worker (a remote one gets arrays in frames).
-        self.want_shared = (command is None and shm.available()) if shared_memory is None else shared_memory
+        self.want_shared = shm.available() and (command is None if shared_memory is None else shared_memory)
         self.command = command or python_command("workbench.run.worker", runtime)
         self._channel: shm.FdChannel | None = None
         self.env = env
@@ -309,9 +309,11 @@ class _Deadline(Exception):
 class WorkerPool:
     """At most one worker per runtime, started lazily and restarted after a crash."""
 
-    def __init__(self, on_stderr=None, command_for=None):
+    def __init__(self, on_stderr=None, command_for=None, shared_memory: bool | None = None):
         self.on_stderr = on_stderr
         self.command_for = command_for  # fn(runtime) -> argv, e.g. to run workers over ssh
+        # None: shared memory with local workers where the platform has it, frames otherwise.
+        self.shared_memory = shared_memory
         self._workers: dict[str, WorkerProcess] = {}
         self._lock = threading.Lock()
 
@@ -320,7 +322,9 @@ class WorkerPool:
             worker = self._workers.get(runtime)
             if worker is None:
                 command = self.command_for(runtime) if self.command_for else None
-                worker = WorkerProcess(runtime, command=command, on_stderr=self.on_stderr)
+                worker = WorkerProcess(
+                    runtime, command=command, on_stderr=self.on_stderr, shared_memory=self.shared_memory
+                )
                 self._workers[runtime] = worker
         worker.start()
         return worker

@@ -350,7 +350,25 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m workbench.run.worker RUNTIME   (cpu, cuda or wgpu)", file=sys.stderr)
         return 2
     reader, writer = _private_streams()
+    _exit_with_parent()
     return serve(reader, writer, argv[0], _fd_channel())
+
+
+def _exit_with_parent(period_s: float = 0.5) -> None:
+    """End this process when the one that started it is gone, even in the middle of a launch
+    (its stdin's end of file is only seen between requests): nothing of a killed run lingers,
+    neither this process nor the shared segments it maps."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(period_s)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=watch, name="wb-worker-parent-watch", daemon=True).start()
 
 
 def _fd_channel() -> Any:
