@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -68,16 +67,6 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 CHUNK = 1 << 20
 #: Threads comparing chunks (numpy releases the GIL inside its loops).
 THREADS = max(1, min(8, os.cpu_count() or 1))
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(THREADS, thread_name_prefix="wb-verify")
-        return _POOL
 
 
 def map_chunks(fn: Callable[[int, int], Any], size: int) -> list[Any]:
@@ -85,7 +74,9 @@ def map_chunks(fn: Callable[[int, int], Any], size: int) -> list[Any]:
     bounds = [(a, min(a + CHUNK, size)) for a in range(0, size, CHUNK)] or [(0, 0)]
     if len(bounds) == 1 or THREADS == 1:
         return [fn(a, b) for a, b in bounds]
-    return list(_pool().map(lambda ab: fn(*ab), bounds))
+    # A pool per call (threads start in microseconds): nothing lingers after a check.
+    with ThreadPoolExecutor(min(THREADS, len(bounds)), thread_name_prefix="wb-verify") as pool:
+        return list(pool.map(lambda ab: fn(*ab), bounds))
 
 
 def compare(
