@@ -297,6 +297,7 @@ class ServiceBridge(QObject):
             self.buildFinished.emit(payload)
         elif kind == "job-run-event":
             self.runEvent.emit(payload)
+            self._status_of_run_event(payload)
         elif kind == "job-run":
             self.last_report = payload
             self.runFinished.emit(payload)
@@ -321,10 +322,19 @@ class ServiceBridge(QObject):
             self.buildFinished.emit(event["results"])
         elif kind == "run-event":
             self.runEvent.emit(event["event"])
+            self._status_of_run_event(event["event"])
         elif kind == "cycle-finished":
             self._cycle_finished(event)
         elif kind == "idle":
             self._settle_busy()
+
+    def _status_of_run_event(self, event: dict[str, Any]) -> None:
+        """The run's phase in the status bar (inputs, upload, launch, verify, timing ...): a long
+        run shows where it is."""
+        if event.get("kind") != "phase":
+            return
+        backend = event.get("backend")
+        self.statusMessage.emit(f"run: {backend} {event['phase']}" if backend else f"run: {event['phase']}")
 
     def _cycle_finished(self, event: dict[str, Any]) -> None:
         status = event["status"]
