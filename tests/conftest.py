@@ -112,7 +112,20 @@ def _ipython_history_saver() -> list[threading.Thread]:
     return [thread] if isinstance(thread, threading.Thread) else []
 
 
+def _naga_validator() -> list:
+    """The build's naga validator (`workbench.build.shader_check`) is one child kept for the
+    process's life (starting wgpu costs most of a second a shader otherwise)."""
+    module = sys.modules.get("workbench.build.shader_check")
+    validator = getattr(module, "_VALIDATOR", None)
+    return (
+        [t for t in validator.owned() if not isinstance(t, threading.Thread) or t.is_alive()]
+        if validator
+        else []
+    )
+
+
 _LONG_LIVED.add(_wgpu_device_pollers)
+_LONG_LIVED.add(_naga_validator)
 _LONG_LIVED.add(_ipython_history_saver)
 
 

@@ -158,3 +158,28 @@ def test_rust_cuda_missing_is_skipped_with_requirements(example_copy, cache):
     (result,) = build_project(Project.open(example_copy("saxpy")), ["rust-cuda"], cache)
     assert result.status == "skipped"
     assert "LLVM 7" in result.hint and "libNVVM" in result.hint and "nightly" in result.hint
+
+
+@needs_data
+def test_without_spirv_val_naga_validates_the_module(example_copy, cache, monkeypatch, tmp_path):
+    """No spirv-val here: wgpu's own validation (naga) checks the module, and rejects a broken one."""
+    pytest.importorskip("wgpu")
+    monkeypatch.setenv("WB_SPIRV_VAL", str(tmp_path / "no-spirv-val"))  # names nothing: not found
+    root = example_copy("saxpy")
+    with_entry(root, "main_cs")
+    prebuilt = root / "spirv"
+    prebuilt.mkdir()
+    shutil.copy(SHARED_SPIRV / "headless.comp.spv", prebuilt)
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text() + '\n[backends.rust-gpu]\nprebuilt = "spirv"\n')
+    (result,) = build_project(Project.open(root), ["rust-gpu"], cache)
+    assert result.status == "ok", result.log
+    assert "naga: headless.comp.spv is valid" in result.log or "not validated" in result.log
+    # The same module with its body cut short: naga says why, and the build fails.
+    data = (SHARED_SPIRV / "headless.comp.spv").read_bytes()
+    (prebuilt / "headless.comp.spv").write_bytes(data[: len(data) - 24])
+    (broken,) = build_project(Project.open(root), ["rust-gpu"], cache)
+    if "not validated" in result.log:
+        pytest.skip("no wgpu adapter to validate with")
+    assert broken.status == "error", (broken.cached, broken.log)
+    assert any(d["message"].startswith("naga") for d in broken.diagnostics), broken.diagnostics

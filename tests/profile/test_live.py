@@ -217,3 +217,33 @@ def test_idle_follows_the_last_cycle_once_nothing_is_in_flight(services, example
     assert events.finished(cycle)["status"] == "ok"
     assert kinds.index("idle") > kinds.index("cycle-finished")
     assert busy_at_idle == [False]
+
+
+@pytest.mark.slow
+def test_a_failed_check_names_the_reference_only_when_its_own_source_changed(services, example_copy):
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    loop, events = services()
+    lib, shader = root / "src" / "lib.rs", root / "reference" / "saxpy.wgsl"
+    body, wgsl_body = "y[i] = a * x[i] + y[i];", "y[i] = params.a * x[i] + y[i];"
+
+    def save(path: Path, old: str, new: str) -> dict:
+        path.write_text(path.read_text().replace(old, new))
+        number = loop.on_saved(project, path)
+        assert loop.wait_idle(600)
+        done = events.finished(number)
+        assert done["status"] == "ok", done["error"]
+        return done
+
+    first = save(lib, body, body)  # every backend agrees: the digests are remembered
+    assert first["reference_changed"] is None and loop.agreement.agreed is not None
+    # The WGSL is what changed: the reference (cpu) stands, the blame is wgsl's own.
+    broken = save(shader, wgsl_body, "y[i] = params.a * x[i];")
+    assert any(r.verified is False for r in broken["report"].results)
+    assert broken["reference_changed"] is None
+    save(shader, "y[i] = params.a * x[i];", wgsl_body)
+    # The reference's own source changed since all agreed: that is what the failure reports.
+    edited = save(lib, body, "y[i] = a * x[i] + 2.0 * y[i];")
+    changed = edited["reference_changed"]
+    assert changed["message"] == "the reference changed: cpu's source was edited"
+    assert changed["failed"] == ["wgsl"] and changed["unchanged"] == ["wgsl"]

@@ -16,17 +16,22 @@ Events (dicts with a "kind"):
 - ``project``        ``{cycle, project}`` — the manifest was re-read after `workbench.toml` changed
 - ``build-finished`` ``{cycle, results: {backend: BuildResult}, rebuilt: [...], cached: [...]}``
 - ``run-event``      ``{cycle, event}`` — a progress event of the run service, as it came
-- ``cycle-finished`` ``{cycle, status, reason, latency_s, build, report, error}`` where status is
-  ``ok``, ``error`` (nothing could run; `error` says why) or ``cancelled`` (superseded or
-  cancelled; `build` and `report` keep whatever had finished).
+- ``cycle-finished`` ``{cycle, status, reason, latency_s, build, report, error, reference_changed}``
+  where status is ``ok``, ``error`` (nothing could run; `error` says why) or ``cancelled``
+  (superseded or cancelled; `build` and `report` keep whatever had finished).
+  `reference_changed` is None, or (when a check failed and the reference backend's own sources
+  changed since the last run in which every backend agreed) ``{reference, message, failed,
+  unchanged}`` — see `AgreementTracker`.
 - ``idle`` ``{}`` after a cycle, once no request is in flight or pending.
 
 Edit-to-result latency is measured from the moment of the save (`saved_at`, `time.monotonic()`)
-to the moment the run's report is ready; only completed save cycles measure it.
+to the moment the run's report is ready; a manual run measures from the request (`latency_s` of
+every completed cycle that ran; `reason` tells which).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import tempfile
@@ -60,6 +65,59 @@ def affected_backends(project: Project, path: str | Path | None, backends: list[
     path = path.resolve()
     affected = [b for b in backends if path in project.backend_sources(b)]
     return affected or list(backends)
+
+
+def backend_source_hash(project: Project, backend: str) -> str:
+    """A digest of one backend's own sources (its build's inputs less the shared manifest)."""
+    digest = hashlib.sha256()
+    manifest = project.manifest.path.resolve()
+    for path in project.backend_sources(backend):
+        if path.resolve() == manifest:
+            continue
+        digest.update(project.relative(path).encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"<unreadable>")
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+class AgreementTracker:
+    """Remembers each backend's source digest at the last run in which every backend agreed, so
+    a failed check can say the reference itself changed instead of blaming the others."""
+
+    def __init__(self) -> None:
+        #: backend -> source digest at the last all-agree run (None: no such run yet).
+        self.agreed: dict[str, str] | None = None
+
+    def forget(self) -> None:
+        self.agreed = None
+
+    def observe(self, project: Project, report: Any) -> dict[str, Any] | None:
+        results = [r for r in getattr(report, "results", []) if r.status != "skipped"]
+        reference = getattr(report, "reference", "") or ""
+        if not results or not reference:
+            return None
+        backends = {r.backend for r in results} | {reference}
+        hashes = {b: backend_source_hash(project, b) for b in backends}
+        failed = sorted({r.backend for r in results if r.verified is False})
+        reference_ok = any(r.backend == reference and r.status == "ok" for r in results)
+        compared = [r for r in results if r.verified is True]
+        if reference_ok and compared and not failed and all(r.status == "ok" for r in results):
+            self.agreed = hashes
+            return None
+        if not failed or self.agreed is None or reference not in self.agreed:
+            return None
+        if hashes[reference] == self.agreed[reference]:
+            return None  # the reference is what everyone agreed with: blame stands
+        unchanged = [b for b in failed if b in self.agreed and hashes[b] == self.agreed[b]]
+        return {
+            "reference": reference,
+            "message": f"the reference changed: {reference}'s source was edited",
+            "failed": failed,
+            "unchanged": unchanged,
+        }
 
 
 @dataclass
@@ -101,6 +159,7 @@ class LiveLoop:
         self.last_build: dict[str, Any] | None = None
         self.last_report: Any = None
         self.last_latency_s: float | None = None
+        self.agreement = AgreementTracker()
         self._listeners: list[LiveListener] = []
         self._lock = threading.Condition()
         self._pending: _Request | None = None
@@ -356,10 +415,13 @@ class LiveLoop:
         if report is None:
             self._emit(self._finished(request, "error", build, None, error or "the run failed"))
             return
-        latency = time.monotonic() - request.saved_at if request.reason == "save" else None
-        if latency is not None:
-            self.last_latency_s = latency
-        self._emit(self._finished(request, "ok", build, report, error, latency))
+        latency = time.monotonic() - request.saved_at
+        self.last_latency_s = latency
+        try:
+            changed = self.agreement.observe(project, report)
+        except OSError:
+            changed = None
+        self._emit(self._finished(request, "ok", build, report, error, latency, changed))
 
     def _reference_backend(self, project: Project) -> str | None:
         if self.reference:
@@ -369,7 +431,7 @@ class LiveLoop:
         except (WorkbenchError, LookupError, ValueError):
             return None
 
-    def _finished(self, request, status, build, report, error, latency=None) -> dict[str, Any]:
+    def _finished(self, request, status, build, report, error, latency=None, changed=None) -> dict[str, Any]:
         return {
             "kind": "cycle-finished",
             "cycle": request.cycle,
@@ -379,5 +441,6 @@ class LiveLoop:
             "build": build,
             "report": report,
             "error": error,
+            "reference_changed": changed,
             "project": request.project,
         }

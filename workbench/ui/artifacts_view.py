@@ -11,8 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextCursor
+from PySide6.QtCore import QRect, QSize, Qt, QTimer
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QPainter,
+    QSyntaxHighlighter,
+    QTextCharFormat,
+    QTextCursor,
+    QTextFormat,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -26,10 +34,12 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
+from workbench.build.ptx_lines import PtxLines
 from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.editor.highlighter import RustHighlighter
 from workbench.ui.visibility import follow_dock, on_screen
@@ -102,8 +112,97 @@ class PygmentsHighlighter(QSyntaxHighlighter):
             position += len(value)
 
 
+#: Background of the lines that belong together (a Rust line and its PTX lines).
+LINKED = QColor("#fff2b3")
+
+
+class _Gutter(QWidget):
+    def __init__(self, view: NumberedView):
+        super().__init__(view)
+        self.view = view
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        return QSize(self.view.gutter_width(), 0)
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        self.view.paint_gutter(event)
+
+
+class NumberedView(QPlainTextEdit):
+    """A read-only code view with line numbers, and linked lines highlighted."""
+
+    def __init__(self):
+        super().__init__()
+        self.gutter = _Gutter(self)
+        self.linked: list[int] = []  # 1-based lines highlighted as belonging to the other side
+        self.ptx_lines: PtxLines | None = None
+        self.blockCountChanged.connect(lambda *_: self.setViewportMargins(self.gutter_width(), 0, 0, 0))
+        self.updateRequest.connect(self._update_gutter)
+        self.setViewportMargins(self.gutter_width(), 0, 0, 0)
+
+    def gutter_width(self) -> int:
+        return 10 + self.fontMetrics().horizontalAdvance("9") * max(3, len(str(max(1, self.blockCount()))))
+
+    def _update_gutter(self, rect: QRect, dy: int) -> None:
+        if dy:
+            self.gutter.scroll(0, dy)
+        else:
+            self.gutter.update(0, rect.y(), self.gutter.width(), rect.height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        cr = self.contentsRect()
+        self.gutter.setGeometry(QRect(cr.left(), cr.top(), self.gutter_width(), cr.height()))
+
+    def paint_gutter(self, event) -> None:
+        painter = QPainter(self.gutter)
+        painter.fillRect(event.rect(), self.palette().color(self.palette().ColorRole.Window))
+        block = self.firstVisibleBlock()
+        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
+        height = self.fontMetrics().height()
+        linked = set(self.linked)
+        while block.isValid() and top <= event.rect().bottom():
+            bottom = top + round(self.blockBoundingRect(block).height())
+            number = block.blockNumber() + 1
+            if number in linked:
+                painter.fillRect(0, top, self.gutter.width(), bottom - top, LINKED.darker(115))
+            painter.setPen(QColor("#808080"))
+            painter.drawText(
+                0, top, self.gutter.width() - 4, height, Qt.AlignmentFlag.AlignRight, str(number)
+            )
+            block = block.next()
+            top = bottom
+        painter.end()
+
+    def set_linked(self, lines: list[int], scroll: bool = True) -> None:
+        """Highlight these 1-based lines (full width); scroll the first into view."""
+        self.linked = list(lines)
+        selections = []
+        doc = self.document()
+        for line in self.linked:
+            block = doc.findBlockByNumber(line - 1)
+            if not block.isValid():
+                continue
+            selection = QTextEdit.ExtraSelection()
+            selection.format.setBackground(LINKED)
+            selection.format.setForeground(QColor("#000000"))
+            selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+            selection.cursor = QTextCursor(block)
+            selections.append(selection)
+        self.setExtraSelections(selections)
+        if scroll and self.linked:
+            block = doc.findBlockByNumber(self.linked[0] - 1)
+            if block.isValid():
+                first = self.firstVisibleBlock().blockNumber() + 1
+                visible = max(1, self.viewport().height() // max(1, self.fontMetrics().height()))
+                if not first <= self.linked[0] < first + visible - 1:
+                    bar = self.verticalScrollBar()
+                    bar.setValue(max(0, self.linked[0] - 1 - visible // 3))
+        self.gutter.update()
+
+
 def code_view(name: str = "") -> QPlainTextEdit:
-    view = QPlainTextEdit()
+    view = NumberedView()
     view.setObjectName(name)
     view.setReadOnly(True)
     view.setFont(editor_font())
@@ -218,6 +317,11 @@ class ArtifactsView(QWidget):
         self.source_view.document().setUndoRedoEnabled(False)  # read-only: no undo history to keep
         self.source_highlighter = RustHighlighter(self.source_view.document())
         self._source_path: str | None = None  # the file the source view shows
+        self._line_asked: dict[str, str] = {}  # artifact folder -> "" (in flight) or why there is none
+        self.lines_note = QLabel("")
+        self.lines_note.setObjectName("lineInfo")
+        self.lines_note.setWordWrap(True)
+        self.lines_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._dock: QDockWidget | None = None
 
         left = QWidget()
@@ -229,6 +333,7 @@ class ArtifactsView(QWidget):
         bar.addWidget(self.info, 1)
         ll.addLayout(bar)
         ll.addWidget(self.tabs, 1)
+        ll.addWidget(self.lines_note)
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
@@ -246,13 +351,17 @@ class ArtifactsView(QWidget):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
+        splitter.setSizes([1000, 1000])  # side by side, half each (Compiler Explorer style)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(splitter)
 
         self.backend_box.currentTextChanged.connect(self.show_backend)
         self.source_box.currentIndexChanged.connect(self._show_source)
+        self.source_view.cursorPositionChanged.connect(self._from_source)
         bridge.buildFinished.connect(self.set_results)
+        if hasattr(bridge, "lineInfoReady"):
+            bridge.lineInfoReady.connect(self._line_info_ready)
         bridge.projectChanged.connect(self._project_changed)
         self._project_changed(bridge.project)
         if bridge.last_build:
@@ -340,9 +449,15 @@ class ArtifactsView(QWidget):
         texts = self.artifact_files(result)
         for path in texts:
             view = code_view(f"artifact:{path.name}")
-            set_code(view, read_text(path), TEXT_SUFFIXES.get(path.suffix))
+            text = read_text(path)
+            set_code(view, text, TEXT_SUFFIXES.get(path.suffix))
+            if TEXT_SUFFIXES.get(path.suffix) == "ptx":
+                view.ptx_lines = PtxLines.parse(text)
+                view.cursorPositionChanged.connect(lambda v=view: self._from_artifact(v))
             view.setToolTip(str(path))
             self.tabs.addTab(view, path.name)
+        self._describe_line_info(name)
+        self._ask_line_info(name, result)
         binaries = [Path(a) for a in result.artifacts or [] if Path(a) not in texts]
         if binaries:  # a cdylib, a .spv: say what and where, the text views cannot show them
             view = code_view("artifact:files")
@@ -415,3 +530,137 @@ class ArtifactsView(QWidget):
         self.source_view.setPlainText(text)
         self.source_highlighter.restart()  # the top now, the rest of a long file in chunks
         bar.setValue(position)
+
+    # ------------------------------------------------------------------ Rust <-> PTX lines
+    def line_views(self) -> list[NumberedView]:
+        """The artifact views that carry line information (`.loc`)."""
+        views = [self.tabs.widget(i) for i in range(self.tabs.count())]
+        return [v for v in views if isinstance(v, NumberedView) and v.ptx_lines and v.ptx_lines.has_lines]
+
+    def _ask_line_info(self, backend: str, result: Any) -> None:
+        """An nvptx build without line tables: have them built (once per build), off the GUI thread."""
+        folder = getattr(result, "artifact_dir", "") or ""
+        if (
+            backend != "nvptx"
+            or not folder
+            or self.line_views()
+            or not hasattr(self.bridge, "request_line_info")
+        ):
+            return
+        if folder in self._line_asked:
+            why = self._line_asked[folder]
+            if why:
+                self.lines_note.setText(f"nvptx: no line information: {why}")
+            return
+        self._line_asked[folder] = ""
+        if self.bridge.request_line_info(folder):
+            self.lines_note.setText(
+                "nvptx: building line information for the Rust ↔ PTX view (a line-table build of its "
+                "own; the timed PTX is not changed)…"
+            )
+
+    def _line_info_ready(self, folder: str, path: Any, message: str) -> None:
+        self._line_asked[folder] = "" if path else (message.splitlines()[0] if message else "unknown")
+        shown = self._results.get(self.backend_box.currentText())
+        if shown is None or getattr(shown, "artifact_dir", "") != folder:
+            return
+        if path:
+            self._shown = None  # the folder has a new file: show the backend again
+            self.show_backend(self.backend_box.currentText())
+        else:
+            self.lines_note.setText(f"nvptx: no line information: {self._line_asked[folder]}")
+
+    def _describe_line_info(self, backend: str) -> None:
+        views = [self.tabs.widget(i) for i in range(self.tabs.count())]
+        ptx = [v for v in views if isinstance(v, NumberedView) and v.ptx_lines is not None]
+        with_lines = self.line_views()
+        if with_lines:
+            names = ", ".join(self.tabs.tabText(self.tabs.indexOf(v)) for v in with_lines)
+            without = [self.tabs.tabText(self.tabs.indexOf(v)) for v in ptx if v not in with_lines]
+            text = (
+                f"Rust ↔ PTX: put the cursor on a Rust line to highlight its PTX lines in {names}, and back."
+            )
+            if without:
+                text += f" {', '.join(without)} (the timed build) has no line information."
+        elif ptx:
+            text = (
+                f"{backend}: its PTX has no line information (no .loc lines), so Rust lines map to nothing."
+            )
+        else:
+            text = f"{backend}: no line information (only the nvptx build maps Rust lines to generated code)."
+        self.lines_note.setText(text)
+
+    def _from_source(self) -> None:
+        """The Rust cursor moved: highlight the PTX lines generated from its line."""
+        if not self._source_path:
+            return
+        line = self.source_view.textCursor().blockNumber() + 1
+        views = self.line_views()
+        if not views:
+            return
+        self.source_view.set_linked([line], scroll=False)
+        hits = {}
+        for view in views:
+            lines = view.ptx_lines.ptx_lines_for(self._source_path, line)
+            view.set_linked(lines)
+            hits[view] = lines
+        current = self.tabs.currentWidget()
+        if not hits.get(current):
+            best = next((v for v, lines in hits.items() if lines), None)
+            if best is not None:
+                self.tabs.setCurrentWidget(best)
+        shown = hits.get(self.tabs.currentWidget()) or []
+        rel = self.source_box.currentText()
+        self.lines_note.setText(
+            f"{rel}:{line} → PTX lines {_ranges(shown)}"
+            if shown
+            else f"{rel}:{line} generated no PTX instructions"
+        )
+
+    def _from_artifact(self, view: NumberedView) -> None:
+        """The PTX cursor moved: highlight the Rust line it came from, and that line's PTX lines."""
+        if view.ptx_lines is None or not view.ptx_lines.has_lines:
+            return
+        number = view.textCursor().blockNumber() + 1
+        hit = view.ptx_lines.source_for(number)
+        if hit is None:
+            view.set_linked([], scroll=False)
+            self.lines_note.setText(f"PTX line {number}: no source line")
+            return
+        file, line = hit
+        index = self._source_index(file)
+        if index < 0:
+            view.set_linked(view.ptx_lines.ptx_lines_for(file, line), scroll=False)
+            self.lines_note.setText(
+                f"PTX line {number} comes from {file}:{line} (not a file of this project)"
+            )
+            return
+        if index != self.source_box.currentIndex():
+            self.source_box.setCurrentIndex(index)
+        view.set_linked(view.ptx_lines.ptx_lines_for(file, line), scroll=False)
+        self.source_view.set_linked([line])
+        self.lines_note.setText(f"PTX line {number} ← {self.source_box.currentText()}:{line}")
+
+    def _source_index(self, file: str) -> int:
+        """The source box entry of a `.file` path (the same file, or the same tail when the build
+        ran in another copy of the project)."""
+        target = Path(file)
+        for i in range(self.source_box.count()):
+            path = Path(self.source_box.itemData(i))
+            if path == target or path.parts[-2:] == target.parts[-2:]:
+                return i
+        return -1
+
+
+def _ranges(lines: list[int]) -> str:
+    """[3, 4, 5, 9] -> "3–5, 9"."""
+    out: list[str] = []
+    start = prev = None
+    for n in [*sorted(lines), None]:
+        if start is not None and (n is None or n != prev + 1):
+            out.append(str(start) if start == prev else f"{start}–{prev}")
+            start = None
+        if n is not None and start is None:
+            start = n
+        prev = n
+    return ", ".join(out)

@@ -25,6 +25,7 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
+from workbench.profile.last_good import LastGood
 from workbench.profile.live import LiveLoop
 from workbench.project import Project
 
@@ -54,6 +55,8 @@ class ServiceBridge(QObject):
     # Beyond the composition contract: what the device picker, the build panel and the window use.
     devicesListed = Signal(object)  # list_devices() dict, or {"error": str}
     backendsChanged = Signal(object)  # list[str]
+    #: (artifact folder, `.lines.ptx` path or None, message): the on-demand line-table build is done.
+    lineInfoReady = Signal(str, object, str)
 
     def __init__(self, parent: QObject | None = None, cache_dir: str | Path | None = None):
         super().__init__(parent)
@@ -65,12 +68,20 @@ class ServiceBridge(QObject):
         self.last_build: dict[str, Any] | None = None
         self.last_report: Any = None
         self.devices_info: dict[str, Any] | None = None
+        #: Good results kept across failed builds and runs (shown stale); see profile.last_good.
+        self.last_good = LastGood()
+        #: The live loop's note when the reference's own source changed since all agreed (or None).
+        self.reference_changed: dict[str, Any] | None = None
+        #: "save" (edit → result) or "run" (run → result): what `latencyMeasured` measured.
+        self.last_latency_reason = ""
         self.cache_dir = cache_dir
         self._busy = False
         self._closed = False
         self._device_thread: threading.Thread | None = None
         self._job_threads: list[threading.Thread] = []
         self._jobs_running = 0  # console builds and runs in flight (GUI thread's count)
+        self._line_threads: dict[str, threading.Thread] = {}
+        self._line_budget = None  # the Budget of the line-table builds (cancelled at shutdown)
 
         self._relay = _Relay()
         self._relay.posted.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
@@ -94,6 +105,9 @@ class ServiceBridge(QObject):
         self.project = project
         self.last_build = None
         self.last_report = None
+        self.last_good.forget()
+        self.loop.agreement.forget()
+        self.reference_changed = None
         self.projectChanged.emit(project)
 
     def set_backends(self, backends: list[str]) -> None:
@@ -159,6 +173,34 @@ class ServiceBridge(QObject):
 
         self._device_thread = threading.Thread(target=work, name="wb-list-devices", daemon=True)
         self._device_thread.start()
+
+    def request_line_info(self, artifact_dir: str) -> bool:
+        """Build the line tables of an nvptx build in the background (`workbench.build.line_info`);
+        `lineInfoReady` answers. False when one is in flight for that folder already."""
+        if self._closed or self.project is None or not artifact_dir:
+            return False
+        thread = self._line_threads.get(artifact_dir)
+        if thread is not None and thread.is_alive():
+            return False
+        from workbench.build.process import Budget
+
+        if self._line_budget is None:
+            self._line_budget = Budget()
+        project, budget = self.project, self._line_budget
+
+        def work() -> None:
+            from workbench.build.line_info import ensure_line_table
+
+            try:
+                path = ensure_line_table(project, artifact_dir, budget)
+                self._post("line-info", (artifact_dir, path, ""))
+            except Exception as exc:  # a failed or cancelled build: said in the artifacts view
+                self._post("line-info", (artifact_dir, None, str(exc) or type(exc).__name__))
+
+        thread = threading.Thread(target=work, name="wb-line-info", daemon=True)
+        self._line_threads[artifact_dir] = thread
+        thread.start()
+        return True
 
     def start_build(self, backends: list[str] | None = None) -> Future:
         """Build now, off the GUI thread (the console's `build()`); the Future gets
@@ -240,6 +282,10 @@ class ServiceBridge(QObject):
                 log.exception("closing %s failed", type(service).__name__)
         if self._device_thread is not None:
             self._device_thread.join(30.0)
+        if self._line_budget is not None:
+            self._line_budget.cancel.set()  # kills a line-table build in flight
+        for thread in self._line_threads.values():
+            thread.join(30.0)
         for thread in self._job_threads:
             thread.join(30.0)  # the services are closed: their waits end
         self._relay.posted.disconnect(self._deliver)
@@ -292,6 +338,8 @@ class ServiceBridge(QObject):
             self.devicesListed.emit(payload)
         elif kind == "live":
             self._deliver_live(payload)
+        elif kind == "line-info":
+            self.lineInfoReady.emit(*payload)
         elif kind == "job-build":
             self.last_build = payload
             self.buildFinished.emit(payload)
@@ -299,8 +347,14 @@ class ServiceBridge(QObject):
             self.runEvent.emit(payload)
             self._status_of_run_event(payload)
         elif kind == "job-run":
-            self.last_report = payload
-            self.runFinished.emit(payload)
+            # As the window's own Run: failed rows keep their last good result, shown stale.
+            shown = self.last_good.merge(payload, {})
+            if len(shown.results) == len(payload.results) and all(
+                a is b for a, b in zip(shown.results, payload.results, strict=True)
+            ):
+                shown = payload  # nothing stale: the console's report is the one shown
+            self.last_report = shown
+            self.runFinished.emit(shown)
             self.statusMessage.emit("run finished")
         elif kind == "job-failed":
             self.statusMessage.emit(payload)
@@ -336,15 +390,38 @@ class ServiceBridge(QObject):
         backend = event.get("backend")
         self.statusMessage.emit(f"run: {backend} {event['phase']}" if backend else f"run: {event['phase']}")
 
+    def expected_reference(self) -> str:
+        """The backend the manifest names as the reference ('' when unknown)."""
+        try:
+            return self.project.manifest.kernel(self.loop.kernel).check.reference if self.project else ""
+        except (WorkbenchError, LookupError, ValueError):
+            return ""
+
     def _cycle_finished(self, event: dict[str, Any]) -> None:
         status = event["status"]
         report = event.get("report")
+        build = event.get("build") or {}
+        shown = None
         if report is not None:
-            self.last_report = report
-            self.runFinished.emit(report)
-        if status == "ok" and event.get("latency_s") is not None:
+            self.reference_changed = event.get("reference_changed")
+            # Failed rows (and rows of backends whose build failed) show their last good result, stale.
+            shown = self.last_good.merge(report, build)
+        elif self.last_report is not None and status == "error":
+            shown = self.last_good.all_stale(self.last_report, event.get("error") or "the build failed")
+        elif self.last_report is not None and any(
+            getattr(r, "status", "") == "error" for r in build.values()
+        ):
+            # A build without a run: what the table shows is from before this build.
+            reasons = {b: f"{b} build error" for b, r in build.items() if r.status == "error"}
+            shown = self.last_good.all_stale(self.last_report, "not rerun since the last build", reasons)
+        if shown is not None:
+            self.last_report = shown
+            self.runFinished.emit(shown)
+        if status == "ok" and event.get("latency_s") is not None and report is not None:
+            self.last_latency_reason = event.get("reason", "")
             self.latencyMeasured.emit(event["latency_s"])
-            self.statusMessage.emit(f"edit to result: {event['latency_s']:.2f} s")
+            what = "edit to result" if self.last_latency_reason == "save" else "run to result"
+            self.statusMessage.emit(f"{what}: {event['latency_s']:.2f} s")
         elif status == "ok":
             self.statusMessage.emit("build finished" if report is None else "run finished")
         elif status == "cancelled":

@@ -38,6 +38,22 @@ DIAG_SEVERITY, DIAG_BACKEND, DIAG_LOCATION, DIAG_MESSAGE = range(4)
 LOG_LIMIT_LINES = 5000
 
 
+#: Rows that add nothing to the error above them (rustc prints one per failed crate).
+_NOISE = ("For more information about this error", "For more information about these errors")
+#: Words of the summary that take a plural; states like "ok" or "building…" do not.
+_COUNTABLE = {"error": "errors", "diagnostic": "diagnostics"}
+
+
+def is_noise(message: str, file: Any) -> bool:
+    """rustc's "For more information about this error, try `rustc --explain …`" footers."""
+    return not file and message.startswith(_NOISE)
+
+
+def _count(n: int, word: str) -> str:
+    """ "1 error", "2 errors", "2 ok" (only nouns are pluralised)."""
+    return f"{n} {_COUNTABLE.get(word, word) if n != 1 else word}"
+
+
 def _field(obj: Any, name: str, default: Any = None) -> Any:
     """Read a field of a record or of its dict form."""
     if isinstance(obj, dict):
@@ -69,6 +85,8 @@ class BuildPanel(QWidget):
         self._rows: dict[str, _Row] = {}
         self._icons: dict[str, QIcon] = {}
         self._diag_keys: set[tuple] = set()
+        self._diag_groups: dict[tuple, list[str]] = {}  # (severity, message, file, line, col) -> backends
+        self._diag_items: dict[tuple, QTreeWidgetItem] = {}
 
         self.build_button = QPushButton("Build")
         self.build_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_BrowserReload))
@@ -158,6 +176,8 @@ class BuildPanel(QWidget):
         self._rows.clear()
         self.diagnostics.clear()
         self._diag_keys.clear()
+        self._diag_groups.clear()
+        self._diag_items.clear()
         self.log_view.clear()
         self.summary.clear()
         for backend in self.bridge.backends():
@@ -290,7 +310,7 @@ class BuildPanel(QWidget):
         for row in self._rows.values():
             counts[row.state] = counts.get(row.state, 0) + 1
         errors = self.diagnostics.topLevelItemCount()
-        parts = [f"{n} {STATES.get(s, (s,))[0].split(' ')[0]}" for s, n in counts.items() if s != "idle"]
+        parts = [_count(n, STATES.get(s, (s,))[0].split(" ")[0]) for s, n in counts.items() if s != "idle"]
         if errors:
             parts.append(f"{errors} diagnostic{'s' if errors != 1 else ''}")
         self.summary.setText(" · ".join(parts))
@@ -307,9 +327,18 @@ class BuildPanel(QWidget):
         self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
 
     def _clear_diagnostics(self, backend: str) -> None:
-        for index in reversed(range(self.diagnostics.topLevelItemCount())):
-            item = self.diagnostics.topLevelItem(index)
-            if item.text(DIAG_BACKEND) == backend:
+        """Take `backend` off every diagnostic row; rows no backend reports any more go."""
+        for key, backends in list(self._diag_groups.items()):
+            if backend not in backends:
+                continue
+            backends.remove(backend)
+            item = self._diag_items[key]
+            if backends:
+                item.setText(DIAG_BACKEND, ", ".join(backends))
+                continue
+            del self._diag_groups[key], self._diag_items[key]
+            index = self.diagnostics.indexOfTopLevelItem(item)
+            if index >= 0:
                 self.diagnostics.takeTopLevelItem(index)
         self._diag_keys = {k for k in self._diag_keys if k[0] != backend}
 
@@ -319,10 +348,22 @@ class BuildPanel(QWidget):
         file = _field(diagnostic, "file")
         line = _field(diagnostic, "line")
         column = _field(diagnostic, "column")
+        if is_noise(message, file):
+            return
         key = (backend, severity, message, file, line, column)
         if key in self._diag_keys:  # the same diagnostic arrives as an event and in the result
             return
         self._diag_keys.add(key)
+        # The same message at the same place from several backends (one crate, many targets) is
+        # one row naming them all.
+        group = key[1:]
+        if group in self._diag_groups:
+            backends = self._diag_groups[group]
+            backends.append(backend)
+            order = {name: i for i, name in enumerate(self.bridge.backends())}
+            backends.sort(key=lambda name: (order.get(name, len(order)), name))  # as the toolbar lists them
+            self._diag_items[group].setText(DIAG_BACKEND, ", ".join(backends))
+            return
         location = ""
         if file:
             location = f"{file}:{line}" if line else str(file)
@@ -333,9 +374,26 @@ class BuildPanel(QWidget):
         item.setToolTip(DIAG_SEVERITY, severity)
         item.setToolTip(DIAG_MESSAGE, _field(diagnostic, "rendered", "") or message)
         item.setData(DIAG_SEVERITY, Qt.ItemDataRole.UserRole, (file, line, column))
+        self._diag_groups[group] = [backend]
+        self._diag_items[group] = item
         self.diagnostics.addTopLevelItem(item)
         if severity == "error" and self.tabs.currentWidget() is not self.diagnostics:
             self.tabs.setCurrentWidget(self.diagnostics)
+
+    def diagnostic_rows(self) -> list[dict[str, str]]:
+        """The diagnostics list as a user reads it: backend(s), location, message per row."""
+        rows = []
+        for index in range(self.diagnostics.topLevelItemCount()):
+            item = self.diagnostics.topLevelItem(index)
+            rows.append(
+                {
+                    "severity": item.toolTip(DIAG_SEVERITY),
+                    "backend": item.text(DIAG_BACKEND),
+                    "location": item.text(DIAG_LOCATION),
+                    "message": item.text(DIAG_MESSAGE),
+                }
+            )
+        return rows
 
     def _severity_icon(self, severity: str) -> QIcon:
         pixmap = {

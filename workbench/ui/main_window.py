@@ -433,7 +433,42 @@ class MainWindow(QMainWindow):
 
     def _on_saved(self, path: str) -> None:
         if self.bridge is not None and self.trusted and self.hot_reload_action.isChecked():
-            self.bridge.on_saved(path)
+            self.confirm_reference_device(lambda: self.bridge.on_saved(path))
+
+    def confirm_reference_device(self, proceed) -> bool:
+        """Run `proceed` now, unless the reference backend needs a device the user unchecked:
+        then ask first (non-modal) and run it only when they agree to check that device."""
+        from workbench.run.labels import reference_device_notice
+
+        notice = reference_device_notice(
+            self.bridge.expected_reference(), self.bridge.devices(), self.bridge.devices_info
+        )
+        if notice is None:
+            proceed()
+            return True
+        if self.findChild(QMessageBox, "referenceDeviceQuestion") is not None:
+            return False  # already asking
+        box = QMessageBox(QMessageBox.Icon.Question, "The reference needs an unchecked device",
+                          notice["message"] + f"\n\nCheck {notice['label']} and run, or cancel?", parent=self)  # fmt: skip
+        box.setObjectName("referenceDeviceQuestion")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        check = box.addButton(f"Check {notice['label']} and run", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+
+        def answered(_result: int) -> None:
+            box.setObjectName("")  # a later run may ask again
+            if box.clickedButton() is not check:
+                self.show_message(f"not run: the reference {notice['reference']} needs {notice['label']}")
+                return
+            self.bridge.set_devices([*self.bridge.devices(), notice["spec"]])
+            picker = self.panels.get("devices")
+            if hasattr(picker, "populate") and self.bridge.devices_info:
+                picker.populate(self.bridge.devices_info)  # shows the device checked
+            proceed()
+
+        box.finished.connect(answered)
+        box.open()
+        return False
 
     # ================================================================ build / run
     def build(self) -> None:
@@ -444,7 +479,7 @@ class MainWindow(QMainWindow):
     def run(self) -> None:
         if self._can_work():
             self.editor_tabs.save_all()
-            self.bridge.run()
+            self.confirm_reference_device(self.bridge.run)
 
     def cancel(self) -> None:
         if self.bridge is not None:
@@ -483,7 +518,8 @@ class MainWindow(QMainWindow):
         self._update_actions()
 
     def _on_latency(self, seconds: float) -> None:
-        self.latency_label.setText(f"edit → result: {seconds:.2f} s")
+        manual = getattr(self.bridge, "last_latency_reason", "save") == "run"
+        self.latency_label.setText(f"{'run' if manual else 'edit'} → result: {seconds:.2f} s")
 
     def show_artifacts(self, backend: str) -> None:
         view = self.panels.get("artifacts")

@@ -362,7 +362,7 @@ class PlotsPanel(QWidget):
             (
                 r.provenance.get("source_hash")
                 for r in report.results
-                if (r.provenance or {}).get("source_hash")
+                if (r.provenance or {}).get("source_hash") and not r.provenance.get("stale")
             ),
             None,
         )
@@ -371,7 +371,8 @@ class PlotsPanel(QWidget):
         self._last_source = source or self._last_source
         for result in report.results:
             median = (result.timing or {}).get("median_s")
-            if median is not None and result.status == "ok":
+            stale = (result.provenance or {}).get("stale")  # a row kept from an earlier run: drawn then
+            if median is not None and result.status == "ok" and not stale:
                 series = self.history.setdefault(series_name(result), [])
                 series.append((self.runs, float(median)))
                 del series[:-HISTORY]

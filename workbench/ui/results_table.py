@@ -5,46 +5,54 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from workbench.profile.last_good import is_stale, stale_info
+from workbench.run.labels import device_label
+
 COLUMNS = (
     "Backend",
     "Device",
     "Status",
     "Verified",
+    "Check",
     "Median",
     "Spread (IQR)",
     "GB/s",
     "% of peak",
     "Registers",
     "Spills",
-    "Check",
 )
 (
     COL_BACKEND,
     COL_DEVICE,
     COL_STATUS,
     COL_VERIFIED,
+    COL_CHECK,
     COL_MEDIAN,
     COL_SPREAD,
     COL_GBPS,
     COL_PEAK,
     COL_REGS,
     COL_SPILLS,
-    COL_CHECK,
 ) = range(len(COLUMNS))
 GOOD = QColor("#2e8b3d")
 BAD = QColor("#c62828")
 MUTED = QColor("#808080")
+WARN = QColor("#b26a00")
+NOT_VERIFIED_REF = "not verified (reference failed)"
+CHECK_WIDTH = 280
 _NUMERIC = {COL_MEDIAN, COL_SPREAD, COL_GBPS, COL_PEAK, COL_REGS, COL_SPILLS}
 
 
@@ -102,10 +110,35 @@ def _verified_text(result: Any) -> str:
     return {True: "✓ yes", False: "✗ no", None: "—"}[result.verified]
 
 
-def device_label(device: dict[str, Any]) -> str:
-    name = device.get("name") or ""
-    spec = device.get("spec") or device.get("runtime") or ""
-    return f"{spec} · {name}" if name and name != spec else spec
+def stale_text(result: Any) -> str:
+    """ "stale: <reason> — result of 01:52:10 UTC, source 3f2a1c9d" for a kept result."""
+    info = stale_info(result)
+    when = str(info.get("time") or "")
+    when = when.replace("T", " ").replace("Z", " UTC") if when else "an earlier run"
+    source = str(info.get("source_hash") or "")[:8]
+    text = f"stale: {info.get('reason') or 'the last run failed'} — result of {when}"
+    return text + (f", source {source}" if source else "")
+
+
+def stale_label(result: Any) -> str:
+    """The Status cell of a kept result: "stale · 01:52:10" (UTC; the tooltip names the source)."""
+    when = str(stale_info(result).get("time") or "")
+    clock = when.split("T", 1)[1].rstrip("Z") if "T" in when else when
+    return f"stale · {clock}" if clock else "stale"
+
+
+def reference_failed(report: Any, reference: str) -> bool:
+    """Whether the manifest's reference backend produced no fresh, good result in `report`."""
+    if not reference:
+        return False
+    ran = [r for r in getattr(report, "results", []) or [] if r.backend == reference]
+    if not ran:
+        # Not a row of its own (not selected): the run used it when the check names it.
+        checks = [r.check or {} for r in getattr(report, "results", []) or []]
+        return any(
+            c.get("is_reference") or "reference" in str(c.get("note", "")) for c in checks
+        ) and not any(c.get("reference") == reference and c.get("passed") is not None for c in checks)
+    return all(r.status != "ok" or is_stale(r) for r in ran)
 
 
 class ResultsTable(QWidget):
@@ -128,11 +161,31 @@ class ResultsTable(QWidget):
         header = self.table.horizontalHeader()
         for col in range(len(COLUMNS) - 1):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        # The check's text next to the verdict, at a fixed width: elided in the middle (the
+        # tooltip and the details view have it whole), never pushed off screen by the numbers.
+        header.setSectionResizeMode(COL_CHECK, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(COL_CHECK, CHECK_WIDTH)
         header.setStretchLastSection(True)
+        self.caption.setWordWrap(True)
+        self.details_button = QPushButton("Details…")
+        self.details_button.setObjectName("resultDetails")
+        self.details_button.setToolTip("Mismatching elements of the selected result (or double-click a row)")
+        self.details_button.setEnabled(False)
+        self.report: Any = None
+        self._dialogs: list[Any] = []
+        top = QHBoxLayout()
+        top.addWidget(self.caption, 1)
+        top.addWidget(self.details_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self.caption)
+        layout.addLayout(top)
         layout.addWidget(self.table, 1)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.table.cellDoubleClicked.connect(lambda row, _col: self.show_details(row))
+        self.table.itemSelectionChanged.connect(
+            lambda: self.details_button.setEnabled(self.table.currentRow() >= 0 and self.report is not None)
+        )
+        self.details_button.clicked.connect(lambda: self.show_details(self.table.currentRow()))
         bridge.runFinished.connect(self.show_report)
         bridge.projectChanged.connect(self._clear)
         if bridge.last_report is not None:
@@ -140,12 +193,40 @@ class ResultsTable(QWidget):
 
     def _clear(self, *_: Any) -> None:
         self.table.setRowCount(0)
+        self.report = None
+        self.details_button.setEnabled(False)
         self.caption.setText("No run yet: press Run, or save a source file.")
+
+    def result_at(self, row: int) -> Any:
+        """The RunResult shown in a table row (rows may be sorted)."""
+        item = self.table.item(row, COL_BACKEND) if row >= 0 else None
+        index = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        results = list(getattr(self.report, "results", []) or [])
+        return results[index] if isinstance(index, int) and index < len(results) else None
+
+    def show_details(self, row: int) -> Any:
+        """Open the details of a row's result (mismatches per buffer, a plot around the first bad)."""
+        result = self.result_at(row)
+        if result is None:
+            return None
+        from workbench.ui.result_details import ResultDetails
+
+        dialog = ResultDetails(self.report, result, self.bridge, self)
+        self._dialogs = [d for d in self._dialogs if d.isVisible()] + [dialog]
+        dialog.show()
+        return dialog
 
     def show_report(self, report: Any) -> None:
         """Fill the table from a RunReport (resources come from the last build's results)."""
         results = list(getattr(report, "results", []) or [])
         builds = self.bridge.last_build or {}
+        self.report = report
+        self._reference = (
+            self.bridge.expected_reference() if hasattr(self.bridge, "expected_reference") else ""
+        )
+        self._reference = self._reference or getattr(report, "reference", "") or ""
+        self._reference_failed = reference_failed(report, self._reference)
+        self._changed = getattr(self.bridge, "reference_changed", None) or {}
         # Rows are refilled in report order; sorting is off meanwhile (a sort would move them).
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(results))
@@ -156,19 +237,38 @@ class ResultsTable(QWidget):
         try:
             for row, result in enumerate(results):
                 self._fill_row(row, result, builds.get(result.backend))
+                self._set(row, COL_BACKEND, Qt.ItemDataRole.UserRole, row)
         finally:
             model.blockSignals(False)
         if results:
             model.dataChanged.emit(model.index(0, 0), model.index(len(results) - 1, len(COLUMNS) - 1))
         self.table.setSortingEnabled(True)
-        verified = sum(1 for r in results if r.verified)
-        failed = sum(1 for r in results if r.verified is False or r.status == "error")
+        fresh = [r for r in results if not is_stale(r)]
+        stale = len(results) - len(fresh)
+        verified = sum(1 for r in fresh if r.verified and not self._unverified(r))
+        failed = sum(1 for r in fresh if r.verified is False or r.status == "error")
         kernel = getattr(report, "kernel", "") or ""
-        reference = getattr(report, "reference", "") or ""
-        self.caption.setText(
-            f"{kernel}: {len(results)} result{'s' if len(results) != 1 else ''}, {verified} verified, "
-            f"{failed} failed" + (f" · checked against {reference}" if reference else "")
-        )
+        reference = self._reference
+        parts = [
+            f"{kernel}: {len(results)} result{'s' if len(results) != 1 else ''}, {verified} verified, {failed} failed"
+        ]
+        if stale:
+            parts.append(f"{stale} stale (kept from the last good run, dimmed)")
+        if reference:
+            parts.append(
+                f"checked against {reference}" + (" — reference failed" if self._reference_failed else "")
+            )
+        if self._changed:
+            parts.append("⚠ " + self._changed["message"])
+        self.caption.setText(" · ".join(parts))
+        self.caption.setStyleSheet("color: #b26a00;" if (self._changed or self._reference_failed) else "")
+        self.details_button.setEnabled(self.table.currentRow() >= 0)
+
+    def _unverified(self, result: Any) -> bool:
+        """A fresh result that could not be checked because the reference failed."""
+        if result.backend == self._reference or result.status != "ok" or is_stale(result):
+            return False
+        return self._reference_failed and result.verified is not False
 
     def _fill_row(self, row: int, result: Any, build: Any) -> None:
         timing = result.timing or {}
@@ -178,18 +278,31 @@ class ResultsTable(QWidget):
         resources = _resources_for(build, kernel)
         fraction = throughput.get("fraction_of_peak")
         status = result.status
+        stale = is_stale(result)
+        unverified = self._unverified(result)
+        if unverified:
+            verified_text = NOT_VERIFIED_REF
+        elif (result.check or {}).get("is_reference") and result.backend == self._reference:
+            verified_text = "reference"
+        else:
+            verified_text = _verified_text(result)
+        check_text = result.error or check_summary(result.check or {})
+        if unverified:
+            check_text = f"nothing to compare with: the reference {self._reference} did not run"
+        if result.verified is False and result.backend in (self._changed.get("failed") or []):
+            check_text = f"⚠ reference changed — {check_text}"
         values = {
             COL_BACKEND: result.backend,
             COL_DEVICE: device_label(device),
-            COL_STATUS: status,
-            COL_VERIFIED: _verified_text(result),
+            COL_STATUS: stale_label(result) if stale else status,
+            COL_VERIFIED: verified_text,
             COL_MEDIAN: format_seconds(timing.get("median_s")),
             COL_SPREAD: format_seconds(timing.get("iqr_s")),
             COL_GBPS: f"{throughput['gbps']:.2f}" if throughput.get("gbps") is not None else "",
             COL_PEAK: f"{100 * fraction:.1f} %" if fraction is not None else "",
             COL_REGS: _number(resources.get("registers")),
             COL_SPILLS: _number(resources.get("spills")),
-            COL_CHECK: result.error or check_summary(result.check or {}),
+            COL_CHECK: check_text,
         }
         for col, text in values.items():
             self._cell(row, col, text)
@@ -202,16 +315,47 @@ class ResultsTable(QWidget):
                 f"min {format_seconds(timing.get('min_s'))}, max {format_seconds(timing.get('max_s'))}"
             )
         self._set(row, COL_MEDIAN, Qt.ItemDataRole.ToolTipRole, tip)
-        verified = {True: GOOD, False: BAD}.get(result.verified)
+        verified = WARN if unverified else {True: GOOD, False: BAD}.get(result.verified)
         self._set(row, COL_VERIFIED, Qt.ItemDataRole.ForegroundRole, verified)
         self._set(row, COL_CHECK, Qt.ItemDataRole.ForegroundRole, BAD if result.verified is False else None)
         status_color = {"ok": GOOD, "error": BAD}.get(status, MUTED)
         self._set(row, COL_STATUS, Qt.ItemDataRole.ForegroundRole, status_color)
-        check_tip = result.error or _check_tooltip(result.check or {})
+        # The full first-bad text is the tooltip (the cell elides it), then the per-buffer lines.
+        changed = self._changed.get("message", "") if check_text.startswith("⚠ reference changed") else ""
+        check_tip = "\n".join(x for x in (changed, check_text, _check_tooltip(result.check or {})) if x)
         self._set(row, COL_CHECK, Qt.ItemDataRole.ToolTipRole, check_tip)
+        self._set(row, COL_DEVICE, Qt.ItemDataRole.ToolTipRole, str(device.get("spec") or ""))
+        if unverified:
+            self._set(row, COL_VERIFIED, Qt.ItemDataRole.ToolTipRole,
+                      f"the reference {self._reference} did not run; nothing to compare with")  # fmt: skip
         resources_tip = ", ".join(f"{k} {v}" for k, v in resources.items()) if resources else ""
         self._set(row, COL_REGS, Qt.ItemDataRole.ToolTipRole, resources_tip)
         self._set(row, COL_SPILLS, Qt.ItemDataRole.ToolTipRole, resources_tip)
+        self._mark_stale(row, stale_text(result) if stale else "")
+
+    def _mark_stale(self, row: int, text: str) -> None:
+        """Dim and italicise a kept row; its status tooltip says why, when and from what source."""
+        for col in range(len(COLUMNS)):
+            item = self.table.item(row, col)
+            font = QFont(item.font())
+            if font.italic() != bool(text):
+                font.setItalic(bool(text))
+                item.setFont(font)
+            if text:
+                item.setData(Qt.ItemDataRole.ForegroundRole, MUTED)
+            elif col not in (COL_STATUS, COL_VERIFIED, COL_CHECK) and item.data(
+                Qt.ItemDataRole.ForegroundRole
+            ):
+                item.setData(Qt.ItemDataRole.ForegroundRole, None)  # its _fill_row colour stands
+        if text:
+            self._set(row, COL_STATUS, Qt.ItemDataRole.ToolTipRole, text)
+            tip = self.table.item(row, COL_CHECK).toolTip()
+            self._set(row, COL_CHECK, Qt.ItemDataRole.ToolTipRole, f"{text}\n{tip}".strip())
+        else:
+            self._set(row, COL_STATUS, Qt.ItemDataRole.ToolTipRole, None)
+
+    def is_row_stale(self, row: int) -> bool:
+        return self.table.item(row, COL_STATUS).text().startswith("stale")
 
     def _cell(self, row: int, col: int, text: str) -> None:
         """Set a cell's text, reusing its item: every item change costs a pass of the

@@ -277,7 +277,10 @@ class SessionsPanel(QWidget):
 
     def on_run_finished(self, report: Any) -> None:
         """The bridge finished a run: record it (off the GUI thread) unless recording is off."""
-        if self._closed or not self.record_box.isChecked() or not getattr(report, "results", None):
+        from workbench.profile.last_good import fresh_only
+
+        report = fresh_only(report)  # rows kept stale from an earlier run were recorded then
+        if self._closed or not self.record_box.isChecked() or report is None:
             return
         snapshot = None
         project = getattr(self.bridge, "project", None)

@@ -37,6 +37,10 @@ HINT = (
 
 
 PANIC_FLAGS = ("-Zunstable-options", "-Cpanic=immediate-abort")
+#: Line tables for the Rust <-> PTX view. They change the code (`.target sm_XX, debug` makes ptxas
+#: compile for debugging), so they go into a second PTX, never the one that runs and is timed.
+LINE_INFO_FLAGS = ("-C", "debuginfo=line-tables-only")
+LINES_SUFFIX = ".lines.ptx"
 
 
 def _run(cmd: list[str]) -> str:
@@ -120,7 +124,8 @@ class NvptxAdapter(Adapter):
             flags.extend(PANIC_FLAGS)  # recorded here so the cache key and provenance carry them
         return flags
 
-    def build(self, req: BuildRequest) -> AdapterOutput:
+    def command(self, req: BuildRequest) -> tuple[list[str], dict[str, str]]:
+        """The cargo command and environment of a build (the line-table build reuses them)."""
         tc = req.toolchain
         common = [tc.details["cargo"], "rustc", CHECKSUM_FRESHNESS, "--release", "--lib", "--target", TARGET,
                   "-Zbuild-std=core", "--message-format=json", "--target-dir", str(req.target_dir)]  # fmt: skip
@@ -139,6 +144,10 @@ class NvptxAdapter(Adapter):
                    "--config", 'source.crates-io.replace-with="vendored"',
                    "--config", f'source.vendored.directory="{vendor}"',
                    "--", *req.flags, "--emit", "asm"]  # fmt: skip
+        return cmd, env
+
+    def build(self, req: BuildRequest) -> AdapterOutput:
+        cmd, env = self.command(req)
         outcome = run_cargo(req, cmd, env)
         if not outcome.ok:
             return AdapterOutput(False)
@@ -150,6 +159,18 @@ class NvptxAdapter(Adapter):
         out = finish_ptx(req, req.out_dir / name, req.target, self.name)
         out.inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
         return out
+
+    def line_table(self, req: BuildRequest, stem: str) -> Path | None:
+        """The same build with line tables, as `<out_dir>/<stem>.lines.ptx` (None when it fails).
+
+        Only for the Rust <-> PTX view (`workbench.build.line_info` runs it on demand, in a target
+        dir of its own): line tables change the code, so this PTX is never run or timed."""
+        cmd, env = self.command(req)
+        outcome = run_cargo(req, [*cmd, *LINE_INFO_FLAGS], env)
+        ptx = self._current_ptx(req, outcome) if outcome.ok else None
+        if ptx is None:
+            return None
+        return req.out_dir / copy_into(ptx, req.out_dir, stem + LINES_SUFFIX)
 
     def _current_ptx(self, req: BuildRequest, outcome: CargoOutcome) -> Path | None:
         """The PTX written by this build: named after the crate's metadata hash in its artifact record."""

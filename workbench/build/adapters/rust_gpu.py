@@ -27,6 +27,7 @@ from typing import Any
 
 from workbench.build import depinfo
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
+from workbench.build.adapters.wgsl import validate
 from workbench.build.diagnostics import error, parse_rustc_text
 from workbench.build.resources import spirv_report
 from workbench.records import ToolchainInfo
@@ -197,6 +198,8 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
         resources[k.name] = {"entry": k.entry_for("rust-gpu"), **report}
         if report.get("valid") is False:
             req.diagnostic(error(f"spirv-val rejects {name}: {report['spirv_val']}", "rust-gpu"))
+        elif not spirv_val and not validate(req, req.out_dir / name, name, "spirv"):
+            resources[k.name]["valid"] = False  # no spirv-val here: naga's validation, as wgpu would do it
     ok = all(r.get("valid") is not False for r in resources.values())
     return AdapterOutput(ok, record, resources, {"entry_rule": rules, "source": str(folder)})
 

@@ -78,6 +78,7 @@ class CodeEditor(QPlainTextEdit):
         super().__init__(parent)
         self.path = Path(path) if path is not None else None
         self.diagnostics: list[dict] = []
+        self._anchors: list[tuple[dict, QTextCursor]] = []
         self._diag_by_line: dict[int, list[dict]] = {}
         self._search_selections: list[QTextEdit.ExtraSelection] = []
         self._text_cache: tuple[int, str] = (-1, "")
@@ -91,6 +92,7 @@ class CodeEditor(QPlainTextEdit):
         self.blockCountChanged.connect(self._update_gutter_width)
         self.updateRequest.connect(self._update_gutter)
         self.cursorPositionChanged.connect(self.update_extra_selections)
+        self.document().contentsChanged.connect(self._on_contents_changed)
         self._update_gutter_width()
         self.update_extra_selections()
 
@@ -203,13 +205,65 @@ class CodeEditor(QPlainTextEdit):
 
     # ---------------------------------------------------------------- diagnostics
     def set_diagnostics(self, diagnostics: list[dict]) -> None:
-        """Show these diagnostics (all for this file; 1-based lines and columns)."""
+        """Show these diagnostics (all for this file; 1-based lines and columns).
+
+        Each one is anchored to a text cursor spanning its range: edits (and undo) move it with
+        the text, and a range whose text was deleted disappears instead of underlining whatever
+        now sits at the old line and column."""
         self.diagnostics = [d for d in diagnostics if d.get("line")]
+        self._anchors = [(diag, self._anchor(diag)) for diag in self.diagnostics]
+        self._reindex()
+
+    def _anchor(self, diag: dict) -> QTextCursor:
+        doc = self.document()
+        line = int(diag["line"])
+        block = doc.findBlockByNumber(line - 1)
+        cursor = QTextCursor(doc)
+        if not block.isValid():
+            return cursor  # past the end: no selection, never drawn
+        start = block.position() + max(0, min(int(diag.get("column") or 1) - 1, block.length() - 1))
+        end_line = int(diag.get("end_line") or line)
+        end_block = doc.findBlockByNumber(end_line - 1)
+        if not end_block.isValid():
+            end_block = block
+        end_col = diag.get("end_column")
+        if end_col is None:
+            end = block.position() + block.length() - 1
+        else:
+            end = end_block.position() + max(0, min(int(end_col) - 1, end_block.length() - 1))
+        if end <= start:  # an empty span still needs one underlined character
+            end = min(start + 1, block.position() + max(1, block.length() - 1))
+            start = min(start, end - 1)
+        cursor.setPosition(start)
+        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        return cursor
+
+    def _reindex(self) -> None:
+        """Where the anchored diagnostics are now: per line, with their current columns."""
         self._diag_by_line = {}
-        for diag in self.diagnostics:
-            self._diag_by_line.setdefault(int(diag["line"]), []).append(diag)
+        doc = self.document()
+        for diag, cursor in self._anchors:
+            if not cursor.hasSelection():
+                continue
+            start, end = doc.findBlock(cursor.selectionStart()), doc.findBlock(cursor.selectionEnd())
+            live = dict(
+                diag,
+                line=start.blockNumber() + 1,
+                column=cursor.selectionStart() - start.position() + 1,
+                end_line=end.blockNumber() + 1,
+                end_column=cursor.selectionEnd() - end.position() + 1,
+            )
+            self._diag_by_line.setdefault(live["line"], []).append(live)
         self.update_extra_selections()
         self.gutter.update()
+
+    def _on_contents_changed(self) -> None:
+        if self._anchors:
+            self._reindex()
+
+    def live_diagnostics(self) -> list[dict]:
+        """The diagnostics still shown, at their current line and column (edits move them)."""
+        return [d for line in sorted(self._diag_by_line) for d in self._diag_by_line[line]]
 
     def diagnostics_at_line(self, line: int) -> list[dict]:
         return list(self._diag_by_line.get(line, []))
@@ -227,35 +281,17 @@ class CodeEditor(QPlainTextEdit):
 
     def _diagnostic_selections(self) -> list[QTextEdit.ExtraSelection]:
         selections = []
-        doc = self.document()
-        for diag in self.diagnostics:
-            line = int(diag["line"])
-            block = doc.findBlockByNumber(line - 1)
-            if not block.isValid():
-                continue
-            start = block.position() + max(0, min(int(diag.get("column") or 1) - 1, block.length() - 1))
-            end_line = int(diag.get("end_line") or line)
-            end_block = doc.findBlockByNumber(end_line - 1)
-            if not end_block.isValid():
-                end_block = block
-            end_col = diag.get("end_column")
-            if end_col is None:
-                end = block.position() + block.length() - 1
-            else:
-                end = end_block.position() + max(0, min(int(end_col) - 1, end_block.length() - 1))
-            if end <= start:  # an empty span still needs one underlined character
-                end = min(start + 1, block.position() + max(1, block.length() - 1))
-                start = min(start, end - 1)
+        for diag, anchor in self._anchors:
+            if not anchor.hasSelection():
+                continue  # its text was deleted (an edit, an undo): nothing left to underline
+            line = self.document().findBlock(anchor.selectionStart()).blockNumber() + 1
             selection = QTextEdit.ExtraSelection()
             fmt = QTextCharFormat()
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
             fmt.setUnderlineColor(QColor(SEVERITY_COLORS.get(diag.get("severity"), "#61afef")))
             fmt.setToolTip(self.diagnostic_tooltip(line))
             selection.format = fmt
-            cursor = QTextCursor(doc)
-            cursor.setPosition(start)
-            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-            selection.cursor = cursor
+            selection.cursor = QTextCursor(anchor)
             selections.append(selection)
         return selections
 

@@ -285,12 +285,24 @@ class EditorTabs(QWidget):
 
     # ---------------------------------------------------------------- diagnostics
     def set_diagnostics(self, project_root: Path, diagnostics: list[dict]) -> None:
-        """Show diagnostics (file paths relative to `project_root`) in the open editors."""
+        """Show diagnostics (file paths relative to `project_root`) in the open editors.
+
+        The same message at the same place from several backends (one crate built for several
+        targets) is one squiggle whose backend names them all."""
         by_file: dict[str, list[dict]] = {}
+        seen: dict[tuple, dict] = {}
         for diag in diagnostics:
             file = diag.get("file")
             if not file:
                 continue
+            where = tuple(diag.get(k) for k in ("severity", "message", "file", "line", "column"))
+            if where in seen:
+                first = seen[where]
+                names = first.get("backend", "").split(", ")
+                if diag.get("backend") and diag["backend"] not in names:
+                    first["backend"] = ", ".join([*filter(None, names), diag["backend"]])
+                continue
+            diag = seen[where] = dict(diag)
             full = Path(file) if Path(file).is_absolute() else project_root / file
             by_file.setdefault(_key(full), []).append(diag)
         self.diagnostics = by_file
