@@ -209,3 +209,19 @@ def test_a_worker_stuck_in_a_launch_ends_with_its_killed_parent(saxpy_variant, s
         os.kill(worker, signal.SIGKILL)
         pytest.fail("the worker outlived its killed parent")
     assert _memfd_holders(f"memfd:{shm.NAME_PREFIX}{proc.pid}-") == []
+
+
+def test_a_run_that_cannot_fit_says_so_before_allocating(run_service, example_copy, monkeypatch):
+    from workbench.run import buffers
+    from workbench.run.service import RunError
+
+    root = example_copy("saxpy")
+    plan = buffers.memory_plan(run_service_kernel(root), {"n": 1 << 20, "a": 2.5}, available=10 << 20)
+    # x and y (4 MiB each); y written: inputs + working copy + reference + timing copy.
+    assert (plan.buffers, plan.written, plan.need) == (8 << 20, 4 << 20, 20 << 20)
+    assert "needs about 20 MiB of host memory" in plan.problem and "10 MiB is available" in plan.problem
+    monkeypatch.setattr(buffers, "_available_memory", lambda: 10 << 20)
+    misses = run_service.inputs.misses
+    with pytest.raises(RunError, match="kernel 'saxpy': the run needs about 20 MiB"):
+        run_service.run(root, backends=["cpu"], sizes={"n": 1 << 20})
+    assert run_service.inputs.misses == misses  # nothing was made
