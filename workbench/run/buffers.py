@@ -23,7 +23,7 @@ import numpy as np
 
 from workbench.manifest import Kernel, format_bytes
 from workbench.run import shm
-from workbench.run.inputs import InputCache, poison_value
+from workbench.run.inputs import InputCache, copy_parallel, poison_value
 from workbench.run.spec import dtype_of
 
 
@@ -73,7 +73,7 @@ class BackendBuffers:
                         _uint(segment.dtype)
                     )[0]
                 else:
-                    np.copyto(segment.array, source.reshape(-1))
+                    copy_parallel(segment.array, source.reshape(-1))
                     if restore:
                         originals.append((name, self._input_segment(name)))
                 self.working[name] = segment

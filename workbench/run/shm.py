@@ -70,8 +70,10 @@ def map_fd(fd: int, dtype: Any, length: int, writable: bool = True) -> np.ndarra
     size = os.fstat(fd).st_size
     if size < nbytes:
         raise ValueError(f"shared segment holds {size} bytes, {length} × {dtype} needs {nbytes}")
-    access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
-    mapped = mmap.mmap(fd, max(nbytes, 1), access=access)
+    prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+    # MAP_POPULATE: the pages the other side wrote are mapped in one call, not fault by fault.
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+    mapped = mmap.mmap(fd, max(nbytes, 1), flags=flags, prot=prot)
     return np.frombuffer(mapped, dtype, count=int(length))
 
 
