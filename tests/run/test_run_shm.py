@@ -225,3 +225,30 @@ def test_a_run_that_cannot_fit_says_so_before_allocating(run_service, example_co
     with pytest.raises(RunError, match="kernel 'saxpy': the run needs about 20 MiB"):
         run_service.run(root, backends=["cpu"], sizes={"n": 1 << 20})
     assert run_service.inputs.misses == misses  # nothing was made
+
+
+def test_an_input_mapped_read_only_faults_on_a_write_instead_of_changing():
+    """A worker maps `in` buffers read-only: native code that writes one (a kernel writing its
+    input) dies with SIGSEGV, reported like any crash, and every backend's inputs stay intact."""
+    segment = shm.SharedArray(1024, np.float32, label="ro-test")
+    segment.array[:] = 1.0
+    channel, child = shm.FdChannel.pair()
+    code = (
+        "import ctypes, socket, sys\n"
+        "from workbench.run import shm\n"
+        "(fd,) = shm.FdChannel(socket.socket(fileno=int(sys.argv[1]))).receive()\n"
+        "a = shm.map_fd(fd, 'float32', 1024, writable=False)\n"
+        "print(a.flags.writeable, float(a[5]), flush=True)\n"
+        "ctypes.memset(a.ctypes.data, 0, 16)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(child.fileno())],
+        pass_fds=(child.fileno(),), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+    )  # fmt: skip
+    child.close()
+    channel.send([segment.fd])
+    out, _ = proc.communicate(timeout=60)
+    channel.close()
+    assert out.split() == ["False", "1.0"]
+    assert proc.returncode == -signal.SIGSEGV
+    assert np.all(segment.array == 1.0)

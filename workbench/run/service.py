@@ -388,7 +388,8 @@ class RunService:
             names = output_names(ctx.kernel)
             ctx.emit({"kind": "phase", "backend": backend, "phase": "download"})
             reply, received = worker.request(
-                {"op": "download", "names": names, "into_shared": buffers.shared}, timeout_s=SETUP_TIMEOUT_S
+                {"op": "download", "names": names, "into_shared": buffers.shared, "timing_follows": timed},
+                timeout_s=SETUP_TIMEOUT_S,
             )
             outputs = buffers.outputs(names, reply, received)
             ctx.emit({"kind": "phase", "backend": backend, "phase": "verify"})

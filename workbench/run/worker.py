@@ -121,6 +121,8 @@ class WorkerState:
                 and all(n in self.uploaded and self.uploaded[n].flags.writeable for n in names)
             ):
                 self.download_shared(names)
+                if header.get("timing_follows"):
+                    self._detach()  # the copy counts as the download's, not the timing's
                 return {"shared": names}, None
             return {}, self.need_prepared().download(names)
         if op == "close":
