@@ -38,10 +38,11 @@ TIMED_PHASES = ("launch", "timing")
 
 def child(example: str, n: int, backends: list[str]) -> None:
     """One run at size n; prints one JSON line: phase seconds, wall, buffer bytes."""
+    import workbench
     from workbench.project import Project
     from workbench.run.service import RunService
 
-    project = Project.open(REPO / "resources" / "examples" / example)
+    project = Project.open(Path(workbench.__file__).resolve().parents[1] / "resources" / "examples" / example)
     kernel = project.manifest.kernel(None)
     symbols = kernel.symbols({"n": n}, None)
     lengths = kernel.lengths(symbols)
@@ -105,11 +106,13 @@ def _tree_pss(pid: int) -> int:
     return total
 
 
-def measure(example: str, n: int, backends: list[str]) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+def measure(example: str, n: int, backends: list[str], tree: Path = REPO) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(tree))
     cmd = [
         sys.executable,
         __file__,
+        "--tree",
+        str(tree),
         "--child",
         str(n),
         "--example",
@@ -166,6 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-host", action="store_true", help="sizes to 2^28, GPU backends")
     parser.add_argument("--repeat", type=int, default=1, help="runs per size (the fastest counts)")
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--tree",
+        default=str(REPO),
+        help="the workbench checkout to measure (another one, e.g. main's, for a before/after)",
+    )
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     default_backends = "cpu,nvptx,cuda-c,wgsl" if args.gpu_host else "cpu"
@@ -176,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     max_exp = args.max_exp or (28 if args.gpu_host else 26)
     rows = []
     for exp in range(args.min_exp, max_exp + 1, 2):
-        runs = [measure(args.example, 1 << exp, backends) for _ in range(max(1, args.repeat))]
+        runs = [
+            measure(args.example, 1 << exp, backends, Path(args.tree)) for _ in range(max(1, args.repeat))
+        ]
         rows.append(min(runs, key=lambda r: r["wall_s"]))
     per_element_ns = slope([(r["n"], r["host_s"]) for r in rows]) * 1e9
     # Memory per element (the slope over the sizes: fixed costs such as thread stacks drop out)
@@ -204,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "run_scaling",
         "example": args.example,
         "backends": backends,
+        "tree": str(Path(args.tree).resolve()),
         "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
         "rows": rows,
         "host_ns_per_element": per_element_ns,
