@@ -252,3 +252,9 @@ def test_an_input_mapped_read_only_faults_on_a_write_instead_of_changing():
     assert out.split() == ["False", "1.0"]
     assert proc.returncode == -signal.SIGSEGV
     assert np.all(segment.array == 1.0)
+
+
+def test_an_empty_buffer_has_a_segment_too():
+    segment = shm.SharedArray(0, np.float64, label="empty")
+    assert segment.array.size == 0
+    assert shm.map_fd(segment.fd, np.float64, 0).size == 0

@@ -38,7 +38,7 @@ class SharedArray:
         self.nbytes = self.length * self.dtype.itemsize
         self.fd = os.memfd_create(f"{NAME_PREFIX}{os.getpid()}-{label}", os.MFD_CLOEXEC)
         try:
-            os.ftruncate(self.fd, self.nbytes)
+            os.ftruncate(self.fd, max(self.nbytes, 1))
             # A zero-length mmap is refused: map one page and view none of it.
             self._map = mmap.mmap(self.fd, max(self.nbytes, 1))
         except BaseException:
