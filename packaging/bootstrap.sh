@@ -22,6 +22,8 @@ APT_PACKAGES=(rustc-web cargo-web rust-web-src mesa-vulkan-drivers glslang-tools
 # Qt's xcb platform plugin (a real window on X11) needs these since Qt 6.5.
 APT_PACKAGES+=(libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
   libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0)
+# The remote-host tests (tests/remote) start a real sshd on 127.0.0.1; `ssh` is the transport.
+APT_PACKAGES+=(openssh-server openssh-client)
 
 python=${PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then

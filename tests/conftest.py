@@ -30,6 +30,10 @@ if "XDG_RUNTIME_DIR" not in os.environ or not os.path.isdir(os.environ["XDG_RUNT
     os.chmod(_xdg, 0o700)
     os.environ["XDG_RUNTIME_DIR"] = _xdg
 
+# GPU hosts (`workbench hosts`): tests never read or write the user's real hosts file.
+if not os.environ.get("WB_HOSTS_FILE"):
+    os.environ["WB_HOSTS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="wb-hosts-"), "hosts.json")
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "resources" / "examples"
 SHARED_SPIRV = REPO.parent / "shared" / "data" / "rust-gpu-spirv"

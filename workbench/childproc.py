@@ -165,14 +165,22 @@ def stream(
     check: Callable[[], None] = lambda: None,
     on_line: Callable[[str, str], None] | None = None,
     grace_s: float = GRACE_S,
+    stdin: str | Path | None = None,
 ) -> Completed:
     """Run `cmd`, calling `on_line(stream_name, line)` for each stdout/stderr line as it arrives.
+
+    `stdin` names a file whose contents become the child's standard input (e.g. a tar archive
+    sent over ssh); without it the child reads /dev/null.
 
     `check()` is called every 50 ms and whenever a line arrives; whatever it raises (a cancel, a
     deadline) stops the whole tree and propagates. A leader that exits while a straggler of its
     tree keeps the pipes open gets the straggler stopped; stragglers are stopped at the end too."""
     check()
-    proc = spawn(cmd, cwd=cwd, env=env)
+    if stdin is not None:
+        with open(stdin, "rb") as source:  # the child holds its own copy of the descriptor
+            proc = spawn(cmd, cwd=cwd, env=env, stdin=source.fileno())
+    else:
+        proc = spawn(cmd, cwd=cwd, env=env)
     lines: queue.Queue = queue.Queue()
     for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         pump_lines(pipe, lambda line, _n=name: lines.put((_n, line)), name=f"wb-{name}-{proc.pid}")
@@ -207,7 +215,12 @@ def stream(
 
 
 def capture(
-    cmd: list[str], *, timeout_s: float, env: dict[str, str] | None = None, cwd: str | Path | None = None
+    cmd: list[str],
+    *,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    stdin: str | Path | None = None,
 ) -> Completed:
     """Run `cmd` to completion and return its output; raises `TimeoutError` (after stopping the
     whole tree) when it runs past `timeout_s`, OSError when it cannot start."""
@@ -217,7 +230,7 @@ def capture(
         if time.monotonic() > deadline:
             raise TimeoutError(f"{cmd[0]} did not finish within {timeout_s:g} s")
 
-    return stream(cmd, cwd=cwd, env=env, check=check, grace_s=0.5)
+    return stream(cmd, cwd=cwd, env=env, check=check, grace_s=0.5, stdin=stdin)
 
 
 def children_of(pid: int | None = None) -> list[psutil.Process]:

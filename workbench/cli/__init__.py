@@ -24,6 +24,7 @@ COMMANDS = {
     "gui": "gui",
     "sessions": "sessions",
     "ceilings": "ceilings",
+    "hosts": "hosts",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -10,19 +10,29 @@ def register(subparsers) -> None:
         "doctor",
         help="list toolchains and devices, with install hints for what is missing",
         description="Report every codegen toolchain (found or missing, version, path, how to install) "
-        "and every device grouped by runtime (cpu, cuda, wgpu).",
+        "and every device grouped by runtime (cpu, cuda, wgpu), then each configured GPU host's "
+        "devices (NAME/cuda:0 …, probed over ssh).",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
 
 def collect() -> dict:
-    """The doctor report as plain data: {"toolchains": [...], "devices": {...}}."""
+    """The doctor report as plain data: {"toolchains": [...], "devices": {...}}, plus
+    "hosts": {name: {"url", "devices"}} when GPU hosts are configured (`workbench hosts`)."""
     from workbench.build import detect_toolchains
+    from workbench.remote.hosts import HostStore
+    from workbench.remote.probe import host_devices
     from workbench.run.devices import list_devices
 
     toolchains = [t.to_dict() for t in detect_toolchains()]
-    return {"toolchains": toolchains, "devices": list_devices()}
+    report = {"toolchains": toolchains, "devices": list_devices()}
+    hosts = HostStore().load()
+    if hosts:
+        report["hosts"] = {
+            name: {"url": host.url, "devices": host_devices(host)} for name, host in sorted(hosts.items())
+        }
+    return report
 
 
 def run(args) -> int:
@@ -45,4 +55,13 @@ def run(args) -> int:
         for device in group.get("devices", []):
             extra = device.get("backend_api") or device.get("adapter_type") or ""
             print(f"  {runtime:<6} {device.get('spec', ''):<9} {device.get('name', '')}  {extra}")
+    for name, entry in report.get("hosts", {}).items():
+        print(f"\nHost {name} ({entry['url']})")
+        for runtime, group in entry["devices"].items():
+            if not group.get("available"):
+                print(f"  {runtime:<6} unavailable: {group.get('reason', '')}")
+                continue
+            for device in group.get("devices", []):
+                extra = device.get("backend_api") or device.get("adapter_type") or ""
+                print(f"  {runtime:<6} {device.get('spec', ''):<12} {device.get('name', '')}  {extra}")
     return 0

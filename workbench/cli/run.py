@@ -37,8 +37,9 @@ def register(subparsers) -> None:
         action="append",
         default=[],
         metavar="SPEC",
-        help="device to run on: cpu, cuda:0, wgpu:0, wgpu:<part of the adapter name>; repeat or "
-        "separate with commas (default: one per runtime)",
+        help="device to run on: cpu, cuda:0, wgpu:0, wgpu:<part of the adapter name>, or one of a "
+        "GPU host's as NAME/cuda:0, NAME/wgpu:0, NAME/cpu (`workbench hosts`); repeat or separate "
+        "with commas (default: one per runtime, here)",
     )
     parser.add_argument(
         "--size",

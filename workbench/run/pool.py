@@ -4,6 +4,10 @@ One `WorkerProcess` per runtime runs `python -m workbench.run.worker RUNTIME` th
 `workbench.childproc` (its own process group, so a kill reaches anything it started), talks to it over its stdin/stdout with the frames
 of `protocol.py`, and keeps the tail of its stderr for error messages. A request that outlives its
 deadline kills the whole group; a worker that dies is reported with its signal's name.
+
+A launcher (`workbench.remote.launcher.RemoteLauncher`) may supply the command instead: then the
+worker runs on a GPU host over ssh, its errors name the host (`place`) and the launcher's
+`explain(stderr_lines)` turns ssh's failures into advice.
 """
 
 from __future__ import annotations
@@ -99,12 +103,20 @@ class WorkerProcess:
         command: list[str] | None = None,
         env: dict[str, str] | None = None,
         on_stderr=None,
+        launcher=None,
         shared_memory: bool | None = None,
     ):
         self.runtime = runtime
-        # Shared memory only with a local worker (a remote one gets arrays in frames).
-        self.want_shared = shm.available() and (command is None if shared_memory is None else shared_memory)
+        self.launcher = launcher
+        # Shared memory only with a local worker: one on another host (a launcher, or a command
+        # of the caller's) gets its arrays in frames.
+        local = command is None and launcher is None
+        self.want_shared = shm.available() and (local if shared_memory is None else shared_memory)
+        if command is None and launcher is not None:
+            command = launcher.command(runtime)
         self.command = command or python_command("workbench.run.worker", runtime)
+        place = getattr(launcher, "place", None)
+        self.label = f"the {runtime} worker" + (f" on {place}" if place else "")
         self._channel: shm.FdChannel | None = None
         self.env = env
         self.on_stderr = on_stderr  # fn(runtime, line), called from a reader thread
@@ -269,7 +281,7 @@ class WorkerProcess:
                 self._cleanup()
                 raise WorkerTimeout(
                     f"timed out after {timeout_s:g} s during {what} (endless loop or hung device?); "
-                    f"the {self.runtime} worker was killed"
+                    f"{self.label} was killed"
                 ) from None
             except (ProtocolError, OSError) as exc:
                 raise self._died(what, exc) from None
@@ -293,10 +305,17 @@ class WorkerProcess:
             self._stderr_thread.join(timeout=1.0)
         tail = [line for line in self.stderr_tail(8) if line.strip()]
         self._cleanup()
-        if returncode is not None:
-            message = f"the {self.runtime} worker died with {signal_name(returncode)} during {what}"
+        explained = self.launcher.explain(tail) if self.launcher is not None else None
+        if explained:
+            return WorkerCrashed(f"{self.label} failed during {what}: {explained}")
+        if self.launcher is not None:
+            returncode = self.launcher.status(returncode, tail)  # the remote worker's own status
+        if returncode == 255 and self.launcher is not None:  # ssh's own status: the connection
+            message = f"{self.label} lost its connection during {what} (ssh exit code 255)"
+        elif returncode is not None:
+            message = f"{self.label} died with {signal_name(returncode)} during {what}"
         else:
-            message = f"lost the {self.runtime} worker during {what}: {exc}"
+            message = f"lost {self.label} during {what}: {exc}"
         if tail:
             message += "; its last output: " + " | ".join(tail[-4:])
         return WorkerCrashed(message)
@@ -309,9 +328,10 @@ class _Deadline(Exception):
 class WorkerPool:
     """At most one worker per runtime, started lazily and restarted after a crash."""
 
-    def __init__(self, on_stderr=None, command_for=None, shared_memory: bool | None = None):
+    def __init__(self, on_stderr=None, command_for=None, launcher=None, shared_memory: bool | None = None):
         self.on_stderr = on_stderr
-        self.command_for = command_for  # fn(runtime) -> argv, e.g. to run workers over ssh
+        self.command_for = command_for  # fn(runtime) -> argv
+        self.launcher = launcher  # starts workers elsewhere (a GPU host over ssh) when given
         # None: shared memory with local workers where the platform has it, frames otherwise.
         self.shared_memory = shared_memory
         self._workers: dict[str, WorkerProcess] = {}
@@ -323,7 +343,11 @@ class WorkerPool:
             if worker is None:
                 command = self.command_for(runtime) if self.command_for else None
                 worker = WorkerProcess(
-                    runtime, command=command, on_stderr=self.on_stderr, shared_memory=self.shared_memory
+                    runtime,
+                    command=command,
+                    on_stderr=self.on_stderr,
+                    launcher=self.launcher,
+                    shared_memory=self.shared_memory,
                 )
                 self._workers[runtime] = worker
         worker.start()

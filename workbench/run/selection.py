@@ -23,6 +23,7 @@ class DeviceChoice:
     device: dict[str, Any] = field(default_factory=dict)
     available: bool = True
     reason: str = ""
+    host: str | None = None  # a configured GPU host (workbench.remote) the device is on
 
 
 def result_device(device: dict[str, Any]) -> dict[str, Any]:

@@ -10,13 +10,17 @@ endless loop ends that backend's result as "error" and the others go on. Every b
 same inputs (`inputs.py`); the build stage is `build_stage.py`; outputs are compared with the
 reference backend's under the reference policy (`reference.py`, `verify.py`) and launches timed
 with the timing protocol (`timing.py`); each result carries its provenance (`workbench.provenance`).
+
+Devices written `HOST/cpu`, `HOST/wgpu:0` are on a configured GPU host (`workbench.remote`):
+the build stays here, the artifact folder goes to the host's cache once per build key, and the
+host's workers (one pool per host, started over ssh) run the kernel; the reference may run here.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -139,6 +143,9 @@ class RunService:
         self._build_service: Any = None
         self._devices: dict[str, dict[str, Any]] = {}
         self._devices_lock = threading.Lock()
+        self._on_stderr = on_stderr
+        self._remote_pools: dict[str, WorkerPool] = {}  # host name → its workers (over ssh)
+        self._hosts: dict[str, Any] = {}  # host name → workbench.remote.hosts.Host
 
     # ------------------------------------------------------------------ public
 
@@ -157,6 +164,9 @@ class RunService:
         self.cancel()
         with self._run_lock:
             self.pool.close()
+            pools, self._remote_pools = list(self._remote_pools.values()), {}
+            for pool in pools:
+                pool.close()
 
     def devices(self, runtime: str, refresh: bool = False) -> dict[str, Any]:
         """{"available", "reason", "devices"} of one runtime, as its worker sees it (cached).
@@ -175,13 +185,64 @@ class RunService:
                 self._devices[runtime] = info
             return self._devices[runtime]
 
+    # ------------------------------------------------------------------ GPU hosts (workbench.remote)
+
+    def _host(self, name: str):
+        if name not in self._hosts:
+            from workbench.remote.hosts import HostStore
+
+            self._hosts[name] = HostStore().get(name)
+        return self._hosts[name]
+
+    def host_devices(self, name: str, refresh: bool = False) -> dict[str, dict[str, Any]]:
+        """A configured host's devices by runtime (specs `NAME/cpu` …), probed over ssh (cached)."""
+        from workbench.remote.probe import host_devices
+
+        return host_devices(self._host(name), refresh=refresh)
+
+    def _pool_for(self, host: str | None) -> WorkerPool:
+        if host is None:
+            return self.pool
+        if host not in self._remote_pools:
+            from workbench.remote.launcher import RemoteLauncher
+
+            launcher = RemoteLauncher(self._host(host))
+            self._remote_pools[host] = WorkerPool(on_stderr=self._on_stderr, launcher=launcher)
+        return self._remote_pools[host]
+
+    def _split_device_specs(
+        self, specs: list[str]
+    ) -> tuple[dict[str, list[int]], dict[str, dict[str, list[int]]]]:
+        """--device specs → (local {runtime: [index]}, {host: {runtime: [index]}})."""
+        local = [s for s in specs if "/" not in s]
+        remote: dict[str, list[str]] = {}
+        if len(local) < len(specs):
+            from workbench.remote.hosts import HostError, HostStore, split_spec
+
+            names = HostStore().names()
+            for spec in specs:
+                if "/" in spec:
+                    try:
+                        name, rest = split_spec(spec, names)
+                    except HostError as exc:
+                        raise RunError(str(exc)) from None
+                    remote.setdefault(name, []).append(rest)
+        local_indices = resolve_specs(local, self.all_devices()) if local else {}
+        remote_indices = {name: resolve_specs(s, self.host_devices(name)) for name, s in remote.items()}
+        return local_indices, remote_indices
+
     def all_devices(self) -> dict[str, dict[str, Any]]:
         """Every runtime's devices, in the shape of `workbench.run.devices.list_devices()`."""
         return {runtime: self.devices(runtime) for runtime in RUNTIMES}
 
-    def default_backends(self, project: Project, artifacts_dir: str | Path | None = None) -> list[str]:
+    def default_backends(
+        self,
+        project: Project,
+        artifacts_dir: str | Path | None = None,
+        host_runtimes: frozenset[str] = frozenset(),
+    ) -> list[str]:
         """cpu, plus every backend whose toolchain is installed (or whose artifacts are in
-        `artifacts_dir`) and whose runtime is available here."""
+        `artifacts_dir`) and whose runtime is available here or asked for on a GPU host."""
         if artifacts_dir is not None:
             have = [b for b in BACKENDS if (Path(artifacts_dir) / b / "build.json").is_file()]
         else:
@@ -195,7 +256,8 @@ class RunService:
                 continue
             if backend in REFERENCE_BACKENDS and backend not in kernel_refs:
                 continue  # no reference source to build
-            if backend != "cpu" and not self.devices(runtime_of(backend))["available"]:
+            runtime = runtime_of(backend)
+            if backend != "cpu" and runtime not in host_runtimes and not self.devices(runtime)["available"]:
                 continue
             chosen.append(backend)
         return chosen or ["cpu"]
@@ -252,13 +314,14 @@ class RunService:
             raise RunError(f"kernel {k.name!r}: {plan.problem}")
         if isinstance(backends, str):
             backends = [b for b in backends.split(",") if b.strip()]
+        device_indices, remote_indices = self._split_device_specs(list(devices or []))
         if backends:
             requested = parse_backends(",".join(backends))
         else:
-            requested = self.default_backends(project, artifacts_dir)
+            on_hosts = frozenset(r for idx in remote_indices.values() for r in idx)
+            requested = self.default_backends(project, artifacts_dir, on_hosts)
         if artifacts_dir is not None and not Path(artifacts_dir).is_dir():
             raise RunError(f"artifact folder {artifacts_dir} does not exist")
-        device_indices = resolve_specs(list(devices or []), self.all_devices()) if devices else {}
 
         def emit(event: dict[str, Any]) -> None:
             if on_event is not None:
@@ -277,8 +340,12 @@ class RunService:
         ref_backend = policy.backend
         needed = list(requested) + ([ref_backend] if ref_backend not in requested else [])
         report = RunReport(project=project.name, kernel=k.name, seed=run_seed, sizes=ctx.sizes)
-        # A backend whose runtime cannot run here is not worth building.
-        runnable = [b for b in needed if self.devices(runtime_of(b)).get("available")]
+        # A backend whose runtime cannot run here (nor on a chosen host) is not worth building.
+        runnable = [
+            b for b in needed
+            if any(runtime_of(b) in idx for idx in remote_indices.values())
+            or self.devices(runtime_of(b)).get("available")
+        ]  # fmt: skip
         if artifacts_dir is not None:
             builds = prebuilt(runnable, artifacts_dir)
         else:
@@ -298,7 +365,7 @@ class RunService:
         order = [ref_backend] + [b for b in requested if b != ref_backend]
         for backend in order:
             timed = backend in requested
-            for choice in self._device_choices(backend, device_indices):
+            for choice in self._device_choices(backend, device_indices, remote_indices):
                 if self._cancel.is_set():
                     report.cancelled = True
                     result = self._skipped(ctx, backend, choice, "cancelled", builds.get(backend))
@@ -321,9 +388,23 @@ class RunService:
     def _set_build_service(self, service: Any) -> None:
         self._build_service = service
 
-    def _device_choices(self, backend: str, indices: dict[str, list[int]]) -> list[DeviceChoice]:
+    def _device_choices(
+        self,
+        backend: str,
+        indices: dict[str, list[int]],
+        remote: dict[str, dict[str, list[int]]] | None = None,
+    ) -> list[DeviceChoice]:
+        """The devices asked for (here and on hosts); a runtime asked for nowhere: the default here."""
         runtime = runtime_of(backend)
-        return choose_devices(runtime, self.devices(runtime), indices.get(runtime, []))
+        remote = remote or {}
+        choices: list[DeviceChoice] = []
+        if runtime in indices or not any(runtime in idx for idx in remote.values()):
+            choices = choose_devices(runtime, self.devices(runtime), indices.get(runtime, []))
+        for host, idx in remote.items():
+            if runtime in idx:
+                found = choose_devices(runtime, self.host_devices(host)[runtime], idx[runtime])
+                choices += [replace(c, host=host) for c in found]
+        return choices
 
     # ------------------------------------------------------------------ one backend on one device
 
@@ -366,11 +447,17 @@ class RunService:
         except (ValueError, WorkbenchError) as exc:
             return self._error(ctx, backend, choice, build, str(exc)), None
 
+        if choice.host is not None:
+            try:
+                spec = self._remote_spec(choice.host, backend, build, spec)
+            except WorkbenchError as exc:
+                return self._error(ctx, backend, choice, build, str(exc)), None
+
         worker: WorkerProcess | None = None
         stats = None
         verified, check = None, CheckRecord()
         try:
-            worker = self.pool.get(spec["runtime"])
+            worker = self._pool_for(choice.host).get(spec["runtime"])
             self._active = worker
             self._check_cancel()
             prepared = worker.request(
@@ -444,6 +531,17 @@ class RunService:
             )
         return result, outputs
 
+    def _remote_spec(
+        self, host: str, backend: str, build: StagedBuild, spec: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The launch spec with its artifact path on `host` (the build folder sent there once)."""
+        from workbench.remote.artifacts import stage
+
+        remote_dir = stage(self._host(host), backend, build.folder, build.info)
+        local = Path(spec["artifact"]["path"])
+        relative = local.relative_to(Path(build.folder).resolve())
+        return dict(spec, artifact=dict(spec["artifact"], path=f"{remote_dir}/{relative.as_posix()}"))
+
     def _check_cancel(self) -> None:
         if self._cancel.is_set():
             raise RunCancelled()
@@ -457,7 +555,7 @@ class RunService:
         )  # fmt: skip
 
     def _provenance(self, ctx: _Context, backend, choice: DeviceChoice, build, spec, stats=None) -> dict:
-        return provenance(
+        record = provenance(
             build_info=build.info if build is not None else {},
             source_hash=ctx.source_hash,
             # The launch spec's artifact, less the runtime's hint (`entry_origin`).
@@ -472,6 +570,13 @@ class RunService:
             fresh_inputs=ctx.kernel.fresh_inputs,
             stats=stats,
         )
+        if choice.host:
+            record["host"] = self._host_record(choice.host)
+        return record
+
+    def _host_record(self, name: str) -> dict[str, Any]:
+        host = self._host(name)
+        return {"name": host.name, "url": host.url, "python": host.python}
 
 
 def _no_throughput() -> dict[str, Any]:

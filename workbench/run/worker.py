@@ -86,6 +86,7 @@ class WorkerState:
                 "protocol": PROTOCOL_VERSION,
                 "python": sys.version.split()[0],
                 "shared_memory": self.channel is not None,
+                "workbench": _version(),
             }, None
         if op == "devices":
             available, reason = self.runtime.available()
@@ -334,6 +335,12 @@ def serve(reader: BinaryIO, writer: BinaryIO, runtime_name: str, channel: Any = 
     return 0
 
 
+def _version() -> str:
+    from workbench import __version__
+
+    return __version__
+
+
 def _private_streams() -> tuple[BinaryIO, BinaryIO]:
     """Move the frame streams off descriptors 0 and 1; point 1 at stderr and 0 at /dev/null."""
     frames_in = os.fdopen(os.dup(0), "rb")
@@ -353,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     reader, writer = _private_streams()
     _exit_with_parent()
+    if os.environ.get("WB_WORKER_EXIT_ON_HANGUP"):
+        _exit_on_hangup(reader.fileno())
     return serve(reader, writer, argv[0], _fd_channel())
 
 
@@ -387,6 +396,26 @@ def _fd_channel() -> Any:
         return FdChannel(socket.socket(fileno=int(value)))
     except (OSError, ValueError):
         return None
+
+
+def _exit_on_hangup(fd: int) -> None:
+    """Leave as soon as the request stream's writer is gone, even inside a long kernel launch.
+
+    A worker on a GPU host talks through ssh: when the connection drops (or the caller kills its
+    ssh client on a deadline), sshd closes the pipe but signals nobody; without this the remote
+    worker would spin on in an endless kernel."""
+    import select
+    import threading
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # POLLHUP and POLLERR are always reported
+        while True:
+            for _, events in poller.poll():
+                if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                    os._exit(3)
+
+    threading.Thread(target=watch, name="wb-hangup-watch", daemon=True).start()
 
 
 if __name__ == "__main__":

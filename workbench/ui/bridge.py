@@ -170,6 +170,12 @@ class ServiceBridge(QObject):
             except Exception as exc:  # a broken probe must reach the user as text
                 info = {"error": f"could not list devices: {exc}"}
             self._post("devices", info)
+            if "error" not in info:  # then the GPU hosts' devices, probed over ssh (slower)
+                from workbench.remote.hosts import HostStore
+                from workbench.remote.probe import all_hosts_devices
+
+                if HostStore().names():
+                    self._post("devices", dict(info, hosts=all_hosts_devices(refresh=refresh)))
 
         self._device_thread = threading.Thread(target=work, name="wb-list-devices", daemon=True)
         self._device_thread.start()
@@ -391,7 +397,10 @@ class ServiceBridge(QObject):
         self.statusMessage.emit(f"run: {backend} {event['phase']}" if backend else f"run: {event['phase']}")
 
     def expected_reference(self) -> str:
-        """The backend the manifest names as the reference ('' when unknown)."""
+        """The reference backend: the user's choice (`loop.reference`), else the one the manifest
+        names ('' when unknown)."""
+        if self.loop.reference:
+            return self.loop.reference
         try:
             return self.project.manifest.kernel(self.loop.kernel).check.reference if self.project else ""
         except (WorkbenchError, LookupError, ValueError):

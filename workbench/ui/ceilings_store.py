@@ -60,7 +60,12 @@ class CeilingsStore(QObject):
         self._start(devices, refresh=True)
 
     def _start(self, devices: list[dict[str, Any]], refresh: bool) -> None:
-        devices = [d for d in devices if d.get("runtime") and device_key(d) not in self._pending]
+        # A GPU host's devices (workbench.remote) cannot be measured by this machine's workers.
+        devices = [
+            d
+            for d in devices
+            if d.get("runtime") and not d.get("host") and device_key(d) not in self._pending
+        ]
         if not devices or self._closed:
             return
         self._pending.update(device_key(d) for d in devices)

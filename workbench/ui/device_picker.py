@@ -243,7 +243,7 @@ class DevicePicker(QWidget):
         unavailable = [
             RUNTIME_TITLES.get(r, r)
             for r, e in info.items()
-            if isinstance(e, dict) and not e.get("available")
+            if isinstance(e, dict) and not e.get("available") and r != "hosts"
         ]
         self.status.setText(
             f"{count} device{'s' if count != 1 else ''}"
@@ -261,7 +261,7 @@ class DevicePicker(QWidget):
         bold = QFont(self.font())
         bold.setBold(True)
         count = 0
-        for runtime in ("cpu", "cuda", "wgpu", *sorted(set(info) - {"cpu", "cuda", "wgpu"})):
+        for runtime in ("cpu", "cuda", "wgpu", *sorted(set(info) - {"cpu", "cuda", "wgpu", "hosts"})):
             entry = info.get(runtime)
             if entry is None:
                 continue
@@ -294,6 +294,7 @@ class DevicePicker(QWidget):
                 checked = item.data(0, SPEC_ROLE) in chosen if chosen else position == 0
                 item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
                 count += 1
+        count += self._fill_hosts(info.get("hosts") or {}, chosen, bold)  # GPU hosts, after this machine
         return count
 
     def _chosen_specs(self, info: dict[str, Any]) -> set[str]:
@@ -360,7 +361,7 @@ class DevicePicker(QWidget):
     def _show_properties(self, item: QTreeWidgetItem | None, *_: Any) -> None:
         data = item.data(0, DEVICE_ROLE) if item is not None else None
         is_device = item is not None and bool(item.data(0, SPEC_ROLE))
-        self.measure_button.setEnabled(is_device)
+        self.measure_button.setEnabled(is_device and not (data or {}).get("host"))  # not over ssh (yet)
         ceilings = measuring = error = None
         if is_device:
             from workbench.run.ceilings import device_key
@@ -381,3 +382,37 @@ class DevicePicker(QWidget):
         width = self.properties.viewport().width()
         if self.properties.columnWidth(0) > width * 0.55:
             self.properties.setColumnWidth(0, max(90, int(width * 0.55)))
+
+    def _fill_hosts(self, hosts: dict[str, Any], chosen: set[str], bold: QFont) -> int:
+        """One group per GPU host (`workbench hosts`), its devices as `NAME/cpu`, `NAME/wgpu:0` …;
+        unchecked unless chosen before (a remote run is the user's choice)."""
+        count = 0
+        for name, devices in hosts.items():
+            group = QTreeWidgetItem([f"Host {name}", ""])
+            group.setFont(0, bold)
+            group.setData(0, DEVICE_ROLE, {"host": name})
+            self.tree.addTopLevelItem(group)
+            reasons = []
+            for runtime in ("cpu", "cuda", "wgpu"):
+                entry = devices.get(runtime) or {}
+                if not entry.get("available"):
+                    reasons.append(entry.get("reason") or f"{runtime} unavailable")
+                    continue
+                for device in entry.get("devices") or []:
+                    item = self._device_item(device)
+                    group.addChild(item)
+                    checked = item.data(0, SPEC_ROLE) in chosen
+                    item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+                    count += 1
+            if not group.childCount():
+                reason = reasons[0] if reasons else "no devices"
+                group.setText(1, "unreachable")
+                group.setToolTip(0, reason)
+                group.setForeground(0, MUTED)
+                note = QTreeWidgetItem([reason, ""])
+                note.setToolTip(0, reason)
+                note.setForeground(0, MUTED)
+                note.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                group.addChild(note)
+                note.setFirstColumnSpanned(True)
+        return count
