@@ -88,7 +88,11 @@ def test_shared_and_framed_workers_compute_the_same_outputs(run_service, example
     root = example_copy("saxpy")
     shared = run_service.run(root, backends=["cpu", "wgsl"], sizes=N, cache_dir=shared_cache_dir)
     assert run_service.pool.get("cpu").shared and run_service.pool.get("wgpu").shared
-    framed_service = RunService(timing=FAST_TIMING, pool=WorkerPool(shared_memory=False))
+    # Workers started by a command of the caller's (as over ssh) get their arrays in frames.
+    from workbench.frozen import python_command
+
+    pool = WorkerPool(command_for=lambda runtime: python_command("workbench.run.worker", runtime))
+    framed_service = RunService(timing=FAST_TIMING, pool=pool)
     try:
         framed = framed_service.run(root, backends=["cpu", "wgsl"], sizes=N, cache_dir=shared_cache_dir)
         assert not framed_service.pool.get("cpu").shared
