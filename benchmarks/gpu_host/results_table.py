@@ -43,7 +43,7 @@ def ceilings(data: dict[str, Any]) -> tuple[float | None, float | None, str]:
         return (
             measured.get("copy_gbps"),
             measured.get("fma_gflops_f32"),
-            "measured ceiling (`workbench ceilings`)",
+            "measured ceiling (`workbench ceilings`, of the result's own device)",
         )
     device = data.get("device") or {}
     return (
@@ -64,7 +64,10 @@ def table(data: dict[str, Any]) -> str:
         tp = r.get("throughput") or {}
         compute = r["kernel"] in COMPUTE_BOUND
         rate = tp.get("gflops") if compute else tp.get("gbps")
-        ceiling = gflops_ceiling if compute else gbps_ceiling
+        own = (data.get("ceilings_by_device") or {}).get(r.get("device_spec") or "") or {}
+        ceiling = (own.get("fma_gflops_f32") if compute else own.get("copy_gbps")) or (
+            gflops_ceiling if compute else gbps_ceiling
+        )
         rate_text = "–" if rate is None else f"{rate:,.0f} {'GFLOP/s' if compute else 'GB/s'}"
         share = "–" if not (rate and ceiling) else f"{100 * rate / ceiling:.0f} %"
         timing = r.get("timing") or {}

@@ -45,7 +45,8 @@ def find_device(hint: dict[str, Any] | None) -> tuple[Any, Any] | None:
         return None
     try:
         if hint.get("pci_bus_id"):
-            return nvml, nvml.nvmlDeviceGetHandleByPciBusId(hint["pci_bus_id"])
+            # nvidia-ml-py passes the id to C as c_char_p: bytes, not str (a str raises TypeError).
+            return nvml, nvml.nvmlDeviceGetHandleByPciBusId(str(hint["pci_bus_id"]).encode())
         matches = []
         for index in range(nvml.nvmlDeviceGetCount()):
             handle = nvml.nvmlDeviceGetHandleByIndex(index)

@@ -246,7 +246,10 @@ class WorkerState:
                     flush()  # not timed either, and waited for
                 return prepared.launch(count)
 
-            policy = replace(options, l2="cold" if cold else "warm")
+            # A batch would run the kernel on its own output between restores: one launch a sample.
+            policy = replace(
+                options, l2="cold" if cold else "warm", max_batch=1 if restore else options.max_batch
+            )
             return measure(launch, resolution, prepared.timer_method, policy, on_launch=on_launch)
 
         hint = getattr(prepared, "nvml_device", lambda: {})()
@@ -271,7 +274,12 @@ class WorkerState:
             conditions["l2_cold"] = {
                 k: getattr(cold_stats, k) for k in ("median_s", "iqr_s", "min_s", "max_s", "n", "batch")
             }
-        if device is not None and options.energy_batch_s > 0 and stats.median_s > 0:
+        if restore and device is not None and options.energy_batch_s > 0:
+            # Back-to-back launches of an in-place kernel run on their own output (other work).
+            conditions["energy_batch"] = {
+                "note": "not measured: fresh_inputs kernels run one launch at a time"
+            }
+        elif device is not None and options.energy_batch_s > 0 and stats.median_s > 0:
             conditions.update(
                 self._energy(prepared, device, stats.median_s, options.energy_batch_s, on_launch)
             )

@@ -202,7 +202,9 @@ class CudaPrepared(Prepared):
     def nvml_device(self) -> dict[str, Any]:
         """How NVML finds this device (by PCI bus id: NVML and CUDA may number devices apart)."""
         try:
-            return {"pci_bus_id": self._context.get_device().pci_bus_id()}
+            # Context.get_device() reads the *current* context's device: make ours current first.
+            with self._current():
+                return {"pci_bus_id": self._context.get_device().pci_bus_id()}
         except Exception:
             return {}
 
