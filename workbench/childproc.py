@@ -41,8 +41,10 @@ def spawn(
     cwd: str | Path | None = None,
     env: dict[str, str] | None = None,
     stdin: int | None = subprocess.DEVNULL,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen:
-    """Start `cmd` in a new session (its own process group) with stdout and stderr piped.
+    """Start `cmd` in a new session (its own process group) with stdout and stderr piped;
+    `pass_fds` stay open in the child (a worker's shared-memory channel).
 
     Raises FileNotFoundError / PermissionError when the program cannot be started."""
     return subprocess.Popen(
@@ -53,6 +55,7 @@ def spawn(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
 
 

@@ -222,3 +222,77 @@ def test_a_check_against_tiny_or_constant_reference_values_is_weak():
     # A failed check is a failure, not a weak pass.
     passed, check = check_outputs(zeros, constant, 1e-6, 1e-6, None)
     assert not passed and check.weak == ""
+
+
+# ---------------------------------------------------------------- issue 15: chunked and parallel
+
+
+def test_random_inputs_depend_on_seed_and_chunking_not_on_threads(monkeypatch):
+    from workbench.manifest import BufferArg, Init
+    from workbench.run import inputs as inputs_mod
+
+    monkeypatch.setattr(inputs_mod, "CHUNK", 1000)
+    arg = BufferArg("x", "f32", "n", "in", Init("random", low=-2.0, high=3.0))
+    ints = BufferArg("k", "i32", "n", "in", Init("random", low=-5, high=5))
+    made = {}
+    for threads in (1, 3):
+        monkeypatch.setattr(inputs_mod, "THREADS", threads)
+        made[threads] = (
+            inputs_mod.make_buffer(arg, 10_500, 1, "."),
+            inputs_mod.make_buffer(ints, 10_500, 1, "."),
+        )
+    np.testing.assert_array_equal(made[1][0], made[3][0])
+    np.testing.assert_array_equal(made[1][1], made[3][1])
+    x, k = made[1]
+    assert x.dtype == np.float32 and x.min() >= -2.0 and x.max() <= 3.0 and x.std() > 1.0
+    assert k.dtype == np.int32 and set(np.unique(k)) == set(range(-5, 6))
+    # Every chunk has its own stream: no chunk repeats another.
+    assert not np.array_equal(x[:1000], x[1000:2000])
+    assert not np.array_equal(inputs_mod.make_buffer(arg, 10_500, 2, "."), x)
+
+
+def test_linspace_and_npy_inputs_in_chunks(monkeypatch, tmp_path):
+    from workbench.manifest import BufferArg, Init
+    from workbench.run import inputs as inputs_mod
+
+    monkeypatch.setattr(inputs_mod, "CHUNK", 7)
+    lin = inputs_mod.make_buffer(
+        BufferArg("l", "f64", "n", "in", Init("linspace", start=-1, stop=4)), 50, 0, "."
+    )
+    np.testing.assert_allclose(lin, np.linspace(-1, 4, 50), rtol=0, atol=1e-12)
+    assert lin[-1] == 4.0
+    np.save(tmp_path / "d.npy", np.arange(50, dtype=np.int64))
+    data = inputs_mod.make_buffer(
+        BufferArg("d", "f32", "n", "in", Init("npy", path="d.npy")), 50, 0, tmp_path
+    )
+    np.testing.assert_array_equal(data, np.arange(50, dtype=np.float32))
+
+
+def test_chunked_compare_finds_the_first_bad_element_across_chunks(monkeypatch):
+    from workbench.run import verify as verify_mod
+
+    monkeypatch.setattr(verify_mod, "CHUNK", 100)
+    ref = np.linspace(1, 2, 1050).astype(np.float32)
+    got = ref.copy()
+    got[730] += 1.0
+    got[250] = np.nan
+    got[1049] *= 1.5
+    result = verify_mod.compare(got, ref, rtol=1e-6, atol=0.0)
+    assert result["bad"] == 3 and not result["passed"]
+    assert result["first_bad_index"] == 250 and result["first_bad"]["got"] == "nan"
+    assert result["nan_count"] == 1
+    assert result["max_abs_err"] == pytest.approx(1.0)
+    monkeypatch.setattr(verify_mod, "CHUNK", 1 << 20)
+    assert verify_mod.compare(got, ref, rtol=1e-6, atol=0.0) == result  # chunking changes nothing
+
+
+def test_reference_health_counts_in_chunks(monkeypatch):
+    from workbench.run import verify as verify_mod
+    from workbench.run.inputs import poison_value
+
+    monkeypatch.setattr(verify_mod, "CHUNK", 64)
+    out = np.ones(1000, np.float32)
+    out[[3, 500]] = np.inf
+    out[999] = np.nan
+    out[100:110] = poison_value(np.float32)[0]
+    assert verify_mod.health(out, check_poison=True) == {"nan_count": 11, "inf_count": 2, "unwritten": 10}

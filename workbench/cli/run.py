@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from workbench import expr
+from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.records import RunResult
@@ -202,14 +203,19 @@ def run(args) -> int:
     if args.timeout <= 0:
         raise WorkbenchError(f"--timeout must be positive, got {args.timeout}")
 
+    # A bar with the phases (inputs, upload, launch, verify, timing) once a run takes a while,
+    # on a terminal only: pipes and logs get the plain lines.
+    bar = ProgressLine(sys.stderr)
+
     def progress(event: dict[str, Any]) -> None:
         if args.json:
             return
         kind = event.get("kind")
+        bar.on_event(event)
         if kind == "building":
-            print(f"building {', '.join(event['backends'])} ...", file=sys.stderr)
+            bar.print_line(f"building {', '.join(event['backends'])} ...")
         elif kind == "started":
-            print(f"running {event['backend']} on {event['device'].get('spec', '?')} ...", file=sys.stderr)
+            bar.print_line(f"running {event['backend']} on {event['device'].get('spec', '?')} ...")
 
     snapshot = None
     if not args.no_record:  # the sources as they are built, before an editor can change them
@@ -224,6 +230,7 @@ def run(args) -> int:
             cache_dir=args.cache_dir, reference=args.reference,
         )  # fmt: skip
     finally:
+        bar.close()
         service.close()
     if not args.no_record:
         _record(report, snapshot, args)

@@ -26,7 +26,9 @@ import numpy as np
 from workbench import childproc
 from workbench.errors import WorkbenchError
 from workbench.frozen import python_command
+from workbench.run import shm
 from workbench.run.protocol import Connection, ProtocolError
+from workbench.run.worker import FD_SOCKET_ENV
 
 #: How long a fresh worker may take to import its runtime and answer hello.
 STARTUP_TIMEOUT_S = 120.0
@@ -102,14 +104,20 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         on_stderr=None,
         launcher=None,
+        shared_memory: bool | None = None,
     ):
         self.runtime = runtime
         self.launcher = launcher
+        # Shared memory only with a local worker: one on another host (a launcher, or a command
+        # of the caller's) gets its arrays in frames.
+        local = command is None and launcher is None
+        self.want_shared = shm.available() and (local if shared_memory is None else shared_memory)
         if command is None and launcher is not None:
             command = launcher.command(runtime)
         self.command = command or python_command("workbench.run.worker", runtime)
         place = getattr(launcher, "place", None)
         self.label = f"the {runtime} worker" + (f" on {place}" if place else "")
+        self._channel: shm.FdChannel | None = None
         self.env = env
         self.on_stderr = on_stderr  # fn(runtime, line), called from a reader thread
         self._proc: subprocess.Popen | None = None
@@ -142,8 +150,21 @@ class WorkerProcess:
             env = child_env() if self.env is None else dict(self.env)
             env.setdefault("PYTHONUNBUFFERED", "1")
             self._stderr_tail.clear()
+            child_sock = None
+            if self.want_shared:
+                self._channel, child_sock = shm.FdChannel.pair()
+                env[FD_SOCKET_ENV] = str(child_sock.fileno())
             # Its own process group: a timeout kills all of it.
-            self._proc = childproc.spawn(self.command, env=env, stdin=subprocess.PIPE)
+            try:
+                self._proc = childproc.spawn(
+                    self.command,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    pass_fds=(child_sock.fileno(),) if child_sock is not None else (),
+                )
+            finally:
+                if child_sock is not None:
+                    child_sock.close()  # the child holds its own copy
             self.starts += 1
             self._stderr_thread = childproc.pump_lines(
                 self._proc.stderr, self._on_stderr_line, name=f"wb-worker-{self.runtime}-stderr"
@@ -164,6 +185,11 @@ class WorkerProcess:
         """The threads this worker owns (its stderr pump) while they run."""
         thread = self._stderr_thread
         return [thread] if thread is not None and thread.is_alive() else []
+
+    @property
+    def shared(self) -> bool:
+        """True when this worker maps shared segments (buffers then travel as descriptors)."""
+        return self._channel is not None and bool(self.info.get("shared_memory"))
 
     def stderr_tail(self, lines: int = 20) -> list[str]:
         return list(self._stderr_tail)[-lines:]
@@ -190,6 +216,9 @@ class WorkerProcess:
     def _cleanup(self) -> None:
         proc, self._proc = self._proc, None
         self._connection = None
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
         if proc is None:
             return
         if proc.poll() is None:
@@ -219,9 +248,11 @@ class WorkerProcess:
         timeout_s: float | None = None,
         phase: str | None = None,
         on_progress=None,
+        fds: list[int] | None = None,
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Send one request, wait at most `timeout_s` for its reply (or for each interim progress
-        frame, which restarts the clock and goes to `on_progress`); raise WorkerError on failure."""
+        frame, which restarts the clock and goes to `on_progress`); raise WorkerError on failure.
+        `fds` (shared segments) go over the descriptor channel just before the request."""
         with self._lock:
             if self._connection is None or not self.alive:
                 if header.get("op") != "hello":
@@ -235,6 +266,10 @@ class WorkerProcess:
 
             restart_clock()
             try:
+                if fds is not None:
+                    if self._channel is None:
+                        raise RequestFailed(f"the {self.runtime} worker has no shared-memory channel")
+                    self._channel.send(fds)
                 self._connection.send(header, arrays)
                 reply, out = self._connection.receive()
                 while "progress" in reply:
@@ -293,10 +328,12 @@ class _Deadline(Exception):
 class WorkerPool:
     """At most one worker per runtime, started lazily and restarted after a crash."""
 
-    def __init__(self, on_stderr=None, command_for=None, launcher=None):
+    def __init__(self, on_stderr=None, command_for=None, launcher=None, shared_memory: bool | None = None):
         self.on_stderr = on_stderr
         self.command_for = command_for  # fn(runtime) -> argv
         self.launcher = launcher  # starts workers elsewhere (a GPU host over ssh) when given
+        # None: shared memory with local workers where the platform has it, frames otherwise.
+        self.shared_memory = shared_memory
         self._workers: dict[str, WorkerProcess] = {}
         self._lock = threading.Lock()
 
@@ -306,7 +343,11 @@ class WorkerPool:
             if worker is None:
                 command = self.command_for(runtime) if self.command_for else None
                 worker = WorkerProcess(
-                    runtime, command=command, on_stderr=self.on_stderr, launcher=self.launcher
+                    runtime,
+                    command=command,
+                    on_stderr=self.on_stderr,
+                    launcher=self.launcher,
+                    shared_memory=self.shared_memory,
                 )
                 self._workers[runtime] = worker
         worker.start()

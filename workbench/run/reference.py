@@ -16,7 +16,7 @@ import numpy as np
 
 from workbench.manifest import Kernel
 from workbench.records import NO_CHECK, REFERENCE, UNVERIFIED, CheckRecord, RunResult
-from workbench.run.verify import check_outputs, compare
+from workbench.run.verify import check_outputs, health, weakness
 
 PENDING, READY, FAILED = "pending", "ready", "failed"
 
@@ -33,6 +33,7 @@ class ReferencePolicy:
     state: str = PENDING
     outputs: dict[str, np.ndarray] | None = None
     why: str = ""  # the reference's own error when it failed
+    weak: dict[str, str] | None = None  # per output buffer, judged once (verify.weakness)
 
     @classmethod
     def for_run(cls, kernel: Kernel, choice: str | None) -> ReferencePolicy:
@@ -70,11 +71,10 @@ class ReferencePolicy:
         k = kernel.check
         poisoned = tuple(b.name for b in kernel.buffers if b.direction == "out")
         if backend == self.backend and self.state == PENDING:
-            self.outputs = outputs
+            self.outputs = outputs  # kept once: the arrays themselves (shared segments), no copy
+            self.weak = None
             # The reference's own health: NaNs, infinities, elements it never wrote.
-            own = [
-                compare(out, out, 0.0, 0.0, check_poison=name in poisoned) for name, out in outputs.items()
-            ]
+            own = [health(out, check_poison=name in poisoned) for name, out in outputs.items()]
             return None, CheckRecord(
                 role=REFERENCE, reference=backend, rtol=k.rtol, atol=k.atol, max_ulp=k.max_ulp,
                 is_reference=True,
@@ -84,7 +84,11 @@ class ReferencePolicy:
             )  # fmt: skip
         if self.outputs is None or self.state == FAILED:
             return None, self.unverified_check(kernel)
-        return check_outputs(outputs, self.outputs, k.rtol, k.atol, k.max_ulp, poisoned, self.backend)
+        if self.weak is None:
+            self.weak = {name: weakness(ref, k.atol) for name, ref in self.outputs.items()}
+        return check_outputs(
+            outputs, self.outputs, k.rtol, k.atol, k.max_ulp, poisoned, self.backend, weak=self.weak
+        )
 
     def unverified_check(self, kernel: Kernel) -> CheckRecord:
         """The check of a result that had nothing to be compared with."""

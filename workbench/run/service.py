@@ -34,8 +34,9 @@ from workbench.project import Project
 from workbench.provenance import provenance
 from workbench.records import CheckRecord, RunResult, TimingStats
 from workbench.run import timing as timing_mod
+from workbench.run.buffers import BackendBuffers, memory_plan
 from workbench.run.build_stage import StagedBuild, build_stage, prebuilt
-from workbench.run.inputs import DEFAULT_SEED, make_inputs, output_names, verification_inputs
+from workbench.run.inputs import DEFAULT_SEED, InputCache, output_names
 from workbench.run.pool import RequestFailed, WorkerError, WorkerPool, WorkerProcess
 from workbench.run.reference import ReferencePolicy
 from workbench.run.selection import DeviceChoice, choose_devices, resolve_specs
@@ -133,6 +134,9 @@ class RunService:
     ):
         self.timing = timing or timing_mod.TimingOptions()
         self.pool = pool or WorkerPool(on_stderr=on_stderr)
+        # Inputs made once per (initializer, seed, size, type): shared by every backend of a run
+        # and by the next runs of a sweep or a tuning session in this process.
+        self.inputs = InputCache()
         self._cancel = threading.Event()
         self._run_lock = threading.Lock()
         self._active: WorkerProcess | None = None
@@ -303,6 +307,11 @@ class RunService:
             raise RunError(str(exc)) from None
         # Every length and value at these sizes, located in workbench.toml when wrong.
         k.evaluate(symbols, memory_bytes=host_memory_bytes())
+        # What the whole run holds at once (inputs, a backend's working buffers, the reference's
+        # outputs): refused here, before anything is allocated, when it cannot fit.
+        plan = memory_plan(k, symbols)
+        if plan.problem:
+            raise RunError(f"kernel {k.name!r}: {plan.problem}")
         if isinstance(backends, str):
             backends = [b for b in backends.split(",") if b.strip()]
         device_indices, remote_indices = self._split_device_specs(list(devices or []))
@@ -346,8 +355,9 @@ class RunService:
             )  # fmt: skip
         for backend in needed:
             builds.setdefault(backend, StagedBuild(backend, "skipped", message="its runtime is unavailable"))
+        emit({"kind": "phase", "backend": None, "phase": "inputs"})
         try:
-            ctx.inputs = make_inputs(k, symbols, run_seed, project.root)
+            ctx.inputs = self.inputs.make(k, symbols, run_seed, project.root)
         except ValueError as exc:  # an expression that cannot be evaluated for these sizes
             raise RunError(f"kernel {k.name!r}: {exc}") from None
 
@@ -454,15 +464,22 @@ class RunService:
                 {"op": "prepare", "spec": spec, "device_index": choice.index}, timeout_s=SETUP_TIMEOUT_S
             )[0]
             resolution = float(prepared["timer_resolution_s"])
-            ctx.emit({"kind": "phase", "backend": backend, "phase": "verify"})
-            worker.request(
-                {"op": "upload"}, verification_inputs(ctx.kernel, ctx.inputs), timeout_s=SETUP_TIMEOUT_S
-            )
+            ctx.emit({"kind": "phase", "backend": backend, "phase": "upload"})
+            buffers = BackendBuffers(ctx.kernel, ctx.inputs, self.inputs, shared=worker.shared)
+            header, arrays, fds = buffers.upload_request(restore=ctx.kernel.fresh_inputs)
+            worker.request(header, arrays, timeout_s=SETUP_TIMEOUT_S, fds=fds)
+            ctx.emit({"kind": "phase", "backend": backend, "phase": "launch"})
             worker.request(
                 {"op": "launch", "count": 1}, timeout_s=ctx.timeout_s, phase="the verification launch"
             )
             names = output_names(ctx.kernel)
-            outputs = worker.request({"op": "download", "names": names}, timeout_s=SETUP_TIMEOUT_S)[1]
+            ctx.emit({"kind": "phase", "backend": backend, "phase": "download"})
+            reply, received = worker.request(
+                {"op": "download", "names": names, "into_shared": buffers.shared, "timing_follows": timed},
+                timeout_s=SETUP_TIMEOUT_S,
+            )
+            outputs = buffers.outputs(names, reply, received)
+            ctx.emit({"kind": "phase", "backend": backend, "phase": "verify"})
             verified, check = policy.check(backend, outputs, ctx.kernel)
             if timed:
                 ctx.emit({"kind": "phase", "backend": backend, "phase": "timing"})

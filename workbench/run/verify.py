@@ -13,6 +13,9 @@ elements are below `atol` (an all-zero output then passes too) or the reference 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -59,6 +62,23 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(oa >= ob, oa - ob, ob - oa)
 
 
+#: Elements per verification chunk: small enough for the float64 temporaries of a chunk to stay
+#: in cache-sized pieces (and memory flat), large enough that numpy's per-call cost vanishes.
+CHUNK = 1 << 20
+#: Threads comparing chunks (numpy releases the GIL inside its loops).
+THREADS = max(1, min(8, os.cpu_count() or 1))
+
+
+def map_chunks(fn: Callable[[int, int], Any], size: int) -> list[Any]:
+    """`fn(start, stop)` over CHUNK-sized pieces of [0, size), in order; on threads when large."""
+    bounds = [(a, min(a + CHUNK, size)) for a in range(0, size, CHUNK)] or [(0, 0)]
+    if len(bounds) == 1 or THREADS == 1:
+        return [fn(a, b) for a, b in bounds]
+    # A pool per call (threads start in microseconds): nothing lingers after a check.
+    with ThreadPoolExecutor(min(THREADS, len(bounds)), thread_name_prefix="wb-verify") as pool:
+        return list(pool.map(lambda ab: fn(*ab), bounds))
+
+
 def compare(
     got: np.ndarray,
     ref: np.ndarray,
@@ -67,7 +87,10 @@ def compare(
     max_ulp: int | None = None,
     check_poison: bool = False,
 ) -> dict[str, Any]:
-    """The check of one buffer: error metrics, bad-element count, first bad element, pass/fail."""
+    """The check of one buffer: error metrics, bad-element count, first bad element, pass/fail.
+
+    One pass over chunks (in parallel): every metric and the first bad index come out of the same
+    pass, chunks equal bit for bit take the cheap path, and no full-size temporary is made."""
     got = np.ascontiguousarray(got).reshape(-1)
     ref = np.ascontiguousarray(ref).reshape(-1)
     result: dict[str, Any] = {
@@ -91,35 +114,86 @@ def compare(
             note=f"shape/dtype differ: got {got.size} × {got.dtype}, reference {ref.size} × {ref.dtype}",
         )
         return result
-    unwritten = (
-        poison_mask(got) if check_poison and (got.dtype.kind, got.dtype.itemsize) in POISON_BITS else None
-    )
-    if unwritten is not None:
-        result["unwritten"] = int(unwritten.sum())
+    poison = check_poison and (got.dtype.kind, got.dtype.itemsize) in POISON_BITS
 
-    if _bitwise_equal(got, ref):
-        # The common case, and ~50x cheaper than the metrics below on large buffers.
-        bad, metrics = np.zeros(got.shape, bool), _identical_metrics(got)
-    elif got.dtype.kind == "f":
-        bad, metrics = _compare_floats(got, ref, rtol, atol, max_ulp)
-    else:
-        bad, metrics = _compare_ints(got, ref, rtol, atol)
-    result.update(metrics)
-    if unwritten is not None:
-        bad |= unwritten
-    bad_count = int(bad.sum())
-    result["bad"] = bad_count
-    result["passed"] = bad_count == 0
-    if bad_count:
-        index = int(np.argmax(bad))
+    def chunk(a: int, b: int) -> dict[str, Any]:
+        return _compare_chunk(got[a:b], ref[a:b], rtol, atol, max_ulp, poison, a)
+
+    parts = map_chunks(chunk, got.size)
+    is_float = got.dtype.kind == "f"
+    result["max_abs_err"] = json_number(_max(p["max_abs_err"] for p in parts))
+    result["max_rel_err"] = json_number(_max(p["max_rel_err"] for p in parts))
+    result["max_ulp_err"] = int(max(p["max_ulp_err"] for p in parts)) if is_float else None
+    for key in ("nan_count", "inf_count", "unwritten", "bad"):
+        result[key] = int(sum(p[key] for p in parts))
+    result["passed"] = result["bad"] == 0
+    first = next((p["first"] for p in parts if p["first"] is not None), None)
+    if first is not None:
+        index, is_unwritten = first
         result["first_bad_index"] = index
         result["first_bad"] = {
             "index": index,
             "got": json_number(got[index]),
             "expected": json_number(ref[index]),
-            "unwritten": bool(unwritten[index]) if unwritten is not None else False,
+            "unwritten": is_unwritten,
         }
     return result
+
+
+def health(array: np.ndarray, check_poison: bool = False) -> dict[str, int]:
+    """NaN and infinity counts and elements still poisoned (never written), chunked in parallel:
+    what the reference's own outputs are checked for."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    poison = check_poison and (flat.dtype.kind, flat.dtype.itemsize) in POISON_BITS
+
+    def chunk(a: int, b: int) -> tuple[int, int, int]:
+        part = flat[a:b]
+        unwritten = int(np.count_nonzero(poison_mask(part))) if poison else 0
+        if flat.dtype.kind != "f":
+            return 0, 0, unwritten
+        return int(np.count_nonzero(np.isnan(part))), int(np.count_nonzero(np.isinf(part))), unwritten
+
+    parts = map_chunks(chunk, flat.size)
+    return {
+        "nan_count": sum(p[0] for p in parts),
+        "inf_count": sum(p[1] for p in parts),
+        "unwritten": sum(p[2] for p in parts),
+    }
+
+
+def _max(values) -> float:
+    """The largest of some floats where NaN wins (a NaN error is the worst error)."""
+    out = 0.0
+    for v in values:
+        if v != v:
+            return float("nan")
+        out = max(out, v)
+    return out
+
+
+def _compare_chunk(got, ref, rtol, atol, max_ulp, poison: bool, offset: int) -> dict[str, Any]:
+    unwritten = poison_mask(got) if poison else None
+    if _bitwise_equal(got, ref):
+        # The common case, and ~50x cheaper than the metrics below.
+        bad = None
+        metrics = {"max_abs_err": 0.0, "max_rel_err": 0.0, "max_ulp_err": 0, "nan_count": 0, "inf_count": 0}
+        if got.dtype.kind == "f":
+            metrics["nan_count"] = int(np.count_nonzero(np.isnan(got)))
+            metrics["inf_count"] = int(np.count_nonzero(np.isinf(got)))
+    elif got.dtype.kind == "f":
+        bad, metrics = _compare_floats(got, ref, rtol, atol, max_ulp)
+    else:
+        bad, metrics = _compare_ints(got, ref, rtol, atol)
+    if unwritten is not None:
+        bad = unwritten if bad is None else (bad | unwritten)
+    count = int(np.count_nonzero(bad)) if bad is not None else 0
+    metrics["bad"] = count
+    metrics["unwritten"] = int(np.count_nonzero(unwritten)) if unwritten is not None else 0
+    metrics["first"] = None
+    if count:
+        index = int(np.argmax(bad))
+        metrics["first"] = (offset + index, bool(unwritten[index]) if unwritten is not None else False)
+    return metrics
 
 
 def _bitwise_equal(got: np.ndarray, ref: np.ndarray) -> bool:
@@ -127,19 +201,6 @@ def _bitwise_equal(got: np.ndarray, ref: np.ndarray) -> bool:
     if size not in _UNSIGNED:
         return False
     return bool(np.array_equal(got.view(_UNSIGNED[size]), ref.view(_UNSIGNED[size])))
-
-
-def _identical_metrics(got: np.ndarray) -> dict[str, Any]:
-    """Metrics of a buffer equal bit for bit to its reference (NaNs in the same places count as equal)."""
-    if got.dtype.kind != "f":
-        return {"max_abs_err": 0.0, "max_rel_err": 0.0, "max_ulp_err": None}
-    return {
-        "max_abs_err": 0.0,
-        "max_rel_err": 0.0,
-        "max_ulp_err": 0,
-        "nan_count": int(np.isnan(got).sum()),
-        "inf_count": int(np.isinf(got).sum()),
-    }
 
 
 def _compare_floats(got, ref, rtol, atol, max_ulp):
@@ -161,8 +222,8 @@ def _compare_floats(got, ref, rtol, atol, max_ulp):
         rel = np.where(finite & (scale == 0) & (diff > 0), np.inf, rel)
     finite_ulp = ulp[finite]
     metrics = {
-        "max_abs_err": json_number(float(diff.max())) if diff.size else 0.0,
-        "max_rel_err": json_number(float(rel.max())) if rel.size else 0.0,
+        "max_abs_err": float(diff.max()) if diff.size else 0.0,
+        "max_rel_err": float(rel.max()) if rel.size else 0.0,
         "max_ulp_err": int(finite_ulp.max()) if finite_ulp.size else 0,
         "nan_count": int(g_nan.sum()),
         "inf_count": int(g_inf.sum()),
@@ -182,28 +243,40 @@ def _compare_ints(got, ref, rtol, atol):
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(r != 0, diff / np.abs(np.where(r != 0, r, 1.0)), np.where(diff > 0, np.inf, 0.0))
     metrics = {
-        "max_abs_err": json_number(float(diff.max())) if diff.size else 0.0,
-        "max_rel_err": json_number(float(rel.max())) if rel.size else 0.0,
-        "max_ulp_err": None,
+        "max_abs_err": float(diff.max()) if diff.size else 0.0,
+        "max_rel_err": float(rel.max()) if rel.size else 0.0,
+        "max_ulp_err": 0,
+        "nan_count": 0,
+        "inf_count": 0,
     }
     return ~ok, metrics
 
 
 def weakness(ref: np.ndarray, atol: float) -> str:
     """Why comparing with `ref` proves little ("" when it does not): most reference elements are
-    below `atol`, so a kernel that writes zeros passes, or the reference output is constant."""
+    below `atol`, so a kernel that writes zeros passes, or the reference output is constant.
+    Chunked in parallel like `compare`; `ReferencePolicy` computes it once per reference."""
     flat = np.ascontiguousarray(ref).reshape(-1)
     if flat.size == 0:
         return ""
     if flat.dtype.kind in "fiu" and atol > 0:
-        with np.errstate(invalid="ignore"):
-            small = int(np.count_nonzero(np.abs(flat.astype(np.float64)) < atol))
+
+        def small_in(a: int, b: int) -> int:
+            with np.errstate(invalid="ignore"):
+                return int(np.count_nonzero(np.abs(flat[a:b].astype(np.float64)) < atol))
+
+        small = sum(map_chunks(small_in, flat.size))
         if small > WEAK_FRACTION * flat.size:
             return f"{100.0 * small / flat.size:.0f}% of the reference's elements are below atol {atol:g}"
     if flat.size > 1:
         first = flat[:1]
-        same = flat == first if flat.dtype.kind != "f" or not np.isnan(first[0]) else np.isnan(flat)
-        if bool(np.all(same)):
+        nan_first = flat.dtype.kind == "f" and bool(np.isnan(first[0]))
+
+        def constant_in(a: int, b: int) -> bool:
+            part = flat[a:b]
+            return bool(np.all(np.isnan(part) if nan_first else part == first))
+
+        if all(map_chunks(constant_in, flat.size)):
             return f"the reference output is constant ({json_number(first[0])})"
     return ""
 
@@ -216,12 +289,14 @@ def check_outputs(
     max_ulp: int | None = None,
     poisoned: tuple[str, ...] | list[str] = (),
     reference_name: str = "",
+    weak: dict[str, str] | None = None,
 ) -> tuple[bool, dict[str, Any]]:
     """Compare every output buffer; (passed, the CheckRecord a RunResult carries).
 
     The record has the settings, the worst metrics over all buffers, the first bad element
     (of the first buffer that has one), the per-buffer details under "buffers", and `weak` when
-    every buffer's comparison is weak (see `weakness`).
+    every buffer's comparison is weak (see `weakness`; `weak` gives it per buffer when the
+    caller has it already, so a reference is judged once, not once per backend).
     """
     buffers: dict[str, Any] = {}
     for name, ref in reference.items():
@@ -233,9 +308,9 @@ def check_outputs(
             }
             continue
         buffers[name] = compare(outputs[name], ref, rtol, atol, max_ulp, check_poison=name in poisoned)
-        weak = weakness(ref, atol)
-        if weak:
-            buffers[name]["weak"] = weak
+        why = weak[name] if weak is not None and name in weak else weakness(ref, atol)
+        if why:
+            buffers[name]["weak"] = why
     passed = all(b["passed"] for b in buffers.values())
     summary = CheckRecord(
         role=COMPARED,

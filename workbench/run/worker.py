@@ -22,6 +22,8 @@ import numpy as np
 from workbench.run.protocol import Connection, ProtocolEOF
 
 PROTOCOL_VERSION = 1
+#: The environment variable naming the descriptor of the worker's end of the shm.FdChannel.
+FD_SOCKET_ENV = "WORKBENCH_WORKER_FD_SOCKET"
 #: At most one heartbeat frame per this many seconds while measuring.
 HEARTBEAT_S = 0.1
 #: Ops after whose failure the device state is uncertain: the caller restarts the worker.
@@ -31,11 +33,17 @@ _FATAL_OPS = ("launch", "measure", "download")
 class WorkerState:
     """The runtime of this worker and the kernel it holds prepared (at most one)."""
 
-    def __init__(self, runtime_name: str):
+    def __init__(self, runtime_name: str, channel: Any = None):
         self.runtime_name = runtime_name
+        self.channel = channel  # shm.FdChannel: shared segments arrive here (None: frames only)
         self._runtime: Any = None
         self.prepared: Any = None
         self.uploaded: dict[str, np.ndarray] = {}
+        # Shared uploads: the in/inout originals `measure` restores from, and whether the runtime
+        # computes in the shared buffers themselves (cpu) instead of copying them to a device.
+        self.originals: dict[str, np.ndarray] = {}
+        self.bound = False
+        self.detach = False
 
     @property
     def runtime(self) -> Any:
@@ -47,7 +55,8 @@ class WorkerState:
 
     def close_prepared(self) -> None:
         prepared, self.prepared = self.prepared, None
-        self.uploaded = {}
+        self.uploaded, self.originals = {}, {}
+        self.bound = self.detach = False
         if prepared is not None:
             prepared.close()
 
@@ -76,6 +85,7 @@ class WorkerState:
                 "pid": os.getpid(),
                 "protocol": PROTOCOL_VERSION,
                 "python": sys.version.split()[0],
+                "shared_memory": self.channel is not None,
                 "workbench": _version(),
             }, None
         if op == "devices":
@@ -91,8 +101,11 @@ class WorkerState:
                 "timer_resolution_s": float(self.prepared.timer_resolution_s),
             }, None
         if op == "upload":
+            if "shared" in header:
+                return self.upload_shared(header["shared"]), None
             self.need_prepared().upload(arrays)
             self.uploaded = dict(arrays)  # kept so `measure` can restore in-place buffers
+            self.originals, self.bound, self.detach = {}, False, False
             return {}, None
         if op == "launch":
             count = int(header.get("count", 1))
@@ -102,7 +115,17 @@ class WorkerState:
         if op == "measure":
             return self.measure(header, progress), None
         if op == "download":
-            return {}, self.need_prepared().download(list(header.get("names", [])))
+            names = list(header.get("names", []))
+            if (
+                header.get("into_shared")
+                and self.uploaded
+                and all(n in self.uploaded and self.uploaded[n].flags.writeable for n in names)
+            ):
+                self.download_shared(names)
+                if header.get("timing_follows"):
+                    self._detach()  # the copy counts as the download's, not the timing's
+                return {"shared": names}, None
+            return {}, self.need_prepared().download(names)
         if op == "close":
             self.close_prepared()
             return {}, None
@@ -111,6 +134,73 @@ class WorkerState:
             return {"bye": True}, None
         valid = "hello, devices, prepare, upload, launch, measure, download, close, shutdown"
         raise ValueError(f"unknown op {op!r}; valid ops: {valid}")
+
+    def upload_shared(self, entries: list[dict[str, Any]]) -> dict[str, Any]:
+        """Map the segments that came with this request (in `entries` order) and hand them to the
+        runtime: a device copy from the mapping, or (cpu) the kernel's buffers themselves.
+
+        Entries: {"name", "dtype", "length", "role"}; role "buffer" (writable: out/inout),
+        "input" (read-only: a write from the kernel faults instead of changing the inputs every
+        backend shares) or "original" (an inout buffer's input, restored before timed samples)."""
+        from workbench.run import shm
+        from workbench.run.runtimes import RuntimeFailure
+
+        prepared = self.need_prepared()
+        if self.channel is None:
+            raise RuntimeFailure("this worker has no shared-memory channel; send arrays in frames")
+        fds = self.channel.receive()
+        try:
+            if len(fds) != len(entries):
+                raise RuntimeFailure(f"{len(entries)} shared buffers announced, {len(fds)} received")
+            arrays: dict[str, np.ndarray] = {}
+            originals: dict[str, np.ndarray] = {}
+            for entry, fd in zip(entries, fds, strict=True):
+                role = entry.get("role", "buffer")
+                view = shm.map_fd(fd, entry["dtype"], int(entry["length"]), writable=role == "buffer")
+                (originals if role == "original" else arrays)[str(entry["name"])] = view
+        finally:
+            for fd in fds:
+                os.close(fd)
+        bind = getattr(prepared, "bind", None)
+        if bind is not None:
+            bind(arrays)  # host memory is the device's: the kernel works in the shared buffers
+        else:
+            prepared.upload(arrays)
+        self.uploaded, self.originals = arrays, originals
+        self.bound, self.detach = bind is not None, False
+        return {"bound": self.bound}
+
+    def download_shared(self, names: list[str]) -> None:
+        """Outputs into the shared buffers the caller reads (nothing to do where the kernel ran
+        in them); from then on they are the caller's: a later `measure` works on private copies."""
+        prepared = self.need_prepared()
+        if not self.bound:
+            into = getattr(prepared, "download_into", None)
+            if into is not None:
+                into({n: self.uploaded[n] for n in names})
+            else:
+                for name, array in prepared.download(names).items():
+                    np.copyto(self.uploaded[name], array)
+        else:
+            self.detach = True
+
+    def _detach(self) -> None:
+        """Rebind the written buffers to private copies before timing rewrites them (the caller
+        keeps the verified outputs in the shared ones)."""
+        if self.bound and self.detach:
+            private = {n: (a.copy() if a.flags.writeable else a) for n, a in self.uploaded.items()}
+            self.prepared.bind(private)
+            self.uploaded, self.detach = private, False
+
+    def _restore(self) -> None:
+        """Put the inputs back before a timed sample ([kernel.timing] fresh_inputs)."""
+        if self.bound:
+            for name, original in self.originals.items():
+                np.copyto(self.uploaded[name], original)
+        elif self.originals:
+            self.prepared.upload({**self.uploaded, **self.originals})
+        else:
+            self.prepared.upload(self.uploaded)
 
     def measure(self, header: dict[str, Any], progress) -> dict[str, Any]:
         """The timing protocol run here, launches back to back (no round trip between them);
@@ -144,13 +234,14 @@ class WorkerState:
         # With `restore` ([kernel.timing] fresh_inputs), the last upload goes up again before every
         # sample: a kernel whose work depends on the data it rewrites, timed on its own previous
         # output, may do different work (or none, or endless work). Runtimes take whole uploads.
-        restore = self.uploaded if header.get("restore") else None
+        self._detach()
+        restore = bool(header.get("restore")) and bool(self.uploaded)
         resolution = float(header.get("resolution_s") or prepared.timer_resolution_s)
 
         def timed(cold: bool):
             def launch(count: int) -> float:
                 if restore:
-                    prepared.upload(restore)  # not timed: launch() reads the runtime's own timer
+                    self._restore()  # not timed: launch() reads the runtime's own timer
                 if cold:
                     flush()  # not timed either, and waited for
                 return prepared.launch(count)
@@ -221,12 +312,12 @@ class WorkerState:
         }
 
 
-def serve(reader: BinaryIO, writer: BinaryIO, runtime_name: str) -> int:
+def serve(reader: BinaryIO, writer: BinaryIO, runtime_name: str, channel: Any = None) -> int:
     """Answer requests from `reader` on `writer` until shutdown or the end of the stream."""
     from workbench.run.runtimes import RuntimeFailure
 
     connection = Connection(reader, writer)
-    state = WorkerState(runtime_name)
+    state = WorkerState(runtime_name, channel)
     while True:
         try:
             header, arrays = connection.receive()
@@ -276,9 +367,43 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m workbench.run.worker RUNTIME   (cpu, cuda or wgpu)", file=sys.stderr)
         return 2
     reader, writer = _private_streams()
+    _exit_with_parent()
     if os.environ.get("WB_WORKER_EXIT_ON_HANGUP"):
         _exit_on_hangup(reader.fileno())
-    return serve(reader, writer, argv[0])
+    return serve(reader, writer, argv[0], _fd_channel())
+
+
+def _exit_with_parent(period_s: float = 0.5) -> None:
+    """End this process when the one that started it is gone, even in the middle of a launch
+    (its stdin's end of file is only seen between requests): nothing of a killed run lingers,
+    neither this process nor the shared segments it maps."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(period_s)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=watch, name="wb-worker-parent-watch", daemon=True).start()
+
+
+def _fd_channel() -> Any:
+    """The descriptor channel the caller passed (FD_SOCKET_ENV names it), or None (a remote
+    worker, or a caller without shared memory: arrays then travel in frames)."""
+    value = os.environ.pop(FD_SOCKET_ENV, "")
+    if not value:
+        return None
+    import socket
+
+    from workbench.run.shm import FdChannel
+
+    try:
+        return FdChannel(socket.socket(fileno=int(value)))
+    except (OSError, ValueError):
+        return None
 
 
 def _exit_on_hangup(fd: int) -> None:

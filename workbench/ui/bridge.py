@@ -359,6 +359,7 @@ class ServiceBridge(QObject):
             self.buildFinished.emit(payload)
         elif kind == "job-run-event":
             self.runEvent.emit(payload)
+            self._status_of_run_event(payload)
         elif kind == "job-run":
             # As the window's own Run: failed rows keep their last good result, shown stale.
             shown = self.last_good.merge(payload, {})
@@ -389,10 +390,19 @@ class ServiceBridge(QObject):
             self.buildFinished.emit(event["results"])
         elif kind == "run-event":
             self.runEvent.emit(event["event"])
+            self._status_of_run_event(event["event"])
         elif kind == "cycle-finished":
             self._cycle_finished(event)
         elif kind == "idle":
             self._settle_busy()
+
+    def _status_of_run_event(self, event: dict[str, Any]) -> None:
+        """The run's phase in the status bar (inputs, upload, launch, verify, timing ...): a long
+        run shows where it is."""
+        if event.get("kind") != "phase":
+            return
+        backend = event.get("backend")
+        self.statusMessage.emit(f"run: {backend} {event['phase']}" if backend else f"run: {event['phase']}")
 
     def expected_reference(self) -> str:
         """The reference backend: the user's choice (`loop.reference`), else the one the manifest

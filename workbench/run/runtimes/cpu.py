@@ -58,6 +58,11 @@ class CpuPrepared(Prepared):
         # Copies: the kernel writes in place, the caller's arrays stay untouched.
         self._arrays = {name: array.copy() for name, array in check_arrays(self.spec, arrays).items()}
 
+    def bind(self, arrays: dict[str, np.ndarray]) -> None:
+        """Run in the caller's arrays themselves (shared memory mapped by the worker): no copy.
+        Read-only arrays (inputs) fault when the kernel writes them."""
+        self._arrays = dict(check_arrays(self.spec, arrays))
+
     def _call_args(self) -> list[Any]:
         values: list[Any] = []
         for arg in self.spec["args"]:

@@ -224,6 +224,18 @@ class CudaPrepared(Prepared):
                 out[name] = array
         return out
 
+    def download_into(self, arrays: dict[str, np.ndarray]) -> None:
+        """Copy the named buffers back into the given host arrays (shared memory): one DMA each."""
+        with self._current():
+            for name, array in arrays.items():
+                if name not in self._lengths:
+                    raise RuntimeFailure(f"no buffer named {name!r}; buffers: {', '.join(self._lengths)}")
+                try:
+                    if array.size:
+                        self._cuda.memcpy_dtoh(array, self._allocations[name])
+                except Exception as exc:
+                    raise _cuda_error(f"copying {name!r} back failed", exc, fatal=True) from None
+
     def _free(self) -> None:
         if self._flush is not None:
             self._allocations["__flush__"] = self._flush

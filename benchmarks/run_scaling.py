@@ -1,0 +1,238 @@
+"""Host side of a run against its size: wall time per phase, host overhead per element, peak memory.
+
+    python benchmarks/run_scaling.py [--backends cpu] [--min-exp 20] [--max-exp 26] [--gpu-host]
+                                     [--example saxpy] [--repeat 1] [--out FILE.json]
+
+Each size runs in a fresh child process (`RunService.run`, as `workbench run` does, without the
+interpreter's start-up), whose events time the phases: inputs, upload, the verification launch,
+download, verify, timing (the timing protocol's launches), and the rest (build check, close).
+Host overhead = wall − the timed windows (timing phase and verification launch); its slope
+against n (least squares over the sizes) is the per-element cost the goal bounds. Peak memory is
+the proportional set size (PSS, shared pages counted once) of the child and its workers, sampled
+every 10 ms, less the child's own PSS before the run, compared with the kernel's buffer bytes
+plus the reference outputs.
+
+Goals (issue 15), on the 2-core VM: host overhead ≤ 15 ns per element; peak memory ≤ 1.5 ×
+buffers + reference outputs. `--gpu-host` extends the sizes to 2^28 (and defaults the backends
+to cpu,nvptx,cuda-c,wgsl). Prints a table; writes JSON to --out (default: a temporary file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GOAL_NS_PER_ELEMENT = 15.0
+GOAL_MEMORY_FACTOR = 1.5
+TIMED_PHASES = ("launch", "timing")
+
+
+def child(example: str, n: int, backends: list[str]) -> None:
+    """One run at size n; prints one JSON line: phase seconds, wall, buffer bytes."""
+    import workbench
+    from workbench.project import Project
+    from workbench.run.service import RunService
+
+    project = Project.open(Path(workbench.__file__).resolve().parents[1] / "resources" / "examples" / example)
+    kernel = project.manifest.kernel(None)
+    symbols = kernel.symbols({"n": n}, None)
+    lengths = kernel.lengths(symbols)
+    from workbench.run.spec import dtype_of
+
+    sizes = {b.name: lengths[b.name] * dtype_of(b.type).itemsize for b in kernel.buffers}
+    service = RunService()
+    for runtime in {"cpu"} | ({"wgpu"} if any(b in ("wgsl", "rust-gpu") for b in backends) else set()):
+        service.devices(runtime)  # workers up before the clock starts (a tuning loop has them)
+    phases: dict[str, float] = {}
+    mark = [time.perf_counter(), "setup"]
+
+    def on_event(event: dict) -> None:
+        kind = event.get("kind")
+        now = time.perf_counter()
+        if kind == "phase":
+            name = event["phase"]
+        elif kind in ("finished", "done"):
+            name = "setup"
+        else:
+            return
+        phases[mark[1]] = phases.get(mark[1], 0.0) + now - mark[0]
+        mark[:] = [now, name]
+
+    print(json.dumps({"ready": True}), flush=True)
+    sys.stdin.readline()  # the parent has its memory baseline
+    started = time.perf_counter()
+    report = service.run(project, backends=backends, sizes={"n": n}, on_event=on_event)
+    service.close()
+    wall = time.perf_counter() - started
+    phases[mark[1]] = phases.get(mark[1], 0.0) + time.perf_counter() - mark[0]
+    print(
+        json.dumps(
+            {
+                "n": n,
+                "wall_s": wall,
+                "phases_s": phases,
+                "buffer_bytes": sum(sizes.values()),
+                "reference_bytes": sum(sizes[b.name] for b in kernel.buffers if b.is_output),
+                "statuses": {r.backend: [r.status, r.verified] for r in report.results},
+            }
+        ),
+        flush=True,
+    )
+
+
+def _tree_pss(pid: int) -> int:
+    import psutil
+
+    total = 0
+    try:
+        root = psutil.Process(pid)
+        for proc in [root, *root.children(recursive=True)]:
+            try:
+                info = proc.memory_full_info()
+                total += getattr(info, "pss", info.rss)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+    except psutil.NoSuchProcess:
+        pass
+    return total
+
+
+def measure(example: str, n: int, backends: list[str], tree: Path = REPO) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    cmd = [
+        sys.executable,
+        __file__,
+        "--tree",
+        str(tree),
+        "--child",
+        str(n),
+        "--example",
+        example,
+        "--backends",
+        ",".join(backends),
+    ]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    assert json.loads(proc.stdout.readline()).get("ready")
+    baseline = _tree_pss(proc.pid)
+    peak = [baseline]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_pss(proc.pid))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    done.set()
+    sampler.join()
+    proc.wait(timeout=60)
+    if not line:
+        raise SystemExit(f"the run at n={n} failed (exit {proc.returncode})")
+    result = json.loads(line)
+    timed = sum(result["phases_s"].get(p, 0.0) for p in TIMED_PHASES)
+    result["timed_s"] = timed
+    result["host_s"] = result["wall_s"] - timed
+    result["peak_bytes"] = peak[0] - baseline
+    budget = GOAL_MEMORY_FACTOR * result["buffer_bytes"] + result["reference_bytes"]
+    result["memory_budget_bytes"] = budget
+    result["memory_ratio"] = result["peak_bytes"] / budget
+    return result
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of y against x."""
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--example", default="saxpy")
+    parser.add_argument("--backends", default=None)
+    parser.add_argument("--min-exp", type=int, default=20)
+    parser.add_argument("--max-exp", type=int, default=None)
+    parser.add_argument("--gpu-host", action="store_true", help="sizes to 2^28, GPU backends")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per size (the fastest counts)")
+    parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--tree",
+        default=str(REPO),
+        help="the workbench checkout to measure (another one, e.g. main's, for a before/after)",
+    )
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    default_backends = "cpu,nvptx,cuda-c,wgsl" if args.gpu_host else "cpu"
+    backends = [b for b in (args.backends or default_backends).split(",") if b]
+    if args.child is not None:
+        child(args.example, args.child, backends)
+        return 0
+    max_exp = args.max_exp or (28 if args.gpu_host else 26)
+    rows = []
+    for exp in range(args.min_exp, max_exp + 1, 2):
+        runs = [
+            measure(args.example, 1 << exp, backends, Path(args.tree)) for _ in range(max(1, args.repeat))
+        ]
+        rows.append(min(runs, key=lambda r: r["wall_s"]))
+    per_element_ns = slope([(r["n"], r["host_s"]) for r in rows]) * 1e9
+    # Memory per element (the slope over the sizes: fixed costs such as thread stacks drop out)
+    # against the budget per element; and the ratio at the largest size, fixed costs included.
+    memory_slope = slope([(r["n"], r["peak_bytes"]) for r in rows])
+    budget_slope = slope([(r["n"], r["memory_budget_bytes"]) for r in rows])
+    worst_memory = rows[-1]["memory_ratio"]
+    phase_names = sorted({p for r in rows for p in r["phases_s"]})
+    header = f"{'n':>10} {'wall s':>7} {'timed s':>7} {'host s':>7} " + " ".join(
+        f"{p:>8}" for p in phase_names
+    )
+    print(header + f" {'peak MiB':>9} {'budget MiB':>10}")
+    for r in rows:
+        cells = " ".join(f"{r['phases_s'].get(p, 0.0):8.3f}" for p in phase_names)
+        print(
+            f"{r['n']:>10} {r['wall_s']:7.3f} {r['timed_s']:7.3f} {r['host_s']:7.3f} {cells} "
+            f"{r['peak_bytes'] / 2**20:9.0f} {r['memory_budget_bytes'] / 2**20:10.0f}"
+        )
+    print(
+        f"host overhead {per_element_ns:.2f} ns/element (goal ≤ {GOAL_NS_PER_ELEMENT:g}); "
+        f"peak memory {memory_slope:.2f} B/element against a budget of {budget_slope:.2f} "
+        f"(1.5 × buffers + reference); at n={rows[-1]['n']}: {worst_memory:.3f} × the budget"
+    )
+    result = {
+        "benchmark": "run_scaling",
+        "example": args.example,
+        "backends": backends,
+        "tree": str(Path(args.tree).resolve()),
+        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "rows": rows,
+        "host_ns_per_element": per_element_ns,
+        "memory_bytes_per_element": memory_slope,
+        "memory_budget_bytes_per_element": budget_slope,
+        "memory_ratio_at_largest": worst_memory,
+        "goals": {"host_ns_per_element": GOAL_NS_PER_ELEMENT, "memory_ratio": 1.0},
+        "met": {
+            "host_ns_per_element": per_element_ns <= GOAL_NS_PER_ELEMENT,
+            "memory_per_element": memory_slope <= budget_slope,
+            "memory_at_largest": worst_memory <= 1.0,
+        },
+    }
+    out = Path(args.out) if args.out else Path(tempfile.gettempdir()) / "run_scaling.json"
+    out.write_text(json.dumps(result, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

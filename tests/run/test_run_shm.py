@@ -1,0 +1,264 @@
+"""Shared memory between the run service and its workers (issue 15): buffers cross as memfd
+descriptors, outputs come back in the same segments, and nothing outlives a killed run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.run import shm
+from workbench.run.pool import WorkerPool
+from workbench.run.service import RunService
+
+from .conftest import FAST_TIMING, REPO
+
+N = {"n": 65536}
+
+
+def _memfd_holders(tag: str) -> list[int]:
+    """Pids of processes that map or hold open a memfd whose name contains `tag`."""
+    holders = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if tag in (entry / "maps").read_text():
+                holders.append(int(entry.name))
+                continue
+            for fd in (entry / "fd").iterdir():
+                if tag in os.readlink(fd):
+                    holders.append(int(entry.name))
+                    break
+        except OSError:  # gone, or not ours to read
+            continue
+    return holders
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie waiting for its reaper has released everything)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_a_segment_crosses_to_another_process_by_descriptor():
+    segment = shm.SharedArray(1000, np.float32, label="test")
+    segment.array[:] = np.arange(1000, dtype=np.float32)
+    channel, child = shm.FdChannel.pair()
+    code = (
+        "import socket, sys, numpy as np\n"
+        "from workbench.run import shm\n"
+        "ch = shm.FdChannel(socket.socket(fileno=int(sys.argv[1])))\n"
+        "(fd,) = ch.receive()\n"
+        "a = shm.map_fd(fd, 'float32', 1000)\n"
+        "a *= 2\n"
+        "print(float(a.sum()))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(child.fileno())],
+        pass_fds=(child.fileno(),), stdout=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    child.close()
+    channel.send([segment.fd])
+    out, _ = proc.communicate(timeout=60)
+    channel.close()
+    assert proc.returncode == 0
+    # The child wrote into the caller's memory: no bytes were sent back.
+    assert float(out) == pytest.approx(2 * 999 * 1000 / 2)
+    np.testing.assert_array_equal(segment.array, 2 * np.arange(1000, dtype=np.float32))
+
+
+def test_a_short_segment_is_refused():
+    segment = shm.SharedArray(10, np.float32)
+    with pytest.raises(ValueError, match="holds 40 bytes"):
+        shm.map_fd(segment.fd, np.float32, 11)
+
+
+def test_shared_and_framed_workers_compute_the_same_outputs(run_service, example_copy, shared_cache_dir):
+    """The local worker maps the buffers; a worker without shared memory (as a remote one)
+    gets them in frames; both produce y = a*x + y from the same cached inputs."""
+    root = example_copy("saxpy")
+    shared = run_service.run(root, backends=["cpu", "wgsl"], sizes=N, cache_dir=shared_cache_dir)
+    assert run_service.pool.get("cpu").shared and run_service.pool.get("wgpu").shared
+    # Workers started by a command of the caller's (as over ssh) get their arrays in frames.
+    from workbench.frozen import python_command
+
+    pool = WorkerPool(command_for=lambda runtime: python_command("workbench.run.worker", runtime))
+    framed_service = RunService(timing=FAST_TIMING, pool=pool)
+    try:
+        framed = framed_service.run(root, backends=["cpu", "wgsl"], sizes=N, cache_dir=shared_cache_dir)
+        assert not framed_service.pool.get("cpu").shared
+    finally:
+        framed_service.close()
+    assert shared.ok and framed.ok
+    kernel = run_service_kernel(root)
+    inputs = run_service.inputs.make(kernel, kernel.symbols(N, None), 0, root)  # the run's seed
+    expected = np.float32(2.5) * inputs["x"] + inputs["y"]
+    for report in (shared, framed):
+        for backend in ("cpu", "wgsl"):
+            np.testing.assert_allclose(report.outputs[backend]["y"], expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(shared.outputs["cpu"]["y"], framed.outputs["cpu"]["y"])
+    # The reference's outputs are the shared segment the worker wrote, kept without a copy.
+    y = shared.outputs["cpu"]["y"]
+    assert not y.flags.writeable and not y.flags.owndata
+    assert [r.verified for r in shared.results] == [None, True]
+
+
+def run_service_kernel(root: Path):
+    from workbench.project import Project
+
+    return Project.open(root).manifest.kernel(None)
+
+
+def test_inputs_are_made_once_per_seed_and_size(run_service, example_copy, shared_cache_dir):
+    root = example_copy("saxpy")
+    kernel = run_service_kernel(root)
+    cache = run_service.inputs
+    symbols = kernel.symbols({"n": 4096}, None)
+    first = cache.make(kernel, symbols, 7, root)
+    hits = cache.hits
+    again = cache.make(kernel, symbols, 7, root)
+    assert cache.hits == hits + 2 and again["x"] is first["x"]
+    other = cache.make(kernel, symbols, 8, root)
+    assert not np.array_equal(other["x"], first["x"])
+    assert not first["x"].flags.writeable  # every backend reads the same inputs
+
+
+def _killable_run_script(root: Path, cache_dir: Path) -> list[str]:
+    code = (
+        "import sys\n"
+        "from workbench.run.service import RunService\n"
+        "from workbench.run.timing import TimingOptions\n"
+        "svc = RunService(timing=TimingOptions(min_n=3, min_time_s=0.01, warmup_max_n=2, max_time_s=1))\n"
+        "while True:\n"
+        f"    r = svc.run({str(root)!r}, backends=['cpu'], sizes={{'n': 1 << 20}}, cache_dir={str(cache_dir)!r})\n"
+        "    print('ran', svc.pool.get('cpu').pid, r.results[0].status, flush=True)\n"
+    )
+    return [sys.executable, "-c", code]
+
+
+def test_no_segment_outlives_killed_processes(example_copy, shared_cache_dir):
+    """kill -9 the worker in a loop of runs, then kill -9 the process running them: no process
+    maps or holds a segment afterwards, and /dev/shm gained nothing (memfds have no name there)."""
+    root = example_copy("saxpy")
+    dev_shm = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        _killable_run_script(root, shared_cache_dir),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO, env=env,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline().split()
+        assert line[:1] == ["ran"] and line[2] == "ok", line
+        worker = int(line[1])
+        tag = f"memfd:{shm.NAME_PREFIX}{proc.pid}-"
+        assert proc.pid in _memfd_holders(tag)  # the cached inputs live in segments
+        os.kill(worker, signal.SIGKILL)
+        statuses = []
+        for _ in range(3):  # the run in flight fails or a fresh worker serves the next one
+            line = proc.stdout.readline().split()
+            statuses.append(line[2])
+        assert statuses[-1] == "ok" and int(line[1]) != worker
+        new_worker = int(line[1])
+    finally:
+        proc.kill()  # SIGKILL: no cleanup code of ours runs
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _memfd_holders(tag):
+        time.sleep(0.2)
+    assert _memfd_holders(tag) == []
+    while time.monotonic() < deadline and _alive(new_worker):
+        time.sleep(0.1)
+    assert not _alive(new_worker)  # the worker ended with its parent
+    if os.path.isdir("/dev/shm"):
+        assert set(os.listdir("/dev/shm")) <= dev_shm
+
+
+def test_a_worker_stuck_in_a_launch_ends_with_its_killed_parent(saxpy_variant, shared_cache_dir):
+    root = saxpy_variant("hang", on_call=2)  # the verification launch passes, timing hangs
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    code = (
+        "import sys, threading\n"
+        "from workbench.run.service import RunService\n"
+        "svc = RunService()\n"
+        "def report(e):\n"
+        "    if e['kind'] == 'phase' and e['phase'] == 'timing':\n"
+        "        print('timing', svc.pool.get('cpu').pid, flush=True)\n"
+        f"svc.run({str(root)!r}, backends=['cpu'], sizes={{'n': 4096}}, cache_dir={str(shared_cache_dir)!r},"
+        " timeout_s=600, on_event=report)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        cwd=REPO, env=env,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline().split()
+        assert line[:1] == ["timing"], line
+        worker = int(line[1])
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(worker):
+        time.sleep(0.1)
+    if _alive(worker):
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker outlived its killed parent")
+    assert _memfd_holders(f"memfd:{shm.NAME_PREFIX}{proc.pid}-") == []
+
+
+def test_a_run_that_cannot_fit_says_so_before_allocating(run_service, example_copy, monkeypatch):
+    from workbench.run import buffers
+    from workbench.run.service import RunError
+
+    root = example_copy("saxpy")
+    plan = buffers.memory_plan(run_service_kernel(root), {"n": 1 << 20, "a": 2.5}, available=10 << 20)
+    # x and y (4 MiB each); y written: inputs + working copy + reference + timing copy.
+    assert (plan.buffers, plan.written, plan.need) == (8 << 20, 4 << 20, 20 << 20)
+    assert "needs about 20 MiB of host memory" in plan.problem and "10 MiB is available" in plan.problem
+    monkeypatch.setattr(buffers, "_available_memory", lambda: 10 << 20)
+    misses = run_service.inputs.misses
+    with pytest.raises(RunError, match="kernel 'saxpy': the run needs about 20 MiB"):
+        run_service.run(root, backends=["cpu"], sizes={"n": 1 << 20})
+    assert run_service.inputs.misses == misses  # nothing was made
+
+
+def test_an_input_mapped_read_only_faults_on_a_write_instead_of_changing():
+    """A worker maps `in` buffers read-only: native code that writes one (a kernel writing its
+    input) dies with SIGSEGV, reported like any crash, and every backend's inputs stay intact."""
+    segment = shm.SharedArray(1024, np.float32, label="ro-test")
+    segment.array[:] = 1.0
+    channel, child = shm.FdChannel.pair()
+    code = (
+        "import ctypes, socket, sys\n"
+        "from workbench.run import shm\n"
+        "(fd,) = shm.FdChannel(socket.socket(fileno=int(sys.argv[1]))).receive()\n"
+        "a = shm.map_fd(fd, 'float32', 1024, writable=False)\n"
+        "print(a.flags.writeable, float(a[5]), flush=True)\n"
+        "ctypes.memset(a.ctypes.data, 0, 16)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(child.fileno())],
+        pass_fds=(child.fileno(),), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+    )  # fmt: skip
+    child.close()
+    channel.send([segment.fd])
+    out, _ = proc.communicate(timeout=60)
+    channel.close()
+    assert out.split() == ["False", "1.0"]
+    assert proc.returncode == -signal.SIGSEGV
+    assert np.all(segment.array == 1.0)
+
+
+def test_an_empty_buffer_has_a_segment_too():
+    segment = shm.SharedArray(0, np.float64, label="empty")
+    assert segment.array.size == 0
+    assert shm.map_fd(segment.fd, np.float64, 0).size == 0

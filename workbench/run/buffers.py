@@ -1,0 +1,151 @@
+"""One backend's buffers for its verification launch, and what a whole run holds in memory.
+
+With a local worker (`WorkerProcess.shared`), the buffers live in shared memory (`shm.py`):
+`in` buffers are the cached input segments themselves (the worker maps them read-only), `out`
+buffers are fresh segments filled with poison and `inout` buffers fresh copies of their inputs;
+the upload request carries only their descriptions and descriptors, and the outputs come back in
+the same segments (the caller then owns them: the reference's become the reference, kept once).
+A remote worker gets the same arrays in frames instead.
+
+Memory contract of a run (`memory_plan`): the inputs once (B, every buffer's bytes), one
+backend's written buffers (W, the out/inout bytes), the reference outputs kept (W) and, on the
+cpu runtime, a private copy of the written buffers while timing (W, so timing never overwrites
+the verified outputs). For saxpy (one in, one inout) that is 1.5 B plus the reference outputs.
+Each non-reference backend's outputs are kept in the report too (W each).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from workbench.manifest import Kernel, format_bytes
+from workbench.run import shm
+from workbench.run.inputs import InputCache, copy_parallel, poison_value
+from workbench.run.spec import dtype_of
+
+
+class BackendBuffers:
+    """The buffers of one backend's verification launch."""
+
+    def __init__(self, kernel: Kernel, inputs: dict[str, np.ndarray], cache: InputCache | None, shared: bool):
+        self.kernel = kernel
+        self.inputs = inputs
+        self.cache = cache
+        self.shared = bool(shared) and shm.available()
+        self.working: dict[str, shm.SharedArray] = {}
+        self._segments: dict[str, shm.SharedArray] = {}  # inputs as segments (cached or copied)
+
+    def _input_segment(self, name: str) -> shm.SharedArray:
+        array = self.inputs[name]
+        segment = self.cache.segment_of(array) if self.cache is not None else None
+        if segment is None:
+            segment = self._segments.get(name)
+        if segment is None:  # inputs made outside shared memory: one copy in
+            segment = shm.SharedArray(array.size, array.dtype, label=f"input-{name}")
+            np.copyto(segment.array, array.reshape(-1))
+            self._segments[name] = segment
+        return segment
+
+    def upload_request(
+        self, restore: bool = False
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray] | None, list[int] | None]:
+        """(header, arrays in the frame, descriptors) of the upload: fresh copies of in/inout
+        buffers and poison for out buffers. `restore`: the worker also maps the inout inputs to
+        restore them before timed samples ([kernel.timing] fresh_inputs)."""
+        if not self.shared:
+            return {"op": "upload"}, self._private_arrays(), None
+        entries: list[dict[str, Any]] = []
+        fds: list[int] = []
+        originals: list[tuple[str, shm.SharedArray]] = []
+        for arg in self.kernel.buffers:
+            name = arg.name
+            if arg.direction == "in":
+                segment, role = self._input_segment(name), "input"
+            else:
+                source = self.inputs[name]
+                segment = shm.SharedArray(source.size, dtype_of(arg.type), label=f"{arg.direction}-{name}")
+                if arg.direction == "out":
+                    poison = poison_value(segment.dtype)
+                    segment.array.view(poison.view(_uint(segment.dtype)).dtype)[...] = poison.view(
+                        _uint(segment.dtype)
+                    )[0]
+                else:
+                    copy_parallel(segment.array, source.reshape(-1))
+                    if restore:
+                        originals.append((name, self._input_segment(name)))
+                self.working[name] = segment
+                role = "buffer"
+            entries.append(dict(segment.describe(name), role=role))
+            fds.append(segment.fd)
+        for name, segment in originals:
+            entries.append(dict(segment.describe(name), role="original"))
+            fds.append(segment.fd)
+        return {"op": "upload", "shared": entries}, None, fds
+
+    def _private_arrays(self) -> dict[str, np.ndarray]:
+        from workbench.run.inputs import verification_inputs
+
+        return verification_inputs(self.kernel, self.inputs)
+
+    def outputs(
+        self, names: list[str], reply: dict[str, Any], received: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """The downloaded outputs: the shared segments the worker wrote (now read-only, owned
+        by the caller), or the arrays that came in the reply's frame."""
+        if self.shared and reply.get("shared") == names:
+            out = {}
+            for name in names:
+                array = self.working[name].array
+                array.flags.writeable = False
+                out[name] = array
+                self.working[name].close()  # the mapping stays while `array` lives
+            return out
+        return received
+
+
+def _uint(dtype: np.dtype) -> type:
+    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dtype).itemsize]
+
+
+@dataclass
+class MemoryPlan:
+    """What one run holds at once on the host, in bytes, and whether it fits."""
+
+    buffers: int  # B: every buffer once (the inputs)
+    written: int  # W: the out/inout buffers (one backend's outputs; the reference's kept)
+    need: int  # B + 3 W: inputs, working buffers, reference outputs, cpu timing copies
+    available: int | None
+    problem: str = ""
+
+
+def memory_plan(kernel: Kernel, symbols: dict[str, int | float], available: int | None = None) -> MemoryPlan:
+    """The run's host memory need against the memory available now (MemAvailable)."""
+    lengths = kernel.lengths(symbols)
+    sizes = {b.name: lengths[b.name] * dtype_of(b.type).itemsize for b in kernel.buffers}
+    buffers = sum(sizes.values())
+    written = sum(sizes[b.name] for b in kernel.buffers if b.is_output)
+    need = buffers + 3 * written
+    if available is None:
+        available = _available_memory()
+    plan = MemoryPlan(buffers, written, need, available)
+    if available is not None and need > available:
+        plan.problem = (
+            f"the run needs about {format_bytes(need)} of host memory (buffers {format_bytes(buffers)}, "
+            f"outputs {format_bytes(written)} for the reference, the working copy and timing), "
+            f"only {format_bytes(available)} is available"
+        )
+    return plan
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
