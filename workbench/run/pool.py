@@ -35,6 +35,10 @@ STARTUP_TIMEOUT_S = 120.0
 STDERR_LINES = 200
 
 
+#: Requests that need the state a `prepare` left in this worker process.
+_SESSION_OPS = frozenset({"upload", "launch", "measure", "download", "close"})
+
+
 class WorkerError(WorkbenchError):
     """A request to a worker did not succeed; `fatal` means the worker must be restarted."""
 
@@ -254,8 +258,13 @@ class WorkerProcess:
         frame, which restarts the clock and goes to `on_progress`); raise WorkerError on failure.
         `fds` (shared segments) go over the descriptor channel just before the request."""
         with self._lock:
+            op = header.get("op")
+            if self._proc is not None and not self.alive and op in _SESSION_OPS:
+                # A worker that died after `prepare` took its prepared kernel with it: a fresh one
+                # would answer "no kernel is prepared". Report how this one ended instead.
+                raise self._died(phase or op, ConnectionError("the worker is gone"))
             if self._connection is None or not self.alive:
-                if header.get("op") != "hello":
+                if op != "hello":
                     self.start()
             assert self._connection is not None and self._reader is not None
             what = phase or header.get("op", "?")
