@@ -5,6 +5,7 @@ computation, written here in Rust. A module naga refuses ends as an error carryi
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -18,44 +19,24 @@ from workbench.build.toolchains import detect
 REPO = Path(__file__).resolve().parents[2]
 SPIRV = REPO.parent / "shared" / "data" / "rust-gpu-spirv"
 
+
+def _projects_script():
+    """The CPU definitions (Rust) of the GPU-host run's rust-gpu projects: one copy, tested here."""
+    path = REPO / "benchmarks" / "gpu_host" / "rust_gpu_projects.py"
+    spec = importlib.util.spec_from_file_location("rust_gpu_projects", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_SCRIPT = _projects_script()
+CARGO, HEADLESS_RS, PARTICLES_RS = _SCRIPT.CARGO, _SCRIPT.HEADLESS_RS, _SCRIPT.PARTICLES_RS
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not SPIRV.is_dir(), reason=f"{SPIRV} is absent"),
 ]
 
-CARGO = """\
-[package]
-name = "{name}"
-version = "0.1.0"
-edition = "2021"
-
-[lib]
-crate-type = ["cdylib", "rlib"]
-"""
-
-HEADLESS_RS = """\
-/// The computation of rust-gpu's `headless.comp.spv` (VulkanShaders' computeheadless), on the CPU.
-fn f(v: u32) -> u32 {
-    if v <= 1 {
-        return v;
-    }
-    let (mut cur, mut prev) = (1u32, 1u32);
-    for _ in 2..v {
-        let next = cur.wrapping_add(prev);
-        prev = cur;
-        cur = next;
-    }
-    cur
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn headless_cpu(n: u32, data: *mut u32) {
-    let data = unsafe { core::slice::from_raw_parts_mut(data, n as usize) };
-    for v in data.iter_mut() {
-        *v = f(*v);
-    }
-}
-"""
 
 HEADLESS_TOML = """\
 [project]
@@ -100,18 +81,6 @@ fresh_inputs = true   # f(v) loops v times: timed on its own output, it would ru
 prebuilt = "{prebuilt}"
 """
 
-PARTICLES_RS = """\
-/// The computation of rust-gpu's `particle_integrate.comp.spv` (VulkanShaders' computenbody), on the CPU.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn integrate_cpu(delta_t: f32, count: u32, particles: *mut f32) {
-    let p = unsafe { core::slice::from_raw_parts_mut(particles, 8 * count as usize) };
-    for i in 0..count as usize {
-        for c in 0..3 {
-            p[8 * i + c] += p[8 * i + 4 + c] * delta_t;
-        }
-    }
-}
-"""
 
 PARTICLES_TOML = """\
 [project]
