@@ -36,7 +36,7 @@ GOAL_MEMORY_FACTOR = 1.5
 TIMED_PHASES = ("launch", "timing")
 
 
-def child(example: str, n: int, backends: list[str]) -> None:
+def child(example: str, n: int, backends: list[str], artifacts: str | None = None) -> None:
     """One run at size n; prints one JSON line: phase seconds, wall, buffer bytes."""
     import workbench
     from workbench.project import Project
@@ -70,7 +70,9 @@ def child(example: str, n: int, backends: list[str]) -> None:
     print(json.dumps({"ready": True}), flush=True)
     sys.stdin.readline()  # the parent has its memory baseline
     started = time.perf_counter()
-    report = service.run(project, backends=backends, sizes={"n": n}, on_event=on_event)
+    report = service.run(
+        project, backends=backends, sizes={"n": n}, on_event=on_event, artifacts_dir=artifacts
+    )
     service.close()
     wall = time.perf_counter() - started
     phases[mark[1]] = phases.get(mark[1], 0.0) + time.perf_counter() - mark[0]
@@ -106,7 +108,9 @@ def _tree_pss(pid: int) -> int:
     return total
 
 
-def measure(example: str, n: int, backends: list[str], tree: Path = REPO) -> dict:
+def measure(
+    example: str, n: int, backends: list[str], tree: Path = REPO, artifacts: str | None = None
+) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree))
     cmd = [
         sys.executable,
@@ -119,6 +123,7 @@ def measure(example: str, n: int, backends: list[str], tree: Path = REPO) -> dic
         example,
         "--backends",
         ",".join(backends),
+        *(["--artifacts", artifacts] if artifacts else []),
     ]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
     assert json.loads(proc.stdout.readline()).get("ready")
@@ -174,18 +179,24 @@ def main(argv: list[str] | None = None) -> int:
         default=str(REPO),
         help="the workbench checkout to measure (another one, e.g. main's, for a before/after)",
     )
+    parser.add_argument(
+        "--artifacts",
+        default=None,
+        help="run prebuilt artifacts (`workbench build --export DIR`): a GPU host has no Rust",
+    )
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     default_backends = "cpu,nvptx,cuda-c,wgsl" if args.gpu_host else "cpu"
     backends = [b for b in (args.backends or default_backends).split(",") if b]
     if args.child is not None:
-        child(args.example, args.child, backends)
+        child(args.example, args.child, backends, args.artifacts)
         return 0
     max_exp = args.max_exp or (28 if args.gpu_host else 26)
     rows = []
     for exp in range(args.min_exp, max_exp + 1, 2):
         runs = [
-            measure(args.example, 1 << exp, backends, Path(args.tree)) for _ in range(max(1, args.repeat))
+            measure(args.example, 1 << exp, backends, Path(args.tree), args.artifacts)
+            for _ in range(max(1, args.repeat))
         ]
         rows.append(min(runs, key=lambda r: r["wall_s"]))
     per_element_ns = slope([(r["n"], r["host_s"]) for r in rows]) * 1e9
