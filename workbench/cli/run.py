@@ -15,6 +15,7 @@ from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.records import RunResult
+from workbench.units import format_time
 
 
 def register(subparsers) -> None:
@@ -112,15 +113,6 @@ def parse_sizes(items: list[str], kernel: Any = None) -> dict[str, int]:
     return sizes
 
 
-def _fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3f} {unit}"
-    return f"{seconds * 1e9:.1f} ns"
-
-
 def _fmt_verified(result: RunResult) -> str:
     if result.status != "ok":
         return "-"
@@ -161,8 +153,8 @@ def table(results: list[RunResult]) -> str:
         if r.device.get("name"):
             device += f" {r.device['name']}"
         rows.append((
-            r.backend, device[:36], r.status, _fmt_verified(r), _fmt_time(timing.get("median_s")),
-            _fmt_time(timing.get("iqr_s")) if timing else "-", f"{gbps:.2f}" if gbps is not None else "-",
+            r.backend, device[:36], r.status, _fmt_verified(r), format_time(timing.get("median_s")),
+            format_time(timing.get("iqr_s")) if timing else "-", f"{gbps:.2f}" if gbps is not None else "-",
             _details(r),
         ))  # fmt: skip
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]

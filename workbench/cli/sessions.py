@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.units import format_time
 
 
 def _add_db(parser) -> None:
@@ -108,7 +109,7 @@ def _list(store, args) -> int:
     header = ("id", "time", "kernel", "backend", "device", "verified", "median", "IQR", "n")
     rows = [
         (r["id"], r["time"], f"{r['project']}/{r['kernel']}", r["backend"], r["device"], _verified(r),
-         _fmt_time(r["median_s"]), _fmt_time(r["iqr_s"]), r["n"] or "-")
+         format_time(r["median_s"]), format_time(r["iqr_s"]), r["n"] or "-")
         for r in runs
     ]  # fmt: skip
     print(_table(header, rows))
@@ -121,12 +122,6 @@ def _verified(run: dict[str, Any]) -> str:
     if run.get("is_reference"):
         return "reference"
     return {True: "yes", False: "NO", None: "n/a"}[run["verified"]]
-
-
-def _fmt_time(seconds: float | None) -> str:
-    from workbench.cli.run import _fmt_time as fmt
-
-    return fmt(seconds)
 
 
 def _table(header: tuple, rows: list[tuple]) -> str:
@@ -151,8 +146,8 @@ def _show(store, args) -> int:
     print(f"  status {record['status']}, verified {_verified(record)}")
     if record["median_s"] is not None:
         print(
-            f"  median {_fmt_time(record['median_s'])}, IQR {_fmt_time(record['iqr_s'])}, "
-            f"min {_fmt_time(record['min_s'])}, n {record['n']} ({record['timing_method']})"
+            f"  median {format_time(record['median_s'])}, IQR {format_time(record['iqr_s'])}, "
+            f"min {format_time(record['min_s'])}, n {record['n']} ({record['timing_method']})"
         )
     print(f"  sizes {record['sizes']}, tunables {record['tunables']}, seed {record['seed']}")
     print(f"  toolchain {record['toolchain']}, flags {record['flags']}, build key {record['build_key']}")
@@ -179,7 +174,7 @@ def _compare(store, args) -> int:
     for row in result["rows"]:
         ratio, ci = row["ratio"], row["ci"]
         rows.append((
-            row["backend"], row["device"], _fmt_time(row["baseline_median_s"]), _fmt_time(row["median_s"]),
+            row["backend"], row["device"], format_time(row["baseline_median_s"]), format_time(row["median_s"]),
             f"{(ratio - 1) * 100:+.1f}%" if ratio is not None else "-",
             f"{(ci[0] - 1) * 100:+.1f}% … {(ci[1] - 1) * 100:+.1f}%" if ci else "-", row["verdict"],
         ))  # fmt: skip

@@ -12,6 +12,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.project import Project
+from workbench.units import format_time
 
 
 def register(subparsers) -> None:
@@ -47,8 +48,6 @@ def register(subparsers) -> None:
 
 
 def table(data: dict[str, Any]) -> str:
-    from workbench.cli.tune import _fmt_time
-
     name = data["symbol"]
     lines = []
     for slot, curve in data["curves"].items():
@@ -59,7 +58,7 @@ def table(data: dict[str, Any]) -> str:
             verified = {True: "yes", False: "NO", None: "-"}[p["verified"]]
             gbps = f"{p['gbps']:.2f}" if p.get("gbps") else "-"
             note = p.get("error") or ("resumed" if p.get("resumed") else "")
-            lines.append(f"  {p[name]:>12} {_fmt_time(p['median_s']):>12} {gbps:>10} {verified:>8}  {note}")
+            lines.append(f"  {p[name]:>12} {format_time(p['median_s']):>12} {gbps:>10} {verified:>8}  {note}")
     return "\n".join(lines)
 
 

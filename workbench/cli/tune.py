@@ -13,6 +13,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.project import Project
+from workbench.units import format_time
 
 
 def register(subparsers) -> None:
@@ -60,15 +61,6 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3f} {unit}"
-    return f"{seconds * 1e9:.1f} ns"
-
-
 def _config_text(config: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in config.items()) or "(no tunables)"
 
@@ -85,7 +77,7 @@ def table(data: dict[str, Any]) -> str:
             note = "not ranked (not verified)" + (f"; {note}" if note else "")
         lines.append(
             f"{_config_text(e['config']):<24} {e['backend']:<9} {e['device']:<10} {verified:<8} "
-            f"{_fmt_time(median):>12}  {note}"
+            f"{format_time(median):>12}  {note}"
         )
     for p in data.get("pruned", []):
         lines.append(f"{_config_text(p['config']):<24} pruned by constraint {p['constraint']!r}")
@@ -95,8 +87,8 @@ def table(data: dict[str, Any]) -> str:
         lo, hi = best["ci_s"]
         tied = ", ".join(_config_text(t["config"]) for t in best["tied_with"])
         lines.append(
-            f"  {slot:<22} {_config_text(best['config']):<20} {_fmt_time(best['median_s'])} "
-            f"[{_fmt_time(lo)}, {_fmt_time(hi)}]" + (f"  tied with: {tied}" if tied else "")
+            f"  {slot:<22} {_config_text(best['config']):<20} {format_time(best['median_s'])} "
+            f"[{format_time(lo)}, {format_time(hi)}]" + (f"  tied with: {tied}" if tied else "")
         )
     if not data["best"]:
         lines.append("  (no verified configuration)")

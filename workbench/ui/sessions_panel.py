@@ -50,6 +50,7 @@ from workbench.errors import WorkbenchError
 from workbench.profile.store import SessionStore, default_db_path
 from workbench.ui.plots import AXIS, BACKGROUND, PALETTE, TEXT, OpaqueGridAxis
 from workbench.ui.visibility import follow_dock, on_screen
+from workbench.units import format_time
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +71,6 @@ EXPORT_FORMATS = {
     "json": ("JSON bundle", "*.json"),
     "chrome-trace": ("Chrome trace", "*.json"),
 }
-
-
-def fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3f} {unit}"
-    return f"{seconds * 1e9:.1f} ns"
 
 
 def verified_text(run: dict[str, Any]) -> str:
@@ -348,7 +340,7 @@ class SessionsPanel(QWidget):
             cells = (
                 str(run["id"]), run["time"].replace("T", " ").rstrip("Z"), f"{run['project']}/{run['kernel']}",
                 run["backend"], run["device"], verified_text(run),
-                fmt_time(run["median_s"]), fmt_time(run["iqr_s"]), str(run["n"] or "–"), (run["snapshot_hash"] or "")[:10],
+                format_time(run["median_s"], "–"), format_time(run["iqr_s"], "–"), str(run["n"] or "–"), (run["snapshot_hash"] or "")[:10],
             )  # fmt: skip
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -448,7 +440,7 @@ class SessionsPanel(QWidget):
         for row, entry in enumerate(result["rows"]):
             ratio, ci = entry["ratio"], entry["ci"]
             cells = (
-                entry["backend"], entry["device"], fmt_time(entry["baseline_median_s"]), fmt_time(entry["median_s"]),
+                entry["backend"], entry["device"], format_time(entry["baseline_median_s"], "–"), format_time(entry["median_s"], "–"),
                 f"{(ratio - 1) * 100:+.1f}%" if ratio is not None else "–",
                 f"{(ci[0] - 1) * 100:+.1f}% … {(ci[1] - 1) * 100:+.1f}%" if ci else "–", entry["verdict"],
             )  # fmt: skip
@@ -546,7 +538,7 @@ class SessionsPanel(QWidget):
             self.show_message(str(exc), error=True)
             return
         self.diff_label.setText(
-            f"Run #{run_id} ({run['backend']} on {run['device']}, {fmt_time(run['median_s'])}): its sources "
+            f"Run #{run_id} ({run['backend']} on {run['device']}, {format_time(run['median_s'], '–')}): its sources "
             "against the previous recorded run of this kernel"
         )
         self.diff_view.setPlainText(diff or "(no source change since the previous recorded run)")

@@ -44,20 +44,12 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError
 from workbench.profile import ranking
 from workbench.ui.plots import BACKGROUND, PALETTE
+from workbench.ui.results_table import format_seconds
 
 log = logging.getLogger(__name__)
 
 FAILED = "#d62728"
 COLUMNS = ("configuration", "backend @ device", "verified", "median", "95% CI", "rank")
-
-
-def _fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
 
 
 def _config_text(config: dict[str, Any]) -> str:
@@ -445,8 +437,8 @@ class TuningPanel(QWidget):
                 rank = ""
             ci = timing.get("ci_s")
             cells = (_config_text(e["config"]), slot, {True: "yes", False: "NO", None: "-"}[e["verified"]],
-                     _fmt_time(timing.get("median_s")),
-                     f"[{_fmt_time(ci[0])}, {_fmt_time(ci[1])}]" if ci else "-", rank)  # fmt: skip
+                     format_seconds(timing.get("median_s")) or "-",
+                     f"[{format_seconds(ci[0]) or '-'}, {format_seconds(ci[1]) or '-'}]" if ci else "-", rank)  # fmt: skip
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if rank.startswith("FAILED"):
