@@ -64,9 +64,8 @@ def table(data: dict[str, Any]) -> str:
 
 def run(args) -> int:
     from workbench.cli.run import parse_sizes
+    from workbench.cli.tune import run_points
     from workbench.profile.size_sweep import copy_ceilings, curves, parse_size_range, size_points
-    from workbench.profile.store import SessionStore
-    from workbench.profile.tune import SweepRunner
 
     try:
         project = Project.open(args.path)
@@ -91,23 +90,9 @@ def run(args) -> int:
                 file=sys.stderr,
             )
 
-    store = SessionStore(args.db)
-    runner = None
-    try:
-        runner = SweepRunner(project, kernel.name, backends, devices or None, store=store,
-                             resume=not args.no_resume, seed=args.seed, timeout_s=args.timeout,
-                             cache_dir=args.cache_dir)  # fmt: skip
-        result = runner.run(points, on_event=progress)
-    except (WorkbenchError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: the finished points are recorded; rerun to resume", file=sys.stderr)
-        return 130
-    finally:
-        if runner is not None:
-            runner.close()
-        store.close()
+    result = run_points(args, project, kernel, backends, devices, points, progress, "points")
+    if isinstance(result, int):
+        return result
     ceilings = copy_ceilings({e["device"] for e in result.entries}, measure=args.measure_ceilings)
     data = {"project": project.name, "kernel": kernel.name, "values": values, **curves(result, name, ceilings),
             "seconds": result.seconds}  # fmt: skip

@@ -95,10 +95,35 @@ def table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def run_points(args, project, kernel, backends, devices, points, progress, what: str):
+    """Run `points` with a recording SweepRunner (`tune` and `sweep` alike): the result, or the exit
+    status when the sweep could not finish (2 on bad input, 130 when interrupted)."""
+    from workbench.profile.store import SessionStore
+    from workbench.profile.tune import SweepRunner
+
+    store = SessionStore(args.db)
+    runner = None
+    try:
+        runner = SweepRunner(
+            project, kernel.name, backends, devices or None, store=store, resume=not args.no_resume,
+            seed=args.seed, timeout_s=args.timeout, cache_dir=args.cache_dir,
+        )  # fmt: skip
+        return runner.run(points, on_event=progress)
+    except (WorkbenchError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished {what} are recorded; rerun to resume", file=sys.stderr)
+        return 130
+    finally:
+        if runner is not None:
+            runner.close()
+        store.close()
+
+
 def run(args) -> int:
     from workbench.cli.run import parse_sizes
-    from workbench.profile.store import SessionStore
-    from workbench.profile.tune import Point, SweepRunner, parse_param, space
+    from workbench.profile.tune import Point, parse_param, space
 
     try:
         project = Project.open(args.path)
@@ -120,24 +145,9 @@ def run(args) -> int:
             config = _config_text(event["entries"][0]["config"]) if event["entries"] else ""
             print(f"[{done}/{event['total']}] {how} {config}", file=sys.stderr)
 
-    store = SessionStore(args.db)
-    runner = None
-    try:
-        runner = SweepRunner(
-            project, kernel.name, backends, devices or None, store=store, resume=not args.no_resume,
-            seed=args.seed, timeout_s=args.timeout, cache_dir=args.cache_dir,
-        )  # fmt: skip
-        result = runner.run(points, on_event=progress)
-    except (WorkbenchError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: the finished configurations are recorded; rerun to resume", file=sys.stderr)
-        return 130
-    finally:
-        if runner is not None:
-            runner.close()
-        store.close()
+    result = run_points(args, project, kernel, backends, devices, points, progress, "configurations")
+    if isinstance(result, int):
+        return result
     data = result.to_json()
     data["pruned"] = sp.pruned
     data["space"] = {"tunables": sp.names, "grid": sp.total, "strategy": args.strategy, "budget": args.budget}
