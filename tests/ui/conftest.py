@@ -170,6 +170,17 @@ def test_output_dir() -> Path:
 
 
 @pytest.fixture
+def bridge(shared_cache_dir):
+    """A ServiceBridge on the shared build cache, runs at n = 4096."""
+    from workbench.ui.bridge import ServiceBridge
+
+    bridge = ServiceBridge(cache_dir=shared_cache_dir)
+    bridge.set_sizes({"n": 4096})
+    yield bridge
+    bridge.shutdown()
+
+
+@pytest.fixture
 def make_widget(qtbot):
     """Build a widget with `factory(*args, **kwargs)`, register it with qtbot and close it at teardown."""
     made = []

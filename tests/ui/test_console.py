@@ -6,24 +6,14 @@ from __future__ import annotations
 import time
 import uuid
 
-import pytest
 from PySide6.QtCore import QTimer
 
-from workbench.ui.bridge import ServiceBridge
 from workbench.ui.console import CONSOLE_STYLE, ConsolePanel
 from workbench.ui.results_table import COL_BACKEND, COL_VERIFIED, ResultsTable
 
 HEARTBEAT_MS = 5
 MAX_STALL_S = 0.050
 TIMEOUT_MS = 600_000
-
-
-@pytest.fixture
-def bridge(shared_cache_dir):
-    bridge = ServiceBridge(cache_dir=shared_cache_dir)
-    bridge.set_sizes({"n": 4096})
-    yield bridge
-    bridge.shutdown()
 
 
 class Heartbeat:

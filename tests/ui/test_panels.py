@@ -13,7 +13,6 @@ import pytest
 from PySide6.QtCore import Qt
 
 from workbench.ui.artifacts_view import ArtifactsView
-from workbench.ui.bridge import ServiceBridge
 from workbench.ui.build_panel import COL_BACKEND, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
 from workbench.ui.console import ConsolePanel
 from workbench.ui.device_picker import DevicePicker
@@ -24,14 +23,6 @@ SIZES = {"n": 4096}
 BUILD_TIMEOUT_MS = 600_000
 RUN_TIMEOUT_MS = 600_000
 BROKEN_LINE = "        y[i] = a * x[i] + y_unknown[i];"
-
-
-@pytest.fixture
-def bridge(shared_cache_dir):
-    bridge = ServiceBridge(cache_dir=shared_cache_dir)
-    bridge.set_sizes(SIZES)
-    yield bridge
-    bridge.shutdown()
 
 
 def _screenshot(widget, folder: Path, name: str, size=(1100, 560)) -> Path:

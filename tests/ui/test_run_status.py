@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from workbench.ui.bridge import ServiceBridge
-
 TIMEOUT_MS = 600_000
-
-
-@pytest.fixture
-def bridge(shared_cache_dir):
-    bridge = ServiceBridge(cache_dir=shared_cache_dir)
-    bridge.set_sizes({"n": 4096})
-    yield bridge
-    bridge.shutdown()
 
 
 def test_run_phases_are_shown_in_the_status_bar(qtbot, bridge, example_copy):
