@@ -18,6 +18,7 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -141,10 +142,20 @@ class SessionStore:
             self._backup(version)
         with self._guard():
             self._db.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
+            deadline = time.monotonic() + self.timeout_s
+            while True:
+                try:
+                    self._db.execute("PRAGMA journal_mode = WAL")
+                    self._db.execute("PRAGMA synchronous = NORMAL")
+                    self._db.execute("PRAGMA foreign_keys = ON")
+                    self._migrate()
+                    break
+                except sqlite3.OperationalError as exc:
+                    # Where waiting could deadlock (two processes turning a new file to WAL and
+                    # migrating it at once) SQLite answers "locked" at once, past its busy handler.
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.02)
 
     def _backup(self, version: int) -> Path:
         """Copy the whole database (consistently, via SQLite's backup API) before migrating it."""
