@@ -360,6 +360,9 @@ def test_gui_screenshot_writes_the_plot_data(tmp_path, shared_cache_dir, test_ou
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.is_file() and shot.stat().st_size > 10_000
+    from PySide6.QtGui import QImage
+
+    assert QImage(str(shot)).size().toTuple() == (1280, 800)  # the asked size, not the window's size hint
     data = json.loads(data_file.read_text())
     assert {p["backend"] for p in data["roofline"]["points"]} >= {"cpu", "wgsl"}
     assert all(r["drawn"] and r["flops_per_s"] > 0 for r in data["roofline"]["roofs"])

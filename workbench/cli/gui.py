@@ -114,8 +114,6 @@ def run(args: argparse.Namespace) -> int:
     if args.screenshot is not None:
         window.persist_settings = False
         window.ask_before_discarding = False
-    if args.window_size is not None:
-        window.resize(*args.window_size)
     window.open_project(project)
     if args.run and not window.trusted:
         window.shutdown()
@@ -124,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
             "choose Trust, then use --run"
         )
     window.show()
+    if args.window_size is not None:
+        # After show(): showing grows a window to its size hint (1280x800 became 1280x1022).
+        window.resize(*args.window_size)
     if args.tab is not None:
         show_tab(window, args.tab)
     session = _Session(app, window, args)
