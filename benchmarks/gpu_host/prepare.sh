@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare the H200 evidence run on THIS machine (it has Rust; the GPU host has none):
-#   - every example built for nvptx (sm_90), cuda-c and wgsl, exported to .gpu-artifacts/<example>/;
+#   - every example built for cpu, nvptx (sm_90), cuda-c and wgsl, exported to .gpu-artifacts/<example>/;
 #   - the real rust-gpu SPIR-V from ../shared/data/rust-gpu-spirv/ wrapped in two small projects
 #     (with a cpu cdylib built here as their reference) under .gpu-artifacts/rust-gpu/<name>/;
 #   - the wheel/deb bundle for the offline GPU host in .gpu-bundle/ (../shared/scripts/gpu-host-bundle.sh),
@@ -18,7 +18,8 @@ rm -rf "$artifacts"
 mkdir -p "$artifacts"
 
 for ex in saxpy reduction matmul bitonic; do
-  "$py" -m workbench build "resources/examples/$ex" --backend nvptx,cuda-c,wgsl --target 9.0 \
+  # cpu too: the scaling step times saxpy with its cpu reference, as `workbench run` does by default
+  "$py" -m workbench build "resources/examples/$ex" --backend cpu,nvptx,cuda-c,wgsl --target 9.0 \
     --export "$artifacts/$ex"
 done
 
