@@ -2,7 +2,9 @@
 
 With a local worker (`WorkerProcess.shared`), the buffers live in shared memory (`shm.py`):
 `in` buffers are the cached input segments themselves (the worker maps them read-only), `out`
-buffers are fresh segments filled with poison and `inout` buffers fresh copies of their inputs;
+buffers are fresh segments filled with poison and `inout` buffers fresh copies of their inputs
+where the runtime computes in host memory (cpu); a device runtime uploads an `inout` buffer
+straight from its input segment and downloads it into a fresh segment ("receive");
 the upload request carries only their descriptions and descriptors, and the outputs come back in
 the same segments (the caller then owns them: the reference's become the reference, kept once).
 A remote worker gets the same arrays in frames instead.
@@ -50,11 +52,14 @@ class BackendBuffers:
         return segment
 
     def upload_request(
-        self, restore: bool = False
+        self, restore: bool = False, binds: bool = True
     ) -> tuple[dict[str, Any], dict[str, np.ndarray] | None, list[int] | None]:
         """(header, arrays in the frame, descriptors) of the upload: fresh copies of in/inout
         buffers and poison for out buffers. `restore`: the worker also maps the inout inputs to
-        restore them before timed samples ([kernel.timing] fresh_inputs)."""
+        restore them before timed samples ([kernel.timing] fresh_inputs). `binds`: the runtime
+        computes in the host buffers it gets (cpu), so an inout buffer must be a writable copy;
+        a device runtime uploads it straight from the read-only input segment instead and
+        downloads into a fresh segment (no copy here, no pages touched until the download)."""
         if not self.shared:
             return {"op": "upload"}, self._private_arrays(), None
         entries: list[dict[str, Any]] = []
@@ -64,6 +69,13 @@ class BackendBuffers:
             name = arg.name
             if arg.direction == "in":
                 segment, role = self._input_segment(name), "input"
+            elif arg.direction == "inout" and not binds:
+                source = self._input_segment(name)
+                entries.append(dict(source.describe(name), role="input"))
+                fds.append(source.fd)
+                segment = shm.SharedArray(source.length, source.dtype, label=f"out-{name}")
+                self.working[name] = segment
+                role = "receive"
             else:
                 source = self.inputs[name]
                 segment = shm.SharedArray(source.size, dtype_of(arg.type), label=f"{arg.direction}-{name}")

@@ -484,7 +484,9 @@ class RunService:
             resolution = float(prepared["timer_resolution_s"])
             ctx.emit({"kind": "phase", "backend": backend, "phase": "upload"})
             buffers = BackendBuffers(ctx.kernel, ctx.inputs, self.inputs, shared=worker.shared)
-            header, arrays, fds = buffers.upload_request(restore=ctx.kernel.fresh_inputs)
+            header, arrays, fds = buffers.upload_request(
+                restore=ctx.kernel.fresh_inputs, binds=bool(prepared.get("binds", True))
+            )
             worker.request(header, arrays, timeout_s=SETUP_TIMEOUT_S, fds=fds)
             ctx.emit({"kind": "phase", "backend": backend, "phase": "launch"})
             worker.request(

@@ -42,6 +42,9 @@ class WorkerState:
         # Shared uploads: the in/inout originals `measure` restores from, and whether the runtime
         # computes in the shared buffers themselves (cpu) instead of copying them to a device.
         self.originals: dict[str, np.ndarray] = {}
+        # Runtimes that copy to a device upload in/inout buffers straight from the read-only input
+        # segments; their outputs come back into these fresh segments ("receive").
+        self.receive: dict[str, np.ndarray] = {}
         self.bound = False
         self.detach = False
 
@@ -55,7 +58,7 @@ class WorkerState:
 
     def close_prepared(self) -> None:
         prepared, self.prepared = self.prepared, None
-        self.uploaded, self.originals = {}, {}
+        self.uploaded, self.originals, self.receive = {}, {}, {}
         self.bound = self.detach = False
         if prepared is not None:
             prepared.close()
@@ -97,6 +100,9 @@ class WorkerState:
             device_index = int(header.get("device_index", header["spec"].get("device_index", 0)))
             self.prepared = self.runtime.prepare(header["spec"], device_index)
             return {
+                # The runtime computes in host buffers it is given (cpu): they must be writable
+                # copies. Others copy to a device and can read the shared inputs themselves.
+                "binds": hasattr(self.prepared, "bind"),
                 "timer_method": self.prepared.timer_method,
                 "timer_resolution_s": float(self.prepared.timer_resolution_s),
             }, None
@@ -105,7 +111,7 @@ class WorkerState:
                 return self.upload_shared(header["shared"]), None
             self.need_prepared().upload(arrays)
             self.uploaded = dict(arrays)  # kept so `measure` can restore in-place buffers
-            self.originals, self.bound, self.detach = {}, False, False
+            self.originals, self.receive, self.bound, self.detach = {}, {}, False, False
             return {}, None
         if op == "launch":
             count = int(header.get("count", 1))
@@ -119,7 +125,7 @@ class WorkerState:
             if (
                 header.get("into_shared")
                 and self.uploaded
-                and all(n in self.uploaded and self.uploaded[n].flags.writeable for n in names)
+                and all(self._shared_target(n) is not None for n in names)
             ):
                 self.download_shared(names)
                 if header.get("timing_follows"):
@@ -141,7 +147,9 @@ class WorkerState:
 
         Entries: {"name", "dtype", "length", "role"}; role "buffer" (writable: out/inout),
         "input" (read-only: a write from the kernel faults instead of changing the inputs every
-        backend shares) or "original" (an inout buffer's input, restored before timed samples)."""
+        backend shares), "original" (an inout buffer's input, restored before timed samples) or
+        "receive" (writable, not uploaded: where a device runtime downloads that buffer, which it
+        uploaded from its read-only input)."""
         from workbench.run import shm
         from workbench.run.runtimes import RuntimeFailure
 
@@ -154,33 +162,46 @@ class WorkerState:
                 raise RuntimeFailure(f"{len(entries)} shared buffers announced, {len(fds)} received")
             arrays: dict[str, np.ndarray] = {}
             originals: dict[str, np.ndarray] = {}
+            receive: dict[str, np.ndarray] = {}
             for entry, fd in zip(entries, fds, strict=True):
                 role = entry.get("role", "buffer")
-                view = shm.map_fd(fd, entry["dtype"], int(entry["length"]), writable=role == "buffer")
-                (originals if role == "original" else arrays)[str(entry["name"])] = view
+                writable = role in ("buffer", "receive")
+                view = shm.map_fd(fd, entry["dtype"], int(entry["length"]), writable=writable)
+                target = {"original": originals, "receive": receive}.get(role, arrays)
+                target[str(entry["name"])] = view
         finally:
             for fd in fds:
                 os.close(fd)
         bind = getattr(prepared, "bind", None)
+        if receive and bind is not None:
+            raise RuntimeFailure("this runtime computes in host buffers: send writable copies, not inputs")
         if bind is not None:
             bind(arrays)  # host memory is the device's: the kernel works in the shared buffers
         else:
             prepared.upload(arrays)
-        self.uploaded, self.originals = arrays, originals
+        self.uploaded, self.originals, self.receive = arrays, originals, receive
         self.bound, self.detach = bind is not None, False
         return {"bound": self.bound}
+
+    def _shared_target(self, name: str) -> np.ndarray | None:
+        """The shared segment a buffer's output goes into (None: it must travel in a frame)."""
+        if name in self.receive:
+            return self.receive[name]
+        array = self.uploaded.get(name)
+        return array if array is not None and array.flags.writeable else None
 
     def download_shared(self, names: list[str]) -> None:
         """Outputs into the shared buffers the caller reads (nothing to do where the kernel ran
         in them); from then on they are the caller's: a later `measure` works on private copies."""
         prepared = self.need_prepared()
         if not self.bound:
+            targets = {n: self._shared_target(n) for n in names}
             into = getattr(prepared, "download_into", None)
             if into is not None:
-                into({n: self.uploaded[n] for n in names})
+                into(targets)
             else:
                 for name, array in prepared.download(names).items():
-                    np.copyto(self.uploaded[name], array)
+                    np.copyto(targets[name], array)
         else:
             self.detach = True
 
