@@ -88,7 +88,12 @@ def child(
     sys.stdin.readline()  # the parent has its memory baseline
     started = time.perf_counter()
     report = service.run(
-        project, backends=backends, sizes={"n": n}, on_event=on_event, artifacts_dir=artifacts
+        project,
+        backends=backends,
+        sizes={"n": n},
+        on_event=on_event,
+        artifacts_dir=artifacts,
+        keep_outputs=False,  # as `workbench run` does
     )
     service.close()
     wall = time.perf_counter() - started

@@ -221,6 +221,15 @@ def test_reference_runs_untimed_when_not_requested(run_service, example_copy, sh
     assert "cpu" in report.outputs
 
 
+def test_without_keep_outputs_only_the_reference_outputs_stay(run_service, example_copy, shared_cache_dir):
+    """The command line's runs: a backend's arrays are let go once verified (memory at 2^28)."""
+    report = run_service.run(
+        example_copy("saxpy"), backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, keep_outputs=False
+    )
+    assert report.ok and _by_backend(report)["wgsl"].verified is True
+    assert list(report.outputs) == ["cpu"]
+
+
 def test_an_unavailable_reference_is_never_replaced_silently(run_service, example_copy, shared_cache_dir):
     root = example_copy("saxpy")
     manifest = root / "workbench.toml"

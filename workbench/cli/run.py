@@ -220,6 +220,9 @@ def run(args) -> int:
             project, kernel=args.kernel, backends=args.backend, devices=devices, sizes=sizes,
             timeout_s=args.timeout, artifacts_dir=args.artifacts, on_event=progress, seed=args.seed,
             cache_dir=args.cache_dir, reference=args.reference,
+            # Only a recording with --keep-outputs reads every backend's arrays: the others are let
+            # go once verified, so a run at 2^28 holds one backend's outputs at a time.
+            keep_outputs=bool(args.keep_outputs and not args.no_record),
         )  # fmt: skip
     finally:
         bar.close()

@@ -13,7 +13,8 @@ Memory contract of a run (`memory_plan`): the inputs once (B, every buffer's byt
 backend's written buffers (W, the out/inout bytes), the reference outputs kept (W) and, on the
 cpu runtime, a private copy of the written buffers while timing (W, so timing never overwrites
 the verified outputs). For saxpy (one in, one inout) that is 1.5 B plus the reference outputs.
-Each non-reference backend's outputs are kept in the report too (W each).
+Each non-reference backend's outputs are kept in the report too (W each), unless the run is
+asked not to (`RunService.run(keep_outputs=False)`, the command line): then W at most.
 """
 
 from __future__ import annotations

@@ -293,11 +293,16 @@ class RunService:
         cache_dir: str | Path | None = None,
         tunables: dict[str, int | float] | None = None,
         reference: str | None = None,
+        keep_outputs: bool = True,
     ) -> RunReport:
         """Build (unless `artifacts_dir`), run, verify and time `kernel` on `backends`.
 
         `reference` overrides the kernel's `[kernel.check] reference` for this run (the user's
         explicit choice); the reference never changes otherwise (see `reference.py`).
+
+        `keep_outputs=False` keeps only the reference's outputs in `report.outputs`: each other
+        backend's arrays are let go once verified, so a large run holds one backend's outputs at a
+        time (the command line; the window keeps them for its plots).
 
         `on_event(dict)` is called from this thread with {"kind": ...}: "building" (backends),
         "build-event" (a BuildEvent), "built" (backend, status), "started" (backend, device),
@@ -307,13 +312,14 @@ class RunService:
             self._cancel.clear()
             return self._run(
                 project, kernel, backends, devices, sizes, timeout_s, artifacts_dir,
-                build_service, on_event, seed, cache_dir, tunables, reference,
+                build_service, on_event, seed, cache_dir, tunables, reference, keep_outputs,
             )  # fmt: skip
 
     # ------------------------------------------------------------------ the run
 
     def _run(self, project, kernel, backends, devices, sizes, timeout_s, artifacts_dir,
-             build_service, on_event, seed, cache_dir, tunables, reference_choice) -> RunReport:  # fmt: skip
+             build_service, on_event, seed, cache_dir, tunables, reference_choice,
+             keep_outputs=True) -> RunReport:  # fmt: skip
         if not isinstance(project, Project):
             project = Project.open(project)
         k = project.manifest.kernel(kernel)
@@ -390,7 +396,7 @@ class RunService:
                 else:
                     emit({"kind": "started", "backend": backend, "device": choice.device})
                     result, outputs = self._run_backend(ctx, backend, choice, builds[backend], timed, policy)
-                    if outputs is not None:
+                    if outputs is not None and (keep_outputs or backend == ref_backend):
                         key = backend if backend not in report.outputs else f"{backend}@{choice.spec}"
                         report.outputs[key] = outputs
                 policy.after_attempt(backend, result)

@@ -297,14 +297,48 @@ class WgpuPrepared(Prepared):
     def upload(self, arrays: dict[str, np.ndarray]) -> None:
         for name, array in check_arrays(self.spec, arrays).items():
             flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-            # In slices: write_buffer stages a copy of what it is given, and the staging memory is
-            # freed only once the queue has run; a 1 GiB buffer would hold 1 GiB more at once.
-            for start in range(0, flat.size, TRANSFER_CHUNK):
-                stop = min(start + TRANSFER_CHUNK, flat.size)
-                self.queue.write_buffer(self.buffers[name], start, flat[start:stop])
-                if stop < flat.size:  # a submit flushes the staged write; then wait for it
-                    self.queue.submit([])
-                    self._wait_idle()
+            if flat.size <= TRANSFER_CHUNK:
+                if flat.size:
+                    self.queue.write_buffer(self.buffers[name], 0, flat)
+                continue
+            try:
+                self._upload_sliced(self.buffers[name], flat)
+            except RuntimeFailure:
+                raise
+            except Exception as exc:
+                raise RuntimeFailure(f"uploading buffer {name!r} failed: {_error_text(exc)}") from None
+
+    def _upload_sliced(self, buffer: Any, data: np.ndarray) -> None:
+        """A large buffer's bytes through two reused mapped staging buffers, slice by slice: while
+        the device copies one slice, the next is written into the other. (write_buffer would
+        stage a fresh copy of the whole buffer: as much host memory again, newly allocated.)"""
+        usage = self._wgpu.BufferUsage
+        staging = [
+            self.device.create_buffer(
+                label=f"upload {i}",
+                size=TRANSFER_CHUNK,
+                usage=usage.MAP_WRITE | usage.COPY_SRC,
+                mapped_at_creation=True,
+            )  # fmt: skip
+            for i in range(2)
+        ]
+        try:
+            for index, start in enumerate(range(0, data.size, TRANSFER_CHUNK)):
+                size = min(TRANSFER_CHUNK, data.size - start)
+                slot = staging[index % 2]
+                if index >= 2:
+                    slot.map_sync(self._wgpu.MapMode.WRITE)  # waits for this slot's last copy
+                slot.write_mapped(data[start : start + size], 0)
+                slot.unmap()
+                encoder = self.device.create_command_encoder()
+                encoder.copy_buffer_to_buffer(slot, 0, buffer, start, size)
+                self.queue.submit([encoder.finish()])
+            self._wait_idle()
+        finally:
+            for slot in staging:
+                if slot.map_state != "unmapped":
+                    slot.unmap()
+                slot.destroy()
 
     def launch(self, count: int = 1) -> float:
         """`count` dispatches in one compute pass (wgpu orders them with barriers, like back-to-back
