@@ -38,7 +38,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if (kb < params.k && col < params.n) {
             vb = b[kb * params.n + col];
         }
-        a_tile[ty][tx / 4u][tx % 4u] = va;
+        a_tile[ty][tx >> 2u][tx & 3u] = va;  // shifts: naga wraps / and % in helper functions
         b_tile[ty][tx] = vb;
         workgroupBarrier();
         // The t loop written out (t = 0..15, ascending): no loop, so no loop counter from naga.
