@@ -22,6 +22,7 @@ Without --prepare/--artifacts it does both in a temporary folder (the llvmpipe c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -43,6 +44,16 @@ EXAMPLE = REPO / "resources" / "examples" / "matmul"
 VARIANT_DIR = Path(__file__).resolve().parent / "wgsl_variants"
 REFERENCE_WGSL = "reference/matmul.wgsl"
 V0 = "v0_reference"
+HOOK_DIR = VARIANT_DIR / "runtime_checks"
+
+#: V0 again with some of wgpu's shader runtime checks off (wgpu-native's
+#: wgpuDeviceCreateShaderModuleTrusted, through the start-up hook in HOOK_DIR): the same WGSL, so
+#: the difference to V0 is naga's additions alone. Bits: 0x1 BoundsChecks, 0x2 ForceLoopBounding.
+CHECK_MODES = [
+    ("v0_no_clamps", 0x2, "V0 compiled without naga's bounds checks (loop counters kept)"),
+    ("v0_no_loop_counter", 0x1, "V0 compiled without naga's loop bounding (clamps kept)"),
+    ("v0_unchecked", 0x0, "V0 compiled without naga's bounds checks and loop bounding"),
+]
 
 
 def variants() -> list[tuple[str, Path]]:
@@ -116,6 +127,26 @@ def _median(result: Any) -> float | None:
     return (result.timing or {}).get("median_s") if result.status == "ok" else None
 
 
+@contextlib.contextmanager
+def runtime_checks(checks: int, log: Path):
+    """os.environ for workers started inside: the hook on PYTHONPATH, `checks` for it to apply."""
+    saved = {
+        k: os.environ.get(k) for k in ("PYTHONPATH", "WB_WGSL_RUNTIME_CHECKS", "WB_WGSL_RUNTIME_CHECKS_LOG")
+    }
+    path = saved["PYTHONPATH"]
+    os.environ["PYTHONPATH"] = str(HOOK_DIR) + (os.pathsep + path if path else "")
+    os.environ["WB_WGSL_RUNTIME_CHECKS"] = hex(checks)
+    os.environ["WB_WGSL_RUNTIME_CHECKS_LOG"] = str(log)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def measure(
     artifacts: Path,
     sizes: dict[str, int],
@@ -124,8 +155,12 @@ def measure(
     seed: int = 0,
     timing: Any = None,
     time_reference: bool = True,
+    check_modes: bool = True,
 ) -> list[dict[str, Any]]:
-    """Run every prepared variant (and, once, the reference backend) and compare outputs with V0."""
+    """Run every prepared variant (and, once, the reference backend) and compare outputs with V0.
+
+    With `check_modes`, V0 runs again once per CHECK_MODES entry, each in a RunService of its own
+    whose workers start with the runtime-checks hook (`runtime_checks`)."""
     import numpy as np
 
     from workbench.project import Project
@@ -133,10 +168,29 @@ def measure(
 
     info = json.loads((artifacts / "variants.json").read_text())
     project = Project.open(EXAMPLE)
-    service = RunService(timing=timing) if timing is not None else RunService()
     devices = [device] if device else None
     rows: list[dict[str, Any]] = []
-    v0_c = None
+    v0_c: list[Any] = []
+
+    def wgsl_row(service: Any, name: str, folder: str, changes: str) -> dict[str, Any]:
+        print(f"running {name} ...", file=sys.stderr)
+        report = service.run(project, backends=["wgsl"], devices=devices, sizes=sizes, seed=seed,
+                             reference=reference, artifacts_dir=artifacts / folder, timeout_s=120.0)  # fmt: skip
+        (res,) = report.results
+        c = report.outputs.get("wgsl", {}).get("c")
+        if name == V0 and c is not None:
+            v0_c.append(np.asarray(c))
+        same = None
+        if c is not None and v0_c:
+            same = bool(np.array_equal(np.asarray(c).view(np.uint32), v0_c[0].view(np.uint32)))
+        return {"variant": name, "backend": "wgsl", "status": res.status, "device": _device(res),
+                "verified": res.verified, "bit_identical_to_v0": same, "median_s": _median(res),
+                "changes": changes, "error": res.error or ""}  # fmt: skip
+
+    def service_for() -> Any:
+        return RunService(timing=timing) if timing is not None else RunService()
+
+    service = service_for()
     try:
         if time_reference and reference in info["reference_backends"] and reference != "cpu":
             report = service.run(project, backends=[reference], sizes=sizes, seed=seed, reference=reference,
@@ -146,22 +200,27 @@ def measure(
                          "device": _device(res), "verified": "reference", "median_s": _median(res),
                          "error": res.error or ""})  # fmt: skip
         for entry in info["variants"]:
-            name = entry["name"]
-            print(f"running {name} ...", file=sys.stderr)
-            report = service.run(project, backends=["wgsl"], devices=devices, sizes=sizes, seed=seed,
-                                 reference=reference, artifacts_dir=artifacts / name, timeout_s=120.0)  # fmt: skip
-            (res,) = report.results
-            c = report.outputs.get("wgsl", {}).get("c")
-            if name == V0:
-                v0_c = c
-            same = None
-            if c is not None and v0_c is not None:
-                same = bool(np.array_equal(np.asarray(c).view(np.uint32), np.asarray(v0_c).view(np.uint32)))
-            rows.append({"variant": name, "backend": "wgsl", "status": res.status, "device": _device(res),
-                         "verified": res.verified, "bit_identical_to_v0": same, "median_s": _median(res),
-                         "changes": entry["changes"], "error": res.error or ""})  # fmt: skip
+            rows.append(wgsl_row(service, entry["name"], entry["name"], entry["changes"]))
     finally:
         service.close()
+    for name, checks, changes in CHECK_MODES if check_modes else []:
+        with tempfile.TemporaryDirectory(prefix="wgsl-checks-") as tmp:
+            log = Path(tmp) / "modules.log"
+            with runtime_checks(checks, log):
+                service = service_for()
+                try:
+                    row = wgsl_row(service, name, V0, changes)
+                finally:
+                    service.close()
+            applied = log.read_text().splitlines() if log.is_file() else []
+        row["runtime_checks"] = hex(checks)
+        row["modules_created_with_these_checks"] = len(applied)
+        if not applied and row["status"] == "ok":
+            row["status"] = "error"
+            row["error"] = (
+                "the runtime-checks hook did not take effect in the worker (no module went through it)"
+            )
+        rows.append(row)
     v0 = next((r["median_s"] for r in rows if r["variant"] == V0), None)
     ref = next((r["median_s"] for r in rows if r["backend"] == reference and r["backend"] != "wgsl"), None)
     for r in rows:
@@ -174,7 +233,7 @@ def measure(
 def print_table(rows: list[dict[str, Any]], reference: str) -> None:
     key = f"ratio_to_{reference}"
     print(
-        f"{'variant':<16} {'status':<7} {'verified':<9} {'=V0 bits':<9} {'median':>12} {'/V0':>6} {'/' + reference:>8}"
+        f"{'variant':<19} {'status':<7} {'verified':<9} {'=V0 bits':<9} {'median':>12} {'/V0':>6} {'/' + reference:>8}"
     )
     for r in rows:
         m = r["median_s"]
@@ -183,7 +242,7 @@ def print_table(rows: list[dict[str, Any]], reference: str) -> None:
         v0r = f"{r['ratio_to_v0']:.2f}" if r["ratio_to_v0"] else "-"
         rr = f"{r[key]:.2f}" if r[key] else "-"
         print(
-            f"{r['variant']:<16} {r['status']:<7} {str(r['verified']):<9} {bits:<9} {shown:>12} {v0r:>6} {rr:>8}"
+            f"{r['variant']:<19} {r['status']:<7} {str(r['verified']):<9} {bits:<9} {shown:>12} {v0r:>6} {rr:>8}"
         )
         if r["error"]:
             print(f"    {r['error']}")

@@ -1,6 +1,8 @@
 """benchmarks/wgsl_variants.py, the experiment behind issue 13's WGSL gap: every variant of the
 matmul reference WGSL builds as the GPU host gets it (an exported artifact folder), runs on llvmpipe
-through the RunService, verifies against the CPU build and gives C bit for bit equal to V0's."""
+through the RunService, verifies against the CPU build and gives C bit for bit equal to V0's; so
+does V0 created with some of wgpu's shader runtime checks off (the start-up hook in
+benchmarks/wgsl_variants/runtime_checks/)."""
 
 from __future__ import annotations
 
@@ -45,9 +47,13 @@ def test_variants_verify_and_equal_v0_bit_for_bit(tmp_path, shared_cache_dir):
     # 40 is not a multiple of the 16 x 16 tile: partial tiles (the zero padding) are exercised too.
     rows = VARIANTS.measure(tmp_path / "artifacts", {"m": 40, "n": 48, "k": 40}, "cpu", None, seed=3,
                             timing=FAST_TIMING)  # fmt: skip
-    assert [r["variant"] for r in rows] == [e["name"] for e in info["variants"]]
+    modes = [name for name, _, _ in VARIANTS.CHECK_MODES]
+    assert [r["variant"] for r in rows] == [e["name"] for e in info["variants"]] + modes
     for row in rows:
         assert row["status"] == "ok", row
         assert row["verified"] is True, row
         assert row["bit_identical_to_v0"] is True, row
         assert row["median_s"] > 0 and row["ratio_to_v0"] > 0
+    # The V0 reruns went through wgpu-native's trusted module creation with their checks.
+    for row in rows[-len(modes) :]:
+        assert row["modules_created_with_these_checks"] >= 1, row
