@@ -12,7 +12,7 @@ For each backend, in alternating rounds:
   flushed before each kernel) and with `--clock-control none --cache-control none`.
 
 The ratio is the median over rounds of workbench / independent (each round's pair taken back to
-back cancels drift). The goal is 1.00 ± 0.03.
+back, in alternating order, cancels drift). The goal is 1.00 ± 0.03.
 
     python benchmarks/harness_overhead.py [--json OUT] [--backend cpu,wgsl] [--artifacts DIR] [--size n=...]
 
@@ -175,26 +175,31 @@ def measure_backend(args, service, project, kernel, backend, folder: Path) -> di
         launch_file.write_text(
             json.dumps(launch_description(kernel, backend, folder, sizes, choice.device, args.seed))
         )
-        for _ in range(args.rounds):
-            report = service.run(
-                project, kernel=kernel.name, backends=[backend], sizes=sizes, seed=args.seed,
-                artifacts_dir=args.artifacts, cache_dir=args.cache_dir,
-            )  # fmt: skip
-            (result,) = [r for r in report.results if r.backend == backend]
-            if result.status != "ok":
-                return {"backend": backend, "error": result.error}
-            verified = result.verified
-            workbench_medians.append(result.timing["median_s"])
-            n_workbench.append(result.timing["n"])
-            method, resolution = result.timing["method"], result.timing["resolution_s"]
-            try:
-                bare = run_bare(launch_file, args.min_n, args.min_time)
-            except (RuntimeError, subprocess.TimeoutExpired) as exc:
-                return {"backend": backend, "error": str(exc)}
-            bare_medians.append(bare["median_s"])
-            n_bare.append(bare["n"])
-            bare_method = bare["method"]
-            imported = imported or bare["workbench_imported"]
+        for round_index in range(args.rounds):
+            # The order alternates (workbench first, then the independent loop first): whatever
+            # drifts between the two halves of a round (clocks, temperature) cancels over rounds.
+            for side in ("workbench", "bare") if round_index % 2 == 0 else ("bare", "workbench"):
+                if side == "workbench":
+                    report = service.run(
+                        project, kernel=kernel.name, backends=[backend], sizes=sizes, seed=args.seed,
+                        artifacts_dir=args.artifacts, cache_dir=args.cache_dir,
+                    )  # fmt: skip
+                    (result,) = [r for r in report.results if r.backend == backend]
+                    if result.status != "ok":
+                        return {"backend": backend, "error": result.error}
+                    verified = result.verified
+                    workbench_medians.append(result.timing["median_s"])
+                    n_workbench.append(result.timing["n"])
+                    method, resolution = result.timing["method"], result.timing["resolution_s"]
+                    continue
+                try:
+                    bare = run_bare(launch_file, args.min_n, args.min_time)
+                except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                    return {"backend": backend, "error": str(exc)}
+                bare_medians.append(bare["median_s"])
+                n_bare.append(bare["n"])
+                bare_method = bare["method"]
+                imported = imported or bare["workbench_imported"]
         profilers = nsight(launch_file, entry) if runtime == "cuda" and not args.no_nsight else {}
     workbench = statistics.median(workbench_medians)
     independent = statistics.median(bare_medians)

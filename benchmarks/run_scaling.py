@@ -1,16 +1,19 @@
 """Host side of a run against its size: wall time per phase, host overhead per element, peak memory.
 
     python benchmarks/run_scaling.py [--backends cpu] [--min-exp 20] [--max-exp 26] [--gpu-host]
-                                     [--example saxpy] [--repeat 1] [--out FILE.json]
+                                     [--example saxpy] [--repeat 1] [--cold] [--out FILE.json]
 
 Each size runs in a fresh child process (`RunService.run`, as `workbench run` does, without the
-interpreter's start-up), whose events time the phases: inputs, upload, the verification launch,
-download, verify, timing (the timing protocol's launches), and the rest (build check, close).
+interpreter's start-up), whose events time the phases: inputs, prepare (per backend: module
+load, device buffers; with `--cold` also the worker's start), upload, the verification launch,
+download, verify, timing (the timing protocol's launches), and the rest (build check, close);
+`backend_phases_s` splits them per backend. Without `--cold` the workers are started before the
+clock (as in a tuning loop or the window); `--cold` measures a fresh `workbench run`.
 Host overhead = wall − the timed windows (timing phase and verification launch); its slope
 against n (least squares over the sizes) is the per-element cost the goal bounds. Peak memory is
-the proportional set size (PSS, shared pages counted once) of the child and its workers, sampled
-every 10 ms, less the child's own PSS before the run, compared with the kernel's buffer bytes
-plus the reference outputs.
+what the child and its workers hold (private and file pages of each, shared-memory segments
+once), sampled every 10 ms, less what they held before the run, compared with the kernel's
+buffer bytes plus the reference outputs.
 
 Goals (issue 15), on the 2-core VM: host overhead ≤ 15 ns per element; peak memory ≤ 1.5 ×
 buffers + reference outputs. `--gpu-host` extends the sizes to 2^28 (and defaults the backends
@@ -36,8 +39,11 @@ GOAL_MEMORY_FACTOR = 1.5
 TIMED_PHASES = ("launch", "timing")
 
 
-def child(example: str, n: int, backends: list[str], artifacts: str | None = None) -> None:
-    """One run at size n; prints one JSON line: phase seconds, wall, buffer bytes."""
+def child(
+    example: str, n: int, backends: list[str], artifacts: str | None = None, cold: bool = False
+) -> None:
+    """One run at size n; prints one JSON line: phase seconds (summed, and per backend), wall,
+    buffer bytes. `cold`: the workers start inside the timed run, as in a fresh `workbench run`."""
     import workbench
     from workbench.project import Project
     from workbench.run.service import RunService
@@ -49,23 +55,34 @@ def child(example: str, n: int, backends: list[str], artifacts: str | None = Non
     from workbench.run.spec import dtype_of
 
     sizes = {b.name: lengths[b.name] * dtype_of(b.type).itemsize for b in kernel.buffers}
+    from workbench.backends import runtime_of
+
     service = RunService()
-    for runtime in {"cpu"} | ({"wgpu"} if any(b in ("wgsl", "rust-gpu") for b in backends) else set()):
-        service.devices(runtime)  # workers up before the clock starts (a tuning loop has them)
+    if not cold:
+        for runtime in {"cpu"} | {runtime_of(b) for b in backends}:
+            service.devices(runtime)  # workers up before the clock starts (a tuning loop has them)
     phases: dict[str, float] = {}
-    mark = [time.perf_counter(), "setup"]
+    by_backend: dict[str, dict[str, float]] = {}
+    mark = [time.perf_counter(), "setup", None]
 
     def on_event(event: dict) -> None:
         kind = event.get("kind")
         now = time.perf_counter()
+        backend = event.get("backend")
         if kind == "phase":
             name = event["phase"]
+        elif kind == "started":
+            name = "prepare"  # worker start (cold), module load, buffers on the device
         elif kind in ("finished", "done"):
-            name = "setup"
+            name, backend = "setup", None
         else:
             return
-        phases[mark[1]] = phases.get(mark[1], 0.0) + now - mark[0]
-        mark[:] = [now, name]
+        spent = now - mark[0]
+        phases[mark[1]] = phases.get(mark[1], 0.0) + spent
+        if mark[2] is not None:
+            own = by_backend.setdefault(mark[2], {})
+            own[mark[1]] = own.get(mark[1], 0.0) + spent
+        mark[:] = [now, name, backend]
 
     print(json.dumps({"ready": True}), flush=True)
     sys.stdin.readline()  # the parent has its memory baseline
@@ -82,6 +99,7 @@ def child(example: str, n: int, backends: list[str], artifacts: str | None = Non
                 "n": n,
                 "wall_s": wall,
                 "phases_s": phases,
+                "backend_phases_s": by_backend,
                 "buffer_bytes": sum(sizes.values()),
                 "reference_bytes": sum(sizes[b.name] for b in kernel.buffers if b.is_output),
                 "statuses": {r.backend: [r.status, r.verified] for r in report.results},
@@ -91,7 +109,36 @@ def child(example: str, n: int, backends: list[str], artifacts: str | None = Non
     )
 
 
-def _tree_pss(pid: int) -> int:
+def _status_kib(pid: int, keys: tuple[str, ...]) -> int:
+    total = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            name, _, value = line.partition(":")
+            if name in keys:
+                total += int(value.split()[0])
+    return total
+
+
+def _shmem_bytes() -> int:
+    return _status_file_kib("/proc/meminfo", "Shmem") * 1024
+
+
+def _status_file_kib(path: str, key: str) -> int:
+    with open(path) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _tree_memory(pid: int) -> int:
+    """Bytes the process tree holds: every process's private and file pages (RssAnon + RssFile,
+    from /proc/PID/status) plus the shared-memory segments once (the system's Shmem; the memfd
+    buffers shared with workers are counted there, not in each process that maps them).
+
+    Counters, not /proc/PID/smaps: reading smaps walks every page table under the process's mmap
+    lock, and sampling it every 10 ms stalled the run's own page faults (a 256 MiB download took
+    0.7 s instead of 0.1 s)."""
     import psutil
 
     total = 0
@@ -99,19 +146,26 @@ def _tree_pss(pid: int) -> int:
         root = psutil.Process(pid)
         for proc in [root, *root.children(recursive=True)]:
             try:
-                info = proc.memory_full_info()
-                total += getattr(info, "pss", info.rss)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                pass
+                total += _status_kib(proc.pid, ("RssAnon", "RssFile")) * 1024
+            except (OSError, ValueError):
+                pass  # the process ended between the listing and the read
     except psutil.NoSuchProcess:
         pass
-    return total
+    return total + _shmem_bytes()
 
 
 def measure(
-    example: str, n: int, backends: list[str], tree: Path = REPO, artifacts: str | None = None
+    example: str,
+    n: int,
+    backends: list[str],
+    tree: Path = REPO,
+    artifacts: str | None = None,
+    cold: bool = False,
 ) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    # The tree first, the caller's path after it: a GPU host's setup puts wgpu and pycuda there.
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(tree), os.environ.get("PYTHONPATH")) if p)
+    )
     cmd = [
         sys.executable,
         __file__,
@@ -124,16 +178,17 @@ def measure(
         "--backends",
         ",".join(backends),
         *(["--artifacts", artifacts] if artifacts else []),
+        *(["--cold"] if cold else []),
     ]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
     assert json.loads(proc.stdout.readline()).get("ready")
-    baseline = _tree_pss(proc.pid)
+    baseline = _tree_memory(proc.pid)
     peak = [baseline]
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _tree_pss(proc.pid))
+            peak[0] = max(peak[0], _tree_memory(proc.pid))
             time.sleep(0.01)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -184,18 +239,21 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="run prebuilt artifacts (`workbench build --export DIR`): a GPU host has no Rust",
     )
+    parser.add_argument(
+        "--cold", action="store_true", help="start the workers inside the measured run (a fresh CLI run)"
+    )
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     default_backends = "cpu,nvptx,cuda-c,wgsl" if args.gpu_host else "cpu"
     backends = [b for b in (args.backends or default_backends).split(",") if b]
     if args.child is not None:
-        child(args.example, args.child, backends, args.artifacts)
+        child(args.example, args.child, backends, args.artifacts, args.cold)
         return 0
     max_exp = args.max_exp or (28 if args.gpu_host else 26)
     rows = []
     for exp in range(args.min_exp, max_exp + 1, 2):
         runs = [
-            measure(args.example, 1 << exp, backends, Path(args.tree), args.artifacts)
+            measure(args.example, 1 << exp, backends, Path(args.tree), args.artifacts, args.cold)
             for _ in range(max(1, args.repeat))
         ]
         rows.append(min(runs, key=lambda r: r["wall_s"]))
@@ -216,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['n']:>10} {r['wall_s']:7.3f} {r['timed_s']:7.3f} {r['host_s']:7.3f} {cells} "
             f"{r['peak_bytes'] / 2**20:9.0f} {r['memory_budget_bytes'] / 2**20:10.0f}"
         )
+    last = rows[-1]
+    for backend, own in (last.get("backend_phases_s") or {}).items():
+        cells = ", ".join(f"{p} {v:.3f}" for p, v in own.items())
+        print(f"  n={last['n']} {backend}: {cells} s")
     print(
         f"host overhead {per_element_ns:.2f} ns/element (goal ≤ {GOAL_NS_PER_ELEMENT:g}); "
         f"peak memory {memory_slope:.2f} B/element against a budget of {budget_slope:.2f} "
@@ -225,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "run_scaling",
         "example": args.example,
         "backends": backends,
+        "cold": args.cold,
         "tree": str(Path(args.tree).resolve()),
         "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
         "rows": rows,

@@ -22,6 +22,8 @@ skipped and says so):
 - `ncu`: Nsight Compute's kernel duration of nvptx and cuda-c at the large sizes (defaults: base
   clocks, caches flushed; and with clock and cache control off), beside the cold and warm medians;
 - `sass`: ptxas + cuobjdump of every PTX artifact: registers and an instruction histogram;
+- `scaling` (issue 15): benchmarks/run_scaling.py warm and cold, and `workbench run` of saxpy at
+  2^28 timed as a user starts it (wall, CPU time, peak memory);
 - `cold`: every example again with `--l2 cold` alone (only when asked for: `examples` has both).
 
 Then, on either machine:
@@ -39,6 +41,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -61,10 +64,13 @@ SMALL = {
     "bitonic": {"n": 1 << 18},
     "matmul": {"m": 128, "n": 128, "k": 128},
 }
-STEPS = ("device", "examples", "gpu-tests", "rust-gpu", "harness", "ncu", "sass", "cold")
+STEPS = ("device", "examples", "gpu-tests", "rust-gpu", "harness", "ncu", "sass", "scaling", "cold")
 #: Rough seconds each step needs on an H200 (a step starts only if this much budget is left).
-NEEDS = {"device": 15, "examples": 180, "gpu-tests": 40, "rust-gpu": 30, "harness": 60, "cold": 120,
-         "ncu": 60, "sass": 10}  # fmt: skip
+NEEDS = {"device": 15, "examples": 180, "gpu-tests": 40, "rust-gpu": 30, "harness": 100, "cold": 120,
+         "ncu": 60, "sass": 10, "scaling": 120}  # fmt: skip
+#: saxpy at 2^28 through the command line, as a user starts it (issue 15's 8 s goal): the three GPU
+#: backends, then with the cpu backend timed too.
+CLI_RUNS = {"gpu3": "nvptx,cuda-c,wgsl", "all4": "cpu,nvptx,cuda-c,wgsl"}
 
 
 def _env() -> dict[str, str]:
@@ -222,9 +228,53 @@ class Run:
         n = 1 << 18 if self.small else 1 << 24
         code, _ = sh([self.python, "benchmarks/harness_overhead.py", "--project", "resources/examples/saxpy",
                       "--backend", self.backends, "--artifacts", str(self.artifacts / "saxpy"),
-                      "--size", f"n={n}", "--rounds", "3", "--min-n", "50", "--min-time", "0.3",
+                      "--size", f"n={n}", "--rounds", "7", "--min-n", "50", "--min-time", "0.3",
                       "--json", str(out)], self.out / "logs" / "harness.log", min(240, self.left()))  # fmt: skip
         return {"exit": code, "result": _json_or_none(out.read_text()) if out.is_file() else None}
+
+    def step_scaling(self) -> dict[str, Any]:
+        """Issue 15 on the GPU host: benchmarks/run_scaling.py warm (workers up, 2^20..2^28, four
+        backends), cold at 2^28 (workers started inside the run, per-backend phases), and the
+        command line itself at 2^28 with its wall, CPU time and peak memory (getrusage)."""
+        saxpy = str(self.artifacts / "saxpy")
+        log = self.out / "logs" / "scaling.log"
+        data: dict[str, Any] = {}
+        top = 20 if self.small else 28  # a local dry run stays small
+        exps = ["--max-exp", str(top), "--min-exp", str(top - 8 if not self.small else top)]
+        runs = {
+            "warm4": ["--gpu-host", *exps],
+            "cold3": ["--gpu-host", "--cold", "--min-exp", str(top), "--max-exp", str(top),
+                      "--backends", CLI_RUNS["gpu3"]],
+            "cold4": ["--gpu-host", "--cold", "--min-exp", str(top), "--max-exp", str(top)],
+        }  # fmt: skip
+        for name, extra in runs.items():
+            if self.left() < 40:
+                data[name] = {"skipped": "out of budget"}
+                continue
+            out = self.out / f"run_scaling-{name}.json"
+            code, _ = sh([self.python, "benchmarks/run_scaling.py", "--artifacts", saxpy, "--out", str(out), *extra],
+                         log, min(200, self.left()))  # fmt: skip
+            data[name] = {"exit": code, "result": _json_or_none(out.read_text()) if out.is_file() else None}
+            self.save("scaling", data)
+        for name, backends in CLI_RUNS.items():
+            if self.left() < 40:
+                data[f"cli-{name}"] = {"skipped": "out of budget"}
+                continue
+            cmd = [self.python, "-m", "workbench", "run", "resources/examples/saxpy", "--artifacts", saxpy,
+                   "--backend", backends, "--size", f"n={1 << top}", "--no-record"]  # fmt: skip
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.monotonic()
+            code, text = sh(cmd, log, min(120, self.left()))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            data[f"cli-{name}"] = {
+                "command": " ".join(cmd), "exit": code, "wall_s": round(time.monotonic() - started, 2),
+                "user_s": round(after.ru_utime - before.ru_utime, 2),
+                "sys_s": round(after.ru_stime - before.ru_stime, 2),
+                # ru_maxrss of children: the largest one process reached (KiB), shared pages included
+                "max_rss_mib_one_process": round(after.ru_maxrss / 1024), "output": text[-3000:],
+            }  # fmt: skip
+            self.save("scaling", data)
+        return data
 
     def step_ncu(self) -> dict[str, Any]:
         if not shutil.which("ncu"):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare the H200 evidence run on THIS machine (it has Rust; the GPU host has none):
-#   - every example built for nvptx (sm_90), cuda-c and wgsl, exported to .gpu-artifacts/<example>/;
+#   - every example built for cpu, nvptx (sm_90), cuda-c and wgsl, exported to .gpu-artifacts/<example>/;
 #   - the real rust-gpu SPIR-V from ../shared/data/rust-gpu-spirv/ wrapped in two small projects
 #     (with a cpu cdylib built here as their reference) under .gpu-artifacts/rust-gpu/<name>/;
 #   - the wheel/deb bundle for the offline GPU host in .gpu-bundle/ (../shared/scripts/gpu-host-bundle.sh),
@@ -20,6 +20,9 @@ mkdir -p "$artifacts"
 for ex in saxpy reduction matmul bitonic; do
   "$py" -m workbench build "resources/examples/$ex" --backend nvptx,cuda-c,wgsl --target 9.0 \
     --export "$artifacts/$ex"
+  # cpu too (the host's x86-64; --target names the GPU's): the scaling step times saxpy with its
+  # cpu reference, as `workbench run` does by default
+  "$py" -m workbench build "resources/examples/$ex" --backend cpu --export "$artifacts/$ex"
 done
 
 # rust-gpu: real cargo-gpu output, not built by us (see ../shared/data/rust-gpu-spirv/README.md).

@@ -61,6 +61,36 @@ def test_saxpy_wgsl_matches_numpy_with_timestamps(wgpu_runtime, llvmpipe_index, 
     np.testing.assert_array_equal(out3, a * x + (a * x + (a * x + y)))  # three launches, in order
 
 
+def test_transfers_in_slices_round_trip_into_shared_memory(
+    wgpu_runtime, llvmpipe_index, saxpy_kernel, saxpy_dir, rng, monkeypatch
+):
+    """Uploads and downloads go slice by slice through a bounded staging buffer (a partial last
+    slice included), and `download_into` writes straight into a memfd segment, as a run does."""
+    from workbench.run import shm
+    from workbench.run.runtimes import wgpu_runtime as module
+
+    monkeypatch.setattr(module, "TRANSFER_CHUNK", 4096)  # 1000 elements per slice
+    n = 5003  # 20012 bytes: four full slices and a partial one
+    spec = make_launch_spec(
+        saxpy_kernel, "wgsl", {"artifact": saxpy_kernel.reference["wgsl"], "entry": "main", "kind": "wgsl"},
+        saxpy_kernel.symbols({"n": n}), llvmpipe_index, artifact_dir=saxpy_dir,
+    )  # fmt: skip
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    y = rng.uniform(-1, 1, n).astype(np.float32)
+    segment = shm.SharedArray(n, np.float32, label="test-y")
+    segment.array[...] = np.nan
+    with wgpu_runtime.prepare(spec, llvmpipe_index) as prepared:
+        prepared.upload({"x": x, "y": y})
+        assert_untouched = prepared.download(["x", "y"])
+        prepared.launch(1)
+        prepared.download_into({"y": segment.array})
+        with pytest.raises(RuntimeFailure, match="holds 5003"):
+            prepared.download_into({"y": np.empty(n - 1, np.float32)})
+    np.testing.assert_array_equal(assert_untouched["x"], x)
+    np.testing.assert_array_equal(assert_untouched["y"], y)
+    np.testing.assert_array_equal(segment.array, np.float32(2.5) * x + y)
+
+
 def test_push_constant_scalars(wgpu_runtime, llvmpipe_index, shaders_dir, rng):
     n = 1000
     args = [_scalar("n", "u32", n), _scalar("a", "f32", -1.5), _scalar("b", "f32", 0.25),

@@ -143,6 +143,7 @@ class RunService:
         self._build_service: Any = None
         self._devices: dict[str, dict[str, Any]] = {}
         self._devices_lock = threading.Lock()
+        self._runtime_locks: dict[str, threading.Lock] = {}
         self._on_stderr = on_stderr
         self._remote_pools: dict[str, WorkerPool] = {}  # host name → its workers (over ssh)
         self._hosts: dict[str, Any] = {}  # host name → workbench.remote.hosts.Host
@@ -174,6 +175,8 @@ class RunService:
         The worker is the child process that will run the kernels anyway, so asking it costs no
         extra probe, and a driver that crashes while probing takes down only that worker."""
         with self._devices_lock:
+            lock = self._runtime_locks.setdefault(runtime, threading.Lock())
+        with lock:  # one probe per runtime at a time; runtimes probe side by side (`_probe`)
             if refresh or runtime not in self._devices:
                 try:
                     worker = self.pool.get(runtime)
@@ -184,6 +187,19 @@ class RunService:
                     self.pool.stop(runtime)  # nothing will run there
                 self._devices[runtime] = info
             return self._devices[runtime]
+
+    def _probe(self, runtimes: set[str]) -> None:
+        """Ask every runtime not probed yet for its devices, side by side: each probe starts a
+        worker (importing pycuda and creating a context, or enumerating Vulkan adapters takes a
+        second or more on a GPU host), and one after the other they added up."""
+        missing = sorted(r for r in runtimes if r not in self._devices)
+        if len(missing) < 2:
+            return
+        threads = [threading.Thread(target=self.devices, args=(r,), name=f"wb-probe-{r}") for r in missing]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     # ------------------------------------------------------------------ GPU hosts (workbench.remote)
 
@@ -340,6 +356,8 @@ class RunService:
         ref_backend = policy.backend
         needed = list(requested) + ([ref_backend] if ref_backend not in requested else [])
         report = RunReport(project=project.name, kernel=k.name, seed=run_seed, sizes=ctx.sizes)
+        on_hosts = {r for idx in remote_indices.values() for r in idx}
+        self._probe({runtime_of(b) for b in needed if runtime_of(b) not in on_hosts})
         # A backend whose runtime cannot run here (nor on a chosen host) is not worth building.
         runnable = [
             b for b in needed

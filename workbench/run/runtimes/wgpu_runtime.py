@@ -34,6 +34,9 @@ WANTED_FEATURES = (
     "subgroup",
     "subgroup-barrier",
 )
+#: Bytes per slice of an upload or a download: bounds the staging memory a transfer holds at once
+#: (a whole-buffer staging copy of a 1 GiB buffer is 1 GiB more host memory).
+TRANSFER_CHUNK = 64 << 20
 #: Adapter limits worth showing for compute work.
 LIMITS_SHOWN = (
     "max-compute-workgroup-size-x",
@@ -293,8 +296,15 @@ class WgpuPrepared(Prepared):
 
     def upload(self, arrays: dict[str, np.ndarray]) -> None:
         for name, array in check_arrays(self.spec, arrays).items():
-            if array.nbytes:
-                self.queue.write_buffer(self.buffers[name], 0, array)
+            flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+            # In slices: write_buffer stages a copy of what it is given, and the staging memory is
+            # freed only once the queue has run; a 1 GiB buffer would hold 1 GiB more at once.
+            for start in range(0, flat.size, TRANSFER_CHUNK):
+                stop = min(start + TRANSFER_CHUNK, flat.size)
+                self.queue.write_buffer(self.buffers[name], start, flat[start:stop])
+                if stop < flat.size:  # a submit flushes the staged write; then wait for it
+                    self.queue.submit([])
+                    self._wait_idle()
 
     def launch(self, count: int = 1) -> float:
         """`count` dispatches in one compute pass (wgpu orders them with barriers, like back-to-back
@@ -384,18 +394,56 @@ class WgpuPrepared(Prepared):
     def download(self, names: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for name in names:
-            if name not in self._lengths:
-                raise RuntimeFailure(f"no buffer named {name!r}; buffers: {', '.join(self._lengths)}")
-            length, dtype = self._lengths[name]
-            if length == 0:
-                out[name] = np.zeros(0, dtype)
-                continue
-            try:
-                data = self.queue.read_buffer(self.buffers[name], 0, length * dtype.itemsize)
-            except Exception as exc:
-                raise RuntimeFailure(f"reading buffer {name!r} failed: {_error_text(exc)}") from None
-            out[name] = np.frombuffer(data, dtype=dtype).copy()
+            length, dtype = self._length_of(name)
+            out[name] = np.empty(length, dtype)
+            self._read_into(name, out[name])
         return out
+
+    def download_into(self, arrays: dict[str, np.ndarray]) -> None:
+        """Copy the named buffers into the given host arrays (shared memory): one copy each, out of
+        a mapped staging buffer, slice by slice."""
+        for name, array in arrays.items():
+            length, dtype = self._length_of(name)
+            if array.size != length or array.dtype != dtype:
+                raise RuntimeFailure(
+                    f"buffer {name!r} holds {length} × {dtype}, not {array.size} × {array.dtype}"
+                )
+            self._read_into(name, array)
+
+    def _length_of(self, name: str) -> tuple[int, np.dtype]:
+        if name not in self._lengths:
+            raise RuntimeFailure(f"no buffer named {name!r}; buffers: {', '.join(self._lengths)}")
+        return self._lengths[name]
+
+    def _read_into(self, name: str, out: np.ndarray) -> None:
+        """The buffer's bytes into `out` through one reused staging buffer of at most
+        TRANSFER_CHUNK bytes: copy on the device, map, copy from the mapping (no extra copy)."""
+        target = out.reshape(-1).view(np.uint8)
+        if target.size == 0:
+            return
+        usage = self._wgpu.BufferUsage
+        staging = self.device.create_buffer(
+            label="download", size=min(TRANSFER_CHUNK, target.size), usage=usage.MAP_READ | usage.COPY_DST
+        )
+        try:
+            for start in range(0, target.size, TRANSFER_CHUNK):
+                size = min(TRANSFER_CHUNK, target.size - start)
+                encoder = self.device.create_command_encoder()
+                encoder.copy_buffer_to_buffer(self.buffers[name], start, staging, 0, size)
+                self.queue.submit([encoder.finish()])
+                staging.map_sync(self._wgpu.MapMode.READ, 0, size)
+                try:
+                    view = staging.read_mapped(0, size, copy=False)
+                    target[start : start + size] = np.frombuffer(view, np.uint8)
+                    del view  # the mapping goes away with unmap
+                finally:
+                    staging.unmap()
+        except RuntimeFailure:
+            raise
+        except Exception as exc:
+            raise RuntimeFailure(f"reading buffer {name!r} failed: {_error_text(exc)}") from None
+        finally:
+            staging.destroy()
 
     def close(self) -> None:
         for buffer in self.buffers.values():
