@@ -1,18 +1,19 @@
-"""WGSL variants of the matmul reference: which of naga's additions costs what (issue 13).
+"""WGSL variants of the reference kernels: which of naga's additions costs what (issue 13).
 
-Each variant in `benchmarks/wgsl_variants/*.wgsl` changes one thing in
-`resources/examples/matmul/reference/matmul.wgsl` (V0, taken from the example as it is) and says
-what in its header comment; `benchmarks/results/wgsl-spirv/README.md` shows what naga emitted. Every
-variant computes the same C: it is verified against the reference backend by the workbench and its
-output is compared with V0's bit for bit.
+Each variant in `benchmarks/wgsl_variants/<example>/*.wgsl` changes one thing in the example's
+reference WGSL (V0, taken from `resources/examples/<example>/reference/` as it is) and says what in
+its header comment; `benchmarks/results/wgsl-spirv/README.md` shows what naga emitted. Every variant
+computes the same output: it is verified against the reference backend by the workbench and compared
+with V0's bit for bit. V0 also runs with wgpu's shader runtime checks off (CHECK_MODES).
 
 Two steps, so the GPU host needs no Rust:
 
     python benchmarks/wgsl_variants.py --prepare DIR
-        builds each variant as a wgsl artifact folder of a copy of the example project and the
-        reference backends (cpu, and cuda-c where nvcc is found) from the example itself:
-        DIR/<variant>/<backend>/build.json, and DIR/variants.json.
-    python benchmarks/wgsl_variants.py --artifacts DIR --size 2048 --device wgpu:0 --reference-backend cuda-c
+        builds, for matmul and reduction, each variant as a wgsl artifact folder of a copy of the
+        example project and the reference backends (cpu, and cuda-c for sm_90 where nvcc is found)
+        from the example itself: DIR/<example>/<variant>/<backend>/build.json and
+        DIR/<example>/variants.json.
+    python benchmarks/wgsl_variants.py --artifacts DIR --example matmul --size 2048 --device wgpu:0 --reference-backend cuda-c
         runs each variant through the workbench's RunService (its worker, warm-up and timing
         protocol) and prints median, ratio to V0 and to the reference backend's median.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -31,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +43,32 @@ sys.path.insert(0, str(REPO))
 from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
 from workbench.errors import WorkbenchError  # noqa: E402
 
-EXAMPLE = REPO / "resources" / "examples" / "matmul"
-VARIANT_DIR = Path(__file__).resolve().parent / "wgsl_variants"
-REFERENCE_WGSL = "reference/matmul.wgsl"
+VARIANTS_ROOT = Path(__file__).resolve().parent / "wgsl_variants"
+HOOK_DIR = VARIANTS_ROOT / "runtime_checks"
 V0 = "v0_reference"
-HOOK_DIR = VARIANT_DIR / "runtime_checks"
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    """An example whose reference WGSL has variants in VARIANTS_ROOT/<name>/."""
+
+    name: str
+    reference_wgsl: str  # relative to the example
+    sizes: Callable[[int], dict[str, int]]  # --size -> the kernel's sizes
+
+    @property
+    def root(self) -> Path:
+        return REPO / "resources" / "examples" / self.name
+
+    @property
+    def variant_dir(self) -> Path:
+        return VARIANTS_ROOT / self.name
+
+
+EXAMPLES = {
+    "matmul": Example("matmul", "reference/matmul.wgsl", lambda size: {"m": size, "n": size, "k": size}),
+    "reduction": Example("reduction", "reference/reduction.wgsl", lambda size: {"n": size}),
+}
 
 #: V0 again with some of wgpu's shader runtime checks off (wgpu-native's
 #: wgpuDeviceCreateShaderModuleTrusted, through the start-up hook in HOOK_DIR): the same WGSL, so
@@ -56,10 +80,10 @@ CHECK_MODES = [
 ]
 
 
-def variants() -> list[tuple[str, Path]]:
-    """(name, WGSL file) in order: V0 is the example's own reference, then the files here."""
-    files = sorted(VARIANT_DIR.glob("v*.wgsl"))
-    return [(V0, EXAMPLE / REFERENCE_WGSL)] + [(f.stem, f) for f in files]
+def variants(example: Example) -> list[tuple[str, Path]]:
+    """(name, WGSL file) in order: V0 is the example's own reference, then its variant files."""
+    files = sorted(example.variant_dir.glob("*.wgsl"))
+    return [(V0, example.root / example.reference_wgsl)] + [(f.stem, f) for f in files]
 
 
 def header(path: Path) -> str:
@@ -83,13 +107,15 @@ def _build(project_dir: Path, backends: list[str], cache_dir: str | None) -> lis
     ]
 
 
-def prepare(dest: Path, cache_dir: str | None = None, reference_backends: list[str] | None = None) -> dict:
+def prepare(
+    example: Example, dest: Path, cache_dir: str | None = None, reference_backends: list[str] | None = None
+) -> dict:
     """Build every variant (wgsl) and the reference backends into `dest`; returns variants.json."""
     from workbench.build import export
 
     dest.mkdir(parents=True, exist_ok=True)
     wanted = reference_backends or (["cpu", "cuda-c"] if shutil.which("nvcc") else ["cpu"])
-    refs = _build(EXAMPLE, wanted, cache_dir)
+    refs = _build(example.root, wanted, cache_dir)
     ref_dir = dest / "_reference"
     export(refs, ref_dir)
     ref_ok = [r.backend for r in refs if r.status == "ok"]
@@ -98,10 +124,10 @@ def prepare(dest: Path, cache_dir: str | None = None, reference_backends: list[s
             print(f"note: reference backend {r.backend} not built: {r.hint or r.status}", file=sys.stderr)
     listed = []
     with tempfile.TemporaryDirectory(prefix="wgsl-variants-") as tmp:
-        for name, source in variants():
+        for name, source in variants(example):
             copy = Path(tmp) / name
-            shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("target", ".workbench*"))
-            shutil.copyfile(source, copy / REFERENCE_WGSL)
+            shutil.copytree(example.root, copy, ignore=shutil.ignore_patterns("target", ".workbench*"))
+            shutil.copyfile(source, copy / example.reference_wgsl)
             (result,) = _build(copy, ["wgsl"], cache_dir)
             if result.status != "ok":
                 raise WorkbenchError(f"variant {name} ({source}): the wgsl build failed: {result.hint}")
@@ -113,7 +139,7 @@ def prepare(dest: Path, cache_dir: str | None = None, reference_backends: list[s
                 shutil.copytree(ref_dir / backend, target)
             rel = source.relative_to(REPO) if source.is_relative_to(REPO) else source
             listed.append({"name": name, "file": str(rel), "changes": header(source)})
-    info = {"example": str(EXAMPLE.relative_to(REPO)), "variants": listed, "reference_backends": ref_ok}
+    info = {"example": example.name, "variants": listed, "reference_backends": ref_ok}
     (dest / "variants.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
 
@@ -167,7 +193,7 @@ def measure(
     from workbench.run.service import RunService
 
     info = json.loads((artifacts / "variants.json").read_text())
-    project = Project.open(EXAMPLE)
+    project = Project.open(EXAMPLES[info["example"]].root)
     devices = [device] if device else None
     rows: list[dict[str, Any]] = []
     v0_c: list[Any] = []
@@ -177,7 +203,8 @@ def measure(
         report = service.run(project, backends=["wgsl"], devices=devices, sizes=sizes, seed=seed,
                              reference=reference, artifacts_dir=artifacts / folder, timeout_s=120.0)  # fmt: skip
         (res,) = report.results
-        c = report.outputs.get("wgsl", {}).get("c")
+        outputs = report.outputs.get("wgsl") or {}
+        c = next(iter(outputs.values()), None) if len(outputs) == 1 else None
         if name == V0 and c is not None:
             v0_c.append(np.asarray(c))
         same = None
@@ -257,10 +284,17 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--prepare", metavar="DIR", help="build the variants and reference backends into DIR, then stop"
+        "--prepare",
+        metavar="DIR",
+        help="build every example's variants and reference backends into DIR/<example>/, then stop",
     )
-    parser.add_argument("--artifacts", metavar="DIR", help="run what --prepare wrote to DIR (no build)")
-    parser.add_argument("--size", type=int, default=256, help="m = n = k (default 256)")
+    parser.add_argument(
+        "--artifacts", metavar="DIR", help="run what --prepare wrote to DIR (DIR/<example>; no build)"
+    )
+    parser.add_argument("--example", choices=sorted(EXAMPLES), default="matmul", help="default matmul")
+    parser.add_argument(
+        "--size", type=int, help="matmul: m = n = k (default 256); reduction: n (default 2^20)"
+    )
     parser.add_argument("--device", help="device spec, e.g. wgpu:0 (default: the workbench's choice)")
     parser.add_argument(
         "--reference-backend", default="cpu", help="backend C is verified against (default cpu)"
@@ -277,16 +311,20 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(child_env())  # Mesa wants XDG_RUNTIME_DIR in this process too
     try:
         if args.prepare:
-            info = prepare(Path(args.prepare), args.cache_dir)
-            names = ", ".join(v["name"] for v in info["variants"])
-            print(f"prepared {names} (+ {', '.join(info['reference_backends'])}) in {args.prepare}")
+            for example in EXAMPLES.values():
+                info = prepare(example, Path(args.prepare) / example.name, args.cache_dir)
+                names = ", ".join(v["name"] for v in info["variants"])
+                refs = ", ".join(info["reference_backends"])
+                print(f"prepared {example.name}: {names} (+ {refs}) in {args.prepare}/{example.name}")
             return 0
+        example = EXAMPLES[args.example]
+        size = args.size or (256 if example.name == "matmul" else 1 << 20)
         timing = TimingOptions(min_time_s=args.min_time, max_time_s=max(2.0, 4 * args.min_time))
-        sizes = {"m": args.size, "n": args.size, "k": args.size}
+        sizes = example.sizes(size)
         with tempfile.TemporaryDirectory(prefix="wgsl-variants-run-") as tmp:
-            artifacts = Path(args.artifacts) if args.artifacts else Path(tmp)
+            artifacts = Path(args.artifacts) / example.name if args.artifacts else Path(tmp)
             if not args.artifacts:
-                prepare(artifacts, args.cache_dir, [args.reference_backend])
+                prepare(example, artifacts, args.cache_dir, [args.reference_backend])
             rows = measure(artifacts, sizes, args.reference_backend, args.device, args.seed, timing)
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -294,10 +332,10 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, args.reference_backend)
     wgsl = [r for r in rows if r["backend"] == "wgsl"]
     device = next((r["device"].split(" ", 1)[-1] for r in wgsl if r["device"]), platform.node())
-    out = output_path(args.out, f"wgsl_variants-{slug(device)}-{args.size}.json")
+    out = output_path(args.out, f"wgsl_variants-{example.name}-{slug(device)}-{size}.json")
     data = {
         "benchmark": "wgsl_variants",
-        "example": "matmul",
+        "example": example.name,
         "host": platform.node(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "sizes": sizes,
