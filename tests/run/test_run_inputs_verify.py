@@ -296,3 +296,50 @@ def test_reference_health_counts_in_chunks(monkeypatch):
     out[999] = np.nan
     out[100:110] = poison_value(np.float32)[0]
     assert verify_mod.health(out, check_poison=True) == {"nan_count": 11, "inf_count": 2, "unwritten": 10}
+
+
+def test_compare_agrees_with_a_whole_array_oracle(monkeypatch):
+    """Only elements whose bits differ are compared in float64: the verdict and every metric must
+    equal a plain whole-array computation, written here independently, on outputs that differ
+    by rounding (most bits equal), by real errors, by signed zeros, NaNs, infinities and poison."""
+    from workbench.run import verify as verify_mod
+    from workbench.run.inputs import poison_value
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    ref = rng.uniform(-2, 2, n).astype(np.float32)
+    got = ref.copy()
+    nudged = rng.choice(n, 900, replace=False)  # a rounding apart: within max_ulp
+    got[nudged] = np.nextafter(got[nudged], np.float32(np.inf))
+    wrong = rng.choice(np.setdiff1d(np.arange(n), nudged), 40, replace=False)
+    got[wrong] += np.float32(0.5)
+    got[[11, 12]], ref[[11, 12]] = np.float32(-0.0), np.float32(0.0)
+    got[[20, 21]], ref[[20, 21]] = np.nan, np.nan  # equal NaNs pass
+    got[30], ref[30] = np.inf, np.inf
+    got[31] = np.inf  # an infinity where a number was expected
+    got[4000:4010] = poison_value(np.float32)[0]
+    rtol, atol, max_ulp = 1e-6, 1e-7, 2
+
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    finite = np.isfinite(g) & np.isfinite(r)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(finite, np.abs(g - r), 0.0)
+    gi, ri = got.view(np.int32).astype(np.int64), ref.view(np.int32).astype(np.int64)
+    ordered_g = np.where(gi < 0, -(gi & 0x7FFFFFFF), gi)
+    ordered_r = np.where(ri < 0, -(ri & 0x7FFFFFFF), ri)
+    ulps = np.abs(ordered_g - ordered_r)
+    poisoned = got.view(np.uint32) == poison_value(np.float32).view(np.uint32)[0]
+    ok = (finite & (diff <= atol + rtol * np.abs(r))) | (finite & (ulps <= max_ulp))
+    ok |= (np.isnan(g) & np.isnan(r)) | ((g == r) & ~finite)
+    bad = ~ok | poisoned
+
+    monkeypatch.setattr(verify_mod, "CHUNK", 256)
+    result = verify_mod.compare(got, ref, rtol, atol, max_ulp, check_poison=True)
+    assert result["bad"] == int(bad.sum()) > 40
+    assert result["first_bad_index"] == int(np.flatnonzero(bad)[0])
+    assert result["unwritten"] == 10
+    assert result["max_abs_err"] == pytest.approx(float(diff.max()))
+    assert result["max_ulp_err"] == int(ulps[finite].max())
+    assert result["nan_count"] == int(np.isnan(got).sum()) and result["inf_count"] == 2
+    monkeypatch.setattr(verify_mod, "CHUNK", 1 << 18)
+    assert verify_mod.compare(got, ref, rtol, atol, max_ulp, check_poison=True) == result
