@@ -1,0 +1,53 @@
+// V5: V1 with the 2-D workgroup arrays of V3 but the t loop kept (naga's loop counter stays).
+// Isolates, against V3: whether the driver still unrolls the t loop that naga bounded. naga clamps
+// t (UMin(t, 15)) in every step; once the driver unrolls, those clamps fold to constants.
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+}
+
+// The tile edge as a compile-time constant (the reference's `override tile` with its default).
+const tile: u32 = 16u;
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+
+// 2-D tiles, exactly tile x tile (as reference/matmul.cu's a_tile[TILE][TILE]).
+var<workgroup> a_tile: array<array<f32, tile>, tile>;
+var<workgroup> b_tile: array<array<f32, tile>, tile>;
+
+@compute @workgroup_size(tile, tile)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let tx = lid.x;
+    let ty = lid.y;
+    let row = wid.y * tile + ty;
+    let col = wid.x * tile + tx;
+    var acc = 0.0;
+    for (var k0 = 0u; k0 < params.k; k0 = k0 + tile) {
+        let ka = k0 + tx;
+        let kb = k0 + ty;
+        var va = 0.0;
+        if (row < params.m && ka < params.k) {
+            va = a[row * params.k + ka];
+        }
+        var vb = 0.0;
+        if (kb < params.k && col < params.n) {
+            vb = b[kb * params.n + col];
+        }
+        a_tile[ty][tx] = va;
+        b_tile[ty][tx] = vb;
+        workgroupBarrier();
+        for (var t = 0u; t < tile; t = t + 1u) {
+            // fma(): one rounding per step like nvcc's fma.rn.f32 and the Rust logic's fused
+            // multiply-add, where the driver fuses it (Vulkan lets it round twice: llvmpipe does).
+            acc = fma(a_tile[ty][t], b_tile[t][tx], acc);
+        }
+        workgroupBarrier();
+    }
+    if (row < params.m && col < params.n) {
+        c[row * params.n + col] = acc;
+    }
+}
