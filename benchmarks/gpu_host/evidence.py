@@ -22,6 +22,8 @@ skipped and says so):
 - `ncu`: Nsight Compute's kernel duration of nvptx and cuda-c at the large sizes (defaults: base
   clocks, caches flushed; and with clock and cache control off), beside the cold and warm medians;
 - `sass`: ptxas + cuobjdump of every PTX artifact: registers and an instruction histogram;
+- `wgsl-variants`: benchmarks/wgsl_variants.py, matmul and reduction WGSL variants on the Vulkan
+  adapter (what naga's bounds clamps and loop counters cost);
 - `scaling` (issue 15): benchmarks/run_scaling.py warm and cold, and `workbench run` of saxpy at
   2^28 timed as a user starts it (wall, CPU time, peak memory);
 - `cold`: every example again with `--l2 cold` alone (only when asked for: `examples` has both).
@@ -64,10 +66,21 @@ SMALL = {
     "bitonic": {"n": 1 << 18},
     "matmul": {"m": 128, "n": 128, "k": 128},
 }
-STEPS = ("device", "examples", "gpu-tests", "rust-gpu", "harness", "ncu", "sass", "scaling", "cold")
+STEPS = (
+    "device",
+    "examples",
+    "gpu-tests",
+    "rust-gpu",
+    "harness",
+    "ncu",
+    "sass",
+    "scaling",
+    "wgsl-variants",
+    "cold",
+)
 #: Rough seconds each step needs on an H200 (a step starts only if this much budget is left).
 NEEDS = {"device": 15, "examples": 180, "gpu-tests": 40, "rust-gpu": 30, "harness": 100, "cold": 120,
-         "ncu": 60, "sass": 10, "scaling": 120}  # fmt: skip
+         "ncu": 60, "sass": 10, "scaling": 120, "wgsl-variants": 90}  # fmt: skip
 #: saxpy at 2^28 through the command line, as a user starts it (issue 15's 8 s goal): the three GPU
 #: backends, then with the cpu backend timed too.
 CLI_RUNS = {"gpu3": "nvptx,cuda-c,wgsl", "all4": "cpu,nvptx,cuda-c,wgsl"}
@@ -274,6 +287,33 @@ class Run:
                 "max_rss_mib_one_process": round(after.ru_maxrss / 1024), "output": text[-3000:],
             }  # fmt: skip
             self.save("scaling", data)
+        return data
+
+    def step_wgsl_variants(self) -> dict[str, Any]:
+        """benchmarks/wgsl_variants.py (issue 13: which of naga's additions costs what): matmul
+        2048³ and reduction 2^26, each variant verified against cuda-c and timed on the Vulkan
+        adapter; artifacts from `wgsl_variants.py --prepare .gpu-artifacts/wgsl-variants`."""
+        folder = self.artifacts / "wgsl-variants"
+        if not folder.is_dir():
+            return {"skipped": f"{folder} is absent (run prepare.sh)"}
+        small = {"matmul": "128", "reduction": str(1 << 16)}
+        large = {"matmul": "2048", "reduction": str(1 << 26)}
+        data: dict[str, Any] = {}
+        for example in ("matmul", "reduction"):
+            if self.left() < 40:
+                data[example] = {"skipped": "out of budget"}
+                continue
+            out = self.out / f"wgsl_variants-{example}.json"
+            size = (small if self.small else large)[example]
+            reference = self.backends.split(",")[0]
+            code, _ = sh([self.python, "benchmarks/wgsl_variants.py", "--artifacts", str(folder), "--example", example,
+                          "--size", size, "--device", f"wgpu:{self.wgpu_device}", "--reference-backend", reference,
+                          "--out", str(out)], self.out / "logs" / "wgsl-variants.log", min(150, self.left()))  # fmt: skip
+            data[example] = {
+                "exit": code,
+                "result": _json_or_none(out.read_text()) if out.is_file() else None,
+            }
+            self.save("wgsl-variants", data)
         return data
 
     def step_ncu(self) -> dict[str, Any]:

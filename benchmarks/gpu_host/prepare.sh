@@ -3,6 +3,7 @@
 #   - every example built for cpu, nvptx (sm_90), cuda-c and wgsl, exported to .gpu-artifacts/<example>/;
 #   - the real rust-gpu SPIR-V from ../shared/data/rust-gpu-spirv/ wrapped in two small projects
 #     (with a cpu cdylib built here as their reference) under .gpu-artifacts/rust-gpu/<name>/;
+#   - the WGSL variants of benchmarks/wgsl_variants.py under .gpu-artifacts/wgsl-variants/;
 #   - the wheel/deb bundle for the offline GPU host in .gpu-bundle/ (../shared/scripts/gpu-host-bundle.sh),
 #     plus the nvidia-ml-py wheel (NVML clocks and energy).
 # Both folders are git-ignored: pass them to the device run as `carry`. Run from the repository root:
@@ -36,6 +37,8 @@ if [ -d "$spirv" ]; then
 else
   echo "warning: $spirv is absent: no rust-gpu modules for the GPU host" >&2
 fi
+# The WGSL variants experiment (benchmarks/wgsl_variants.py): each variant as a wgsl artifact folder
+"$py" "$repo/benchmarks/wgsl_variants.py" --prepare "$artifacts/wgsl-variants"
 du -sh "$artifacts"
 
 if [ -z "${SKIP_BUNDLE:-}" ]; then

@@ -383,5 +383,16 @@ class WorkerPool:
     def close(self) -> None:
         with self._lock:
             workers, self._workers = list(self._workers.values()), {}
-        for worker in workers:
-            worker.shutdown()
+        if len(workers) < 2:
+            for worker in workers:
+                worker.shutdown()
+            return
+        # Side by side: a worker's exit releases a CUDA context or a Vulkan device (a fraction of
+        # a second each on a GPU host), and a command line waits for all of them.
+        threads = [
+            threading.Thread(target=w.shutdown, name=f"wb-close-{w.runtime}", daemon=True) for w in workers
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
