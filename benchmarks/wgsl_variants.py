@@ -1,10 +1,12 @@
 """WGSL variants of the reference kernels: which of naga's additions costs what (issue 13).
 
-Each variant in `benchmarks/wgsl_variants/<example>/*.wgsl` changes one thing in the example's
-reference WGSL (V0, taken from `resources/examples/<example>/reference/` as it is) and says what in
-its header comment; `benchmarks/results/wgsl-spirv/README.md` shows what naga emitted. Every variant
-computes the same output: it is verified against the reference backend by the workbench and compared
-with V0's bit for bit. V0 also runs with wgpu's shader runtime checks off (CHECK_MODES).
+V0 is the example's reference WGSL (`resources/examples/<example>/reference/` as it is). Since
+2026-12-01 that is the fast form (the inner loop written out); `benchmarks/wgsl_variants/<example>/
+v0_loop.wgsl` keeps the reference before (a loop: naga's loop counter and clamps), and each other
+variant there changes one thing in v0_loop and says what in its header comment;
+`benchmarks/results/wgsl-spirv/README.md` shows what naga emitted. Every variant computes the same
+output: it is verified against the reference backend by the workbench and compared with V0's bit
+for bit. v0_loop also runs with wgpu's shader runtime checks off (CHECK_MODES).
 
 Two steps, so the GPU host needs no Rust:
 
@@ -46,6 +48,8 @@ from workbench.errors import WorkbenchError  # noqa: E402
 VARIANTS_ROOT = Path(__file__).resolve().parent / "wgsl_variants"
 HOOK_DIR = VARIANTS_ROOT / "runtime_checks"
 V0 = "v0_reference"
+#: The variant rerun with runtime checks off: the loop form, where naga's additions cost.
+CHECKED = "v0_loop"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,13 +74,13 @@ EXAMPLES = {
     "reduction": Example("reduction", "reference/reduction.wgsl", lambda size: {"n": size}),
 }
 
-#: V0 again with some of wgpu's shader runtime checks off (wgpu-native's
+#: CHECKED again with some of wgpu's shader runtime checks off (wgpu-native's
 #: wgpuDeviceCreateShaderModuleTrusted, through the start-up hook in HOOK_DIR): the same WGSL, so
-#: the difference to V0 is naga's additions alone. Bits: 0x1 BoundsChecks, 0x2 ForceLoopBounding.
+#: the difference to CHECKED is naga's additions alone. Bits: 0x1 BoundsChecks, 0x2 ForceLoopBounding.
 CHECK_MODES = [
-    ("v0_no_clamps", 0x2, "V0 compiled without naga's bounds checks (loop counters kept)"),
-    ("v0_no_loop_counter", 0x1, "V0 compiled without naga's loop bounding (clamps kept)"),
-    ("v0_unchecked", 0x0, "V0 compiled without naga's bounds checks and loop bounding"),
+    ("v0_loop_no_clamps", 0x2, "v0_loop compiled without naga's bounds checks (loop counters kept)"),
+    ("v0_loop_no_loop_counter", 0x1, "v0_loop compiled without naga's loop bounding (clamps kept)"),
+    ("v0_loop_unchecked", 0x0, "v0_loop compiled without naga's bounds checks and loop bounding"),
 ]
 
 
@@ -185,7 +189,7 @@ def measure(
 ) -> list[dict[str, Any]]:
     """Run every prepared variant (and, once, the reference backend) and compare outputs with V0.
 
-    With `check_modes`, V0 runs again once per CHECK_MODES entry, each in a RunService of its own
+    With `check_modes`, CHECKED runs again once per CHECK_MODES entry, each in a RunService of its own
     whose workers start with the runtime-checks hook (`runtime_checks`)."""
     import numpy as np
 
@@ -236,7 +240,7 @@ def measure(
             with runtime_checks(checks, log):
                 service = service_for()
                 try:
-                    row = wgsl_row(service, name, V0, changes)
+                    row = wgsl_row(service, name, CHECKED, changes)
                 finally:
                     service.close()
             applied = log.read_text().splitlines() if log.is_file() else []
@@ -260,7 +264,7 @@ def measure(
 def print_table(rows: list[dict[str, Any]], reference: str) -> None:
     key = f"ratio_to_{reference}"
     print(
-        f"{'variant':<19} {'status':<7} {'verified':<9} {'=V0 bits':<9} {'median':>12} {'/V0':>6} {'/' + reference:>8}"
+        f"{'variant':<24} {'status':<7} {'verified':<9} {'=V0 bits':<9} {'median':>12} {'/V0':>6} {'/' + reference:>8}"
     )
     for r in rows:
         m = r["median_s"]
@@ -269,7 +273,7 @@ def print_table(rows: list[dict[str, Any]], reference: str) -> None:
         v0r = f"{r['ratio_to_v0']:.2f}" if r["ratio_to_v0"] else "-"
         rr = f"{r[key]:.2f}" if r[key] else "-"
         print(
-            f"{r['variant']:<19} {r['status']:<7} {str(r['verified']):<9} {bits:<9} {shown:>12} {v0r:>6} {rr:>8}"
+            f"{r['variant']:<24} {r['status']:<7} {str(r['verified']):<9} {bits:<9} {shown:>12} {v0r:>6} {rr:>8}"
         )
         if r["error"]:
             print(f"    {r['error']}")

@@ -1,6 +1,6 @@
-// V1: the reference (reference/matmul.wgsl) with `const tile = 16u` instead of `override tile`.
-// Isolates: a pipeline constant vs a compile-time constant. naga resolves overrides before it writes
-// SPIR-V (the captured reference already has the literal 16), so V1 is expected to emit the same code.
+// V1: v0_loop.wgsl (the reference WGSL before 2026-12-01) with `const tile = 16u` instead of
+// `override tile`. Isolates: a pipeline constant vs a compile-time constant. naga resolves overrides
+// before it writes SPIR-V (the captured v0_loop has the literal 16), so V1 emits the same code.
 // Only tile = 16 (the manifest's default) is valid for this file.
 struct Params {
     m: u32,
@@ -8,7 +8,7 @@ struct Params {
     k: u32,
 }
 
-// The tile edge as a compile-time constant (the reference's `override tile` with its default).
+// The tile edge as a compile-time constant (v0_loop's `override tile` at its default).
 const tile: u32 = 16u;
 
 @group(0) @binding(0) var<uniform> params: Params;

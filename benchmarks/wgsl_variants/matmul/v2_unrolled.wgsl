@@ -8,7 +8,7 @@ struct Params {
     k: u32,
 }
 
-// The tile edge as a compile-time constant (the reference's `override tile` with its default).
+// The tile edge as a compile-time constant (v0_loop's `override tile` at its default).
 const tile: u32 = 16u;
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -2,13 +2,15 @@
 // Isolates: naga's index clamping. With a constant t, naga clamps only the dynamic index (ty or tx,
 // the same value in all 16 steps, so the driver computes it once) and the 16 loads become one base
 // address plus constant offsets, as in nvcc's code (which reads the a row with LDS.128).
+// The reference WGSL since 2026-12-01 is this technique for every tile (32 x 32 arrays, steps in
+// groups guarded by tile); V3 keeps exact 16 x 16 arrays, reference/matmul.cu's row stride.
 struct Params {
     m: u32,
     n: u32,
     k: u32,
 }
 
-// The tile edge as a compile-time constant (the reference's `override tile` with its default).
+// The tile edge as a compile-time constant (v0_loop's `override tile` at its default).
 const tile: u32 = 16u;
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -1,5 +1,11 @@
 // Hand-written WGSL block reduction, the same computation as src/lib.rs: each workgroup of 256
 // invocations sums 512 consecutive elements into partial[workgroup], folding in the same order.
+//
+// The stride loop (128, 64, ..., 1) is written out, as nvcc unrolls reduction.cu's (9 BAR.SYNC,
+// no loop in its SASS): naga, wgpu's WGSL compiler, gives every loop a 64-bit iteration counter
+// (force_loop_bounding). On the H200 at n = 2^26 the loop (this file before 2026-12-01, kept as
+// benchmarks/wgsl_variants/reduction/v0_loop.wgsl) took 0.217 ms, 1.34x the CUDA C++ reference's
+// 0.161 ms; written out (variant R1 then) 0.152 ms (benchmarks/results/wgsl-spirv/README.md).
 struct Params {
     n: u32,
 }
@@ -32,12 +38,39 @@ fn main(
     }
     scratch[tid] = lo + hi;
     workgroupBarrier();
-    for (var stride = 128u; stride > 0u; stride = stride >> 1u) {
-        if (tid < stride) {
-            scratch[tid] = scratch[tid] + scratch[tid + stride];
-        }
-        workgroupBarrier();
+    // The stride loop written out (128, 64, ..., 1): no loop, so no loop counter from naga.
+    if (tid < 128u) {
+        scratch[tid] = scratch[tid] + scratch[tid + 128u];
     }
+    workgroupBarrier();
+    if (tid < 64u) {
+        scratch[tid] = scratch[tid] + scratch[tid + 64u];
+    }
+    workgroupBarrier();
+    if (tid < 32u) {
+        scratch[tid] = scratch[tid] + scratch[tid + 32u];
+    }
+    workgroupBarrier();
+    if (tid < 16u) {
+        scratch[tid] = scratch[tid] + scratch[tid + 16u];
+    }
+    workgroupBarrier();
+    if (tid < 8u) {
+        scratch[tid] = scratch[tid] + scratch[tid + 8u];
+    }
+    workgroupBarrier();
+    if (tid < 4u) {
+        scratch[tid] = scratch[tid] + scratch[tid + 4u];
+    }
+    workgroupBarrier();
+    if (tid < 2u) {
+        scratch[tid] = scratch[tid] + scratch[tid + 2u];
+    }
+    workgroupBarrier();
+    if (tid < 1u) {
+        scratch[tid] = scratch[tid] + scratch[tid + 1u];
+    }
+    workgroupBarrier();
     if (tid == 0u && block < arrayLength(&partial)) {
         partial[block] = scratch[0];
     }
