@@ -1,8 +1,8 @@
 """benchmarks/wgsl_variants.py, the experiment behind issue 13's WGSL gap: every variant of the
 matmul and reduction reference WGSL builds as the GPU host gets it (an exported artifact folder),
 runs on llvmpipe through the RunService, verifies against the CPU build and gives output bit for bit
-equal to V0's; so does V0 created with some of wgpu's shader runtime checks off (the start-up hook
-in benchmarks/wgsl_variants/runtime_checks/)."""
+equal to V0's (the reference); so does the loop form it replaced (v0_loop) created with some of
+wgpu's shader runtime checks off (the start-up hook in benchmarks/wgsl_variants/runtime_checks/)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ def test_each_variant_says_what_it_changes(name):
     found = VARIANTS.variants(VARIANTS.EXAMPLES[name])
     assert found[0][0] == VARIANTS.V0 and found[0][1].name == f"{name}.wgsl"
     assert len(found) >= 2, [n for n, _ in found]
+    # The loop form the reference replaced is kept: the runtime-check reruns start from it.
+    assert VARIANTS.CHECKED in dict(found), [n for n, _ in found]
     reference = found[0][1].read_text()
     for variant, path in found[1:]:
         assert VARIANTS.header(path).startswith(variant[:2].upper() + ":"), (variant, VARIANTS.header(path))
@@ -61,6 +63,6 @@ def test_variants_verify_and_equal_v0_bit_for_bit(name, tmp_path, shared_cache_d
         assert row["verified"] is True, row
         assert row["bit_identical_to_v0"] is True, row
         assert row["median_s"] > 0 and row["ratio_to_v0"] > 0
-    # The V0 reruns went through wgpu-native's trusted module creation with their checks.
+    # The v0_loop reruns went through wgpu-native's trusted module creation with their checks.
     for row in rows[-len(modes) :]:
         assert row["modules_created_with_these_checks"] >= 1, row

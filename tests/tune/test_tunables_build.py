@@ -101,6 +101,19 @@ def test_wgsl_workgroup_follows_the_tunable_in_a_run(example_copy, tune_service,
     assert result.provenance["tunables"] == {"threads": 64}
 
 
+@pytest.mark.parametrize("tile", [8, 32, 12])
+def test_matmul_wgsl_reference_verifies_at_each_tile(tile, example_copy, tune_service, shared_cache_dir):
+    """The written-out reference WGSL (steps in groups of 8 guarded by the `tile` override, a loop
+    for other tiles: 12) computes C for the manifest's other tiles too, partial tiles included."""
+    project = Project.open(example_copy("matmul"))
+    report = tune_service.run(project, backends=["cpu", "wgsl"], sizes={"m": 40, "n": 36, "k": 44},
+                              tunables={"tile": tile}, reference="cpu", cache_dir=shared_cache_dir)  # fmt: skip
+    wgsl = next(r for r in report.results if r.backend == "wgsl")
+    assert wgsl.status == "ok", wgsl.error
+    assert wgsl.verified is True, wgsl.check
+    assert wgsl.provenance["tunables"] == {"tile": tile}
+
+
 KERNEL_TUNER_CU = """\
 // A Kernel Tuner kernel, as written for it: block_size_x is a macro the tuner defines.
 extern "C" __global__ void vector_add(float *c, const float *a, const float *b, int n) {
