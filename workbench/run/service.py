@@ -412,6 +412,7 @@ class RunService:
                     emit({"kind": "finished", "backend": backend, "device": result.device, "result": result})
             if backend == ref_backend:
                 policy.no_attempt()
+        self.pool.forget_inputs()  # the workers kept this run's input mappings between backends
         report.reference = ref_backend
         emit({"kind": "done", "report": report})
         return report
