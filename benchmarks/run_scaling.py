@@ -6,7 +6,8 @@
 Each size runs in a fresh child process (`RunService.run`, as `workbench run` does, without the
 interpreter's start-up), whose events time the phases: inputs, prepare (per backend: module
 load, device buffers; with `--cold` also the worker's start), upload, the verification launch,
-download, verify, timing (the timing protocol's launches), and the rest (build check, close);
+download, verify, timing (the timing protocol's launches), start (before the inputs: workers with
+`--cold`, builds or artifact folders), setup (between backends) and close (the workers' shutdown);
 `backend_phases_s` splits them per backend. Without `--cold` the workers are started before the
 clock (as in a tuning loop or the window); `--cold` measures a fresh `workbench run`.
 Host overhead = wall − the timed windows (timing phase and verification launch); its slope
@@ -63,7 +64,7 @@ def child(
             service.devices(runtime)  # workers up before the clock starts (a tuning loop has them)
     phases: dict[str, float] = {}
     by_backend: dict[str, dict[str, float]] = {}
-    mark = [time.perf_counter(), "setup", None]
+    mark = [time.perf_counter(), "start", None]  # workers (cold), builds or artifact folders
 
     def on_event(event: dict) -> None:
         kind = event.get("kind")
@@ -73,8 +74,10 @@ def child(
             name = event["phase"]
         elif kind == "started":
             name = "prepare"  # worker start (cold), module load, buffers on the device
-        elif kind in ("finished", "done"):
+        elif kind == "finished":
             name, backend = "setup", None
+        elif kind == "done":
+            name, backend = "close", None  # the report is out: the workers' shutdown
         else:
             return
         spent = now - mark[0]

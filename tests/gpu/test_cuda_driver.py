@@ -85,6 +85,44 @@ def test_saxpy_launches_verify_and_time_with_events(runtime, saxpy_kernel, tmp_p
     assert 0 < once < 0.1 and once < three < 1.0
 
 
+def _read_only_register_supported() -> bool:
+    """CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED (113) of device 0, from libcuda."""
+    import ctypes
+
+    value = ctypes.c_int(0)
+    lib = ctypes.CDLL("libcuda.so.1")
+    return lib.cuDeviceGetAttribute(ctypes.byref(value), 113, 0) == 0 and value.value == 1
+
+
+def test_read_only_shared_inputs_are_page_locked_once_and_copied_right(runtime, saxpy_kernel, tmp_path):
+    """Inputs arrive as read-only memfd mappings; large ones are page-locked (cuMemHostRegister,
+    READ_ONLY) once for every kernel prepared after, and released before their mapping goes."""
+    from workbench.run import shm
+    from workbench.run.runtimes import cuda as cuda_mod
+
+    n = cuda_mod.PIN_MIN_BYTES // 4 + 5  # just over the threshold
+    rng = np.random.default_rng(3)
+    segments = {}
+    for name in ("x", "y"):
+        segment = shm.SharedArray(n, np.float32, label=f"test-{name}")
+        segment.array[:] = rng.uniform(-1, 1, n).astype(np.float32)
+        segments[name] = segment
+    views = {k: shm.map_fd(s.fd, np.float32, n, writable=False) for k, s in segments.items()}
+    ptx = _write(tmp_path, "saxpy", kernels.SAXPY)
+    for _ in range(2):  # a second prepared kernel finds them pinned already
+        with runtime.prepare(_spec(saxpy_kernel, ptx, n), 0) as prepared:
+            prepared.upload(views)
+            prepared.launch(1)
+            out = prepared.download(["y"])["y"]
+        np.testing.assert_array_equal(out, _fma(segments["x"].array, segments["y"].array))
+        if not _read_only_register_supported():
+            pytest.skip("this device cannot page-lock read-only memory: inputs are copied pageable")
+        assert runtime.pins.pinned_bytes() == 2 * n * 4, "both inputs page-locked"
+    for view in views.values():
+        runtime.release_host(view)
+    assert runtime.pins.pinned_bytes() == 0
+
+
 def test_load_failures_are_readable(runtime, saxpy_kernel, tmp_path):
     spec = _spec(saxpy_kernel, _write(tmp_path, "saxpy", kernels.SAXPY), 16)
     spec["artifact"]["entry"] = "no_such_kernel"

@@ -132,6 +132,32 @@ def test_inputs_are_made_once_per_seed_and_size(run_service, example_copy, share
     assert not first["x"].flags.writeable  # every backend reads the same inputs
 
 
+def test_workers_keep_a_runs_input_mappings_between_backends_then_let_go(
+    run_service, example_copy, shared_cache_dir
+):
+    """An input segment is mapped once per worker for the whole run (a second backend on the same
+    worker reuses the mapping, and the cuda runtime its page lock), and no longer than the run."""
+    root = example_copy("saxpy")
+    seen: dict[str, list[str]] = {}
+
+    def input_maps(runtime: str) -> list[str]:
+        pid = run_service.pool.get(runtime).pid
+        return [line for line in Path(f"/proc/{pid}/maps").read_text().splitlines() if "-input-x" in line]
+
+    def on_event(event: dict) -> None:
+        if event["kind"] == "finished":  # the backend's kernel is closed; the run goes on
+            seen[event["backend"]] = input_maps(shm_runtime[event["backend"]])
+
+    shm_runtime = {"cpu": "cpu", "wgsl": "wgpu"}
+    report = run_service.run(
+        root, backends=["cpu", "wgsl"], sizes={"n": 1 << 16}, seed=11, cache_dir=shared_cache_dir,
+        on_event=on_event,
+    )  # fmt: skip
+    assert report.ok
+    assert len(seen["cpu"]) == 1 and len(seen["wgsl"]) == 1  # kept past the kernel's close, once
+    assert input_maps("cpu") == [] and input_maps("wgpu") == []  # and let go at the end of the run
+
+
 def _killable_run_script(root: Path, cache_dir: Path) -> list[str]:
     code = (
         "import sys\n"

@@ -375,6 +375,17 @@ class WorkerPool:
             workers = list(self._workers.values())
         return [x for w in workers for x in ([w.pid] if w.alive else []) + w.threads]
 
+    def forget_inputs(self) -> None:
+        """Let every live worker drop the input mappings it keeps between backends of a run
+        (a run's inputs can be gigabytes; the next run brings its own)."""
+        with self._lock:
+            workers = [w for w in self._workers.values() if w.alive and w.shared]
+        for worker in workers:
+            try:
+                worker.request({"op": "forget_inputs"}, timeout_s=10.0)
+            except WorkerError:
+                pass  # a dead or stuck worker holds nothing for long
+
     def kill_all(self) -> None:
         """Kill every worker now (from any thread): used to cancel a launch in flight."""
         for worker in list(self._workers.values()):

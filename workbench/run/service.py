@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -363,27 +364,33 @@ class RunService:
         needed = list(requested) + ([ref_backend] if ref_backend not in requested else [])
         report = RunReport(project=project.name, kernel=k.name, seed=run_seed, sizes=ctx.sizes)
         on_hosts = {r for idx in remote_indices.values() for r in idx}
-        self._probe({runtime_of(b) for b in needed if runtime_of(b) not in on_hosts})
-        # A backend whose runtime cannot run here (nor on a chosen host) is not worth building.
-        runnable = [
-            b for b in needed
-            if any(runtime_of(b) in idx for idx in remote_indices.values())
-            or self.devices(runtime_of(b)).get("available")
-        ]  # fmt: skip
-        if artifacts_dir is not None:
-            builds = prebuilt(runnable, artifacts_dir)
-        else:
-            builds = build_stage(
-                project, runnable, emit, build_service=build_service, cache_dir=cache_dir,
-                tunables=tunables, on_service=self._set_build_service,
-            )  # fmt: skip
-        for backend in needed:
-            builds.setdefault(backend, StagedBuild(backend, "skipped", message="its runtime is unavailable"))
-        emit({"kind": "phase", "backend": None, "phase": "inputs"})
-        try:
-            ctx.inputs = self.inputs.make(k, symbols, run_seed, project.root)
-        except ValueError as exc:  # an expression that cannot be evaluated for these sizes
-            raise RunError(f"kernel {k.name!r}: {exc}") from None
+        # The inputs are drawn while the workers start and the builds run (all of it untimed):
+        # at 2^28 elements either takes about a second on a GPU host.
+        with ThreadPoolExecutor(1, thread_name_prefix="wb-run-inputs") as background:
+            inputs = background.submit(self.inputs.make, k, symbols, run_seed, project.root)
+            self._probe({runtime_of(b) for b in needed if runtime_of(b) not in on_hosts})
+            # A backend whose runtime cannot run here (nor on a chosen host) is not worth building.
+            runnable = [
+                b for b in needed
+                if any(runtime_of(b) in idx for idx in remote_indices.values())
+                or self.devices(runtime_of(b)).get("available")
+            ]  # fmt: skip
+            if artifacts_dir is not None:
+                builds = prebuilt(runnable, artifacts_dir)
+            else:
+                builds = build_stage(
+                    project, runnable, emit, build_service=build_service, cache_dir=cache_dir,
+                    tunables=tunables, on_service=self._set_build_service,
+                )  # fmt: skip
+            for backend in needed:
+                builds.setdefault(
+                    backend, StagedBuild(backend, "skipped", message="its runtime is unavailable")
+                )
+            emit({"kind": "phase", "backend": None, "phase": "inputs"})
+            try:
+                ctx.inputs = inputs.result()
+            except ValueError as exc:  # an expression that cannot be evaluated for these sizes
+                raise RunError(f"kernel {k.name!r}: {exc}") from None
 
         # The reference first (its outputs are what the others are compared with).
         order = [ref_backend] + [b for b in requested if b != ref_backend]
@@ -405,6 +412,7 @@ class RunService:
                     emit({"kind": "finished", "backend": backend, "device": result.device, "result": result})
             if backend == ref_backend:
                 policy.no_attempt()
+        self.pool.forget_inputs()  # the workers kept this run's input mappings between backends
         report.reference = ref_backend
         emit({"kind": "done", "report": report})
         return report

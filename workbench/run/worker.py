@@ -45,6 +45,10 @@ class WorkerState:
         # Runtimes that copy to a device upload in/inout buffers straight from the read-only input
         # segments; their outputs come back into these fresh segments ("receive").
         self.receive: dict[str, np.ndarray] = {}
+        # The read-only input segments of the last upload, mapped once and kept: the next backend
+        # on this worker (nvptx then cuda-c) reuses the mapping, and the cuda runtime its page lock.
+        # Keyed by the segment's identity (device, inode): a segment lives while it is mapped.
+        self.input_maps: dict[tuple, np.ndarray] = {}
         self.bound = False
         self.detach = False
 
@@ -135,10 +139,13 @@ class WorkerState:
         if op == "close":
             self.close_prepared()
             return {}, None
+        if op == "forget_inputs":  # the run is over: its inputs may go (see input_maps)
+            self._keep_inputs({})
+            return {}, None
         if op == "shutdown":
             self.close_prepared()
             return {"bye": True}, None
-        valid = "hello, devices, prepare, upload, launch, measure, download, close, shutdown"
+        valid = "hello, devices, prepare, upload, launch, measure, download, close, forget_inputs, shutdown"
         raise ValueError(f"unknown op {op!r}; valid ops: {valid}")
 
     def upload_shared(self, entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -163,15 +170,28 @@ class WorkerState:
             arrays: dict[str, np.ndarray] = {}
             originals: dict[str, np.ndarray] = {}
             receive: dict[str, np.ndarray] = {}
+            kept: dict[tuple, np.ndarray] = {}
             for entry, fd in zip(entries, fds, strict=True):
                 role = entry.get("role", "buffer")
                 writable = role in ("buffer", "receive")
-                view = shm.map_fd(fd, entry["dtype"], int(entry["length"]), writable=writable)
+                view = None
+                if role in ("input", "original"):
+                    stat = os.fstat(fd)
+                    key = (stat.st_dev, stat.st_ino, str(entry["dtype"]), int(entry["length"]))
+                    view = kept.get(key)
+                    if view is None:
+                        view = self.input_maps.get(key)
+                    if view is None:
+                        view = shm.map_fd(fd, entry["dtype"], int(entry["length"]), writable=False)
+                    kept[key] = view
+                else:
+                    view = shm.map_fd(fd, entry["dtype"], int(entry["length"]), writable=writable)
                 target = {"original": originals, "receive": receive}.get(role, arrays)
                 target[str(entry["name"])] = view
         finally:
             for fd in fds:
                 os.close(fd)
+        self._keep_inputs(kept)
         bind = getattr(prepared, "bind", None)
         if receive and bind is not None:
             raise RuntimeFailure("this runtime computes in host buffers: send writable copies, not inputs")
@@ -182,6 +202,18 @@ class WorkerState:
         self.uploaded, self.originals, self.receive = arrays, originals, receive
         self.bound, self.detach = bind is not None, False
         return {"bound": self.bound}
+
+    def _keep_inputs(self, kept: dict[tuple, np.ndarray]) -> None:
+        """Keep this upload's input mappings; let the others go (unlocked first, where the
+        runtime page-locked them)."""
+        release = getattr(self._runtime, "release_host", None)
+        for key, view in self.input_maps.items():
+            if key not in kept and release is not None:
+                try:
+                    release(view)
+                except Exception:
+                    pass  # the mapping goes anyway; a stale lock dies with the context
+        self.input_maps = kept
 
     def _shared_target(self, name: str) -> np.ndarray | None:
         """The shared segment a buffer's output goes into (None: it must travel in a frame)."""
