@@ -27,8 +27,12 @@ override tile: u32 = 16u;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
 // Room for the largest tile the manifest allows (32 x 32; an override cannot size a nested array);
-// a tile uses its first tile rows and columns.
-var<workgroup> a_tile: array<array<f32, 32>, 32>;
+// a tile uses its first tile rows and columns. a_tile's rows are padded to 48 floats: with tile 16
+// a warp (32 invocations) spans rows ty and ty + 1, whose a_tile[ty][t] reads would fall in the
+// same shared-memory bank 32 floats apart (2-way conflict) and 48 apart are 16 banks apart; 48
+// floats (192 bytes) keep each row 16-byte aligned for 128-bit loads. b_tile[t][tx] is read along
+// a row: no conflict. 32 x 48 + 32 x 32 floats = 10 KiB of the 16 KiB wgpu guarantees.
+var<workgroup> a_tile: array<array<f32, 48>, 32>;
 var<workgroup> b_tile: array<array<f32, 32>, 32>;
 
 @compute @workgroup_size(tile, tile)
