@@ -343,3 +343,24 @@ def test_compare_agrees_with_a_whole_array_oracle(monkeypatch):
     assert result["nan_count"] == int(np.isnan(got).sum()) and result["inf_count"] == 2
     monkeypatch.setattr(verify_mod, "CHUNK", 1 << 18)
     assert verify_mod.compare(got, ref, rtol, atol, max_ulp, check_poison=True) == result
+
+
+def test_float32_verdicts_at_the_tolerance_match_float64_exactly():
+    """The float32 path decides only elements clearly inside the tolerance; differences right at
+    atol + rtol * |ref| (either side, within float32 rounding) get the float64 verdict."""
+    from workbench.run import verify as verify_mod
+
+    rng = np.random.default_rng(11)
+    n = 200_000
+    ref = (rng.uniform(-1, 1, n) * 10.0 ** rng.integers(-8, 8, n)).astype(np.float32)
+    rtol, atol = 1e-5, 1e-7
+    threshold = atol + rtol * np.abs(ref.astype(np.float64))
+    # differences from far inside to just outside the threshold, in float64, then rounded
+    factor = rng.choice([0.5, 0.999999, 1.0, 1.000001, 1.5], n)
+    got = (ref.astype(np.float64) + np.sign(rng.uniform(-1, 1, n)) * threshold * factor).astype(np.float32)
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    expected_bad = ~(np.abs(g - r) <= atol + rtol * np.abs(r))
+    result = verify_mod.compare(got, ref, rtol, atol, max_ulp=None)
+    assert result["bad"] == int(expected_bad.sum()) > 0
+    assert result["first_bad_index"] == int(np.flatnonzero(expected_bad)[0])
+    assert result["max_abs_err"] == pytest.approx(float(np.abs(g - r).max()), rel=1e-6)

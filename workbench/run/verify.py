@@ -74,8 +74,10 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 #: in cache (2 MiB each; 2^20 elements took 3x as long on the H200 host and here), large enough
 #: that numpy's per-call cost vanishes.
 CHUNK = 1 << 18
-#: Threads comparing chunks (numpy releases the GIL inside its loops).
-THREADS = max(1, min(16, os.cpu_count() or 1))
+#: Threads comparing chunks (numpy releases the GIL inside its loops, not between its calls: on the
+#: 16-core H200 host a 2^28-element compare took 3.9 s on 1 thread, 1.25 on 4 or 8, 1.7 on 16;
+#: benchmarks/host_memory.py).
+THREADS = max(1, min(8, os.cpu_count() or 1))
 
 
 def map_chunks(fn: Callable[[int, int], Any], size: int) -> list[Any]:
