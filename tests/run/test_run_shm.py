@@ -288,3 +288,37 @@ def test_an_empty_buffer_has_a_segment_too():
     segment = shm.SharedArray(0, np.float64, label="empty")
     assert segment.array.size == 0
     assert shm.map_fd(segment.fd, np.float64, 0).size == 0
+
+
+def test_a_device_backends_receive_segment_serves_the_next_backend(example_copy):
+    """A device runtime uploads an inout buffer from the read-only input segment and gets a fresh
+    `receive` segment for its output; once verified and let go, that segment (pages allocated and
+    mapped) is the next backend's, not a new one."""
+    from workbench.project import Project
+    from workbench.run.buffers import BackendBuffers
+    from workbench.run.inputs import InputCache
+
+    kernel = Project.open(example_copy("saxpy")).manifest.kernel()
+    cache = InputCache()
+    inputs = cache.make(kernel, kernel.symbols({"n": 1000}, None), 0, ".")
+    spare: dict = {}
+    first = BackendBuffers(kernel, inputs, cache, shared=True, spare=spare)
+    header, _arrays, fds = first.upload_request(binds=False)
+    roles = [(e["name"], e["role"]) for e in header["shared"]]
+    assert roles == [("x", "input"), ("y", "input"), ("y", "receive")]
+    receive = first.working["y"]
+    assert fds[2] == receive.fd and fds[1] == cache.segment_of(inputs["y"]).fd
+    receive.array[:] = 7.0  # what the worker's download writes
+    out = first.outputs(["y"], {"shared": ["y"]}, {})
+    assert out["y"] is receive.array and not out["y"].flags.writeable
+    del out
+    first.recycle(spare)
+    second = BackendBuffers(kernel, inputs, cache, shared=True, spare=spare)
+    header, _arrays, fds = second.upload_request(binds=False)
+    assert second.working["y"] is receive and fds[2] == receive.fd and spare == {}
+    assert receive.array.flags.writeable  # the next download writes into it
+    # A runtime that computes in host buffers (cpu) gets a writable copy of the input instead.
+    cpu = BackendBuffers(kernel, inputs, cache, shared=True, spare=spare)
+    header, _arrays, _fds = cpu.upload_request(binds=True)
+    assert [(e["name"], e["role"]) for e in header["shared"]] == [("x", "input"), ("y", "buffer")]
+    np.testing.assert_array_equal(cpu.working["y"].array, inputs["y"])

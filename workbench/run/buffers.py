@@ -33,12 +33,24 @@ from workbench.run.spec import dtype_of
 class BackendBuffers:
     """The buffers of one backend's verification launch."""
 
-    def __init__(self, kernel: Kernel, inputs: dict[str, np.ndarray], cache: InputCache | None, shared: bool):
+    def __init__(
+        self,
+        kernel: Kernel,
+        inputs: dict[str, np.ndarray],
+        cache: InputCache | None,
+        shared: bool,
+        spare: dict[tuple, shm.SharedArray] | None = None,
+    ):
         self.kernel = kernel
         self.inputs = inputs
         self.cache = cache
         self.shared = bool(shared) and shm.available()
         self.working: dict[str, shm.SharedArray] = {}
+        # `receive` segments of an earlier backend of the run whose outputs were let go (see
+        # `recycle`): their pages are allocated and mapped already, here and in a worker that had
+        # them before, which at 2^28 elements is most of a download's cost on the H200 host.
+        self.spare = spare if spare is not None else {}
+        self.received: set[str] = set()
         self._segments: dict[str, shm.SharedArray] = {}  # inputs as segments (cached or copied)
 
     def _input_segment(self, name: str) -> shm.SharedArray:
@@ -74,8 +86,12 @@ class BackendBuffers:
                 source = self._input_segment(name)
                 entries.append(dict(source.describe(name), role="input"))
                 fds.append(source.fd)
-                segment = shm.SharedArray(source.length, source.dtype, label=f"out-{name}")
+                key = (name, source.dtype.str, source.length)
+                segment = self.spare.pop(key, None) or shm.SharedArray(
+                    source.length, source.dtype, label=f"out-{name}"
+                )
                 self.working[name] = segment
+                self.received.add(name)
                 role = "receive"
             else:
                 source = self.inputs[name]
@@ -114,9 +130,19 @@ class BackendBuffers:
                 array = self.working[name].array
                 array.flags.writeable = False
                 out[name] = array
-                self.working[name].close()  # the mapping stays while `array` lives
+                if name not in self.received:
+                    self.working[name].close()  # the mapping stays while `array` lives
             return out
         return received
+
+    def recycle(self, spare: dict[tuple, shm.SharedArray]) -> None:
+        """This backend's `receive` segments go to the next backend of the run (its outputs were
+        verified and let go: the caller keeps no view of them)."""
+        for name in self.received:
+            segment = self.working.pop(name)
+            segment.array.flags.writeable = True
+            spare[(name, segment.dtype.str, segment.length)] = segment
+        self.received.clear()
 
 
 def _uint(dtype: np.dtype) -> type:

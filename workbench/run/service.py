@@ -114,6 +114,10 @@ class _Context:
     inputs: dict[str, np.ndarray]
     timeout_s: float
     emit: Callable[[dict[str, Any]], None]
+    #: Backends whose outputs the report keeps (the reference's always): the others' `receive`
+    #: segments pass to the next backend (`BackendBuffers.recycle`).
+    keeps_outputs: Callable[[str], bool] = lambda backend: True
+    spare: dict = field(default_factory=dict)
 
     @cached_property
     def source_hash(self) -> str | None:
@@ -361,6 +365,7 @@ class RunService:
             raise RunError(f"unknown reference backend {reference_choice!r}; valid: {', '.join(BACKENDS)}")
         policy = ReferencePolicy.for_run(k, reference_choice)
         ref_backend = policy.backend
+        ctx.keeps_outputs = lambda backend: keep_outputs or backend == ref_backend
         needed = list(requested) + ([ref_backend] if ref_backend not in requested else [])
         report = RunReport(project=project.name, kernel=k.name, seed=run_seed, sizes=ctx.sizes)
         on_hosts = {r for idx in remote_indices.values() for r in idx}
@@ -497,7 +502,9 @@ class RunService:
             )[0]
             resolution = float(prepared["timer_resolution_s"])
             ctx.emit({"kind": "phase", "backend": backend, "phase": "upload"})
-            buffers = BackendBuffers(ctx.kernel, ctx.inputs, self.inputs, shared=worker.shared)
+            buffers = BackendBuffers(
+                ctx.kernel, ctx.inputs, self.inputs, shared=worker.shared, spare=ctx.spare
+            )
             header, arrays, fds = buffers.upload_request(
                 restore=ctx.kernel.fresh_inputs, binds=bool(prepared.get("binds", True))
             )
@@ -515,6 +522,9 @@ class RunService:
             outputs = buffers.outputs(names, reply, received)
             ctx.emit({"kind": "phase", "backend": backend, "phase": "verify"})
             verified, check = policy.check(backend, outputs, ctx.kernel)
+            if not ctx.keeps_outputs(backend):
+                outputs = None  # verified and let go: its segments serve the next backend
+                buffers.recycle(ctx.spare)
             if timed:
                 ctx.emit({"kind": "phase", "backend": backend, "phase": "timing"})
 

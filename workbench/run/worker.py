@@ -175,14 +175,16 @@ class WorkerState:
                 role = entry.get("role", "buffer")
                 writable = role in ("buffer", "receive")
                 view = None
-                if role in ("input", "original"):
+                if role in ("input", "original", "receive"):
+                    # Kept by segment identity: inputs for the run's next backend, and `receive`
+                    # segments the run service recycles from one backend to the next.
                     stat = os.fstat(fd)
-                    key = (stat.st_dev, stat.st_ino, str(entry["dtype"]), int(entry["length"]))
+                    key = (stat.st_dev, stat.st_ino, str(entry["dtype"]), int(entry["length"]), writable)
                     view = kept.get(key)
                     if view is None:
                         view = self.input_maps.get(key)
                     if view is None:
-                        view = shm.map_fd(fd, entry["dtype"], int(entry["length"]), writable=False)
+                        view = shm.map_fd(fd, entry["dtype"], int(entry["length"]), writable=writable)
                     kept[key] = view
                 else:
                     view = shm.map_fd(fd, entry["dtype"], int(entry["length"]), writable=writable)
