@@ -230,6 +230,36 @@ def test_without_keep_outputs_only_the_reference_outputs_stay(run_service, examp
     assert list(report.outputs) == ["cpu"]
 
 
+def test_outputs_checked_while_the_gpu_is_timed(run_service, example_copy, shared_cache_dir, monkeypatch):
+    """On a discrete GPU a large output is compared on the host while the kernel is timed; the
+    result carries the same check as a sequential run. (llvmpipe is a CPU adapter and never
+    overlaps: the switch is forced here to run the path.)"""
+    from workbench.run import service as service_mod
+
+    def decide(device, outputs):
+        calls.append((device["runtime"], device.get("adapter_type")))
+        return device["runtime"] == "wgpu"
+
+    calls: list = []
+    assert not service_mod._verify_while_timing(
+        {"runtime": "wgpu", "adapter_type": "CPU"}, {"y": np.zeros(1 << 22)}
+    )
+    assert service_mod._verify_while_timing({"runtime": "cuda"}, {"y": np.zeros(1 << 22, np.float32)})
+    assert not service_mod._verify_while_timing({"runtime": "cuda"}, {"y": np.zeros(1000, np.float32)})
+    assert not service_mod._verify_while_timing({"runtime": "cpu"}, {"y": np.zeros(1 << 22, np.float32)})
+    root = example_copy("saxpy")
+    sequential = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir)
+    monkeypatch.setattr(service_mod, "_verify_while_timing", decide)
+    for keep in (True, False):
+        report = run_service.run(
+            root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, keep_outputs=keep
+        )
+        wgsl, before = _by_backend(report)["wgsl"], _by_backend(sequential)["wgsl"]
+        assert wgsl.verified is True and wgsl.timing["n"] > 0
+        assert wgsl.check == before.check
+    assert ("wgpu", "CPU") in calls
+
+
 def test_an_unavailable_reference_is_never_replaced_silently(run_service, example_copy, shared_cache_dir):
     root = example_copy("saxpy")
     manifest = root / "workbench.toml"
