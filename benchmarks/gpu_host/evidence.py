@@ -511,6 +511,12 @@ def assemble(dirs: list[Path], artifacts: Path) -> dict[str, Any]:
         "results": results,
         "rust_gpu_modules": rust_gpu,
         "harness_overhead": (steps.get("harness") or {}).get("result"),
+        "wgsl_variants": {
+            example: (run or {}).get("result")
+            for example, run in (steps.get("wgsl-variants") or {}).items()
+            if isinstance(run, dict) and "result" in run
+        },
+        "run_scaling": _scaling_summary(steps.get("scaling") or {}),
         "gpu_tests": steps.get("gpu-tests"),
         "notes": {
             "reference": "cuda-c ran first and is the reference at these sizes (a CPU reference takes minutes); "
@@ -529,6 +535,23 @@ def assemble(dirs: list[Path], artifacts: Path) -> dict[str, Any]:
             for name, data in steps.items()
         },  # fmt: skip
     }
+
+
+def _scaling_summary(step: dict[str, Any]) -> dict[str, Any]:
+    """The scaling step in brief: each run_scaling run's rows (wall, phases, memory) and goals, and
+    the command-line runs' wall, CPU time and peak memory (their output text stays in the step)."""
+    out: dict[str, Any] = {}
+    for name, run in step.items():
+        if not isinstance(run, dict):
+            continue
+        result = run.get("result")
+        if result:
+            out[name] = {k: result.get(k) for k in ("backends", "cold", "rows", "host_ns_per_element",
+                         "memory_ratio_at_largest", "met")}  # fmt: skip
+        elif "wall_s" in run:
+            out[name] = {k: run.get(k) for k in ("command", "exit", "wall_s", "user_s", "sys_s",
+                         "max_rss_mib_one_process")}  # fmt: skip
+    return out
 
 
 def _default_budget() -> float:

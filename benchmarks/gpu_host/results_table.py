@@ -122,6 +122,40 @@ def render(data: dict[str, Any], source: str) -> str:
                 f"| {h['backend']} | {_size(h.get('sizes'))} | {_us(h['workbench_median_s'])} "
                 f"| {_us(h['independent_median_s'])} | {h['ratio']:.3f} | {prof} |"
             )
+    variants = data.get("wgsl_variants") or {}
+    for example, result in variants.items():
+        rows = (result or {}).get("results") or []
+        if not rows:
+            continue
+        sizes = ", ".join(f"{k}={v}" for k, v in ((result or {}).get("sizes") or {}).items())
+        parts += ["", f"## WGSL variants: {example} ({sizes}; `benchmarks/wgsl_variants.py`, "
+                  "`benchmarks/results/wgsl-spirv/README.md`)", "",
+                  f"| variant | verified | equal to V0, bit for bit | median | / V0 | / {result.get('reference_backend')} |",
+                  "|---|---|---|---|---|---|"]  # fmt: skip
+        for row in rows:
+            ratio = row.get("ratio_to_v0")
+            ref = row.get(f"ratio_to_{(result or {}).get('reference_backend')}")
+            parts.append(
+                f"| {row.get('variant')} | {row.get('verified')} | {row.get('bit_identical_to_v0', '–')} "
+                f"| {_us(row.get('median_s'))} | {'–' if ratio is None else format(ratio, '.2f')} "
+                f"| {'–' if ref is None else format(ref, '.2f')} |"
+            )
+    scaling = data.get("run_scaling") or {}
+    if scaling:
+        parts += ["", "## Runs that scale (saxpy, `benchmarks/run_scaling.py` and the command line)", "",
+                  "| run | backends | n | wall | host overhead | peak memory / budget |", "|---|---|---|---|---|---|"]  # fmt: skip
+        for name, run in scaling.items():
+            if "rows" in run:
+                for row in run["rows"] or []:
+                    parts.append(
+                        f"| run_scaling {name} | {','.join(run.get('backends') or [])} | {_size({'n': row['n']})} "
+                        f"| {row['wall_s']:.2f} s | {row['host_s']:.2f} s | {row['memory_ratio']:.2f} |"
+                    )
+            else:
+                parts.append(
+                    f"| `{(run.get('command') or '').split(' -m ', 1)[-1]}` | – | – | {run.get('wall_s')} s "
+                    f"(user {run.get('user_s')} s) | – | max RSS of one process {run.get('max_rss_mib_one_process')} MiB |"
+                )
     tests = data.get("gpu_tests") or {}
     if tests:
         parts += ["", f"GPU test suite (`pytest tests/gpu -m gpu`): {tests.get('summary')}"]
