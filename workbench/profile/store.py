@@ -118,10 +118,31 @@ class SessionStore:
                 "untouched — move it away or choose another file with --db"
             )
 
+    def _read_version_and_tables(self) -> tuple[int, list[str]]:
+        """The schema version and the tables, read in one transaction: read apart, another
+        process's migration could commit in between (tables, but still version 0 — taken for a
+        foreign database). A "locked" answer while another process creates the file is retried."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                self._db.execute("BEGIN")
+                try:
+                    version = self._db.execute("PRAGMA user_version").fetchone()[0]
+                    tables = [
+                        r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                    ]
+                finally:
+                    if self._db.in_transaction:
+                        self._db.execute("COMMIT")
+                return version, tables
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
     def _open(self) -> None:
         try:
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            tables = [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            version, tables = self._read_version_and_tables()
         except sqlite3.DatabaseError as exc:
             raise SessionStoreError(
                 f"the sessions database {self.path} is corrupt ({exc}); it was left untouched — move it "
