@@ -19,6 +19,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -394,16 +395,20 @@ class WorkerPool:
     def close(self) -> None:
         with self._lock:
             workers, self._workers = list(self._workers.values()), {}
-        if len(workers) < 2:
-            for worker in workers:
-                worker.shutdown()
-            return
         # Side by side: a worker's exit releases a CUDA context or a Vulkan device (a fraction of
         # a second each on a GPU host), and a command line waits for all of them.
-        threads = [
-            threading.Thread(target=w.shutdown, name=f"wb-close-{w.runtime}", daemon=True) for w in workers
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        side_by_side([w.shutdown for w in workers], "wb-close")
+
+
+def side_by_side(calls: list[Callable[[], Any]], name: str) -> None:
+    """Run `calls` on a thread each and wait for all (one call runs here): worker start-ups and
+    shutdowns spend their time in other processes, so one after the other they only add up."""
+    if len(calls) < 2:
+        for call in calls:
+            call()
+        return
+    threads = [threading.Thread(target=call, name=f"{name}-{i}", daemon=True) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

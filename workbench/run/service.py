@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers, memory_plan
 from workbench.run.build_stage import StagedBuild, build_stage, prebuilt
 from workbench.run.inputs import DEFAULT_SEED, InputCache, output_names
-from workbench.run.pool import RequestFailed, WorkerError, WorkerPool, WorkerProcess
+from workbench.run.pool import RequestFailed, WorkerError, WorkerPool, WorkerProcess, side_by_side
 from workbench.run.reference import ReferencePolicy
 from workbench.run.selection import DeviceChoice, choose_devices, resolve_specs
 from workbench.run.spec import make_launch_spec
@@ -198,13 +198,7 @@ class RunService:
         worker (importing pycuda and creating a context, or enumerating Vulkan adapters takes a
         second or more on a GPU host), and one after the other they added up."""
         missing = sorted(r for r in runtimes if r not in self._devices)
-        if len(missing) < 2:
-            return
-        threads = [threading.Thread(target=self.devices, args=(r,), name=f"wb-probe-{r}") for r in missing]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        side_by_side([partial(self.devices, r) for r in missing], "wb-probe")
 
     # ------------------------------------------------------------------ GPU hosts (workbench.remote)
 
@@ -408,7 +402,7 @@ class RunService:
                 else:
                     emit({"kind": "started", "backend": backend, "device": choice.device})
                     result, outputs = self._run_backend(ctx, backend, choice, builds[backend], timed, policy)
-                    if outputs is not None and (keep_outputs or backend == ref_backend):
+                    if outputs is not None:  # None too once verified and let go (keep_outputs)
                         key = backend if backend not in report.outputs else f"{backend}@{choice.spec}"
                         report.outputs[key] = outputs
                 policy.after_attempt(backend, result)

@@ -45,9 +45,9 @@ class WorkerState:
         # Runtimes that copy to a device upload in/inout buffers straight from the read-only input
         # segments; their outputs come back into these fresh segments ("receive").
         self.receive: dict[str, np.ndarray] = {}
-        # The read-only input segments of the last upload, mapped once and kept: the next backend
-        # on this worker (nvptx then cuda-c) reuses the mapping, and the cuda runtime its page lock.
-        # Keyed by the segment's identity (device, inode): a segment lives while it is mapped.
+        # The input (and `receive`) segments of the last upload, mapped once and kept: the next
+        # backend on this worker (nvptx then cuda-c) reuses the mapping, and the cuda runtime its
+        # page lock. Keyed by the segment's identity (device, inode): a segment lives while mapped.
         self.input_maps: dict[tuple, np.ndarray] = {}
         self.bound = False
         self.detach = False
@@ -174,7 +174,6 @@ class WorkerState:
             for entry, fd in zip(entries, fds, strict=True):
                 role = entry.get("role", "buffer")
                 writable = role in ("buffer", "receive")
-                view = None
                 if role in ("input", "original", "receive"):
                     # Kept by segment identity: inputs for the run's next backend, and `receive`
                     # segments the run service recycles from one backend to the next.

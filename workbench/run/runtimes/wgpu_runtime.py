@@ -303,8 +303,6 @@ class WgpuPrepared(Prepared):
                 continue
             try:
                 self._upload_sliced(self.buffers[name], flat)
-            except RuntimeFailure:
-                raise
             except Exception as exc:
                 raise RuntimeFailure(f"uploading buffer {name!r} failed: {_error_text(exc)}") from None
 
@@ -472,8 +470,6 @@ class WgpuPrepared(Prepared):
                     del view  # the mapping goes away with unmap
                 finally:
                     staging.unmap()
-        except RuntimeFailure:
-            raise
         except Exception as exc:
             raise RuntimeFailure(f"reading buffer {name!r} failed: {_error_text(exc)}") from None
         finally:
