@@ -117,26 +117,15 @@ def child(
     )
 
 
-def _status_kib(pid: int, keys: tuple[str, ...]) -> int:
+def _kib(path: str, keys: tuple[str, ...]) -> int:
+    """The sum of the `key:  N kB` lines of a /proc file (status, meminfo) named in `keys`."""
     total = 0
-    with open(f"/proc/{pid}/status") as f:
+    with open(path) as f:
         for line in f:
             name, _, value = line.partition(":")
             if name in keys:
                 total += int(value.split()[0])
     return total
-
-
-def _shmem_bytes() -> int:
-    return _status_file_kib("/proc/meminfo", "Shmem") * 1024
-
-
-def _status_file_kib(path: str, key: str) -> int:
-    with open(path) as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def _tree_memory(pid: int) -> int:
@@ -154,12 +143,12 @@ def _tree_memory(pid: int) -> int:
         root = psutil.Process(pid)
         for proc in [root, *root.children(recursive=True)]:
             try:
-                total += _status_kib(proc.pid, ("RssAnon", "RssFile")) * 1024
+                total += _kib(f"/proc/{proc.pid}/status", ("RssAnon", "RssFile")) * 1024
             except (OSError, ValueError):
                 pass  # the process ended between the listing and the read
     except psutil.NoSuchProcess:
         pass
-    return total + _shmem_bytes()
+    return total + _kib("/proc/meminfo", ("Shmem",)) * 1024
 
 
 def measure(
