@@ -13,9 +13,6 @@ bytes each kernel must move (copy 8 n, saxpy and triad 12 n). Needs a CUDA devic
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 from pathlib import Path
@@ -23,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
+from benchmarks.bench_output import OUT_HELP, machine, write_json  # noqa: E402
 
 SOURCE = r"""
 extern "C" {
@@ -116,12 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         "device": device.name(),
         "n": n,
         "launches": args.launches,
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine(),
         "rows": rows,
     }
-    out = output_path(args.out, "bandwidth_mix.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    out = write_json(args.out, "bandwidth_mix.json", result)
     print(f"wrote {out}")
     return 0
 

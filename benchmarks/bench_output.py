@@ -7,8 +7,11 @@ $WB_BENCH_DIR, else the user cache (~/.cache/rust-gpu-workbench/benchmarks/).
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 from pathlib import Path
+from typing import Any
 
 
 def results_dir() -> Path:
@@ -24,3 +27,16 @@ def output_path(out: str | None, default_name: str) -> Path:
 
 
 OUT_HELP = "write the JSON here (default: $WB_BENCH_DIR or ~/.cache/rust-gpu-workbench/benchmarks/, outside the repository)"
+
+
+def write_json(out: str | None, default_name: str, data: Any, **dumps: Any) -> Path:
+    """Write `data` as indented JSON to `output_path(out, default_name)` (its folder made); the path."""
+    path = output_path(out, default_name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, **dumps) + "\n")
+    return path
+
+
+def machine() -> dict[str, Any]:
+    """Where a benchmark ran: host name, CPU count, Python version."""
+    return {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()}

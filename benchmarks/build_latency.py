@@ -16,7 +16,6 @@ The JSON goes outside the repository unless --out names a path (bench_output.py)
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import socket
@@ -30,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
+from benchmarks.bench_output import OUT_HELP, write_json  # noqa: E402
 from workbench.build import BuildService  # noqa: E402
 from workbench.build.cache import target_dir  # noqa: E402
 from workbench.build.toolchains import detect  # noqa: E402
@@ -176,10 +175,9 @@ def main(argv: list[str] | None = None) -> int:
                     if row:
                         rows.append(row)
                         print_row(row, header=len(rows) == 1)
-    out = output_path(args.out, f"build_latency-{socket.gethostname()}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
     goals = {"service_overhead_edit_s": GOALS["overhead_edit"], "cache_hit_s": GOALS["cache_hit"]}
-    out.write_text(json.dumps({"host": socket.gethostname(), "goals": goals, "rows": rows}, indent=2) + "\n")
+    data = {"host": socket.gethostname(), "goals": goals, "rows": rows}
+    out = write_json(args.out, f"build_latency-{socket.gethostname()}.json", data)
     print(f"\nwritten {out}")
     states = [v["verdict"] for row in rows for v in row["verdicts"].values()]
     return 1 if "missed" in states else 3 if "undecided" in states else 0

@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 BARE_LOOP = Path(__file__).resolve().parent / "bare_loop.py"
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
+from benchmarks.bench_output import OUT_HELP, write_json  # noqa: E402
 from workbench.backends import parse_backends, runtime_of  # noqa: E402
 from workbench.errors import WorkbenchError  # noqa: E402
 from workbench.manifest import BufferArg  # noqa: E402
@@ -311,7 +311,6 @@ def main(argv: list[str] | None = None) -> int:
     measured = [r for r in rows if "ratio" in r]
     gpu = [r for r in measured if r["runtime"] != "cpu"]
     device = (gpu or measured or [{"device": platform.node()}])[0]["device"]
-    out = output_path(args.out, f"harness_overhead-{slug(device)}.json")
     data = {
         "benchmark": "harness_overhead",
         "project": project.name,
@@ -325,8 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": rows,
     }
     print_table(rows)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2) + "\n")
+    out = write_json(args.out, f"harness_overhead-{slug(device)}.json", data)
     print(f"wrote {out}")
     return 0 if all(r.get("within_goal", True) for r in rows) else 1
 

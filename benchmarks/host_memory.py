@@ -17,10 +17,8 @@ Prints a table; writes JSON (default outside the repository, see bench_output.py
 from __future__ import annotations
 
 import argparse
-import json
 import mmap
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -30,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
+from benchmarks.bench_output import OUT_HELP, machine, write_json  # noqa: E402
 
 
 def _timed(fn) -> float:
@@ -90,14 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "host_memory",
         "gib": args.gib,
         "n": n,
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine(),
         "affinity_cpus": len(os.sched_getaffinity(0)),
         "shmem_enabled": shp.read_text().strip() if shp.exists() else None,
         "seconds": rows,
     }
-    out = output_path(args.out, "host_memory.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    out = write_json(args.out, "host_memory.json", result)
     print(f"wrote {out}")
     return 0
 

@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
+from benchmarks.bench_output import OUT_HELP, write_json  # noqa: E402
 
 GOAL_MEDIAN_S = 1.0
 GOAL_STALL_S = 0.050
@@ -226,9 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         result = _measure(project, cache, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    out = output_path(args.out, f"hot_reload-{socket.gethostname()}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = write_json(args.out, f"hot_reload-{socket.gethostname()}.json", result)
     print(f"wrote {out}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2))

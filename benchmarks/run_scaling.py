@@ -18,7 +18,8 @@ buffer bytes plus the reference outputs.
 
 Goals (issue 15), on the 2-core VM: host overhead ≤ 15 ns per element; peak memory ≤ 1.5 ×
 buffers + reference outputs. `--gpu-host` extends the sizes to 2^28 (and defaults the backends
-to cpu,nvptx,cuda-c,wgsl). Prints a table; writes JSON to --out (default: a temporary file).
+to cpu,nvptx,cuda-c,wgsl). Prints a table; writes JSON (--out, else outside the repository:
+bench_output.py).
 """
 
 from __future__ import annotations
@@ -26,15 +27,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# Appended, not prepended: the child's `workbench` must stay the --tree one (first on PYTHONPATH).
+sys.path.append(str(REPO))
+
+from benchmarks.bench_output import OUT_HELP, machine, write_json  # noqa: E402
+
 GOAL_NS_PER_ELEMENT = 15.0
 GOAL_MEMORY_FACTOR = 1.5
 TIMED_PHASES = ("launch", "timing")
@@ -225,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-exp", type=int, default=None)
     parser.add_argument("--gpu-host", action="store_true", help="sizes to 2^28, GPU backends")
     parser.add_argument("--repeat", type=int, default=1, help="runs per size (the fastest counts)")
-    parser.add_argument("--out", default=None)
+    parser.add_argument("--out", default=None, help=OUT_HELP)
     parser.add_argument(
         "--tree",
         default=str(REPO),
@@ -286,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         "backends": backends,
         "cold": args.cold,
         "tree": str(Path(args.tree).resolve()),
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine(),
         "rows": rows,
         "host_ns_per_element": per_element_ns,
         "memory_bytes_per_element": memory_slope,
@@ -299,8 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             "memory_at_largest": worst_memory <= 1.0,
         },
     }
-    out = Path(args.out) if args.out else Path(tempfile.gettempdir()) / "run_scaling.json"
-    out.write_text(json.dumps(result, indent=2))
+    out = write_json(args.out, "run_scaling.json", result)
     print(f"wrote {out}")
     return 0
 

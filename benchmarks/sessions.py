@@ -34,7 +34,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_output import output_path  # noqa: E402
+from benchmarks.bench_output import write_json  # noqa: E402
 from workbench.profile.compare import compare_runs  # noqa: E402
 from workbench.profile.record import record_report, result_row  # noqa: E402
 from workbench.profile.sources import snapshot_hash  # noqa: E402
@@ -180,8 +180,7 @@ def main() -> int:
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": rows,
         "all_ok": all(r["ok"] for r in rows),
     }  # fmt: skip
-    out = output_path(args.out, "workbench-sessions-benchmark.json")
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = write_json(args.out, "workbench-sessions-benchmark.json", result)
     print(f"wrote {out}")
     if not args.db:
         for f in tmp.iterdir():

@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
+from benchmarks.bench_output import OUT_HELP, write_json  # noqa: E402
 
 GOAL_RATIO = 1.2
 BACKENDS = ["cpu", "wgsl"]
@@ -159,9 +159,7 @@ def main() -> int:
     ]
     for name, value in rows:
         print(f"{name:<38} {value:>12}")
-    path = output_path(args.out, "tune.json")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2))
+    path = write_json(args.out, "tune.json", data)
     print(f"wrote {path}")
     if args.json:
         print(json.dumps(data, indent=2))

@@ -42,7 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_output import OUT_HELP, output_path  # noqa: E402
+from benchmarks.bench_output import OUT_HELP, write_json  # noqa: E402
 from workbench.errors import WorkbenchError  # noqa: E402
 
 VARIANTS_ROOT = Path(__file__).resolve().parent / "wgsl_variants"
@@ -336,7 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, args.reference_backend)
     wgsl = [r for r in rows if r["backend"] == "wgsl"]
     device = next((r["device"].split(" ", 1)[-1] for r in wgsl if r["device"]), platform.node())
-    out = output_path(args.out, f"wgsl_variants-{example.name}-{slug(device)}-{size}.json")
     data = {
         "benchmark": "wgsl_variants",
         "example": example.name,
@@ -347,8 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"min_time_s": args.min_time, "seed": args.seed},
         "results": rows,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    out = write_json(args.out, f"wgsl_variants-{example.name}-{slug(device)}-{size}.json", data, default=str)
     print(f"wrote {out}")
     ok = all(r["status"] == "ok" and r.get("bit_identical_to_v0") is not False for r in rows)
     ok = ok and all(r["verified"] in (True, "reference") for r in wgsl)
