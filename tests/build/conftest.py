@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from workbench.build import toolchains
+from workbench.build.adapters import host_rust
 
 
 @pytest.fixture
@@ -63,11 +64,11 @@ SHARED_SPIRV = Path(__file__).resolve().parents[2].parent / "shared" / "data" / 
 @pytest.fixture
 def cargo_gpu(tmp_path, monkeypatch, redetect):
     """Put the `cargo-gpu` stand-in (tests/build/cargo_gpu_stand_in.py) on PATH, reached through the
-    real `cargo gpu ...` dispatch; returns the file each of its command lines is logged to."""
-    import shutil
+    real `cargo gpu ...` dispatch of the cargo every backend runs (`host_rust.cargo()`); returns
+    the file each of its command lines is logged to."""
     import sys
 
-    if not shutil.which("cargo"):
+    if not host_rust.cargo():
         pytest.skip("no cargo to dispatch `cargo gpu`")
     if not SHARED_SPIRV.is_dir():
         pytest.skip(f"{SHARED_SPIRV} is absent")

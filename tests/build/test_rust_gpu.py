@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from workbench.build import build_project, read_build
+from workbench.build.adapters import host_rust
 from workbench.project import Project
 from workbench.spirv import entry_points as spirv_entry_points
 
@@ -115,10 +116,11 @@ def test_stand_in_rejects_flags_cargo_gpu_does_not_have(cargo_gpu, tmp_path):
     (crate / "src").mkdir(parents=True)
     (crate / "Cargo.toml").write_text('[package]\nname = "k"\n')
     (crate / "src" / "lib.rs").write_text("")
-    bad = subprocess.run(["cargo", "gpu", "build", "--shader-crate", str(crate), "--out", "x"],
+    cargo = host_rust.cargo()  # the cargo the rust-gpu adapter runs `cargo gpu` with
+    bad = subprocess.run([cargo, "gpu", "build", "--shader-crate", str(crate), "--out", "x"],
                          capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and "unexpected argument '--out'" in bad.stderr
-    ok = subprocess.run(["cargo", "gpu", "build", "--shader-crate", str(crate), "-o", str(crate)],
+    ok = subprocess.run([cargo, "gpu", "build", "--shader-crate", str(crate), "-o", str(crate)],
                         capture_output=True, text=True)  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     # Output folder = the shader crate: the layout of the recorded real manifest.

@@ -32,13 +32,15 @@ def saxpy_kernel():
 @pytest.fixture(scope="session")
 def saxpy_cdylib(tmp_path_factory, shared_cache_dir) -> Path:
     """libsaxpy.so built by host cargo from a copy of the example (the example stays untouched)."""
-    cargo = Path("/usr/bin/cargo")
-    if not cargo.exists():
-        pytest.skip("/usr/bin/cargo is not installed")
+    from workbench.build.adapters import host_rust
+
+    cargo, rustc = host_rust.cargo(), host_rust.rustc()
+    if not cargo or not rustc:
+        pytest.skip("no cargo and rustc installed")
     crate = tmp_path_factory.mktemp("saxpy-crate") / "saxpy"
     shutil.copytree(SAXPY, crate, ignore=shutil.ignore_patterns("target"))
     target = Path(shared_cache_dir) / "run-runtimes-target"
-    env = dict(os.environ, RUSTC="/usr/bin/rustc", CARGO_TARGET_DIR=str(target))
+    env = dict(os.environ, RUSTC=rustc, CARGO_TARGET_DIR=str(target))
     done = subprocess.run(
         [str(cargo), "build", "--release", "--lib", "--offline"],
         cwd=crate,

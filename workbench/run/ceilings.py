@@ -153,9 +153,9 @@ def _write_kernel(cache_dir, runtime: str, name: str, text: str) -> str:
 
 def cpu_library(cache_dir: str | Path | None = None) -> str:
     """The cpu kernels' cdylib, built with the host rustc on first use (cached)."""
-    from workbench.build.adapters.cpu import host_rust
+    from workbench.build.adapters.host_rust import rustc as host_rustc
 
-    _, rustc = host_rust()
+    rustc = host_rustc()
     if not rustc:
         raise CeilingsError("measuring the cpu needs rustc (apt-get install rustc cargo)")
     try:

@@ -10,20 +10,13 @@ from workbench.build.adapters.base import (
     BuildRequest,
     copy_into,
     version_of,
-    which,
 )
 from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, RUST_READ, cargo_env, run_cargo, rust_reads
+from workbench.build.adapters.host_rust import cargo, rustc
 from workbench.build.diagnostics import error
 from workbench.records import ToolchainInfo
 
 HINT = "install Rust: apt-get install rustc cargo (or https://rustup.rs)"
-
-
-def host_rust() -> tuple[str | None, str | None]:
-    """(cargo, rustc): $WB_CARGO / $WB_RUSTC, else /usr/bin's, else PATH's."""
-    cargo = which("WB_CARGO", "/usr/bin/cargo", "cargo")
-    rustc = which("WB_RUSTC", "/usr/bin/rustc", "rustc")
-    return cargo, rustc
 
 
 class CpuAdapter(Adapter):
@@ -32,16 +25,16 @@ class CpuAdapter(Adapter):
     shares_target_dir = True
 
     def detect(self) -> ToolchainInfo:
-        cargo, rustc = host_rust()
-        if not cargo or not rustc:
-            missing = "cargo" if not cargo else "rustc"
+        cargo_path, rustc_path = cargo(), rustc()
+        if not cargo_path or not rustc_path:
+            missing = "cargo" if not cargo_path else "rustc"
             return ToolchainInfo("cpu", False, hint=HINT, details={"missing": missing})
-        version = version_of([rustc, "--version"])
+        version = version_of([rustc_path, "--version"])
         if not version:
             return ToolchainInfo(
-                "cpu", False, path=rustc, hint=HINT, details={"error": "rustc --version failed"}
+                "cpu", False, path=rustc_path, hint=HINT, details={"error": "rustc --version failed"}
             )
-        return ToolchainInfo("cpu", True, version, rustc, details={"cargo": cargo})
+        return ToolchainInfo("cpu", True, version, rustc_path, details={"cargo": cargo_path})
 
     def resolve_target(self, target: str | None) -> str:
         return target or "host"

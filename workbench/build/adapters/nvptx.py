@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from workbench import childproc
+from workbench.build.adapters import host_rust
 from workbench.build.adapters.base import (
     Adapter,
     AdapterOutput,
@@ -73,8 +74,7 @@ def vendor_dir(rustc: str) -> Path | None:
 
 
 def _detect_debian() -> ToolchainInfo | None:
-    rustc = which("WB_RUSTC", "/usr/bin/rustc", "rustc")
-    cargo = which("WB_CARGO", "/usr/bin/cargo", "cargo")
+    rustc, cargo = host_rust.rustc(), host_rust.cargo()
     if not rustc or not cargo or TARGET not in _run([rustc, "--print", "target-list"]):
         return None
     vendor = vendor_dir(rustc)
@@ -92,8 +92,7 @@ def _detect_rustup() -> ToolchainInfo | None:
     installed = _run([rustup, "+" + toolchain, "component", "list", "--installed"])
     if "rust-src" not in installed or "llvm-bitcode-linker" not in installed:
         return None
-    rustc = _run([rustup, "+" + toolchain, "which", "rustc"]).strip()
-    cargo = _run([rustup, "+" + toolchain, "which", "cargo"]).strip()
+    rustc, cargo = host_rust.rustc(toolchain), host_rust.cargo(toolchain)
     if not rustc or not cargo:
         return None
     details = {"route": "rustup", "cargo": cargo, "toolchain": toolchain}

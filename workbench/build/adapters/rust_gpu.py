@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.build import depinfo
+from workbench.build.adapters import host_rust
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
 from workbench.build.adapters.wgsl import validate
 from workbench.build.diagnostics import error, parse_rustc_text
@@ -52,7 +53,7 @@ class RustGpuAdapter(Adapter):
 
     def detect(self) -> ToolchainInfo:
         cargo_gpu = which("WB_CARGO_GPU", "cargo-gpu", os.path.expanduser("~/.cargo/bin/cargo-gpu"))
-        cargo = which(None, "cargo", os.path.expanduser("~/.cargo/bin/cargo"))
+        cargo = host_rust.cargo()  # cargo-gpu is reached as `cargo gpu` through the same cargo
         if not cargo_gpu or not cargo:
             return ToolchainInfo("rust-gpu", False, hint=HINT, details={"needs": "cargo-gpu on PATH"})
         env = {**os.environ, "PATH": os.path.dirname(cargo_gpu) + os.pathsep + os.environ.get("PATH", "")}
