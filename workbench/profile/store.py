@@ -6,9 +6,22 @@ killed at any moment (kill -9) loses at most the transaction in flight, and read
 a writer. Each recorded `workbench run` is one `BEGIN IMMEDIATE` transaction; two processes
 recording at once take turns (`busy_timeout`).
 
+Connection policy: any number of `SessionStore`s, in any number of threads and processes, may
+share one file; each store owns one connection (behind a lock). The database file and its `-wal`
+and `-shm` are opened by SQLite only, never with Python's `open()`: on Linux closing *any*
+descriptor of a file drops *every* POSIX lock the process holds on it, SQLite's included
+(https://sqlite.org/howtocorrupt.html §2.2), after which another process takes itself for the
+last user and deletes `-wal` and `-shm` with the writes in them. SQLite itself shares one lock
+record per file among the connections of a process, so stores never disturb each other. The file
+is vetted through SQLite (its SQLITE_NOTADB answer) and `os.stat` (a non-empty file shorter than
+one page is no database, and SQLite would take it for an empty one); `held_here(path)` says whether
+a store of this process has a file open (an export must never write over it).
+
 Opening never damages a file it does not understand: a file that is not SQLite, a corrupt one, or
 one with a newer schema raises `SessionStoreError` and is left byte for byte as it was; an older
-schema is copied to `<file>.v<N>.bak` before its migrations run.
+schema is copied to `<file>.v<N>.bak` before its migrations run. SQLite's errors are named by
+`db_errors.describe` (corrupt, read-only, full disk, I/O error, locked, constraint, cannot open);
+once a file answered "corrupt", no store of this process writes into it again.
 """
 
 from __future__ import annotations
@@ -26,12 +39,16 @@ from typing import Any
 
 import numpy as np
 
-from workbench.errors import WorkbenchError
+from workbench.profile.db_errors import BUSY, LOCKED, SessionStoreError, describe, primary_code
 from workbench.profile.schema import MIGRATIONS
+
+__all__ = ["SessionStore", "SessionStoreError", "default_db_path", "held_here"]
 
 DB_NAME = "sessions.db"
 APP_DIR = "rust-gpu-workbench"
 SQLITE_MAGIC = b"SQLite format 3\x00"
+#: SQLite's smallest page: a non-empty file shorter than this cannot be a database.
+MIN_DB_BYTES = 512
 
 #: Columns of a run summary (what lists, filters and CSV exports show).
 SUMMARY_COLUMNS = (
@@ -46,8 +63,43 @@ JSON_COLUMNS = ("flags", "sizes", "tunables", "ceilings")
 ALL_COLUMNS = (*SUMMARY_COLUMNS, "time_unix", "prev_snapshot_hash", "outputs", *JSON_COLUMNS)
 
 
-class SessionStoreError(WorkbenchError):
-    """The sessions database cannot be used as asked; the message names the file and why."""
+class _OpenFiles:
+    """The database files this process's stores hold, by (device, inode): how many stores, and
+    why the file must not be written any more (a corrupt answer seen by any of them)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count: dict[tuple[int, int], int] = {}
+        self.damaged: dict[tuple[int, int], str] = {}
+
+    def add(self, key: tuple[int, int]) -> None:
+        with self.lock:
+            self.count[key] = self.count.get(key, 0) + 1
+
+    def remove(self, key: tuple[int, int]) -> None:
+        with self.lock:
+            self.count[key] -= 1
+            if not self.count[key]:
+                del self.count[key]
+                self.damaged.pop(key, None)
+
+
+_OPEN = _OpenFiles()
+
+
+def _file_key(path: str | Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def held_here(path: str | Path) -> bool:
+    """Whether a `SessionStore` of this process has the file at `path` open (same inode)."""
+    key = _file_key(path)
+    with _OPEN.lock:
+        return key is not None and key in _OPEN.count
 
 
 def default_db_path() -> Path:
@@ -83,7 +135,8 @@ class SessionStore:
         self.schema_version = len(self.migrations)
         self.timeout_s = timeout_s
         self._lock = threading.RLock()
-        self._check_header()
+        self._key: tuple[int, int] | None = None
+        self._check_size()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -95,27 +148,34 @@ class SessionStore:
                 self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise SessionStoreError(f"cannot open the sessions database {self.path}: {exc}") from None
+            raise describe(self.path, exc, timeout_s=timeout_s) from None
         try:
             self._open()
         except BaseException:
             self._db.close()
             raise
+        self._key = _file_key(self.path)
+        if self._key is not None:
+            _OPEN.add(self._key)
 
     # ------------------------------------------------------------------ opening
-    def _check_header(self) -> None:
-        """A non-empty file must start with SQLite's magic; checked before SQLite touches it."""
+    def _check_size(self) -> None:
+        """A non-empty file shorter than one page is no database, yet SQLite would take it for an
+        empty one and write over it; checked by `stat`, which opens no descriptor (module doc)."""
         try:
-            with open(self.path, "rb") as file:
-                head = file.read(len(SQLITE_MAGIC))
+            size = os.stat(self.path).st_size
         except FileNotFoundError:
             return
         except OSError as exc:
-            raise SessionStoreError(f"cannot read the sessions database {self.path}: {exc}") from None
-        if head and head != SQLITE_MAGIC:
             raise SessionStoreError(
-                f"{self.path} is not a SQLite database (corrupt, or another kind of file); it was left "
-                "untouched — move it away or choose another file with --db"
+                f"cannot read the sessions database {self.path}: {exc.strerror or exc}", kind="cannot-open"
+            ) from None
+        if 0 < size < MIN_DB_BYTES:
+            raise SessionStoreError(
+                f"{self.path} is not a SQLite database ({size} bytes, less than one page: corrupt, "
+                "or another kind of file); it was left untouched — move it away or choose another "
+                "file with --db",
+                kind="corrupt",
             )
 
     def _read_version_and_tables(self) -> tuple[int, list[str]]:
@@ -136,18 +196,15 @@ class SessionStore:
                         self._db.execute("COMMIT")
                 return version, tables
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
+                if primary_code(exc) not in (BUSY, LOCKED) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
 
     def _open(self) -> None:
         try:
             version, tables = self._read_version_and_tables()
-        except sqlite3.DatabaseError as exc:
-            raise SessionStoreError(
-                f"the sessions database {self.path} is corrupt ({exc}); it was left untouched — move it "
-                "away or choose another file with --db"
-            ) from None
+        except sqlite3.Error as exc:
+            raise describe(self.path, exc, timeout_s=self.timeout_s) from None
         if version > self.schema_version:
             raise SessionStoreError(
                 f"the sessions database {self.path} has schema version {version}, newer than this "
@@ -174,7 +231,7 @@ class SessionStore:
                 except sqlite3.OperationalError as exc:
                     # Where waiting could deadlock (two processes turning a new file to WAL and
                     # migrating it at once) SQLite answers "locked" at once, past its busy handler.
-                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                    if primary_code(exc) not in (BUSY, LOCKED) or time.monotonic() > deadline:
                         raise
                     time.sleep(0.02)
 
@@ -190,9 +247,11 @@ class SessionStore:
                 self._db.backup(copy)
             copy.close()
         except (sqlite3.Error, OSError) as exc:
+            why = describe(target, exc) if isinstance(exc, sqlite3.Error) else exc.strerror or exc
             raise SessionStoreError(
                 f"cannot back up the sessions database {self.path} to {target} before upgrading its "
-                f"schema: {exc}; nothing was changed"
+                f"schema: {why}; nothing was changed",
+                kind=getattr(why, "kind", "other"),
             ) from None
         self.backup_path = target
         return target
@@ -217,38 +276,49 @@ class SessionStore:
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
-        """Turn SQLite's errors into messages that name the file."""
+        """Turn SQLite's errors into messages that name the file and say what happened
+        (`db_errors.describe`); a corrupt answer marks the file damaged for this process."""
         with self._lock:
             try:
                 yield
-            except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
-                    raise SessionStoreError(
-                        f"the sessions database {self.path} stayed locked by another process for "
-                        f"{self.timeout_s:g} s: {exc}"
-                    ) from None
-                raise SessionStoreError(f"sessions database {self.path}: {exc}") from None
-            except sqlite3.DatabaseError as exc:
-                raise SessionStoreError(
-                    f"the sessions database {self.path} is corrupt ({exc}); it was left as it is — move "
-                    "it away or choose another file with --db"
-                ) from None
+            except sqlite3.Error as exc:
+                error = describe(self.path, exc, timeout_s=self.timeout_s)
+                if error.damaged and self._key is not None:
+                    with _OPEN.lock:
+                        _OPEN.damaged.setdefault(self._key, str(error))
+                raise error from None
+
+    def damaged(self) -> str | None:
+        """Why no store of this process writes into this file any more (None: it may be written)."""
+        with _OPEN.lock:
+            return _OPEN.damaged.get(self._key) if self._key is not None else None
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (`BEGIN IMMEDIATE`: the write lock is taken up front, so two
-        writers queue on `busy_timeout` instead of failing on a lock upgrade)."""
+        writers queue on `busy_timeout` instead of failing on a lock upgrade). Refused once the
+        file answered "corrupt": nothing keeps writing into a damaged file."""
+        reason = self.damaged()
+        if reason is not None:
+            raise SessionStoreError(f"not written: {reason}", kind="corrupt", code="SQLITE_CORRUPT")
         with self._guard():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                self._db.execute("COMMIT")  # a full disk or an I/O error may answer here too
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    try:
+                        self._db.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # SQLite rolled back already; the first error is the one to report
                 raise
-            self._db.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
+            if self._key is not None:
+                _OPEN.remove(self._key)
+                self._key = None
             self._db.close()
 
     def __enter__(self) -> SessionStore:
@@ -429,6 +499,56 @@ class SessionStore:
         for row in rows:
             run = _full(row)
             run["detail"] = json.loads(run["detail"] or "{}")
+            out.append(run)
+        return out
+
+    def records(
+        self,
+        *,
+        ids: Sequence[int] | None = None,
+        series: str | None = None,
+        project: str | None = None,
+        kernel: str | None = None,
+        backend: str | None = None,
+        device: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Full runs (every column) plus `host`, `series` and `timing_conditions` from their
+        detail, newest first: what comparisons and condition flags read (`profile/compare.py`)."""
+        where, params = [], []
+        for column, value in (
+            ("project", project),
+            ("kernel", kernel),
+            ("backend", backend),
+            ("device", device),
+        ):
+            if value is not None:
+                where.append(f"runs.{column} = ?")
+                params.append(value)
+        if ids is not None:
+            where.append(f"runs.id IN ({', '.join('?' * len(ids))})")
+            params += [int(i) for i in ids]
+        if series is not None:
+            where.append("json_extract(run_data.detail, '$.series.id') = ?")
+            params.append(series)
+        columns = ", ".join(f"runs.{c}" for c in ALL_COLUMNS)
+        sql = (
+            f"SELECT {columns}, json_extract(run_data.detail, '$.host') AS host, "
+            "json_extract(run_data.detail, '$.series') AS series, "
+            "json_extract(run_data.detail, '$.timing.conditions') AS timing_conditions "
+            "FROM runs LEFT JOIN run_data ON run_data.run_id = runs.id"
+        )
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY runs.id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        out = []
+        for row in self._query(sql, params):
+            run = _full(row)
+            for key in ("host", "series", "timing_conditions"):
+                run[key] = json.loads(run[key]) if run[key] else None
             out.append(run)
         return out
 
