@@ -46,21 +46,33 @@ def test_verdicts_come_from_the_samples():
 
 
 def test_compare_pairs_results_per_backend_and_device(tmp_path, make_report):
+    """Run ids are rows; --invocation pairs two invocations' rows per backend x device, and a side
+    recorded as a --repeat series brings its other repetitions as invocations."""
     with SessionStore(tmp_path / "s.db") as store:
-        base = record_report(store, make_report(seed=1))
-        run = record_report(
-            store, make_report(medians={("cpu", "cpu"): 1e-3, ("wgsl", "wgpu:0"): 1.5e-3}, seed=2)
-        )
-        result = compare.compare_runs(store, base[0], run[1])
+        base, run = [], []
+        for index in (1, 2, 3):
+            base += record_report(store, make_report(seed=index), series={"id": "a", "index": index, "of": 3})
+        for index in (1, 2, 3):
+            medians = {("cpu", "cpu"): 1e-3, ("wgsl", "wgpu:0"): 1.5e-3}
+            run += record_report(
+                store,
+                make_report(medians=medians, seed=10 + index),
+                series={"id": "b", "index": index, "of": 3},
+            )
+        result = compare.compare_runs(store, base[0], run[1], invocation=True)
+        assert result["mode"] == "invocations"
         rows = {(r["backend"], r["device"]): r for r in result["rows"]}
         assert set(rows) == {("cpu", "cpu"), ("wgsl", "wgpu:0")}
-        assert rows[("cpu", "cpu")]["verdict"] == "no significant change"
-        assert rows[("wgsl", "wgpu:0")]["verdict"] == "faster"
+        assert rows[("cpu", "cpu")]["outcome"] == "same"
+        assert rows[("wgsl", "wgpu:0")]["outcome"] == "faster"
+        assert rows[("wgsl", "wgpu:0")]["invocations"] == [3, 3]
+        assert rows[("wgsl", "wgpu:0")]["run_ids"] == run[1::2]
         assert rows[("wgsl", "wgpu:0")]["ratio"] == pytest.approx(0.75, rel=0.02)
         assert rows[("wgsl", "wgpu:0")]["baseline_median_s"] == pytest.approx(2e-3, rel=0.01)
-        # Two results of one run: compared with each other.
-        (cross,) = compare.compare_runs(store, base[0], base[1])["rows"]
-        assert cross["backend"] == "cpu → wgsl" and cross["verdict"] == "slower"
+        # Without --invocation the ids are the two rows: cpu against wgsl is not comparable.
+        (cross,) = compare.compare_runs(store, base[0], run[1])["rows"]
+        assert cross["outcome"] == "not comparable" and cross["backend"] == "cpu → wgsl"
+        assert "backend: cpu → wgsl" in cross["differs"]
 
 
 def _filled(tmp_path, make_report):

@@ -107,6 +107,7 @@ def pynvml_double(monkeypatch):
         nvmlDeviceGetMaxClockInfo=lambda h, kind: {1: 1980, 2: 3201}[kind],
         nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x2,
         nvmlDeviceGetTotalEnergyConsumption=total_energy,
+        NVML_TEMPERATURE_GPU=0, nvmlDeviceGetTemperature=lambda h, sensor: {0: 47}[sensor],
     )  # fmt: skip
     monkeypatch.setitem(sys.modules, "pynvml", double)
     return double
@@ -146,7 +147,7 @@ def test_cuda_results_record_clocks_lock_and_energy_from_nvml(
     assert c["clock_source"] == "nvml" and c["clocks_locked"] is True
     assert c["clocks_before"] == c["clocks_after"] == {
         "sm_mhz": 1980, "mem_mhz": 3201, "sm_max_mhz": 1980, "mem_max_mhz": 3201,
-        "reasons": ["applications_clocks_setting"],
+        "reasons": ["applications_clocks_setting"], "temperature_c": 47,
     }  # fmt: skip
     # 0.05 s batch of 0.25 ms launches (the double's event time): 201 launches, one 50 mJ step.
     assert c["energy_batch"]["launches"] == 201

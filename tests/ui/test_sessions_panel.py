@@ -14,7 +14,7 @@ from workbench.profile.record import record_report
 from workbench.profile.store import SessionStore
 from workbench.project import Project
 from workbench.ui.screenshot import save_screenshot
-from workbench.ui.sessions_panel import SessionsPanel
+from workbench.ui.sessions_panel import COMPARE_COLUMNS, SessionsPanel
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "resources" / "examples"
@@ -64,14 +64,23 @@ def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path):
     assert "Baseline: run #1" in panel.baseline_label.text()
     panel.select_run(4)
     rows = {(r["backend"], r["device"]): r for r in panel.compare_result["rows"]}
-    assert rows[("wgsl", "wgpu:0")]["verdict"] == "faster"
-    assert rows[("cpu", "cpu")]["verdict"] == "no significant change"
+    assert rows[("wgsl", "wgpu:0")]["outcome"] == "ambiguous"  # one invocation a side
+    assert rows[("cpu", "cpu")]["verdict"] == "ambiguous (1 invocation: run with --repeat)"
+    verdict = COMPARE_COLUMNS.index("verdict")
     shown = {
-        panel.compare_table.item(r, 0).text(): panel.compare_table.item(r, 6).text()
+        panel.compare_table.item(r, 0).text(): panel.compare_table.item(r, verdict).text()
         for r in range(panel.compare_table.rowCount())
     }
-    assert shown == {"cpu": "no significant change", "wgsl": "faster"}
-    assert "bootstrap" in panel.method_label.text()
+    assert shown == {
+        "cpu": "ambiguous (1 invocation: run with --repeat)",
+        "wgsl": rows[("wgsl", "wgpu:0")]["verdict"],
+    }
+    assert "per-invocation medians" in panel.method_label.text()
+    panel.invocation_box.setChecked(False)  # the two rows themselves: cpu (#1) against wgsl (#4)
+    (cross,) = panel.compare_result["rows"]
+    assert cross["outcome"] == "not comparable"
+    assert panel.compare_table.item(0, verdict).text() == "not comparable (differences below)"
+    assert "backend: cpu → wgsl" in panel.method_label.text()
 
     assert panel.export_to("csv", tmp_path / "picked.csv")  # the selected run only
     assert [r["id"] for r in csv.DictReader((tmp_path / "picked.csv").open())] == ["4"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from typing import Any
 
 from workbench import expr
@@ -80,6 +81,12 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--keep-outputs", action="store_true", help="also keep the output arrays (.npz beside the database)"
     )
+    parser.add_argument(
+        "--repeat", type=int, default=1, metavar="N",
+        help="run the whole set of backends N times, interleaved (all backends, then all again), each "
+        "repetition in fresh worker processes and recorded as its own invocation of one series: "
+        "the independent measurements `sessions compare` rests a verdict on (default 1)",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -142,9 +149,12 @@ def _details(result: RunResult) -> str:
     return check.get("note", "")
 
 
-def table(results: list[RunResult]) -> str:
-    """The readable table of `workbench run`."""
-    header = ("backend", "device", "status", "verified", "median", "IQR", "GB/s", "details")
+def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
+    """The readable table of `workbench run`; `host` (the run's `HostLoad` conditions) flags a
+    result timed on a busy machine or a throttled GPU in the "conditions" column."""
+    from workbench.run.host_load import flags
+
+    header = ("backend", "device", "status", "verified", "median", "IQR", "GB/s", "conditions", "details")
     rows = []
     for r in results:
         timing = r.timing or {}
@@ -155,7 +165,7 @@ def table(results: list[RunResult]) -> str:
         rows.append((
             r.backend, device[:36], r.status, _fmt_verified(r), format_time(timing.get("median_s")),
             format_time(timing.get("iqr_s")) if timing else "-", f"{gbps:.2f}" if gbps is not None else "-",
-            _details(r),
+            ", ".join(flags(host, timing.get("conditions"))) or "-", _details(r),
         ))  # fmt: skip
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     widths[-1] = 0  # the last column is not padded
@@ -166,14 +176,16 @@ def table(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
-def _record(report, snapshot, args) -> None:
+def _record(report, snapshot, args, host=None, series=None) -> None:
     """Record the run in the sessions database; a failure is reported, never fatal to the run."""
     from workbench.profile.record import record_report
     from workbench.profile.store import SessionStore
 
     try:
         with SessionStore(args.db) as store:
-            ids = record_report(store, report, snapshot=snapshot, keep_outputs=args.keep_outputs)
+            ids = record_report(
+                store, report, snapshot=snapshot, keep_outputs=args.keep_outputs, host=host, series=series
+            )
     except (WorkbenchError, OSError) as exc:
         print(f"warning: the run was not recorded: {exc}", file=sys.stderr)
         return
@@ -182,9 +194,6 @@ def _record(report, snapshot, args) -> None:
 
 
 def run(args) -> int:
-    from workbench.run.service import RunService
-    from workbench.run.timing import TimingOptions
-
     project = Project.open(args.path)
     try:
         kernel = project.manifest.kernel(args.kernel)
@@ -194,6 +203,40 @@ def run(args) -> int:
     devices = [d.strip() for item in args.device for d in item.split(",") if d.strip()]
     if args.timeout <= 0:
         raise WorkbenchError(f"--timeout must be positive, got {args.timeout}")
+    if args.repeat < 1:
+        raise WorkbenchError(f"--repeat must be at least 1, got {args.repeat}")
+
+    snapshot = None
+    if not args.no_record:  # the sources as they are built, before an editor can change them
+        from workbench.profile.sources import snapshot as take_snapshot
+
+        snapshot = take_snapshot(project)
+    series_id = uuid.uuid4().hex if args.repeat > 1 else None
+    repetitions = []
+    for index in range(1, args.repeat + 1):
+        series = {"id": series_id, "index": index, "of": args.repeat} if series_id else None
+        report, host = _run_once(project, args, sizes, devices, series)
+        if not args.no_record:
+            _record(report, snapshot, args, host, series)
+        repetitions.append((report, host, series))
+        if not args.json:
+            sizes_text = ", ".join(f"{k}={v}" for k, v in report.sizes.items())
+            which = f"; repetition {index} of {args.repeat}" if series else ""
+            print(
+                f"{report.project} / {report.kernel}  ({sizes_text}; seed {report.seed}; reference {report.reference}{which})"
+            )
+            print(table(report.results, host))
+    if args.json:
+        print(json.dumps(_json(repetitions), indent=2))
+    return 0 if all(report.ok for report, _, _ in repetitions) else 1
+
+
+def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any]]:
+    """One repetition: a fresh `RunService` (its own worker processes), the host's conditions
+    measured around it while the workers are still alive."""
+    from workbench.run.host_load import HostLoad
+    from workbench.run.service import RunService
+    from workbench.run.timing import TimingOptions
 
     # A bar with the phases (inputs, upload, launch, verify, timing) once a run takes a while,
     # on a terminal only: pipes and logs get the plain lines.
@@ -207,14 +250,11 @@ def run(args) -> int:
         if kind == "building":
             bar.print_line(f"building {', '.join(event['backends'])} ...")
         elif kind == "started":
-            bar.print_line(f"running {event['backend']} on {event['device'].get('spec', '?')} ...")
+            again = f" (repetition {series['index']} of {series['of']})" if series else ""
+            bar.print_line(f"running {event['backend']} on {event['device'].get('spec', '?')}{again} ...")
 
-    snapshot = None
-    if not args.no_record:  # the sources as they are built, before an editor can change them
-        from workbench.profile.sources import snapshot as take_snapshot
-
-        snapshot = take_snapshot(project)
     service = RunService(timing=TimingOptions(l2=args.l2))
+    load = HostLoad().start()
     try:
         report = service.run(
             project, kernel=args.kernel, backends=args.backend, devices=devices, sizes=sizes,
@@ -224,17 +264,20 @@ def run(args) -> int:
             # go once verified, so a run at 2^28 holds one backend's outputs at a time.
             keep_outputs=bool(args.keep_outputs and not args.no_record),
         )  # fmt: skip
+        host = load.stop()
     finally:
         bar.close()
         service.close()
-    if not args.no_record:
-        _record(report, snapshot, args)
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        sizes_text = ", ".join(f"{k}={v}" for k, v in report.sizes.items())
-        print(
-            f"{report.project} / {report.kernel}  ({sizes_text}; seed {report.seed}; reference {report.reference})"
-        )
-        print(table(report.results))
-    return 0 if report.ok else 1
+    return report, host
+
+
+def _json(repetitions: list[tuple[Any, dict[str, Any], dict[str, Any] | None]]) -> dict[str, Any]:
+    """The first repetition's report (the shape `workbench run --json` always had) with its
+    `host_conditions`; with --repeat also `series` and every repetition under `repetitions`."""
+    shown = [
+        {**report.to_json(), "host_conditions": host, "series": series}
+        for report, host, series in repetitions
+    ]
+    if len(shown) == 1:
+        return shown[0]
+    return {**shown[0], "repetitions": shown}

@@ -7,6 +7,7 @@ that is corrupt or has a newer schema).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -47,9 +48,32 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_db(p)
 
-    p = sub.add_parser("compare", help="change of median per backend x device, with a verdict")
+    p = sub.add_parser(
+        "compare",
+        help="change of median between two runs, with a verdict that survives between-process noise",
+        description="Ids are run ids, the rows `sessions list` shows (as in show and export): the two "
+        "rows are compared; with --invocation each id stands for its whole recorded `workbench run` "
+        "and their rows are paired per backend x device. A run recorded with --repeat brings the "
+        "other repetitions of its series as further invocations. Runs that measured different "
+        "things (kernel, project, sizes, tunables, backend, device, build flags, timing method, L2 "
+        "policy) are 'not comparable', with what differs. Verdicts: faster / slower / same / "
+        "ambiguous, from a 95% interval of the change in per-invocation medians against "
+        "±max(--min-effect, the device's A/A noise floor) (docs/compare.md).",
+    )
     p.add_argument("baseline", type=int, help="baseline run id")
     p.add_argument("run", type=int, help="run id")
+    p.add_argument(
+        "--invocation", action="store_true",
+        help="compare the two ids' whole invocations, row by row per backend x device",
+    )  # fmt: skip
+    p.add_argument(
+        "--force", action="store_true",
+        help="compare rows that are not comparable anyway (the differences are still printed)",
+    )  # fmt: skip
+    p.add_argument(
+        "--min-effect", type=_percent, default=None, metavar="PCT",
+        help="smallest change worth a verdict, in percent (default 2)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_db(p)
 
@@ -92,28 +116,59 @@ LIST_KEYS = (
 )  # fmt: skip
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 2 or 0.5, got {text!r}") from None
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {text!r}")
+    return value / 100.0
+
+
 def _list(store, args) -> int:
     runs = store.list_runs(
         kernel=args.kernel, backend=args.backend, device=args.device, project=args.project,
         verified={"yes": True, "no": False}.get(args.verified), since=_since(args.since),
         limit=args.limit or None,
     )  # fmt: skip
+    extras = _conditions(store, runs)
     if args.json:
-        print(
-            json.dumps(
-                {"db": str(store.path), "runs": [{k: r[k] for k in LIST_KEYS} for r in runs]}, indent=1
-            )
-        )
+        listed = [{**{k: r[k] for k in LIST_KEYS}, **extras[r["id"]]} for r in runs]
+        print(json.dumps({"db": str(store.path), "runs": listed}, indent=1))
         return 0
-    print(f"{len(runs)} run(s) in {store.path}")
-    header = ("id", "time", "kernel", "backend", "device", "verified", "median", "IQR", "n")
+    print(
+        f"{len(runs)} run(s) in {store.path}; ids are runs (rows), `sessions compare --invocation` pairs whole runs"
+    )
+    header = ("id", "time", "kernel", "backend", "device", "verified", "median", "IQR", "n", "series", "conditions")  # fmt: skip
     rows = [
         (r["id"], r["time"], f"{r['project']}/{r['kernel']}", r["backend"], r["device"], _verified(r),
-         format_time(r["median_s"]), format_time(r["iqr_s"]), r["n"] or "-")
+         format_time(r["median_s"]), format_time(r["iqr_s"]), r["n"] or "-",
+         _series_text(extras[r["id"]]["series"]), ", ".join(extras[r["id"]]["condition_flags"]) or "-")
         for r in runs
     ]  # fmt: skip
     print(_table(header, rows))
     return 0
+
+
+def _conditions(store, runs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per run id: its invocation, series and condition flags ("busy", "throttled")."""
+    from workbench.run.host_load import flags
+
+    found = {r["id"]: r for r in store.records(ids=[r["id"] for r in runs])} if runs else {}
+    out = {}
+    for r in runs:
+        full = found.get(r["id"]) or {}
+        out[r["id"]] = {
+            "invocation": r["invocation"],
+            "series": full.get("series"),
+            "condition_flags": flags(full.get("host"), full.get("timing_conditions")),
+        }
+    return out
+
+
+def _series_text(series: dict[str, Any] | None) -> str:
+    return f"{series['index']}/{series['of']}" if series else "-"
 
 
 def _verified(run: dict[str, Any]) -> str:
@@ -162,23 +217,24 @@ def _show(store, args) -> int:
 
 
 def _compare(store, args) -> int:
-    from workbench.profile.compare import compare_runs
+    from workbench.profile.compare import COLUMNS, cells, compare_runs
+    from workbench.profile.noise import MIN_EFFECT
 
-    result = compare_runs(store, args.baseline, args.run)
+    min_effect = MIN_EFFECT if args.min_effect is None else args.min_effect
+    result = compare_runs(
+        store, args.baseline, args.run, invocation=args.invocation, force=args.force, min_effect=min_effect
+    )
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print(f"run #{args.run} against baseline #{args.baseline}; {result['method']}")
-    header = ("backend", "device", "baseline", "median", "change", "95% CI", "verdict")
-    rows = []
+    what = "invocation of run" if args.invocation else "run"
+    print(f"{what} #{args.run} against {what} #{args.baseline}; minimum effect {min_effect:.1%}")
+    print(f"method: {result['method']}")
+    print(_table(COLUMNS, [cells(row) for row in result["rows"]]))
     for row in result["rows"]:
-        ratio, ci = row["ratio"], row["ci"]
-        rows.append((
-            row["backend"], row["device"], format_time(row["baseline_median_s"]), format_time(row["median_s"]),
-            f"{(ratio - 1) * 100:+.1f}%" if ratio is not None else "-",
-            f"{(ci[0] - 1) * 100:+.1f}% … {(ci[1] - 1) * 100:+.1f}%" if ci else "-", row["verdict"],
-        ))  # fmt: skip
-    print(_table(header, rows))
+        if row["differs"]:
+            label = "compared anyway (--force)" if row["forced"] else "not comparable"
+            print(f"{row['backend']} on {row['device']}: {label}; differs in " + "; ".join(row["differs"]))
     return 0
 
 

@@ -29,6 +29,8 @@ def record_report(
     snapshot: tuple[str, dict[str, str]] | None = None,
     keep_outputs: bool = False,
     ceilings: dict[str, Any] | None = None,
+    host: dict[str, Any] | None = None,
+    series: dict[str, Any] | None = None,
 ) -> list[int]:
     """Record every result of one run in one transaction; returns the new run ids.
 
@@ -36,6 +38,9 @@ def record_report(
     sources (see `sources.snapshot`); with only `project` given it is read now. `keep_outputs` saves
     each backend's output arrays as a compressed `.npz` beside the database. `ceilings` (the
     device's measured limits, when known) is stored with every row that has none of its own.
+    `host` is what the host was doing meanwhile (`run.host_load.HostLoad`; default: the report's
+    `host_conditions`) and `series` `{"id", "index", "of"}` places a `workbench run --repeat`
+    repetition in its series; both go into every row's detail.
     """
     data = report_dict(report)
     if snapshot is None and project is not None:
@@ -47,6 +52,9 @@ def record_report(
         result_row(data, result, invocation, snapshot[0] if snapshot else None, ceilings)
         for result in data["results"]
     ]
+    for row in rows:
+        row["detail"]["host"] = host if host is not None else data.get("host_conditions")
+        row["detail"]["series"] = series if series is not None else data.get("series")
     if not rows:
         return []
     written: list[Path] = []
@@ -69,6 +77,8 @@ def report_dict(report: Any) -> dict[str, Any]:
             "sizes": report.get("sizes"),
             "seed": report.get("seed"),
             "results": list(report.get("results") or []),
+            "host_conditions": report.get("host_conditions"),
+            "series": report.get("series"),
         }
     return {
         "project": report.project,

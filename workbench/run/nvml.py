@@ -66,7 +66,8 @@ def _call(fn, *args) -> Any:
 
 
 def clocks(device: tuple[Any, Any] | None) -> dict[str, Any] | None:
-    """SM and memory clocks now (MHz), their maxima, and the reasons NVML gives for the SM clock."""
+    """SM and memory clocks now (MHz), their maxima, the reasons NVML gives for the SM clock (throttle
+    reasons among them) and the GPU temperature (°C)."""
     if device is None:
         return None
     nvml, handle = device
@@ -80,6 +81,9 @@ def clocks(device: tuple[Any, Any] | None) -> dict[str, Any] | None:
         "sm_max_mhz": _call(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_SM),
         "mem_max_mhz": _call(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_MEM),
         "reasons": None if mask is None else [name for bit, name in _REASONS.items() if mask & bit],
+        "temperature_c": _call(
+            nvml.nvmlDeviceGetTemperature, handle, getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
+        ),
     }
 
 

@@ -9,8 +9,10 @@ hidden marks it stale.
 
 - the runs table lists the newest runs that pass the filters (kernel, backend, device, date,
   verified);
-- "Set as baseline" pins the selected run; selecting another run compares the two per
-  backend × device from their raw samples (`workbench.profile.compare`, the method is named);
+- "Set as baseline" pins the selected run; selecting another run compares the two
+  (`workbench.profile.compare`, as `sessions compare` does: "Pair whole invocations" is its
+  `--invocation`, on by default; rows that measured different things say what differs; the method
+  is named);
 - the history plot shows the selected run's kernel: median with its interquartile range per
   backend × device over the edits of its sources; clicking a point shows that run's source diff.
 """
@@ -47,6 +49,8 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
+from workbench.profile.compare import COLUMNS as COMPARE_COLUMNS
+from workbench.profile.compare import cells as compare_cells
 from workbench.profile.store import SessionStore, default_db_path
 from workbench.ui.plots import AXIS, BACKGROUND, PALETTE, TEXT, OpaqueGridAxis
 from workbench.ui.visibility import follow_dock, on_screen
@@ -57,7 +61,6 @@ log = logging.getLogger(__name__)
 #: Rows shown in the runs table (the newest that pass the filters).
 LIST_LIMIT = 2000
 RUN_COLUMNS = ("#", "time (UTC)", "kernel", "backend", "device", "verified", "median", "IQR", "n", "sources")
-COMPARE_COLUMNS = ("backend", "device", "baseline", "median", "change", "95% CI of change", "verdict")
 SINCE = {
     "any time": None,
     "last hour": 3600,
@@ -65,7 +68,7 @@ SINCE = {
     "last 7 days": 7 * 86400,
     "last 30 days": 30 * 86400,
 }
-VERDICT_COLORS = {"faster": "#4caf50", "slower": "#ef5350"}
+VERDICT_COLORS = {"faster": "#4caf50", "slower": "#ef5350", "not comparable": "#9e9e9e"}
 EXPORT_FORMATS = {
     "csv": ("CSV", "*.csv"),
     "json": ("JSON bundle", "*.json"),
@@ -176,10 +179,18 @@ class SessionsPanel(QWidget):
         self.compare_table.horizontalHeader().setStretchLastSection(True)
         self.method_label = QLabel("")
         self.method_label.setWordWrap(True)
+        self.invocation_box = QCheckBox("Pair whole invocations")
+        self.invocation_box.setChecked(True)
+        self.invocation_box.setToolTip(
+            "On: the baseline's and the selected run's whole invocations, row by row per backend × device "
+            "(sessions compare --invocation). Off: the two selected rows only."
+        )
+        self.invocation_box.toggled.connect(self._recompare)
         compare = QWidget()
         layout = QVBoxLayout(compare)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.baseline_label)
+        layout.addWidget(self.invocation_box)
         layout.addWidget(self.compare_table, 1)
         layout.addWidget(self.method_label)
 
@@ -431,27 +442,35 @@ class SessionsPanel(QWidget):
         if store is None:
             return
         try:
-            result = compare_runs(store, self.baseline_id, run_id)
+            result = compare_runs(store, self.baseline_id, run_id, invocation=self.invocation_box.isChecked())
         except WorkbenchError as exc:
             self.show_message(str(exc), error=True)
             return
         self.compare_result = result
         self.compare_table.setRowCount(len(result["rows"]))
         for row, entry in enumerate(result["rows"]):
-            ratio, ci = entry["ratio"], entry["ci"]
-            cells = (
-                entry["backend"], entry["device"], format_time(entry["baseline_median_s"], "–"), format_time(entry["median_s"], "–"),
-                f"{(ratio - 1) * 100:+.1f}%" if ratio is not None else "–",
-                f"{(ci[0] - 1) * 100:+.1f}% … {(ci[1] - 1) * 100:+.1f}%" if ci else "–", entry["verdict"],
-            )  # fmt: skip
-            for column, text in enumerate(cells):
+            texts = compare_cells(entry)
+            for column, text in enumerate(texts):
                 item = QTableWidgetItem(text)
-                if column == len(cells) - 1 and entry["verdict"] in VERDICT_COLORS:
-                    item.setForeground(QColor(VERDICT_COLORS[entry["verdict"]]))
+                if column == len(texts) - 1:
+                    item.setToolTip(entry["verdict"])
+                    if entry["outcome"] in VERDICT_COLORS:
+                        item.setForeground(QColor(VERDICT_COLORS[entry["outcome"]]))
                 self.compare_table.setItem(row, column, item)
+        differs = [
+            f"{e['backend']} on {e['device']}: {'; '.join(e['differs'])}"
+            for e in result["rows"]
+            if e["differs"]
+        ]
         self.method_label.setText(
             f"Run #{run_id} against baseline #{self.baseline_id}. Method: {result['method']}."
+            + "".join(f"\nDiffers — {line}" for line in differs)
         )
+
+    def _recompare(self) -> None:
+        run_id = self.current_id()
+        if run_id is not None:
+            self._update_compare(run_id)
 
     # ================================================================ history
     def show_history(self, project: str, kernel: str) -> None:

@@ -1,0 +1,150 @@
+"""`sessions compare` on real runs: saxpy on the CPU and on llvmpipe, each `workbench run` its own
+process, as a user records them; A/A, a slowed WGSL kernel, unlike sizes, unlike backends."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "resources" / "examples"
+WGSL_LINE = "        y[i] = params.a * x[i] + y[i];"
+#: 256 extra loads per element, and a test the compiler cannot drop that is never true.
+SLOW_BODY = (
+    "        var acc = 0.0;\n"
+    "        for (var k = 0u; k < 256u; k = k + 1u) { acc = acc + x[(i + k) % params.n]; }\n"
+    "        y[i] = params.a * x[i] + y[i];\n"
+    "        if (acc == 1234567.0) { y[i] = 0.0; }"
+)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *args],
+        capture_output=True, text=True, timeout=600, cwd=REPO, env=dict(os.environ), check=False,
+    )  # fmt: skip
+
+
+def copy_saxpy(dest: Path, slow: bool = False) -> Path:
+    shutil.copytree(EXAMPLES / "saxpy", dest, ignore=shutil.ignore_patterns("target"))
+    if slow:
+        wgsl = dest / "reference" / "saxpy.wgsl"
+        text = wgsl.read_text()
+        assert WGSL_LINE in text
+        wgsl.write_text(text.replace(WGSL_LINE, SLOW_BODY))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, shared_cache_dir):
+    """Two processes of the same saxpy and one of a slowed WGSL copy, each `--repeat 3`."""
+    tmp = tmp_path_factory.mktemp("compare-real")
+    db = tmp / "runs.db"
+    same = copy_saxpy(tmp / "saxpy")
+    slow = copy_saxpy(tmp / "slow", slow=True)
+    common = [
+        "--backend",
+        "cpu,wgsl",
+        "--size",
+        "n=4096",
+        "--cache-dir",
+        str(shared_cache_dir),
+        "--db",
+        str(db),
+    ]
+    ids = {}
+    for name, root in (("a", same), ("b", same), ("slow", slow)):
+        done = cli("run", str(root), *common, "--repeat", "3")
+        assert done.returncode == 0, done.stderr
+        assert "repetition 3 of 3" in done.stdout
+        assert "conditions" in done.stdout.splitlines()[1]  # the run table's header
+        listed = json.loads(cli("sessions", "list", "--db", str(db), "--json").stdout)["runs"]
+        ids[name] = sorted(r["id"] for r in listed if r["id"] not in {i for v in ids.values() for i in v})
+    return db, ids, common
+
+
+def by_backend(result: dict) -> dict[str, dict]:
+    return {row["backend"]: row for row in result["rows"]}
+
+
+def test_repeat_records_one_invocation_per_repetition_in_one_series(recorded):
+    db, ids, _ = recorded
+    listed = {
+        r["id"]: r for r in json.loads(cli("sessions", "list", "--db", str(db), "--json").stdout)["runs"]
+    }
+    rows = [listed[i] for i in ids["a"]]
+    assert len(rows) == 6  # cpu + wgsl, three times
+    assert len({r["invocation"] for r in rows}) == 3
+    assert len({r["series"]["id"] for r in rows}) == 1
+    assert [r["series"]["index"] for r in rows] == [1, 1, 2, 2, 3, 3]  # interleaved: both, then both
+    assert [r["backend"] for r in rows] == ["cpu", "wgsl"] * 3
+    for r in rows:
+        assert isinstance(r["condition_flags"], list)
+    shown = json.loads(cli("sessions", "show", str(ids["a"][0]), "--db", str(db), "--json").stdout)
+    host = shown["detail"]["host"]
+    assert host["source"] == "/proc" and host["wall_s"] > 0 and host["other_cpu_cores"] >= 0
+    assert host["own_cpu_cores"] > 0  # the workers' time counts as this run's own
+    assert len(host["loadavg_before"]) == 3
+
+
+def test_identical_code_in_two_processes_gets_no_faster_or_slower_verdict(recorded):
+    db, ids, _ = recorded
+    done = cli(
+        "sessions", "compare", str(ids["a"][0]), str(ids["b"][0]), "--invocation", "--db", str(db), "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    rows = by_backend(json.loads(done.stdout))
+    assert set(rows) == {"cpu", "wgsl"}
+    for row in rows.values():
+        assert row["invocations"] == [3, 3] and row["same_build"] is True
+        # A changed verdict on identical code is allowed only when it says it rests on a busy run.
+        assert row["outcome"] in {"same", "ambiguous"} or row["busy_runs"], row
+
+
+def test_a_several_times_slower_wgsl_kernel_is_called_slower(recorded):
+    db, ids, _ = recorded
+    wgsl_a, wgsl_slow = ids["a"][1], ids["slow"][1]
+    done = cli("sessions", "compare", str(wgsl_a), str(wgsl_slow), "--db", str(db), "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["rows"]
+    assert row["backend"] == "wgsl" and row["invocations"] == [3, 3]
+    assert row["outcome"] == "slower", row
+    assert row["ratio"] > 2 and row["ci"][0] > 1 + row["margin"]
+    table = cli("sessions", "compare", str(wgsl_a), str(wgsl_slow), "--db", str(db)).stdout
+    assert "slower" in table and "3 : 3" in table
+
+
+def test_rows_of_different_backends_of_one_run_are_not_comparable(recorded):
+    db, ids, _ = recorded
+    cpu, wgsl = ids["a"][0], ids["a"][1]
+    done = cli("sessions", "compare", str(cpu), str(wgsl), "--db", str(db), "--json")
+    (row,) = json.loads(done.stdout)["rows"]
+    assert row["outcome"] == "not comparable"
+    assert "backend: cpu → wgsl" in row["differs"] and "device: cpu → wgpu:0" in row["differs"]
+    table = cli("sessions", "compare", str(cpu), str(wgsl), "--db", str(db)).stdout
+    assert "not comparable; differs in backend: cpu → wgsl" in table
+
+
+def test_unlike_sizes_are_not_comparable_with_the_difference_listed(recorded, tmp_path):
+    db, _, common = recorded
+    root = copy_saxpy(tmp_path / "saxpy")
+    args = ["--backend", "cpu,wgsl", "--cache-dir", common[common.index("--cache-dir") + 1], "--db", str(db)]
+    first = cli("run", str(root), *args, "--size", "n=1048576")
+    second = cli("run", str(root), *args, "--size", "n=1000000")
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    listed = json.loads(cli("sessions", "list", "--backend", "wgsl", "--db", str(db), "--json").stdout)[
+        "runs"
+    ]
+    newest, previous = listed[0]["id"], listed[1]["id"]
+    done = cli("sessions", "compare", str(previous), str(newest), "--db", str(db), "--json")
+    (row,) = json.loads(done.stdout)["rows"]
+    assert row["outcome"] == "not comparable" and row["differs"] == ["sizes n: 1048576 → 1000000"]
+    forced = cli("sessions", "compare", str(previous), str(newest), "--force", "--db", str(db))
+    assert "compared anyway (--force); differs in sizes n: 1048576 → 1000000" in forced.stdout
+    assert "forced: " in forced.stdout

@@ -1,0 +1,131 @@
+"""Verdicts from the variation *between* invocations, and the noise floor learned from A/A history.
+
+The unit is the invocation: one recorded `workbench run` (or one repetition of `--repeat`, each in
+fresh worker processes) gives one median per backend × device. Two runs of identical code in two
+processes differ by far more than the bootstrap of one run's samples admits (the between-process
+part: placement, frequency, other load), so a verdict rests on these per-invocation medians
+(NVBench's `nvbench_compare` robust mode compares the same distributions):
+
+- each side is the set of its per-invocation medians, in logs (a ratio is a difference of logs);
+- their spread s is pooled from both sides and from the noise floor's A/A history (a pooled
+  variance: the history's degrees of freedom count like the sides');
+- the 95% interval of the change is exp(mean_b − mean_a ± t(df) · s · √(1/k_a + 1/k_b));
+- margin = max(minimum practical effect, noise floor); "same" when the interval lies inside
+  ±margin, "slower" / "faster" when it lies wholly beyond it, otherwise "ambiguous". With one
+  invocation a side and no learned floor there is no spread at all: "ambiguous (1 invocation: run
+  with --repeat)".
+
+The noise floor of a kernel on a device and backend is the pooled standard deviation (as a relative
+amount) of the log medians of A/A groups: earlier runs of the same build, sizes, tunables and
+flags (`comparable.aa_key`), runs on a busy machine left out, at least `MIN_FLOOR_DF` degrees of
+freedom. The runs being compared are left out of it (they already count as the sides).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from workbench.profile.comparable import aa_key
+from workbench.run.host_load import flags
+
+#: A change smaller than this (relative) is not worth a verdict.
+MIN_EFFECT = 0.02
+#: Degrees of freedom of A/A history below which no noise floor is claimed.
+MIN_FLOOR_DF = 2
+#: A/A history read per kernel × backend × device (the newest).
+HISTORY_LIMIT = 2000
+
+# Student's t, two-sided 95% (0.975 quantile), for 1..30 degrees of freedom.
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+    2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+    2.045, 2.042,
+)  # fmt: skip
+
+
+def t975(df: int) -> float:
+    """The 0.975 quantile of Student's t with `df` degrees of freedom (≥ 1)."""
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959964  # Cornish-Fisher beyond the table: within 0.001 of the exact value
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def is_busy(run: dict[str, Any]) -> bool:
+    return "busy" in flags(run.get("host"), run.get("timing_conditions"))
+
+
+def usable(run: dict[str, Any]) -> bool:
+    """A run with a timing: status ok and a positive median."""
+    return run.get("status") == "ok" and (run.get("median_s") or 0) > 0
+
+
+def noise_floor(history: Iterable[dict[str, Any]], exclude: set[int] = frozenset()) -> dict[str, Any] | None:
+    """{"rel", "sigma", "df", "invocations", "groups"} from A/A history, or None when too little."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for run in history:
+        if run["id"] in exclude or not usable(run) or is_busy(run):
+            continue
+        groups[aa_key(run)].append(math.log(run["median_s"]))
+    ss, df, invocations, used = 0.0, 0, 0, 0
+    for logs in groups.values():
+        if len(logs) < 2:
+            continue
+        x = np.asarray(logs)
+        ss += float(((x - x.mean()) ** 2).sum())
+        df += len(x) - 1
+        invocations += len(x)
+        used += 1
+    if df < MIN_FLOOR_DF:
+        return None
+    sigma = math.sqrt(ss / df)
+    return {"rel": math.expm1(sigma), "sigma": sigma, "df": df, "invocations": invocations, "groups": used}
+
+
+def between_invocations(
+    baseline_medians: list[float],
+    medians: list[float],
+    floor: dict[str, Any] | None = None,
+    min_effect: float = MIN_EFFECT,
+) -> dict[str, Any]:
+    """The change from `baseline_medians` to `medians` (one per invocation) and its outcome."""
+    xa = np.log(np.asarray(baseline_medians, dtype=np.float64))
+    xb = np.log(np.asarray(medians, dtype=np.float64))
+    ka, kb = len(xa), len(xb)
+    ss = float(((xa - xa.mean()) ** 2).sum() + ((xb - xb.mean()) ** 2).sum())
+    df = ka - 1 + kb - 1
+    if floor:
+        ss += floor["sigma"] ** 2 * floor["df"]
+        df += floor["df"]
+    d = float(xb.mean() - xa.mean())
+    margin = max(min_effect, floor["rel"] if floor else 0.0)
+    out: dict[str, Any] = {
+        "baseline_median_s": math.exp(xa.mean()),
+        "median_s": math.exp(xb.mean()),
+        "ratio": math.exp(d),
+        "invocations": [ka, kb],
+        "df": df,
+        "margin": margin,
+    }
+    if df == 0:
+        return {**out, "ci": None, "outcome": "ambiguous", "reason": "1 invocation: run with --repeat"}
+    half = t975(df) * math.sqrt(ss / df) * math.sqrt(1.0 / ka + 1.0 / kb)
+    low, high = d - half, d + half
+    band = math.log1p(margin)
+    if low > band:
+        outcome = "slower"
+    elif high < -band:
+        outcome = "faster"
+    elif -band <= low and high <= band:
+        outcome = "same"
+    else:
+        outcome = "ambiguous"
+    reason = None
+    if outcome == "ambiguous":
+        reason = f"the interval reaches both inside and beyond ±{margin:.1%}"
+    return {**out, "ci": [math.exp(low), math.exp(high)], "outcome": outcome, "reason": reason}
