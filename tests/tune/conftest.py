@@ -19,12 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 FAST_TIMING = TimingOptions(min_n=5, min_time_s=0.02, warmup_max_n=6, warmup_max_s=0.3, max_time_s=2.0)
 
 
-@pytest.fixture(autouse=True)
-def private_sessions_db(tmp_path, monkeypatch):
-    monkeypatch.setenv("WB_DATA_DIR", str(tmp_path / "wb-data"))
-    return tmp_path / "wb-data" / "sessions.db"
-
-
 @pytest.fixture(scope="session")
 def tune_service(long_lived):
     """One RunService (and its workers) for the session, with a short timing protocol."""
@@ -60,3 +54,23 @@ def _break_wgsl_at(root: Path, threads: int) -> None:
     text = wgsl.read_text()
     assert line in text
     wgsl.write_text(text.replace(line, line + f"\n        if (threads == {threads}u) {{ y[i] = 0.5; }}"))
+
+
+@pytest.fixture(scope="session")
+def slow_wgsl_at():
+    return _slow_wgsl_at
+
+
+def _slow_wgsl_at(root: Path, threads: int, iterations: int = 2000) -> None:
+    """saxpy's WGSL does `iterations` extra sines per element when built with `threads`: still
+    correct (the sum never equals 12345 for these inputs, and keeps the loop alive), much slower."""
+    wgsl = root / "reference" / "saxpy.wgsl"
+    line = "        y[i] = params.a * x[i] + y[i];"
+    text = wgsl.read_text()
+    assert line in text
+    slow = (
+        f"\n        if (threads == {threads}u) {{\n            var acc = 0.0;\n"
+        f"            for (var k = 0u; k < {iterations}u; k++) {{ acc = acc + sin(f32(k) + x[i]); }}\n"
+        "            if (acc == 12345.0) { y[i] = 0.0; }\n        }"
+    )
+    wgsl.write_text(text.replace(line, line + slow))

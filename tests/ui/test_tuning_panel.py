@@ -44,24 +44,35 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
 ):
     root = example_copy("saxpy")
     wgsl = root / "reference" / "saxpy.wgsl"
+    # 512 writes a wrong value; every configuration but 128 does correct but slow extra work.
+    slow = "var acc = 0.0; for (var k = 0u; k < 2000u; k++) { acc = acc + sin(f32(k) + x[i]); }"
     wgsl.write_text(
-        wgsl.read_text().replace(WGSL_LINE, WGSL_LINE + "\n        if (threads == 512u) { y[i] = 0.5; }")
+        wgsl.read_text().replace(
+            WGSL_LINE,
+            WGSL_LINE + "\n        if (threads == 512u) { y[i] = 0.5; }"
+            f"\n        if (threads != 128u) {{ {slow} if (acc == 12345.0) {{ y[i] = 0.0; }} }}",
+        )
     )
     window, panel = _window(make_window, root, ["wgsl"])
-    with qtbot.waitSignal(panel.sweepFinished, timeout=180_000) as done:
+    assert panel.rounds.value() == 3
+    with qtbot.waitSignal(panel.sweepFinished, timeout=240_000) as done:
         assert panel.start_sweep()
         assert panel.running() and panel.cancel_button.isEnabled()
     result = done.args[0]
-    assert len(result.entries) == 5 and panel.progress.value() == 5
+    # 3 interleaved rounds of 5 (512 failed: not run again), then 2 side-by-side rounds of the leaders.
+    assert len(result.entries) == 5 and panel.progress.value() == panel.progress.maximum() == 13 + 4
 
     data = panel.plot_data()
     assert data["mode"] == "scatter" and data["tunable"] == "threads"
     assert data["failed"] == [{"slot": "wgsl@wgpu:0", "config": {"threads": 512}}]
     series = data["series"]["wgsl@wgpu:0"]
     assert sorted(series["x"]) == [64, 128, 256, 1024]
-    # The plotted numbers are the recorded runs' medians.
+    # The plotted numbers are the medians of the recorded rounds' medians.
     with SessionStore(private_sessions_db) as store:
-        recorded = {e["config"]["threads"]: store.get_run(e["run_id"])["median_s"] for e in result.entries}
+        recorded = {
+            e["config"]["threads"]: float(np.median([store.get_run(i)["median_s"] for i in e["run_ids"]]))
+            for e in result.entries
+        }
         assert (
             store.get_run(next(e["run_id"] for e in result.entries if e["config"]["threads"] == 512))[
                 "verified"
@@ -80,17 +91,21 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
     ]
     assert [panel.table.item(r, 0).text() for r in failed_rows] == ["threads=512"]
     best = panel.best["wgsl@wgpu:0"]
-    assert best["config"] != {"threads": 512}
+    assert best["verdict"] == "winner" and best["winner"] == {"threads": 128}
+    ranks = {
+        panel.table.item(r, 0).text(): panel.table.item(r, 5).text() for r in range(panel.table.rowCount())
+    }
+    assert ranks["threads=128"] == "best"
 
     with qtbot.waitSignal(panel.sweepFinished, timeout=60_000) as again:
         panel.start_sweep()
-    assert all(e["resumed"] for e in again.args[0].entries), [
-        (e["config"], e["resumed"], e["status"], e["device"]) for e in again.args[0].entries
-    ]
-    assert "5 resumed" in panel.status.text()
+    # The sweep's rounds are read back; only the side-by-side re-timing of the leaders runs again.
+    swept = [(e["config"], r) for e in again.args[0].entries for r in e["rounds"] if not r["confirm"]]
+    assert swept and all(r["resumed"] for _, r in swept), swept
+    assert "1 failed, 0 skipped" in panel.status.text()
 
     assert panel.apply_button.isEnabled()
-    assert panel.apply_best() == best["config"]
+    assert panel.apply_best() == best["winner"]
     assert Project.open(root).manifest.kernel().default_tunables() == best["config"]
     assert panel.controls["threads"].currentData() == best["config"]["threads"]
     assert window.bridge.tunables() == best["config"]
@@ -136,3 +151,10 @@ def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, exampl
         ]
         assert cell == e["timing"]["median_s"]
     assert np.allclose(panel.heatmap.image, np.array(data["median_s"]))
+    # The cpu build reads neither tunable: one point, no best, nothing to apply.
+    best = panel.best["cpu@cpu"]
+    assert best["verdict"] == "no effect" and best["no_effect"] == ["threads", "unroll"]
+    ranks = {panel.table.item(r, 5).text() for r in range(panel.table.rowCount())}
+    assert ranks == {"one build for all: threads, unroll no effect"}
+    assert not panel.apply_button.isEnabled() and panel.apply_best() is None
+    assert "no effect on cpu" in panel.status.text()

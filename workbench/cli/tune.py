@@ -1,8 +1,10 @@
 """`workbench tune PATH`: sweep a kernel's tunables; every configuration built, run, verified,
-timed and recorded; the best per backend × device with a confidence interval and its ties.
+timed in interleaved rounds and recorded; per backend × device the configurations that build the
+same code are one point, and the best is a winner only beyond noise, else the tie set.
 
 Exit status: 0 when every configuration that ran verified, 1 when one failed (it is listed,
-flagged, and never ranked), 2 on bad input (unknown tunable, size, backend; no configuration).
+flagged, and never ranked; skipped and not-verified ones are not failures), 2 on bad input
+(unknown tunable, size, backend; no configuration; an `--apply` the sweep cannot back).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.profile.ranking import MIN_EFFECT, outcome
 from workbench.project import Project
 from workbench.units import format_time
 
@@ -21,10 +24,11 @@ def register(subparsers) -> None:
         "tune",
         help="sweep a kernel's tunables, verify every configuration, rank with confidence intervals",
         description="Build, run, verify and time every configuration of the kernel's [kernel.tunables] "
-        "(less those breaking its constraints) on each backend and device; record each in the sessions "
-        "database as it finishes (a rerun resumes from what is recorded); report the best configuration "
-        "per backend × device with a bootstrap confidence interval of its median, and the configurations "
-        "tied with it.",
+        "(less those breaking its constraints) on each backend and device in interleaved rounds; record "
+        "each in the sessions database as it finishes (a rerun resumes from what is recorded, and reruns "
+        "failures whose settings changed); configurations whose build is identical are one point; the "
+        "leaders are re-timed side by side, and the best per backend × device is a winner only when it "
+        "is faster beyond the between-round noise by more than --min-effect, else the tie set.",
     )
     parser.add_argument("path", nargs="?", default=".", help="project folder or workbench.toml")
     parser.add_argument("--kernel", help="kernel name (default: the first in workbench.toml)")
@@ -49,13 +53,25 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--timeout", type=float, default=10.0, metavar="S", help="per-launch timeout (default 10)"
     )
+    parser.add_argument(
+        "--rounds", type=int, default=3, metavar="N",
+        help="interleaved rounds: every configuration measured once per round (default 3)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--confirm", type=int, default=2, metavar="N",
+        help="rounds re-timing a would-be winner side by side with the runner-up (default 2; 0: none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--min-effect", type=float, default=MIN_EFFECT, metavar="F",
+        help=f"a winner is faster than every other point by more than this fraction (default {MIN_EFFECT})",
+    )  # fmt: skip
     parser.add_argument("--db", metavar="FILE", help="sessions database (default: the user data folder)")
     parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder")
     parser.add_argument("--no-resume", action="store_true", help="run every configuration again")
     parser.add_argument(
         "--apply", metavar="BACKEND@DEVICE", nargs="?", const="",
-        help="write the best configuration into workbench.toml as the defaults (of BACKEND@DEVICE; "
-        "default: the only one swept)",
+        help="write the winner into workbench.toml as the defaults (of BACKEND@DEVICE; default: the one "
+        "backend × device the tunables affect); refused where they have no effect or there is no winner",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
@@ -65,31 +81,57 @@ def _config_text(config: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in config.items()) or "(no tunables)"
 
 
+def _verified_text(entry: dict[str, Any]) -> str:
+    return {True: "yes", False: "NO"}.get(entry["verified"], "-")
+
+
+def _note(entry: dict[str, Any]) -> str:
+    note = entry.get("error") or ("resumed" if entry.get("resumed") else "")
+    kind = outcome(entry)
+    if kind == "skipped":
+        return f"skipped: {note}"
+    if entry["status"] != "ok":
+        return f"{entry['status']}: {note}"
+    if kind != "ok":
+        return f"not ranked ({entry.get('verdict') or 'not verified'})" + (f"; {note}" if note else "")
+    return note
+
+
 def table(data: dict[str, Any]) -> str:
-    lines = [f"{'configuration':<24} {'backend':<9} {'device':<10} {'verified':<8} {'median':>12}  note"]
+    rounds = data.get("rounds") or {}
+    lines = [f"{'configuration':<24} {'backend':<9} {'device':<10} {'verified':<8} {'median':>12} "
+             f"{'rounds':>6}  note"]  # fmt: skip
     for e in data["configs"]:
-        verified = {True: "yes", False: "NO", None: "-"}[e["verified"]]
         median = (e.get("timing") or {}).get("median_s")
-        note = e.get("error") or ("resumed" if e.get("resumed") else "")
-        if e["status"] != "ok":
-            note = f"{e['status']}: {note}"
-        elif e["verified"] is not True:
-            note = "not ranked (not verified)" + (f"; {note}" if note else "")
         lines.append(
-            f"{_config_text(e['config']):<24} {e['backend']:<9} {e['device']:<10} {verified:<8} "
-            f"{format_time(median):>12}  {note}"
+            f"{_config_text(e['config']):<24} {e['backend']:<9} {e['device']:<10} {_verified_text(e):<8} "
+            f"{format_time(median):>12} {len(e.get('rounds') or []):>6}  {_note(e)}"
         )
     for p in data.get("pruned", []):
         lines.append(f"{_config_text(p['config']):<24} pruned by constraint {p['constraint']!r}")
+    counts = data.get("counts") or {}
+    if counts:
+        lines.append(", ".join(f"{n} {k}" for k, n in counts.items() if n or k in ("ok", "failed")))
     lines.append("")
-    lines.append(f"best ({data['ranking']}):")
+    lines.append(f"best ({data['ranking']}; {rounds.get('sweep', 1)} round(s), "
+                 f"{rounds.get('confirm', 0)} side-by-side):")  # fmt: skip
     for slot, best in data["best"].items():
-        lo, hi = best["ci_s"]
-        tied = ", ".join(_config_text(t["config"]) for t in best["tied_with"])
-        lines.append(
-            f"  {slot:<22} {_config_text(best['config']):<20} {format_time(best['median_s'])} "
-            f"[{format_time(lo)}, {format_time(hi)}]" + (f"  tied with: {tied}" if tied else "")
-        )
+        ci = best.get("ci_s")
+        spread = f" [{format_time(ci[0])}, {format_time(ci[1])}]" if ci else ""
+        if best["verdict"] in ("winner", "single"):
+            head = f"{_config_text(best['winner']):<20} {format_time(best['median_s'])}{spread}"
+        elif best["verdict"] == "tie":
+            head = "tie: " + ", ".join(_config_text(c) for c in best["ties"])
+        else:
+            head = "no best: " + ", ".join(_config_text(c) for c in best["ties"]) + " are one build"
+        lines.append(f"  {slot:<22} {head}  ({best['note']})")
+        runner = best.get("runner_up")
+        if runner and runner.get("ratio_ci"):
+            lo, hi = runner["ratio_ci"]
+            lines.append(
+                f"  {'':<22} vs {_config_text(runner['config'])}: ratio {runner['ratio']:.3f} "
+                f"[{lo:.3f}, {hi:.3f}] over {runner['common_rounds']} round(s)"
+            )
     if not data["best"]:
         lines.append("  (no verified configuration)")
     return "\n".join(lines)
@@ -107,6 +149,8 @@ def run_points(args, project, kernel, backends, devices, points, progress, what:
         runner = SweepRunner(
             project, kernel.name, backends, devices or None, store=store, resume=not args.no_resume,
             seed=args.seed, timeout_s=args.timeout, cache_dir=args.cache_dir,
+            rounds=getattr(args, "rounds", 1), confirm_rounds=getattr(args, "confirm", 0),
+            min_effect=getattr(args, "min_effect", MIN_EFFECT),
         )  # fmt: skip
         return runner.run(points, on_event=progress)
     except (WorkbenchError, ValueError) as exc:
@@ -143,7 +187,8 @@ def run(args) -> int:
             done = event["index"] + 1
             how = "resumed" if event["resumed"] else "ran"
             config = _config_text(event["entries"][0]["config"]) if event["entries"] else ""
-            print(f"[{done}/{event['total']}] {how} {config}", file=sys.stderr)
+            stage = "side by side" if event["confirm"] else "round"
+            print(f"[{done}/{event['total']}] {stage} {event['round']}: {how} {config}", file=sys.stderr)
 
     result = run_points(args, project, kernel, backends, devices, points, progress, "configurations")
     if isinstance(result, int):
@@ -163,22 +208,15 @@ def run(args) -> int:
         print(table(data))
         if data.get("applied"):
             print(f"applied {_config_text(data['applied']['config'])} to {data['applied']['file']}")
-    failed = any(e["status"] == "error" or e["verified"] is False for e in data["configs"])
-    return 1 if failed else 0
+    return 1 if data["counts"]["failed"] else 0
 
 
 def apply_best(project: Project, kernel: str, best: dict[str, Any], slot: str) -> dict[str, Any]:
-    """Write the best configuration of `slot` (or the only slot) into workbench.toml."""
-    from workbench.profile.apply import apply_config
+    """Write the winner of `slot` (or of the one slot the tunables affect) into workbench.toml."""
+    from workbench.profile.apply import apply_config, choose_slot, winner_config
 
-    if not best:
-        raise WorkbenchError("no verified configuration to apply")
-    if not slot:
-        if len(best) > 1:
-            raise WorkbenchError(f"several backends × devices were swept; name one: {', '.join(best)}")
-        slot = next(iter(best))
-    if slot not in best:
-        raise WorkbenchError(f"no ranked configuration for {slot!r}; ranked: {', '.join(best)}")
+    slot = choose_slot(best, slot)
+    config = winner_config(best[slot])
     path = project.manifest.path
-    apply_config(path, kernel, best[slot]["config"])
-    return {"slot": slot, "config": best[slot]["config"], "file": str(path)}
+    apply_config(path, kernel, config)
+    return {"slot": slot, "config": config, "file": str(path)}

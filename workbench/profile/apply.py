@@ -3,7 +3,13 @@
 A tunable's default is the first value of its array in `[kernel.tunables]`, so applying a value
 swaps it with the first (or puts it first when the array lacks it). Only those characters of the
 file change: comments, spacing, the other values and every other line stay as the user wrote them.
-The edited text is parsed again (same manifest loader) before it replaces the file, atomically."""
+The edited text is parsed again (same manifest loader) before it replaces the file, atomically.
+
+Which result is applied (`choose_slot`, `winner_config`; the command line and the window alike):
+the winner of a backend × device the tunables affect. A slot where every configuration built the
+same code (`ranking.NO_EFFECT`) is refused, and so is one without a unique winner (a tie set);
+without a slot named, the one slot the tunables affect is chosen. Only the tunables that change
+that slot's build are written."""
 
 from __future__ import annotations
 
@@ -25,6 +31,56 @@ _NUMBER = re.compile(
 
 class ApplyError(WorkbenchError):
     pass
+
+
+def _affected(best: dict[str, dict[str, Any]]) -> list[str]:
+    from workbench.profile.ranking import NO_EFFECT
+
+    return [slot for slot, b in best.items() if b["verdict"] != NO_EFFECT]
+
+
+def choose_slot(best: dict[str, dict[str, Any]], slot: str | None) -> str:
+    """The backend × device whose winner is applied: `slot`, or (None / "") the one the tunables
+    affect, preferring the one with a winner; a clear `ApplyError` otherwise."""
+    from workbench.profile.ranking import NO_EFFECT
+
+    if not best:
+        raise ApplyError("no verified configuration to apply")
+    affected = _affected(best)
+    if not slot:
+        if not affected:
+            raise ApplyError(
+                f"the tunables have no effect on {', '.join(best)} (every configuration builds the same "
+                "code): nothing to apply"
+            )
+        winners = [s for s in affected if best[s]["winner"] is not None]
+        if len(affected) == 1 or len(winners) == 1:
+            slot = affected[0] if len(affected) == 1 else winners[0]
+        else:
+            raise ApplyError(
+                f"the tunables affect several backends × devices; name one (--apply BACKEND@DEVICE): "
+                f"{', '.join(affected)}"
+            )
+    if slot not in best:
+        raise ApplyError(f"no ranked configuration for {slot!r}; ranked: {', '.join(best)}")
+    chosen = best[slot]
+    if chosen["verdict"] == NO_EFFECT:
+        names = ", ".join(chosen["no_effect"]) or "the tunables"
+        backend = slot.split("@", 1)[0]
+        others = ", ".join(s for s in affected if s != slot) or "none swept"
+        raise ApplyError(
+            f"{slot}: {names} {'has' if len(chosen['no_effect']) == 1 else 'have'} no effect on {backend} "
+            f"(every configuration builds the same code), so it has no best; slots they affect: {others}"
+        )
+    if chosen["winner"] is None:
+        raise ApplyError(f"{slot} has no unique winner ({chosen['note']}); rerun with more --rounds or "
+                         "choose from the tie set yourself")  # fmt: skip
+    return slot
+
+
+def winner_config(chosen: dict[str, Any]) -> dict[str, Any]:
+    """The winner's values of the tunables that change this slot's build (the others stay)."""
+    return {k: v for k, v in chosen["winner"].items() if k not in chosen.get("no_effect", ())}
 
 
 def _tunables_lines(lines: list[str], kernel_index: int) -> tuple[int, int]:

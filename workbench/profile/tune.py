@@ -1,20 +1,27 @@
 """Tuning sweeps (Qt-free): the configurations of a kernel's tunables, each one built (its own
-cached build), run, verified and timed by the run service on every backend × device, recorded in
-the sessions store as it finishes, and ranked (`ranking.py`).
+cached build), run, verified and timed by the run service on every backend × device in
+interleaved rounds, recorded in the sessions store as it finishes, and ranked (`ranking.py`).
 
 - Space: `[kernel.tunables]` (name → allowed values; `--param NAME=V1,V2` replaces a list), the
   grid of every combination, less those breaking a `constraints` condition; `random` draws `budget`
   of them (seeded), `grid` takes the first `budget`.
+- Rounds: round 1 runs every configuration once, round 2 again, ...; the ranking rests on the
+  spread between the rounds' medians, and the leaders are re-timed side by side before a winner
+  is named (`SweepRunner`). Each result carries the digest of what it ran (`tune_entries`), so
+  identical builds are one point.
 - Verification: the reference backend's output of each configuration is compared with its output
   at the manifest's default configuration (the baseline; same inputs, same seed), so a
   configuration that breaks the reference itself is flagged too; the other backends are compared
-  with the reference of the same configuration, as in every run.
-- Resume: each recorded row carries `provenance.tuning.key`, a hash of what decides the result
-  (the kernel's sources but the tunables' default order, the sizes, the configuration, the
-  backend); a configuration whose rows are all recorded for the requested backends (and devices)
-  is read back instead of run.
+  with the reference of the same configuration, as in every run, and are "not verified
+  (reference failed)" when that reference is the broken one.
+- Resume: each recorded row carries `provenance.tuning` = {"key", "config", "round", "build",
+  "settings"}; `key` hashes what decides the result (the kernel's sources but the tunables'
+  default order, the sizes, the configuration, the backend). A round of a configuration whose
+  rows are all recorded for the requested backends (and devices) is read back instead of run,
+  unless one of them failed, was skipped or was not verified under other settings (timeout,
+  backends, devices, seed, timing): that one runs again.
 - Points: a sweep runs points, each a configuration at a set of sizes; a size sweep
-  (`size_sweep.py`) is the same runner over sizes at one configuration.
+  (`size_sweep.py`) is the same runner over sizes at one configuration, in one round.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ import numpy as np
 from workbench import expr
 from workbench.errors import WorkbenchError
 from workbench.manifest import Kernel
-from workbench.profile import ranking
+from workbench.profile import ranking, tune_entries
 from workbench.project import Project
 
 STRATEGIES = ("grid", "random")
@@ -156,80 +163,68 @@ def resume_key(project: Project, kernel: Kernel, point: Point, backend: str, sou
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def entry_of(
-    result: Any, config: dict[str, Any], sizes: dict[str, int], run_id: int | None, resumed: bool
-) -> dict:
-    """A sweep entry from a `RunResult` (or a recorded row's `detail`)."""
-    timing = result.timing.to_json() if result.timing is not None else None
-    throughput = dict(result.throughput or {})
-    return {
-        "config": dict(config),
-        "sizes": dict(sizes),
-        "backend": result.backend,
-        "device": (result.device or {}).get("spec", ""),
-        "device_name": (result.device or {}).get("name", ""),
-        "verified": result.verified,
-        "status": result.status,
-        "error": result.error,
-        "timing": timing,
-        "gbps": throughput.get("gbps"),
-        "run_id": run_id,
-        "resumed": resumed,
-    }
-
-
-def entry_from_row(row: dict[str, Any], samples: np.ndarray) -> dict[str, Any]:
-    detail = row.get("detail") or {}
-    prov = detail.get("provenance") or {}
-    tuning = prov.get("tuning") or {}
-    timing = dict(detail.get("timing") or {})
-    if timing:
-        timing["samples_s"] = [float(s) for s in samples]
-    return {
-        "config": dict(tuning.get("config") or row.get("tunables") or {}),
-        "sizes": dict(row.get("sizes") or {}),
-        "backend": row["backend"],
-        "device": row["device"],
-        "device_name": row.get("device_name") or "",
-        "verified": row.get("verified"),
-        "status": row["status"],
-        "error": row.get("error"),
-        "timing": timing or None,
-        "gbps": (detail.get("throughput") or {}).get("gbps"),
-        "run_id": row["id"],
-        "resumed": True,
-    }
-
-
 @dataclass
 class SweepResult:
+    """A finished (or cancelled) sweep: every round's entries (`runs`) and their merge (`entries`)."""
+
     project: str
     kernel: str
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
     pruned: list[dict[str, Any]] = field(default_factory=list)
     cancelled: bool = False
     seconds: float = 0.0
+    rounds: int = 1
+    confirm_rounds: int = 0
+    confirmed: set[str] | None = None  # slots whose leaders were re-timed side by side
+    min_effect: float = ranking.MIN_EFFECT
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        return tune_entries.merge(self.runs, self.rounds + 1 if self.confirm_rounds else None)
+
+    def best(self) -> dict[str, dict[str, Any]]:
+        return ranking.rank(self.entries, min_effect=self.min_effect, confirmed=self.confirmed,
+                            defaults=self.defaults)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
+        entries = self.entries
         return {
             "project": self.project,
             "kernel": self.kernel,
-            "configs": self.entries,
-            "best": ranking.rank(self.entries),
+            "configs": entries,
+            "best": ranking.rank(
+                entries, min_effect=self.min_effect, confirmed=self.confirmed, defaults=self.defaults
+            ),  # fmt: skip
+            "counts": ranking.counts(entries),
+            "rounds": {
+                "sweep": self.rounds,
+                "confirm": self.confirm_rounds,
+                "confirmed": sorted(self.confirmed or ()),
+            },  # fmt: skip
             "pruned": self.pruned,
             "ranking": ranking.METHOD,
+            "min_effect": self.min_effect,
             "cancelled": self.cancelled,
             "seconds": self.seconds,
         }
 
 
 class SweepRunner:
-    """Runs points one after another through one `RunService` (its workers stay warm).
+    """Runs points in interleaved rounds through one `RunService` (its workers stay warm).
+
+    Round 1 runs every point once (the default configuration first: its reference output is the
+    others' baseline), round 2 runs them again in reverse order (a steady drift then favours no
+    end of the list), and so on; a point none of whose results can be ranked is not run again.
+    Then, for each backend × device whose rounds make a leader look like a winner, the leader and
+    the runner-up are re-timed side by side for `confirm_rounds` more rounds (alternating which
+    goes first, never resumed) before a winner is named (`ranking.rank`).
 
     `on_event(dict)` is called from the calling thread: {"kind": "point", "index", "total",
-    "point"} before a point, {"kind": "entries", "index", "total", "entries", "resumed"} after it,
-    {"kind": "done", "result": SweepResult}. `cancel()` (any thread) stops the point in flight
-    and the rest; what finished stays recorded."""
+    "point", "round"} before a run, {"kind": "entries", "index", "total", "entries" (this run's),
+    "resumed", "round", "confirm", "merged", "best"} after it, {"kind": "done", "result":
+    SweepResult}. `cancel()` (any thread) stops the run in flight and the rest; what finished
+    stays recorded."""
 
     def __init__(
         self,
@@ -244,9 +239,17 @@ class SweepRunner:
         seed: int | None = None,
         timeout_s: float = 10.0,
         cache_dir: str | Path | None = None,
+        rounds: int = 1,
+        confirm_rounds: int = 0,
+        min_effect: float = ranking.MIN_EFFECT,
     ) -> None:
         from workbench.run import RunService
 
+        if rounds < 1 or confirm_rounds < 0:
+            raise TuneError(f"rounds must be at least 1 (got {rounds}), confirmation rounds at least 0 "
+                            f"(got {confirm_rounds})")  # fmt: skip
+        if not 0.0 <= min_effect < 1.0:
+            raise TuneError(f"the minimum effect is a fraction in [0, 1) (got {min_effect})")
         self.project = project
         self.kernel = project.manifest.kernel(kernel)
         self.devices = list(devices or [])
@@ -255,11 +258,16 @@ class SweepRunner:
         self.seed = seed
         self.timeout_s = timeout_s
         self.cache_dir = cache_dir
+        self.rounds = rounds
+        self.confirm_rounds = confirm_rounds
+        self.min_effect = min_effect
         self._own_service = run_service is None
         self.service = run_service or RunService()
         self.backends = list(backends or self.service.default_backends(project, None))
         self._cancel = threading.Event()
         self._baseline: dict[tuple, dict[str, np.ndarray]] = {}
+        self._digests: dict[str, str] = {}
+        self._rows: dict[str, list[dict[str, Any]]] = {}
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -273,49 +281,103 @@ class SweepRunner:
         if self._own_service:
             self.service.close()
 
+    def settings(self, point: Point) -> dict[str, Any]:
+        """What a configuration's result depends on beyond its resume key (recorded with it)."""
+        from workbench.run.timing import options_to_dict
+
+        timing = getattr(self.service, "timing", None)
+        return {
+            "timeout_s": self.timeout_s,
+            "backends": sorted(self.backends),
+            "devices": sorted(self.devices),
+            "seed": self.seed,
+            "sizes": {k: point.sizes[k] for k in sorted(point.sizes or {})},
+            "timing": options_to_dict(timing) if timing is not None else None,
+        }
+
     def run(
         self, points: list[Point], on_event: Callable[[dict[str, Any]], None] | None = None
     ) -> SweepResult:
         from workbench.profile.sources import snapshot
 
         emit = on_event or (lambda event: None)
-        # The default configuration first: its reference output is the others' baseline, which
-        # would otherwise cost a run of its own.
         defaults = self.kernel.default_tunables()
         points = sorted(points, key=lambda p: p.config != defaults)
         started = time.perf_counter()
-        result = SweepResult(self.project.name, self.kernel.name)
+        result = SweepResult(self.project.name, self.kernel.name, rounds=self.rounds,
+                             confirm_rounds=self.confirm_rounds, min_effect=self.min_effect,
+                             defaults=defaults, confirmed=set() if self.confirm_rounds else None)  # fmt: skip
         snap = snapshot(self.project)
-        for index, point in enumerate(points):
-            if self._cancel.is_set():
-                result.cancelled = True
-                break
-            emit({"kind": "point", "index": index, "total": len(points), "point": point})
+        self._rows = {}
+        progress = {"step": 0, "total": len(points) * self.rounds}
+
+        def step(point: Point, round_: int, confirm: bool) -> list[dict[str, Any]] | None:
+            emit({"kind": "point", "index": progress["step"], "total": progress["total"], "point": point,
+                  "round": round_})  # fmt: skip
             keys = {b: resume_key(self.project, self.kernel, point, b, snap[1]) for b in self.backends}
-            entries = self._recorded(keys) if self.resume and self.store is not None else None
+            entries = None
+            if self.resume and not confirm and self.store is not None:
+                entries = self._recorded(keys, point, round_)
             resumed = entries is not None
             if entries is None:
-                entries = self._run_point(point, keys, snap)
-                if entries is None:  # cancelled part-way: nothing of this point is kept
-                    result.cancelled = True
+                entries = self._run_point(point, keys, snap, round_)
+                if entries is None:  # cancelled part-way: nothing of this run is kept
+                    return None
+            result.runs.extend(entries)
+            merged = result.entries
+            emit({"kind": "entries", "index": progress["step"], "total": progress["total"],
+                  "entries": entries, "resumed": resumed, "round": round_, "confirm": confirm,
+                  "merged": merged, "best": ranking.rank(merged, min_effect=self.min_effect,
+                                                          confirmed=result.confirmed, defaults=defaults)})  # fmt: skip
+            progress["step"] += 1
+            return entries
+
+        dead: set[int] = set()  # points none of whose results can be ranked: not run again
+        for round_ in range(1, self.rounds + 1):
+            order = list(enumerate(points)) if round_ % 2 else list(enumerate(points))[::-1]
+            for index, point in order:
+                if self._cancel.is_set():
                     break
-            result.entries.extend(entries)
-            emit(
-                {
-                    "kind": "entries",
-                    "index": index,
-                    "total": len(points),
-                    "entries": entries,
-                    "resumed": resumed,
-                }
-            )
+                if index in dead:
+                    progress["total"] -= 1
+                    continue
+                entries = step(point, round_, False)
+                if entries is None:
+                    break
+                if not any(ranking.outcome(e) == "ok" for e in entries):
+                    dead.add(index)
+        if not self._cancel.is_set() and self.confirm_rounds:
+            self._confirm(result, points, step, progress)
+        result.cancelled = self._cancel.is_set()
         result.seconds = time.perf_counter() - started
         emit({"kind": "done", "result": result})
         return result
 
-    # ------------------------------------------------------------------ one point
+    def _confirm(self, result: SweepResult, points: list[Point], step, progress: dict[str, int]) -> None:
+        """Re-time each slot's leader and runner-up side by side before a winner is named."""
+        prelim = ranking.rank(result.entries, min_effect=self.min_effect, confirmed=set(),
+                              defaults=result.defaults)  # fmt: skip
+        lead = ranking.leaders(prelim)
+        by_config = {json.dumps(p.config, sort_keys=True): p for p in points}
+        chosen: dict[str, Point] = {}
+        for configs in lead.values():
+            for config in configs:
+                text = json.dumps(config, sort_keys=True)
+                if text in by_config:
+                    chosen.setdefault(text, by_config[text])
+        pair = list(chosen.values())
+        progress["total"] += len(pair) * self.confirm_rounds
+        for extra in range(self.confirm_rounds):
+            for point in pair if extra % 2 == 0 else pair[::-1]:
+                if self._cancel.is_set() or step(point, self.rounds + 1 + extra, True) is None:
+                    return
+        result.confirmed = set(lead)
 
-    def _run_point(self, point: Point, keys: dict[str, str], snap) -> list[dict[str, Any]] | None:
+    # ------------------------------------------------------------------ one run of a point
+
+    def _run_point(
+        self, point: Point, keys: dict[str, str], snap, round_: int
+    ) -> list[dict[str, Any]] | None:
         from workbench.run.service import RunError
 
         try:
@@ -328,21 +390,30 @@ class SweepRunner:
         if report.cancelled or self._cancel.is_set():
             return None
         self._verify_reference(point, report)
+        settings = self.settings(point)
+        builds = []
         for r in report.results:
-            r.provenance["tuning"] = {"key": keys.get(r.backend), "config": dict(point.config)}
+            build = tune_entries.build_digest(r, self.kernel, report.sizes, point.config, self._digests)
+            builds.append(build)
+            r.provenance["tuning"] = {"key": keys.get(r.backend), "config": dict(point.config),
+                                      "round": round_, "build": build, "settings": settings}  # fmt: skip
         ids: list[int | None] = [None] * len(report.results)
         if self.store is not None:
             from workbench.profile.record import record_report
 
             ids = list(record_report(self.store, report, snapshot=snap))
         return [
-            entry_of(r, point.config, report.sizes, i, False)
-            for r, i in zip(report.results, ids, strict=True)
+            tune_entries.entry_of(r, point.config, report.sizes, i, False, round_, b)
+            for r, i, b in zip(report.results, ids, builds, strict=True)
         ]
 
     def _verify_reference(self, point: Point, report: Any) -> None:
         """The reference backend's result is checked against its output at the default
-        configuration (same sizes and seed): no configuration is ranked unverified."""
+        configuration (same sizes and seed): no configuration is ranked unverified. When the
+        reference fails that check, the backends compared with it are not verified (reference
+        failed), never failed: their outputs were held against a wrong one."""
+        from workbench.records import COMPARED, UNVERIFIED, CheckRecord
+        from workbench.run.reference import REFERENCE_FAILED
         from workbench.run.verify import check_outputs
 
         ref = report.reference
@@ -374,14 +445,28 @@ class SweepRunner:
         for r in mine:
             r.verified = passed
             r.check = record
+        if passed:
+            return
+        note = (f"reference {ref} failed at this configuration (its output differs from its own at the "
+                f"default configuration {defaults}): not verified")  # fmt: skip
+        for r in report.results:
+            if r.backend != ref and r.check.role == COMPARED:
+                r.verified = None
+                r.check = CheckRecord(role=UNVERIFIED, reference=ref, rtol=check.rtol, atol=check.atol,
+                                      max_ulp=check.max_ulp, note=note, unverified=REFERENCE_FAILED)  # fmt: skip
 
-    def _recorded(self, keys: dict[str, str]) -> list[dict[str, Any]] | None:
-        """The recorded entries of a point, when every backend (and device) asked for has one."""
+    def _recorded(self, keys: dict[str, str], point: Point, round_: int) -> list[dict[str, Any]] | None:
+        """The recorded entries of one round of a point, when every backend (and device) asked for
+        has one; None (run it) also when one that failed, was skipped or not verified was recorded
+        under other settings (`settings`): a longer timeout, other sizes or backends may change it."""
         from workbench.backends import runtime_of
 
+        settings = self.settings(point)
         entries = []
         for backend, key in keys.items():
-            rows = self.store.tuning_runs(key)
+            if key not in self._rows:
+                self._rows[key] = self.store.tuning_runs(key)
+            rows = [r for r in self._rows[key] if _tuning(r).get("round") == round_]
             # Only the devices of this backend's runtime (`cpu`, `cuda:0`, `wgpu:llvmpipe`).
             wanted = [d for d in self.devices if d.split(":", 1)[0] == runtime_of(backend)]
             if wanted:
@@ -393,8 +478,17 @@ class SweepRunner:
             latest: dict[str, dict[str, Any]] = {}
             for row in rows:  # newest first
                 latest.setdefault(row["device"], row)
-            entries += [entry_from_row(row, self.store.samples(row["id"])) for row in latest.values()]
+            for row in latest.values():
+                entry = tune_entries.entry_from_row(row, self.store.samples(row["id"]))
+                changed = tune_entries.settings_differ(_tuning(row).get("settings"), settings)
+                if ranking.outcome(entry) != "ok" and changed:
+                    return None
+                entries.append(entry)
         return entries
+
+
+def _tuning(row: dict[str, Any]) -> dict[str, Any]:
+    return ((row.get("detail") or {}).get("provenance") or {}).get("tuning") or {}
 
 
 def spec_matches(row: dict[str, Any], spec: str) -> bool:
@@ -422,8 +516,11 @@ class BackgroundSweep:
         db_path: str | Path | None = None,
         timing: Any = None,
         cache_dir: str | Path | None = None,
+        rounds: int = 1,
+        confirm_rounds: int = 0,
     ) -> None:
         self._args = (project, kernel, points, backends, devices, db_path, timing, cache_dir)
+        self._rounds = (rounds, confirm_rounds)
         self._on_event = on_event
         self._runner: SweepRunner | None = None
         self._cancelled = threading.Event()
@@ -456,7 +553,8 @@ class BackgroundSweep:
             store = SessionStore(db_path)
             with self._lock:
                 self._runner = SweepRunner(project, kernel, backends, devices, store=store,
-                                           run_service=service, cache_dir=cache_dir)  # fmt: skip
+                                           run_service=service, cache_dir=cache_dir,
+                                           rounds=self._rounds[0], confirm_rounds=self._rounds[1])  # fmt: skip
                 if self._cancelled.is_set():
                     self._runner.cancel()
             result = self._runner.run(points, on_event=self._on_event)

@@ -6,11 +6,14 @@
 - "Sweep" runs every configuration (grid, or random with a budget) on a `BackgroundSweep` (core,
   Qt-free; its own thread, workers and sessions connection), whose events arrive here through a
   queued signal; progress and Cancel; every configuration is verified, recorded (a second sweep
-  resumes) and ranked with bootstrap confidence intervals (`profile/ranking.py`); a failed one is
-  flagged in the table and never ranked;
+  resumes) and measured in interleaved rounds, ranked on the spread between rounds
+  (`profile/ranking.py`): identical builds are one point, the best is a winner only beyond noise,
+  else the tie set; a failed one is flagged in the table and never ranked, a skipped one (runtime
+  unavailable) is shown as skipped;
 - the plot shows time against the parameters: a scatter per backend × device for one tunable, a
   heatmap (of the chosen backend × device) for two; failed configurations are red crosses;
-- "Apply" writes the chosen configuration into workbench.toml as the defaults (only those values);
+- "Apply" writes the winner of a backend × device the tunables affect into workbench.toml as the
+  defaults (only those values; `profile/apply.choose_slot` refuses a slot without one);
 - "Size sweep" runs a size range (`n=2^10..2^20`) and draws GB/s against the size, one curve per
   backend × device, with each device's measured copy ceiling as a dashed line.
 """
@@ -43,6 +46,7 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import WorkbenchError
 from workbench.profile import ranking
+from workbench.profile.apply import choose_slot
 from workbench.ui.plots import BACKGROUND, PALETTE
 from workbench.ui.results_table import format_seconds
 
@@ -54,6 +58,31 @@ COLUMNS = ("configuration", "backend @ device", "verified", "median", "95% CI", 
 
 def _config_text(config: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+def _rank_text(entry: dict[str, Any], best: dict[str, Any] | None) -> str:
+    """The table's rank cell: FAILED, skipped, not ranked, best, same build, tied, or nothing."""
+    kind = ranking.outcome(entry)
+    if kind == "failed":
+        return f"FAILED: {entry.get('error') or entry.get('verdict') or 'not verified'}"
+    if kind == "skipped":
+        return f"skipped: {entry.get('error') or 'runtime unavailable'}"
+    if kind != "ok":
+        return f"not ranked: {entry.get('verdict') or 'not verified'}"
+    if not best:
+        return ""
+    config = entry["config"]
+    if best["verdict"] == ranking.NO_EFFECT:
+        return f"one build for all: {', '.join(best['no_effect']) or 'the tunables'} no effect"
+    if best["winner"] == config:
+        return "best"
+    if best["winner"] is not None and config in best["same_build_as"]:
+        return "best (same build)"
+    if config in best["ties"] or config in best["same_build_as"]:
+        return "tied (no unique winner)"
+    if any(config == t["config"] or config in t["same_build_as"] for t in best["tied_with"]):
+        return "tied (no unique winner)"
+    return ""
 
 
 class _Relay(QObject):
@@ -108,6 +137,12 @@ class TuningPanel(QWidget):
         self.budget.setRange(0, 100000)
         self.budget.setSpecialValueText("all")
         self.budget.setToolTip("at most this many configurations (all: the whole grid)")
+        self.rounds = QSpinBox()
+        self.rounds.setRange(1, 50)
+        self.rounds.setValue(3)
+        self.rounds.setToolTip("interleaved rounds: every configuration measured once per round")
+        #: Rounds re-timing a would-be winner side by side with the runner-up before it is named.
+        self.confirm_rounds = 2
         self.sweep_button = QPushButton("Sweep")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
@@ -116,7 +151,8 @@ class TuningPanel(QWidget):
             "write the best configuration of the chosen backend × device into workbench.toml"
         )
         self.apply_button.setEnabled(False)
-        for widget in (QLabel("strategy"), self.strategy, QLabel("budget"), self.budget):
+        for widget in (QLabel("strategy"), self.strategy, QLabel("budget"), self.budget, QLabel("rounds"),
+                       self.rounds):  # fmt: skip
             row.addWidget(widget)
         row.addStretch(1)
         layout.addLayout(row)
@@ -294,9 +330,11 @@ class TuningPanel(QWidget):
                     event["ceilings"] = {}
             self._relay.posted.emit(event)
 
+        rounds = (1, 0) if size_mode else (self.rounds.value(), self.confirm_rounds)
         self._sweep = BackgroundSweep(
             self.project, self.kernel.name, points, on_event, backends=backends, devices=devices,
             db_path=self.db_path, timing=self.timing, cache_dir=self.cache_dir,
+            rounds=rounds[0], confirm_rounds=rounds[1],
         ).start()  # fmt: skip
         self._update_buttons()
 
@@ -318,12 +356,12 @@ class TuningPanel(QWidget):
     def _on_event(self, event: dict[str, Any]) -> None:  # the GUI thread
         kind = event["kind"]
         if kind == "entries":
+            self.progress.setRange(0, event["total"])
             self.progress.setValue(event["index"] + 1)
             if self._size_mode:
                 self._add_size_entries(event["entries"])
             else:
-                self.entries.extend(event["entries"])
-                self.best = ranking.rank(self.entries)
+                self.entries, self.best = event["merged"], event["best"]
                 self._redraw()
         elif kind == "done" and self._size_mode:
             self.size_data["ceilings"] = event.get("ceilings") or {}
@@ -336,11 +374,17 @@ class TuningPanel(QWidget):
             if event.get("error"):
                 self.status.setText(f"sweep failed: {event['error']}")
             elif result is not None:
-                failed = sum(1 for e in result.entries if e["status"] != "ok" or e["verified"] is False)
-                resumed = sum(1 for e in result.entries if e.get("resumed"))
+                entries = result.entries
+                if not self._size_mode:  # the final ranking: after the leaders were re-timed
+                    self.entries, self.best = entries, result.best()
+                    self._pick_slot()
+                    self._redraw()
+                counts = ranking.counts(entries)
+                resumed = sum(1 for e in entries if e.get("resumed"))
                 self.status.setText(
                     ("cancelled: " if result.cancelled else "done: ")
-                    + f"{len(result.entries)} result(s), {failed} failed, {resumed} resumed from the sessions store"
+                    + f"{len(entries)} result(s), {counts['failed']} failed, {counts['skipped']} skipped, "
+                    + f"{counts['not verified']} not verified, {resumed} resumed from the sessions store"
                 )
             self._update_buttons()
             self.sweepFinished.emit(result)
@@ -364,7 +408,7 @@ class TuningPanel(QWidget):
         """What the time-vs-parameters plot shows (the numbers, for tests and scripts)."""
         names = list(self.kernel.tunables) if self.kernel is not None else []
         ok = [e for e in self.entries if ranking.rankable(e)]
-        failed = [e for e in self.entries if not ranking.rankable(e)]
+        failed = [e for e in self.entries if ranking.outcome(e) == "failed"]
         if len(names) == 2:
             slot = self.slot.currentText()
             xs = sorted({e["config"][names[0]] for e in self.entries})
@@ -425,18 +469,10 @@ class TuningPanel(QWidget):
             slot = ranking.slot(e)
             best = self.best.get(slot)
             timing = e.get("timing") or {}
-            if not ranking.rankable(e):
-                rank = (
-                    f"FAILED: {e.get('error') or 'not verified'}" if e["status"] != "skipped" else e["status"]
-                )
-            elif best and best["config"] == e["config"]:
-                rank = "best"
-            elif best and any(t["config"] == e["config"] for t in best["tied_with"]):
-                rank = "tied with best"
-            else:
-                rank = ""
+            rank = _rank_text(e, best)
             ci = timing.get("ci_s")
-            cells = (_config_text(e["config"]), slot, {True: "yes", False: "NO", None: "-"}[e["verified"]],
+            verified = {True: "yes", False: "NO"}.get(e["verified"], e.get("verdict") or "-")
+            cells = (_config_text(e["config"]), slot, verified,
                      format_seconds(timing.get("median_s")) or "-",
                      f"[{format_seconds(ci[0]) or '-'}, {format_seconds(ci[1]) or '-'}]" if ci else "-", rank)  # fmt: skip
             for col, text in enumerate(cells):
@@ -496,29 +532,42 @@ class TuningPanel(QWidget):
         return {"curves": curves, "ceilings": {s: line.value() for s, line in self.ceiling_lines.items()}}
 
     # ================================================================ apply
-    def apply_best(self) -> dict[str, Any] | None:
-        from workbench.profile.apply import apply_config
+    def _pick_slot(self) -> None:
+        """After a sweep, show the slot Apply would default to (one the tunables affect)."""
+        try:
+            slot = choose_slot(self.best, None)
+        except WorkbenchError:
+            return
+        if self.slot.findText(slot) < 0:
+            self.slot.addItem(slot)
+        self.slot.blockSignals(True)
+        self.slot.setCurrentText(slot)
+        self.slot.blockSignals(False)
 
-        best = self.best.get(self.slot.currentText())
-        if best is None or self.project is None or self.kernel is None:
+    def apply_best(self) -> dict[str, Any] | None:
+        from workbench.profile.apply import apply_config, winner_config
+
+        if self.project is None or self.kernel is None or not self.best:
             return None
         try:
-            apply_config(self.project.manifest.path, self.kernel.name, best["config"])
+            slot = choose_slot(self.best, self.slot.currentText())
+            config = winner_config(self.best[slot])
+            apply_config(self.project.manifest.path, self.kernel.name, config)
         except WorkbenchError as exc:
-            self.status.setText(f"Apply failed: {exc}")
+            self.status.setText(f"Apply refused: {exc}")
             return None
-        self.status.setText(f"applied {_config_text(best['config'])} to workbench.toml (the new defaults)")
+        self.status.setText(f"applied {_config_text(config)} ({slot}) to workbench.toml (the new defaults)")
         # The controls and the next hot-reload runs follow the applied configuration.
-        for name, value in best["config"].items():
+        for name, value in config.items():
             control = self.controls.get(name)
             if control is not None and control.findData(value) >= 0:
                 control.blockSignals(True)
                 control.setCurrentIndex(control.findData(value))
                 control.blockSignals(False)
         if self.bridge is not None:
-            self.bridge.set_tunables(dict(best["config"]))
-        self.applied.emit(best["config"])
-        return best["config"]
+            self.bridge.set_tunables({**self.bridge.tunables(), **config})
+        self.applied.emit(config)
+        return config
 
     def _update_buttons(self) -> None:
         running = self._sweep is not None
@@ -526,4 +575,6 @@ class TuningPanel(QWidget):
         self.sweep_button.setEnabled(has_tunables and not running)
         self.size_button.setEnabled(self.kernel is not None and bool(self.kernel.sizes) and not running)
         self.cancel_button.setEnabled(running)
-        self.apply_button.setEnabled(not running and self.slot.currentText() in self.best)
+        chosen = self.best.get(self.slot.currentText()) or {}
+        self.apply_button.setEnabled(not running and chosen.get("winner") is not None
+                                     and chosen.get("verdict") != ranking.NO_EFFECT)  # fmt: skip
