@@ -144,7 +144,7 @@ def test_import_and_export_errors_name_the_file(tmp_path, make_report):
         with pytest.raises(ExportError, match="other.json is not a workbench sessions bundle"):
             import_bundle(store, tmp_path / "other.json")
         (tmp_path / "partial.json").write_text('{"format": "workbench-sessions", "runs": [{"uuid": "x"}]}')
-        with pytest.raises(ExportError, match=r"runs\[0\] lacks invocation"):
+        with pytest.raises(ExportError, match=r"runs\[0\]\.invocation: missing"):
             import_bundle(store, tmp_path / "partial.json")
         assert store.count() == 0
         with pytest.raises(ExportError, match="cannot write .*missing/out.csv"):

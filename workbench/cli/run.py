@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from workbench import expr
+from workbench.cli import arg_types
 from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
 from workbench.project import Project
@@ -51,7 +52,11 @@ def register(subparsers) -> None:
         help="problem size, e.g. n=65536; repeatable",
     )
     parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="S", help="per-launch timeout in seconds (default 10)"
+        "--timeout",
+        type=arg_types.positive_seconds,
+        default=10.0,
+        metavar="S",
+        help="per-launch timeout in seconds (default 10)",
     )
     parser.add_argument(
         "--artifacts", metavar="DIR", help="run prebuilt artifacts (DIR/<backend>/build.json)"
@@ -64,7 +69,9 @@ def register(subparsers) -> None:
         "'not verified (reference failed)'",
     )
     parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder")
-    parser.add_argument("--seed", type=int, help="seed of random inputs (default 0; recorded in provenance)")
+    parser.add_argument(
+        "--seed", type=arg_types.seed, help="seed of random inputs (default 0; recorded in provenance)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--l2", choices=("warm", "cold", "both"), default="warm",

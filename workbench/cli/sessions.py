@@ -57,8 +57,8 @@ def register(subparsers) -> None:
         "other repetitions of its series as further invocations. Runs that measured different "
         "things (kernel, project, sizes, tunables, backend, device, build flags, timing method, L2 "
         "policy) are 'not comparable', with what differs. Verdicts: faster / slower / same / "
-        "ambiguous, from a 95% interval of the change in per-invocation medians against "
-        "±max(--min-effect, the device's A/A noise floor) (docs/compare.md).",
+        "ambiguous, from a 95% interval of the change in per-invocation medians (widened by the "
+        "device's A/A noise floor) against ±--min-effect (docs/compare.md).",
     )
     p.add_argument("baseline", type=int, help="baseline run id")
     p.add_argument("run", type=int, help="run id")
@@ -134,7 +134,7 @@ def _list(store, args) -> int:
     )  # fmt: skip
     extras = _conditions(store, runs)
     if args.json:
-        listed = [{**{k: r[k] for k in LIST_KEYS}, **extras[r["id"]]} for r in runs]
+        listed = [{**{k: r[k] for k in LIST_KEYS}, **extras[r["id"]], **_invalid(r)} for r in runs]
         print(json.dumps({"db": str(store.path), "runs": listed}, indent=1))
         return 0
     print(
@@ -148,7 +148,15 @@ def _list(store, args) -> int:
         for r in runs
     ]  # fmt: skip
     print(_table(header, rows))
+    for r in runs:
+        if r.get("invalid"):
+            print(f"run #{r['id']} holds invalid values (shown as -): " + "; ".join(r["invalid"]))
     return 0
+
+
+def _invalid(run: dict[str, Any]) -> dict[str, Any]:
+    """`{"invalid": [...]}` for a row the store found poisoned (`bundle_check.sanitize`), else {}."""
+    return {"invalid": run["invalid"]} if run.get("invalid") else {}
 
 
 def _conditions(store, runs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -211,6 +219,8 @@ def _show(store, args) -> int:
         print("  resources " + ", ".join(f"{k} {v}" for k, v in resources.items()))
     if record["error"]:
         print(f"  error: {record['error']}")
+    for problem in record.get("invalid") or ():
+        print(f"  invalid: {problem}")
     print("source diff against the previous recorded run of this kernel:")
     print(record["diff"] or "(no change)")
     return 0

@@ -9,6 +9,7 @@ the class, and `error.damaged` tells the store to write nothing more into the fi
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -47,6 +48,17 @@ def primary_code(exc: BaseException) -> int | None:
     return None if code is None else code & 0xFF
 
 
+def _read_only_fs(path: str | Path) -> bool:
+    """Whether the nearest existing folder of `path` is on a file system mounted read-only."""
+    folder = Path(path).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def describe(path: str | Path, exc: sqlite3.Error, *, timeout_s: float | None = None) -> SessionStoreError:
     """The `SessionStoreError` that says what `exc` means for the database at `path` and what to do."""
     code = primary_code(exc)
@@ -66,8 +78,13 @@ def describe(path: str | Path, exc: sqlite3.Error, *, timeout_s: float | None = 
         )
     elif code in (READONLY, PERM):
         text = (
-            f"the sessions database {path} cannot be written ({said}): the file, its folder or the "
-            "file system is read-only (SQLite also writes -wal and -shm files beside it). The "
+            f"the sessions database {path} cannot be written ({said}): "
+            + (
+                "its file system is mounted read-only"
+                if _read_only_fs(path)
+                else "the file or its folder is read-only"
+            )
+            + " (SQLite also writes -wal and -shm files beside it). The "
             "database itself is fine; nothing was written — make it writable or choose another "
             "file with --db"
         )
@@ -92,6 +109,13 @@ def describe(path: str | Path, exc: sqlite3.Error, *, timeout_s: float | None = 
         text = (
             f"the sessions database {path} refused a row ({said}); nothing of this step was written "
             "and the database is fine — the data being added is inconsistent"
+        )
+    elif code == CANTOPEN and _read_only_fs(path):
+        kind = "read-only"
+        text = (
+            f"cannot open the sessions database {path} ({said}): it is on a file system mounted "
+            "read-only, where SQLite can neither create it nor its -wal and -shm files — choose a "
+            "file on a writable disk with --db"
         )
     elif code == CANTOPEN:
         text = (

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.profile.store import ALL_COLUMNS, SUMMARY_COLUMNS, SessionStore
+from workbench.profile.bundle_check import BundleError, check_bundle, check_report
+from workbench.profile.store import ALL_COLUMNS, SUMMARY_COLUMNS, SessionStore, held_here, is_sqlite_file
 
 BUNDLE_FORMAT = "workbench-sessions"
 BUNDLE_VERSION = 1
@@ -125,9 +126,29 @@ def render(store: SessionStore, fmt: str, ids: Sequence[int] | None) -> str:
     raise ExportError(f"unknown export format {fmt!r}: choose csv, json or chrome-trace")
 
 
-def write_text(path: str | Path, text: str) -> None:
-    """Write atomically (temp file, then rename); an unwritable place is an `ExportError`."""
+def check_target(path: str | Path) -> None:
+    """Refuse an export target that is a SQLite database (a sessions database, the one open here
+    included, or any other) or one's `-wal` / `-shm`: an export never replaces recorded data."""
     path = Path(path).expanduser()
+    try:
+        sqlite = is_sqlite_file(path)
+    except OSError as exc:
+        raise ExportError(f"cannot check the export target {path}: {exc.strerror or exc}") from None
+    if sqlite:
+        which = "the sessions database open here" if held_here(path) else "a SQLite database"
+        raise ExportError(
+            f"refusing to export over {path}: it is {which} (or a file of one), and an export "
+            "never replaces a database; choose another output file"
+        )
+    if path.is_dir():
+        raise ExportError(f"cannot write {path}: it is a folder; name a file")
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write atomically (temp file, then rename: a failed export leaves the old target as it was);
+    a SQLite file as target or an unwritable place is an `ExportError`."""
+    path = Path(path).expanduser()
+    check_target(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         tmp.write_text(text, encoding="utf-8")
@@ -141,7 +162,9 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def import_bundle(store: SessionStore, path: str | Path) -> tuple[int, int]:
-    """Add a bundle's runs (or a `workbench run --json` report) to `store`; (added, skipped)."""
+    """Add a bundle's runs (or a `workbench run --json` report) to `store`; (added, skipped).
+    Every field is checked first (`bundle_check`): a bad one rejects the whole file, naming the
+    field, and nothing is added."""
     path = Path(path).expanduser()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -149,28 +172,39 @@ def import_bundle(store: SessionStore, path: str | Path) -> tuple[int, int]:
         raise ExportError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise ExportError(f"{path} is not JSON: {exc}") from None
-    if isinstance(data, dict) and "results" in data and "format" not in data:
-        from workbench.profile.record import record_report
+    try:
+        if isinstance(data, dict) and "results" in data and "format" not in data:
+            from workbench.profile.record import record_report
 
-        return len(record_report(store, data)), 0  # a GPU host's `workbench run --json`
-    if not isinstance(data, dict) or data.get("format") != BUNDLE_FORMAT:
-        raise ExportError(
-            f'{path} is not a workbench sessions bundle (expected "format": "{BUNDLE_FORMAT}"; '
-            "make one with `workbench sessions export --format json`)"
-        )
-    if int(data.get("version", 0)) > BUNDLE_VERSION:
-        raise ExportError(f"{path} is bundle version {data['version']}, newer than this workbench reads")
+            check_report(data)
+            return len(record_report(store, data)), 0  # a GPU host's `workbench run --json`
+        if not isinstance(data, dict) or data.get("format") != BUNDLE_FORMAT:
+            raise ExportError(
+                f'{path} is not a workbench sessions bundle (expected "format": "{BUNDLE_FORMAT}"; '
+                "make one with `workbench sessions export --format json`)"
+            )
+        version = data.get("version", 0)
+        if isinstance(version, int) and version > BUNDLE_VERSION:
+            raise ExportError(f"{path} is bundle version {version}, newer than this workbench reads")
+        check_bundle(data)
+        sources = data.get("sources") or {}
+        for index, run in enumerate(data["runs"]):
+            digest = run.get("snapshot_hash")
+            if digest and digest not in sources and store.source(digest) is None:
+                raise BundleError(
+                    f"runs[{index}].snapshot_hash",
+                    f"names the source snapshot {digest!r}, which is neither in the bundle's "
+                    '"sources" nor in the database',
+                )
+    except BundleError as exc:
+        raise ExportError(f"{path}: {exc}; nothing was imported") from None
     rows = []
-    required = ("uuid", "invocation", "time", "project", "kernel", "backend", "device", "status")
-    for index, run in enumerate(data.get("runs") or []):
-        missing = [key for key in required if not run.get(key)]
-        if missing:
-            raise ExportError(f"{path}: runs[{index}] lacks {', '.join(missing)}; nothing was imported")
+    for run in data["runs"]:
         row = {c: run.get(c) for c in ALL_COLUMNS if c != "id"}
         row["samples_s"] = run.get("samples_s")
         row["detail"] = run.get("detail") or {}
         row["time_unix"] = run.get("time_unix") or 0.0
+        row["is_reference"] = bool(run.get("is_reference"))
         row["outputs"] = None  # kept arrays stay beside the database they were recorded in
         rows.append(row)
-    sources = data.get("sources") or {}
     return store.import_rows(rows, sources)

@@ -9,6 +9,8 @@ and provenance, plus the resources the build recorded in `build.json` beside the
 from __future__ import annotations
 
 import calendar
+import contextlib
+import errno
 import json
 import os
 import time
@@ -18,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.profile.store import SessionStore
+from workbench.profile.store import SessionStore, SessionStoreError
 
 
 def record_report(
@@ -196,12 +198,24 @@ def _save_outputs(store: SessionStore, report: Any, rows: list[dict[str, Any]]) 
         if not arrays:
             continue
         if row["backend"] not in saved:
-            folder.mkdir(parents=True, exist_ok=True)
             name = f"{row['uuid']}.npz"
             tmp = folder / f".{name}.tmp"
-            with open(tmp, "wb") as file:
-                np.savez_compressed(file, **{k: np.asarray(v) for k, v in arrays.items()})
-            os.replace(tmp, folder / name)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                with open(tmp, "wb") as file:
+                    np.savez_compressed(file, **{k: np.asarray(v) for k, v in arrays.items()})
+                os.replace(tmp, folder / name)
+            except OSError as exc:
+                # A full disk must not stay full of a half-written array, nor of the arrays of a
+                # run that will not be recorded.
+                for path in (tmp, *written):
+                    with contextlib.suppress(OSError):
+                        path.unlink(missing_ok=True)
+                raise SessionStoreError(
+                    f"cannot keep the output arrays in {folder}: {exc.strerror or exc}; the run was "
+                    "not recorded and no partial file was left",
+                    kind="full" if exc.errno == errno.ENOSPC else "other",
+                ) from None
             written.append(folder / name)
             saved[row["backend"]] = f"{folder.name}/{name}"
         row["outputs"] = saved[row["backend"]]

@@ -39,10 +39,11 @@ from typing import Any
 
 import numpy as np
 
+from workbench.profile.bundle_check import sanitize, shown
 from workbench.profile.db_errors import BUSY, LOCKED, SessionStoreError, describe, primary_code
 from workbench.profile.schema import MIGRATIONS
 
-__all__ = ["SessionStore", "SessionStoreError", "default_db_path", "held_here"]
+__all__ = ["SessionStore", "SessionStoreError", "default_db_path", "held_here", "is_sqlite_file"]
 
 DB_NAME = "sessions.db"
 APP_DIR = "rust-gpu-workbench"
@@ -102,6 +103,29 @@ def held_here(path: str | Path) -> bool:
         return key is not None and key in _OPEN.count
 
 
+#: Files SQLite keeps beside a database in use.
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def is_sqlite_file(path: str | Path) -> bool:
+    """Whether `path` is a SQLite database (or the `-wal`, `-shm`, `-journal` of one): a file that
+    must never be overwritten by anything else. A file a store of this process holds is answered
+    from `held_here`, unread; any other is safe to read with `open()` (module doc)."""
+    path = Path(path)
+    for suffix in SIDE_FILES:
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            base = path.with_name(path.name[: -len(suffix)])
+            if base.exists() and is_sqlite_file(base):
+                return True
+    if held_here(path):
+        return True
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return False
+
+
 def default_db_path() -> Path:
     """`$WB_SESSIONS_DB`, else `sessions.db` in `$WB_DATA_DIR`, else in the platform's user data
     folder (`$XDG_DATA_HOME/rust-gpu-workbench`, default `~/.local/share/rust-gpu-workbench`)."""
@@ -124,6 +148,16 @@ def samples_to_blob(samples: Sequence[float] | np.ndarray) -> bytes:
 
 def blob_to_samples(blob: bytes | None) -> np.ndarray:
     return np.frombuffer(blob or b"", dtype="<f8")
+
+
+def _detail_at(json_path: str) -> str:
+    """SQL for a value inside `run_data.detail`; NULL where the detail is not JSON (a poisoned
+    row), instead of an error that would fail the whole query."""
+    return f"CASE WHEN json_valid(run_data.detail) THEN json_extract(run_data.detail, '{json_path}') END"
+
+
+def _valid(samples: np.ndarray) -> np.ndarray:
+    return samples[np.isfinite(samples) & (samples > 0)]
 
 
 class SessionStore:
@@ -477,14 +511,28 @@ class SessionStore:
         if not rows:
             raise SessionStoreError(f"no run #{run_id} in {self.path}")
         run = _full(rows[0])
-        run["detail"] = json.loads(run["detail"] or "{}")
         if samples:
-            run["samples_s"] = self.samples(run_id).tolist()
+            found = self._raw_samples(run_id)
+            kept = _valid(found)
+            if len(kept) != len(found):
+                run.setdefault("invalid", []).append(
+                    f"samples_s: {len(found) - len(kept)} of {len(found)} samples are not positive "
+                    "finite numbers (left out)"
+                )
+            run["samples_s"] = kept.tolist()
         return run
 
     def samples(self, run_id: int) -> np.ndarray:
+        """The run's timing samples (s); anything but a positive finite number is left out (only
+        a poisoned row holds one: `get_run` notes it in `invalid`)."""
+        return _valid(self._raw_samples(run_id))
+
+    def _raw_samples(self, run_id: int) -> np.ndarray:
         rows = self._query("SELECT samples FROM run_data WHERE run_id = ?", (int(run_id),))
-        return blob_to_samples(rows[0]["samples"] if rows else None)
+        blob = rows[0]["samples"] if rows else None
+        if not isinstance(blob, bytes | None):
+            return np.array([np.nan])  # not a blob at all: one bad sample to note
+        return blob_to_samples(blob[: len(blob) - len(blob) % 8] if blob else blob)
 
     def tuning_runs(self, key: str) -> list[dict[str, Any]]:
         """Every run a sweep recorded under `key` (`provenance.tuning.key`, `profile/tune.py`),
@@ -492,15 +540,10 @@ class SessionStore:
         columns = ", ".join(f"runs.{c}" for c in ALL_COLUMNS)
         rows = self._query(
             f"SELECT {columns}, run_data.detail FROM runs JOIN run_data ON run_data.run_id = runs.id "
-            "WHERE json_extract(run_data.detail, '$.provenance.tuning.key') = ? ORDER BY runs.id DESC",
+            f"WHERE {_detail_at('$.provenance.tuning.key')} = ? ORDER BY runs.id DESC",
             (key,),
         )
-        out = []
-        for row in rows:
-            run = _full(row)
-            run["detail"] = json.loads(run["detail"] or "{}")
-            out.append(run)
-        return out
+        return [_full(row) for row in rows]
 
     def records(
         self,
@@ -529,13 +572,12 @@ class SessionStore:
             where.append(f"runs.id IN ({', '.join('?' * len(ids))})")
             params += [int(i) for i in ids]
         if series is not None:
-            where.append("json_extract(run_data.detail, '$.series.id') = ?")
+            where.append(f"{_detail_at('$.series.id')} = ?")
             params.append(series)
         columns = ", ".join(f"runs.{c}" for c in ALL_COLUMNS)
         sql = (
-            f"SELECT {columns}, json_extract(run_data.detail, '$.host') AS host, "
-            "json_extract(run_data.detail, '$.series') AS series, "
-            "json_extract(run_data.detail, '$.timing.conditions') AS timing_conditions "
+            f"SELECT {columns}, {_detail_at('$.host')} AS host, {_detail_at('$.series')} AS series, "
+            f"{_detail_at('$.timing.conditions')} AS timing_conditions "
             "FROM runs LEFT JOIN run_data ON run_data.run_id = runs.id"
         )
         if where:
@@ -595,18 +637,29 @@ class SessionStore:
         return self.path.with_name(f"{self.path.stem}-outputs")
 
 
-def _summary(row: dict[str, Any]) -> dict[str, Any]:
-    out = row
-    if "verified" in out and out["verified"] is not None:
-        out["verified"] = bool(out["verified"])
-    if "is_reference" in out:
-        out["is_reference"] = bool(out["is_reference"])
-    return out
+def _summary(row: dict[str, Any], problems: list[str] | None = None) -> dict[str, Any]:
+    """A row as read, its flags as booleans; poisoned fields become None, noted in `invalid`."""
+    for column in ("verified", "is_reference"):
+        value = row.get(column)
+        if isinstance(value, int) and value in (0, 1):
+            row[column] = bool(value)
+    return sanitize(row, problems)
 
 
 def _full(row: dict[str, Any]) -> dict[str, Any]:
-    out = _summary(row)
-    for column in JSON_COLUMNS:
-        if out.get(column) is not None:
-            out[column] = json.loads(out[column])
-    return out
+    """A whole run: JSON columns decoded (text that is not JSON becomes None, noted), `detail` an
+    object (when selected)."""
+    problems: list[str] = []
+    for column in (*JSON_COLUMNS, "detail"):
+        if column not in row:
+            continue
+        try:
+            row[column] = json.loads(row[column]) if row[column] is not None else None
+        except (TypeError, ValueError):
+            problems.append(f"{column}: expected JSON text, got {shown(row[column])}")
+            row[column] = None
+    if "detail" in row and not isinstance(row["detail"], dict):
+        if row["detail"] is not None:
+            problems.append(f"detail: expected an object, got {shown(row['detail'])}")
+        row["detail"] = {}
+    return _summary(row, problems)

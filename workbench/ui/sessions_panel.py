@@ -358,6 +358,8 @@ class SessionsPanel(QWidget):
                 item.setData(Qt.ItemDataRole.UserRole, run["id"])
                 if column == 4:
                     item.setToolTip(run["device_name"])
+                if run.get("invalid"):  # a poisoned row the store sanitised (bundle_check)
+                    item.setToolTip("invalid values, shown as –: " + "; ".join(run["invalid"]))
                 if column == 0 and run["id"] == self.baseline_id:
                     item.setText(f"{run['id']} ★")
                 if column == 5 and text == "NO":
