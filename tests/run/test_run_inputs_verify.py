@@ -13,7 +13,7 @@ from workbench.run.inputs import (
     poisoned,
     verification_inputs,
 )
-from workbench.run.verify import check_outputs, compare, ulp_distance
+from workbench.run.verify import Tolerance, bad_elements, check_outputs, compare, ulp_distance
 
 MANIFEST = """
 [project]
@@ -341,8 +341,36 @@ def test_compare_agrees_with_a_whole_array_oracle(monkeypatch):
     assert result["max_abs_err"] == pytest.approx(float(diff.max()))
     assert result["max_ulp_err"] == int(ulps[finite].max())
     assert result["nan_count"] == int(np.isnan(got).sum()) and result["inf_count"] == 2
+    # The mask the plot and the details view mark is the check's own, element for element.
+    tolerance = Tolerance(rtol, atol, max_ulp)
+    assert np.array_equal(verify_mod.bad_elements(got, ref, tolerance, check_poison=True), bad)
+    assert np.array_equal(verify_mod.bad_elements(got, ref, tolerance), ~ok)
     monkeypatch.setattr(verify_mod, "CHUNK", 1 << 18)
     assert verify_mod.compare(got, ref, rtol, atol, max_ulp, check_poison=True) == result
+    assert np.array_equal(verify_mod.bad_elements(got, ref, tolerance, check_poison=True), bad)
+
+
+def test_bad_elements_follow_the_whole_tolerance_and_say_what_cannot_be_compared():
+    ref = np.array([1.0, 2.0, np.nan, np.inf, -np.inf, 3.0], np.float32)
+    got = ref.copy()
+    got[0] = np.nextafter(got[0], np.float32(2))  # 1 ULP
+    got[1] = np.nextafter(np.nextafter(got[1], np.float32(3)), np.float32(3))  # 2 ULP
+    got[4] = np.inf  # the wrong infinity
+    got[5] = np.nan  # a NaN where a number was expected
+    assert bad_elements(got, ref, Tolerance()).tolist() == [True, True, False, False, True, True]
+    assert bad_elements(got, ref, Tolerance(max_ulp=1)).tolist() == [False, True, False, False, True, True]
+    assert bad_elements(got, ref, Tolerance(max_ulp=2)).tolist() == [False, False, False, False, True, True]
+    assert bad_elements(got, ref, Tolerance(rtol=1.5e-7)).tolist() == [False, True, False, False, True, True]
+    ints = np.arange(6, dtype=np.int32)
+    assert np.flatnonzero(bad_elements(ints + (ints == 4), ints, Tolerance())).tolist() == [4]
+    assert not bad_elements(ints + (ints == 4), ints, Tolerance(atol=1.0)).any()
+    assert bad_elements(ints.astype(np.float32), ints, Tolerance()).all()  # element types differ: all bad
+    with pytest.raises(ValueError, match="6 elements with a reference of 5"):
+        bad_elements(ints, ints[:5], Tolerance())
+    # The tolerance a check was judged with, from its record or JSON.
+    _, record = check_outputs({"y": got}, {"y": ref}, 1e-6, 1e-7, 3)
+    assert Tolerance.of(record) == Tolerance.of(record.to_dict()) == Tolerance(1e-6, 1e-7, 3)
+    assert Tolerance.of(None) == Tolerance(0.0, 0.0, None)
 
 
 def test_float32_verdicts_at_the_tolerance_match_float64_exactly():

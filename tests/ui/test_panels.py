@@ -277,6 +277,7 @@ def test_console_namespace_builds_runs_and_reads_results(
 
 def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     """The outputs tab's numpy work (run off the GUI thread): curves, errors, mismatch marks."""
+    from workbench.run.verify import Tolerance
     from workbench.ui.plot_data import OutputsCache, compute_outputs, decimate, envelope
 
     rng = np.random.default_rng(1)
@@ -285,7 +286,8 @@ def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     got[[5, 70_000]] += 1.0  # two mismatches
     outputs = {"cpu": {"y": ref}, "wgsl": {"y": got}}
     cache = OutputsCache()
-    drawing = compute_outputs(outputs, "y", "cpu", (1e-5, 1e-6), cache)
+    tolerance = Tolerance(1e-5, 1e-6)
+    drawing = compute_outputs(outputs, "y", "cpu", tolerance, cache)
     assert set(drawing.curves) == {"cpu", "wgsl"} and set(drawing.errors) == {"wgsl"}
     x, y = drawing.curves["wgsl"]
     ex, ey = envelope(*decimate(got, MAX_POINTS - 2))  # the upper and lower envelope, NaN between
@@ -298,11 +300,14 @@ def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     assert drawing.mark_count == 2
     # The same values again (a rerun that changed nothing): the very same points, no redraw.
     again = compute_outputs(
-        {k: {"y": v["y"].copy()} for k, v in outputs.items()}, "y", "cpu", (1e-5, 1e-6), cache
+        {k: {"y": v["y"].copy()} for k, v in outputs.items()}, "y", "cpu", tolerance, cache
     )
     assert again.curves["wgsl"] is drawing.curves["wgsl"] and again.errors["wgsl"] is drawing.errors["wgsl"]
-    changed = compute_outputs({"cpu": {"y": ref}, "wgsl": {"y": ref * 2}}, "y", "cpu", (1e-5, 1e-6), cache)
+    changed = compute_outputs({"cpu": {"y": ref}, "wgsl": {"y": ref * 2}}, "y", "cpu", tolerance, cache)
     assert changed.curves["wgsl"] is not drawing.curves["wgsl"] and changed.mark_count > 2
+    # Another tolerance is another verdict, not the cached one: atol 1.5 lets both errors of 1 pass.
+    loose = compute_outputs(outputs, "y", "cpu", Tolerance(1e-5, 1.5), cache)
+    assert loose.mark_count == 0 and loose.marks is None and loose.first_bad is None
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ import pytest
 from PySide6.QtCore import QPointF
 
 from workbench.records import RunResult
+from workbench.run.mismatches import result_mismatches
+from workbench.run.verify import Tolerance, bad_elements
 from workbench.ui.bridge import ServiceBridge
 from workbench.ui.main_window import LAYOUT_VERSION
 from workbench.ui.plot_data import (
@@ -122,7 +124,7 @@ def test_outputs_mark_unwritten_elements_ulps_and_exact_matches():
     off[40_000] += 0.5  # a mismatch
     off[45_000:45_010] = poison_value(np.dtype(np.float32))[0]  # never written
     outputs = {"cpu": {"y": ref}, "wgsl": {"y": same}, "cuda-c": {"y": off}}
-    drawing = compute_outputs(outputs, "y", "cpu", (1e-5, 1e-6))
+    drawing = compute_outputs(outputs, "y", "cpu", Tolerance(1e-5, 1e-6))
     assert drawing.exact == {"wgsl": True, "cuda-c": False}
     assert drawing.max_abs["wgsl"] == 0 and drawing.max_ulp["wgsl"] == 0
     assert drawing.mark_count == 1 and drawing.marks[0].tolist() == [40_000.0]
@@ -131,7 +133,7 @@ def test_outputs_mark_unwritten_elements_ulps_and_exact_matches():
     ulp_x, ulp_y = drawing.ulps["cuda-c"]
     assert ulp_y[np.searchsorted(ulp_x, 100)] == 1.0  # decimated, but the 1-ULP spike is kept (peak mode)
     # A zoomed view decimates only what is visible: every element of [39 990, 40 010) is drawn.
-    zoomed = compute_outputs(outputs, "y", "cpu", (1e-5, 1e-6), x_range=(39_990, 40_010))
+    zoomed = compute_outputs(outputs, "y", "cpu", Tolerance(1e-5, 1e-6), x_range=(39_990, 40_010))
     x, y = zoomed.curves["cuda-c"]
     assert x.tolist() == list(range(39_990, 40_011)) and not zoomed.decimated
     assert np.array_equal(y, off[39_990:40_011].astype(np.float64))
@@ -141,6 +143,79 @@ def test_outputs_mark_unwritten_elements_ulps_and_exact_matches():
 
 
 # ---------------------------------------------------------------- plots after real runs
+#: saxpy's cpu entry with a fused multiply-add (`f32::mul_add`: one rounding); the wgsl reference
+#: shader keeps `a * x + y` (two roundings), so the two differ in the last bits of many elements.
+FUSED_CPU = """
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+#[inline(always)]
+fn madd(a: f32, x: f32, y: f32) -> f32 { a.mul_add(x, y) }
+#[cfg(any(target_arch = "nvptx64", target_arch = "spirv"))]
+#[inline(always)]
+fn madd(a: f32, x: f32, y: f32) -> f32 { a * x + y }
+"""
+
+
+def _fused_saxpy(root: Path, max_ulp: int) -> Path:
+    """The saxpy copy at `root` with FUSED_CPU and `[kernel.check]` rtol = atol = 0 and `max_ulp`."""
+    lib = root / "src" / "lib.rs"
+    text = lib.read_text()
+    if "madd(" not in text:
+        assert "        y[i] = a * x[i] + y[i];" in text
+        lib.write_text(
+            text.replace("        y[i] = a * x[i] + y[i];", "        y[i] = madd(a, x[i], y[i]);") + FUSED_CPU
+        )
+    manifest = root / "workbench.toml"
+    text, check = manifest.read_text(), '[kernel.check]\nreference = "cpu"\n'
+    assert check in text
+    head, tail = text.split(check)
+    tail = tail[tail.index("\n\n") :]  # the settings end at the blank line before the next table
+    manifest.write_text(f"{head}{check}rtol = 0.0\natol = 0.0\nmax_ulp = {max_ulp}{tail}")
+    return root
+
+
+@pytest.mark.slow
+def test_the_outputs_plot_marks_what_the_check_counts_with_max_ulp(qtbot, make_widget, bridge, example_copy):
+    """A fused cpu reference against wgsl's unfused `a * x + y` on llvmpipe, rtol = atol = 0 and a
+    ULP allowance: the outputs plot and the details view mark exactly the elements the check
+    counted bad, not those an rtol/atol rule alone would reject."""
+    plots = make_widget(PlotsPanel, bridge, show=True)
+    root = _fused_saxpy(example_copy("saxpy", unique=True), max_ulp=1)
+    report = _run(qtbot, bridge, root, {"n": 1 << 16})
+    wgsl = next(r for r in report.results if r.backend == "wgsl")
+    assert wgsl.status == "ok", wgsl.error
+    (key,) = [k for k in report.outputs if k.startswith("wgsl")]
+    got, ref = report.outputs[key]["y"], report.outputs[report.reference]["y"]
+    differing = int(np.count_nonzero(got.view(np.uint32) != ref.view(np.uint32)))
+    check = wgsl.check
+    assert (check["rtol"], check["atol"], check["max_ulp"]) == (0.0, 0.0, 1)
+    # Fused and unfused rounding really differ; the 1-ULP allowance passes part of them only.
+    assert 0 < check["bad"] < differing, (check["bad"], differing)
+    expected = np.flatnonzero(bad_elements(got, ref, Tolerance(0.0, 0.0, 1)))
+    assert expected.size == check["bad"] and int(expected[0]) == check["first_bad_index"]
+
+    plots.draw_now()
+    outputs = plots.plots_data()["outputs"]
+    assert outputs["mismatches"] == check["bad"] and outputs["first_bad_index"] == check["first_bad_index"]
+    marked, _ = plots.mismatch_marks.getData()
+    assert marked.size and set(marked.astype(int).tolist()) <= set(expected.tolist())  # thinned past 500
+    (details,) = result_mismatches(report, wgsl, limit=len(expected))
+    assert details.bad == check["bad"] and [m.index for m in details.first] == expected.tolist()
+
+    # Again with the largest difference allowed (the issue's case): the check passes with 0 bad
+    # elements while the bits still differ, and the plot and the details mark none.
+    _fused_saxpy(root, max_ulp=int(check["max_ulp_err"]))
+    report = _run(qtbot, bridge, root, {"n": 1 << 16})
+    wgsl = next(r for r in report.results if r.backend == "wgsl")
+    got, ref = report.outputs[key]["y"], report.outputs[report.reference]["y"]
+    assert wgsl.verified is True and wgsl.check["bad"] == 0
+    assert np.count_nonzero(got.view(np.uint32) != ref.view(np.uint32)) == differing
+    plots.draw_now()
+    outputs = plots.plots_data()["outputs"]
+    assert outputs["mismatches"] == 0 and outputs["first_bad_index"] is None
+    assert plots.mismatch_marks.getData()[0].size == 0
+    assert result_mismatches(report, wgsl)[0].bad == 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("example", ["saxpy", "matmul"])
 def test_plots_show_what_the_run_results_say(

@@ -1,9 +1,9 @@
 """The elements behind a failed check, for the details view: first N mismatches and a window.
 
 `verify.check_outputs` summarises a buffer (counts, worst errors, the first bad element); this
-module lists the mismatching elements themselves from the arrays a `RunReport` keeps, with the
-same pass rule (`verify.compare`): index, expected, got, abs / rel / ULP error, and whether the
-element was never written (still holds the poison).
+module lists the mismatching elements themselves from the arrays a `RunReport` keeps, picked by
+the check's own rule (`verify.bad_elements`): index, expected, got, abs / rel / ULP error, and
+whether the element was never written (still holds the poison).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from workbench.run.inputs import POISON_BITS, poison_mask
-from workbench.run.verify import ulp_distance
+from workbench.run.verify import Tolerance, bad_elements, ulp_distance
 
 
 @dataclass
@@ -58,45 +58,35 @@ def buffer_mismatches(
     if got.shape != ref.shape or got.dtype != ref.dtype:
         note = f"shape/dtype differ: got {got.size} × {got.dtype}, reference {ref.size} × {ref.dtype}"
         return BufferMismatches(name, int(got.size), int(max(got.size, ref.size)), 0, note=note)
-    g = got.astype(np.float64)
-    r = ref.astype(np.float64)
+    unwritten = np.zeros(got.shape, bool)
+    if check_poison and (got.dtype.kind, got.dtype.itemsize) in POISON_BITS:
+        unwritten = poison_mask(got)
+    indices = np.flatnonzero(bad_elements(got, ref, Tolerance(rtol, atol, max_ulp), check_poison))
+    out = BufferMismatches(name, int(got.size), int(indices.size), int(unwritten.sum()))
+    listed = indices[:limit]
+    g, r = got[listed].astype(np.float64), ref[listed].astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         diff = np.abs(g - r)
         scale = np.abs(r)
         rel = np.where(scale > 0, diff / np.where(scale > 0, scale, 1.0), np.where(diff > 0, np.inf, 0.0))
-        ok = diff <= atol + rtol * scale
-    ulp = None
-    if got.dtype.kind == "f":
-        ulp = ulp_distance(got, ref)
-        finite = np.isfinite(g) & np.isfinite(r)
-        if max_ulp is not None:
-            ok |= (ulp <= np.uint64(max_ulp)) & finite
-        ok |= (np.isnan(g) & np.isnan(r)) | ((g == r) & ~finite)
-    else:
-        ok |= got == ref
-    unwritten = np.zeros(got.shape, bool)
-    if check_poison and (got.dtype.kind, got.dtype.itemsize) in POISON_BITS:
-        unwritten = poison_mask(got)
-    bad = ~ok | unwritten
-    indices = np.flatnonzero(bad)
-    out = BufferMismatches(name, int(got.size), int(indices.size), int(unwritten.sum()))
-    for i in indices[:limit]:
-        i = int(i)
+    finite = np.isfinite(g) & np.isfinite(r)
+    ulp = ulp_distance(got[listed], ref[listed]) if got.dtype.kind == "f" else None
+    for k, i in enumerate(listed.tolist()):
         out.first.append(
             Mismatch(
                 i,
                 ref[i].item(),
                 got[i].item(),
-                float(diff[i]),
-                float(rel[i]),
-                int(ulp[i]) if ulp is not None and np.isfinite(g[i]) and np.isfinite(r[i]) else None,
+                float(diff[k]),
+                float(rel[k]),
+                int(ulp[k]) if ulp is not None and finite[k] else None,
                 bool(unwritten[i]),
             )
         )
     if indices.size:
         first = int(indices[0])
         lo, hi = max(0, first - radius), min(got.size, first + radius + 1)
-        out.window = (np.arange(lo, hi), r[lo:hi].copy(), g[lo:hi].copy())
+        out.window = (np.arange(lo, hi), ref[lo:hi].astype(np.float64), got[lo:hi].astype(np.float64))
     return out
 
 
@@ -112,6 +102,7 @@ def result_mismatches(report: Any, result: Any, limit: int = 50) -> list[BufferM
     if got is None or ref is None:
         return []
     poisoned = {n for n, b in (check.get("buffers") or {}).items() if b.get("unwritten") is not None}
+    tolerance = Tolerance.of(check)
     out = []
     for name in check.get("buffers") or ref:
         if name not in ref or name not in got:
@@ -122,9 +113,9 @@ def result_mismatches(report: Any, result: Any, limit: int = 50) -> list[BufferM
                 name,
                 got[name],
                 ref[name],
-                float(check.get("rtol") or 0.0),
-                float(check.get("atol") or 0.0),
-                check.get("max_ulp"),
+                tolerance.rtol,
+                tolerance.atol,
+                tolerance.max_ulp,
                 check_poison=name in poisoned,
                 limit=limit,
             )

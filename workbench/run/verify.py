@@ -6,6 +6,10 @@ passes when |got - ref| <= atol + rtol * |ref|, or when `max_ulp` is set and it 
 many ULPs; equal NaNs and equal infinities pass. Integers must match exactly unless the
 tolerances allow a difference.
 
+This module is the one home of that rule: `bad_elements(got, ref, Tolerance)` is the mask of the
+elements `compare` counts as bad, and the details view (`run/mismatches.py`) and the outputs plot
+(`ui/plot_data.py`) mark exactly those.
+
 A comparison that could hardly fail is flagged as weak (`weakness`): when most reference
 elements are below `atol` (an all-zero output then passes too) or the reference output is constant.
 """
@@ -14,8 +18,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +33,29 @@ WEAK_FRACTION = 0.5
 
 _SIGNED = {4: np.int32, 8: np.int64}
 _UNSIGNED = {4: np.uint32, 8: np.uint64}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far an element may be from the reference's: within `atol + rtol * |ref|`, or within
+    `max_ulp` units in the last place when set (floats). Equal NaNs and equal infinities pass;
+    any other NaN or infinity fails."""
+
+    rtol: float = 0.0
+    atol: float = 0.0
+    max_ulp: int | None = None
+
+    @classmethod
+    def of(cls, check: Mapping[str, Any] | None) -> Tolerance:
+        """The tolerance a check (a `CheckRecord`, its JSON or the manifest's `[kernel.check]`
+        as a dict) judges with; missing settings are 0 / no ULP allowance."""
+        check = check or {}
+        max_ulp = check.get("max_ulp")
+        return cls(
+            float(check.get("rtol") or 0.0),
+            float(check.get("atol") or 0.0),
+            None if max_ulp is None else int(max_ulp),
+        )
 
 
 def json_number(value: Any) -> Any:
@@ -126,9 +154,10 @@ def compare(
         )
         return result
     poison = check_poison and (got.dtype.kind, got.dtype.itemsize) in POISON_BITS
+    tolerance = Tolerance(rtol, atol, max_ulp)
 
     def chunk(a: int, b: int) -> dict[str, Any]:
-        return _compare_chunk(got[a:b], ref[a:b], rtol, atol, max_ulp, poison, a)
+        return _compare_chunk(got[a:b], ref[a:b], tolerance, poison, a)
 
     parts = map_chunks(chunk, got.size)
     is_float = got.dtype.kind == "f"
@@ -182,7 +211,36 @@ def _max(values) -> float:
     return out
 
 
-def _compare_chunk(got, ref, rtol, atol, max_ulp, poison: bool, offset: int) -> dict[str, Any]:
+def bad_elements(
+    got: np.ndarray, ref: np.ndarray, tolerance: Tolerance, check_poison: bool = False
+) -> np.ndarray:
+    """The boolean mask of the elements the check counts as bad: outside `tolerance`, and (with
+    `check_poison`, as for an `out` buffer) still holding the poison. `compare`'s `bad` is its
+    count: both go through the same chunk verdict. Arrays of one size but different element
+    types are all bad, as in `compare`; arrays of different sizes have no mask (ValueError)."""
+    got = np.ascontiguousarray(got).reshape(-1)
+    ref = np.ascontiguousarray(ref).reshape(-1)
+    if got.size != ref.size:
+        raise ValueError(f"cannot compare {got.size} elements with a reference of {ref.size}")
+    if got.dtype != ref.dtype:
+        return np.ones(got.size, bool)
+    poison = check_poison and (got.dtype.kind, got.dtype.itemsize) in POISON_BITS
+    mask = np.zeros(got.size, bool)
+
+    def chunk(a: int, b: int) -> None:
+        bad, _unwritten, _metrics = _chunk_verdict(got[a:b], ref[a:b], tolerance, poison)
+        if bad is not None:
+            mask[a + bad] = True  # chunks are disjoint: threads never write the same element
+
+    map_chunks(chunk, got.size)
+    return mask
+
+
+def _chunk_verdict(
+    got, ref, tolerance: Tolerance, poison: bool
+) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any]]:
+    """(indices of the bad elements or None when there are none, indices still poisoned or None
+    when not checked, error metrics) of one chunk: the element pass rule, applied."""
     unwritten = np.flatnonzero(poison_mask(got)) if poison else None
     if _bitwise_equal(got, ref):
         # The common case, and ~50x cheaper than the metrics below.
@@ -192,11 +250,16 @@ def _compare_chunk(got, ref, rtol, atol, max_ulp, poison: bool, offset: int) -> 
             metrics["nan_count"] = int(np.count_nonzero(np.isnan(got)))
             metrics["inf_count"] = int(np.count_nonzero(np.isinf(got)))
     elif got.dtype.kind == "f":
-        bad, metrics = _compare_floats(got, ref, rtol, atol, max_ulp)
+        bad, metrics = _compare_floats(got, ref, tolerance)
     else:
-        bad = np.flatnonzero(_compare_ints(got, ref, rtol, atol, metrics := {}))
+        bad = np.flatnonzero(_compare_ints(got, ref, tolerance, metrics := {}))
     if unwritten is not None:
         bad = unwritten if bad is None else np.union1d(bad, unwritten)
+    return bad, unwritten, metrics
+
+
+def _compare_chunk(got, ref, tolerance: Tolerance, poison: bool, offset: int) -> dict[str, Any]:
+    bad, unwritten, metrics = _chunk_verdict(got, ref, tolerance, poison)
     count = int(bad.size) if bad is not None else 0
     metrics["bad"] = count
     metrics["unwritten"] = int(unwritten.size) if unwritten is not None else 0
@@ -215,7 +278,7 @@ def _bitwise_equal(got: np.ndarray, ref: np.ndarray) -> bool:
     return bool(np.array_equal(got.view(_UNSIGNED[size]), ref.view(_UNSIGNED[size])))
 
 
-def _compare_floats(got, ref, rtol, atol, max_ulp) -> tuple[np.ndarray, dict[str, Any]]:
+def _compare_floats(got, ref, tolerance: Tolerance) -> tuple[np.ndarray, dict[str, Any]]:
     """(indices of the bad elements, metrics) of one chunk of floats.
 
     Only the elements whose bits differ are compared in float64: equal bits are equal values (or
@@ -243,9 +306,10 @@ def _compare_floats(got, ref, rtol, atol, max_ulp) -> tuple[np.ndarray, dict[str
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.where(finite, np.abs(g - r), 0.0)
         scale = np.abs(r)
-        within = diff <= atol + rtol * scale
+        within = diff <= tolerance.atol + tolerance.rtol * scale
     same_special = (g_nan & r_nan) | ((g == r) & ~finite)  # equal infinities, or both NaN
     ulp = ulp_distance(g32, r32)
+    max_ulp = tolerance.max_ulp
     ulp_ok = np.zeros(g32.shape, bool) if max_ulp is None else (ulp <= np.uint64(max_ulp)) & finite
     ok = (finite & within) | ulp_ok | same_special
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -258,7 +322,7 @@ def _compare_floats(got, ref, rtol, atol, max_ulp) -> tuple[np.ndarray, dict[str
     return differ[~ok], metrics
 
 
-def _compare_ints(got, ref, rtol, atol, metrics: dict[str, Any]) -> np.ndarray:
+def _compare_ints(got, ref, tolerance: Tolerance, metrics: dict[str, Any]) -> np.ndarray:
     """The bad-element mask of one chunk of integers; fills `metrics`."""
     exact = got == ref
     # Differences of 64-bit integers overflow in their own type, so they are taken in float64;
@@ -266,7 +330,7 @@ def _compare_ints(got, ref, rtol, atol, metrics: dict[str, Any]) -> np.ndarray:
     g = got.astype(np.float64)
     r = ref.astype(np.float64)
     diff = np.maximum(np.abs(g - r), (~exact).astype(np.float64))
-    within = diff <= atol + rtol * np.abs(r)
+    within = diff <= tolerance.atol + tolerance.rtol * np.abs(r)
     ok = exact | within
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(r != 0, diff / np.abs(np.where(r != 0, r, 1.0)), np.where(diff > 0, np.inf, 0.0))

@@ -1,5 +1,6 @@
 """The numbers behind the outputs plot: decimated curves, errors against the reference and mismatch
-marks. numpy only (no Qt): the plots panel runs this on a worker thread."""
+marks (the elements the check counts as bad: `verify.bad_elements`, under the check's whole
+`Tolerance`). numpy only (no Qt): the plots panel runs this on a worker thread."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from workbench.run.inputs import POISON_BITS, poison_mask
+from workbench.run.verify import Tolerance, bad_elements, ulp_distance
 
 #: Most points drawn per output curve; longer arrays are decimated (min/max per bucket).
 MAX_POINTS = 4000
@@ -75,7 +79,7 @@ class Comparison:
 
     abs_err: np.ndarray
     ulp_err: np.ndarray
-    bad: np.ndarray  # indices outside the tolerances (never-written ones excluded)
+    bad: np.ndarray  # indices the check counts as bad, the never-written ones excluded
     unwritten: np.ndarray  # indices still holding the poison
     max_abs: float
     max_ulp: float
@@ -140,28 +144,24 @@ class OutputsCache:
         return points
 
     def comparison(
-        self, arg: str, backend: str, values: np.ndarray, ref: np.ndarray, tolerances: tuple[float, float]
+        self, arg: str, backend: str, values: np.ndarray, ref: np.ndarray, tolerance: Tolerance
     ) -> Comparison:
         key = (arg, backend)
         cached = self._comparisons.get(key)
         if (
             cached is not None
-            and cached[2] == tolerances
+            and cached[2] == tolerance
             and _same_array(cached[0], values)
             and _same_array(cached[1], ref)
         ):
             return cached[3]
-        from workbench.run.inputs import poison_mask
-
         with np.errstate(invalid="ignore", over="ignore"):
             abs_err = np.abs(values.astype(np.float64) - ref.astype(np.float64))
         ulp = ulp_error(values, ref)
-        unwritten = np.flatnonzero(poison_mask(values)) if values.dtype.kind == "f" else np.zeros(0, np.int64)
-        rtol, atol = tolerances
-        with np.errstate(invalid="ignore"):
-            close = np.isclose(values, ref, rtol=rtol, atol=atol, equal_nan=True)
-        close[unwritten] = True  # marked separately
-        bad = np.flatnonzero(~close)
+        floats = values.dtype.kind == "f" and (values.dtype.kind, values.dtype.itemsize) in POISON_BITS
+        poisoned = poison_mask(values) if floats else np.zeros(values.shape, bool)
+        unwritten = np.flatnonzero(poisoned)
+        bad = np.flatnonzero(bad_elements(values, ref, tolerance) & ~poisoned)  # unwritten: marked apart
         finite = abs_err[np.isfinite(abs_err)]
         finite_ulp = ulp[np.isfinite(ulp)]
         comparison = Comparison(
@@ -173,7 +173,7 @@ class OutputsCache:
             max_ulp=float(finite_ulp.max()) if finite_ulp.size else 0.0,
             scatter=scatter_sample(values, ref, bad[:MAX_MARKS]),
         )
-        self._comparisons[key] = (values, ref, tolerances, comparison)
+        self._comparisons[key] = (values, ref, tolerance, comparison)
         return comparison
 
 
@@ -185,12 +185,13 @@ def compute_outputs(
     outputs: dict[str, dict[str, Any]],
     arg: str,
     reference_name: str,
-    tolerances: tuple[float, float],
+    tolerance: Tolerance,
     cache: OutputsCache | None = None,
     x_range: tuple[float, float] | None = None,
 ) -> OutputsDrawing:
     """Decimate each backend's `arg` buffer over the visible index range `x_range` (all when None)
-    and compare it with the reference (numpy only: this runs off the GUI thread)."""
+    and compare it with the reference under the check's `tolerance` (numpy only: this runs off
+    the GUI thread)."""
     cache = cache or OutputsCache()
     drawing = OutputsDrawing(arg=arg, reference=reference_name)
     reference = (outputs.get(reference_name) or {}).get(arg)
@@ -212,7 +213,7 @@ def compute_outputs(
         drawing.curves[backend] = cache.points((arg, backend, "value"), values, lo, hi, as_envelope=True)
         if ref is None or backend == reference_name or values.shape != ref.shape:
             continue
-        comparison = cache.comparison(arg, backend, values, ref, tolerances)
+        comparison = cache.comparison(arg, backend, values, ref, tolerance)
         drawing.errors[backend] = cache.points((arg, backend, "abs"), comparison.abs_err, lo, hi)
         drawing.ulps[backend] = cache.points((arg, backend, "ulp"), comparison.ulp_err, lo, hi)
         drawing.scatter[backend] = comparison.scatter
@@ -485,8 +486,6 @@ def roofline_ranges(
 def ulp_error(values: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """Distance in units of the last place (floats) or absolute difference (integers), as float64;
     NaN where either side is NaN."""
-    from workbench.run.verify import ulp_distance
-
     if values.dtype.kind == "f" and values.dtype.itemsize in (4, 8):
         ulps = ulp_distance(values, ref.astype(values.dtype)).astype(np.float64)
         ulps[np.isnan(values) | np.isnan(ref)] = np.nan

@@ -42,6 +42,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.manifest import Check
+from workbench.run.verify import Tolerance
 from workbench.ui.ceilings_store import store_for
 from workbench.ui.plot_axes import AXIS, BACKGROUND, TEXT, OpaqueGridAxis, RowAxis, UnitAxis
 from workbench.ui.plot_data import (
@@ -988,12 +990,15 @@ class PlotsPanel(QWidget):
             "error_label": self.exact_text.toPlainText() or None,
         }
 
-    def _check_settings(self, report: Any) -> tuple[float, float]:
+    def _check_settings(self, report: Any) -> Tolerance:
+        """The tolerance the run's check judged with (max_ulp included): the plot marks what the
+        check counted; a report without a check gets the manifest's default `[kernel.check]`."""
         for result in report.results:
             check = result.check or {}
             if "rtol" in check:
-                return float(check.get("rtol") or 0.0), float(check.get("atol") or 0.0)
-        return 1e-5, 1e-6
+                return Tolerance.of(check)
+        default = Check()
+        return Tolerance(default.rtol, default.atol, default.max_ulp)
 
     # ---------------------------------------------------------------- roofline
     def _draw_roofline(self, report: Any) -> None:
