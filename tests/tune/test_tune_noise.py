@@ -72,6 +72,10 @@ def test_an_unread_tunable_is_one_point_and_a_read_one_is_ranked_and_applied(
     cpu_line = next(ln for ln in applied.stdout.splitlines() if ln.strip().startswith("cpu@cpu"))
     assert "no best" in cpu_line and "threads has no effect on cpu" in cpu_line
     assert "applied threads=128" in applied.stdout
+    # The sweep's rounds were read back; the side-by-side re-timing ran again, never resumed.
+    progress = applied.stderr.splitlines()
+    assert sum("round" in ln and ": resumed threads=" in ln for ln in progress) == 6
+    assert sum("side by side" in ln and ": ran threads=" in ln for ln in progress) == 4
     assert Project.open(root).manifest.kernel().default_tunables() == {"threads": 128}
 
 

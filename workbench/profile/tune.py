@@ -14,8 +14,8 @@ interleaved rounds, recorded in the sessions store as it finishes, and ranked (`
   configuration that breaks the reference itself is flagged too; the other backends are compared
   with the reference of the same configuration, as in every run, and are "not verified
   (reference failed)" when that reference is the broken one.
-- Resume: each recorded row carries `provenance.tuning` = {"key", "config", "round", "build",
-  "settings"}; `key` hashes what decides the result (the kernel's sources but the tunables'
+- Resume: each recorded row carries `provenance.tuning` = {"key", "config", "round", "confirm",
+  "build", "settings"}; `key` hashes what decides the result (the kernel's sources but the tunables'
   default order, the sizes, the configuration, the backend). A round of a configuration whose
   rows are all recorded for the requested backends (and devices) is read back instead of run,
   unless one of them failed, was skipped or was not verified under other settings (timeout,
@@ -320,7 +320,7 @@ class SweepRunner:
                 entries = self._recorded(keys, point, round_)
             resumed = entries is not None
             if entries is None:
-                entries = self._run_point(point, keys, snap, round_)
+                entries = self._run_point(point, keys, snap, round_, confirm)
                 if entries is None:  # cancelled part-way: nothing of this run is kept
                     return None
             result.runs.extend(entries)
@@ -376,7 +376,7 @@ class SweepRunner:
     # ------------------------------------------------------------------ one run of a point
 
     def _run_point(
-        self, point: Point, keys: dict[str, str], snap, round_: int
+        self, point: Point, keys: dict[str, str], snap, round_: int, confirm: bool = False
     ) -> list[dict[str, Any]] | None:
         from workbench.run.service import RunError
 
@@ -395,8 +395,8 @@ class SweepRunner:
         for r in report.results:
             build = tune_entries.build_digest(r, self.kernel, report.sizes, point.config, self._digests)
             builds.append(build)
-            r.provenance["tuning"] = {"key": keys.get(r.backend), "config": dict(point.config),
-                                      "round": round_, "build": build, "settings": settings}  # fmt: skip
+            r.provenance["tuning"] = {"key": keys.get(r.backend), "config": dict(point.config), "round": round_,
+                                      "confirm": confirm, "build": build, "settings": settings}  # fmt: skip
         ids: list[int | None] = [None] * len(report.results)
         if self.store is not None:
             from workbench.profile.record import record_report
@@ -466,7 +466,12 @@ class SweepRunner:
         for backend, key in keys.items():
             if key not in self._rows:
                 self._rows[key] = self.store.tuning_runs(key)
-            rows = [r for r in self._rows[key] if _tuning(r).get("round") == round_]
+            # A side-by-side re-timing is never a sweep round, whatever its number.
+            rows = [
+                r
+                for r in self._rows[key]
+                if _tuning(r).get("round") == round_ and not _tuning(r).get("confirm")
+            ]
             # Only the devices of this backend's runtime (`cpu`, `cuda:0`, `wgpu:llvmpipe`).
             wanted = [d for d in self.devices if d.split(":", 1)[0] == runtime_of(backend)]
             if wanted:

@@ -6,6 +6,8 @@ builds apart; the settings recorded with each configuration, compared on resume.
   loaded) and, for runtimes that read it, the launch geometry (threads per block, grid): the cpu
   entry covers the whole range itself (`run/runtimes/cpu.py`), so its geometry is no part of
   what runs. Equal digests: the same code launched the same way, whatever the tunables said.
+  A run on a GPU host names the host's copy of the artifact: no digest, each configuration its
+  own point (as before builds were compared).
 - Settings: what can change a result without changing the resume key (the per-launch timeout,
   the sweep's backends and devices, the seed, the timing protocol, the sizes). A failed, skipped
   or unverified configuration recorded under other settings is run again on resume.
