@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 _PLAIN = (int, float, str, bool, type(None))
 
 
@@ -121,9 +123,30 @@ class _ReadsLikeADict(Mapping):
         return len(self._keys())
 
 
+def quartiles(samples: Any) -> tuple[float, float, float]:
+    """(q1, median, q3) of samples, numpy's linear interpolation: the one place quartiles are
+    computed (`timing.summarize` stores them in `TimingStats`; `timing_quartiles` reads them)."""
+    q1, median, q3 = np.percentile(np.asarray(samples, dtype=np.float64), [25, 50, 75])
+    return float(q1), float(median), float(q3)
+
+
+def timing_quartiles(timing: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
+    """(q1_s, q3_s) of a timing (a `TimingStats` or its JSON): the stored quartiles; those of its
+    samples for a record written before quartiles were stored; (None, None) without samples."""
+    timing = timing or {}
+    q1, q3 = timing.get("q1_s"), timing.get("q3_s")
+    if q1 is not None and q3 is not None:
+        return float(q1), float(q3)
+    samples = timing.get("samples_s")
+    if samples is None or not len(samples):
+        return None, None
+    q1, _, q3 = quartiles(samples)
+    return q1, q3
+
+
 @dataclass(eq=False)
 class TimingStats(Record, _ReadsLikeADict):
-    """The timing of one backend on one device (seconds per launch)."""
+    """The timing of one backend on one device (seconds per launch); `iqr_s` is `q3_s - q1_s`."""
 
     median_s: float
     iqr_s: float
@@ -137,11 +160,16 @@ class TimingStats(Record, _ReadsLikeADict):
     warmup: int = 0
     #: What the measurement ran under: cache policy, clocks, energy (worker.py, `measure`).
     conditions: dict[str, Any] | None = None
+    #: The quartiles (None only in a record made before they were kept: `timing_quartiles`).
+    q1_s: float | None = None
+    q3_s: float | None = None
 
     #: The keys `workbench run --json` shows (batch and warm-up are in the provenance).
     JSON_KEYS = (
         "median_s",
         "iqr_s",
+        "q1_s",
+        "q3_s",
         "min_s",
         "max_s",
         "n",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from workbench.run.devices import list_devices
@@ -34,8 +35,11 @@ def test_saxpy_on_cpu_and_wgsl_verifies_with_wgpu_timestamps(workbench_cli, shar
     assert wgsl["check"]["reference"] == "cpu" and wgsl["check"]["first_bad_index"] is None
     assert "llvmpipe" in wgsl["device"]["name"]
     timing = wgsl["timing"]
-    assert set(timing) == {"median_s", "iqr_s", "min_s", "max_s", "n", "samples_s", "method", "resolution_s",
-                           "conditions"}  # fmt: skip
+    assert set(timing) == {"median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "n", "samples_s", "method",
+                           "resolution_s", "conditions"}  # fmt: skip
+    q1, median, q3 = np.percentile(timing["samples_s"], [25, 50, 75])
+    assert (timing["q1_s"], timing["median_s"], timing["q3_s"]) == pytest.approx((q1, median, q3), rel=1e-12)
+    assert timing["iqr_s"] == pytest.approx(timing["q3_s"] - timing["q1_s"], rel=1e-12)
     assert timing["method"] == "wgpu-timestamps" and timing["n"] == len(timing["samples_s"]) >= 10
     assert cpu["timing"]["method"] == "wall-clock"
     assert set(wgsl["throughput"]) == {"gbps", "gflops", "fraction_of_peak"}

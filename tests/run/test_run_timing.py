@@ -9,6 +9,7 @@ import pytest
 
 from workbench.build import build_project, read_build
 from workbench.project import Project
+from workbench.records import TimingStats, timing_quartiles
 from workbench.run.pool import WorkerProcess
 from workbench.run.spec import make_launch_spec
 from workbench.run.timing import TimingOptions, choose_batch, measure, settled, summarize, throughput
@@ -88,8 +89,14 @@ def test_a_launch_short_against_the_timer_is_timed_in_batches(cpu_saxpy_worker):
 def test_summary_and_throughput():
     stats = summarize([3.0, 1.0, 2.0, 4.0], "wgpu-timestamps", 1e-9, batch=4, warmup=2)
     assert (stats.median_s, stats.min_s, stats.max_s, stats.n) == (2.5, 1.0, 4.0, 4)
-    assert stats.iqr_s == pytest.approx(1.5)
+    assert (stats.q1_s, stats.q3_s) == (1.75, 3.25) and stats.iqr_s == 1.5  # linear interpolation
     assert stats.samples_s == [3.0, 1.0, 2.0, 4.0]
+    # The quartiles travel with the record (its JSON and its dict); a record from before they were
+    # kept gets those of its samples from the same rule.
+    assert (stats.to_json()["q1_s"], stats.to_json()["q3_s"]) == (1.75, 3.25)
+    assert timing_quartiles(TimingStats.from_dict(stats.to_dict())) == (1.75, 3.25)
+    older = {k: v for k, v in stats.to_json().items() if k not in ("q1_s", "q3_s")}
+    assert timing_quartiles(older) == (1.75, 3.25) and timing_quartiles({"median_s": 1.0}) == (None, None)
     t = throughput(1e-3, 12e6, 2e6, {"peak_gbps": 24.0})
     assert t == pytest.approx({"gbps": 12.0, "gflops": 2.0, "fraction_of_peak": 0.5})
     assert throughput(1e-3, None, None, {})["gbps"] is None

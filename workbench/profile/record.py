@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from workbench.profile.store import SessionStore, SessionStoreError
+from workbench.records import timing_quartiles
 
 
 def record_report(
@@ -114,13 +115,11 @@ def result_row(
     device = result.get("device") or {}
     check = result.get("check") or {}
     timing = dict(result.get("timing") or {})
+    q1, q3 = timing_quartiles(timing)
     samples = timing.pop("samples_s", None)
     toolchain = prov.get("toolchain") or {}
     resources = _resources(prov)
     stamp, unix = _parse_time(prov.get("time"))
-    q1 = q3 = None
-    if samples is not None and len(samples):
-        q1, q3 = (float(q) for q in np.percentile(np.asarray(samples, dtype=np.float64), [25, 75]))
     row_ceilings = device.get("ceilings") or prov.get("ceilings") or ceilings
     return {
         "uuid": uuid.uuid4().hex,

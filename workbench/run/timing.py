@@ -13,8 +13,8 @@ request, a runtime's `Prepared.launch`, a bare loop):
 With `l2="cold"` there is no batching (step 2): the caller flushes caches before every launch
 call, untimed (the worker does, through `Prepared.flush_caches`).
 
-The result is a `TimingStats` (median, IQR, min, max, n, raw per-launch samples, method,
-resolution, batch, warm-up count).
+The result is a `TimingStats` (median, quartiles and IQR, min, max, n, raw per-launch samples,
+method, resolution, batch, warm-up count).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.records import TimingStats
+from workbench.records import TimingStats, quartiles
 
 
 @dataclass(frozen=True)
@@ -174,10 +174,12 @@ def summarize(
 ) -> TimingStats:
     """TimingStats of per-launch samples."""
     values = np.asarray(samples, dtype=np.float64)
-    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    q1, median, q3 = quartiles(values)
     return TimingStats(
-        median_s=float(median),
-        iqr_s=float(q3 - q1),
+        median_s=median,
+        iqr_s=q3 - q1,
+        q1_s=q1,
+        q3_s=q3,
         min_s=float(values.min()),
         max_s=float(values.max()),
         n=int(values.size),

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.records import timing_quartiles
 from workbench.run.inputs import POISON_BITS, poison_mask
 from workbench.run.verify import Tolerance, bad_elements, ulp_distance
 
@@ -345,7 +346,8 @@ def timing_rows(report: Any) -> list[TimingRow]:
         if median is None or result.status != "ok":
             continue
         samples = np.asarray(timing.get("samples_s") or [median], dtype=np.float64)
-        q1, q3 = (float(q) for q in np.percentile(samples, [25, 75]))
+        q1, q3 = timing_quartiles(timing)
+        q1, q3 = float(median if q1 is None else q1), float(median if q3 is None else q3)
         rows.append(
             TimingRow(
                 series=series_name(result),

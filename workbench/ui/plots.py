@@ -664,10 +664,11 @@ class PlotsPanel(QWidget):
             self.spread_outliers.setData([], [])
             self.spread_boxes.setData([], [])
             return
-        # Tukey's far-out fences (3 IQR past the quartiles) of every row bound the view.
+        # Tukey's far-out fences (3 IQR past the quartiles) of every row bound the view; the
+        # quartiles in % of the median are the timing's own (a deviation is linear in the time).
         fences = []
-        for deviation in deviations:
-            q1, q3 = np.percentile(deviation, [25, 75])
+        for row, deviation in zip(rows, deviations, strict=True):
+            q1, q3 = (row.q1_s / row.median_s - 1) * 100, (row.q3_s / row.median_s - 1) * 100
             iqr = max(q3 - q1, 0.5)
             fences.append(
                 (max(q1 - 3 * iqr, float(deviation.min())), min(q3 + 3 * iqr, float(deviation.max())))
