@@ -253,13 +253,13 @@ def main(argv: list[str] | None = None) -> int:
 def _measure(project: Path, cache: Path, args) -> dict:
     from PySide6.QtGui import QTextCursor
 
+    from workbench.trust_store import set_trusted
     from workbench.ui.app import create_application, create_window
     from workbench.ui.settings import Settings
-    from workbench.ui.trust import set_trusted
 
     app = create_application()
     settings = Settings(backends=BACKENDS, devices=DEVICES)
-    set_trusted(settings, project)
+    set_trusted(project)
     window = create_window(cache_dir=cache, settings=settings)
     window.persist_settings = False
     window.ask_before_discarding = False

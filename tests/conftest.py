@@ -33,6 +33,9 @@ if "XDG_RUNTIME_DIR" not in os.environ or not os.path.isdir(os.environ["XDG_RUNT
 # GPU hosts (`workbench hosts`): tests never read or write the user's real hosts file.
 if not os.environ.get("WB_HOSTS_FILE"):
     os.environ["WB_HOSTS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="wb-hosts-"), "hosts.json")
+# Settings and the trust list (`workbench new` trusts what it makes): never the user's real ones.
+if not os.environ.get("WB_CONFIG_DIR"):
+    os.environ["WB_CONFIG_DIR"] = tempfile.mkdtemp(prefix="wb-config-")
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "resources" / "examples"

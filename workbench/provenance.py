@@ -1,9 +1,9 @@
 """Provenance of a run result: what exactly produced it, so a number can be traced and repeated.
 
 `RunResult.provenance` (workbench.records) is the dict `provenance()` returns: the artifact's
-source hash and build key, toolchain, flags and target (from its build.json), project, kernel,
-sizes, tunables, seed, device spec, the timing method, batch, warm-up and options, a UTC time
-stamp and the workbench version.
+source hash and build key, toolchain, flags and target (from its build.json), project and its
+folder, kernel, sizes, tunables, seed, device spec, the timing method, batch, warm-up and options,
+a UTC time stamp and the workbench version.
 """
 
 from __future__ import annotations
@@ -29,8 +29,12 @@ def provenance(
     timing_options: dict[str, Any],
     fresh_inputs: bool,
     stats: TimingStats | None = None,
+    project_dir: str | None = None,
 ) -> dict[str, Any]:
-    """The provenance dict of one result (`build_info`: the artifact's build.json, or {})."""
+    """The provenance dict of one result (`build_info`: the artifact's build.json, or {}).
+
+    `project_dir` is the project's absolute folder: two projects of the same name stay apart.
+    """
     return {
         "source_hash": build_info.get("source_hash") or source_hash,
         "build_key": build_info.get("key"),
@@ -39,6 +43,7 @@ def provenance(
         "target": build_info.get("target"),
         "artifact": artifact,
         "project": project,
+        "project_dir": project_dir,
         "kernel": kernel,
         "sizes": sizes,
         "tunables": tunables,

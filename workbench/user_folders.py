@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
@@ -19,6 +20,20 @@ from workbench.frozen import install_dir
 
 #: In each copy: the folder it was copied from (so reopening the original reopens the copy).
 COPY_MARKER = ".workbench-copy-of"
+
+
+def user_config_dir() -> Path:
+    """$WB_CONFIG_DIR, else the platform's user config folder for the workbench (no Qt needed)."""
+    env = os.environ.get("WB_CONFIG_DIR")
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    else:
+        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "rust-gpu-workbench"
 
 
 def projects_dir() -> Path:

@@ -207,16 +207,16 @@ def make_window(qtbot, shared_cache_dir):
     `trust=True` marks the folder trusted first (temporary copies are not bundled examples);
     `panels` limits which panels are built. Closed, and its services shut down, at teardown.
     """
+    from workbench.trust_store import set_trusted
     from workbench.ui.app import PANELS, create_window
     from workbench.ui.settings import load_settings
-    from workbench.ui.trust import set_trusted
 
     made = []
 
     def make(project_path: Path | None = None, *, trust: bool = True, panels=tuple(PANELS), cache_dir=None):
         settings = load_settings()
         if project_path is not None and trust:
-            set_trusted(settings, project_path)
+            set_trusted(project_path)
         window = create_window(cache_dir=cache_dir or shared_cache_dir, settings=settings, panels=panels)
         window.ask_before_discarding = False  # no modal question when teardown closes it
         qtbot.addWidget(window)

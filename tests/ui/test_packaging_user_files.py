@@ -14,7 +14,8 @@ import pytest
 
 from workbench import user_folders
 from workbench.project import examples_dir
-from workbench.ui.settings import load_settings, save_settings
+from workbench.trust_store import is_trusted
+from workbench.ui.settings import save_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,7 +54,7 @@ def test_bundled_example_opens_as_an_editable_user_copy_that_survives_a_restart(
     assert again.open_project(bundled)
     assert again.project.root == copy.resolve()
     assert (copy / "src" / "lib.rs").read_text().endswith("// my change\n")
-    assert str(copy.resolve()) in load_settings().trusted_projects
+    assert is_trusted(copy)
 
 
 def test_other_projects_inside_the_install_are_copied_but_not_trusted(make_window, installed):

@@ -27,6 +27,8 @@ COMMANDS = {
     "tune": "tune",
     "sweep": "sweep",
     "hosts": "hosts",
+    "new": "new",
+    "trust": "trust",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -118,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
     if args.run and not window.trusted:
         window.shutdown()
         raise WorkbenchError(
-            f"{project.root} is not trusted yet (building runs its code): open it in the window and "
-            "choose Trust, then use --run"
+            f"{project.root} is not trusted yet (building runs its code): trust it with "
+            f"`workbench trust {project.root}` (or open it in the window and choose Trust), then use --run"
         )
     window.show()
     if args.window_size is not None:

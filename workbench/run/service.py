@@ -612,6 +612,7 @@ class RunService:
             # The launch spec's artifact, less the runtime's hint (`entry_origin`).
             artifact={k: v for k, v in spec["artifact"].items() if k != "entry_origin"} if spec else None,
             project=ctx.project.name,
+            project_dir=str(ctx.project.root),
             kernel=ctx.kernel.name,
             sizes=ctx.sizes,
             tunables=ctx.tunables,

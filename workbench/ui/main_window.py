@@ -25,14 +25,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench import templates
 from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
 from workbench.project import Project
+from workbench.trust_store import is_bundled, is_declined, is_trusted, set_trusted
 from workbench.ui.editor import EditorTabs
-from workbench.ui.new_project import NewProjectDialog, create_from_example
+from workbench.ui.new_project import NewProjectDialog
 from workbench.ui.project_tree import ProjectTree
 from workbench.ui.settings import Settings, load_settings, save_settings
-from workbench.ui.trust import TrustBar, is_bundled, is_declined, is_trusted, set_trusted
+from workbench.ui.trust import TrustBar
 from workbench.user_folders import needs_user_copy, user_copy
 
 log = logging.getLogger(__name__)
@@ -309,16 +311,16 @@ class MainWindow(QMainWindow):
         dialog = NewProjectDialog(self, start_dir=start)
         if dialog.exec() != NewProjectDialog.DialogCode.Accepted:
             return
-        self.create_project(dialog.example(), dialog.destination())
+        self.create_project(dialog.project_name(), dialog.template(), dialog.destination())
 
-    def create_project(self, example: Path, destination: Path) -> bool:
-        """Copy an example to `destination` and open it (trusted: it is our own template)."""
+    def create_project(self, name: str, template: str, destination: Path) -> bool:
+        """Make the project `name` from `template` in `destination` and open it (trusted: it is
+        our own template); False, with a message, when the name or the folder is refused."""
         try:
-            root = create_from_example(example, destination)
+            root = templates.create_project(name, template, destination)
         except WorkbenchError as exc:
             self.show_error(str(exc))
             return False
-        set_trusted(self.settings, root, True)
         return self.open_project(root)
 
     def open_project(self, path: Path | Project) -> bool:
@@ -341,11 +343,11 @@ class MainWindow(QMainWindow):
         self.settings.add_recent(root)
         self.setWindowTitle(f"{project.name} — {project.root} — Rust GPU Workbench")
         self.project_tree.set_root(project.root)
-        self.trusted = is_trusted(self.settings, project.root)
+        self.trusted = is_trusted(project.root)
         self.editor_tabs.set_read_only(not self.trusted)
         if self.trusted:
             self.trust_bar.hide()
-        elif is_declined(self.settings, project.root):
+        elif is_declined(project.root):
             self.trust_bar.hide()
             self.show_message(f"{project.name} is read-only (Build > Trust this project… to build it)")
         else:
@@ -364,14 +366,18 @@ class MainWindow(QMainWindow):
         bundled = is_bundled(project.root)
         copy = user_copy(project.root)
         if bundled:
-            set_trusted(self.settings, copy, True)  # our own example, as with File > New
+            set_trusted(copy, True)  # our own example, as with File > New
         self.show_message(f"{project.root} is read-only: opened your copy in {copy}")
         return Project.open(copy)
 
     def set_trusted(self, trusted: bool) -> None:
         if self.project is None:
             return
-        set_trusted(self.settings, self.project.root, trusted)
+        try:
+            set_trusted(self.project.root, trusted)
+        except WorkbenchError as exc:  # the trust list cannot be written: say so, change nothing
+            self.show_error(str(exc))
+            return
         self.trust_bar.hide()
         if trusted != self.trusted:
             self.trusted = trusted

@@ -1,8 +1,7 @@
-"""File > New kernel project: copy a bundled example (without build outputs) as a template."""
+"""File > New kernel project: a template, a project name and a folder; `workbench.templates` makes it."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from PySide6.QtWidgets import (
@@ -19,52 +18,31 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.manifest import MANIFEST_NAME
-from workbench.project import examples_dir
-
-
-def bundled_examples() -> list[Path]:
-    """The example projects that can serve as templates, sorted by name."""
-    root = examples_dir()
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if (p / MANIFEST_NAME).is_file())
-
-
-def create_from_example(example: Path, destination: Path) -> Path:
-    """Copy `example` to `destination` (which must not exist yet), leaving out target/ and dot files."""
-    destination = Path(destination).expanduser()
-    if destination.exists():
-        raise WorkbenchError(f"{destination} already exists; choose a new folder name")
-    if not (example / MANIFEST_NAME).is_file():
-        raise WorkbenchError(f"{example} is not a kernel project (no {MANIFEST_NAME})")
-    try:
-        shutil.copytree(example, destination, ignore=shutil.ignore_patterns("target", ".*"))
-    except OSError as exc:
-        raise WorkbenchError(f"cannot create {destination}: {exc}") from exc
-    return destination.resolve()
+from workbench.templates import check_destination, name_problem, template_names
 
 
 class NewProjectDialog(QDialog):
-    """Choose an example and a target folder; `destination()` is where the copy goes."""
+    """Choose a template, a name and a location; the project is made in `destination()` (the
+    location / the name) and renamed to `project_name()` throughout."""
 
     def __init__(self, parent: QWidget | None = None, start_dir: Path | None = None):
         super().__init__(parent)
         self.setWindowTitle("New kernel project")
-        self.example_box = QComboBox()
-        for example in bundled_examples():
-            self.example_box.addItem(example.name, str(example))
+        self.template_box = QComboBox()
+        self.template_box.addItems(template_names())
         self.parent_edit = QLineEdit(str(start_dir or Path.home()))
         browse = QPushButton("Browse…")
         self.name_edit = QLineEdit()
+        self.name_edit.setPlaceholderText("e.g. vadd (a Rust identifier: the crate, kernel and entry names)")
         self.preview = QLabel()
+        self.preview.setWordWrap(True)
         row = QHBoxLayout()
         row.addWidget(self.parent_edit, 1)
         row.addWidget(browse)
         form = QFormLayout(self)
-        form.addRow("Template", self.example_box)
+        form.addRow("Template", self.template_box)
+        form.addRow("Project name", self.name_edit)
         form.addRow("Location", row)
-        form.addRow("Folder name", self.name_edit)
         form.addRow("", self.preview)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
@@ -73,29 +51,46 @@ class NewProjectDialog(QDialog):
         browse.clicked.connect(self._browse)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
-        self.example_box.currentIndexChanged.connect(self._suggest_name)
+        self.template_box.currentIndexChanged.connect(self._suggest_name)
         self.name_edit.textChanged.connect(self._update_preview)
         self.parent_edit.textChanged.connect(self._update_preview)
+        self._suggested = ""
         self._suggest_name()
 
-    def example(self) -> Path:
-        return Path(self.example_box.currentData())
+    def template(self) -> str:
+        return self.template_box.currentText()
+
+    def project_name(self) -> str:
+        return self.name_edit.text().strip()
 
     def destination(self) -> Path:
-        return Path(self.parent_edit.text()).expanduser() / self.name_edit.text().strip()
+        return Path(self.parent_edit.text()).expanduser() / self.project_name()
+
+    def problem(self) -> str | None:
+        """Why OK is disabled: the name or the folder, as `create_project` would refuse it."""
+        problem = name_problem(self.project_name())
+        if problem is None:
+            try:
+                check_destination(self.destination())
+            except WorkbenchError as exc:
+                problem = str(exc)
+        return problem
 
     def _suggest_name(self, *_):
-        base = f"my-{self.example_box.currentText() or 'kernel'}"
+        """A free name after the template, unless the user typed one of their own."""
+        if self.project_name() not in ("", self._suggested):
+            return
+        base = f"my_{self.template() or 'kernel'}"
         name, n = base, 2
         while (Path(self.parent_edit.text()).expanduser() / name).exists():
-            name, n = f"{base}-{n}", n + 1
+            name, n = f"{base}_{n}", n + 1
+        self._suggested = name
         self.name_edit.setText(name)
 
     def _update_preview(self, *_):
-        dest = self.destination()
-        ok = bool(self.name_edit.text().strip()) and not dest.exists()
-        self.preview.setText(f"creates {dest}" if ok else f"{dest} already exists")
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
+        problem = self.problem()
+        self.preview.setText(problem or f"creates {self.destination()} (project {self.project_name()})")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(problem is None)
 
     def _browse(self):
         folder = QFileDialog.getExistingDirectory(self, "Create the project in", self.parent_edit.text())

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench import trust_store
+from workbench.errors import WorkbenchError
+
 log = logging.getLogger(__name__)
 
 SETTINGS_FILE = "settings.json"
@@ -35,10 +38,6 @@ class Settings:
     current_file: dict[str, str] = field(default_factory=dict)
     backends: list[str] = field(default_factory=lambda: ["cpu", "nvptx", "wgsl"])
     devices: list[str] = field(default_factory=lambda: ["cpu", "wgpu:0"])
-    #: resolved project roots the user allowed to build (building runs the project's code)
-    trusted_projects: list[str] = field(default_factory=list)
-    #: resolved project roots the user chose to keep read-only (not asked again)
-    declined_projects: list[str] = field(default_factory=list)
     editor_font_size: int = 10
     hot_reload: bool = True
     #: record every run in the sessions database (the Sessions panel's toggle)
@@ -97,7 +96,22 @@ def load_settings(path: Path | None = None) -> Settings:
     for f in dataclasses.fields(Settings):
         if f.name in data:
             setattr(settings, f.name, _coerce(data[f.name], getattr(settings, f.name)))
+    _adopt_trust(data)
     return settings
+
+
+def _adopt_trust(data: dict) -> None:
+    """Hand the trust choices an older version kept here (`trusted_projects`, `declined_projects`)
+    to the trust list (`workbench.trust_store`), which `workbench trust` shares; once, before the
+    next save drops them from this file."""
+    trusted, declined = (data.get(key) for key in ("trusted_projects", "declined_projects"))
+    trusted = [str(p) for p in trusted] if isinstance(trusted, list) else []
+    declined = [str(p) for p in declined] if isinstance(declined, list) else []
+    if trusted or declined:
+        try:
+            trust_store.adopt(trusted, declined)
+        except WorkbenchError as exc:
+            log.warning("could not move the trusted projects from the settings: %s", exc)
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:

@@ -1,7 +1,8 @@
-"""Project trust: building runs the project's own code (build.rs, proc macros), so ask first.
+"""Project trust in the window: the bar that asks. Building runs the project's own code (build.rs,
+proc macros), so any project but a bundled example opens read-only until the user trusts it.
 
-Bundled examples are trusted; any other project opens read-only until the user trusts it. The
-choice is remembered in the settings by resolved path.
+The choices live in the core's trust list (`workbench.trust_store`), which `workbench trust` reads
+and writes too.
 """
 
 from __future__ import annotations
@@ -10,39 +11,6 @@ from pathlib import Path
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
-
-from workbench.project import examples_dir
-from workbench.ui.settings import Settings
-
-
-def _resolved(path: str | Path) -> Path:
-    return Path(path).expanduser().resolve()
-
-
-def is_bundled(path: str | Path) -> bool:
-    """A project shipped with the workbench (under resources/examples)."""
-    root = _resolved(path)
-    return root == examples_dir().resolve() or examples_dir().resolve() in root.parents
-
-
-def is_trusted(settings: Settings, path: str | Path) -> bool:
-    return is_bundled(path) or str(_resolved(path)) in settings.trusted_projects
-
-
-def is_declined(settings: Settings, path: str | Path) -> bool:
-    """The user already chose "Stay read-only" for this project (do not ask again)."""
-    return str(_resolved(path)) in settings.declined_projects
-
-
-def set_trusted(settings: Settings, path: str | Path, trusted: bool = True) -> None:
-    """Remember the user's choice for this project (by resolved path)."""
-    key = str(_resolved(path))
-    settings.trusted_projects = [p for p in settings.trusted_projects if p != key]
-    settings.declined_projects = [p for p in settings.declined_projects if p != key]
-    if trusted:
-        settings.trusted_projects.append(key)
-    else:
-        settings.declined_projects.append(key)
 
 
 class TrustBar(QFrame):

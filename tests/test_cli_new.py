@@ -1,0 +1,180 @@
+"""`workbench new`: a project made from a template is renamed throughout, builds and verifies."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import WorkbenchError
+from workbench.profile.store import SessionStore
+from workbench.templates import create_project, rename, template_names
+from workbench.trust_store import is_trusted
+
+#: Small enough for a quick run on cpu and llvmpipe, large enough for several workgroups.
+SIZE = "n=4096"
+
+
+@pytest.fixture
+def config_dir(tmp_path_factory, monkeypatch):
+    """A private trust list (a new project is trusted): never the user's."""
+    path = tmp_path_factory.mktemp("config")
+    monkeypatch.setenv("WB_CONFIG_DIR", str(path))
+    return path
+
+
+def workbench(*args, cwd=None, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        env=dict(os.environ),
+    )
+
+
+def files_naming(root: Path, word: str) -> list[str]:
+    """Every file or line under `root` that contains `word` in any case (as `grep -ri` finds it)."""
+    found = []
+    for path in root.rglob("*"):
+        if word in path.name.lower():
+            found.append(str(path))
+        if path.is_file():
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if word in line.lower():
+                    found.append(f"{path}:{n}: {line}")
+    return found
+
+
+def run_verified(project: Path, db: Path, backends: str = "cpu,wgsl") -> dict:
+    result = workbench("run", project, "--backend", backends, "--size", SIZE, "--json", "--db", db)
+    assert result.returncode == 0, result.stderr + result.stdout
+    report = json.loads(result.stdout)
+    rows = {r["backend"]: r for r in report["results"]}
+    assert set(rows) == set(backends.split(","))
+    for backend, row in rows.items():
+        assert row["status"] == "ok", (backend, row.get("error"))
+        assert row["verified"] or row["check"]["is_reference"], (backend, row["check"])
+    return report
+
+
+def test_new_from_saxpy_is_vadd_everywhere_and_builds_and_verifies(tmp_path, config_dir):
+    result = workbench("new", "vadd", "--template", "saxpy", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    root = tmp_path / "vadd"
+    assert str(root) in result.stdout
+    assert files_naming(root, "saxpy") == []
+    manifest = tomllib.loads((root / "workbench.toml").read_text())
+    kernel = manifest["kernel"][0]
+    assert manifest["project"]["name"] == kernel["name"] == "vadd"
+    assert kernel["entry"] == {"cpu": "vadd_cpu", "rust-gpu": "spirv_entry::vadd_spirv", "wgsl": "main"}
+    assert kernel["reference"] == {"cuda-c": "reference/vadd.cu", "wgsl": "reference/vadd.wgsl"}
+    assert tomllib.loads((root / "Cargo.toml").read_text())["package"]["name"] == "vadd"
+    assert sorted(p.name for p in (root / "reference").iterdir()) == ["vadd.cu", "vadd.wgsl"]
+    assert 'extern "C" __global__ void vadd(' in (root / "reference" / "vadd.cu").read_text()
+    lib = (root / "src" / "lib.rs").read_text()
+    assert 'extern "C" fn vadd_cpu(' in lib and 'extern "ptx-kernel" fn vadd(' in lib
+    assert is_trusted(root)  # our own template: the window builds it without asking
+
+    check = workbench("check", root, "--json")
+    assert check.returncode == 0, check.stderr
+    assert json.loads(check.stdout)["project"] == "vadd"
+
+    report = run_verified(root, tmp_path / "sessions.db")
+    assert report["project"] == "vadd"
+    # The library cargo built is the new crate's (a saxpy library would be named libsaxpy.so).
+    cpu = next(r for r in report["results"] if r["backend"] == "cpu")
+    assert Path(cpu["provenance"]["artifact"]["path"]).name == "libvadd.so"
+
+
+def test_the_blank_template_builds_and_verifies(tmp_path, config_dir):
+    result = workbench("new", "scale", cwd=tmp_path)  # blank is the default
+    assert result.returncode == 0, result.stderr
+    root = tmp_path / "scale"
+    assert files_naming(root, "blank") == []
+    manifest = tomllib.loads((root / "workbench.toml").read_text())
+    assert manifest["project"]["name"] == "scale" and len(manifest["kernel"][0]["arg"]) == 2
+    assert set(manifest["kernel"][0]["reference"]) == {"cuda-c", "wgsl"}
+    run_verified(root, tmp_path / "sessions.db")
+
+
+def test_two_projects_of_one_name_are_recorded_apart(tmp_path, config_dir):
+    db = tmp_path / "sessions.db"
+    roots = [tmp_path / "a" / "vadd", tmp_path / "b" / "vadd"]
+    for root in roots:
+        assert workbench("new", "vadd", root).returncode == 0
+        run_verified(root, db, backends="cpu")
+    with SessionStore(db) as store:
+        runs = [store.get_run(row["id"], samples=False) for row in store.list_runs()]
+    assert {run["project"] for run in runs} == {"vadd"}
+    assert {run["detail"]["provenance"]["project_dir"] for run in runs} == {str(r.resolve()) for r in roots}
+
+
+@pytest.mark.parametrize("template", template_names())
+def test_every_template_is_renamed_throughout(tmp_path, config_dir, template):
+    root = create_project("my_kernel", template, tmp_path / "mine")
+    assert root == (tmp_path / "mine").resolve()
+    assert files_naming(root, template) == []
+    manifest = tomllib.loads((root / "workbench.toml").read_text())
+    assert manifest["project"]["name"] == manifest["kernel"][0]["name"] == "my_kernel"
+    assert [p.name for p in tmp_path.iterdir()] == ["mine"]  # no staging folder left behind
+
+
+def test_rename_keeps_the_case_of_each_occurrence():
+    text = "// SAXPY: saxpy_at, Saxpy and REDUCTION_SCRATCH"
+    assert rename(text, "saxpy", "vadd") == "// VADD: vadd_at, Vadd and REDUCTION_SCRATCH"
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("Vadd", "snake case"),
+        ("my-kernel", "e.g. 'my_kernel'"),
+        ("1st", "starting with a letter"),
+        ("fn", "a Rust keyword"),
+        ("std", "a name Cargo reserves"),
+        ("float", "C/CUDA keyword"),
+        ("x" * 65, "longer than 64"),
+    ],
+)
+def test_an_invalid_name_is_refused_and_nothing_is_made(tmp_path, config_dir, name, says):
+    result = workbench("new", name, "--template", "saxpy", cwd=tmp_path)
+    assert result.returncode == 2
+    assert says in result.stderr and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_folder_with_files_is_refused_and_left_alone(tmp_path, config_dir):
+    mine = tmp_path / "vadd"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    result = workbench("new", "vadd", cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{mine} already exists and is not empty" in result.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vadd"]
+
+    (tmp_path / "file").write_text("")
+    result = workbench("new", "vadd", tmp_path / "file")
+    assert result.returncode == 2 and "is not a folder" in result.stderr
+
+
+def test_an_empty_folder_is_used(tmp_path, config_dir):
+    empty = tmp_path / "here"
+    empty.mkdir()
+    assert create_project("vadd", "blank", empty) == empty.resolve()
+    assert (empty / "workbench.toml").is_file()
+
+
+def test_an_unknown_template_lists_the_known_ones(tmp_path, config_dir):
+    result = workbench("new", "vadd", "--template", "nope", cwd=tmp_path)
+    assert result.returncode == 2 and "blank" in result.stderr and "saxpy" in result.stderr
+    with pytest.raises(WorkbenchError, match=re.escape("unknown template 'nope'; choose one of: blank, ")):
+        create_project("vadd", "nope", tmp_path / "x")

@@ -1,0 +1,175 @@
+"""New kernel projects from templates: `create_project(name, template, destination)` (Qt-free).
+
+A template is a complete kernel project named after itself: `blank` (resources/templates) or one of
+the bundled examples. The copy is renamed throughout, so it is a project of its own: the manifest's
+project and kernel, the crate (package and lib), the entry points, the reference files and every
+name inside them that contains the template's name (`saxpy_cpu` -> `vadd_cpu`, `SAXPY` -> `VADD`).
+Otherwise its runs would be recorded as the template's and compared with them. `workbench new` and
+the window's File > New kernel project both call this.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from workbench.errors import WorkbenchError
+from workbench.manifest import MANIFEST_NAME, load_manifest
+from workbench.project import examples_dir
+from workbench.trust_store import set_trusted
+
+DEFAULT_TEMPLATE = "blank"
+#: Folders and files a template's copy leaves out (build outputs, the user-copy marker, dot files).
+IGNORED = shutil.ignore_patterns("target", ".*")
+
+# The name becomes a Rust crate, lib and function name and a CUDA C function name.
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
+MAX_NAME = 64
+RUST_KEYWORDS = frozenset(
+    "as async await break const continue crate dyn else enum extern false fn for gen if impl in "
+    "let loop match mod move mut pub ref return self static struct super trait true try type unsafe "
+    "use where while abstract become box do final macro override priv typeof unsized virtual yield "
+    "union".split()
+)
+#: Crates every Rust program can already name, which Cargo refuses as package names.
+RESERVED_CRATES = frozenset("std core alloc proc_macro test build deps examples".split())
+C_KEYWORDS = frozenset(
+    "auto bool case char class default delete double export float friend goto inline int long "
+    "main namespace new operator private protected public register restrict short signed sizeof "
+    "switch template this typedef typename unsigned using void volatile".split()
+)
+#: Device names Windows will not give a folder.
+WINDOWS_DEVICES = frozenset(
+    ["con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))]
+)
+
+
+def templates_dir() -> Path:
+    """The templates that are not examples (resources/templates)."""
+    return examples_dir().parent / "templates"
+
+
+def template_names() -> list[str]:
+    """`blank` first, then the bundled examples by name."""
+    found = {}
+    for root in (templates_dir(), examples_dir()):
+        if root.is_dir():
+            for path in sorted(root.iterdir()):
+                if (path / MANIFEST_NAME).is_file():
+                    found.setdefault(path.name, path)
+    return sorted(found, key=lambda name: (name != DEFAULT_TEMPLATE, name))
+
+
+def template_dir(template: str) -> Path:
+    """The folder of the template called `template`; an unknown name lists the known ones."""
+    for root in (templates_dir(), examples_dir()):
+        path = root / template
+        if (path / MANIFEST_NAME).is_file():
+            return path
+    raise WorkbenchError(f"unknown template {template!r}; choose one of: {', '.join(template_names())}")
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot name a kernel project (a crate, a Rust and a CUDA C function), or None."""
+    if not name:
+        return "the project name is empty"
+    suggestion = re.sub(r"[^a-z0-9_]", "_", name.lower())
+    if not suggestion[:1].isalpha():
+        suggestion = f"k_{suggestion}"
+    if not NAME_PATTERN.fullmatch(name):
+        return (
+            f"project name {name!r} is not a Rust identifier in snake case (lower-case letters, digits "
+            f"and '_', starting with a letter); e.g. {suggestion!r}"
+        )
+    if len(name) > MAX_NAME:
+        return f"project name {name!r} is longer than {MAX_NAME} characters"
+    for words, what in (
+        (RUST_KEYWORDS, "a Rust keyword"),
+        (RESERVED_CRATES, "a name Cargo reserves"),
+        (C_KEYWORDS, "a C/CUDA keyword (the cuda-c kernel is a C function of that name)"),
+        (WINDOWS_DEVICES, "a device name on Windows"),
+    ):
+        if name in words:
+            return f"project name {name!r} is {what}; choose another, e.g. {name + '_kernel'!r}"
+    return None
+
+
+def check_destination(destination: Path) -> None:
+    """Refuse a destination that is a file or a folder with something in it."""
+    if destination.is_dir():
+        if any(destination.iterdir()):
+            raise WorkbenchError(f"{destination} already exists and is not empty; choose a new folder")
+    elif destination.exists() or destination.is_symlink():
+        raise WorkbenchError(f"{destination} already exists and is not a folder; choose a new folder")
+
+
+def rename(text: str, old: str, new: str) -> str:
+    """Every occurrence of `old` in `text`, in any case, becomes `new` in the same case."""
+
+    def same_case(match: re.Match) -> str:
+        found = match.group(0)
+        if found.isupper():
+            return new.upper()
+        if found[:1].isupper():
+            return new[:1].upper() + new[1:]
+        return new
+
+    return re.sub(re.escape(old), same_case, text, flags=re.IGNORECASE)
+
+
+def create_project(
+    name: str, template: str = DEFAULT_TEMPLATE, destination: str | Path | None = None, *, trust: bool = True
+) -> Path:
+    """Copy `template` to `destination` (default ./NAME) as the project `name`; returns its root.
+
+    The copy is made and renamed in a hidden folder beside `destination` and moved into place
+    last, so a failure leaves nothing half made. It is trusted (`trust_store`) unless `trust` is
+    False: it holds nothing but our own template.
+    """
+    problem = name_problem(name)
+    if problem:
+        raise WorkbenchError(problem)
+    source = template_dir(template)
+    destination = Path(destination if destination is not None else name).expanduser().absolute()
+    check_destination(destination)
+    old = _project_name(source)
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    except OSError as exc:
+        raise WorkbenchError(f"cannot create {destination}: {exc}") from exc
+    try:
+        work = staging / "project"
+        shutil.copytree(source, work, ignore=IGNORED)
+        _rename_tree(work, old, name)
+        if destination.is_dir():
+            destination.rmdir()  # empty (checked above); a folder made meanwhile makes this fail
+        os.rename(work, destination)
+    except OSError as exc:
+        raise WorkbenchError(f"cannot create {destination}: {exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if trust:
+        set_trusted(destination)
+    return destination.resolve()
+
+
+def _project_name(root: Path) -> str:
+    return load_manifest(root / MANIFEST_NAME).name
+
+
+def _rename_tree(root: Path, old: str, new: str) -> None:
+    """Rename `old` to `new` inside every text file under `root` and in every file or folder name."""
+    for path in sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True):  # deepest first
+        if path.is_file() and not path.is_symlink():
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                text = None  # a binary file is copied as it is
+            if text is not None and old.lower() in text.lower():
+                path.write_text(rename(text, old, new), encoding="utf-8")
+        if old.lower() in path.name.lower():
+            path.rename(path.with_name(rename(path.name, old, new)))
