@@ -4,7 +4,8 @@
 too) or a child process (a run worker, a compiler, anything it started) alive after its
 teardown. Fixtures wider than one test that legitimately own workers (a session `RunService`)
 declare them with `long_lived.add(fn)`, fn() returning the pids and threads they own.
-`tests/ui/conftest.py` adds the Qt side (QThreads, QTimers).
+`tests/ui/conftest.py` adds the Qt side (QThreads, QTimers). `private_sessions_db` (autouse) keeps
+every test's recordings in its own temporary folder.
 """
 
 from __future__ import annotations
@@ -64,6 +65,15 @@ def example_copy(tmp_path):
         return dest
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def private_sessions_db(tmp_path, monkeypatch):
+    """The sessions database anything records into without `--db` (`workbench run`, the window,
+    sweeps): a temporary folder of each test's, never the user's data folder."""
+    monkeypatch.delenv("WB_SESSIONS_DB", raising=False)  # it would win over WB_DATA_DIR
+    monkeypatch.setenv("WB_DATA_DIR", str(tmp_path / "wb-data"))
+    return tmp_path / "wb-data" / "sessions.db"
 
 
 @pytest.fixture(scope="session")

@@ -6,13 +6,6 @@ import numpy as np
 import pytest
 
 
-@pytest.fixture(autouse=True)
-def private_sessions_db(tmp_path, monkeypatch):
-    """Anything that records without `--db` writes here, never into the user's data folder."""
-    monkeypatch.setenv("WB_DATA_DIR", str(tmp_path / "wb-data"))
-    return tmp_path / "wb-data" / "sessions.db"
-
-
 def synthetic_report(
     kernel: str = "saxpy",
     medians: dict[tuple[str, str], float] | None = None,

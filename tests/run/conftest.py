@@ -65,13 +65,6 @@ def saxpy_variant(example_copy):
     return make
 
 
-@pytest.fixture(autouse=True)
-def private_sessions_db(tmp_path, monkeypatch):
-    """`workbench run` records every run: into a temporary folder here, never the user's data."""
-    monkeypatch.setenv("WB_DATA_DIR", str(tmp_path / "wb-data"))
-    return tmp_path / "wb-data" / "sessions.db"
-
-
 @pytest.fixture(scope="session")
 def fast_timing() -> TimingOptions:
     return FAST_TIMING

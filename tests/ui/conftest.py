@@ -34,13 +34,6 @@ def wb_config_dir(tmp_path, monkeypatch):
     return path
 
 
-@pytest.fixture(autouse=True)
-def private_sessions_db(tmp_path, monkeypatch):
-    """The window records every run: into a temporary folder here, never the user's data."""
-    monkeypatch.setenv("WB_DATA_DIR", str(tmp_path / "wb-data"))
-    return tmp_path / "wb-data" / "sessions.db"
-
-
 class _QtLeakTracker:
     """Records every QThread/QTimer started from Python, and pending singleShot callbacks."""
 
