@@ -40,7 +40,7 @@ CONFIDENCE = 0.95
 WITHIN_METHOD = f"bootstrap {CONFIDENCE:.0%} CI of the ratio of medians ({RESAMPLES} resamples)"
 METHOD = (
     "95% t-interval of the change in per-invocation medians (logs), spread pooled with the A/A noise "
-    "floor; same / faster / slower against ±max(min effect, noise floor), else ambiguous "
+    "floor; same / faster / slower against ±(minimum effect), else ambiguous "
     f"(docs/compare.md); within-run: {WITHIN_METHOD}"
 )
 

@@ -8,12 +8,17 @@ part: placement, frequency, other load), so a verdict rests on these per-invocat
 
 - each side is the set of its per-invocation medians, in logs (a ratio is a difference of logs);
 - their spread s is pooled from both sides and from the noise floor's A/A history (a pooled
-  variance: the history's degrees of freedom count like the sides');
+  variance: the history's degrees of freedom count like the sides'), so with a learned floor even
+  one invocation a side gets an interval as wide as the device's between-invocation noise;
 - the 95% interval of the change is exp(mean_b − mean_a ± t(df) · s · √(1/k_a + 1/k_b));
-- margin = max(minimum practical effect, noise floor); "same" when the interval lies inside
-  ±margin, "slower" / "faster" when it lies wholly beyond it, otherwise "ambiguous". With one
-  invocation a side and no learned floor there is no spread at all: "ambiguous (1 invocation: run
-  with --repeat)".
+- "same" when the interval lies inside ±(minimum practical effect), "slower" / "faster" when it
+  lies wholly beyond it, otherwise "ambiguous". With one invocation a side and no learned floor
+  there is no spread at all: "ambiguous (1 invocation: run with --repeat)".
+
+The floor widens the interval rather than the margin: as a margin it would make every change
+smaller than one invocation's noise undetectable however many invocations were run (and call a
+real 5% change "same" on a device whose invocations scatter by 10%), which is what `--repeat` is
+for.
 
 The noise floor of a kernel on a device and backend is the pooled standard deviation (as a relative
 amount) of the log medians of A/A groups: earlier runs of the same build, sizes, tunables and
@@ -65,11 +70,14 @@ def usable(run: dict[str, Any]) -> bool:
     return run.get("status") == "ok" and (run.get("median_s") or 0) > 0
 
 
-def noise_floor(history: Iterable[dict[str, Any]], exclude: set[int] = frozenset()) -> dict[str, Any] | None:
-    """{"rel", "sigma", "df", "invocations", "groups"} from A/A history, or None when too little."""
+def noise_floor(
+    history: Iterable[dict[str, Any]], exclude: set[int] = frozenset(), *, include_busy: bool = False
+) -> dict[str, Any] | None:
+    """{"rel", "sigma", "df", "invocations", "groups"} from A/A history, or None when too little.
+    Runs on a busy machine are left out unless `include_busy`."""
     groups: dict[str, list[float]] = defaultdict(list)
     for run in history:
-        if run["id"] in exclude or not usable(run) or is_busy(run):
+        if run["id"] in exclude or not usable(run) or (is_busy(run) and not include_busy):
             continue
         groups[aa_key(run)].append(math.log(run["median_s"]))
     ss, df, invocations, used = 0.0, 0, 0, 0
@@ -103,7 +111,7 @@ def between_invocations(
         ss += floor["sigma"] ** 2 * floor["df"]
         df += floor["df"]
     d = float(xb.mean() - xa.mean())
-    margin = max(min_effect, floor["rel"] if floor else 0.0)
+    margin = min_effect
     out: dict[str, Any] = {
         "baseline_median_s": math.exp(xa.mean()),
         "median_s": math.exp(xb.mean()),

@@ -1,0 +1,186 @@
+"""How many invocations `sessions compare` needs on this machine to call a 5% change.
+
+Method (docs/compare.md): real A/A invocations first — `workbench run --repeat R` of the saxpy
+example (cpu + wgsl: this machine's CPU and llvmpipe, or whatever wgpu finds), each repetition in
+fresh worker processes, recorded in a temporary sessions database. A change of `--effect` is then
+simulated by scaling one side's recorded per-invocation medians by (1 + effect): the spread between
+invocations is the real one, only the shift is made up. For k = 1 … R // 2 invocations a side,
+`--trials` random disjoint draws of k baseline and k changed invocations go through the verdict
+(`workbench.profile.noise.between_invocations`):
+
+- power: the fraction called "slower" (the change is real);
+- false verdicts: the same draws unscaled (A/A), the fraction called "faster" or "slower";
+- each twice: without a noise floor, and with the floor learned from the R − 2k invocations not
+  drawn (`noise_floor`, as `sessions compare` learns it from earlier runs, except that busy runs
+  count here), when there are ≥ 3.
+
+"needed" is the smallest k whose power reaches 80%; beyond R // 2 it is extrapolated from the
+measured spread σ of the log medians with the normal approximation
+k ≈ 2 · ((1.96 + 0.84) · σ / (ln(1 + effect) − ln(1 + min effect)))².
+
+    .venv/bin/python benchmarks/verdict_power.py [--repeat 20] [--size n=65536] [--effect 0.05]
+        [--trials 400] [--backend cpu,wgsl] [--out FILE.json]
+
+The JSON goes outside the repository (bench_output.py) unless `--out` names a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_output import OUT_HELP, machine, write_json  # noqa: E402
+from workbench.profile.noise import MIN_EFFECT, between_invocations, is_busy, noise_floor  # noqa: E402
+from workbench.profile.store import SessionStore  # noqa: E402
+
+POWER = 0.8
+Z_CONFIDENCE, Z_POWER = 1.959964, 0.841621
+
+
+def record_aa(db: Path, repeat: int, size: str, backends: str, cache_dir: str | None) -> float:
+    """`workbench run --repeat` of a saxpy copy into `db`; the wall time it took."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "saxpy"
+        shutil.copytree(
+            REPO / "resources" / "examples" / "saxpy", root, ignore=shutil.ignore_patterns("target")
+        )
+        cmd = [sys.executable, "-m", "workbench", "run", str(root), "--backend", backends, "--size", size]
+        cmd += ["--repeat", str(repeat), "--db", str(db)] + (["--cache-dir", cache_dir] if cache_dir else [])
+        start = time.monotonic()
+        done = subprocess.run(
+            cmd, cwd=REPO, capture_output=True, text=True, env=dict(os.environ), check=False
+        )
+        if done.returncode != 0:
+            sys.exit(f"workbench run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        return time.monotonic() - start
+
+
+def power_table(runs: list[dict], effect: float, trials: int, min_effect: float, rng) -> list[dict]:
+    """Per k: power and false-verdict rates, without and with a learned floor."""
+    medians = np.array([r["median_s"] for r in runs])
+    out = []
+    for k in range(1, len(runs) // 2 + 1):
+        counts = {"slower": 0, "false": 0, "slower_floor": 0, "false_floor": 0, "floor_trials": 0}
+        for _ in range(trials):
+            order = rng.permutation(len(runs))
+            a, b, rest = order[:k], order[k : 2 * k], order[2 * k :]
+            # Busy runs count here: on a shared machine every run may be busy, and compare would
+            # then learn no floor at all (the table's "busy" column says how many were).
+            floor = noise_floor([runs[i] for i in rest], include_busy=True) if len(rest) >= 3 else None
+            for suffix, used in (("", None), ("_floor", floor)):
+                if suffix and floor is None:
+                    continue
+                changed = between_invocations(medians[a], medians[b] * (1 + effect), used, min_effect)
+                same = between_invocations(medians[a], medians[b], used, min_effect)
+                counts["slower" + suffix] += changed["outcome"] == "slower"
+                counts["false" + suffix] += same["outcome"] in {"faster", "slower"}
+            counts["floor_trials"] += floor is not None
+        row = {"k": k, "power": counts["slower"] / trials, "false_rate": counts["false"] / trials}
+        n = counts["floor_trials"]
+        row["power_floor"] = counts["slower_floor"] / n if n else None
+        row["false_rate_floor"] = counts["false_floor"] / n if n else None
+        out.append(row)
+    return out
+
+
+def extrapolated(sigma: float, effect: float, min_effect: float) -> float | None:
+    gap = math.log1p(effect) - math.log1p(min_effect)
+    if gap <= 0:
+        return None  # the change is within the minimum effect: never called
+    return 2 * ((Z_CONFIDENCE + Z_POWER) * sigma / gap) ** 2
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=20, help="A/A invocations to record (default 20)")
+    parser.add_argument("--size", default="n=65536", help="saxpy size (default n=65536)")
+    parser.add_argument("--backend", default="cpu,wgsl", help="backends (default cpu,wgsl)")
+    parser.add_argument("--effect", type=float, default=0.05, help="simulated change (default 0.05 = 5%%)")
+    parser.add_argument("--trials", type=int, default=400, help="random draws per k (default 400)")
+    parser.add_argument("--min-effect", type=float, default=MIN_EFFECT, help="the verdict's minimum effect")
+    parser.add_argument("--cache-dir", help="build cache (default: the user cache)")
+    parser.add_argument("--db", help="use the A/A runs already in this database instead of recording")
+    parser.add_argument("--out", help=OUT_HELP)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(args.db) if args.db else Path(tmp) / "aa.db"
+        wall = None if args.db else record_aa(db, args.repeat, args.size, args.backend, args.cache_dir)
+        with SessionStore(db) as store:
+            records = store.records()
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in sorted(records, key=lambda r: r["id"]):
+        if r["status"] == "ok" and (r["median_s"] or 0) > 0:
+            groups[(r["backend"], r["device"])].append(r)
+
+    rng = np.random.default_rng(0)
+    results = []
+    for (backend, device), runs in groups.items():
+        logs = np.log([r["median_s"] for r in runs])
+        sigma = float(np.std(logs, ddof=1)) if len(runs) > 1 else float("nan")
+        table = power_table(runs, args.effect, args.trials, args.min_effect, rng)
+        needed = next((row["k"] for row in table if row["power"] >= POWER), None)
+        needed_floor = next((row["k"] for row in table if (row["power_floor"] or 0) >= POWER), None)
+        results.append({
+            "backend": backend, "device": device, "device_name": runs[0]["device_name"],
+            "invocations": len(runs), "busy_invocations": sum(is_busy(r) for r in runs),
+            "median_of_medians_s": float(np.exp(np.median(logs))), "sigma_log": sigma,
+            "between_invocation_spread": math.expm1(sigma), "needed": needed, "needed_with_floor": needed_floor,
+            "needed_extrapolated": extrapolated(sigma, args.effect, args.min_effect),
+            "medians_s": [r["median_s"] for r in runs],
+            "other_cpu_cores": [(r["host"] or {}).get("other_cpu_cores") for r in runs], "table": table,
+        })  # fmt: skip
+
+    print(
+        f"verdict power: a {args.effect:.0%} change simulated on {args.repeat} real A/A invocations "
+        f"(saxpy {args.size}), minimum effect {args.min_effect:.0%}, {args.trials} draws per k"
+    )
+    print(f"{'backend':8} {'device':8} {'inv':>4} {'busy':>4} {'median':>10} {'spread':>7} {'needed':>7} "
+          f"{'w/ floor':>8} {'normal approx':>13}")  # fmt: skip
+    for r in results:
+        approx = r["needed_extrapolated"]
+        print(
+            f"{r['backend']:8} {r['device']:8} {r['invocations']:>4} {r['busy_invocations']:>4} "
+            f"{r['median_of_medians_s'] * 1e6:>8.1f}µs {r['between_invocation_spread']:>6.1%} "
+            f"{r['needed'] or '>' + str(len(r['table'])):>7} "
+            f"{r['needed_with_floor'] or '>' + str(len(r['table'])):>8} "
+            f"{'never' if approx is None else f'{math.ceil(approx)}':>13}"
+        )
+        for row in r["table"]:
+            floor = (
+                f"; with floor: power {row['power_floor']:.0%}, false {row['false_rate_floor']:.1%}"
+                if row["power_floor"] is not None
+                else ""
+            )
+            print(
+                f"    k={row['k']:<3} power {row['power']:.0%}, false verdicts on A/A {row['false_rate']:.1%}{floor}"
+            )
+    data = {
+        "benchmark": "verdict_power", "machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "method": "real A/A invocations (workbench run --repeat, fresh workers each), a change simulated by "
+        "scaling one side's per-invocation medians; verdict = workbench.profile.noise.between_invocations",
+        "settings": {
+            "repeat": args.repeat, "size": args.size, "backends": args.backend, "effect": args.effect,
+            "trials": args.trials, "min_effect": args.min_effect, "power_goal": POWER,
+        },
+        "record_wall_s": wall, "results": results,
+    }  # fmt: skip
+    print(f"wrote {write_json(args.out, 'verdict_power.json', data)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
