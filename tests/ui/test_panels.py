@@ -58,12 +58,12 @@ def test_device_picker_lists_llvmpipe_and_greys_cuda(qtbot, make_widget, bridge,
     # Adapters sharing a name are told apart by their graphics API.
     assert any("llvmpipe" in name and name.endswith("· Vulkan") for name in names)
     llvmpipe = wgpu.child(next(i for i, n in enumerate(names) if "llvmpipe" in n and "Vulkan" in n))
-    assert "llvmpipe" in llvmpipe.toolTip(0) and llvmpipe.checkState(0) in (
-        Qt.CheckState.Checked,
-        Qt.CheckState.Unchecked,
-    )
+    assert "llvmpipe" in llvmpipe.toolTip(0)
     spec = llvmpipe.text(1)
     assert spec.startswith("wgpu:")
+    # The box shows whether the runs go there: checked exactly when the bridge runs on it.
+    was_checked = llvmpipe.checkState(0) == Qt.CheckState.Checked
+    assert was_checked == (spec in bridge.devices())
 
     # Default choice: the first device of every available runtime.
     assert "cpu" in bridge.devices() and spec in bridge.devices()
@@ -74,10 +74,13 @@ def test_device_picker_lists_llvmpipe_and_greys_cuda(qtbot, make_widget, bridge,
     }
     assert "llvmpipe" in properties["Name"] and properties["Graphics API"] == "Vulkan"
 
-    llvmpipe.setCheckState(0, Qt.CheckState.Unchecked)
-    assert spec not in bridge.devices() and "cpu" in bridge.devices()
-    llvmpipe.setCheckState(0, Qt.CheckState.Checked)
-    assert spec in bridge.devices()
+    # Each toggle changes what the next run runs on: the other way, then back (whatever the start).
+    before = bridge.devices()
+    llvmpipe.setCheckState(0, Qt.CheckState.Unchecked if was_checked else Qt.CheckState.Checked)
+    assert (spec in bridge.devices()) is not was_checked and "cpu" in bridge.devices()
+    assert set(bridge.devices()) ^ set(before) == {spec}  # that device only
+    llvmpipe.setCheckState(0, Qt.CheckState.Checked if was_checked else Qt.CheckState.Unchecked)
+    assert set(bridge.devices()) == set(before)
     _screenshot(picker, test_output_dir, "device_picker", (900, 420))
 
 

@@ -183,10 +183,17 @@ def test_the_window_records_its_runs_and_the_toggle_stops_it(
     save_screenshot(window, test_output_dir / "window-sessions.png")
     panel.record_box.setChecked(False)
     assert window.settings.record_runs is False
-    window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
-    qtbot.wait(200)
+    with qtbot.waitSignal(window.bridge.runFinished, timeout=120_000):  # reaches the panel: not recorded
+        window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
+    # A recorded run after it is the sync point: the recorder records in order, so once this one is
+    # recorded, the unrecorded run would have been too (and been the one this signal reports).
+    panel.record_box.setChecked(True)
+    with qtbot.waitSignal(panel.recorded, timeout=120_000) as done:
+        third = window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
     with SessionStore(private_sessions_db) as store:
-        assert store.count() == 1
+        newest, first = store.list_runs()
+        assert (first["id"], newest["id"]) == (run["id"], done.args[0]["ids"][0])
+        assert newest["median_s"] == third.results[0].timing["median_s"]  # the third run, not the second
 
 
 def test_settings_choose_the_database_and_the_toggle(make_widget, filled_db):
