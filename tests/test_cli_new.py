@@ -169,8 +169,11 @@ def test_an_existing_folder_with_files_is_refused_and_left_alone(tmp_path, confi
 def test_an_empty_folder_is_used(tmp_path, config_dir):
     empty = tmp_path / "here"
     empty.mkdir()
+    inode = empty.stat().st_ino
     assert create_project("vadd", "blank", empty) == empty.resolve()
     assert (empty / "workbench.toml").is_file()
+    assert empty.stat().st_ino == inode  # the same folder (a shell inside it is still inside it)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]  # no staging folder left
 
 
 def test_an_unknown_template_lists_the_known_ones(tmp_path, config_dir):

@@ -145,9 +145,11 @@ def create_project(
         work = staging / "project"
         shutil.copytree(source, work, ignore=IGNORED)
         _rename_tree(work, old, name)
-        if destination.is_dir():
-            destination.rmdir()  # empty (checked above); a folder made meanwhile makes this fail
-        os.rename(work, destination)
+        if destination.is_dir():  # empty (checked above): kept, so a shell inside it stays there
+            for entry in work.iterdir():
+                os.rename(entry, destination / entry.name)
+        else:
+            os.rename(work, destination)
     except OSError as exc:
         raise WorkbenchError(f"cannot create {destination}: {exc}") from exc
     finally:
