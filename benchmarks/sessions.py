@@ -8,7 +8,8 @@ repeated and reported as the median:
   of the name), verified, date, and all together — goal <= 100 ms;
 - recording one `workbench run` of two results with 10,000 samples each (as the CPU backend times
   saxpy), with its source snapshot — goal <= 5 ms;
-- comparing two such runs (bootstrap CI of the ratio of medians per backend x device) — goal <= 50 ms;
+- comparing two such runs' invocations per backend x device (`compare_runs(..., invocation=True)`:
+  the A/A history read for the noise floor, the verdict, the within-run bootstrap) — goal <= 50 ms;
 - `PRAGMA quick_check` of the whole file and of the runs table (measured only: whether a check
   before a process's first write would be cheap; it is not).
 
