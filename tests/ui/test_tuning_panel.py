@@ -154,7 +154,8 @@ def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, exampl
     # The cpu build reads neither tunable: one point, no best, nothing to apply.
     best = panel.best["cpu@cpu"]
     assert best["verdict"] == "no effect" and best["no_effect"] == ["threads", "unroll"]
+    assert "; threads, unroll no effect on cpu" in panel.status.text()
     ranks = {panel.table.item(r, 5).text() for r in range(panel.table.rowCount())}
     assert ranks == {"one build for all: threads, unroll no effect"}
     assert not panel.apply_button.isEnabled() and panel.apply_best() is None
-    assert "no effect on cpu" in panel.status.text()
+    assert "Apply refused: cpu@cpu: threads, unroll have no effect on cpu" in panel.status.text()

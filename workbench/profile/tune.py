@@ -222,7 +222,7 @@ class SweepRunner:
 
     `on_event(dict)` is called from the calling thread: {"kind": "point", "index", "total",
     "point", "round"} before a run, {"kind": "entries", "index", "total", "entries" (this run's),
-    "resumed", "round", "confirm", "merged", "best"} after it, {"kind": "done", "result":
+    "resumed", "round", "confirm", and with `live_ranking` "merged" and "best"} after it, {"kind": "done", "result":
     SweepResult}. `cancel()` (any thread) stops the run in flight and the rest; what finished
     stays recorded."""
 
@@ -242,6 +242,7 @@ class SweepRunner:
         rounds: int = 1,
         confirm_rounds: int = 0,
         min_effect: float = ranking.MIN_EFFECT,
+        live_ranking: bool = False,
     ) -> None:
         from workbench.run import RunService
 
@@ -261,6 +262,7 @@ class SweepRunner:
         self.rounds = rounds
         self.confirm_rounds = confirm_rounds
         self.min_effect = min_effect
+        self.live_ranking = live_ranking
         self._own_service = run_service is None
         self.service = run_service or RunService()
         self.backends = list(backends or self.service.default_backends(project, None))
@@ -324,11 +326,13 @@ class SweepRunner:
                 if entries is None:  # cancelled part-way: nothing of this run is kept
                     return None
             result.runs.extend(entries)
-            merged = result.entries
-            emit({"kind": "entries", "index": progress["step"], "total": progress["total"],
-                  "entries": entries, "resumed": resumed, "round": round_, "confirm": confirm,
-                  "merged": merged, "best": ranking.rank(merged, min_effect=self.min_effect,
-                                                          confirmed=result.confirmed, defaults=defaults)})  # fmt: skip
+            event = {"kind": "entries", "index": progress["step"], "total": progress["total"],
+                     "entries": entries, "resumed": resumed, "round": round_, "confirm": confirm}  # fmt: skip
+            if self.live_ranking:  # the merge and ranking so far, for a view that draws them as they come
+                event["merged"] = result.entries
+                event["best"] = ranking.rank(event["merged"], min_effect=self.min_effect,
+                                             confirmed=result.confirmed, defaults=defaults)  # fmt: skip
+            emit(event)
             progress["step"] += 1
             return entries
 
@@ -559,7 +563,8 @@ class BackgroundSweep:
             with self._lock:
                 self._runner = SweepRunner(project, kernel, backends, devices, store=store,
                                            run_service=service, cache_dir=cache_dir,
-                                           rounds=self._rounds[0], confirm_rounds=self._rounds[1])  # fmt: skip
+                                           rounds=self._rounds[0], confirm_rounds=self._rounds[1],
+                                           live_ranking=True)  # fmt: skip
                 if self._cancelled.is_set():
                     self._runner.cancel()
             result = self._runner.run(points, on_event=self._on_event)

@@ -381,10 +381,16 @@ class TuningPanel(QWidget):
                     self._redraw()
                 counts = ranking.counts(entries)
                 resumed = sum(1 for e in entries if e.get("resumed"))
+                unread = [
+                    f"{', '.join(b['no_effect'])} no effect on {slot.split('@', 1)[0]}"
+                    for slot, b in self.best.items()
+                    if b["no_effect"] and not self._size_mode
+                ]
                 self.status.setText(
                     ("cancelled: " if result.cancelled else "done: ")
                     + f"{len(entries)} result(s), {counts['failed']} failed, {counts['skipped']} skipped, "
                     + f"{counts['not verified']} not verified, {resumed} resumed from the sessions store"
+                    + "".join(f"; {text}" for text in unread)
                 )
             self._update_buttons()
             self.sweepFinished.emit(result)
