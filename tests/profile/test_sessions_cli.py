@@ -57,7 +57,7 @@ def recorded(tmp_path_factory, shared_cache_dir):
     wgsl.write_text(edited)
     second = cli("run", str(root), *common, "--json")
     assert second.returncode == 0, second.stderr
-    assert "recorded" not in second.stdout  # --json output stays one JSON object
+    assert "recorded as run(s)" not in second.stdout  # --json output stays one JSON object
     json.loads(second.stdout)
     return db
 
