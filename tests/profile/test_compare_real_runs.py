@@ -148,3 +148,34 @@ def test_unlike_sizes_are_not_comparable_with_the_difference_listed(recorded, tm
     forced = cli("sessions", "compare", str(previous), str(newest), "--force", "--db", str(db))
     assert "compared anyway (--force); differs in sizes n: 1048576 → 1000000" in forced.stdout
     assert "forced: " in forced.stdout
+
+
+def test_repeat_json_keeps_the_report_shape_and_adds_the_repetitions(recorded, tmp_path):
+    _, _, common = recorded
+    root = copy_saxpy(tmp_path / "saxpy")
+    cache = ["--cache-dir", common[common.index("--cache-dir") + 1]]
+    done = cli(
+        "run",
+        str(root),
+        "--backend",
+        "cpu",
+        "--size",
+        "n=1024",
+        *cache,
+        "--no-record",
+        "--repeat",
+        "2",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert {"project", "kernel", "results", "host_conditions", "series", "repetitions"} <= set(data)
+    assert [r["series"]["index"] for r in data["repetitions"]] == [1, 2]
+    assert data["repetitions"][0]["results"] == data["results"]
+    assert all(r["host_conditions"]["source"] == "/proc" for r in data["repetitions"])
+    single = json.loads(
+        cli("run", str(root), "--backend", "cpu", "--size", "n=1024", *cache, "--no-record", "--json").stdout
+    )
+    assert single["series"] is None and "repetitions" not in single
+    bad = cli("run", str(root), "--backend", "cpu", *cache, "--no-record", "--repeat", "0")
+    assert bad.returncode == 2 and "--repeat must be at least 1, got 0" in bad.stderr
