@@ -1,0 +1,61 @@
+"""The Sessions panel on a database whose rows were poisoned before imports were checked: every
+row is listed, the bad values shown as missing with the reason in a tooltip, nothing crashes."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+
+from workbench.profile.record import record_report
+from workbench.profile.store import SessionStore
+from workbench.ui.sessions_panel import SessionsPanel
+
+
+def report(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    samples = 1e-3 * (1 + 0.02 * rng.standard_normal(50))
+    return {
+        "project": "demo", "kernel": "saxpy",
+        "results": [{
+            "backend": "cpu", "device": {"spec": "cpu", "name": ""}, "status": "ok", "verified": True,
+            "check": {}, "error": None,
+            "timing": {"median_s": float(np.median(samples)), "iqr_s": 0.0, "n": 50, "samples_s": samples.tolist()},
+            "provenance": {"project": "demo", "kernel": "saxpy", "time": "2026-12-01T00:00:00Z"},
+        }],
+    }  # fmt: skip
+
+
+def test_poisoned_rows_are_listed_as_invalid_and_never_crash_the_panel(make_widget, tmp_path):
+    path = tmp_path / "s.db"
+    with SessionStore(path) as store:
+        for seed in range(4):
+            record_report(store, report(seed))
+    db = sqlite3.connect(path)
+    db.execute("UPDATE runs SET median_s = 'fast', n = 'many' WHERE id = 1")
+    db.execute("UPDATE runs SET verified = 'no', time = 12345 WHERE id = 2")
+    db.execute("UPDATE runs SET flags = 'not json' WHERE id = 3")
+    db.execute("UPDATE run_data SET detail = '{{', samples = ? WHERE run_id = 4",
+               (np.array([1e-3, np.nan, -1.0], dtype="<f8").tobytes(),))  # fmt: skip
+    db.commit()
+    db.close()
+
+    panel = make_widget(SessionsPanel, None, db_path=path, show=True)
+    panel.refresh()
+    assert panel.shown_ids() == [4, 3, 2, 1]
+    cells = {
+        int(panel.table.item(row, 0).data(256)): [panel.table.item(row, c).text() for c in range(9)]
+        for row in range(panel.table.rowCount())
+    }  # 256: Qt.UserRole, the run id
+    assert cells[1][6] == "–" and cells[1][8] == "–"  # median and n: shown as missing
+    assert cells[2][5] == "n/a" and cells[2][1] == "12345"
+    tip = panel.table.item(panel.shown_ids().index(1), 6).toolTip()
+    assert 'median_s: expected a positive number, got "fast"' in tip
+    assert panel.message.styleSheet() == ""  # no error shown: the rows are data, not a failure
+    for run_id in (1, 2, 3, 4):  # selecting each: details, history, compare against the first
+        panel.select_run(run_id)
+        panel.set_baseline(1 if run_id != 1 else 2)
+        panel.select_run(run_id)
+    assert panel.history_key == ("demo", "saxpy")
+    assert sorted(panel.history_series) == [("cpu", "cpu")]
+    assert panel.message.styleSheet() == "", panel.message.text()
