@@ -137,9 +137,7 @@ def _list(store, args) -> int:
         listed = [{**{k: r[k] for k in LIST_KEYS}, **extras[r["id"]], **_invalid(r)} for r in runs]
         print(json.dumps({"db": str(store.path), "runs": listed}, indent=1))
         return 0
-    print(
-        f"{len(runs)} run(s) in {store.path}; ids are runs (rows), `sessions compare --invocation` pairs whole runs"
-    )
+    print(f"{len(runs)} run(s) in {store.path}; ids are runs (rows); compare --invocation pairs invocations")
     header = ("id", "time", "kernel", "backend", "device", "verified", "median", "IQR", "n", "series", "conditions")  # fmt: skip
     rows = [
         (r["id"], r["time"], f"{r['project']}/{r['kernel']}", r["backend"], r["device"], _verified(r),
