@@ -292,3 +292,15 @@ def test_bad_seed_and_timeout_are_usage_errors_naming_the_option(option, value, 
     assert f"argument {option}: " in done.stderr and words in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "s.db").exists()  # nothing ran, nothing was recorded
+
+
+# ---------------------------------------------------------------- files that are not a database
+def test_a_short_file_or_a_folder_is_refused_and_left_as_it_was(tmp_path):
+    """SQLite takes a 1-byte file for an empty database and would write over it: refused by size."""
+    short = tmp_path / "note.txt"
+    short.write_bytes(b"x")
+    done = cli("sessions", "list", "--db", str(short))
+    assert done.returncode == 2 and "is not a SQLite database (1 bytes" in done.stderr, done.stderr
+    assert short.read_bytes() == b"x" and sorted(p.name for p in tmp_path.iterdir()) == ["note.txt"]
+    done = cli("sessions", "list", "--db", str(tmp_path))
+    assert done.returncode == 2 and "is a folder, not a sessions database file" in done.stderr, done.stderr

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -200,13 +201,20 @@ class SessionStore:
         """A non-empty file shorter than one page is no database, yet SQLite would take it for an
         empty one and write over it; checked by `stat`, which opens no descriptor (module doc)."""
         try:
-            size = os.stat(self.path).st_size
+            info = os.stat(self.path)
         except FileNotFoundError:
             return
         except OSError as exc:
             raise SessionStoreError(
                 f"cannot read the sessions database {self.path}: {exc.strerror or exc}", kind="cannot-open"
             ) from None
+        if stat.S_ISDIR(info.st_mode):
+            raise SessionStoreError(
+                f"{self.path} is a folder, not a sessions database file; name a file with --db "
+                f"(e.g. {self.path / DB_NAME})",
+                kind="cannot-open",
+            )
+        size = info.st_size
         if 0 < size < MIN_DB_BYTES:
             raise SessionStoreError(
                 f"{self.path} is not a SQLite database ({size} bytes, less than one page: corrupt, "
