@@ -144,3 +144,32 @@ def test_an_invocation_row_without_a_partner_says_so(tmp_path, make_report):
     assert by_backend["cpu"]["outcome"] == "ambiguous"
     assert by_backend["wgsl"]["outcome"] == "not comparable"
     assert by_backend["wgsl"]["differs"] == ["no result of wgsl on wgpu:0 in the compared invocation"]
+
+
+def test_a_repeat_report_imports_every_repetition_and_odd_conditions_read_as_unknown(tmp_path, make_report):
+    import json
+
+    from workbench.profile.export import import_bundle
+    from workbench.run.host_load import flags
+
+    reps = [
+        {
+            **make_report(medians={CPU: 1e-3}, seed=i),
+            "host_conditions": QUIET,
+            "series": {"id": "s", "index": i, "of": 2},
+        }
+        for i in (1, 2)
+    ]
+    (tmp_path / "repeat.json").write_text(json.dumps({**reps[0], "repetitions": reps}))
+    with SessionStore(tmp_path / "s.db") as store:
+        assert import_bundle(store, tmp_path / "repeat.json") == (2, 0)
+        first, second = sorted(store.records(), key=lambda r: r["id"])
+        assert [first["series"]["index"], second["series"]["index"]] == [1, 2]
+        assert first["invocation"] != second["invocation"] and first["host"] == QUIET
+        assert compare.compare_runs(store, first["id"], second["id"])["rows"][0]["invocations"] == [1, 1]
+        # A bundle may carry anything where conditions go: read as unknown, never a crash.
+        odd = record_report(store, make_report(medians={CPU: 1e-3}, seed=3), host="x", series=["y"])
+        (row,) = store.records(ids=odd)
+        assert flags(row["host"], {"clocks_after": "z"}) == []
+        (row,) = compare.compare_runs(store, first["id"], odd[0])["rows"]
+        assert row["invocations"] == [2, 1] and row["outcome"] == "same"  # the series against one more

@@ -159,6 +159,7 @@ def _invalid(run: dict[str, Any]) -> dict[str, Any]:
 
 def _conditions(store, runs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """Per run id: its invocation, series and condition flags ("busy", "throttled")."""
+    from workbench.profile.comparable import series_of
     from workbench.run.host_load import flags
 
     found = {r["id"]: r for r in store.records(ids=[r["id"] for r in runs])} if runs else {}
@@ -167,14 +168,14 @@ def _conditions(store, runs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
         full = found.get(r["id"]) or {}
         out[r["id"]] = {
             "invocation": r["invocation"],
-            "series": full.get("series"),
+            "series": series_of(full),
             "condition_flags": flags(full.get("host"), full.get("timing_conditions")),
         }
     return out
 
 
 def _series_text(series: dict[str, Any] | None) -> str:
-    return f"{series['index']}/{series['of']}" if series else "-"
+    return f"{series.get('index', '?')}/{series.get('of', '?')}" if series else "-"
 
 
 def _verified(run: dict[str, Any]) -> str:

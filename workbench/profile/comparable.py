@@ -58,6 +58,15 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return out
 
 
+def series_of(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's `--repeat` series `{"id", "index", "of"}`, or None (also for a malformed one, as
+    an imported bundle may hold)."""
+    series = run.get("series")
+    if isinstance(series, dict) and isinstance(series.get("id"), str):
+        return series
+    return None
+
+
 def aa_key(run: dict[str, Any]) -> str:
     """Runs with equal keys measured the same build of the same thing: A/A repetitions."""
     fields = {label: read(run) for label, read in MUST_MATCH}

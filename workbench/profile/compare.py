@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.profile.comparable import differences
+from workbench.profile.comparable import differences, series_of
 from workbench.profile.noise import (
     HISTORY_LIMIT,
     MIN_EFFECT,
@@ -106,8 +106,8 @@ def compare_samples(baseline: np.ndarray, run: np.ndarray) -> dict[str, Any]:
 def _side(store: SessionStore, run: dict[str, Any], partner: dict[str, Any]) -> list[dict[str, Any]]:
     """The invocations that stand for `run`: the repetitions of its `--repeat` series that measured
     the same thing (itself alone outside a series, or when both runs share one series)."""
-    series = (run.get("series") or {}).get("id")
-    if not series or series == (partner.get("series") or {}).get("id"):
+    series = (series_of(run) or {}).get("id")
+    if not series or series == (series_of(partner) or {}).get("id"):
         return [run]
     members = [
         m for m in store.records(series=series)

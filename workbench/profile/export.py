@@ -176,8 +176,11 @@ def import_bundle(store: SessionStore, path: str | Path) -> tuple[int, int]:
         if isinstance(data, dict) and "results" in data and "format" not in data:
             from workbench.profile.record import record_report
 
-            check_report(data)
-            return len(record_report(store, data)), 0  # a GPU host's `workbench run --json`
+            # A GPU host's `workbench run --json`; with --repeat, every repetition (each checked first).
+            reports = data["repetitions"] if isinstance(data.get("repetitions"), list) else [data]
+            for report in reports:
+                check_report(report)
+            return sum(len(record_report(store, report)) for report in reports), 0
         if not isinstance(data, dict) or data.get("format") != BUNDLE_FORMAT:
             raise ExportError(
                 f'{path} is not a workbench sessions bundle (expected "format": "{BUNDLE_FORMAT}"; '

@@ -601,7 +601,7 @@ class SessionStore:
         for row in self._query(sql, params):
             run = _full(row)
             for key in ("host", "series", "timing_conditions"):
-                run[key] = json.loads(run[key]) if run[key] else None
+                run[key] = _object(run[key])
             out.append(run)
         return out
 
@@ -646,6 +646,15 @@ class SessionStore:
     def outputs_dir(self) -> Path:
         """Where kept output arrays go: `<db stem>-outputs/` beside the database."""
         return self.path.with_name(f"{self.path.stem}-outputs")
+
+
+def _object(text: Any) -> dict[str, Any] | None:
+    """A JSON object read out of a detail (json_extract gives a bare scalar unquoted), else None."""
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _summary(row: dict[str, Any], problems: list[str] | None = None) -> dict[str, Any]:

@@ -138,12 +138,16 @@ def busy_threshold(cpus: int | None) -> float:
 def flags(host: dict[str, Any] | None, timing_conditions: dict[str, Any] | None = None) -> list[str]:
     """The words a table shows for a run's conditions: "busy", "throttled" (empty: quiet or unknown)."""
     out = []
-    others = (host or {}).get("other_cpu_cores")
-    if others is not None and others >= busy_threshold(host.get("cpus")):
+    host = host if isinstance(host, dict) else {}  # an imported bundle may hold anything here
+    others = host.get("other_cpu_cores")
+    cpus = host.get("cpus")
+    if isinstance(others, int | float) and others >= busy_threshold(cpus if isinstance(cpus, int) else None):
         out.append("busy")
     reasons: set[str] = set()
     for key in ("clocks_before", "clocks_after"):
-        reasons.update(((timing_conditions or {}).get(key) or {}).get("reasons") or [])
+        clocks = (timing_conditions if isinstance(timing_conditions, dict) else {}).get(key)
+        found = clocks.get("reasons") if isinstance(clocks, dict) else None
+        reasons.update(r for r in found or () if isinstance(r, str))
     if reasons.intersection(THROTTLE_REASONS):
         out.append("throttled")
     return out
