@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from workbench import childproc
+from workbench.build import wgpu_features
 from workbench.frozen import python_command
 from workbench.records import Diagnostic
 
@@ -95,27 +96,47 @@ def parse_child_output(stdout_line: str) -> dict | None:
 
 
 _DEVICE: list = []  # the child's wgpu device, made once
+_ADAPTERS: dict[str, list[str]] = {}  # every adapter here -> its features (for capability errors)
+
+
+def _device():
+    """The device shaders are validated on: of the adapters here, the one granting the most of
+    the runtime's features, opened as the runtime opens it (`wgpu_features.open_device`)."""
+    import wgpu
+
+    if not _DEVICE:
+        adapters = list(wgpu.gpu.enumerate_adapters_sync())
+        if not adapters:
+            raise RuntimeError("wgpu found no adapter")
+        for adapter in adapters:
+            name = adapter.info.get("device") or adapter.info.get("description") or "adapter"
+            _ADAPTERS[f"{name} · {adapter.info.get('backend_type', '')}"] = sorted(adapter.features)
+        best = max(adapters, key=lambda a: len(wgpu_features.granted(a.features)))
+        _DEVICE.append(wgpu_features.open_device(best, "workbench naga validator"))
+    return _DEVICE[0]
 
 
 def _validate(kind: str, path: Path) -> dict:
     try:
-        import wgpu
+        import wgpu  # noqa: F401
     except ImportError:
         return {"shader_check": "skipped", "reason": "wgpu is not installed"}
-    if not _DEVICE:
-        try:
-            adapter = wgpu.gpu.request_adapter_sync(power_preference="low-power")
-            _DEVICE.append(adapter.request_device_sync())
-        except Exception as exc:  # no adapter: nothing validates here, the run will say more
-            return {"shader_check": "skipped", "reason": f"no wgpu adapter to validate with ({exc})"}
+    try:
+        device = _device()
+    except Exception as exc:  # no adapter: nothing validates here, the run will say more
+        return {"shader_check": "skipped", "reason": f"no wgpu adapter to validate with ({exc})"}
     try:
         code: str | bytes = path.read_text() if kind == "wgsl" else path.read_bytes()
     except OSError as exc:
         return {"shader_check": "error", "message": f"cannot read {path}: {exc}"}
     try:
-        _DEVICE[0].create_shader_module(label=path.name, code=code)
+        device.create_shader_module(label=path.name, code=code)
     except Exception as exc:
-        return {"shader_check": "error", "message": str(exc)}
+        message = str(exc)
+        # naga's own "= …" note form, so the diagnostic carries it after naga's summary
+        if needs := wgpu_features.explain_missing(message, _ADAPTERS):
+            message = message.rstrip() + f"\n  = {needs}\n"
+        return {"shader_check": "error", "message": message}
     return {"shader_check": "ok"}
 
 

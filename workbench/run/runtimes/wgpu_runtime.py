@@ -16,24 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from workbench.build.wgpu_features import open_device
 from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
 from workbench.run.runtimes.shader_info import ShaderInfo, spirv_info, wgsl_info
 from workbench.run.spec import buffer_args, dtype_of, fold_grid, scalar_args
 
-#: Device features requested whenever the adapter has them: what compute modules may need.
-WANTED_FEATURES = (
-    "timestamp-query",
-    "timestamp-query-inside-passes",
-    "immediates",
-    "shader-f64",
-    "shader-int64",
-    "shader-f16",
-    "shader-float32-atomic",
-    "shader-int64-atomic-all-ops",
-    "shader-int64-atomic-min-max",
-    "subgroup",
-    "subgroup-barrier",
-)
 #: Bytes per slice of an upload or a download: bounds the staging memory a transfer holds at once
 #: (a whole-buffer staging copy of a 1 GiB buffer is 1 GiB more host memory).
 TRANSFER_CHUNK = 64 << 20
@@ -558,13 +545,9 @@ class WgpuRuntime(Runtime):
             raise RuntimeFailure(f"no wgpu adapter {index}; adapters: {names or 'none'}")
         adapter = adapters[index]
         if index not in self._devices:
-            features = [f for f in WANTED_FEATURES if f in adapter.features]
             try:
-                self._devices[index] = adapter.request_device_sync(
-                    label=f"workbench wgpu:{index}",
-                    required_features=features,
-                    required_limits=dict(adapter.limits),
-                )
+                # The build's naga validator opens its device the same way (one list of features).
+                self._devices[index] = open_device(adapter, f"workbench wgpu:{index}")
             except Exception as exc:
                 raise RuntimeFailure(f"wgpu could not open adapter {index}: {_error_text(exc)}") from None
         return self._devices[index], dict(adapter.info)

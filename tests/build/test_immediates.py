@@ -1,0 +1,115 @@
+"""Validate as the device runs: the build's naga validator grants the wgpu runtime's features.
+
+The regression (issue 25): a WGSL reference with push constants (`var<immediate>`, `[kernel.wgpu]
+scalars = "push"`) failed the build with "Capability IMMEDIATES is not supported" although the
+wgpu runtime opens its device with the `immediates` feature. Both now open their device through
+`workbench.build.wgpu_features.open_device`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from workbench.build import build_project
+from workbench.build.toolchains import detect
+from workbench.build.wgpu_features import WANTED_FEATURES, explain_missing, granted
+from workbench.project import Project
+
+wgpu = pytest.importorskip("wgpu")
+
+PUSH_PARAMS = "var<immediate> params: Params;"
+
+
+def immediate_saxpy(example_copy):
+    """The saxpy example with its scalars as push constants (WGSL `var<immediate>`)."""
+    root = example_copy("saxpy", unique=True)
+    wgsl = root / "reference" / "saxpy.wgsl"
+    text, count = re.subn(r"@group\(0\) @binding\(0\) var<uniform> params: Params;", PUSH_PARAMS,
+                          wgsl.read_text())  # fmt: skip
+    assert count == 1, "the saxpy WGSL no longer declares its params as a uniform at binding 0"
+    wgsl.write_text(text)
+    manifest = root / "workbench.toml"
+    text, count = re.subn(
+        r'scalars = "uniform"\nparams_binding = 0\n', 'scalars = "push"\n', manifest.read_text()
+    )
+    assert count == 1, "the saxpy manifest no longer has its [kernel.wgpu] uniform lines"
+    manifest.write_text(text)
+    return root
+
+
+def llvmpipe_features() -> list[str]:
+    adapters = list(wgpu.gpu.enumerate_adapters_sync())
+    if not adapters:
+        pytest.skip("no wgpu adapter")
+    return sorted(adapters[0].features)
+
+
+def test_saxpy_with_immediate_scalars_builds_and_verifies_on_llvmpipe(example_copy, shared_cache_dir):
+    if not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+    if "immediates" not in llvmpipe_features():
+        pytest.skip("this wgpu adapter has no 'immediates' feature")
+    root = immediate_saxpy(example_copy)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "run", str(root), "--backend", "cpu,wgsl",
+         "--cache-dir", str(shared_cache_dir), "--json", "--size", "n=65536"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.stdout, proc.stderr
+    report = json.loads(proc.stdout)
+    results = {r["backend"]: r for r in report["results"]}
+    wgsl = results["wgsl"]
+    assert wgsl["status"] == "ok", wgsl["error"]
+    assert "llvmpipe" in wgsl["device"]["name"]
+    assert wgsl["verified"] is True, wgsl["check"]
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_validator_grants_f16_as_the_runtime_does(example_copy, cache):
+    features = llvmpipe_features()
+    if "shader-f16" not in features:
+        pytest.skip("this wgpu adapter has no 'shader-f16' feature")
+    assert "shader-f16" in granted(features)
+    root = example_copy("saxpy", unique=True)
+    wgsl = root / "reference" / "saxpy.wgsl"
+    # f16 arithmetic inside the kernel: valid only on a device opened with shader-f16.
+    wgsl.write_text("enable f16;\n" + wgsl.read_text().replace(
+        "y[i] = params.a * x[i] + y[i];", "y[i] = f32(f16(params.a) * f16(x[i])) + y[i];"))  # fmt: skip
+    (result,) = build_project(Project.open(root), ["wgsl"], cache)
+    assert result.status == "ok", result.diagnostics
+
+
+def test_a_feature_no_adapter_has_fails_the_build_naming_it(example_copy, cache):
+    features = llvmpipe_features()
+    if "experimental-ray-query" in features:
+        pytest.skip("this adapter has ray queries: the missing-feature case cannot be made here")
+    root = example_copy("saxpy", unique=True)
+    wgsl = root / "reference" / "saxpy.wgsl"
+    wgsl.write_text("enable wgpu_ray_query;\n" + wgsl.read_text())
+    (result,) = build_project(Project.open(root), ["wgsl"], cache)
+    assert result.status == "error"
+    (diag,) = [d for d in result.diagnostics if d["severity"] == "error"]
+    assert (diag["file"], diag["line"]) == ("reference/saxpy.wgsl", 1)
+    assert "needs the wgpu feature 'experimental-ray-query'" in diag["message"]
+    assert "no wgpu adapter here has it (llvmpipe" in diag["message"]
+
+
+def test_explain_missing_names_the_feature_and_who_has_it():
+    message = (
+        "Global variable [0] 'params' is invalid\n  = Capability Capabilities(IMMEDIATES) is not supported"
+    )
+    assert explain_missing(message, {"A": ["immediates"], "B": []}) == (
+        "naga capability IMMEDIATES needs the wgpu feature 'immediates': adapters with it: A"
+    )
+    assert "immediates" in WANTED_FEATURES
+    assert explain_missing("Capabilities(SHADER_I16) are not supported", {}) == ""  # not naga's form
+    assert explain_missing("Capability Capabilities(SHADER_I16) is not supported", {"A": []}) == (
+        "naga capability SHADER_I16 needs the wgpu feature 'shader-i16': no wgpu adapter here has it (A); "
+        "the wgpu runtime does not request it"
+    )
+    assert explain_missing("Shader validation error: Function [0] 'main' is invalid", {"A": []}) == ""
