@@ -9,12 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 from workbench.profile.record import record_report
 from workbench.profile.store import SessionStore
 from workbench.project import Project
 from workbench.ui.screenshot import save_screenshot
-from workbench.ui.sessions_panel import COMPARE_COLUMNS, SessionsPanel
+from workbench.ui.sessions_panel import COMPARE_COLUMNS, RUN_COLUMNS, SessionsPanel
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "resources" / "examples"
@@ -207,3 +208,25 @@ def test_settings_choose_the_database_and_the_toggle(make_widget, filled_db):
     assert len(panel.shown_ids()) == 5
     panel.record_box.setChecked(True)
     assert settings.record_runs is True
+
+
+def test_the_runs_table_shows_series_and_busy_runs(make_widget, tmp_path):
+    path = tmp_path / "s.db"
+    busy = {"source": "/proc", "cpus": 2, "other_cpu_cores": 1.5, "wall_s": 1.0}
+    quiet = {**busy, "other_cpu_cores": 0.0}
+    with SessionStore(path) as store:
+        for index, host in ((1, quiet), (2, busy)):
+            record_report(
+                store, synthetic("saxpy", {("cpu", "cpu"): 1e-3}, index), host=host,
+                series={"id": "s", "index": index, "of": 2},
+            )  # fmt: skip
+    panel = make_widget(SessionsPanel, None, db_path=path, show=True)
+    panel.refresh()
+    columns = {name: i for i, name in enumerate(RUN_COLUMNS)}
+    shown = {
+        int(panel.table.item(r, 0).data(Qt.ItemDataRole.UserRole)): (
+            panel.table.item(r, columns["series"]).text(), panel.table.item(r, columns["conditions"]).text()
+        )
+        for r in range(panel.table.rowCount())
+    }  # fmt: skip
+    assert shown == {1: ("1/2", ""), 2: ("2/2", "busy")}

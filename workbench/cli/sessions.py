@@ -132,7 +132,9 @@ def _list(store, args) -> int:
         verified={"yes": True, "no": False}.get(args.verified), since=_since(args.since),
         limit=args.limit or None,
     )  # fmt: skip
-    extras = _conditions(store, runs)
+    from workbench.profile.conditions import run_conditions, series_text
+
+    extras = run_conditions(store, [r["id"] for r in runs])
     if args.json:
         listed = [{**{k: r[k] for k in LIST_KEYS}, **extras[r["id"]], **_invalid(r)} for r in runs]
         print(json.dumps({"db": str(store.path), "runs": listed}, indent=1))
@@ -142,7 +144,7 @@ def _list(store, args) -> int:
     rows = [
         (r["id"], r["time"], f"{r['project']}/{r['kernel']}", r["backend"], r["device"], _verified(r),
          format_time(r["median_s"]), format_time(r["iqr_s"]), r["n"] or "-",
-         _series_text(extras[r["id"]]["series"]), ", ".join(extras[r["id"]]["condition_flags"]) or "-")
+         series_text(extras[r["id"]]["series"]), ", ".join(extras[r["id"]]["condition_flags"]) or "-")
         for r in runs
     ]  # fmt: skip
     print(_table(header, rows))
@@ -155,27 +157,6 @@ def _list(store, args) -> int:
 def _invalid(run: dict[str, Any]) -> dict[str, Any]:
     """`{"invalid": [...]}` for a row the store found poisoned (`bundle_check.sanitize`), else {}."""
     return {"invalid": run["invalid"]} if run.get("invalid") else {}
-
-
-def _conditions(store, runs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """Per run id: its invocation, series and condition flags ("busy", "throttled")."""
-    from workbench.profile.comparable import series_of
-    from workbench.run.host_load import flags
-
-    found = {r["id"]: r for r in store.records(ids=[r["id"] for r in runs])} if runs else {}
-    out = {}
-    for r in runs:
-        full = found.get(r["id"]) or {}
-        out[r["id"]] = {
-            "invocation": r["invocation"],
-            "series": series_of(full),
-            "condition_flags": flags(full.get("host"), full.get("timing_conditions")),
-        }
-    return out
-
-
-def _series_text(series: dict[str, Any] | None) -> str:
-    return f"{series.get('index', '?')}/{series.get('of', '?')}" if series else "-"
 
 
 def _verified(run: dict[str, Any]) -> str:

@@ -51,6 +51,7 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError
 from workbench.profile.compare import COLUMNS as COMPARE_COLUMNS
 from workbench.profile.compare import cells as compare_cells
+from workbench.profile.conditions import run_conditions, series_text
 from workbench.profile.store import SessionStore, default_db_path
 from workbench.ui.plots import AXIS, BACKGROUND, PALETTE, TEXT, OpaqueGridAxis
 from workbench.ui.visibility import follow_dock, on_screen
@@ -60,7 +61,10 @@ log = logging.getLogger(__name__)
 
 #: Rows shown in the runs table (the newest that pass the filters).
 LIST_LIMIT = 2000
-RUN_COLUMNS = ("#", "time (UTC)", "kernel", "backend", "device", "verified", "median", "IQR", "n", "sources")
+RUN_COLUMNS = (
+    "#", "time (UTC)", "kernel", "backend", "device", "verified", "median", "IQR", "n", "sources", "series",
+    "conditions",
+)  # fmt: skip
 SINCE = {
     "any time": None,
     "last hour": 3600,
@@ -340,6 +344,7 @@ class SessionsPanel(QWidget):
             ):
                 self._fill_combo(box, store.distinct(column))
             runs = store.list_runs(limit=LIST_LIMIT, **self.filters())
+            extras = run_conditions(store, [run["id"] for run in runs])
         except WorkbenchError as exc:
             self.show_message(str(exc), error=True)
             return
@@ -352,6 +357,7 @@ class SessionsPanel(QWidget):
                 str(run["id"]), run["time"].replace("T", " ").rstrip("Z"), f"{run['project']}/{run['kernel']}",
                 run["backend"], run["device"], verified_text(run),
                 format_time(run["median_s"], "–"), format_time(run["iqr_s"], "–"), str(run["n"] or "–"), (run["snapshot_hash"] or "")[:10],
+                series_text(extras[run["id"]]["series"]), ", ".join(extras[run["id"]]["condition_flags"]),
             )  # fmt: skip
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
