@@ -146,10 +146,13 @@ def test_a_read_only_mount_is_named_read_only_and_still_lists(tmp_path, make_rep
         assert "database itself is fine" in done.stderr and "corrupt" not in done.stderr
         fresh = cli("sessions", "list", "--db", str(ro / "new.db"))
         assert fresh.returncode == 2 and "mounted read-only" in fresh.stderr, fresh.stderr
-        window.close()  # the last user: -wal and -shm are gone, SQLite cannot make them there
-        closed = cli("sessions", "list", "--db", str(ro / "s.db"))
-        assert closed.returncode == 2 and "mounted read-only" in closed.stderr, closed.stderr
-        assert "corrupt" not in fresh.stderr + closed.stderr
+        window.close()  # the last user: -wal and -shm are gone and SQLite cannot make them there,
+        closed = cli("sessions", "list", "--json", "--db", str(ro / "s.db"))  # so it is read as immutable
+        assert closed.returncode == 0, closed.stderr
+        assert len(json.loads(closed.stdout)["runs"]) == 2
+        refused = cli("sessions", "import", str(tmp_path / "bundle.json"), "--db", str(ro / "s.db"))
+        assert refused.returncode == 2 and "mounted read-only" in refused.stderr, refused.stderr
+        assert "corrupt" not in fresh.stderr + refused.stderr
     finally:
         window.close()
         subprocess.run(["umount", "-l", str(ro)], capture_output=True, check=False)

@@ -48,7 +48,7 @@ def primary_code(exc: BaseException) -> int | None:
     return None if code is None else code & 0xFF
 
 
-def _read_only_fs(path: str | Path) -> bool:
+def read_only_fs(path: str | Path) -> bool:
     """Whether the nearest existing folder of `path` is on a file system mounted read-only."""
     folder = Path(path).parent
     while not folder.exists() and folder != folder.parent:
@@ -81,7 +81,7 @@ def describe(path: str | Path, exc: sqlite3.Error, *, timeout_s: float | None = 
             f"the sessions database {path} cannot be written ({said}): "
             + (
                 "its file system is mounted read-only"
-                if _read_only_fs(path)
+                if read_only_fs(path)
                 else "the file or its folder is read-only"
             )
             + " (SQLite also writes -wal and -shm files beside it). The "
@@ -110,7 +110,7 @@ def describe(path: str | Path, exc: sqlite3.Error, *, timeout_s: float | None = 
             f"the sessions database {path} refused a row ({said}); nothing of this step was written "
             "and the database is fine — the data being added is inconsistent"
         )
-    elif code == CANTOPEN and _read_only_fs(path):
+    elif code == CANTOPEN and read_only_fs(path):
         kind = "read-only"
         text = (
             f"cannot open the sessions database {path} ({said}): it is on a file system mounted "

@@ -21,7 +21,9 @@ Opening never damages a file it does not understand: a file that is not SQLite, 
 one with a newer schema raises `SessionStoreError` and is left byte for byte as it was; an older
 schema is copied to `<file>.v<N>.bak` before its migrations run. SQLite's errors are named by
 `db_errors.describe` (corrupt, read-only, full disk, I/O error, locked, constraint, cannot open);
-once a file answered "corrupt", no store of this process writes into it again. There is no
+once a file answered "corrupt", no store of this process writes into it again. On a read-only
+mount where SQLite cannot make the `-shm`, a database with no pending log is read as immutable
+(`read_only`; every write answers read-only). There is no
 `PRAGMA quick_check` before a first write: it reads the whole file (528 ms at 100,000 runs against
 the 5 ms recording goal, `benchmarks/sessions.py`); SQLite checks each page a write touches, and
 `integrity_check()` is there to ask for the whole.
@@ -44,7 +46,15 @@ from typing import Any
 import numpy as np
 
 from workbench.profile.bundle_check import sanitize, shown
-from workbench.profile.db_errors import BUSY, LOCKED, SessionStoreError, describe, primary_code
+from workbench.profile.db_errors import (
+    BUSY,
+    CANTOPEN,
+    LOCKED,
+    SessionStoreError,
+    describe,
+    primary_code,
+    read_only_fs,
+)
 from workbench.profile.schema import MIGRATIONS
 
 __all__ = ["SessionStore", "SessionStoreError", "default_db_path", "held_here", "is_sqlite_file"]
@@ -174,6 +184,8 @@ class SessionStore:
         self.timeout_s = timeout_s
         self._lock = threading.RLock()
         self._key: tuple[int, int] | None = None
+        #: Opened read-only (a read-only mount without the -shm): every write is refused.
+        self.read_only = False
         self._check_size()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -247,7 +259,13 @@ class SessionStore:
 
     def _open(self) -> None:
         try:
-            version, tables = self._read_version_and_tables()
+            try:
+                version, tables = self._read_version_and_tables()
+            except sqlite3.Error as exc:
+                if not self._only_readable(exc):
+                    raise
+                self._reopen_immutable()
+                version, tables = self._read_version_and_tables()
         except sqlite3.Error as exc:
             raise describe(self.path, exc, timeout_s=self.timeout_s) from None
         if version > self.schema_version:
@@ -261,6 +279,15 @@ class SessionStore:
                 f"{self.path} is a SQLite database but not a workbench sessions database (it has "
                 f"tables {', '.join(sorted(tables)[:5])} and no schema version); it was left untouched"
             )
+        if self.read_only:
+            if version < self.schema_version:
+                raise SessionStoreError(
+                    f"the sessions database {self.path} has schema version {version} and lies on a "
+                    "file system mounted read-only, where it cannot be upgraded; copy it to a "
+                    "writable folder to read it",
+                    kind="read-only",
+                )
+            return
         if 0 < version < self.schema_version:
             self._backup(version)
         with self._guard():
@@ -279,6 +306,23 @@ class SessionStore:
                     if primary_code(exc) not in (BUSY, LOCKED) or time.monotonic() > deadline:
                         raise
                     time.sleep(0.02)
+
+    def _only_readable(self, exc: sqlite3.Error) -> bool:
+        """SQLite cannot open an existing WAL database on a read-only mount without its -shm;
+        with no log to replay, the file alone holds everything and may be read as immutable."""
+        if primary_code(exc) != CANTOPEN or not read_only_fs(self.path) or not self.path.is_file():
+            return False
+        wal = self.path.with_name(f"{self.path.name}-wal")
+        return not (wal.exists() and wal.stat().st_size > 0)
+
+    def _reopen_immutable(self) -> None:
+        """Reading only, nothing written, nobody else can change the file (the mount is read-only)."""
+        self._db.close()
+        uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+        self._db = sqlite3.connect(
+            uri, uri=True, timeout=self.timeout_s, isolation_level=None, check_same_thread=False
+        )
+        self.read_only = True
 
     def _backup(self, version: int) -> Path:
         """Copy the whole database (consistently, via SQLite's backup API) before migrating it."""
