@@ -54,6 +54,22 @@ class BuildJob:
                 raise TimeoutError(f"builds of {self.project} not finished after {timeout} s")
             return {b: self._results[b] for b in self.backends}
 
+    def finished(self) -> dict[str, BuildResult]:
+        """The builds done so far, in the order asked."""
+        with self._cond:
+            return {b: self._results[b] for b in self.backends if b in self._results}
+
+    def wait_any(self, backends: list[str] | set[str], timeout: float | None = None) -> str:
+        """Block until one of `backends` (all of this job's) finished; returns the first of them
+        done, in the order asked. A run takes each backend's build as soon as it is done."""
+        wanted = [b for b in self.backends if b in set(backends)]
+        if not wanted:
+            raise KeyError(f"none of {sorted(backends)} is built by this job ({', '.join(self.backends)})")
+        with self._cond:
+            if not self._cond.wait_for(lambda: any(b in self._results for b in wanted), timeout):
+                raise TimeoutError(f"builds of {', '.join(wanted)} not finished after {timeout} s")
+            return next(b for b in wanted if b in self._results)
+
 
 @dataclass
 class _Task:

@@ -12,8 +12,7 @@ from workbench.backends import parse_backends
 from workbench.errors import WorkbenchError
 from workbench.project import Project, examples_dir
 
-#: Backends `--run` uses when their toolchain is present; devices it runs on.
-RUN_BACKENDS = ("cpu", "wgsl", "nvptx")
+#: Devices `--run` runs on (its backends, unless --backend: the command line's default).
 RUN_DEVICES = ["cpu", "wgpu:0"]
 TABS = ("timing", "outputs", "roofline", "artifacts")
 #: How long a screenshot waits for the devices' ceilings (the roofline's roofs) to be measured.
@@ -53,7 +52,8 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--backend",
         metavar="LIST",
-        help="with --run: comma-separated backends (default: cpu, wgsl, and nvptx when available)",
+        help="with --run: comma-separated backends (default: as `workbench run`, cpu plus every "
+        "backend whose toolchain is installed and whose runtime is available)",
     )
     parser.add_argument(
         "--window-size",
@@ -77,17 +77,6 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder (default: the user cache)")
     parser.set_defaults(func=run)
-
-
-def available_run_backends() -> list[str]:
-    """The RUN_BACKENDS whose toolchain is installed here (cpu always)."""
-    try:
-        from workbench.build import detect_toolchains
-
-        found = {info.backend for info in detect_toolchains() if info.found}
-    except Exception:  # a broken probe must not keep the window from opening
-        found = {"cpu", "wgsl"}
-    return [b for b in RUN_BACKENDS if b == "cpu" or b in found]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,7 +160,7 @@ class _Session:
                 print("error: --run needs the service bridge, which is not available", file=sys.stderr)
                 self.exit_code = 1
             else:
-                bridge.set_backends(self.backends or available_run_backends())
+                bridge.set_backends(self.backends or [])  # none: the command line's default
                 bridge.set_devices(RUN_DEVICES)
                 bridge.runFinished.connect(self._run_finished)
                 self.timeout.start()

@@ -14,11 +14,15 @@ Events (dicts with a "kind"):
 
 - ``cycle-started``  ``{cycle, reason, path, backends, affected}``
 - ``project``        ``{cycle, project}`` — the manifest was re-read after `workbench.toml` changed
-- ``build-finished`` ``{cycle, results: {backend: BuildResult}, rebuilt: [...], cached: [...]}``
-- ``run-event``      ``{cycle, event}`` — a progress event of the run service, as it came
+- ``build-finished`` ``{cycle, results: {backend: BuildResult}, rebuilt: [...], cached: [...],
+  background}`` — after a run, the builds done by then; a second one (``background`` True) once
+  the builds the run did not wait for (runtime unavailable here) are done too
+- ``run-event``      ``{cycle, event}`` — a progress event of the run service, as it came; each
+  backend runs as soon as its own build is done (`RunService.run(build_job=...)`)
 - ``cycle-finished`` ``{cycle, status, reason, latency_s, build, report, error, reference_changed}``
   where status is ``ok``, ``error`` (nothing could run; `error` says why) or ``cancelled``
   (superseded or cancelled; `build` and `report` keep whatever had finished).
+  A run's ``cycle-finished`` also has ``building``: the backends still building in the background.
   `reference_changed` is None, or (when a check failed and the reference backend's own sources
   changed since the last run in which every backend agreed) ``{reference, message, failed,
   unchanged}`` — see `AgreementTracker`.
@@ -33,8 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -42,7 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
 from workbench.manifest import MANIFEST_NAME
 from workbench.project import Project
@@ -147,7 +148,10 @@ class LiveLoop:
     ):
         self.build_service = build_service
         self.run_service = run_service
-        self.backends: list[str] = list(backends) if backends else list(BACKENDS)
+        #: The backends of each cycle; empty: the command line's default, resolved per cycle on
+        #: the loop's thread (`RunService.default_backends`: cpu plus every backend whose
+        #: toolchain is installed and whose runtime is available here).
+        self.backends: list[str] = list(backends or [])
         self.devices: list[str] = list(devices or [])
         self.sizes: dict[str, int] | None = dict(sizes) if sizes else None
         #: Tunables of the next cycles' builds and runs (None: the manifest's defaults).
@@ -318,7 +322,7 @@ class LiveLoop:
 
     def _cycle(self, request: _Request) -> None:
         project = request.project
-        backends = list(self.backends)
+        backends = list(self.backends) or self.run_service.default_backends(project)
         affected = affected_backends(project, request.path, backends)
         self._emit(
             {
@@ -350,32 +354,16 @@ class LiveLoop:
         job = self.build_service.submit(project, to_build, tunables=self.tunables)
         if request.cancelled.is_set():  # cancelled between entering the phase and submitting
             self.build_service.cancel()
-        build = job.wait()
-        self.last_build = build
-        rebuilt = [b for b, r in build.items() if r.status == "ok" and not r.cached]
-        cached = [b for b, r in build.items() if r.status == "ok" and r.cached]
-        self._emit(
-            {
-                "kind": "build-finished",
-                "cycle": request.cycle,
-                "results": build,
-                "rebuilt": rebuilt,
-                "cached": cached,
-            }
-        )
-        if request.cancelled.is_set():
-            self._emit(self._finished(request, "cancelled", build, None, None))
-            return
         if not request.run:
-            self._emit(self._finished(request, "ok", build, None, None))
-            return
-        runnable = [b for b in backends if b in build and build[b].status == "ok"]
-        if not runnable:
-            failed = ", ".join(f"{b}: {r.status}" for b, r in build.items()) or "no backend selected"
-            self._emit(self._finished(request, "error", build, None, f"nothing to run ({failed})"))
+            build = job.wait()
+            self.last_build = build
+            self._emit(self._build_finished(request, build))
+            status = "cancelled" if request.cancelled.is_set() else "ok"
+            self._emit(self._finished(request, status, build, None, None))
             return
         if not self._set_phase(request, "run"):
-            self._emit(self._finished(request, "cancelled", build, None, None))
+            job.wait()
+            self._emit(self._finished(request, "cancelled", job.finished(), None, None))
             return
 
         def on_event(event: dict[str, Any]) -> None:
@@ -386,27 +374,36 @@ class LiveLoop:
 
         error = None
         report = None
-        # The run reads exactly this cycle's artifacts (no second build, no second set of build
-        # events): a folder of links <backend> -> the artifact folder in the cache.
-        with tempfile.TemporaryDirectory(prefix="wb-live-") as links:
-            for backend, result in build.items():
-                if result.status == "ok" and result.artifact_dir:
-                    os.symlink(result.artifact_dir, Path(links) / backend, target_is_directory=True)
-            try:
-                report = self.run_service.run(
-                    project,
-                    kernel=self.kernel,
-                    backends=runnable,
-                    devices=self.devices or None,
-                    sizes=self.sizes,
-                    tunables=self.tunables,
-                    timeout_s=self.timeout_s,
-                    artifacts_dir=links,
-                    on_event=on_event,
-                    reference=self.reference,
-                )
-            except WorkbenchError as exc:
-                error = str(exc)
+        # The run takes this cycle's builds as each finishes (no second build, no second set of
+        # build events): a backend runs as soon as its own build is done, and one whose runtime
+        # cannot run here goes on building in the background without holding the results back.
+        try:
+            report = self.run_service.run(
+                project,
+                kernel=self.kernel,
+                backends=backends,
+                devices=self.devices or None,
+                sizes=self.sizes,
+                tunables=self.tunables,
+                timeout_s=self.timeout_s,
+                build_service=self.build_service,
+                build_job=job,
+                on_event=on_event,
+                reference=self.reference,
+            )
+        except WorkbenchError as exc:
+            error = str(exc)
+        build = job.finished()
+        self.last_build = build
+        self._emit(self._build_finished(request, build))
+        if report is not None:
+            # As before streaming: a backend whose build failed has no row of its own (the
+            # window shows its last good one, stale); nothing built at all is an error.
+            failed = {b for b, r in build.items() if r.status in ("error", "cancelled")}
+            report.results = [r for r in report.results if r.backend not in failed]
+            if not any(r.backend in build and build[r.backend].status == "ok" for r in report.results):
+                states = ", ".join(f"{b}: {r.status}" for b, r in build.items()) or "no backend selected"
+                error, report = f"nothing to run ({states})", None
         if report is not None:
             for result in report.results:
                 spec = str((result.device or {}).get("spec", ""))
@@ -424,7 +421,30 @@ class LiveLoop:
             changed = self.agreement.observe(project, report)
         except OSError:
             changed = None
-        self._emit(self._finished(request, "ok", build, report, error, latency, changed))
+        finished = self._finished(request, "ok", build, report, error, latency, changed)
+        finished["building"] = [b for b in job.backends if b not in build]
+        self._emit(finished)
+        self._finish_background_builds(request, job)
+
+    def _finish_background_builds(self, request: _Request, job: Any) -> None:
+        """Builds the run did not wait for (their runtime is unavailable here) end after the
+        results: their artifacts reach the build panel with a second ``build-finished``. A newer
+        request cancels them like any build in flight."""
+        if job.done or not self._set_phase(request, "build"):
+            return
+        build = job.wait()
+        self.last_build = build
+        self._emit(self._build_finished(request, build, background=True))
+
+    def _build_finished(self, request: _Request, build: dict[str, Any], background: bool = False) -> dict:
+        return {
+            "kind": "build-finished",
+            "cycle": request.cycle,
+            "results": build,
+            "rebuilt": [b for b, r in build.items() if r.status == "ok" and not r.cached],
+            "cached": [b for b, r in build.items() if r.status == "ok" and r.cached],
+            "background": background,
+        }
 
     def _reference_backend(self, project: Project) -> str | None:
         if self.reference:

@@ -1,9 +1,13 @@
-"""The build stage of a run: each backend's build (or prebuilt artifact folder) as the run needs it.
+"""The build stage of a run: each backend's build (or prebuilt artifact folder) as soon as it is done.
 
-Builds go through a `BuildService` when the caller has one (the window, the live loop: a newer
-build cancels an older one) or `build_project` (the CLI); prebuilt folders (`--artifacts DIR`)
-are read instead of building. Each backend ends as a `StagedBuild`: ok (with its build.json and
-folder), error (with the first error diagnostic) or skipped (with the reason).
+`BuildStream` hands the run each backend's outcome when that backend's own build ends, so the
+run starts a backend while the others still build (the first result does not wait for the
+slowest build). Builds go through the caller's `BuildService` (the window, the console: a newer
+build cancels an older one), a `BuildJob` the caller started (the live loop, which also builds
+backends that cannot run here, for inspection, without the run waiting for them), or a service
+of the stream's own (the CLI); prebuilt folders (`--artifacts DIR`) are read instead of building.
+Each backend ends as a `StagedBuild`: ok (with its build.json and folder), error (with the first
+error diagnostic) or skipped (with the reason).
 """
 
 from __future__ import annotations
@@ -47,57 +51,98 @@ def prebuilt(backends: list[str], artifacts_dir: str | Path) -> dict[str, Staged
     return out
 
 
-def build_stage(
-    project: Project,
-    backends: list[str],
-    emit: Callable[[dict[str, Any]], None],
-    build_service: Any = None,
-    cache_dir: str | Path | None = None,
-    tunables: dict[str, int | float] | None = None,
-    on_service: Callable[[Any], None] | None = None,
-) -> dict[str, StagedBuild]:
-    """Build `backends` and return their outcomes; emits "building", "build-event" and "built".
+class BuildStream:
+    """Each backend's `StagedBuild` as soon as its own build is done; emits "building" once and
+    "built" (backend, status) as the run takes each build. `close()` ends a service it owns."""
 
-    `on_service(build_service or None)` brackets a build on the caller's service, so the run
-    can cancel it."""
+    def __init__(self, job: Any = None, ready: dict[str, StagedBuild] | None = None, emit=None, owned=None):
+        self._job = job
+        self._staged: dict[str, StagedBuild] = dict(ready or {})
+        self._emit = emit or (lambda event: None)
+        self._owned = owned
+
+    @classmethod
+    def prebuilt(cls, backends: list[str], artifacts_dir: str | Path) -> BuildStream:
+        """The builds in an exported folder, all ready at once."""
+        return cls(ready=prebuilt(backends, artifacts_dir))
+
+    @classmethod
+    def start(
+        cls,
+        project: Project,
+        backends: list[str],
+        emit: Callable[[dict[str, Any]], None],
+        build_service: Any = None,
+        job: Any = None,
+        cache_dir: str | Path | None = None,
+        tunables: dict[str, int | float] | None = None,
+    ) -> BuildStream:
+        """Start building `backends` (returns at once): on `job` when the caller started one,
+        else on `build_service`, else on a service of the stream's own (its build events are
+        emitted as "build-event")."""
+        owned = None
+        if backends:
+            emit({"kind": "building", "backends": list(backends)})
+        if job is None and backends:
+            if build_service is None:
+                from workbench.build import BuildService
+
+                build_service = owned = BuildService(cache_dir=cache_dir)
+                owned.subscribe(lambda event: emit({"kind": "build-event", "event": event}))
+            job = build_service.submit(project, list(backends), tunables=tunables)
+        stream = cls(job=job, emit=emit, owned=owned)
+        missing = [b for b in backends if job is None or b not in job.backends]
+        for backend in missing:  # a job the caller started without it
+            stream._staged[backend] = StagedBuild(backend, "skipped", message="not built: not in this build")
+        return stream
+
+    @property
+    def service(self) -> Any:
+        """The stream's own build service (None when the caller's), so a run can cancel it."""
+        return self._owned
+
+    def get(self, backend: str) -> StagedBuild:
+        """`backend`'s outcome; waits for its build (only its own)."""
+        if backend not in self._staged:
+            if self._job is None or backend not in self._job.backends:
+                return StagedBuild(backend, "skipped", message="not built")
+            self._job.wait_any([backend])
+            self._take(backend)
+        return self._staged[backend]
+
+    def next_done(self, backends: list[str]) -> str:
+        """Of `backends`, the first whose outcome is known (waits for the first build to end)."""
+        for backend in backends:
+            if backend in self._staged or self._job is None or backend not in self._job.backends:
+                return backend
+        backend = self._job.wait_any(backends)
+        self._take(backend)
+        return backend
+
+    def _take(self, backend: str) -> None:
+        result = self._job.finished()[backend]
+        self._staged[backend] = staged(result)
+        self._emit({"kind": "built", "backend": result.backend, "status": result.status})
+
+    def close(self) -> None:
+        """Stop and close a build service of the stream's own (the caller's stays open)."""
+        if self._owned is not None:
+            self._owned.close()
+
+
+def staged(result: Any) -> StagedBuild:
+    """A `BuildResult` as the run needs it (build.json read for an ok build)."""
     from workbench.build.artifacts import read_build
 
-    out: dict[str, StagedBuild] = {}
-    if not backends:
-        return out
-    emit({"kind": "building", "backends": list(backends)})
-    if build_service is not None:
-        if on_service is not None:
-            on_service(build_service)
+    if result.status == "ok":
         try:
-            results = list(build_service.submit(project, list(backends), tunables=tunables).wait().values())
-        finally:
-            if on_service is not None:
-                on_service(None)
-    else:
-        from workbench.build import build_project
-
-        results = build_project(
-            project, list(backends), cache_dir=cache_dir, tunables=tunables,
-            on_event=lambda event: emit({"kind": "build-event", "event": event}),
-        )  # fmt: skip
-    for result in results:
-        if result.status == "ok":
-            try:
-                info = read_build(result.artifact_dir)
-            except (OSError, ValueError, WorkbenchError) as exc:
-                out[result.backend] = StagedBuild(result.backend, "error", message=f"unreadable build: {exc}")
-                continue
-            out[result.backend] = StagedBuild(result.backend, "ok", info, result.artifact_dir)
-        elif result.status == "skipped":
-            message = f"not built: {result.hint}" if result.hint else "not built"
-            out[result.backend] = StagedBuild(result.backend, "skipped", message=message)
-        else:
-            out[result.backend] = StagedBuild(result.backend, "error", message=build_error(result))
-        emit({"kind": "built", "backend": result.backend, "status": result.status})
-    for backend in backends:
-        out.setdefault(backend, StagedBuild(backend, "skipped", message="the build service returned nothing"))
-    return out
+            return StagedBuild(result.backend, "ok", read_build(result.artifact_dir), result.artifact_dir)
+        except (OSError, ValueError, WorkbenchError) as exc:
+            return StagedBuild(result.backend, "error", message=f"unreadable build: {exc}")
+    if result.status == "skipped":
+        message = f"not built: {result.hint}" if result.hint else "not built"
+        return StagedBuild(result.backend, "skipped", message=message)
+    return StagedBuild(result.backend, "error", message=build_error(result))
 
 
 def build_error(result: Any) -> str:

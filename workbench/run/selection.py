@@ -1,4 +1,7 @@
-"""Which devices a run uses: the ones asked for with `--device`, else one default per runtime.
+"""Which backends and devices a run uses when nobody chose, and the devices asked for.
+
+Backends: `default_backends`, the one rule of the command line and the window.
+Devices: the ones asked for with `--device`, else one default per runtime.
 
 Defaults: cpu → the cpu; cuda → cuda:0; wgpu → the first Vulkan, Metal or DX12 adapter, never a
 GL one unless asked for by index or name (GL adapters lack timestamps and often compute limits).
@@ -6,9 +9,11 @@ GL one unless asked for by index or name (GL adapters lack timestamps and often 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.backends import BACKENDS, REFERENCE_BACKENDS, runtime_of
 from workbench.run.devices import resolve_device_spec
 
 #: wgpu adapter APIs a run picks by default.
@@ -24,6 +29,29 @@ class DeviceChoice:
     available: bool = True
     reason: str = ""
     host: str | None = None  # a configured GPU host (workbench.remote) the device is on
+
+
+def default_backends(
+    have: list[str] | set[str],
+    kernel_references: set[str],
+    runtime_available: Callable[[str], bool],
+) -> list[str]:
+    """The backends a run uses when nobody chose (the command line and the window alike): cpu,
+    plus every backend in `have` (toolchain installed, or artifacts at hand) whose runtime is
+    available, less reference-only backends (cuda-c, ...) no kernel has a source for.
+
+    A backend whose runtime is missing is left out: its build (a cold nvptx `-Zbuild-std=core`
+    takes a minute) would only end in "skipped"."""
+    chosen = []
+    for backend in BACKENDS:
+        if backend not in have:
+            continue
+        if backend in REFERENCE_BACKENDS and backend not in kernel_references:
+            continue  # no reference source to build
+        if backend != "cpu" and not runtime_available(runtime_of(backend)):
+            continue
+        chosen.append(backend)
+    return chosen or ["cpu"]
 
 
 def result_device(device: dict[str, Any]) -> dict[str, Any]:

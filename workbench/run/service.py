@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.backends import BACKENDS, REFERENCE_BACKENDS, RUNTIMES, parse_backends, runtime_of
+from workbench.backends import BACKENDS, RUNTIMES, parse_backends, runtime_of
 from workbench.errors import WorkbenchError
 from workbench.manifest import Kernel, format_bytes, host_memory_bytes
 from workbench.project import Project
@@ -36,16 +36,19 @@ from workbench.provenance import provenance
 from workbench.records import CheckRecord, RunResult, TimingStats
 from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers, memory_plan
-from workbench.run.build_stage import StagedBuild, build_stage, prebuilt
+from workbench.run.build_stage import BuildStream, StagedBuild
 from workbench.run.inputs import DEFAULT_SEED, InputCache, output_names
 from workbench.run.pool import RequestFailed, WorkerError, WorkerPool, WorkerProcess, side_by_side
 from workbench.run.reference import ReferencePolicy
-from workbench.run.selection import DeviceChoice, choose_devices, resolve_specs
+from workbench.run.selection import DeviceChoice, choose_devices, default_backends, resolve_specs
 from workbench.run.spec import make_launch_spec
 
 #: Seconds allowed for steps other than launches (loading a module, compiling a shader, copies).
 SETUP_TIMEOUT_S = 120.0
 TIMING_KEYS = TimingStats.JSON_KEYS
+#: What a skipped row says of a backend whose runtime is unavailable while the caller (the
+#: window) builds it anyway, for its artifacts: the run does not wait for that build.
+BACKGROUND_BUILD_NOTE = "built in the background for inspection, not run"
 
 
 class RunError(WorkbenchError):
@@ -257,7 +260,8 @@ class RunService:
         host_runtimes: frozenset[str] = frozenset(),
     ) -> list[str]:
         """cpu, plus every backend whose toolchain is installed (or whose artifacts are in
-        `artifacts_dir`) and whose runtime is available here or asked for on a GPU host."""
+        `artifacts_dir`) and whose runtime is available here or asked for on a GPU host
+        (`selection.default_backends`, the rule the window follows too)."""
         if artifacts_dir is not None:
             have = [b for b in BACKENDS if (Path(artifacts_dir) / b / "build.json").is_file()]
         else:
@@ -265,17 +269,9 @@ class RunService:
 
             have = ["cpu"] + [t.backend for t in detect_toolchains() if t.found and t.backend != "cpu"]
         kernel_refs = set().union(*(k.reference for k in project.manifest.kernels))
-        chosen = []
-        for backend in BACKENDS:
-            if backend not in have:
-                continue
-            if backend in REFERENCE_BACKENDS and backend not in kernel_refs:
-                continue  # no reference source to build
-            runtime = runtime_of(backend)
-            if backend != "cpu" and runtime not in host_runtimes and not self.devices(runtime)["available"]:
-                continue
-            chosen.append(backend)
-        return chosen or ["cpu"]
+        return default_backends(
+            have, kernel_refs, lambda runtime: runtime in host_runtimes or self.devices(runtime)["available"]
+        )
 
     def run(
         self,
@@ -293,6 +289,7 @@ class RunService:
         tunables: dict[str, int | float] | None = None,
         reference: str | None = None,
         keep_outputs: bool = True,
+        build_job: Any = None,
     ) -> RunReport:
         """Build (unless `artifacts_dir`), run, verify and time `kernel` on `backends`.
 
@@ -303,6 +300,11 @@ class RunService:
         backend's arrays are let go once verified, so a large run holds one backend's outputs at a
         time (the command line; the window keeps them for its plots).
 
+        Each backend runs as soon as its own build is done (the reference first): the first
+        result never waits for the slowest build. `build_job` is a `BuildJob` the caller started
+        (the live loop): the run takes its builds as they finish and never waits for those whose
+        runtime is unavailable (they go on building, for inspection; their rows say so).
+
         `on_event(dict)` is called from this thread with {"kind": ...}: "building" (backends),
         "build-event" (a BuildEvent), "built" (backend, status), "started" (backend, device),
         "phase" (backend, phase: verify | timing), "progress" (backend, phase, done),
@@ -312,13 +314,14 @@ class RunService:
             return self._run(
                 project, kernel, backends, devices, sizes, timeout_s, artifacts_dir,
                 build_service, on_event, seed, cache_dir, tunables, reference, keep_outputs,
+                build_job,
             )  # fmt: skip
 
     # ------------------------------------------------------------------ the run
 
     def _run(self, project, kernel, backends, devices, sizes, timeout_s, artifacts_dir,
              build_service, on_event, seed, cache_dir, tunables, reference_choice,
-             keep_outputs=True) -> RunReport:  # fmt: skip
+             keep_outputs=True, build_job=None) -> RunReport:  # fmt: skip
         if not isinstance(project, Project):
             project = Project.open(project)
         k = project.manifest.kernel(kernel)
@@ -368,40 +371,51 @@ class RunService:
         with ThreadPoolExecutor(1, thread_name_prefix="wb-run-inputs") as background:
             inputs = background.submit(self.inputs.make, k, symbols, run_seed, project.root)
             self._probe({runtime_of(b) for b in needed if runtime_of(b) not in on_hosts})
-            # A backend whose runtime cannot run here (nor on a chosen host) is not worth building.
+            # A backend whose runtime cannot run here (nor on a chosen host) is not worth building
+            # for the run: it never stands between the user and the first result.
             runnable = [
                 b for b in needed
                 if any(runtime_of(b) in idx for idx in remote_indices.values())
                 or self.devices(runtime_of(b)).get("available")
             ]  # fmt: skip
             if artifacts_dir is not None:
-                builds = prebuilt(runnable, artifacts_dir)
+                stream = BuildStream.prebuilt(runnable, artifacts_dir)
             else:
-                builds = build_stage(
-                    project, runnable, emit, build_service=build_service, cache_dir=cache_dir,
-                    tunables=tunables, on_service=self._set_build_service,
+                stream = BuildStream.start(
+                    project, runnable, emit, build_service=build_service, job=build_job,
+                    cache_dir=cache_dir, tunables=tunables,
                 )  # fmt: skip
-            for backend in needed:
-                builds.setdefault(
-                    backend, StagedBuild(backend, "skipped", message="its runtime is unavailable")
-                )
-            emit({"kind": "phase", "backend": None, "phase": "inputs"})
+            self._set_build_service(stream.service or build_service)
             try:
-                ctx.inputs = inputs.result()
-            except ValueError as exc:  # an expression that cannot be evaluated for these sizes
-                raise RunError(f"kernel {k.name!r}: {exc}") from None
+                emit({"kind": "phase", "backend": None, "phase": "inputs"})
+                try:
+                    ctx.inputs = inputs.result()
+                except ValueError as exc:  # an expression that cannot be evaluated for these sizes
+                    raise RunError(f"kernel {k.name!r}: {exc}") from None
+            except BaseException:
+                self._set_build_service(None)
+                stream.close()
+                raise
+        in_background = set(build_job.backends) if build_job is not None else set()
 
-        # The reference first (its outputs are what the others are compared with).
-        order = [ref_backend] + [b for b in requested if b != ref_backend]
-        for backend in order:
+        def build_of(backend: str) -> StagedBuild:
+            if backend in runnable:
+                return stream.get(backend)
+            note = f"; {BACKGROUND_BUILD_NOTE}" if backend in in_background else ""
+            return StagedBuild(backend, "skipped", message=f"its runtime is unavailable{note}")
+
+        def run_one(backend: str) -> None:
             timed = backend in requested
+            build = build_of(backend)
             for choice in self._device_choices(backend, device_indices, remote_indices):
                 if self._cancel.is_set():
                     report.cancelled = True
-                    result = self._skipped(ctx, backend, choice, "cancelled", builds.get(backend))
+                    result = self._skipped(ctx, backend, choice, "cancelled", build)
                 else:
+                    if not choice.available and backend in in_background:
+                        choice = replace(choice, reason=f"{choice.reason}; {BACKGROUND_BUILD_NOTE}")
                     emit({"kind": "started", "backend": backend, "device": choice.device})
-                    result, outputs = self._run_backend(ctx, backend, choice, builds[backend], timed, policy)
+                    result, outputs = self._run_backend(ctx, backend, choice, build, timed, policy)
                     if outputs is not None:  # None too once verified and let go (keep_outputs)
                         key = backend if backend not in report.outputs else f"{backend}@{choice.spec}"
                         report.outputs[key] = outputs
@@ -409,8 +423,27 @@ class RunService:
                 if timed:
                     report.results.append(result)
                     emit({"kind": "finished", "backend": backend, "device": result.device, "result": result})
-            if backend == ref_backend:
-                policy.no_attempt()
+
+        # The reference first (its outputs are what the others are compared with), then each
+        # other backend as soon as its own build is done; those that cannot run here last.
+        order = [ref_backend] + [b for b in requested if b != ref_backend]
+        try:
+            run_one(ref_backend)
+            policy.no_attempt()
+            waiting = [b for b in order[1:] if b in runnable]
+            while waiting:
+                backend = stream.next_done(waiting)
+                waiting.remove(backend)
+                run_one(backend)
+            for backend in order[1:]:
+                if backend not in runnable:
+                    run_one(backend)
+        finally:
+            self._set_build_service(None)
+            stream.close()
+        # The report lists results in the order asked (reference first), however they finished.
+        rank = {backend: i for i, backend in enumerate(order)}
+        report.results.sort(key=lambda r: rank[r.backend])
         self.pool.forget_inputs()  # the workers kept this run's input mappings between backends
         report.reference = ref_backend
         emit({"kind": "done", "report": report})

@@ -31,8 +31,15 @@ from workbench.project import Project
 
 log = logging.getLogger(__name__)
 
-#: Backends built when nobody chose: all of them (missing toolchains show as "skipped").
-DEFAULT_BACKENDS = list(BACKENDS)
+
+#: The status bar's words for builds a run does not wait for (their runtime is unavailable here).
+BUILDING_IN_BACKGROUND = "still building in the background, for inspection (no runtime here: not run)"
+
+
+def background_status(builds: dict[str, Any]) -> str:
+    """The status once the background builds are done: each backend's outcome."""
+    done = ", ".join(f"{b} {getattr(r, 'status', '?')}" for b, r in builds.items())
+    return f"builds done: {done}"
 
 
 class _Relay(QObject):
@@ -88,7 +95,9 @@ class ServiceBridge(QObject):
         self.build_service = BuildService(cache_dir=cache_dir)
         # Interactive timing: the edit-to-result loop favours latency (see timing.INTERACTIVE).
         self.run_service = RunService(timing=INTERACTIVE)
-        self.loop = LiveLoop(self.build_service, self.run_service, backends=list(DEFAULT_BACKENDS))
+        # No backends chosen: the command line's default (`RunService.default_backends`).
+        self.loop = LiveLoop(self.build_service, self.run_service, backends=[])
+        self._defaults_thread: threading.Thread | None = None
         self.build_service.subscribe(self._on_build_event)
         self.loop.subscribe(self._on_live_event)
 
@@ -109,13 +118,39 @@ class ServiceBridge(QObject):
         self.loop.agreement.forget()
         self.reference_changed = None
         self.projectChanged.emit(project)
+        if not self.loop.backends:
+            self._show_default_backends()
 
-    def set_backends(self, backends: list[str]) -> None:
-        self.loop.backends = [b for b in backends if b in BACKENDS]
-        self.backendsChanged.emit(list(self.loop.backends))
+    def set_backends(self, backends: list[str] | None) -> None:
+        """The backends to build and run; empty: the command line's default (cpu plus every
+        backend whose toolchain is installed and whose runtime is available here), which the
+        live loop resolves on its thread and `backendsChanged` shows once known."""
+        self.loop.backends = [b for b in backends or [] if b in BACKENDS]
+        if self.loop.backends:
+            self.backendsChanged.emit(list(self.loop.backends))
+        else:
+            self._show_default_backends()
 
     def backends(self) -> list[str]:
+        """The chosen backends ([]: the default, see `set_backends`)."""
         return list(self.loop.backends)
+
+    def _show_default_backends(self) -> None:
+        """Find the default backends off the GUI thread (it asks the runtimes' workers)."""
+        project = self.project
+        if self._closed or project is None:
+            return
+        if self._defaults_thread is not None and self._defaults_thread.is_alive():
+            return
+
+        def work() -> None:
+            try:
+                self._post("default-backends", (project, self.run_service.default_backends(project)))
+            except Exception as exc:  # a broken probe: the status bar says so, the window goes on
+                self._post("job-failed", f"could not find the default backends: {exc}")
+
+        self._defaults_thread = threading.Thread(target=work, name="wb-default-backends", daemon=True)
+        self._defaults_thread.start()
 
     def set_devices(self, specs: list[str]) -> None:
         """Device specs to run on (`cpu`, `cuda:0`, `wgpu:0`); empty means the run service's default."""
@@ -220,10 +255,11 @@ class ServiceBridge(QObject):
         """Build now, off the GUI thread (the console's `build()`); the Future gets
         {backend: BuildResult}, and `buildFinished` carries it to the panels."""
         project = self._require_project()
-        job = self.build_service.submit(project, backends or self.backends())  # never blocks
+        chosen = backends or self.backends()
 
         def work() -> Any:
-            results = job.wait()
+            names = chosen or self.run_service.default_backends(project)
+            results = self.build_service.submit(project, names).wait()
             self._post("job-build", results)
             return results
 
@@ -289,6 +325,8 @@ class ServiceBridge(QObject):
         self.build_service.unsubscribe(self._on_build_event)
         self.loop.unsubscribe(self._on_live_event)
         self.loop.close()
+        if self._defaults_thread is not None:  # before the services close: it starts run workers
+            self._defaults_thread.join(30.0)
         for service in (self.build_service, self.run_service):
             try:
                 service.close()
@@ -354,6 +392,10 @@ class ServiceBridge(QObject):
             self._deliver_live(payload)
         elif kind == "line-info":
             self.lineInfoReady.emit(*payload)
+        elif kind == "default-backends":
+            project, backends = payload
+            if project is self.project and not self.loop.backends:  # still nobody's choice
+                self.backendsChanged.emit(list(backends))
         elif kind == "job-build":
             self.last_build = payload
             self.buildFinished.emit(payload)
@@ -388,6 +430,8 @@ class ServiceBridge(QObject):
         elif kind == "build-finished":
             self.last_build = event["results"]
             self.buildFinished.emit(event["results"])
+            if event.get("background"):
+                self.statusMessage.emit(background_status(event["results"]))
         elif kind == "run-event":
             self.runEvent.emit(event["event"])
             self._status_of_run_event(event["event"])
@@ -438,7 +482,9 @@ class ServiceBridge(QObject):
             self.last_latency_reason = event.get("reason", "")
             self.latencyMeasured.emit(event["latency_s"])
             what = "edit to result" if self.last_latency_reason == "save" else "run to result"
-            self.statusMessage.emit(f"{what}: {event['latency_s']:.2f} s")
+            building = event.get("building") or []
+            still = f"; {', '.join(building)} {BUILDING_IN_BACKGROUND}" if building else ""
+            self.statusMessage.emit(f"{what}: {event['latency_s']:.2f} s{still}")
         elif status == "ok":
             self.statusMessage.emit("build finished" if report is None else "run finished")
         elif status == "cancelled":

@@ -187,6 +187,7 @@ class ResultsTable(QWidget):
         )
         self.details_button.clicked.connect(lambda: self.show_details(self.table.currentRow()))
         bridge.runFinished.connect(self.show_report)
+        bridge.runEvent.connect(self._on_run_event)
         bridge.projectChanged.connect(self._clear)
         if bridge.last_report is not None:
             self.show_report(bridge.last_report)
@@ -196,6 +197,14 @@ class ResultsTable(QWidget):
         self.report = None
         self.details_button.setEnabled(False)
         self.caption.setText("No run yet: press Run, or save a source file.")
+
+    def _on_run_event(self, event: dict[str, Any]) -> None:
+        """A result streams in as soon as its backend ran (the run does not wait for every build):
+        its row replaces the one of the same backend × device; the others stay until the run ends."""
+        result = event.get("result") if event.get("kind") == "finished" else None
+        if result is None:
+            return
+        self.show_report(streamed_report(self.report, result))
 
     def result_at(self, row: int) -> Any:
         """The RunResult shown in a table row (rows may be sorted)."""
@@ -392,6 +401,35 @@ class ResultsTable(QWidget):
                 }
             )
         return rows
+
+
+def _result_key(result: Any) -> tuple[str, str]:
+    return result.backend, str((result.device or {}).get("spec", ""))
+
+
+def streamed_report(report: Any, result: Any) -> Any:
+    """The report shown while a run is in flight: `report`'s rows with `result` in place of the
+    row of its backend × device (added when new); outputs of a replaced backend are dropped (they
+    are the previous run's)."""
+    from workbench.run.service import RunReport
+
+    results = list(getattr(report, "results", []) or [])
+    key = _result_key(result)
+    shown = [result if _result_key(r) == key else r for r in results]
+    if key not in {_result_key(r) for r in results}:
+        shown.append(result)
+    outputs = {
+        name: arrays
+        for name, arrays in (getattr(report, "outputs", {}) or {}).items()
+        if name.partition("@")[0] != result.backend
+    }
+    return RunReport(
+        project=getattr(report, "project", ""),
+        kernel=getattr(report, "kernel", "") or (result.provenance or {}).get("kernel", ""),
+        results=shown,
+        outputs=outputs,
+        reference=getattr(report, "reference", ""),
+    )
 
 
 def _resources_for(build: Any, kernel: str | None) -> dict[str, Any]:

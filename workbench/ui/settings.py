@@ -36,7 +36,9 @@ class Settings:
     open_files: dict[str, list[str]] = field(default_factory=dict)
     #: project root -> the tab that was current
     current_file: dict[str, str] = field(default_factory=dict)
-    backends: list[str] = field(default_factory=lambda: ["cpu", "nvptx", "wgsl"])
+    #: the backends the user checked; empty: the command line's default (cpu plus every backend
+    #: whose toolchain is installed and whose runtime is available, `RunService.default_backends`)
+    backends: list[str] = field(default_factory=list)
     devices: list[str] = field(default_factory=lambda: ["cpu", "wgpu:0"])
     editor_font_size: int = 10
     hot_reload: bool = True

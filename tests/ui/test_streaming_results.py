@@ -1,0 +1,88 @@
+"""Results stream in (issue 21): in the real window, each backend runs as soon as its own build is
+done, and a backend whose runtime is unavailable (nvptx without CUDA) is built in the background
+without holding the results back; the window's status and run table say so.
+
+The slow builds are real cargo builds held by the crate's build.rs until the test opens a gate
+file (one for the host target, i.e. cpu, one for nvptx): what is asserted is an order of events
+that a gate makes certain, never a duration."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.build.toolchains import detect
+from workbench.project import Project
+from workbench.run.service import BACKGROUND_BUILD_NOTE
+from workbench.ui.build_panel import BuildPanel
+from workbench.ui.results_table import ResultsTable
+
+TIMEOUT_MS = 600_000
+
+
+def test_results_stream_in_and_an_unrunnable_backend_builds_in_the_background(
+    qtbot, make_widget, bridge, gated_saxpy
+):
+    nvptx = detect("nvptx")
+    if not nvptx.found:
+        pytest.skip(f"no nvptx toolchain: {nvptx.hint}")
+    if bridge.run_service.devices("cuda").get("available"):
+        pytest.skip("CUDA is available here: nvptx would run, not build in the background")
+    root, gates = gated_saxpy
+    bridge.set_project(root)
+    bridge.set_backends(["cpu", "wgsl", "nvptx"])
+    bridge.set_devices(["cpu", "wgpu:0"])
+    bridge.loop.reference = "wgsl"  # cpu is then checked against wgsl when its build is let go
+    table = make_widget(ResultsTable, bridge, show=True)
+    panel = make_widget(BuildPanel, bridge, show=True)
+    messages: list[str] = []
+    bridge.statusMessage.connect(messages.append)
+    finished: list = []
+    bridge.runFinished.connect(finished.append)
+
+    bridge.run()
+    # wgsl's result is in the table while cpu's and nvptx's builds are still held at their gates.
+    qtbot.waitUntil(lambda: {r["Backend"]: r["Verified"] for r in table.row_texts()} == {"wgsl": "reference"},
+                    timeout=TIMEOUT_MS)  # fmt: skip
+    assert panel.state("cpu") == "building" and panel.state("nvptx") == "building"
+    assert not finished and not gates["host"].exists()
+
+    gates["host"].touch()  # cpu builds, runs and is checked; nvptx is still held
+    qtbot.waitUntil(lambda: bool(finished), timeout=TIMEOUT_MS)
+    rows = {r["Backend"]: r for r in table.row_texts()}
+    assert rows["cpu"]["Verified"] == "✓ yes", rows["cpu"]
+    assert rows["wgsl"]["Verified"] == "reference"
+    assert rows["nvptx"]["Status"] == "skipped" and BACKGROUND_BUILD_NOTE in rows["nvptx"]["Check"]
+    report = finished[-1]
+    by_backend = {r.backend: r for r in report.results}
+    assert by_backend["cpu"].verified is True and by_backend["wgsl"].check.is_reference
+    assert panel.state("nvptx") == "building" and not gates["nvptx"].exists()  # the results did not wait
+    qtbot.waitUntil(
+        lambda: any("nvptx still building in the background" in m for m in messages), timeout=30_000
+    )
+    assert bridge.busy  # the background build is work in flight, and Cancel can stop it
+
+    with qtbot.waitSignal(bridge.buildFinished, timeout=TIMEOUT_MS) as built:
+        gates["nvptx"].touch()
+    assert built.args[0]["nvptx"].status == "ok"  # its PTX is there for the artifacts view
+    qtbot.waitUntil(lambda: panel.state("nvptx") == "ok", timeout=30_000)
+    qtbot.waitUntil(lambda: not bridge.busy, timeout=30_000)
+    assert len(finished) == 1  # the background build did not rerun or re-report anything
+
+
+def test_the_window_defaults_to_the_command_lines_backends(qtbot, bridge, example_copy):
+    """Nobody chose: the window's backends are `RunService.default_backends`, the command line's
+    rule (here: no CUDA, so no nvptx), and a run uses them."""
+    project = Project.open(example_copy("saxpy"))
+    expected = bridge.run_service.default_backends(project)
+    bridge.set_backends([])
+    shown: list = []
+    bridge.backendsChanged.connect(shown.append)
+    bridge.set_project(project)
+    qtbot.waitUntil(lambda: bool(shown), timeout=60_000)
+    assert shown[-1] == expected and bridge.backends() == []  # shown, still nobody's choice
+    if not bridge.run_service.devices("cuda").get("available"):
+        assert "nvptx" not in expected
+    bridge.set_sizes({"n": 1024})
+    with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS) as finished:
+        bridge.run()
+    assert [r.backend for r in finished.args[0].results] == expected
