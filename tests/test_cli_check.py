@@ -78,3 +78,59 @@ def test_unknown_backend_lists_the_valid_ones():
     with pytest.raises(UnknownBackend, match="valid backends: cpu, nvptx, rust-gpu, rust-cuda, cuda-c, wgsl"):
         parse_backends("cpu,metal")
     assert parse_backends("cpu, wgsl,cpu") == ["cpu", "wgsl"]
+
+
+def _line(text, needle, after=1):
+    return next(i for i, s in enumerate(text.splitlines(), 1) if i >= after and needle in s)
+
+
+def test_a_buffer_without_binding_is_an_error_at_its_table_while_wgsl_is_a_backend(example_copy):
+    project = example_copy("saxpy")
+    manifest = project / "workbench.toml"
+    text = manifest.read_text().replace("binding = 2\n", "")
+    manifest.write_text(text)
+    table = _line(text, "[[kernel.arg]]", after=_line(text, 'name = "x"') + 1)  # y's table
+    result = workbench("check", project)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (message,) = result.stderr.strip().splitlines()
+    assert f"workbench.toml:{table}: kernel[0].arg[3].binding: buffer 'y' has no binding" in message
+    assert "manifest OK" not in result.stdout
+
+    # Without a wgpu backend listed (no wgsl reference, no rust-gpu entry) nothing needs it.
+    text = text.replace('wgsl = "reference/saxpy.wgsl"\n', "").replace(
+        'rust-gpu = "spirv_entry::saxpy_spirv"\n', ""
+    )
+    manifest.write_text(text)
+    result = workbench("check", project)
+    assert result.returncode == 0, result.stderr
+
+
+def test_threads_against_the_wgsl_workgroup_size_name_the_manifest_line(example_copy):
+    project = example_copy("reduction")
+    manifest = project / "workbench.toml"
+    text = manifest.read_text().replace("threads = [256]", "threads = [64]", 1)
+    manifest.write_text(text)
+    line = _line(text, "threads = [64]")
+    shader = (project / "reference" / "reduction.wgsl").read_text()
+    size_line = _line(shader, "@workgroup_size(256)")
+    result = workbench("check", project)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (message,) = result.stderr.strip().splitlines()
+    assert f"workbench.toml:{line}: kernel[0].launch.threads: threads [64] differ from " in message
+    assert f"reference/reduction.wgsl:{size_line} @workgroup_size(256) of entry 'main'" in message
+
+    # A tunable override (saxpy's `@workgroup_size(threads)`) takes the tunable's default; a
+    # [kernel.launch.wgsl] table of its own is what wgsl is checked against.
+    saxpy = example_copy("saxpy")
+    manifest = saxpy / "workbench.toml"
+    text = manifest.read_text().replace('threads = ["threads"]', "threads = [128]")
+    manifest.write_text(text)
+    result = workbench("check", saxpy)
+    assert result.returncode == 2
+    assert f"workbench.toml:{_line(text, 'threads = [128]')}:" in result.stderr
+    assert "threads [128] differ from reference/saxpy.wgsl:16 @workgroup_size(256)" in result.stderr
+    manifest.write_text(
+        text + '\n[kernel.launch.wgsl]\nthreads = ["threads"]\ngrid = ["ceil_div(n, threads)"]\n'
+    )
+    result = workbench("check", saxpy)
+    assert result.returncode == 0, result.stderr

@@ -577,7 +577,7 @@ class _Reader:
                 bindings[a.binding] = a.name
         keys: dict[tuple[str, ...], tuple[int | None, str]] = {}
         for i, a in enumerate(args):
-            for key in ("length", "value", "init"):
+            for key in ("length", "value", "init", "binding"):
                 keys[("arg", a.name, key)] = self.locate((*at, "arg", i, key))
         for key in ("threads", "grid"):
             keys[("launch", key)] = self.locate((*at, "launch", key))

@@ -61,6 +61,15 @@ class Project:
         path = path.resolve()
         return cls(path, load_manifest(path / MANIFEST_NAME))
 
+    def reread(self) -> Project:
+        """This project as its folder holds it now: itself while workbench.toml reads the same
+        (keys and their lines), else a new Project; the loader's error when it no longer loads."""
+        fresh = Project.open(self.root)
+        same = fresh.manifest == self.manifest and [k.where for k in fresh.manifest.kernels] == [
+            k.where for k in self.manifest.kernels
+        ]
+        return self if same else fresh
+
     @property
     def name(self) -> str:
         return self.manifest.name

@@ -1,15 +1,48 @@
-"""`ProjectWatcher`: one debounced callback for a burst of source changes (watchdog)."""
+"""`ProjectWatcher`: one debounced callback for a burst of source changes (watchdog);
+`ContentDigests`: which of them changed what the files hold."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from workbench.project import is_ignored
+from workbench.project import SOURCE_SUFFIXES, is_ignored
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:  # gone (deleted, or mid rename-save) or unreadable: not what it was
+        return None
+
+
+class ContentDigests:
+    """The digest of each source file as last seen, so a burst of events reports only the files
+    whose bytes changed: a touch, a rewrite of the same bytes or a metadata change is no change.
+    A file that appears or vanishes is one. Thread-safe (the watcher's timer thread asks)."""
+
+    def __init__(self, paths: Iterable[Path] = ()):
+        self._lock = threading.Lock()
+        self._seen: dict[Path, str | None] = {Path(p): _digest(Path(p)) for p in paths}
+
+    def changed(self, paths: Iterable[Path]) -> list[Path]:
+        """Those of `paths` (sources only, by suffix) whose content differs from when last seen."""
+        out = []
+        for path in map(Path, paths):
+            if path.suffix not in SOURCE_SUFFIXES:
+                continue
+            now = _digest(path)
+            with self._lock:
+                before = self._seen.get(path)
+                self._seen[path] = now
+            if now != before:
+                out.append(path)
+        return out
 
 
 class _Handler(FileSystemEventHandler):

@@ -3,15 +3,19 @@
 Besides the loader's checks, every length, scalar, launch dimension and metric is evaluated at
 the default sizes (`Kernel.evaluate`): a negative length, an empty buffer the kernel writes,
 buffers larger than this machine's memory or a scalar its type cannot hold is an error at the
-line of the key, naming the argument (exit status 2).
+line of the key, naming the argument (exit status 2). So is what the manifest promises and its
+sources break (`workbench.build.manifest_check`): a buffer without `binding` while a wgpu backend
+is listed, `threads` that differ from the WGSL reference's `@workgroup_size(...)`.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from workbench.backends import BACKENDS, RUST_BACKENDS
+from workbench.build import manifest_check
 from workbench.manifest import BufferArg, Kernel, Manifest, host_memory_bytes
 from workbench.project import Project
 
@@ -100,6 +104,11 @@ def _human(count: float | None) -> str:
 def run(args) -> int:
     project = Project.open(Path(args.path))
     info = describe(project)
+    found = manifest_check.problems(project)
+    for problem in found:  # each names its line, as the loader's errors do
+        print(f"error: {problem}", file=sys.stderr)
+    if found:
+        return 2
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
