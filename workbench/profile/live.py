@@ -13,7 +13,9 @@ one in flight (its build processes and its run), so a burst of saves costs one b
 Events (dicts with a "kind"):
 
 - ``cycle-started``  ``{cycle, reason, path, backends, affected}``
-- ``project``        ``{cycle, project}`` — the manifest was re-read after `workbench.toml` changed
+- ``project``        ``{cycle, project}`` — `workbench.toml` changed on disk: the cycle uses it
+- ``manifest``       ``{cycle, diagnostics}`` — what is wrong with `workbench.toml` as read this cycle
+  (`build.manifest_check.on_disk`; empty: nothing), before any build
 - ``build-finished`` ``{cycle, results: {backend: BuildResult}, rebuilt: [...], cached: [...],
   background}`` — after a run, the builds done by then; a second one (``background`` True) once
   the builds the run did not wait for (runtime unavailable here) are done too
@@ -44,8 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.build import manifest_check
 from workbench.errors import WorkbenchError
-from workbench.manifest import MANIFEST_NAME
 from workbench.project import Project
 
 LiveListener = Callable[[dict[str, Any]], None]
@@ -334,14 +336,16 @@ class LiveLoop:
                 "affected": affected,
             }
         )
-        if request.path is not None and Path(request.path).name == MANIFEST_NAME:
-            try:
-                project = Project.open(project.root)
-            except WorkbenchError as exc:
-                self._emit(self._finished(request, "error", None, None, str(exc)))
-                return
-            request.project = project
+        # Every cycle builds and runs workbench.toml as the folder holds it now, whoever edited
+        # it; one that no longer loads stops the cycle, its error a diagnostic at its line.
+        fresh, diagnostics = manifest_check.on_disk(project)
+        if fresh is not None and fresh is not project:
+            request.project = project = fresh
             self._emit({"kind": "project", "cycle": request.cycle, "project": project})
+        self._emit({"kind": "manifest", "cycle": request.cycle, "diagnostics": diagnostics})
+        if fresh is None:
+            self._emit(self._finished(request, "error", None, None, diagnostics[0].rendered))
+            return
 
         if not self._set_phase(request, "build"):
             self._emit(self._finished(request, "cancelled", None, None, None))

@@ -64,6 +64,8 @@ class ServiceBridge(QObject):
     backendsChanged = Signal(object)  # list[str]
     #: (artifact folder, `.lines.ptx` path or None, message): the on-demand line-table build is done.
     lineInfoReady = Signal(str, object, str)
+    #: list[dict] (Diagnostic.to_dict()): what is wrong with workbench.toml as last read ([]: nothing).
+    manifestChecked = Signal(object)
 
     def __init__(self, parent: QObject | None = None, cache_dir: str | Path | None = None):
         super().__init__(parent)
@@ -118,8 +120,25 @@ class ServiceBridge(QObject):
         self.loop.agreement.forget()
         self.reference_changed = None
         self.projectChanged.emit(project)
+        if project is None:
+            self.manifestChecked.emit([])
+        else:
+            self.check_manifest()  # what its sources contradict shows before anything builds
         if not self.loop.backends:
             self._show_default_backends()
+
+    def check_manifest(self) -> None:
+        """Re-read workbench.toml as the folder holds it now (`build.manifest_check.on_disk`): a
+        changed one becomes the project (`projectChanged`); `manifestChecked` says what is wrong."""
+        if self._closed or self.project is None:
+            return
+        from workbench.build import manifest_check
+
+        fresh, diagnostics = manifest_check.on_disk(self.project)
+        if fresh is not None and fresh is not self.project:
+            self.project = fresh
+            self.projectChanged.emit(fresh)
+        self.manifestChecked.emit([d.to_dict() for d in diagnostics])
 
     def set_backends(self, backends: list[str] | None) -> None:
         """The backends to build and run; empty: the command line's default (cpu plus every
@@ -427,6 +446,8 @@ class ServiceBridge(QObject):
         elif kind == "project":
             self.project = event["project"]
             self.projectChanged.emit(self.project)
+        elif kind == "manifest":
+            self.manifestChecked.emit([d.to_dict() for d in event["diagnostics"]])
         elif kind == "build-finished":
             self.last_build = event["results"]
             self.buildFinished.emit(event["results"])

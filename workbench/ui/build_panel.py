@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.build.manifest_check import MANIFEST_SOURCE
 from workbench.ui.editor.code_editor import editor_font
 
 #: State -> (label, colour) shown in the State column.
@@ -87,6 +88,7 @@ class BuildPanel(QWidget):
         self._diag_keys: set[tuple] = set()
         self._diag_groups: dict[tuple, list[str]] = {}  # (severity, message, file, line, col) -> backends
         self._diag_items: dict[tuple, QTreeWidgetItem] = {}
+        self._manifest_diagnostics: list[dict] = []  # workbench.toml's, as last read (bridge.manifestChecked)
 
         self.build_button = QPushButton("Build")
         self.build_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_BrowserReload))
@@ -162,6 +164,7 @@ class BuildPanel(QWidget):
         bridge.busyChanged.connect(self._on_busy)
         bridge.projectChanged.connect(self._reset)
         bridge.backendsChanged.connect(self._reset)
+        bridge.manifestChecked.connect(self.show_manifest_diagnostics)
         self._reset()
 
     # ------------------------------------------------------------------ state
@@ -180,6 +183,8 @@ class BuildPanel(QWidget):
         self._diag_items.clear()
         self.log_view.clear()
         self.summary.clear()
+        for diagnostic in self._manifest_diagnostics:  # workbench.toml's stand until it is re-read
+            self._add_diagnostic(MANIFEST_SOURCE, diagnostic)
         for backend in self.bridge.backends():
             self._row(backend)
         if self.table.topLevelItemCount():
@@ -341,6 +346,14 @@ class BuildPanel(QWidget):
             if index >= 0:
                 self.diagnostics.takeTopLevelItem(index)
         self._diag_keys = {k for k in self._diag_keys if k[0] != backend}
+
+    def show_manifest_diagnostics(self, diagnostics: list[dict]) -> None:
+        """What is wrong with workbench.toml as last read: rows at its lines, replacing the last."""
+        self._manifest_diagnostics = list(diagnostics)
+        self._clear_diagnostics(MANIFEST_SOURCE)
+        for diagnostic in self._manifest_diagnostics:
+            self._add_diagnostic(MANIFEST_SOURCE, diagnostic)
+        self._update_summary()
 
     def _add_diagnostic(self, backend: str, diagnostic: Any) -> None:
         severity = _field(diagnostic, "severity", "error") or "error"

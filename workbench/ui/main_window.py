@@ -27,12 +27,14 @@ from PySide6.QtWidgets import (
 
 from workbench import templates
 from workbench.backends import BACKENDS
+from workbench.build.manifest_check import MANIFEST_SOURCE
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.trust_store import is_bundled, is_declined, is_trusted, set_trusted
 from workbench.ui.editor import EditorTabs
 from workbench.ui.new_project import NewProjectDialog
 from workbench.ui.project_tree import ProjectTree
+from workbench.ui.project_watch import ProjectFilesWatch
 from workbench.ui.settings import Settings, load_settings, save_settings
 from workbench.ui.trust import TrustBar
 from workbench.user_folders import needs_user_copy, user_copy
@@ -92,6 +94,8 @@ class MainWindow(QMainWindow):
         self._closed = False
 
         self.editor_tabs = EditorTabs(font_size=self.settings.editor_font_size)
+        #: The project folder on disk, watched whole (the editor watches only the files it shows).
+        self.files_watch = ProjectFilesWatch(self)
         self.trust_bar = TrustBar()
         central = QWidget()
         layout = QVBoxLayout(central)
@@ -283,6 +287,7 @@ class MainWindow(QMainWindow):
         self.project_tree.fileActivated.connect(lambda path: self.editor_tabs.open_file(path))
         self.editor_tabs.saved.connect(self._on_saved)
         self.editor_tabs.reloadedFromDisk.connect(self._on_saved)  # an external save is a save too
+        self.files_watch.changed.connect(self._on_disk_changed)
         self.editor_tabs.errorMessage.connect(self.show_message)
         self.editor_tabs.currentFileChanged.connect(self._on_current_file)
         self.trust_bar.trustRequested.connect(lambda: self.set_trusted(True))
@@ -298,6 +303,8 @@ class MainWindow(QMainWindow):
         self.bridge.statusMessage.connect(self.show_message)
         self.bridge.runFinished.connect(lambda _r: self.docks["results"].raise_())
         self.bridge.backendsChanged.connect(self._sync_backend_actions)
+        self.bridge.manifestChecked.connect(self._on_manifest_checked)
+        self.bridge.projectChanged.connect(self._on_project_reread)
 
     # ================================================================ projects
     def choose_project(self) -> None:
@@ -355,6 +362,7 @@ class MainWindow(QMainWindow):
         if self.bridge is not None:
             # An untrusted project is not handed to the services: nothing may build it.
             self.bridge.set_project(project if self.trusted else None)
+        self.files_watch.watch(project if self.trusted else None)
         self._restore_open_files(project)
         self._update_actions()
         return True
@@ -384,6 +392,7 @@ class MainWindow(QMainWindow):
             self.editor_tabs.set_read_only(not trusted)
             if self.bridge is not None:
                 self.bridge.set_project(self.project if trusted else None)
+            self.files_watch.watch(self.project if trusted else None)
         if self.persist_settings:
             save_settings(self.settings)
         self._update_actions()
@@ -440,8 +449,22 @@ class MainWindow(QMainWindow):
             self.position_label.setText(self.project.relative(path))
 
     def _on_saved(self, path: str) -> None:
-        if self.bridge is not None and self.trusted and self.hot_reload_action.isChecked():
+        if self.bridge is None or not self.trusted:
+            return
+        if self._is_manifest(path):
+            self.bridge.check_manifest()  # re-read, with or without hot reload
+        if self.hot_reload_action.isChecked():
             self.confirm_reference_device(lambda: self.bridge.on_saved(path))
+
+    def _is_manifest(self, path: str | Path) -> bool:
+        return self.project is not None and Path(path).resolve() == self.project.manifest.path.resolve()
+
+    def _on_disk_changed(self, paths: list[str]) -> None:
+        """Files changed on disk by another program: what the editor shows it reloads itself
+        (`reloadedFromDisk`); any other source is as good as saved, workbench.toml re-read."""
+        elsewhere = [p for p in paths if self.editor_tabs.editor_for(p) is None]
+        if elsewhere:
+            self._on_saved(next((p for p in elsewhere if self._is_manifest(p)), elsewhere[0]))
 
     def confirm_reference_device(self, proceed) -> bool:
         """Run `proceed` now, unless the reference backend needs a device the user unchecked:
@@ -516,6 +539,18 @@ class MainWindow(QMainWindow):
             for diag in getattr(result, "diagnostics", None) or []:
                 diags.append({**diag, "backend": diag.get("backend") or backend})
             self._diagnostics[backend] = diags
+        self._show_diagnostics()
+
+    def _on_project_reread(self, project: Project | None) -> None:
+        if project is not None and self.project is not None and project.root == self.project.root:
+            self.project = project  # workbench.toml as the folder holds it now
+
+    def _on_manifest_checked(self, diagnostics: list[dict]) -> None:
+        """workbench.toml's errors at their lines, as a build's are (cleared when it reads well)."""
+        self._diagnostics[MANIFEST_SOURCE] = list(diagnostics)
+        self._show_diagnostics()
+
+    def _show_diagnostics(self) -> None:
         if self.project is not None:
             merged = [d for diags in self._diagnostics.values() for d in diags]
             self.editor_tabs.set_diagnostics(self.project.root, merged)
@@ -638,6 +673,7 @@ class MainWindow(QMainWindow):
         if self._closed:
             return
         self._closed = True
+        self.files_watch.stop()
         self.editor_tabs.shutdown()
         for key, panel in self.panels.items():
             if key != "project" and hasattr(panel, "shutdown"):

@@ -1,0 +1,140 @@
+"""The project folder on disk is the truth (issue 21, item 4), in the real window on real builds.
+
+workbench.toml edited by another program is what the next cycle and every explicit Run use; a
+manifest that no longer loads, or that its sources contradict, is a row in Diagnostics at its line
+and a marker in the editor's gutter until it is fixed; a reference file edited on disk while no
+editor shows it rebuilds its backend. Every edit here is a write to the file, never the editor.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from workbench.build.watch import ContentDigests
+
+TIMEOUT_MS = 600_000
+
+
+def _window(make_window, root, backends, hot_reload=True):
+    window = make_window(root, panels=("build", "results"))
+    window.hot_reload_action.setChecked(hot_reload)
+    window.bridge.set_backends(backends)
+    window.bridge.set_devices(["cpu"] if backends == ["cpu"] else [])
+    return window
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def _manifest_rows(window) -> list[dict[str, str]]:
+    return [r for r in window.panels["build"].diagnostic_rows() if r["backend"] == "manifest"]
+
+
+def _sizes_of(report) -> set[int]:
+    return {r.provenance["sizes"]["n"] for r in report.results if r.status == "ok"}
+
+
+@pytest.mark.slow
+def test_a_size_edited_on_disk_is_what_the_rerun_and_the_next_run_use(make_window, example_copy, qtbot):
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace("n = 1048576", "n = 4096"))
+    window = _window(make_window, root, ["cpu"])
+    assert window.editor_tabs.editor_for(manifest) is None  # not open: only the folder watch sees it
+
+    # Hot reload: the write alone re-reads the manifest, rebuilds and reruns at the new size.
+    with qtbot.waitSignal(
+        window.bridge.runFinished, timeout=TIMEOUT_MS, check_params_cb=lambda r: _sizes_of(r) == {3000}
+    ):
+        manifest.write_text(manifest.read_text().replace("n = 4096", "n = 3000"))
+    qtbot.waitUntil(lambda: not window.bridge.busy, timeout=TIMEOUT_MS)
+    assert window.bridge.project.manifest.kernel().sizes["n"] == 3000
+    assert window.project.manifest.kernel().sizes["n"] == 3000
+
+    # Run re-reads the disk itself: with nothing watching, a later edit is still what it runs.
+    window.files_watch.stop()
+    manifest.write_text(manifest.read_text().replace("n = 3000", "n = 2500"))
+    with qtbot.waitSignal(window.bridge.runFinished, timeout=TIMEOUT_MS) as finished:
+        window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.bridge.busy, timeout=TIMEOUT_MS)
+    assert _sizes_of(finished.args[0]) == {2500}
+    assert window.bridge.project.manifest.kernel().sizes["n"] == 2500
+
+
+def test_a_manifest_broken_on_disk_is_a_diagnostic_at_its_line_until_fixed(make_window, example_copy, qtbot):
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    good = manifest.read_text()
+    window = _window(make_window, root, ["cpu"], hot_reload=False)  # the re-read needs no build
+    assert _manifest_rows(window) == []
+
+    # Not open in the editor: the folder watch notices, the loader's error is a row at its line.
+    broken = good.replace('direction = "inout"', 'direction = "sideways"')
+    line = _line_of(broken, '"sideways"')
+    manifest.write_text(broken)
+    qtbot.waitUntil(lambda: len(_manifest_rows(window)) == 1, timeout=30_000)
+    (row,) = _manifest_rows(window)
+    assert row["location"] == f"workbench.toml:{line}" and row["severity"] == "error"
+    assert "direction" in row["message"] and "sideways" in row["message"]
+    # ... and a marker in the gutter once workbench.toml is open, as a compiler error gets.
+    editor = window.editor_tabs.open_file(manifest)
+    assert [d["line"] for d in editor.diagnostics_at_line(line)] == [line]
+
+    # Open now, so the editor's own watch reloads it; a buffer without its binding is next
+    # (wgsl is a backend of saxpy): reported at that buffer's table.
+    unbound = good.replace("binding = 2\n", "")
+    table = next(
+        i
+        for i in range(_line_of(unbound, 'name = "y"'), 0, -1)
+        if unbound.splitlines()[i - 1] == "[[kernel.arg]]"
+    )
+    manifest.write_text(unbound)
+    qtbot.waitUntil(
+        lambda: [r["location"] for r in _manifest_rows(window)] == [f"workbench.toml:{table}"], timeout=30_000
+    )
+    assert "buffer 'y' has no binding" in _manifest_rows(window)[0]["message"]
+    qtbot.waitUntil(lambda: bool(editor.diagnostics_at_line(table)), timeout=10_000)
+    assert not editor.diagnostics_at_line(line)
+
+    # Fixed on disk: the row and the marker go.
+    manifest.write_text(good)
+    qtbot.waitUntil(lambda: _manifest_rows(window) == [], timeout=30_000)
+    qtbot.waitUntil(lambda: not editor.live_diagnostics(), timeout=10_000)
+
+
+@pytest.mark.slow
+def test_a_reference_edited_on_disk_while_not_open_rebuilds_its_backend(make_window, example_copy, qtbot):
+    root = example_copy("saxpy")
+    shader = root / "reference" / "saxpy.wgsl"
+    window = _window(make_window, root, ["wgsl"])
+    assert window.editor_tabs.editor_for(shader) is None
+    token = uuid.uuid4().hex
+
+    def rebuilt(results) -> bool:
+        result = results.get("wgsl")
+        return result is not None and result.status == "ok" and not result.cached
+
+    with qtbot.waitSignal(window.bridge.buildFinished, timeout=TIMEOUT_MS, check_params_cb=rebuilt) as built:
+        shader.write_text(shader.read_text() + f"\n// edited elsewhere {token}\n")
+    qtbot.waitUntil(lambda: not window.bridge.busy, timeout=TIMEOUT_MS)
+    (artifact,) = [Path(a) for a in built.args[0]["wgsl"].artifacts if a.endswith(".wgsl")]
+    assert token in artifact.read_text()
+
+
+def test_only_files_whose_bytes_changed_count_as_changed(tmp_path):
+    kept, edited, made = (tmp_path / name for name in ("kept.rs", "edited.rs", "made.wgsl"))
+    kept.write_text("fn a() {}\n")
+    edited.write_text("fn b() {}\n")
+    digests = ContentDigests([kept, edited])
+    kept.write_text("fn a() {}\n")  # the same bytes again: a rewrite, not a change
+    edited.write_text("fn b() { 1; }\n")
+    made.write_text("// new\n")
+    (tmp_path / "notes.txt").write_text("not a source")
+    assert digests.changed([kept, edited, made, tmp_path / "notes.txt"]) == [edited, made]
+    assert digests.changed([edited]) == []  # seen now
+    edited.unlink()
+    assert digests.changed([edited]) == [edited]
