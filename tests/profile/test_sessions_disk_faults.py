@@ -170,6 +170,7 @@ def test_a_damaged_page_stops_the_write_and_every_later_one(tmp_path, make_repor
     page_size = db.execute("PRAGMA page_size").fetchone()[0]
     root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'runs_project_kernel'").fetchone()[0]
     db.close()
+    shutil.copy(path, tmp_path / "copy.db")  # the user's copy from before the damage
     data = bytearray(path.read_bytes())
     start = (root - 1) * page_size
     data[start : start + page_size] = b"\x0d" + b"\xa5" * (page_size - 1)  # garbage mid-file
@@ -191,6 +192,27 @@ def test_a_damaged_page_stops_the_write_and_every_later_one(tmp_path, make_repor
         first.close()
         second.close()
     assert digest(path) == damaged  # nothing more was written into it
+    assert (tmp_path / "s.db.damaged").read_text().count("is corrupt") == 1
+
+    # The next process does not write into it either, though its write would touch no bad page.
+    bundle = tmp_path / "bundle.json"
+    with SessionStore(tmp_path / "other.db") as other:
+        record_report(other, make_report(seed=7))
+        bundle.write_text(render(other, "json", None))
+    done = cli("sessions", "import", str(bundle), "--db", str(path))
+    assert done.returncode == 2 and "not written" in done.stderr and "s.db.damaged" in done.stderr, (
+        done.stderr
+    )
+    assert "workbench sessions check" in done.stderr
+    assert digest(path) == damaged
+    checked = cli("sessions", "check", "--db", str(path))
+    assert checked.returncode == 1 and "is not sound" in checked.stdout, checked.stdout + checked.stderr
+    shutil.copy(tmp_path / "copy.db", path)  # the copy put back
+    checked = cli("sessions", "check", "--db", str(path))
+    assert checked.returncode == 0 and "the damaged mark was lifted" in checked.stdout, checked.stderr
+    assert not (tmp_path / "s.db.damaged").exists()
+    done = cli("sessions", "import", str(bundle), "--db", str(path))
+    assert done.returncode == 0 and "imported 2 run(s)" in done.stdout, done.stderr
 
 
 def test_a_lock_held_by_another_process_is_named_a_lock(tmp_path, make_report):

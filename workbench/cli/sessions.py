@@ -1,4 +1,4 @@
-"""`workbench sessions list|show|compare|export|import`: browse the recorded runs.
+"""`workbench sessions list|show|compare|export|import|check`: browse the recorded runs.
 
 Every sub-command takes `--db FILE` (default: `$WB_SESSIONS_DB`, else the user data folder).
 Exit status: 0 on success, 2 on bad input (unknown run, unreadable or unwritable file, a database
@@ -86,13 +86,21 @@ def register(subparsers) -> None:
     p = sub.add_parser("import", help="add a JSON bundle's runs (duplicates skipped by run UUID)")
     p.add_argument("file", help="a bundle from `sessions export --format json` (or `workbench run --json`)")
     _add_db(p)
+
+    p = sub.add_parser(
+        "check", help="SQLite's full integrity check; a sound file loses its damaged mark (exit 1: not sound)"
+    )
+    _add_db(p)
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
     from workbench.profile.store import SessionStore
 
-    handlers = {"list": _list, "show": _show, "compare": _compare, "export": _export, "import": _import}
+    handlers = {
+        "list": _list, "show": _show, "compare": _compare, "export": _export, "import": _import,
+        "check": _check,
+    }  # fmt: skip
     with SessionStore(args.db) as store:
         return handlers[args.sessions_command](store, args)
 
@@ -237,6 +245,25 @@ def _export(store, args) -> int:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _check(store, args) -> int:
+    from workbench.profile.damage_note import note_path
+    from workbench.profile.store import SessionStoreError
+
+    marked = note_path(store.path).exists()
+    try:
+        result = store.integrity_check()
+    except SessionStoreError as exc:  # SQLite may answer "corrupt" instead of listing findings
+        if not exc.damaged:
+            raise
+        result = exc.code
+    if result != "ok":
+        print(f"{store.path} is not sound: {result}; it stays marked damaged — keep a copy and try "
+              f"`sqlite3 {store.path} .recover`")  # fmt: skip
+        return 1
+    print(f"{store.path}: ok ({store.count()} runs)" + ("; the damaged mark was lifted" if marked else ""))
     return 0
 
 

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.profile import damage_note
 from workbench.profile.bundle_check import sanitize, shown
 from workbench.profile.db_errors import (
     BUSY,
@@ -375,12 +376,24 @@ class SessionStore:
                 if error.damaged and self._key is not None:
                     with _OPEN.lock:
                         _OPEN.damaged.setdefault(self._key, str(error))
+                    damage_note.write_note(self.path, str(error))  # for the processes to come
                 raise error from None
 
     def damaged(self) -> str | None:
-        """Why no store of this process writes into this file any more (None: it may be written)."""
+        """Why no store writes into this file any more (None: it may be written): a corrupt answer
+        in this process, or the `<db>.damaged` note another process left (`damage_note`)."""
         with _OPEN.lock:
-            return _OPEN.damaged.get(self._key) if self._key is not None else None
+            here = _OPEN.damaged.get(self._key) if self._key is not None else None
+        if here is not None:
+            return here
+        noted = damage_note.read_note(self.path)
+        if noted is None:
+            return None
+        return (
+            f"{noted} — marked in {damage_note.note_path(self.path)}; once the file is sound again "
+            f"(`sqlite3 {self.path} .recover`, or a copy put back) run `workbench sessions check "
+            f"--db {self.path}`"
+        )
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -685,7 +698,19 @@ class SessionStore:
         return unified_diff(self.source(old) or {}, self.source(new) or {})
 
     def integrity_check(self) -> str:
-        return next(iter(self._query("PRAGMA integrity_check")[0].values()))
+        """SQLite's full check ("ok", or its first finding): "ok" lifts a `<db>.damaged` note,
+        a finding marks the file damaged (as a corrupt answer does)."""
+        result = next(iter(self._query("PRAGMA integrity_check")[0].values()))
+        with _OPEN.lock:
+            if self._key is not None and result == "ok":
+                _OPEN.damaged.pop(self._key, None)
+            elif self._key is not None:
+                _OPEN.damaged.setdefault(self._key, f"integrity check of {self.path}: {result}")
+        if result == "ok":
+            damage_note.clear_note(self.path)
+        else:
+            damage_note.write_note(self.path, f"integrity check of {self.path}: {result}")
+        return result
 
     def outputs_dir(self) -> Path:
         """Where kept output arrays go: `<db stem>-outputs/` beside the database."""
