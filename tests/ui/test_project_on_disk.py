@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from workbench.build.watch import ContentDigests
+from workbench.errors import WorkbenchError
 
 TIMEOUT_MS = 600_000
 
@@ -138,3 +139,46 @@ def test_only_files_whose_bytes_changed_count_as_changed(tmp_path):
     assert digests.changed([edited]) == []  # seen now
     edited.unlink()
     assert digests.changed([edited]) == [edited]
+
+
+def test_run_rereads_a_manifest_broken_on_disk_and_names_its_line(make_window, example_copy, qtbot):
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    window = _window(make_window, root, ["cpu"], hot_reload=False)
+    window.files_watch.stop()  # nothing watches: only Run's own re-read can notice
+    text = manifest.read_text()
+    start = text.index('name = "y"')
+    broken = text[:start] + text[start:].replace('type = "f32"', 'type = "f16"', 1)  # the edit
+    manifest.write_text(broken)
+    line = _line_of(broken, '"f16"')
+    with qtbot.waitSignal(
+        window.bridge.statusMessage, timeout=60_000, check_params_cb=lambda m: 'unknown type "f16"' in m
+    ):
+        window.run_action.trigger()
+    qtbot.waitUntil(lambda: not window.bridge.busy, timeout=60_000)
+    assert window.bridge.last_build is None  # refused before anything was built or run
+    (row,) = _manifest_rows(window)
+    assert row["location"] == f"workbench.toml:{line}" and 'unknown type "f16"' in row["message"]
+
+
+@pytest.mark.slow
+def test_the_consoles_run_uses_the_manifest_on_disk_and_refuses_a_broken_one(
+    make_window, example_copy, qtbot
+):
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    window = _window(make_window, root, ["cpu"], hot_reload=False)
+    window.files_watch.stop()
+    manifest.write_text(manifest.read_text().replace("n = 1048576", "n = 2048"))
+    report = window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
+    assert _sizes_of(report) == {2048}
+
+    text = manifest.read_text()
+    manifest.write_text(text.replace("[kernel.launch]", "[kernel.launch"))
+    with pytest.raises(
+        WorkbenchError, match=rf"workbench.toml:{_line_of(text, '[kernel.launch]')}: not valid TOML"
+    ):
+        window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
+    assert [r["location"] for r in _manifest_rows(window)] == [
+        f"workbench.toml:{_line_of(text, '[kernel.launch]')}"
+    ]

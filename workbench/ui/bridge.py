@@ -81,6 +81,8 @@ class ServiceBridge(QObject):
         self.last_good = LastGood()
         #: The live loop's note when the reference's own source changed since all agreed (or None).
         self.reference_changed: dict[str, Any] | None = None
+        #: What is wrong with workbench.toml as `check_manifest` last read it (Diagnostic records).
+        self.manifest_diagnostics: list[Any] = []
         #: "save" (edit → result) or "run" (run → result): what `latencyMeasured` measured.
         self.last_latency_reason = ""
         self.cache_dir = cache_dir
@@ -127,18 +129,21 @@ class ServiceBridge(QObject):
         if not self.loop.backends:
             self._show_default_backends()
 
-    def check_manifest(self) -> None:
+    def check_manifest(self) -> Project | None:
         """Re-read workbench.toml as the folder holds it now (`build.manifest_check.on_disk`): a
-        changed one becomes the project (`projectChanged`); `manifestChecked` says what is wrong."""
+        changed one becomes the project (`projectChanged`); `manifestChecked` says what is wrong.
+        Returns the project as read, None when it no longer loads (`manifest_diagnostics` say why)."""
         if self._closed or self.project is None:
-            return
+            return None
         from workbench.build import manifest_check
 
         fresh, diagnostics = manifest_check.on_disk(self.project)
         if fresh is not None and fresh is not self.project:
             self.project = fresh
             self.projectChanged.emit(fresh)
+        self.manifest_diagnostics = diagnostics
         self.manifestChecked.emit([d.to_dict() for d in diagnostics])
+        return fresh
 
     def set_backends(self, backends: list[str] | None) -> None:
         """The backends to build and run; empty: the command line's default (cpu plus every
@@ -378,6 +383,8 @@ class ServiceBridge(QObject):
     def _require_project(self) -> Project:
         if self.project is None:
             raise WorkbenchError("no project is open")
+        if not self._closed and self.check_manifest() is None:  # the console runs what is on disk too
+            raise WorkbenchError(self.manifest_diagnostics[0].rendered)
         return self.project
 
     def _set_busy(self, busy: bool) -> None:
