@@ -15,6 +15,8 @@ import pytest
 
 from workbench.build.watch import ContentDigests
 from workbench.errors import WorkbenchError
+from workbench.project import Project
+from workbench.ui.project_watch import ProjectFilesWatch
 
 TIMEOUT_MS = 600_000
 
@@ -182,3 +184,25 @@ def test_the_consoles_run_uses_the_manifest_on_disk_and_refuses_a_broken_one(
     assert [r["location"] for r in _manifest_rows(window)] == [
         f"workbench.toml:{_line_of(text, '[kernel.launch]')}"
     ]
+
+
+def test_a_crate_outside_the_project_folder_is_watched_too(example_copy, qtbot):
+    root = example_copy("saxpy")
+    crate = root.parent / "saxpy-crate"
+    crate.mkdir()
+    for name in ("Cargo.toml", "Cargo.lock", "src"):
+        (root / name).rename(crate / name)
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace('crate = "."', 'crate = "../saxpy-crate"'))
+    watch = ProjectFilesWatch()
+    watch.watch(Project.open(root))
+    try:
+        cargo = crate / "Cargo.toml"
+        with qtbot.waitSignal(watch.changed, timeout=30_000) as changed:
+            cargo.write_text(cargo.read_text() + "\n# edited elsewhere\n")
+        assert changed.args[0] == [str(cargo)]
+        with qtbot.waitSignal(watch.changed, timeout=30_000) as changed:
+            manifest.write_text(manifest.read_text() + "\n# edited elsewhere\n")
+        assert changed.args[0] == [str(manifest)]
+    finally:
+        watch.stop()

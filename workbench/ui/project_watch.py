@@ -27,7 +27,8 @@ class ProjectFilesWatch(QObject):
         super().__init__(parent)
         self.debounce_s = debounce_s
         self.root: Path | None = None
-        self._watcher: ProjectWatcher | None = None
+        self._roots: list[Path] = []  # the folder, and the crate's where it lies outside it
+        self._watchers: list[ProjectWatcher] = []
         self._digests: ContentDigests | None = None
         self._posted.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
 
@@ -37,6 +38,8 @@ class ProjectFilesWatch(QObject):
         if project is None:
             return
         self.root = project.root
+        crate = project.manifest.crate_dir
+        self._roots = [project.root] + ([crate] if not crate.is_relative_to(project.root) else [])
         self._digests = digests = ContentDigests(project.source_files())
 
         def on_change(paths: list[Path]) -> None:  # the watcher's timer thread
@@ -44,17 +47,21 @@ class ProjectFilesWatch(QObject):
             if changed:
                 self._posted.emit([str(p) for p in changed])
 
-        self._watcher = ProjectWatcher(project.root, on_change, debounce_s=self.debounce_s).start()
+        self._watchers = [
+            ProjectWatcher(root, on_change, debounce_s=self.debounce_s).start()
+            for root in self._roots
+            if root.is_dir()
+        ]
 
     def stop(self) -> None:
         """Stop watching (waits for the watcher's thread). Safe to call twice."""
-        watcher, self._watcher, self._digests, self.root = self._watcher, None, None, None
-        if watcher is not None:
+        watchers, self._watchers, self._digests, self.root, self._roots = self._watchers, [], None, None, []
+        for watcher in watchers:
             watcher.stop()
 
     @Slot(list)
     def _deliver(self, paths: list[str]) -> None:
-        root = self.root
         # A burst that ends after the project was switched or closed is not this project's.
-        if root is not None and all(Path(p).is_relative_to(root) for p in paths):
+        roots = self._roots
+        if roots and all(any(Path(p).is_relative_to(r) for r in roots) for p in paths):
             self.changed.emit(paths)
