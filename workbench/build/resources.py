@@ -67,8 +67,17 @@ def parse_ptxas_verbose(text: str) -> dict[str, dict[str, Any]]:
 # ----------------------------------------------------------------------------- SPIR-V
 
 
-def spirv_report(spv: Path, spirv_val: str | None, spirv_dis: str | None) -> dict[str, Any]:
-    """spirv-val verdict and a .spvasm disassembly written next to the module."""
+def spirv_target_env(target: str) -> str | None:
+    """spirv-val's `--target-env` for a rust-gpu target (`spirv-unknown-vulkan1.2` -> `vulkan1.2`)."""
+    env = target.removeprefix("spirv-unknown-")
+    return env if env != target and re.fullmatch(r"(vulkan|spv|opengl)\d+\.\d+", env) else None
+
+
+def spirv_report(
+    spv: Path, spirv_val: str | None, spirv_dis: str | None, target_env: str | None = None
+) -> dict[str, Any]:
+    """spirv-val verdict (for `target_env`, the environment the module is built for, when given)
+    and a .spvasm disassembly written next to the module."""
     report: dict[str, Any] = {"module": spv.name}
     try:
         report["entry_points"] = spirv.entry_points(spv.read_bytes())
@@ -77,7 +86,9 @@ def spirv_report(spv: Path, spirv_val: str | None, spirv_dis: str | None) -> dic
         report["error"] = str(exc)
     if spirv_val:
         try:
-            proc = childproc.capture([spirv_val, spv.name], cwd=spv.parent, timeout_s=60)
+            env = ["--target-env", target_env] if target_env else []
+            proc = childproc.capture([spirv_val, *env, spv.name], cwd=spv.parent, timeout_s=60)
+            report["target_env"] = target_env
             report["valid"] = proc.returncode == 0
             report["spirv_val"] = "\n".join(proc.stdout + proc.stderr).strip() or "ok"
         except (OSError, TimeoutError) as exc:

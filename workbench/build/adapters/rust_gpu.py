@@ -25,12 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.build import depinfo
+from workbench.build import depinfo, shader_check
 from workbench.build.adapters import host_rust
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
-from workbench.build.adapters.wgsl import validate
 from workbench.build.diagnostics import error, parse_rustc_text
-from workbench.build.resources import spirv_report
+from workbench.build.resources import spirv_report, spirv_target_env
+from workbench.build.spirv_diagnostics import RustPaths, naga_spirv_diagnostics, spirv_val_diagnostics
+from workbench.build.spirv_lines import SpirvLines
 from workbench.records import ToolchainInfo
 from workbench.spirv import entry_points as spirv_entry_points
 
@@ -187,7 +188,7 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
     if (folder / "manifest.json").is_file():
         copy_into(folder / "manifest.json", req.out_dir)
     spirv_val, spirv_dis = which("WB_SPIRV_VAL", "spirv-val"), which("WB_SPIRV_DIS", "spirv-dis")
-    record, resources, rules = {}, {}, {}
+    record, resources, rules, checked = {}, {}, {}, {}
     for k in kernels:
         hit = mapping[k.entry_for("rust-gpu")]
         name = hit["module"]
@@ -195,14 +196,40 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
             copy_into(hit["path"], req.out_dir)
         record[k.name] = {"artifact": name, "entry": k.entry_for("rust-gpu"), "kind": "spirv"}
         rules[k.name] = hit["rule"]
-        report = spirv_report(req.out_dir / name, spirv_val, spirv_dis)
-        resources[k.name] = {"entry": k.entry_for("rust-gpu"), **report}
-        if report.get("valid") is False:
-            req.diagnostic(error(f"spirv-val rejects {name}: {report['spirv_val']}", "rust-gpu"))
-        elif not spirv_val and not validate(req, req.out_dir / name, name, "spirv"):
-            resources[k.name]["valid"] = False  # no spirv-val here: naga's validation, as wgpu would do it
+        if name not in checked:
+            report = spirv_report(req.out_dir / name, spirv_val, spirv_dis, spirv_target_env(req.target))
+            if not validate_module(req, req.out_dir / name, report):
+                report["valid"] = False
+            checked[name] = report
+        resources[k.name] = {"entry": k.entry_for("rust-gpu"), **checked[name]}
     ok = all(r.get("valid") is not False for r in resources.values())
     return AdapterOutput(ok, record, resources, {"entry_rule": rules, "source": str(folder)})
+
+
+def validate_module(req: BuildRequest, path: Path, report: dict[str, Any]) -> bool:
+    """spirv-val's verdict (in `report`), then naga's on the device the run will use (wgpu does the
+    same at pipeline creation); each refusal a diagnostic at the Rust line of the instruction."""
+    lines = None
+    if report.get("spvasm"):
+        try:
+            lines = SpirvLines.parse((path.parent / report["spvasm"]).read_text(errors="replace"))
+        except OSError:
+            pass
+    report["line_info"] = bool(lines and lines.has_lines)
+    paths = RustPaths(req.project.manifest.crate_dir, req.project.root)
+    if report.get("valid") is False:
+        for diag in spirv_val_diagnostics(report["spirv_val"], lines, path.name, req.backend, paths):
+            req.diagnostic(diag)
+        return False
+    req.budget.check()
+    answer = shader_check.validate("spirv", path)
+    if answer["shader_check"] == "error":
+        for diag in naga_spirv_diagnostics(answer.get("message", ""), lines, path.name, req.backend, paths):
+            req.diagnostic(diag)
+        return False
+    state = "is valid" if answer["shader_check"] == "ok" else f"not validated: {answer.get('reason', '')}"
+    req.output(f"naga: {path.name} {state}")
+    return True
 
 
 def spirv_builder_inputs(crate: Path, since: float) -> list[Path]:
