@@ -17,6 +17,7 @@ from workbench.build.watch import ContentDigests
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.ui.project_watch import ProjectFilesWatch
+from workbench.ui.screenshot import save_screenshot
 
 TIMEOUT_MS = 600_000
 
@@ -68,7 +69,9 @@ def test_a_size_edited_on_disk_is_what_the_rerun_and_the_next_run_use(make_windo
     assert window.bridge.project.manifest.kernel().sizes["n"] == 2500
 
 
-def test_a_manifest_broken_on_disk_is_a_diagnostic_at_its_line_until_fixed(make_window, example_copy, qtbot):
+def test_a_manifest_broken_on_disk_is_a_diagnostic_at_its_line_until_fixed(
+    make_window, example_copy, qtbot, test_output_dir
+):
     root = example_copy("saxpy")
     manifest = root / "workbench.toml"
     good = manifest.read_text()
@@ -84,8 +87,9 @@ def test_a_manifest_broken_on_disk_is_a_diagnostic_at_its_line_until_fixed(make_
     assert row["location"] == f"workbench.toml:{line}" and row["severity"] == "error"
     assert "direction" in row["message"] and "sideways" in row["message"]
     # ... and a marker in the gutter once workbench.toml is open, as a compiler error gets.
-    editor = window.editor_tabs.open_file(manifest)
+    editor = window.editor_tabs.open_file(manifest, line=line)
     assert [d["line"] for d in editor.diagnostics_at_line(line)] == [line]
+    save_screenshot(window, test_output_dir / "project-on-disk-manifest-error.png")
 
     # Open now, so the editor's own watch reloads it; a buffer without its binding is next
     # (wgsl is a backend of saxpy): reported at that buffer's table.
