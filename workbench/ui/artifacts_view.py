@@ -1,5 +1,10 @@
 """Generated code beside the Rust source: PTX, SPIR-V disassembly, WGSL / CUDA C++, resource use.
 
+PTX (`.loc`) and SPIR-V disassembly (`OpLine`) are linked to the Rust source both ways: a Rust line
+highlights the instructions made from it, an instruction the Rust line it came from (one line map,
+`PtxLines`; `SpirvLines` for SPIR-V). A module without line information says so and names the
+build option that adds it.
+
 A save during hot reload changes the Rust source shown here: the source view is updated in place
 (only the changed lines are replaced) and highlighted by the editor's incremental Rust highlighter,
 so a one-line edit re-highlights a line, not the file. Nothing is refreshed while the view is off
@@ -40,6 +45,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.build.ptx_lines import PtxLines
+from workbench.build.spirv_lines import NO_LINES_HINT, SpirvLines
 from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.editor.highlighter import RustHighlighter
 from workbench.ui.visibility import follow_dock, on_screen
@@ -61,6 +67,12 @@ TEXT_SUFFIXES = {
 MAX_TEXT_BYTES = 2_000_000
 #: Highlighting is per line with pygments; beyond this many lines it is skipped (too slow).
 MAX_HIGHLIGHT_LINES = 20_000
+#: Artifact suffixes with a line map to the Rust source: (what the view calls them, parser).
+LINE_MAPS = {
+    ".ptx": ("PTX", PtxLines.parse),
+    ".s": ("PTX", PtxLines.parse),
+    ".spvasm": ("SPIR-V", SpirvLines.parse),
+}
 RESOURCE_KEYS = (("registers", "Registers"), ("spills", "Spills"), ("shared_bytes", "Shared memory (B)"),
                  ("stack_bytes", "Stack (B)"))  # fmt: skip
 
@@ -112,7 +124,7 @@ class PygmentsHighlighter(QSyntaxHighlighter):
             position += len(value)
 
 
-#: Background of the lines that belong together (a Rust line and its PTX lines).
+#: Background of the lines that belong together (a Rust line and its PTX / SPIR-V lines).
 LINKED = QColor("#fff2b3")
 
 
@@ -135,7 +147,8 @@ class NumberedView(QPlainTextEdit):
         super().__init__()
         self.gutter = _Gutter(self)
         self.linked: list[int] = []  # 1-based lines highlighted as belonging to the other side
-        self.ptx_lines: PtxLines | None = None
+        self.line_map: PtxLines | None = None  # PTX or SPIR-V lines -> Rust lines
+        self.code_kind = ""  # "PTX" or "SPIR-V": what the note calls its lines
         self.blockCountChanged.connect(lambda *_: self.setViewportMargins(self.gutter_width(), 0, 0, 0))
         self.updateRequest.connect(self._update_gutter)
         self.setViewportMargins(self.gutter_width(), 0, 0, 0)
@@ -451,8 +464,9 @@ class ArtifactsView(QWidget):
             view = code_view(f"artifact:{path.name}")
             text = read_text(path)
             set_code(view, text, TEXT_SUFFIXES.get(path.suffix))
-            if TEXT_SUFFIXES.get(path.suffix) == "ptx":
-                view.ptx_lines = PtxLines.parse(text)
+            if path.suffix in LINE_MAPS:
+                view.code_kind, parse = LINE_MAPS[path.suffix]
+                view.line_map = parse(text)
                 view.cursorPositionChanged.connect(lambda v=view: self._from_artifact(v))
             view.setToolTip(str(path))
             self.tabs.addTab(view, path.name)
@@ -531,11 +545,11 @@ class ArtifactsView(QWidget):
         self.source_highlighter.restart()  # the top now, the rest of a long file in chunks
         bar.setValue(position)
 
-    # ------------------------------------------------------------------ Rust <-> PTX lines
+    # ------------------------------------------------------------------ Rust <-> PTX / SPIR-V lines
     def line_views(self) -> list[NumberedView]:
-        """The artifact views that carry line information (`.loc`)."""
+        """The artifact views that carry line information (PTX `.loc`, SPIR-V `OpLine`)."""
         views = [self.tabs.widget(i) for i in range(self.tabs.count())]
-        return [v for v in views if isinstance(v, NumberedView) and v.ptx_lines and v.ptx_lines.has_lines]
+        return [v for v in views if isinstance(v, NumberedView) and v.line_map and v.line_map.has_lines]
 
     def _ask_line_info(self, backend: str, result: Any) -> None:
         """An nvptx build without line tables: have them built (once per build), off the GUI thread."""
@@ -572,16 +586,23 @@ class ArtifactsView(QWidget):
 
     def _describe_line_info(self, backend: str) -> None:
         views = [self.tabs.widget(i) for i in range(self.tabs.count())]
-        ptx = [v for v in views if isinstance(v, NumberedView) and v.ptx_lines is not None]
+        mapped = [v for v in views if isinstance(v, NumberedView) and v.line_map is not None]
+        ptx = [v for v in mapped if v.code_kind == "PTX"]
+        spirv = [v for v in mapped if v.code_kind == "SPIR-V"]
         with_lines = self.line_views()
         if with_lines:
             names = ", ".join(self.tabs.tabText(self.tabs.indexOf(v)) for v in with_lines)
+            kind = with_lines[0].code_kind
             without = [self.tabs.tabText(self.tabs.indexOf(v)) for v in ptx if v not in with_lines]
             text = (
-                f"Rust ↔ PTX: put the cursor on a Rust line to highlight its PTX lines in {names}, and back."
+                f"Rust ↔ {kind}: put the cursor on a Rust line to highlight its {kind} lines in {names}, "
+                "and back."
             )
             if without:
                 text += f" {', '.join(without)} (the timed build) has no line information."
+        elif spirv:
+            names = ", ".join(self.tabs.tabText(self.tabs.indexOf(v)) for v in spirv)
+            text = f"{backend}: {names} has {NO_LINES_HINT}."
         elif ptx:
             text = (
                 f"{backend}: its PTX has no line information (no .loc lines), so Rust lines map to nothing."
@@ -601,7 +622,7 @@ class ArtifactsView(QWidget):
         self.source_view.set_linked([line], scroll=False)
         hits = {}
         for view in views:
-            lines = view.ptx_lines.ptx_lines_for(self._source_path, line)
+            lines = view.line_map.ptx_lines_for(self._source_path, line)
             view.set_linked(lines)
             hits[view] = lines
         current = self.tabs.currentWidget()
@@ -610,36 +631,39 @@ class ArtifactsView(QWidget):
             if best is not None:
                 self.tabs.setCurrentWidget(best)
         shown = hits.get(self.tabs.currentWidget()) or []
+        kind = getattr(self.tabs.currentWidget(), "code_kind", "") or views[0].code_kind
         rel = self.source_box.currentText()
         self.lines_note.setText(
-            f"{rel}:{line} → PTX lines {_ranges(shown)}"
+            f"{rel}:{line} → {kind} lines {_ranges(shown)}"
             if shown
-            else f"{rel}:{line} generated no PTX instructions"
+            else f"{rel}:{line} generated no {kind} instructions"
         )
 
     def _from_artifact(self, view: NumberedView) -> None:
-        """The PTX cursor moved: highlight the Rust line it came from, and that line's PTX lines."""
-        if view.ptx_lines is None or not view.ptx_lines.has_lines:
+        """A PTX / SPIR-V cursor moved: highlight the Rust line it came from, and that line's
+        PTX / SPIR-V lines."""
+        if view.line_map is None or not view.line_map.has_lines:
             return
         number = view.textCursor().blockNumber() + 1
-        hit = view.ptx_lines.source_for(number)
+        hit = view.line_map.source_for(number)
+        kind = view.code_kind
         if hit is None:
             view.set_linked([], scroll=False)
-            self.lines_note.setText(f"PTX line {number}: no source line")
+            self.lines_note.setText(f"{kind} line {number}: no source line")
             return
         file, line = hit
         index = self._source_index(file)
         if index < 0:
-            view.set_linked(view.ptx_lines.ptx_lines_for(file, line), scroll=False)
+            view.set_linked(view.line_map.ptx_lines_for(file, line), scroll=False)
             self.lines_note.setText(
-                f"PTX line {number} comes from {file}:{line} (not a file of this project)"
+                f"{kind} line {number} comes from {file}:{line} (not a file of this project)"
             )
             return
         if index != self.source_box.currentIndex():
             self.source_box.setCurrentIndex(index)
-        view.set_linked(view.ptx_lines.ptx_lines_for(file, line), scroll=False)
+        view.set_linked(view.line_map.ptx_lines_for(file, line), scroll=False)
         self.source_view.set_linked([line])
-        self.lines_note.setText(f"PTX line {number} ← {self.source_box.currentText()}:{line}")
+        self.lines_note.setText(f"{kind} line {number} ← {self.source_box.currentText()}:{line}")
 
     def _source_index(self, file: str) -> int:
         """The source box entry of a `.file` path (the same file, or the same tail when the build
