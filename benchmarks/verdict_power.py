@@ -50,8 +50,11 @@ POWER = 0.8
 Z_CONFIDENCE, Z_POWER = 1.959964, 0.841621
 
 
-def record_aa(db: Path, repeat: int, size: str, backends: str, cache_dir: str | None) -> float:
-    """`workbench run --repeat` of a saxpy copy into `db`; the wall time it took."""
+def record_aa(
+    db: Path, repeat: int, size: str, backends: str, cache_dir: str | None, artifacts: str | None = None
+) -> float:
+    """`workbench run --repeat` of a saxpy copy into `db` (prebuilt `artifacts` on a host without
+    Rust, as the GPU host is); the wall time it took."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "saxpy"
         shutil.copytree(
@@ -59,6 +62,7 @@ def record_aa(db: Path, repeat: int, size: str, backends: str, cache_dir: str | 
         )
         cmd = [sys.executable, "-m", "workbench", "run", str(root), "--backend", backends, "--size", size]
         cmd += ["--repeat", str(repeat), "--db", str(db)] + (["--cache-dir", cache_dir] if cache_dir else [])
+        cmd += ["--artifacts", str(Path(artifacts).resolve())] if artifacts else []
         start = time.monotonic()
         done = subprocess.run(
             cmd, cwd=REPO, capture_output=True, text=True, env=dict(os.environ), check=False
@@ -112,13 +116,20 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=400, help="random draws per k (default 400)")
     parser.add_argument("--min-effect", type=float, default=MIN_EFFECT, help="the verdict's minimum effect")
     parser.add_argument("--cache-dir", help="build cache (default: the user cache)")
+    parser.add_argument(
+        "--artifacts", metavar="DIR", help="run prebuilt artifacts (workbench run --artifacts)"
+    )
     parser.add_argument("--db", help="use the A/A runs already in this database instead of recording")
     parser.add_argument("--out", help=OUT_HELP)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(args.db) if args.db else Path(tmp) / "aa.db"
-        wall = None if args.db else record_aa(db, args.repeat, args.size, args.backend, args.cache_dir)
+        wall = (
+            None
+            if args.db
+            else record_aa(db, args.repeat, args.size, args.backend, args.cache_dir, args.artifacts)
+        )
         with SessionStore(db) as store:
             records = store.records()
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
