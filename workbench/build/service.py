@@ -36,11 +36,26 @@ class BuildJob:
         self.backends = list(backends)
         self._results: dict[str, BuildResult] = {}
         self._cond = threading.Condition()
+        self._callbacks: list[Callable[[BuildJob], None]] = []
 
     def _set(self, backend: str, result: BuildResult) -> None:
         with self._cond:
             self._results[backend] = result
             self._cond.notify_all()
+            callbacks = self._callbacks if len(self._results) == len(self.backends) else []
+            if callbacks:
+                self._callbacks = []
+        for fn in callbacks:
+            fn(self)
+
+    def add_done_callback(self, fn: Callable[[BuildJob], None]) -> None:
+        """Call `fn(job)` once every backend finished (on the last build's thread; at once when
+        done already): builds a run does not wait for report without anyone waiting on them."""
+        with self._cond:
+            if len(self._results) < len(self.backends):
+                self._callbacks.append(fn)
+                return
+        fn(self)
 
     @property
     def done(self) -> bool:

@@ -17,8 +17,9 @@ Events (dicts with a "kind"):
 - ``manifest``       ``{cycle, diagnostics}`` — what is wrong with `workbench.toml` as read this cycle
   (`build.manifest_check.on_disk`; empty: nothing), before any build
 - ``build-finished`` ``{cycle, results: {backend: BuildResult}, rebuilt: [...], cached: [...],
-  background}`` — after a run, the builds done by then; a second one (``background`` True) once
-  the builds the run did not wait for (runtime unavailable here) are done too
+  background}`` — after a run, the builds done by then; a second one (``background`` True, with
+  just those) once the builds the run did not wait for (runtime unavailable here) are done too;
+  later cycles neither wait for nor restart a backend still building in the background
 - ``run-event``      ``{cycle, event}`` — a progress event of the run service, as it came; each
   backend runs as soon as its own build is done (`RunService.run(build_job=...)`)
 - ``cycle-finished`` ``{cycle, status, reason, latency_s, build, report, error, reference_changed}``
@@ -173,6 +174,8 @@ class LiveLoop:
         self._pending: _Request | None = None
         self._current: _Request | None = None
         self._phase = ""  # "build" | "run" while a request is in flight
+        self._background: set[str] = set()  # backends an earlier cycle still builds, unwaited for
+        self._cycle_builds: list[str] = []  # what the cycle in flight builds
         self._cycles = 0
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -237,12 +240,16 @@ class LiveLoop:
             return request.cycle
 
     def cancel(self) -> None:
-        """Cancel the request in flight and any pending one (finished results are kept)."""
+        """Cancel the request in flight, any pending one and the builds going on in the
+        background (finished results are kept)."""
         with self._lock:
             if self._pending is not None:
                 self._pending.cancelled.set()
                 self._pending = None
             self._cancel_current_locked()
+            background = list(self._background)
+        for backend in background:
+            self.build_service.cancel(backend)
 
     def _cancel_current_locked(self) -> None:
         current = self._current
@@ -251,8 +258,9 @@ class LiveLoop:
         current.cancelled.set()
         # Stop the work itself, not just our interest in it: kill the build processes / the run.
         try:
-            if self._phase == "build":
-                self.build_service.cancel()
+            if self._phase == "build":  # this cycle's builds: not those going on in the background
+                for backend in self._cycle_builds:
+                    self.build_service.cancel(backend)
             elif self._phase == "run":
                 self.run_service.cancel()
         except Exception:
@@ -262,6 +270,12 @@ class LiveLoop:
     def busy(self) -> bool:
         with self._lock:
             return self._current is not None or self._pending is not None
+
+    @property
+    def background(self) -> list[str]:
+        """Backends an earlier cycle still builds in the background (`cancel()` stops them)."""
+        with self._lock:
+            return sorted(self._background)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no request is pending or in flight (for scripts and tests)."""
@@ -350,14 +364,18 @@ class LiveLoop:
         if not self._set_phase(request, "build"):
             self._emit(self._finished(request, "cancelled", None, None, None))
             return
-        to_build = list(backends)
+        with self._lock:  # still building in the background since an earlier cycle: not restarted
+            to_build = [b for b in backends if b not in self._background]
         if request.run:
             reference = self._reference_backend(project)
             if reference and reference not in to_build:
                 to_build.append(reference)  # what the others are checked against
+        with self._lock:
+            self._cycle_builds = list(to_build)
         job = self.build_service.submit(project, to_build, tunables=self.tunables)
         if request.cancelled.is_set():  # cancelled between entering the phase and submitting
-            self.build_service.cancel()
+            for backend in to_build:
+                self.build_service.cancel(backend)
         if not request.run:
             build = job.wait()
             self.last_build = build
@@ -400,6 +418,7 @@ class LiveLoop:
         build = job.finished()
         self.last_build = build
         self._emit(self._build_finished(request, build))
+        self._in_background(request, job, build)
         if report is not None:
             # As before streaming: a backend whose build failed has no row of its own (the
             # window shows its last good one, stale); nothing built at all is an error.
@@ -428,17 +447,25 @@ class LiveLoop:
         finished = self._finished(request, "ok", build, report, error, latency, changed)
         finished["building"] = [b for b in job.backends if b not in build]
         self._emit(finished)
-        self._finish_background_builds(request, job)
 
-    def _finish_background_builds(self, request: _Request, job: Any) -> None:
-        """Builds the run did not wait for (their runtime is unavailable here) end after the
-        results: their artifacts reach the build panel with a second ``build-finished``. A newer
-        request cancels them like any build in flight."""
-        if job.done or not self._set_phase(request, "build"):
+    def _in_background(self, request: _Request, job: Any, build: dict[str, Any]) -> None:
+        """Builds the run did not wait for (their runtime is unavailable here) go on after the
+        cycle, nobody waiting: the next cycles neither wait for them nor restart them (a cold
+        nvptx build would never finish under a stream of saves), and when they end their
+        artifacts reach the build panel in a second ``build-finished`` (``background``)."""
+        left = [b for b in job.backends if b not in build]
+        if not left:
             return
-        build = job.wait()
-        self.last_build = build
-        self._emit(self._build_finished(request, build, background=True))
+        with self._lock:
+            self._background.update(left)
+
+        def done(job: Any) -> None:
+            with self._lock:
+                self._background.difference_update(left)
+            results = job.finished()
+            self._emit(self._build_finished(request, {b: results[b] for b in left}, background=True))
+
+        job.add_done_callback(done)
 
     def _build_finished(self, request: _Request, build: dict[str, Any], background: bool = False) -> dict:
         return {

@@ -55,11 +55,20 @@ class BuildStream:
     """Each backend's `StagedBuild` as soon as its own build is done; emits "building" once and
     "built" (backend, status) as the run takes each build. `close()` ends a service it owns."""
 
-    def __init__(self, job: Any = None, ready: dict[str, StagedBuild] | None = None, emit=None, owned=None):
+    def __init__(
+        self,
+        job: Any = None,
+        ready: dict[str, StagedBuild] | None = None,
+        emit=None,
+        owned=None,
+        service=None,
+    ):
         self._job = job
         self._staged: dict[str, StagedBuild] = dict(ready or {})
         self._emit = emit or (lambda event: None)
         self._owned = owned
+        self._service = owned or service
+        self._backends: list[str] = []
 
     @classmethod
     def prebuilt(cls, backends: list[str], artifacts_dir: str | Path) -> BuildStream:
@@ -90,16 +99,19 @@ class BuildStream:
                 build_service = owned = BuildService(cache_dir=cache_dir)
                 owned.subscribe(lambda event: emit({"kind": "build-event", "event": event}))
             job = build_service.submit(project, list(backends), tunables=tunables)
-        stream = cls(job=job, emit=emit, owned=owned)
+        stream = cls(job=job, emit=emit, owned=owned, service=build_service)
+        stream._backends = list(backends)
         missing = [b for b in backends if job is None or b not in job.backends]
         for backend in missing:  # a job the caller started without it
             stream._staged[backend] = StagedBuild(backend, "skipped", message="not built: not in this build")
         return stream
 
-    @property
-    def service(self) -> Any:
-        """The stream's own build service (None when the caller's), so a run can cancel it."""
-        return self._owned
+    def cancel(self) -> None:
+        """Stop the builds this stream waits for (others of the caller's job go on)."""
+        if self._service is not None:
+            for backend in self._backends:
+                if backend not in self._staged:
+                    self._service.cancel(backend)
 
     def get(self, backend: str) -> StagedBuild:
         """`backend`'s outcome; waits for its build (only its own)."""

@@ -148,7 +148,7 @@ class RunService:
         self._cancel = threading.Event()
         self._run_lock = threading.Lock()
         self._active: WorkerProcess | None = None
-        self._build_service: Any = None
+        self._builds: BuildStream | None = None  # the run's builds in flight (cancelled with it)
         self._devices: dict[str, dict[str, Any]] = {}
         self._devices_lock = threading.Lock()
         self._runtime_locks: dict[str, threading.Lock] = {}
@@ -164,9 +164,9 @@ class RunService:
         worker = self._active
         if worker is not None:
             worker.kill()
-        build_service = self._build_service
-        if build_service is not None:
-            build_service.cancel()
+        stream = self._builds
+        if stream is not None:
+            stream.cancel()
 
     def close(self) -> None:
         """Shut every worker down."""
@@ -385,7 +385,7 @@ class RunService:
                     project, runnable, emit, build_service=build_service, job=build_job,
                     cache_dir=cache_dir, tunables=tunables,
                 )  # fmt: skip
-            self._set_build_service(stream.service or build_service)
+            self._builds = stream
             try:
                 emit({"kind": "phase", "backend": None, "phase": "inputs"})
                 try:
@@ -393,7 +393,7 @@ class RunService:
                 except ValueError as exc:  # an expression that cannot be evaluated for these sizes
                     raise RunError(f"kernel {k.name!r}: {exc}") from None
             except BaseException:
-                self._set_build_service(None)
+                self._builds = None
                 stream.close()
                 raise
         in_background = set(build_job.backends) if build_job is not None else set()
@@ -439,7 +439,7 @@ class RunService:
                 if backend not in runnable:
                     run_one(backend)
         finally:
-            self._set_build_service(None)
+            self._builds = None
             stream.close()
         # The report lists results in the order asked (reference first), however they finished.
         rank = {backend: i for i, backend in enumerate(order)}
@@ -448,9 +448,6 @@ class RunService:
         report.reference = ref_backend
         emit({"kind": "done", "report": report})
         return report
-
-    def _set_build_service(self, service: Any) -> None:
-        self._build_service = service
 
     def _device_choices(
         self,

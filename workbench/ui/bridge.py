@@ -39,7 +39,7 @@ BUILDING_IN_BACKGROUND = "still building in the background, for inspection (no r
 def background_status(builds: dict[str, Any]) -> str:
     """The status once the background builds are done: each backend's outcome."""
     done = ", ".join(f"{b} {getattr(r, 'status', '?')}" for b, r in builds.items())
-    return f"builds done: {done}"
+    return f"built in the background, for inspection: {done}"
 
 
 class _Relay(QObject):
@@ -456,10 +456,13 @@ class ServiceBridge(QObject):
         elif kind == "manifest":
             self.manifestChecked.emit([d.to_dict() for d in event["diagnostics"]])
         elif kind == "build-finished":
-            self.last_build = event["results"]
-            self.buildFinished.emit(event["results"])
-            if event.get("background"):
+            if event.get("background"):  # builds an earlier cycle left going: added to the last
+                self.last_build = {**(self.last_build or {}), **event["results"]}
                 self.statusMessage.emit(background_status(event["results"]))
+                self._settle_busy()
+            else:
+                self.last_build = event["results"]
+            self.buildFinished.emit(event["results"])
         elif kind == "run-event":
             self.runEvent.emit(event["event"])
             self._status_of_run_event(event["event"])
@@ -522,5 +525,5 @@ class ServiceBridge(QObject):
         self._settle_busy()
 
     def _settle_busy(self) -> None:
-        """Busy while the live loop or a console job works."""
-        self._set_busy(self.loop.busy or self._jobs_running > 0)
+        """Busy while the live loop, a build it left going in the background or a console job works."""
+        self._set_busy(self.loop.busy or bool(self.loop.background) or self._jobs_running > 0)
