@@ -5,9 +5,14 @@ wgsl backends selected (devices: cpu and the first wgpu adapter). After one warm
 build), it edits lib.rs, saves it through the window (as Ctrl+S does) and waits for the bridge's
 `runFinished`, N times. A 5 ms QTimer measures the longest gap in which the event loop did not turn.
 
-    python benchmarks/hot_reload.py [--json] [--iterations 8] [--cache-dir DIR] [--diagnose]
+    python benchmarks/hot_reload.py [--json] [--iterations 8] [--cache-dir DIR | --cold] [--diagnose]
 
-Goals (2-core machine): median edit-to-result ≤ 1.0 s, longest event-loop stall ≤ 50 ms.
+Goals (2-core machine): median edit-to-result ≤ 1.0 s, longest event-loop stall ≤ 50 ms, both
+over the hot-reload cycles and while the console's `build('cpu')` (a real cargo build of an
+edited source) and `run('wgsl')` are in flight (the figure tests/ui/test_console.py once asserted;
+tests assert no durations). The first Run (cold with `--cold`: a fresh build cache, so nvptx
+builds `core`) reports when each backend's result arrived: results stream in, the first never
+waits for the slowest build, and a backend whose runtime is unavailable builds in the background.
 
 Diagnostics (they do not change the goals): `breakdown` splits each cycle into its phases as the
 loop's thread saw them (save → cycle start, build, run, cycle end → result shown in the window) and
@@ -205,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="per step, seconds")
     parser.add_argument("--cache-dir", help="build cache (default: REPO/.wb-cache/bench, kept between runs)")
     parser.add_argument(
+        "--cold", action="store_true", help="a fresh build cache: the first Run builds everything"
+    )
+    parser.add_argument(
         "--diagnose", action="store_true", help="sample the GUI thread's stack during stalls (costs CPU)"
     )
     parser.add_argument("--profile", help="write a cProfile of the GUI thread over the iterations here")
@@ -223,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             REPO / "resources" / "examples" / "saxpy", project, ignore=shutil.ignore_patterns("target")
         )
         cache = Path(args.cache_dir) if args.cache_dir else REPO / ".wb-cache" / "bench"
+        if args.cold:
+            cache = work / "cold-cache"
         result = _measure(project, cache, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -234,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"edit → result median: {result['edit_to_result_median_s']:.3f} s (goal ≤ {GOAL_MEDIAN_S} s)")
         print(f"  each: {', '.join(f'{s:.3f}' for s in result['edit_to_result_s'])}")
         print(f"longest event-loop stall: {result['max_event_loop_stall_s'] * 1000:.1f} ms (goal ≤ 50 ms)")
+        print(table(result))
         for name, values in result["breakdown"].items():
             print(f"  {name}: median {statistics.median(values) * 1000:.0f} ms")
         for stall in result["stalls"]:
@@ -273,10 +284,26 @@ def _measure(project: Path, cache: Path, args) -> dict:
     app.processEvents()
 
     warm_start = time.perf_counter()
+    arrived: dict[str, float] = {}  # backend → seconds after Run when its result was shown
+
+    def on_run_event(event: dict) -> None:
+        if event.get("kind") == "finished":
+            arrived.setdefault(event["result"].backend, round(time.perf_counter() - warm_start, 3))
+
+    bridge.runEvent.connect(on_run_event)
     window.run()
-    if wait_for(bridge.runFinished, args.timeout) is None:
+    first_report = wait_for(bridge.runFinished, args.timeout)
+    if first_report is None:
         raise SystemExit(f"warm-up run did not finish within {args.timeout} s")
     warmup_s = time.perf_counter() - warm_start
+    bridge.runEvent.disconnect(on_run_event)
+    first_run = {
+        "cold": bool(args.cold),
+        "first_result_s": min(arrived.values()) if arrived else None,
+        "all_results_s": round(warmup_s, 3),
+        "result_at_s": arrived,
+        "statuses": {r.backend: r.status for r in first_report.results},
+    }
     _settle(bridge, args.timeout)
 
     editor = window.editor_tabs.current_editor()
@@ -335,6 +362,7 @@ def _measure(project: Path, cache: Path, args) -> dict:
         sampler.stop()
     meter.stop()
     bridge.loop.unsubscribe(clock)
+    console = _console_stall(window, editor, args.timeout)
     window.close()
 
     median = statistics.median(wall)
@@ -349,14 +377,86 @@ def _measure(project: Path, cache: Path, args) -> dict:
         "edit_to_result_median_s": round(median, 4),
         "bridge_latency_s": [round(s, 4) for s in reported],
         "max_event_loop_stall_s": round(meter.max_gap_s, 4),
+        "first_run": first_run,
+        "console": console,
         "breakdown": breakdown,
         "stalls": stalls,
         **({"stall_samples": sampler.top(), "last_cycle": timeline} if sampler is not None else {}),
         "statuses": statuses[-1] if statuses else {},
         "goals": {"edit_to_result_median_s": GOAL_MEDIAN_S, "max_event_loop_stall_s": GOAL_STALL_S},
-        "meets_goals": median <= GOAL_MEDIAN_S and meter.max_gap_s <= GOAL_STALL_S,
+        "meets_goals": median <= GOAL_MEDIAN_S
+        and meter.max_gap_s <= GOAL_STALL_S
+        and console.get("max_event_loop_stall_s", 0.0) <= GOAL_STALL_S,
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
     }
+
+
+def _console_stall(window, editor, timeout_s: float) -> dict:
+    """The longest event-loop stall while the console's `build('cpu')` (a real cargo build: the
+    source is edited and saved first, hot reload off) and `run('wgsl')` are both in flight."""
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtGui import QTextCursor
+
+    console = window.panels.get("console")
+    if console is None or not hasattr(console, "execute"):
+        return {"error": "the console panel is not available"}
+    window.hot_reload_action.setChecked(False)  # the save below must not start a cycle of its own
+    cursor = editor.textCursor()
+    cursor.movePosition(QTextCursor.MoveOperation.End)
+    cursor.insertText(f"// console stall {time.time_ns()}\n")
+    window.save_current()
+    namespace = console.namespace()
+    meter = StallMeter()
+    started = time.perf_counter()
+    meter.start()
+    console.execute("b = build('cpu'); r = run('wgsl')")
+    loop = QEventLoop()
+    poll = QTimer()
+    poll.setInterval(20)
+    poll.timeout.connect(
+        lambda: (
+            loop.quit()
+            if ("b" in namespace and namespace["b"].done() and namespace["r"].done())
+            or time.perf_counter() - started > timeout_s
+            else None
+        )
+    )
+    poll.start()
+    loop.exec()
+    poll.stop()
+    meter.stop()
+    built = namespace.get("b")
+    if built is None or not built.done():
+        return {"error": f"the console's build and run did not finish within {timeout_s} s"}
+    cpu = built.result().get("cpu")
+    return {
+        "max_event_loop_stall_s": round(meter.max_gap_s, 4),
+        "seconds": round(time.perf_counter() - started, 3),
+        "cpu_build": getattr(cpu, "status", "?"),
+        "cpu_rebuilt": not getattr(cpu, "cached", True),
+    }
+
+
+def table(result: dict) -> str:
+    """The figures as a table: what, value, goal."""
+    first = result.get("first_run") or {}
+    console = result.get("console") or {}
+    ms = lambda s: f"{s * 1000:.1f} ms" if isinstance(s, int | float) else "-"  # noqa: E731
+    sec = lambda s: f"{s:.2f} s" if isinstance(s, int | float) else "-"  # noqa: E731
+    rows = [
+        ("edit → result, median", sec(result["edit_to_result_median_s"]), f"≤ {GOAL_MEDIAN_S} s"),
+        ("event-loop stall, hot reload", ms(result["max_event_loop_stall_s"]), f"≤ {GOAL_STALL_S * 1000:.0f} ms"),
+        ("event-loop stall, console build + run", ms(console.get("max_event_loop_stall_s")),
+         f"≤ {GOAL_STALL_S * 1000:.0f} ms"),
+        (f"first Run{' (cold cache)' if first.get('cold') else ''}: first result", sec(first.get("first_result_s")), ""),
+        ("first Run: all results", sec(first.get("all_results_s")), ""),
+    ]  # fmt: skip
+    rows += [
+        (f"first Run: {backend} result at", sec(at), "")
+        for backend, at in (first.get("result_at_s") or {}).items()
+    ]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"  {name.ljust(width)}  {value:>10}  {goal}".rstrip() for name, value, goal in rows)
 
 
 def _settle(bridge, timeout_s: float) -> None:

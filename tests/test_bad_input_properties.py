@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +18,8 @@ from workbench import expr
 from workbench.cli import main
 from workbench.project import examples_dir
 
+from .test_bad_input import MAX_EXPRESSION_BYTES, peak_bytes
+
 SAXPY = examples_dir() / "saxpy"
 LINES = (SAXPY / "workbench.toml").read_text().splitlines()
 VALUE_LINES = [i for i, line in enumerate(LINES) if re.match(r"^[A-Za-z_-]+\s*=", line)]
@@ -26,7 +27,7 @@ LOCATED = re.compile(r"^error: .*workbench\.toml:\d+: ", re.MULTILINE)
 
 SETTINGS = settings(
     max_examples=120,
-    deadline=2000,  # ms per example: anything near it would be a hang
+    deadline=None,  # no wall-clock budget (a loaded machine is slow); bounds are asserted in memory
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     derandomize=True,  # the same examples on every run: a failure is reproducible
 )
@@ -96,10 +97,8 @@ def project(tmp_path_factory):
 @given(text=manifests())
 def test_check_answers_every_manifest_with_0_or_a_located_2(project, capsys, text):
     (project / "workbench.toml").write_text(text)
-    started = time.monotonic()
     code = main(["check", str(project)])
     err = capsys.readouterr().err
-    assert time.monotonic() - started < 2.0
     assert "Traceback" not in err
     assert code in (0, 2), err
     if code == 2:
@@ -109,11 +108,10 @@ def test_check_answers_every_manifest_with_0_or_a_located_2(project, capsys, tex
 @SETTINGS
 @given(text=st.one_of(expressions, deep))
 def test_expressions_evaluate_or_fail_cleanly(text):
-    started = time.monotonic()
-    try:
-        value = expr.evaluate(text, {"n": 1024})
-    except expr.ExprError as exc:
-        assert str(exc) and len(str(exc)) < 400
+    value, peak = peak_bytes(expr.evaluate, text, {"n": 1024})
+    if isinstance(value, Exception):
+        assert isinstance(value, expr.ExprError), repr(value)
+        assert str(value) and len(str(value)) < 400
     else:
         assert isinstance(value, int | float) and not isinstance(value, bool)
-    assert time.monotonic() - started < 0.5
+    assert peak < MAX_EXPRESSION_BYTES, peak  # bounded: nothing large computed, whatever the text

@@ -198,12 +198,10 @@ def test_a_faulting_kernel_is_contained_and_the_next_backend_runs(faulty, expect
     )
     service = RunService()
     try:
-        started = time.monotonic()
         report = service.run(
             SAXPY, backends=["cuda-c", "nvptx", "rust-cuda"], sizes={"n": 1 << 20}, timeout_s=3.0,
             artifacts_dir=artifacts, devices=["cuda:0"], reference="cuda-c",
         )  # fmt: skip
-        elapsed = time.monotonic() - started
     finally:
         service.close()
     results = {r.backend: r for r in report.results}
@@ -212,7 +210,6 @@ def test_a_faulting_kernel_is_contained_and_the_next_backend_runs(faulty, expect
     assert re.search(expected, results["nvptx"].error), results["nvptx"].error
     assert results["rust-cuda"].status == "ok", results["rust-cuda"].error
     assert results["rust-cuda"].verified is True and results["rust-cuda"].check["reference"] == "cuda-c"
-    assert elapsed < 60
 
 
 def test_cold_l2_and_nvml_conditions_on_the_real_device(saxpy_kernel, tmp_path, cuda):

@@ -1,10 +1,14 @@
 """The console off the GUI thread: `build()` / `run()` return at once with a Job, the event loop
-never stalls while they work, and their results reach the panels like the window's own Run."""
+keeps turning while they work, and their results reach the panels like the window's own Run.
+
+Nothing here is timed (the event loop's longest stall is a figure of `benchmarks/hot_reload.py`):
+the cpu build is held in its build.rs until the test opens a gate, and the test opens it only
+once the event loop has delivered HEARTBEATS timer ticks meanwhile, which a GUI thread blocked
+on the build could never do, however fast or loaded the machine."""
 
 from __future__ import annotations
 
-import time
-import uuid
+import threading
 
 from PySide6.QtCore import QTimer
 
@@ -12,36 +16,32 @@ from workbench.ui.console import CONSOLE_STYLE, ConsolePanel
 from workbench.ui.results_table import COL_BACKEND, COL_VERIFIED, ResultsTable
 
 HEARTBEAT_MS = 5
-MAX_STALL_S = 0.050
+#: Timer ticks the event loop must deliver while the cpu build is held at its gate.
+HEARTBEATS = 20
 TIMEOUT_MS = 600_000
 
 
 class Heartbeat:
-    """A GUI-thread timer every HEARTBEAT_MS; the longest gap between ticks is the worst stall."""
+    """A GUI-thread timer every HEARTBEAT_MS, counting its ticks."""
 
     def __init__(self):
-        self.ticks: list[float] = []
+        self.ticks = 0
         self.timer = QTimer()
         self.timer.setInterval(HEARTBEAT_MS)
-        self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+        self.timer.timeout.connect(self._tick)
+
+    def _tick(self) -> None:
+        self.ticks += 1
 
     def start(self) -> None:
-        self.ticks = [time.perf_counter()]
         self.timer.start()
 
     def stop(self) -> None:
         self.timer.stop()
 
-    def worst_stall_s(self) -> float:
-        gaps = [b - a for a, b in zip(self.ticks, self.ticks[1:], strict=False)]
-        return max(gaps) - HEARTBEAT_MS / 1000 if gaps else 0.0
 
-
-def test_console_build_and_run_never_stall_the_window(qtbot, make_widget, bridge, example_copy):
-    root = example_copy("saxpy")
-    # A source no cache has seen: the cpu build below is a real cargo build, surely in flight.
-    lib = root / "src" / "lib.rs"
-    lib.write_text(lib.read_text() + f"\n// console stall test {uuid.uuid4().hex}\n")
+def test_console_build_and_run_never_block_the_window(qtbot, make_widget, bridge, gated_saxpy):
+    root, gates = gated_saxpy  # the cpu build waits in build.rs for gates["host"]
     bridge.set_project(root)
     bridge.set_backends(["cpu", "wgsl"])
     bridge.set_devices(["cpu", "wgpu:0"])
@@ -53,6 +53,8 @@ def test_console_build_and_run_never_stall_the_window(qtbot, make_widget, bridge
     assert (
         console.widget.style_sheet == CONSOLE_STYLE and "#1e1f22" in CONSOLE_STYLE
     )  # the window's dark base
+    build_threads: set[str] = set()
+    bridge.build_service.subscribe(lambda event: build_threads.add(threading.current_thread().name))
 
     heartbeat = Heartbeat()
     heartbeat.start()
@@ -63,11 +65,16 @@ def test_console_build_and_run_never_stall_the_window(qtbot, make_widget, bridge
             qtbot.waitUntil(lambda: "in_flight" in namespace, timeout=30_000)
             assert namespace["in_flight"] == (False, False)  # both returned at once, still working
             assert "running" in repr(namespace["r"])
+        # The wgsl run finished while the cpu build is held; the window keeps turning meanwhile.
+        beats = heartbeat.ticks
+        qtbot.waitUntil(lambda: heartbeat.ticks >= beats + HEARTBEATS, timeout=TIMEOUT_MS)
+        assert not namespace["b"].done() and "running" in repr(namespace["b"])
+        gates["host"].touch()
         qtbot.waitUntil(lambda: namespace["b"].done(), timeout=TIMEOUT_MS)
     finally:
         heartbeat.stop()
-    assert len(heartbeat.ticks) > 20
-    assert heartbeat.worst_stall_s() < MAX_STALL_S, f"event loop stalled {heartbeat.worst_stall_s():.3f} s"
+    # The build's work (its events) happened on the build service's threads, never the GUI's.
+    assert build_threads and threading.main_thread().name not in build_threads, build_threads
 
     # The run's results reached the panels through the window's own signal.
     report = finished.args[0]
