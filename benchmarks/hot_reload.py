@@ -115,12 +115,14 @@ class PhaseClock:
 
 
 def _phases(saved: float, events: list[tuple[float, str]], shown: float) -> dict[str, float]:
-    """One cycle's phases in seconds from the loop's events (first of each kind)."""
+    """One cycle's phases in seconds from the loop's events (first of each kind). Builds and runs
+    overlap (a backend runs as soon as its own build is done): `build_s` ends when the first
+    backend starts running, `run_s` lasts until the cycle's end."""
     first: dict[str, float] = {}
     for stamp, kind in events:
         first.setdefault(kind, stamp)
     started = first.get("cycle-started", saved)
-    built = first.get("build-finished", started)
+    built = first.get("run:started", first.get("build-finished", started))
     finished = first.get("cycle-finished", shown)
     return {
         "queue_s": round(started - saved, 4),
@@ -135,7 +137,7 @@ def _phase_at(stamp: float, saved: float, events: list[tuple[float, str]], shown
     if stamp > shown:
         return "after-result"
     phase = "queue"
-    names = {"cycle-started": "build", "build-finished": "run", "cycle-finished": "deliver"}
+    names = {"cycle-started": "build", "run:started": "run", "cycle-finished": "deliver"}
     for when, kind in events:
         if when > stamp:
             break
