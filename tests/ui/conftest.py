@@ -228,32 +228,3 @@ def make_window(qtbot, shared_cache_dir):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "allow_qt_leaks: skip the QThread/QTimer leak check for this test")
-
-
-GATED_BUILD_RS = """fn main() {{
-    println!("cargo:rerun-if-changed=build.rs");
-    let target = std::env::var("TARGET").unwrap_or_default();
-    let gate = if target.starts_with("nvptx") {{ "{nvptx}" }} else {{ "{host}" }};
-    // A safety valve, not a measurement: the test opens the gate long before.
-    for _ in 0..12000 {{
-        if std::path::Path::new(gate).exists() {{
-            return;
-        }}
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }}
-    panic!("gate {{}} was never opened", gate);
-}}
-"""
-
-
-@pytest.fixture
-def gated_saxpy(example_copy, tmp_path):
-    """A saxpy copy (sources made unique: real builds) whose cargo builds wait in build.rs until
-    the test opens their gate: `gates["host"]` (cpu) or `gates["nvptx"]`. Returns (root, gates).
-    A slow build made certain: tests assert the order of events a gate forces, never durations."""
-    root = example_copy("saxpy", unique=True)
-    gates = {"host": tmp_path / "open-host", "nvptx": tmp_path / "open-nvptx"}
-    (root / "build.rs").write_text(GATED_BUILD_RS.format(host=gates["host"], nvptx=gates["nvptx"]))
-    yield root, gates
-    for gate in gates.values():  # a test that failed half-way must not leave a build waiting
-        gate.touch()
