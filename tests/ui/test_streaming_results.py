@@ -98,3 +98,19 @@ def test_the_window_defaults_to_the_command_lines_backends(qtbot, bridge, exampl
     with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS) as finished:
         bridge.run()
     assert [r.backend for r in finished.args[0].results] == expected
+
+
+def test_the_windows_backend_menu_shows_the_default_and_keeps_it_nobodys_choice(
+    make_window, qtbot, example_copy
+):
+    """A window nobody chose backends in checks the command line's default in its Backends menu,
+    and closing it does not turn that into a remembered choice (a newer default still applies)."""
+    from workbench.ui.settings import load_settings
+
+    window = make_window(example_copy("saxpy"), panels=("build",))
+    expected = window.bridge.run_service.default_backends(window.project)
+    qtbot.waitUntil(lambda: window.selected_backends() == expected, timeout=60_000)
+    assert window.bridge.backends() == []
+    window.persist_settings = True
+    window.close()
+    assert load_settings().backends == []
