@@ -48,6 +48,7 @@ from workbench.build.ptx_lines import PtxLines
 from workbench.build.spirv_lines import NO_LINES_HINT, SpirvLines
 from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.editor.highlighter import RustHighlighter
+from workbench.ui.layout_fit import wrap_within
 from workbench.ui.visibility import follow_dock, on_screen
 
 #: Artifact suffixes shown as text, with their pygments lexer (None: plain text).
@@ -333,7 +334,7 @@ class ArtifactsView(QWidget):
         self._line_asked: dict[str, str] = {}  # artifact folder -> "" (in flight) or why there is none
         self.lines_note = QLabel("")
         self.lines_note.setObjectName("lineInfo")
-        self.lines_note.setWordWrap(True)
+        wrap_within(self.lines_note)
         self.lines_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._dock: QDockWidget | None = None
 

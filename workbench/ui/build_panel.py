@@ -10,10 +10,8 @@ from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
-    QSplitter,
     QStyle,
     QTabWidget,
     QTreeWidget,
@@ -24,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from workbench.build.manifest_check import MANIFEST_SOURCE
 from workbench.ui.editor.code_editor import editor_font
+from workbench.ui.layout_fit import ElidedLabel, OnResize
 
 #: State -> (label, colour) shown in the State column.
 STATES = {
@@ -97,7 +96,7 @@ class BuildPanel(QWidget):
         self.cancel_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_BrowserStop))
         self.cancel_button.setToolTip("Stop the build in flight (its processes are killed)")
         self.cancel_button.setEnabled(False)
-        self.summary = QLabel("")
+        self.summary = ElidedLabel("")  # one line: a long summary never widens the dock
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         self.table = QTreeWidget()
@@ -139,15 +138,16 @@ class BuildPanel(QWidget):
         buttons.addWidget(self.cancel_button)
         buttons.addSpacing(12)
         buttons.addWidget(self.summary, 1)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.table)
-        splitter.addWidget(self.tabs)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
+        # The states table is as tall as its rows (`_fit_rows`): every backend stays in view, the
+        # diagnostics and the log below take the rest (a splitter there hid rows: 2½ of 3 shown).
+        self._row_fitter = OnResize(self._fit_rows, self.table)
+        # A wider state ("skipped – not installed") may bring the horizontal scroll bar.
+        self.table.header().sectionResized.connect(lambda *_: self._fit_rows())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(buttons)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.table)
+        layout.addWidget(self.tabs, 1)
 
         # Elapsed times tick only while something builds; the timer is stopped otherwise.
         self._ticker = QTimer(self)
@@ -189,6 +189,20 @@ class BuildPanel(QWidget):
             self._row(backend)
         if self.table.topLevelItemCount():
             self.table.setCurrentItem(self.table.topLevelItem(0))
+        self._fit_rows()
+
+    def _fit_rows(self) -> None:
+        """Make the states table exactly as tall as its rows (and its scroll bar, when its
+        columns are wider than the panel)."""
+        table = self.table
+        rows = table.topLevelItemCount()
+        row_height = table.sizeHintForRow(0) if rows else 0
+        row_height = max(row_height, table.fontMetrics().height() + 4)
+        need = table.header().sizeHint().height() + max(rows, 1) * row_height + 2 * table.frameWidth()
+        if table.header().length() > table.viewport().width():
+            need += table.horizontalScrollBar().sizeHint().height()
+        if table.minimumHeight() != need or table.maximumHeight() != need:
+            table.setFixedHeight(need)
 
     def _row(self, backend: str) -> _Row:
         row = self._rows.get(backend)
@@ -198,6 +212,7 @@ class BuildPanel(QWidget):
             item.setTextAlignment(COL_TIME, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.table.addTopLevelItem(item)
             row = self._rows[backend] = _Row(item)
+            self._fit_rows()
             self._set_state(row, "idle")
         return row
 

@@ -1,8 +1,9 @@
 """The device picker: every device by runtime (CPU, CUDA, wgpu), check to run there; the selected
 device's properties below, its measured ceilings (`workbench ceilings`) beside the datasheet peaks.
 
-wgpu adapters are named with their graphics API ("llvmpipe … · Vulkan", "… · OpenGL"): one driver
-often appears once per API. Long names are elided in the middle, the full text in the tooltip."""
+wgpu adapters are named with their graphics API ("llvmpipe · Vulkan", "… · OpenGL"): one driver
+often appears once per API. A row shows the short name (without the parenthesised details, as the
+results table does), elided in the middle if it is still too long; the full name is its tooltip."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.run.labels import short_name
 from workbench.ui.ceilings_store import store_for
+from workbench.ui.layout_fit import OnResize
 
 RUNTIME_TITLES = {"cpu": "CPU", "cuda": "CUDA", "wgpu": "wgpu"}
 #: Graphics APIs of wgpu adapters, as shown beside an adapter's name.
@@ -35,6 +38,8 @@ WGPU_APIS = ("Vulkan", "Metal", "DX12", "OpenGL")
 SPEC_ROLE = Qt.ItemDataRole.UserRole
 DEVICE_ROLE = Qt.ItemDataRole.UserRole + 1
 MUTED = QColor("#8a8a8a")
+#: The most rows the device list makes room for before it scrolls.
+TREE_ROWS = 10
 
 
 def wgpu_api(device: dict[str, Any]) -> str:
@@ -55,9 +60,11 @@ def wgpu_api(device: dict[str, Any]) -> str:
     return raw or "other"
 
 
-def device_label(device: dict[str, Any]) -> str:
-    """A device's row text: its name, with the graphics API for wgpu adapters."""
+def device_label(device: dict[str, Any], full: bool = False) -> str:
+    """A device's row text: its short name ("llvmpipe", `full`: "llvmpipe (LLVM 15.0.7, 256 bits)"),
+    with the graphics API for wgpu adapters."""
     name = str(device.get("name") or device.get("spec") or "?")
+    name = name if full else short_name(name)
     if device.get("runtime") == "wgpu":
         return f"{name} · {wgpu_api(device)}"
     return name
@@ -166,6 +173,9 @@ class DevicePicker(QWidget):
         self.properties.setWordWrap(False)
         self.properties.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.properties.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft)
+        # Fitted again whenever the panel is resized: fitted once, while the dock was still being
+        # laid out, the names were cut ("Datash…FLOP/s").
+        self._property_fitter = OnResize(self._fit_property_column, self.properties.viewport())
         self.status = QLabel("Looking for devices…")
         self.status.setWordWrap(True)
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -235,6 +245,7 @@ class DevicePicker(QWidget):
             self.tree.expandAll()
         finally:
             self._updating = False
+            self._fit_tree()
         missing = [
             f"{RUNTIME_TITLES.get(r, r)} unavailable ({e.get('reason') or 'not available'})"
             for r, e in info.items()
@@ -254,6 +265,15 @@ class DevicePicker(QWidget):
         first = self._device_items()
         if first:
             self.tree.setCurrentItem(first[0])
+
+    def _fit_tree(self) -> None:
+        """The device list at least as tall as its rows (up to TREE_ROWS): every device is in view
+        without scrolling; the properties below take the rest."""
+        tree = self.tree
+        rows = sum(1 + tree.topLevelItem(i).childCount() for i in range(tree.topLevelItemCount()))
+        row_height = max(tree.sizeHintForRow(0) if rows else 0, tree.fontMetrics().height() + 4)
+        need = tree.header().sizeHint().height() + min(max(rows, 1), TREE_ROWS) * row_height
+        tree.setMinimumHeight(need + 2 * tree.frameWidth())
 
     def _fill(self, info: dict[str, Any]) -> int:
         """One group per runtime; returns the device count."""
@@ -319,7 +339,7 @@ class DevicePicker(QWidget):
         )
         item.setData(0, SPEC_ROLE, spec)
         item.setData(0, DEVICE_ROLE, dict(device))
-        item.setToolTip(0, f"{label}\nrun on {spec} (check to include it in runs)")
+        item.setToolTip(0, f"{device_label(device, full=True)}\nrun on {spec} (check to include it in runs)")
         item.setToolTip(1, f"device spec for --device: {spec}")
         return item
 
@@ -378,10 +398,15 @@ class DevicePicker(QWidget):
             value = QTableWidgetItem(text)
             value.setToolTip(text)
             self.properties.setItem(row, 1, value)
-        self.properties.resizeColumnToContents(0)
-        width = self.properties.viewport().width()
-        if self.properties.columnWidth(0) > width * 0.55:
-            self.properties.setColumnWidth(0, max(90, int(width * 0.55)))
+        self._fit_property_column()
+
+    def _fit_property_column(self) -> None:
+        """The property names as wide as they are, up to 55 % of the table (the values need room)."""
+        need = self.properties.sizeHintForColumn(0) if self.properties.rowCount() else 0
+        need = max(need, self.properties.horizontalHeader().sectionSizeHint(0))
+        width = min(need, max(90, int(self.properties.viewport().width() * 0.55)))
+        if self.properties.columnWidth(0) != width:
+            self.properties.setColumnWidth(0, width)
 
     def _fill_hosts(self, hosts: dict[str, Any], chosen: set[str], bold: QFont) -> int:
         """One group per GPU host (`workbench hosts`), its devices as `NAME/cpu`, `NAME/wgpu:0` …;

@@ -11,8 +11,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, Qt
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtCore import QByteArray, QRect, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -32,6 +32,7 @@ from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.trust_store import is_bundled, is_declined, is_trusted, set_trusted
 from workbench.ui.editor import EditorTabs
+from workbench.ui.layout_fit import ElidedLabel
 from workbench.ui.new_project import NewProjectDialog
 from workbench.ui.project_tree import ProjectTree
 from workbench.ui.project_watch import ProjectFilesWatch
@@ -57,7 +58,8 @@ DOCKS = {
 
 #: Version of the saved dock layout (QMainWindow.saveState). A layout saved with another version
 #: (an older window's docks) is not restored: the default layout is used instead, never a broken one.
-LAYOUT_VERSION = 2
+#: 3: the bottom row (build, results) runs under the left column too, wide enough for the numbers.
+LAYOUT_VERSION = 3
 
 
 def placeholder(text: str) -> QLabel:
@@ -132,9 +134,10 @@ class MainWindow(QMainWindow):
             dock.setWidget(self.panels[key])
             self.addDockWidget(area, dock)
             self.docks[key] = dock
-        # The side docks run the window's full height (room for the device list and the plots);
-        # the bottom docks sit between them, under the editor.
-        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        # The plots run the window's full height; the bottom row (build, results) runs under the
+        # project and devices column and the editor: between both side columns, at 1280 px the
+        # results were one word wide.
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.splitDockWidget(self.docks["project"], self.docks["devices"], Qt.Orientation.Vertical)
         self.splitDockWidget(self.docks["build"], self.docks["results"], Qt.Orientation.Horizontal)
@@ -157,16 +160,25 @@ class MainWindow(QMainWindow):
         right = max(d[k].minimumSizeHint().width() for k in ("plots", "artifacts", "sessions"))
         plots = max(int(width * 0.33), right)
         self.resizeDocks([d["project"], d["plots"]], [side, plots], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["build"]], [max(200, int(height * 0.28))], Qt.Orientation.Vertical)
-        self.resizeDocks([d["project"], d["devices"]], [2, 3], Qt.Orientation.Vertical)
-        self.resizeDocks([d["build"], d["results"]], [4, 6], Qt.Orientation.Horizontal)
+        # The bottom row is as tall as the build panel needs to show every backend's row.
+        need = max(d[k].minimumSizeHint().height() for k in ("build", "results", "console"))
+        self.resizeDocks([d["build"]], [max(need, int(height * 0.28))], Qt.Orientation.Vertical)
+        self.resizeDocks([d["project"], d["devices"]], [1, 3], Qt.Orientation.Vertical)
+        # The results get the larger share: the numbers, the verdict and the check side by side.
+        row = max(1, width - plots)
+        build = max(d["build"].minimumSizeHint().width(), int(row * 0.36))
+        self.resizeDocks([d["build"], d["results"]], [build, row - build], Qt.Orientation.Horizontal)
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         if not self._sized:
             self._sized = True
+            if self.settings.window_geometry:
+                self.fit_to_screen()  # again, now that the window's frame is known
             if not self._layout_restored:
-                self._apply_default_sizes()
+                # After the events queued by now: a resize right after show() (`gui
+                # --window-size`) is the size the docks are proportioned to, not 1600x1000.
+                QTimer.singleShot(0, self, self._apply_default_sizes)
 
     def _action(self, text: str, slot=None, shortcut=None, checkable=False, tip: str = "") -> QAction:
         action = QAction(text, self)
@@ -277,7 +289,7 @@ class MainWindow(QMainWindow):
         self.state_label = QLabel("No project")
         self.latency_label = QLabel("edit → result: –")
         self.latency_label.setToolTip("Time from saving a file to the results of the rebuild and rerun")
-        self.position_label = QLabel("")
+        self.position_label = ElidedLabel("", mode=Qt.TextElideMode.ElideMiddle)  # a deep path
         status.addPermanentWidget(self.position_label)
         status.addPermanentWidget(self.busy_bar)
         status.addPermanentWidget(self.state_label)
@@ -603,19 +615,55 @@ class MainWindow(QMainWindow):
 
     # ================================================================ layout and closing
     def _restore_layout(self) -> None:
-        """The remembered geometry and dock layout; a layout of another LAYOUT_VERSION, or a damaged
-        one, leaves the default layout in place (Qt checks the version before changing anything)."""
+        """The remembered geometry, brought inside the screen, and dock layout; a layout of another
+        LAYOUT_VERSION, a damaged one, or one that needs more room than the screen (and than the
+        default layout) leaves the default layout in place."""
         self._layout_restored = False
         if self.settings.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(self.settings.window_geometry.encode()))
+            self.fit_to_screen()
         if self.settings.window_state:
+            default_need = self.minimumSizeHint()
             state = QByteArray.fromBase64(self.settings.window_state.encode())
             self._layout_restored = self.restoreState(state, LAYOUT_VERSION)
             if not self._layout_restored:
                 log.info("the saved window layout is from another version: using the default layout")
                 self.settings.window_state = ""
+            elif not self._fits(self.minimumSizeHint(), default_need):
+                log.info("the saved window layout does not fit the screen: using the default layout")
+                self.restoreState(self._default_state, LAYOUT_VERSION)
+                self._layout_restored = False
+                self.settings.window_state = ""
+
+    def _screen_area(self) -> QRect:
+        """The available area of the screen the window is on (or would be, before it is shown)."""
+        screen = QGuiApplication.screenAt(self.geometry().center()) or self.screen()
+        return screen.availableGeometry()
+
+    def _fits(self, need: QSize, default_need: QSize) -> bool:
+        """Whether a layout needing `need` fits the screen, or needs no more than the default does."""
+        area = self._screen_area()
+        return all(n <= max(a, d) for n, a, d in ((need.width(), area.width(), default_need.width()),
+                                                   (need.height(), area.height(), default_need.height())))  # fmt: skip
+
+    def fit_to_screen(self) -> None:
+        """Shrink and move the window inside its screen's available area (a window saved while it
+        was larger than the screen, or on a larger screen, comes back inside this one)."""
+        area = self._screen_area()
+        frame = self.frameGeometry()
+        extra = QSize(frame.width() - self.width(), frame.height() - self.height())
+        width = max(1, min(self.width(), area.width() - extra.width()))
+        height = max(1, min(self.height(), area.height() - extra.height()))
+        if (width, height) != (self.width(), self.height()):
+            self.resize(width, height)
+        frame = self.frameGeometry()
+        x = min(max(frame.x(), area.left()), max(area.left(), area.right() + 1 - frame.width()))
+        y = min(max(frame.y(), area.top()), max(area.top(), area.bottom() + 1 - frame.height()))
+        if (x, y) != (frame.x(), frame.y()):
+            self.move(x, y)
 
     def reset_layout(self) -> None:
+        """The default docks, every one shown and docked, sized in proportion to the window."""
         self.restoreState(self._default_state, LAYOUT_VERSION)
         for dock in self.docks.values():
             dock.show()

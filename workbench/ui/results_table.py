@@ -10,8 +10,8 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QPushButton,
+    QStyledItemDelegate,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -20,39 +20,49 @@ from PySide6.QtWidgets import (
 
 from workbench.profile.last_good import is_stale, stale_info
 from workbench.run.labels import device_label
+from workbench.ui.layout_fit import ElidedLabel, OnResize
 
+#: The columns by name (`row_texts` keys), in the order shown: what a run is judged by (time,
+#: throughput, verdict and its check) first after the backend, so a narrow panel shows them without
+#: scrolling; the device (elided in the middle) and the rest after them.
 COLUMNS = (
     "Backend",
-    "Device",
-    "Status",
-    "Verified",
-    "Check",
     "Median",
-    "Spread (IQR)",
     "GB/s",
     "% of peak",
+    "Verified",
+    "Check",
+    "Device",
+    "Status",
+    "Spread (IQR)",
     "Registers",
     "Spills",
 )
 (
     COL_BACKEND,
-    COL_DEVICE,
-    COL_STATUS,
-    COL_VERIFIED,
-    COL_CHECK,
     COL_MEDIAN,
-    COL_SPREAD,
     COL_GBPS,
     COL_PEAK,
+    COL_VERIFIED,
+    COL_CHECK,
+    COL_DEVICE,
+    COL_STATUS,
+    COL_SPREAD,
     COL_REGS,
     COL_SPILLS,
 ) = range(len(COLUMNS))
+#: Shorter header titles (the full name is the header's tooltip).
+HEADERS = {"% of peak": "% peak", "Spread (IQR)": "IQR", "Registers": "Regs"}
 GOOD = QColor("#2e8b3d")
 BAD = QColor("#c62828")
 MUTED = QColor("#808080")
 WARN = QColor("#b26a00")
 NOT_VERIFIED_REF = "not verified (reference failed)"
 CHECK_WIDTH = 280
+#: The check's least width when the panel is narrow (its text is elided, the tooltip has it whole).
+CHECK_MIN_WIDTH = 120
+#: No column wider than this (a long device name or verdict is elided, never the numbers).
+MAX_COLUMN_WIDTH = 240
 _NUMERIC = {COL_MEDIAN, COL_SPREAD, COL_GBPS, COL_PEAK, COL_REGS, COL_SPILLS}
 
 
@@ -148,25 +158,32 @@ class ResultsTable(QWidget):
         super().__init__(parent)
         self.setObjectName("ResultsTable")
         self.bridge = bridge
-        self.caption = QLabel("No run yet: press Run, or save a source file.")
+        # One line, elided (the tooltip has it whole): a wrapped caption took the rows' height.
+        self.caption = ElidedLabel("No run yet: press Run, or save a source file.")
         self.caption.setObjectName("resultsCaption")
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("results")
-        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setHorizontalHeaderLabels([HEADERS.get(name, name) for name in COLUMNS])
+        for col, name in enumerate(COLUMNS):
+            self.table.horizontalHeaderItem(col).setToolTip(name)
         self.table.verticalHeader().setVisible(False)
         self.table.setAlternatingRowColors(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
+        header.setMaximumSectionSize(MAX_COLUMN_WIDTH)
         for col in range(len(COLUMNS) - 1):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
-        # The check's text next to the verdict, at a fixed width: elided in the middle (the
-        # tooltip and the details view have it whole), never pushed off screen by the numbers.
+        # The check's text next to the verdict, in the width the numbers leave (at most
+        # CHECK_WIDTH): elided (the tooltip and the details view have it whole).
         header.setSectionResizeMode(COL_CHECK, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(COL_CHECK, CHECK_WIDTH)
         header.setStretchLastSection(True)
-        self.caption.setWordWrap(True)
+        self._middle = _ElideMiddle(self.table)  # a device name keeps its start and its API
+        self.table.setItemDelegateForColumn(COL_DEVICE, self._middle)
+        header.sectionResized.connect(self._section_resized)
+        self._fitter = OnResize(self._fit_columns, self.table.viewport())
         self.details_button = QPushButton("Details…")
         self.details_button.setObjectName("resultDetails")
         self.details_button.setToolTip("Mismatching elements of the selected result (or double-click a row)")
@@ -333,7 +350,8 @@ class ResultsTable(QWidget):
         changed = self._changed.get("message", "") if check_text.startswith("⚠ reference changed") else ""
         check_tip = "\n".join(x for x in (changed, check_text, _check_tooltip(result.check or {})) if x)
         self._set(row, COL_CHECK, Qt.ItemDataRole.ToolTipRole, check_tip)
-        self._set(row, COL_DEVICE, Qt.ItemDataRole.ToolTipRole, str(device.get("spec") or ""))
+        device_tip = "\n".join(x for x in (values[COL_DEVICE], str(device.get("spec") or "")) if x)
+        self._set(row, COL_DEVICE, Qt.ItemDataRole.ToolTipRole, device_tip)
         if unverified:
             self._set(row, COL_VERIFIED, Qt.ItemDataRole.ToolTipRole,
                       f"the reference {self._reference} did not run; nothing to compare with")  # fmt: skip
@@ -362,6 +380,24 @@ class ResultsTable(QWidget):
             self._set(row, COL_CHECK, Qt.ItemDataRole.ToolTipRole, f"{text}\n{tip}".strip())
         else:
             self._set(row, COL_STATUS, Qt.ItemDataRole.ToolTipRole, None)
+
+    def _section_resized(self, col: int, _old: int, _new: int) -> None:
+        if col < COL_CHECK:  # a number's column changed width: the check takes what is left
+            self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Give the check the width the columns before it leave in the viewport (between
+        CHECK_MIN_WIDTH and CHECK_WIDTH), so the numbers and the verdict stay in view."""
+        header = self.table.horizontalHeader()
+        lead = sum(header.sectionSize(col) for col in range(COL_CHECK))
+        room = self.table.viewport().width() - lead
+        width = max(CHECK_MIN_WIDTH, min(CHECK_WIDTH, room))
+        if header.sectionSize(COL_CHECK) != width:
+            header.resizeSection(COL_CHECK, width)
+
+    def column_rect(self, row: int, col: int) -> Any:
+        """A cell's rectangle in the viewport's coordinates (used by the layout tests)."""
+        return self.table.visualRect(self.table.model().index(row, col))
 
     def is_row_stale(self, row: int) -> bool:
         return self.table.item(row, COL_STATUS).text().startswith("stale")
@@ -430,6 +466,14 @@ def streamed_report(report: Any, result: Any) -> Any:
         outputs=outputs,
         reference=getattr(report, "reference", ""),
     )
+
+
+class _ElideMiddle(QStyledItemDelegate):
+    """Cells elided in the middle ("llvmpipe (LLVM…bits) · Vulkan"): both ends say what it is."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt's name)
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideMiddle
 
 
 def _resources_for(build: Any, kernel: str | None) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from workbench.profile.compare import COLUMNS as COMPARE_COLUMNS
 from workbench.profile.compare import cells as compare_cells
 from workbench.profile.conditions import run_conditions, series_text
 from workbench.profile.store import SessionStore, default_db_path
+from workbench.ui.layout_fit import wrap_within
 from workbench.ui.plots import AXIS, BACKGROUND, PALETTE, TEXT, OpaqueGridAxis
 from workbench.ui.visibility import follow_dock, on_screen
 from workbench.units import format_time
@@ -174,7 +175,7 @@ class SessionsPanel(QWidget):
         self.table.itemSelectionChanged.connect(self._selection_changed)
 
         self.baseline_label = QLabel("No baseline: select a run and press “Set as baseline”.")
-        self.baseline_label.setWordWrap(True)
+        wrap_within(self.baseline_label)
         self.compare_table = QTableWidget(0, len(COMPARE_COLUMNS))
         self.compare_table.setHorizontalHeaderLabels(COMPARE_COLUMNS)
         self.compare_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -182,7 +183,7 @@ class SessionsPanel(QWidget):
         self.compare_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.compare_table.horizontalHeader().setStretchLastSection(True)
         self.method_label = QLabel("")
-        self.method_label.setWordWrap(True)
+        wrap_within(self.method_label)
         self.invocation_box = QCheckBox("Pair whole invocations")
         self.invocation_box.setChecked(True)
         self.invocation_box.setToolTip(
@@ -236,7 +237,7 @@ class SessionsPanel(QWidget):
 
         self.message = QLabel("")
         self.message.setObjectName("SessionsMessage")
-        self.message.setWordWrap(True)
+        wrap_within(self.message)  # an error naming a long path must not widen the window
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(filters)

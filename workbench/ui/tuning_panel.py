@@ -47,6 +47,7 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError
 from workbench.profile import ranking
 from workbench.profile.apply import choose_slot
+from workbench.ui.layout_fit import wrap_within
 from workbench.ui.plots import BACKGROUND, PALETTE
 from workbench.ui.results_table import format_seconds
 
@@ -125,7 +126,7 @@ class TuningPanel(QWidget):
     def _build_ui(self) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        self.title = QLabel("No kernel with [kernel.tunables]")
+        self.title = wrap_within(QLabel("No kernel with [kernel.tunables]"))  # or a manifest error
         layout.addWidget(self.title)
         self.form = QFormLayout()
         layout.addLayout(self.form)
@@ -165,7 +166,7 @@ class TuningPanel(QWidget):
         row = QHBoxLayout()
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m")
-        self.status = QLabel("")
+        self.status = wrap_within(QLabel(""))  # a sweep error must not widen the window
         self.slot = QComboBox()
         self.slot.setToolTip("backend × device: the heatmap's and Apply's choice")
         self.slot.currentTextChanged.connect(lambda _t: self._redraw())

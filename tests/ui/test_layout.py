@@ -1,0 +1,207 @@
+"""The window's layout shows what matters and nothing the window shows can break it (issue 21,
+items 2 and 3): the real window, a real cpu + wgsl run on llvmpipe, geometry asserted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QCoreApplication, QRect, Qt
+from PySide6.QtWidgets import QApplication
+
+from workbench.backends import BACKENDS
+from workbench.ui.main_window import LAYOUT_VERSION
+from workbench.ui.results_table import COL_CHECK, COL_GBPS, COL_MEDIAN, COL_VERIFIED
+from workbench.ui.settings import load_settings, save_settings
+
+REPO = Path(__file__).resolve().parents[2]
+SAXPY = REPO / "resources" / "examples" / "saxpy"
+RUN_TIMEOUT_MS = 240_000  # a first cold cargo build on 2 shared cores
+SIZES = ((1280, 800), (1600, 1000))
+#: A 2,000-character error: words, and a path no line can break (what a manifest error names).
+LONG_ERROR = (
+    "sweep failed: /home/user/"
+    + "very-long-folder-name/" * 40
+    + "workbench.toml: "
+    + " ".join(["the configuration could not be built"] * 30)  # fmt: skip
+)[:2000]
+
+
+def settle() -> None:
+    """Deliver the layout requests a change posted (deterministic: no waiting on a clock)."""
+    for _ in range(4):
+        QCoreApplication.sendPostedEvents()
+        QApplication.processEvents()
+
+
+def inside(outer: QRect, inner: QRect) -> bool:
+    return inner.isValid() and outer.contains(inner)
+
+
+def cells_out_of_view(table) -> list[str]:
+    """The median, GB/s, verdict and check cells of every row that are not wholly in view."""
+    viewport = table.table.viewport().rect()
+    problems = []
+    for row in range(table.table.rowCount()):
+        for col in (COL_MEDIAN, COL_GBPS, COL_VERIFIED, COL_CHECK):
+            rect = table.column_rect(row, col)
+            if not inside(viewport, rect):
+                title = table.table.horizontalHeaderItem(col).text()
+                problems.append(f"row {row} {title}: {rect.getRect()} not in {viewport.getRect()}")
+    return problems
+
+
+def build_rows_out_of_view(panel) -> list[str]:
+    tree = panel.table
+    viewport = tree.viewport().rect()
+    items = [tree.topLevelItem(i) for i in range(tree.topLevelItemCount())]
+    return [
+        f"{item.text(0)}: {tree.visualItemRect(item).getRect()} not in {viewport.getRect()}"
+        for item in items
+        if not inside(viewport, tree.visualItemRect(item))
+    ]
+
+
+@pytest.mark.slow
+def test_the_numbers_and_every_build_row_are_in_view_at_both_sizes(make_window, qtbot, test_output_dir):
+    window = make_window(SAXPY)
+    window.bridge.set_backends(["cpu", "wgsl"])
+    window.bridge.set_devices(["cpu", "wgpu:0"])
+    window.bridge.set_sizes({"n": 1 << 16})
+    with qtbot.waitSignal(window.bridge.runFinished, timeout=RUN_TIMEOUT_MS) as finished:
+        window.run()
+    qtbot.waitUntil(lambda: not window.bridge.busy, timeout=RUN_TIMEOUT_MS)
+    assert {r.backend for r in finished.args[0].results} >= {"cpu", "wgsl"}
+    results, build, picker = (window.panels[k] for k in ("results", "build", "devices"))
+    qtbot.waitUntil(lambda: results.table.rowCount() >= 2, timeout=10_000)
+    assert all(row["Median"] and row["GB/s"] and row["Verified"] for row in results.row_texts())
+    for width, height in SIZES:
+        window.resize(width, height)
+        window.reset_layout()
+        window.docks["results"].raise_()
+        settle()
+        qtbot.waitUntil(lambda: not cells_out_of_view(results), timeout=10_000)
+        assert (window.width(), window.height()) == (width, height)
+        save_path = test_output_dir / f"layout_{width}x{height}.png"
+        assert window.grab().save(str(save_path))
+        # Every backend the examples can build has its row in view (idle until built).
+        window.bridge.set_backends(list(BACKENDS))
+        qtbot.waitUntil(lambda: build.table.topLevelItemCount() == len(BACKENDS), timeout=10_000)
+        window.reset_layout()
+        window.docks["build"].raise_()
+        settle()
+        qtbot.waitUntil(lambda: not build_rows_out_of_view(build), timeout=10_000)
+        assert not cells_out_of_view(results), cells_out_of_view(results)
+        assert (window.width(), window.height()) == (width, height)
+        window.bridge.set_backends(["cpu", "wgsl"])
+    # Device rows show the short name (elided in the middle if need be), the full one in the tooltip.
+    wgpu = picker.group_item("wgpu")
+    llvmpipe = next(wgpu.child(i) for i in range(wgpu.childCount()) if "llvmpipe" in wgpu.child(i).text(0))
+    assert llvmpipe.text(0).endswith(" · Vulkan") or llvmpipe.text(0).endswith(" · OpenGL")
+    assert "(" not in llvmpipe.text(0) and "llvmpipe (" in llvmpipe.toolTip(0)
+    assert picker.tree.textElideMode() == Qt.TextElideMode.ElideMiddle
+
+
+def _long_texts(window) -> dict[str, object]:
+    """Every label the window shows a message in, by what it is."""
+    panels = window.panels
+    return {
+        "results caption": panels["results"].caption,
+        "build summary": panels["build"].summary,
+        "device status": panels["devices"].status,
+        "sweep status": panels["tuning"].status,
+        "tuning title (a manifest error)": panels["tuning"].title,
+        "sessions message": panels["sessions"].message,
+        "artifacts line note": panels["artifacts"].lines_note,
+        "status bar path": window.position_label,
+    }
+
+
+def test_a_long_message_never_widens_the_window(make_window, qtbot):
+    window = make_window(SAXPY)
+    for width, height in SIZES:
+        window.resize(width, height)
+        window.reset_layout()
+        settle()
+        least = window.minimumSizeHint()
+        assert least.width() <= width and least.height() <= height
+        window.show_message(LONG_ERROR)
+        for name, label in _long_texts(window).items():
+            for key in ("sessions", "tuning", "artifacts"):  # the tabbed docks: each shown in turn
+                if window.docks[key].widget().isAncestorOf(label):
+                    window.docks[key].raise_()
+            label.setText(LONG_ERROR)
+            settle()
+            assert window.width() == width, f"{name} widened the window to {window.width()} px"
+            assert window.minimumSizeHint().width() <= least.width(), name
+            assert window.minimumSizeHint().height() <= height, name
+        # Reset layout while the texts are still there: the window keeps its size, the results
+        # their room.
+        window.reset_layout()
+        settle()
+        assert (window.width(), window.height()) == (width, height)
+        assert window.docks["results"].width() >= 0.3 * width
+        assert window.panels["results"].caption.text() == " ".join(LONG_ERROR.split())  # whole
+        assert window.panels["results"].caption.toolTip()  # elided, the tooltip has it whole
+
+
+def _screen_area(window) -> QRect:
+    return window.screen().availableGeometry()
+
+
+def test_a_saved_geometry_larger_than_the_screen_is_restored_inside_it(make_window):
+    first = make_window(None, panels=("results", "build"))
+    area = _screen_area(first)
+    first.resize(area.width() + 1200, area.height() + 900)
+    first.move(area.right() - 100, area.bottom() - 100)  # mostly off the screen, too
+    first.close()  # saves the geometry and the layout
+    saved = load_settings().window_geometry
+    assert saved
+
+    again = make_window(None, panels=("results", "build"))
+    frame = again.frameGeometry()
+    assert frame.width() <= area.width() and frame.height() <= area.height(), frame.getRect()
+    assert area.contains(frame), (frame.getRect(), area.getRect())
+    assert again._layout_restored  # the dock layout itself fitted: kept
+
+
+def test_a_saved_layout_that_needs_more_than_the_screen_is_discarded(make_window, qtbot):
+    first = make_window(None)
+    area = _screen_area(first)
+    docks = list(first.docks.values())
+    # Every dock side by side in one row: together they need far more width than the screen.
+    first.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, docks[0])
+    for left, right in zip(docks, docks[1:], strict=False):
+        first.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, right)
+        first.splitDockWidget(left, right, Qt.Orientation.Horizontal)
+    settle()
+    assert first.minimumSizeHint().width() > area.width()
+    settings = load_settings()
+    settings.window_state = bytes(first.saveState(LAYOUT_VERSION).toBase64()).decode()
+    first.persist_settings = False  # keep the broken layout as written above
+    first.close()
+    save_settings(settings)
+
+    again = make_window(None)
+    settle()
+    assert not again._layout_restored
+    assert again.minimumSizeHint().width() <= max(area.width(), 1280)
+    assert all(dock.isVisible() and not dock.isFloating() for dock in again.docks.values())
+    assert again.settings.window_state == ""  # not offered again
+
+
+def test_reset_layout_restores_a_usable_layout_after_any_arrangement(make_window, qtbot):
+    window = make_window(SAXPY)
+    window.resize(1280, 800)
+    window.docks["results"].setFloating(True)
+    window.docks["build"].hide()
+    window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, window.docks["plots"])
+    window.reset_layout()
+    settle()
+    assert (window.width(), window.height()) == (1280, 800)
+    assert all(dock.isVisible() and not dock.isFloating() for dock in window.docks.values())
+    assert window.dockWidgetArea(window.docks["plots"]) == Qt.DockWidgetArea.RightDockWidgetArea
+    results = window.docks["results"]
+    assert window.dockWidgetArea(results) == Qt.DockWidgetArea.BottomDockWidgetArea
+    assert results.width() >= 0.35 * 1280, results.width()
+    assert window.editor_tabs.width() >= 0.3 * 1280
