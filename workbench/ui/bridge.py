@@ -168,8 +168,14 @@ class ServiceBridge(QObject):
             return
 
         def work() -> None:
+            current = project
             try:
-                self._post("default-backends", (project, self.run_service.default_backends(project)))
+                while current is not None and not self._closed:
+                    backends = self.run_service.default_backends(current)
+                    if current is self.project:
+                        self._post("default-backends", (current, backends))
+                        return
+                    current = self.project  # another project opened meanwhile: its defaults
             except Exception as exc:  # a broken probe: the status bar says so, the window goes on
                 self._post("job-failed", f"could not find the default backends: {exc}")
 
