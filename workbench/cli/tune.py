@@ -73,6 +73,11 @@ def register(subparsers) -> None:
         help="write the winner into workbench.toml as the defaults (of BACKEND@DEVICE; default: the one "
         "backend × device the tunables affect); refused where they have no effect or there is no winner",
     )  # fmt: skip
+    parser.add_argument(
+        "--cluster", metavar="SPEC",
+        help="run the configurations on a Dask cluster: local (one worker per local device), local:N (N "
+        "workers here) or tcp://HOST:PORT (a running scheduler); builds stay here, results are recorded here",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -144,7 +149,7 @@ def run_points(args, project, kernel, backends, devices, points, progress, what:
     from workbench.profile.tune import SweepRunner
 
     store = SessionStore(args.db)
-    runner = None
+    runner = dispatcher = None
     try:
         runner = SweepRunner(
             project, kernel.name, backends, devices or None, store=store, resume=not args.no_resume,
@@ -152,7 +157,12 @@ def run_points(args, project, kernel, backends, devices, points, progress, what:
             rounds=getattr(args, "rounds", 1), confirm_rounds=getattr(args, "confirm", 0),
             min_effect=getattr(args, "min_effect", MIN_EFFECT),
         )  # fmt: skip
-        return runner.run(points, on_event=progress)
+        if getattr(args, "cluster", None):
+            dispatcher = runner.dispatcher = open_cluster(args.cluster, project, kernel.name, runner)
+        result = runner.run(points, on_event=progress)
+        if dispatcher is not None:
+            result.cluster = dispatcher.describe()
+        return result
     except (WorkbenchError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -162,7 +172,24 @@ def run_points(args, project, kernel, backends, devices, points, progress, what:
     finally:
         if runner is not None:
             runner.close()
+        if dispatcher is not None:
+            dispatcher.close()
         store.close()
+
+
+def open_cluster(text: str, project, kernel: str, runner):
+    """The `--cluster` dispatcher of a sweep; the workers refused for its ranking are named."""
+    from workbench.profile.cluster.connect import parse
+    from workbench.profile.cluster.dispatch import ClusterDispatcher
+
+    dispatcher = ClusterDispatcher(parse(text), project, kernel, runner.backends,
+                                   local_service=runner.service, cache_dir=runner.cache_dir,
+                                   on_note=lambda text: print(f"cluster: {text}", file=sys.stderr))  # fmt: skip
+    for refused in dispatcher.refused:
+        print(f"cluster: worker {refused['worker']} {refused['reason']}", file=sys.stderr)
+    print(f"cluster: {len(dispatcher.workers)} worker(s) with {dispatcher.model} "
+          f"({dispatcher.resource})", file=sys.stderr)  # fmt: skip
+    return dispatcher
 
 
 def run(args) -> int:
@@ -194,6 +221,8 @@ def run(args) -> int:
     if isinstance(result, int):
         return result
     data = result.to_json()
+    if getattr(result, "cluster", None):
+        data["cluster"] = result.cluster
     data["pruned"] = sp.pruned
     data["space"] = {"tunables": sp.names, "grid": sp.total, "strategy": args.strategy, "budget": args.budget}
     if args.apply is not None:

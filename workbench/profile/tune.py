@@ -224,7 +224,11 @@ class SweepRunner:
     "point", "round"} before a run, {"kind": "entries", "index", "total", "entries" (this run's),
     "resumed", "round", "confirm", and with `live_ranking` "merged" and "best"} after it, {"kind": "done", "result":
     SweepResult}. `cancel()` (any thread) stops the run in flight and the rest; what finished
-    stays recorded."""
+    stays recorded.
+
+    With a `dispatcher` (`profile/cluster`), each round's configurations are built here and
+    measured side by side on a cluster's devices, taken (verified, recorded, ranked) as each
+    comes back; the re-timing of the leaders runs on one worker."""
 
     def __init__(
         self,
@@ -243,6 +247,7 @@ class SweepRunner:
         confirm_rounds: int = 0,
         min_effect: float = ranking.MIN_EFFECT,
         live_ranking: bool = False,
+        dispatcher: Any = None,
     ) -> None:
         from workbench.run import RunService
 
@@ -263,6 +268,9 @@ class SweepRunner:
         self.confirm_rounds = confirm_rounds
         self.min_effect = min_effect
         self.live_ranking = live_ranking
+        # A cluster (`profile/cluster`): configurations built here, run on its workers' devices.
+        self.dispatcher = dispatcher
+        self._pinned_worker: str | None = None  # the one worker of the side-by-side re-timing
         self._own_service = run_service is None
         self.service = run_service or RunService()
         self.backends = list(backends or self.service.default_backends(project, None))
@@ -313,16 +321,16 @@ class SweepRunner:
         self._rows = {}
         progress = {"step": 0, "total": len(points) * self.rounds}
 
-        def step(point: Point, round_: int, confirm: bool) -> list[dict[str, Any]] | None:
+        def step(point: Point, round_: int, confirm: bool, report: Any = None) -> list[dict[str, Any]] | None:
             emit({"kind": "point", "index": progress["step"], "total": progress["total"], "point": point,
                   "round": round_})  # fmt: skip
-            keys = {b: resume_key(self.project, self.kernel, point, b, snap[1]) for b in self.backends}
+            keys = self._keys(point, snap)
             entries = None
-            if self.resume and not confirm and self.store is not None:
+            if report is None and self.resume and not confirm and self.store is not None:
                 entries = self._recorded(keys, point, round_)
             resumed = entries is not None
             if entries is None:
-                entries = self._run_point(point, keys, snap, round_, confirm)
+                entries = self._run_point(point, keys, snap, round_, confirm, report)
                 if entries is None:  # cancelled part-way: nothing of this run is kept
                     return None
             result.runs.extend(entries)
@@ -339,6 +347,9 @@ class SweepRunner:
         dead: set[int] = set()  # points none of whose results can be ranked: not run again
         for round_ in range(1, self.rounds + 1):
             order = list(enumerate(points)) if round_ % 2 else list(enumerate(points))[::-1]
+            if self.dispatcher is not None:
+                self._cluster_round(order, round_, step, dead, progress, snap)
+                continue
             for index, point in order:
                 if self._cancel.is_set():
                     break
@@ -357,6 +368,65 @@ class SweepRunner:
         emit({"kind": "done", "result": result})
         return result
 
+    def _keys(self, point: Point, snap) -> dict[str, str]:
+        return {b: resume_key(self.project, self.kernel, point, b, snap[1]) for b in self.backends}
+
+    def _cluster_round(
+        self, order, round_: int, step, dead: set[int], progress: dict[str, int], snap
+    ) -> None:
+        """One round on a cluster: what is recorded is read back, the rest submitted at once (each
+        built here while the workers measure the earlier ones), then taken as it finishes (the
+        default configuration first: its reference output is the others' baseline)."""
+        pending: list[tuple[int, Point, Any]] = []
+        try:
+            for index, point in order:
+                if self._cancel.is_set():
+                    break
+                if index in dead:
+                    progress["total"] -= 1
+                    continue
+                if self.resume and self.store is not None and self._recorded(self._keys(point, snap), point,
+                                                                             round_) is not None:  # fmt: skip
+                    step(point, round_, False)
+                    continue
+                pending.append((index, point, self.dispatcher.submit(point, self._cluster_request())))
+            defaults = self.kernel.default_tunables()
+            first = [p for p in pending if p[1].config == defaults]  # its output is the others' baseline
+            by_future = {p[2]: p for p in pending}
+            rest = self.dispatcher.as_completed([p[2] for p in pending if p not in first])
+            for index, point, future in [*first, *(by_future[f] for f in rest)]:
+                report = self.dispatcher.result(future, lambda: self._cancel.is_set())
+                entries = step(point, round_, False, report) if report is not None else None
+                pending.remove((index, point, future))
+                del by_future[future]  # taken: the worker may let its result go
+                if entries is None:
+                    break
+                if not any(ranking.outcome(e) == "ok" for e in entries):
+                    dead.add(index)
+        finally:
+            for _index, _point, future in pending:
+                future.cancel()
+
+    def _cluster_request(self, backends: list[str] | None = None) -> dict[str, Any]:
+        from workbench.run.timing import options_to_dict
+
+        timing = getattr(self.service, "timing", None)
+        return {"backends": list(backends or self.backends), "timeout_s": self.timeout_s, "seed": self.seed,
+                "timing": options_to_dict(timing) if timing is not None else None}  # fmt: skip
+
+    def _execute(self, point: Point, backends: list[str], devices: list[str] | None) -> Any:
+        """One configuration's `RunReport`: on this machine's `RunService`, or on the cluster
+        (None when cancelled meanwhile)."""
+        if self.dispatcher is not None:
+            future = self.dispatcher.submit(
+                point, self._cluster_request(backends), worker=self._pinned_worker
+            )
+            return self.dispatcher.result(future, lambda: self._cancel.is_set())
+        return self.service.run(
+            self.project, self.kernel.name, backends, devices, point.sizes,
+            timeout_s=self.timeout_s, seed=self.seed, cache_dir=self.cache_dir, tunables=point.config,
+        )  # fmt: skip
+
     def _confirm(self, result: SweepResult, points: list[Point], step, progress: dict[str, int]) -> None:
         """Re-time each slot's leader and runner-up side by side before a winner is named."""
         prelim = ranking.rank(result.entries, min_effect=self.min_effect, confirmed=set(),
@@ -371,6 +441,8 @@ class SweepRunner:
                     chosen.setdefault(text, by_config[text])
         pair = list(chosen.values())
         progress["total"] += len(pair) * self.confirm_rounds
+        if self.dispatcher is not None:  # side by side means on one device
+            self._pinned_worker = self.dispatcher.first_worker()
         for extra in range(self.confirm_rounds):
             for point in pair if extra % 2 == 0 else pair[::-1]:
                 if self._cancel.is_set() or step(point, self.rounds + 1 + extra, True) is None:
@@ -380,18 +452,16 @@ class SweepRunner:
     # ------------------------------------------------------------------ one run of a point
 
     def _run_point(
-        self, point: Point, keys: dict[str, str], snap, round_: int, confirm: bool = False
+        self, point: Point, keys: dict[str, str], snap, round_: int, confirm: bool = False, report: Any = None
     ) -> list[dict[str, Any]] | None:
         from workbench.run.service import RunError
 
-        try:
-            report = self.service.run(
-                self.project, self.kernel.name, self.backends, self.devices or None, point.sizes,
-                timeout_s=self.timeout_s, seed=self.seed, cache_dir=self.cache_dir, tunables=point.config,
-            )  # fmt: skip
-        except RunError as exc:
-            raise TuneError(str(exc)) from None
-        if report.cancelled or self._cancel.is_set():
+        if report is None:
+            try:
+                report = self._execute(point, self.backends, self.devices or None)
+            except RunError as exc:
+                raise TuneError(str(exc)) from None
+        if report is None or report.cancelled or self._cancel.is_set():
             return None
         self._verify_reference(point, report)
         settings = self.settings(point)
@@ -433,11 +503,8 @@ class SweepRunner:
             return
         baseline = self._baseline.get(sizes_key)
         if baseline is None:
-            base = self.service.run(
-                self.project, self.kernel.name, [ref], None, point.sizes,
-                timeout_s=self.timeout_s, seed=self.seed, cache_dir=self.cache_dir, tunables=defaults,
-            )  # fmt: skip
-            baseline = base.outputs.get(ref)
+            base = self._execute(Point(defaults, point.sizes), [ref], None)
+            baseline = base.outputs.get(ref) if base is not None else None
             if baseline is None:
                 return
             self._baseline[sizes_key] = baseline

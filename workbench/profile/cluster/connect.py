@@ -1,0 +1,122 @@
+"""`--cluster` specs and the Dask cluster they name (Qt-free).
+
+- `local` / `local:N`: a `distributed.LocalCluster` of worker processes (`threads_per_worker=1`),
+  one per local device of the sweep's runtime (or N, the devices dealt round robin), each with
+  its device in its environment (`WB_CLUSTER_DEVICE`; CUDA's also `CUDA_VISIBLE_DEVICES`, set
+  before the worker's runtime starts) and advertised as the resource `device:<runtime>` = 1.
+  Stopped (workers and scheduler) when the sweep ends.
+- `tcp://HOST:PORT`: a running scheduler; its workers were started with
+  `WB_CLUSTER_DEVICE=wgpu:0 dask worker tcp://HOST:PORT --resources device:wgpu=1`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.errors import WorkbenchError
+
+from .worker_side import CACHE_ENV, DEVICE_ENV, resource_name
+
+#: Seconds allowed for a cluster's workers to start or a scheduler to answer (2 loaded cores here).
+CONNECT_TIMEOUT_S = 120.0
+
+
+class ClusterError(WorkbenchError):
+    """A `--cluster` spec that is malformed, a scheduler that does not answer, no usable worker."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    kind: str  # "local" | "scheduler"
+    workers: int | None = None  # local: how many (None: one per device)
+    address: str | None = None  # scheduler: tcp://HOST:PORT
+
+
+def parse(text: str) -> ClusterSpec:
+    """`local`, `local:N` or `tcp://HOST:PORT` → `ClusterSpec`; anything else names the forms."""
+    text = (text or "").strip()
+    if text == "local":
+        return ClusterSpec("local")
+    match = re.fullmatch(r"local:(\d+)", text)
+    if match:
+        count = int(match.group(1))
+        if count < 1:
+            raise ClusterError(f"--cluster {text!r}: at least 1 worker")
+        return ClusterSpec("local", workers=count)
+    if re.fullmatch(r"tcp://[^\s:/]+:\d{1,5}", text):
+        return ClusterSpec("scheduler", address=text)
+    raise ClusterError(
+        f"--cluster {text!r}: expected local, local:N (N workers here) or tcp://HOST:PORT (a running "
+        "Dask scheduler)"
+    )
+
+
+def local_devices(runtime: str, devices: dict[str, Any]) -> list[str]:
+    """The specs of this machine's devices of `runtime` (`cpu` for the cpu runtime or none found)."""
+    found = [d for d in devices.get("devices") or [] if d.get("spec")]
+    if runtime == "cpu" or not devices.get("available") or not found:
+        return ["cpu"]
+    # One adapter seen through two APIs (Vulkan and OpenGL) is one device: the first API's only.
+    api = found[0].get("backend_api")
+    return [d["spec"] for d in found if d.get("backend_api") == api]
+
+
+class Cluster:
+    """A Dask client on the named cluster (and the local cluster it started, if any)."""
+
+    def __init__(self, spec: ClusterSpec, runtime: str, devices: list[str], cache_dir: str | None = None):
+        self.spec = spec
+        self.runtime = runtime
+        self.local = None
+        self.client = None
+        try:
+            self._open(devices, cache_dir)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, devices: list[str], cache_dir: str | None) -> None:
+        from distributed import Client
+
+        if self.spec.kind == "scheduler":
+            try:
+                self.client = Client(self.spec.address, timeout=CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError) as exc:
+                raise ClusterError(
+                    f"--cluster {self.spec.address}: no Dask scheduler answers ({exc})"
+                ) from None
+            return
+        from distributed import LocalCluster
+
+        count = self.spec.workers or len(devices)
+        self.local = LocalCluster(
+            n_workers=0, processes=True, threads_per_worker=1, dashboard_address=None,
+            host="127.0.0.1", silence_logs=40,
+        )  # fmt: skip
+        for i in range(count):
+            device = devices[i % len(devices)]
+            env = {DEVICE_ENV: device}
+            if cache_dir:
+                env[CACHE_ENV] = cache_dir
+            if device.startswith("cuda:"):  # the worker sees its one GPU only, as cuda:0
+                env.update(CUDA_VISIBLE_DEVICES=device.split(":", 1)[1], **{DEVICE_ENV: "cuda:0"})
+            ((name, template),) = self.local.new_worker_spec().items()
+            worker = dict(template)  # the template is one dict for every new worker
+            worker["options"] = {**worker["options"], "env": env,
+                                 "resources": {resource_name(device.split(":", 1)[0]): 1}}  # fmt: skip
+            self.local.worker_spec[name] = worker
+        self.local.sync(self.local._correct_state)
+        self.client = Client(self.local, timeout=CONNECT_TIMEOUT_S)
+        self.client.wait_for_workers(count, timeout=CONNECT_TIMEOUT_S)
+
+    def close(self) -> None:
+        """Close the client; stop the local cluster's workers and scheduler (a scheduler we
+        only connected to keeps running)."""
+        client, self.client = self.client, None
+        local, self.local = self.local, None
+        if client is not None:
+            client.close()
+        if local is not None:
+            local.close()
