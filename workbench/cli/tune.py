@@ -78,6 +78,11 @@ def register(subparsers) -> None:
         help="run the configurations on a Dask cluster: local (one worker per local device), local:N (N "
         "workers here) or tcp://HOST:PORT (a running scheduler); builds stay here, results are recorded here",
     )  # fmt: skip
+    parser.add_argument(
+        "--export-kt", metavar="FILE",
+        help="also write the results as Kernel Tuner's cache JSON (one backend x device: FILE; several: "
+        "FILE's stem.<backend>@<device>.json each)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -225,6 +230,18 @@ def run(args) -> int:
         data["cluster"] = result.cluster
     data["pruned"] = sp.pruned
     data["space"] = {"tunables": sp.names, "grid": sp.total, "strategy": args.strategy, "budget": args.budget}
+    if args.export_kt:
+        from datetime import UTC, datetime
+
+        from workbench.profile.kernel_tuner import export
+
+        try:
+            stamp = datetime.now(UTC).isoformat()
+            data["kernel_tuner"] = [str(p) for p in export(data, args.export_kt, sp.names, stamp)]
+        except WorkbenchError as exc:
+            print(f"error: --export-kt: {exc}", file=sys.stderr)
+            return 2
+        print("Kernel Tuner cache: " + ", ".join(data["kernel_tuner"]), file=sys.stderr)
     if args.apply is not None:
         try:
             data["applied"] = apply_best(project, kernel.name, data["best"], args.apply)
