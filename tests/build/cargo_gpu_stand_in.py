@@ -17,8 +17,9 @@ rust-gpu's flattened `SpirvBuilder`), and checks its command line the way clap w
 What it compiles is not Rust: the module is real rust-gpu output from ../shared/data
 (`$WB_STAND_IN_SPV`, or `stand-in.spv` in the shader crate when present). Like cargo running
 inside spirv-builder, it leaves a dep-info file in `<crate>/target/spirv-builder/<target>/release/`.
-A source containing `undefined_name` fails with rustc's rendered error. Every command line is
-appended, as JSON, to `$WB_STAND_IN_LOG` when set; `$WB_STAND_IN_SLEEP` seconds pass between
+A source containing `undefined_name` fails with rustc's rendered error; a module spirv-val
+rejects fails as rust-gpu's linker reports it (`error:0:0 - …` and the module's path in a note).
+Every command line is appended, as JSON, to `$WB_STAND_IN_LOG` when set; `$WB_STAND_IN_SLEEP` seconds pass between
 writing the module and the manifest (to widen race windows in tests).
 """
 
@@ -100,6 +101,29 @@ def crate_name(crate: Path) -> str:
     return ""
 
 
+def linker_spirv_val(module: bytes, out: Path, target: str) -> None:
+    """rust-gpu's linker validates the module it wrote (rustc_codegen_spirv/src/link.rs,
+    `do_spirv_val`), reporting spirv-tools' error as rustc renders a spanless error with notes,
+    the module kept on disk; its linked validator gives no position (`error:0:0`, rust-gpu#323)."""
+    import shutil
+    import subprocess
+
+    spirv_val = shutil.which("spirv-val")
+    if spirv_val is None:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(module)
+    env = target.removeprefix("spirv-unknown-")
+    proc = subprocess.run([spirv_val, "--target-env", env, str(out)], capture_output=True, text=True)
+    if proc.returncode == 0:
+        return
+    report = (proc.stdout + proc.stderr).strip().splitlines()
+    message = report[0].split(": ", 2)[-1] if report else "validation failed"
+    notes = "".join(f"\n{line}" for line in report[1:])
+    fail(f"error: error:0:0 - {message}{notes}\n  |\n  = note: spirv-val failed\n  = note: module `{out}`\n\n"
+         "error: could not compile due to 1 previous error\nError: build failed")  # fmt: skip
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["gpu"]:  # cargo runs an external subcommand as `cargo-gpu gpu ...`
         argv = argv[1:]
@@ -135,6 +159,7 @@ def main(argv: list[str]) -> None:
     deps = crate / "target" / "spirv-builder" / opts["--target"] / "release"
     deps.mkdir(parents=True, exist_ok=True)
     name = crate_name(crate)
+    linker_spirv_val(module, deps / "deps" / f"{name}.spv", opts["--target"])
     inputs = " ".join(str(p).replace(" ", "\\ ") for p in [lib, source])
     (deps / f"{name}.d").write_text(f"{deps / (name + '.spv')}: {inputs}\n")
     spv = out / f"{name}.spv"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.build.spirv_modules import assemble, needs_tools, prebuilt_project
+from tests.build.spirv_modules import STATEMENT, assemble, module_text, needs_tools, prebuilt_project
 from workbench.build import build_project
 from workbench.build.spirv_lines import SpirvLines
 from workbench.project import Project
@@ -117,3 +117,24 @@ def test_debug_info_100_debug_line_is_read_into_the_same_map(tmp_path):
     second = next(i for i, x in enumerate(numbered, 1) if "OpIAdd" in x and i != first)
     assert lines.source_for(first) == ("src/lib.rs", 12)
     assert lines.source_for(second) is None
+
+
+@needs_tools
+def test_rust_gpus_own_spirv_val_failure_at_error_0_0_lands_on_the_rust_line(example_copy, cache, cargo_gpu):
+    # rust-gpu#323: its linker's validator gives no position ("error:0:0 - …"); the module it names
+    # (kept on disk) is disassembled and the instruction found there, at its OpLine's Rust line.
+    root = example_copy("saxpy")
+    line = next(
+        i for i, x in enumerate((root / "src" / "lib.rs").read_text().splitlines(), 1) if STATEMENT in x
+    )
+    assemble(module_text(line), root / "stand-in.spv")
+    (result,) = build_project(Project.open(root), ["rust-gpu"], cache)
+    assert result.status == "error"
+    assert "error: error:0:0 - Expected int scalar" in result.log  # what cargo-gpu printed
+    (error,), (note,) = errors_and_notes(result)
+    assert (error["file"], error["line"], error["column"]) == ("src/lib.rs", line, 13)
+    assert error["message"] == (
+        "spirv-val: Expected int scalar or vector type as Result Type: IAdd: %sum = OpIAdd %float %x %x"
+    )
+    assert note["message"].startswith("SPIR-V saxpy.spv: instruction ")
+    assert "target/spirv-builder" in error["rendered"]  # the module rust-gpu kept

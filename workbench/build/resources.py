@@ -102,3 +102,14 @@ def spirv_report(
         except (OSError, TimeoutError):
             pass
     return report
+
+
+def spirv_disassembly(spirv_dis: str | None, spv: Path) -> str | None:
+    """spirv-dis's text of a module (OpName names, one instruction a line), or None."""
+    if not spirv_dis or not spv.is_file():
+        return None
+    try:
+        proc = childproc.capture([spirv_dis, str(spv), "-o", "-"], timeout_s=60)
+    except (OSError, TimeoutError):
+        return None
+    return "\n".join(proc.stdout) if proc.returncode == 0 else None

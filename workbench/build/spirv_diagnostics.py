@@ -115,6 +115,60 @@ def naga_spirv_diagnostics(
                    base.rendered)  # fmt: skip
 
 
+_LINK_HEAD = re.compile(r"^error: (?:error:(\d+):(\d+) - |line (\d+): )?(.*)$")
+_LINK_MODULE = re.compile(r"^\s*= note: module `(.+)`\s*$")
+
+
+def link_validation_errors(text: str) -> list[dict]:
+    """rust-gpu's own spirv-val failures in rustc's rendering (crates/rustc_codegen_spirv/src/link.rs
+    `do_spirv_val`: the spirv-tools error, `note: spirv-val failed`, `note: module PATH` in backquotes;
+    the error reads `error:0:0 - MESSAGE` from the linked validator, rust-gpu#323) ->
+    [{head, message, index, instruction, module}] (index None where the validator gave none)."""
+    found: list[dict] = []
+    current: dict | None = None
+    for line in text.splitlines():
+        if m := _LINK_HEAD.match(line):
+            current = {"head": line[len("error: ") :], "message": m.group(4).strip(),
+                       "index": int(m.group(3) or m.group(1) or 0) or None, "instruction": "",
+                       "failed": False, "module": ""}  # fmt: skip
+            continue
+        if current is None:
+            continue
+        stripped = line.strip()
+        if stripped == "= note: spirv-val failed":
+            current["failed"] = True
+        elif m := _LINK_MODULE.match(line):
+            current["module"] = m.group(1)
+            if current["failed"]:
+                found.append(current)
+            current = None
+        elif stripped and not current["instruction"] and not stripped.startswith(("|", "=")):
+            current["instruction"] = stripped
+    return found
+
+
+def link_diagnostics(
+    error: dict, lines: SpirvLines | None, backend: str, paths: RustPaths | None = None
+) -> list[Diagnostic]:
+    """One of `link_validation_errors` at the Rust line of its instruction: found by its text in
+    the module's disassembly (the validator's index is 0 there), else by its index."""
+    text_line = None
+    if lines is not None:
+        wanted = " ".join(error["instruction"].split())
+        text_line = next((n for n in lines.instruction_lines
+                          if wanted and " ".join(lines.instruction_text(n).split()) == wanted), None)  # fmt: skip
+        if text_line is None and error["index"]:
+            text_line = lines.text_line(error["index"])
+    module = Path(error["module"]).name
+    summary = f"spirv-val: {error['message']}"
+    rendered = "\n".join(x for x in (f"error: {error['head']}", f"  {error['instruction']}" if error["instruction"]
+                                     else "", f"  = note: module `{error['module']}`") if x)  # fmt: skip
+    diags = located("error", summary, lines, text_line, module, backend, paths or RustPaths(), rendered)
+    if lines is None:  # the module could not be read: say so rather than point nowhere silently
+        diags[-1].message += f" (module {error['module']} could not be disassembled)"
+    return diags
+
+
 def _naga_target(message: str, lines: SpirvLines) -> int | None:
     """The disassembly line of what naga's message names (an instruction kind and section, a
     capability, an id, an OpName), or None."""

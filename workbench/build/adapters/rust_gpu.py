@@ -29,8 +29,14 @@ from workbench.build import depinfo, shader_check
 from workbench.build.adapters import host_rust
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
 from workbench.build.diagnostics import error, parse_rustc_text
-from workbench.build.resources import spirv_report, spirv_target_env
-from workbench.build.spirv_diagnostics import RustPaths, naga_spirv_diagnostics, spirv_val_diagnostics
+from workbench.build.resources import spirv_disassembly, spirv_report, spirv_target_env
+from workbench.build.spirv_diagnostics import (
+    RustPaths,
+    link_diagnostics,
+    link_validation_errors,
+    naga_spirv_diagnostics,
+    spirv_val_diagnostics,
+)
 from workbench.build.spirv_lines import SpirvLines
 from workbench.records import ToolchainInfo
 from workbench.spirv import entry_points as spirv_entry_points
@@ -106,9 +112,12 @@ class RustGpuAdapter(Adapter):
                "--output-dir", str(out), *req.flags, "--auto-install-rust-toolchain"]  # fmt: skip
         result = req.run(cmd, cwd=crate, env=env)
         text = "\n".join(result.stderr + result.stdout)
-        # cargo-gpu prints rendered rustc diagnostics only (json-render-diagnostics).
+        # cargo-gpu prints rendered rustc diagnostics only (json-render-diagnostics); rust-gpu's
+        # own spirv-val failures among them are placed at the Rust line of their instruction.
+        mapped = link_errors(req, text)
         for diag in parse_rustc_text(text, crate, req.project.root, self.name):
-            req.diagnostic(diag)
+            if diag.file is not None or diag.message not in mapped:
+                req.diagnostic(diag)
         if result.returncode != 0 or "Build failed!" in text:
             return AdapterOutput(False)
         output = collect_output(req, out)
@@ -204,6 +213,21 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
         resources[k.name] = {"entry": k.entry_for("rust-gpu"), **checked[name]}
     ok = all(r.get("valid") is not False for r in resources.values())
     return AdapterOutput(ok, record, resources, {"entry_rule": rules, "source": str(folder)})
+
+
+def link_errors(req: BuildRequest, text: str) -> set[str]:
+    """rust-gpu's linker's spirv-val failures in `text` as diagnostics at Rust lines (the module
+    it names, written despite the failure, disassembled); the rustc messages they replace."""
+    replaced: set[str] = set()
+    paths = RustPaths(req.project.manifest.crate_dir, req.project.root)
+    spirv_dis = which("WB_SPIRV_DIS", "spirv-dis")
+    for found in link_validation_errors(text):
+        asm = spirv_disassembly(spirv_dis, Path(found["module"]))
+        lines = SpirvLines.parse(asm) if asm is not None else None
+        for diag in link_diagnostics(found, lines, req.backend, paths):
+            req.diagnostic(diag)
+        replaced.add(found["head"])
+    return replaced
 
 
 def validate_module(req: BuildRequest, path: Path, report: dict[str, Any]) -> bool:
