@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from workbench.build import build_project
+from workbench.build.shader_check import naga_diagnostics
 from workbench.build.toolchains import detect
 from workbench.build.wgpu_features import WANTED_FEATURES, explain_missing, granted
 from workbench.project import Project
@@ -113,3 +114,33 @@ def test_explain_missing_names_the_feature_and_who_has_it():
         "the wgpu runtime does not request it"
     )
     assert explain_missing("Shader validation error: Function [0] 'main' is invalid", {"A": []}) == ""
+
+
+def test_the_runtime_opens_its_device_with_what_the_validator_grants():
+    # In a child process, as the run's worker opens it (a wgpu device keeps threads of its own).
+    script = (
+        "import json, wgpu\n"
+        "from workbench.build.wgpu_features import granted\n"
+        "from workbench.run.runtimes.wgpu_runtime import WgpuRuntime\n"
+        "device, _ = WgpuRuntime().device(0)\n"
+        "adapter = list(wgpu.gpu.enumerate_adapters_sync())[0]\n"
+        "print(json.dumps([granted(adapter.features), sorted(device.features)]))\n"
+    )
+    llvmpipe_features()
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    wanted, opened = json.loads(proc.stdout.splitlines()[-1])
+    assert wanted and set(wanted) <= set(opened)
+
+
+def test_a_missing_feature_note_follows_nagas_own_summary():
+    message = (
+        "Validation Error\n\nCaused by:\n  In wgpuDeviceCreateShaderModule, label = 'x.spv'\n"
+        "    Global variable [0] 'pc' is invalid\n"
+        "  = naga capability IMMEDIATES needs the wgpu feature 'immediates': no wgpu adapter here has it (A)\n"
+    )
+    (diag,) = naga_diagnostics(message, None, "rust-gpu")
+    assert diag.message == (
+        "naga validation error: Global variable [0] 'pc' is invalid (naga capability IMMEDIATES needs the "
+        "wgpu feature 'immediates': no wgpu adapter here has it (A))"
+    )

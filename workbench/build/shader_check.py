@@ -64,7 +64,9 @@ def naga_diagnostics(message: str, file: str | None, backend: str) -> list[Diagn
     if not summary:  # no "Shader … error:" line (e.g. a SPIR-V module naga cannot read)
         lines = [x.strip() for x in text.splitlines() if x.strip()]
         skip = ("Validation Error", "Caused by:", "In wgpuDeviceCreateShaderModule")
-        summary = next((x for x in reversed(lines) if x not in skip), text or "invalid shader")
+        summary = next(
+            (x for x in reversed(lines) if x not in skip and not _NOTE.match(x)), text or "invalid shader"
+        )
     if label and not label.startswith("naga::") and label not in summary:
         summary += f": {label}"
     if notes:
