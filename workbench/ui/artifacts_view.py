@@ -609,7 +609,10 @@ class ArtifactsView(QWidget):
                 f"{backend}: its PTX has no line information (no .loc lines), so Rust lines map to nothing."
             )
         else:
-            text = f"{backend}: no line information (only the nvptx build maps Rust lines to generated code)."
+            text = (
+                f"{backend}: no line information (Rust lines map to PTX from the nvptx build and to "
+                "SPIR-V disassembly from rust-gpu modules with OpLine)."
+            )
         self.lines_note.setText(text)
 
     def _from_source(self) -> None:
