@@ -120,3 +120,15 @@ def test_a_bad_cluster_spec_is_named(example_copy, tune_cli, tmp_path):
     assert code == 2
     assert "--cluster 'tcp://nowhere': expected local, local:N" in err and "Traceback" not in err
     assert not (tmp_path / "s.db").exists() or recorded_rows(tmp_path / "s.db") == []
+
+
+def test_a_scheduler_that_does_not_answer_is_named(example_copy, tune_cli, tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code, _out, err = _finish(tune_cli(str(example_copy("saxpy")), "--backend", "cpu", "--db",
+                                       str(tmp_path / "s.db"), "--cluster", f"tcp://127.0.0.1:{port}"))  # fmt: skip
+    assert code == 2
+    assert f"--cluster tcp://127.0.0.1:{port}: no Dask scheduler answers" in err and "Traceback" not in err

@@ -21,6 +21,8 @@ from .worker_side import CACHE_ENV, DEVICE_ENV, resource_name
 
 #: Seconds allowed for a cluster's workers to start or a scheduler to answer (2 loaded cores here).
 CONNECT_TIMEOUT_S = 120.0
+#: Seconds a scheduler named by `tcp://HOST:PORT` has to answer before the sweep gives up.
+SCHEDULER_TIMEOUT_S = 30.0
 
 
 class ClusterError(WorkbenchError):
@@ -82,7 +84,7 @@ class Cluster:
 
         if self.spec.kind == "scheduler":
             try:
-                self.client = Client(self.spec.address, timeout=CONNECT_TIMEOUT_S)
+                self.client = Client(self.spec.address, timeout=SCHEDULER_TIMEOUT_S)
             except (OSError, TimeoutError) as exc:
                 raise ClusterError(
                     f"--cluster {self.spec.address}: no Dask scheduler answers ({exc})"
