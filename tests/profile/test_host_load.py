@@ -79,3 +79,35 @@ def test_flags_read_busy_and_throttled_from_the_recorded_conditions():
     assert flags(quiet, thermal) == ["throttled"]
     assert flags(quiet, {"clocks_before": {"reasons": ["applications_clocks_setting"]}}) == []
     assert describe(None) == "conditions unknown"
+
+
+def test_the_run_service_measures_the_host_so_every_recorder_stores_it(
+    example_copy, shared_cache_dir, tmp_path
+):
+    """The window, sweeps and the command line all record through `RunService.run`: the report
+    carries the host's conditions, and the window's recorder (a `SessionRecorder`, handed the
+    report object itself) stores them, so a busy window run is flagged like a CLI one."""
+    from workbench.profile.recorder import SessionRecorder
+    from workbench.profile.store import SessionStore
+    from workbench.run.service import RunService
+
+    project = example_copy("saxpy")
+    service = RunService()
+    try:
+        report = service.run(project, backends="cpu", sizes={"n": 4096}, cache_dir=shared_cache_dir)
+    finally:
+        service.close()
+    host = report.host_conditions
+    assert host is not None and host["source"] == "/proc"
+    assert host["wall_s"] > 0 and host["own_cpu_cores"] is not None and host["other_cpu_cores"] >= 0
+
+    db = tmp_path / "window.db"
+    outcomes = []
+    recorder = SessionRecorder(db, on_done=outcomes.append)
+    recorder.submit(report)
+    recorder.close()
+    assert "ids" in outcomes[0], outcomes
+    with SessionStore(db) as store:
+        run = store.get_run(outcomes[0]["ids"][0], samples=False)
+    assert run["detail"]["host"] == host
+    assert set(flags(run["detail"]["host"], None)) <= {"busy"}

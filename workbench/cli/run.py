@@ -239,9 +239,8 @@ def run(args) -> int:
 
 
 def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any]]:
-    """One repetition: a fresh `RunService` (its own worker processes), the host's conditions
-    measured around it while the workers are still alive."""
-    from workbench.run.host_load import HostLoad
+    """One repetition: a fresh `RunService` (its own worker processes); the host's conditions are
+    the ones the service measured around the run, while the workers were still alive."""
     from workbench.run.service import RunService
     from workbench.run.timing import TimingOptions
 
@@ -261,7 +260,6 @@ def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any
             bar.print_line(f"running {event['backend']} on {event['device'].get('spec', '?')}{again} ...")
 
     service = RunService(timing=TimingOptions(l2=args.l2))
-    load = HostLoad().start()
     try:
         report = service.run(
             project, kernel=args.kernel, backends=args.backend, devices=devices, sizes=sizes,
@@ -271,7 +269,7 @@ def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any
             # go once verified, so a run at 2^28 holds one backend's outputs at a time.
             keep_outputs=bool(args.keep_outputs and not args.no_record),
         )  # fmt: skip
-        host = load.stop()
+        host = report.host_conditions
     finally:
         bar.close()
         service.close()

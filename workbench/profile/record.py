@@ -89,6 +89,7 @@ def report_dict(report: Any) -> dict[str, Any]:
         "sizes": getattr(report, "sizes", None),
         "seed": getattr(report, "seed", None),
         "results": [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in report.results],
+        "host_conditions": getattr(report, "host_conditions", None),
     }
 
 

@@ -37,6 +37,7 @@ from workbench.records import CheckRecord, RunResult, TimingStats
 from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers, memory_plan
 from workbench.run.build_stage import BuildStream, StagedBuild
+from workbench.run.host_load import HostLoad
 from workbench.run.inputs import DEFAULT_SEED, InputCache, output_names
 from workbench.run.pool import RequestFailed, WorkerError, WorkerPool, WorkerProcess, side_by_side
 from workbench.run.reference import ReferencePolicy
@@ -71,6 +72,9 @@ class RunReport:
     seed: int = DEFAULT_SEED
     sizes: dict[str, int] = field(default_factory=dict)
     cancelled: bool = False
+    #: What the host was doing meanwhile (`host_load.HostLoad`): measured here, so the window's,
+    #: the command line's and a sweep's recorded runs all carry it and can be flagged busy.
+    host_conditions: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -311,11 +315,14 @@ class RunService:
         "finished" (backend, device, result: RunResult) and "done" (report)."""
         with self._run_lock:
             self._cancel.clear()
-            return self._run(
+            load = HostLoad().start()
+            report = self._run(
                 project, kernel, backends, devices, sizes, timeout_s, artifacts_dir,
                 build_service, on_event, seed, cache_dir, tunables, reference, keep_outputs,
                 build_job,
             )  # fmt: skip
+            report.host_conditions = load.stop()
+            return report
 
     # ------------------------------------------------------------------ the run
 
