@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.backends import REFERENCE_ONLY_SUFFIXES, backend_row
 from workbench.errors import ProjectNotFound
 from workbench.manifest import MANIFEST_NAME, Manifest, load_manifest
 
@@ -93,13 +94,12 @@ class Project:
         Rust backends read the crate, never the hand-written references; `cuda-c` reads the CUDA
         sources and `wgsl` the WGSL ones. Every backend reads the manifest.
         """
-        reference_suffixes = {"cuda-c": {".cu", ".cuh", ".h"}, "wgsl": {".wgsl"}}
+        row = backend_row(backend)
         files = self.source_files()
-        if backend in reference_suffixes:
-            wanted = reference_suffixes[backend]
-            chosen = [p for p in files if p.suffix in wanted]
+        if row.source == "reference":
+            chosen = [p for p in files if p.suffix in row.source_suffixes]
         else:
-            chosen = [p for p in files if p.suffix not in {".cu", ".cuh", ".wgsl"}]
+            chosen = [p for p in files if p.suffix not in REFERENCE_ONLY_SUFFIXES]
         manifest = self.manifest.path
         return sorted(set(chosen) | {manifest})
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.records import BuildResult
+from workbench.runtimes_table import ARTIFACT_KINDS
 
 BUILD_JSON = "build.json"
 FORMAT = 1
-KINDS = ("cdylib", "ptx", "spirv", "wgsl")
 
 
 def write_build(folder: Path, data: dict[str, Any]) -> Path:
@@ -46,9 +46,13 @@ def read_build(folder: str | Path) -> dict[str, Any]:
     if not isinstance(data["kernels"], dict):
         raise WorkbenchError(f"{path}: kernels: expected an object of kernel name -> artifact record")
     for name, record in data["kernels"].items():
-        if not isinstance(record, dict) or record.get("kind") not in KINDS or "artifact" not in record:
+        if (
+            not isinstance(record, dict)
+            or record.get("kind") not in ARTIFACT_KINDS
+            or "artifact" not in record
+        ):
             raise WorkbenchError(
-                f"{path}: kernels.{name}: needs artifact, entry and kind ({', '.join(KINDS)})"
+                f"{path}: kernels.{name}: needs artifact, entry and kind ({', '.join(ARTIFACT_KINDS)})"
             )
         if not (path.parent / record["artifact"]).is_file():
             raise WorkbenchError(f"{path}: kernels.{name}: artifact {record['artifact']!r} is missing")

@@ -32,26 +32,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from workbench.backends import RUST_BACKENDS, backend_row
 from workbench.project import Project
 from workbench.records import ToolchainInfo
 
 KEY_FORMAT = 2  # bump when the build recipe changes, so old entries are not reused
-
-CARGO_BACKENDS = ("cpu", "nvptx", "rust-gpu", "rust-cuda")
-#: Environment variables that change what a backend's compiler produces (exact names / prefixes).
-_RUST_ENV = (
-    "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER",
-    "RUSTC_BOOTSTRAP", "RUSTUP_TOOLCHAIN", "CARGO_INCREMENTAL",
-    "RUSTGPU_CODEGEN_ARGS", "RUSTGPU_RUSTFLAGS", "RUSTGPU_CARGOFLAGS",
-)  # fmt: skip
-_RUST_PREFIXES = ("CARGO_BUILD_", "CARGO_PROFILE_", "CARGO_TARGET_", "CARGO_UNSTABLE_")
-_NVCC_ENV = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN", "CPATH", "CPLUS_INCLUDE_PATH",
-             "C_INCLUDE_PATH")  # fmt: skip
-BUILD_ENV: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    **{b: (_RUST_ENV, _RUST_PREFIXES) for b in CARGO_BACKENDS},
-    "cuda-c": (_NVCC_ENV, ()),
-    "wgsl": ((), ()),
-}
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -105,14 +90,15 @@ def target_lock(root: Path, backend: str, check=lambda: None, poll_s: float = 0.
 def build_environment(backend: str, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The variables of `environ` (default: this process's) that shape `backend`'s output."""
     environ = os.environ if environ is None else environ
-    names, prefixes = BUILD_ENV.get(backend, ((), ()))
+    row = backend_row(backend)
+    names, prefixes = row.env_names, row.env_prefixes
     return {k: environ[k] for k in sorted(environ) if k in names or k.startswith(prefixes)}
 
 
 def config_files(project: Project, backend: str) -> list[Path]:
     """cargo configuration a Rust backend's build reads: `.cargo/config(.toml)` and
     `rust-toolchain(.toml)` of the crate folder and every parent, then $CARGO_HOME's config."""
-    if backend not in CARGO_BACKENDS:
+    if backend not in RUST_BACKENDS:
         return []
     found = []
     folder = project.manifest.crate_dir.resolve()

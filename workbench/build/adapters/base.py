@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench import childproc
+from workbench.backends import backend_row
 from workbench.build.process import Budget, ProcessResult, run_command
 from workbench.project import Project
 from workbench.records import Diagnostic, ToolchainInfo
@@ -133,8 +134,12 @@ class Adapter:
     """One backend's toolchain: detect it, build with it, list what it produced."""
 
     name = ""
-    kind = ""  # artifact kind: cdylib | ptx | spirv | wgsl
     shares_target_dir = False  # builds in `BuildRequest.target_dir` (then held locked by the builder)
+
+    @property
+    def kind(self) -> str:
+        """The artifact kind it builds: its backend's row says (`workbench.backends`)."""
+        return backend_row(self.name).artifact_kind
 
     def detect(self) -> ToolchainInfo:
         raise NotImplementedError

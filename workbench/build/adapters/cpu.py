@@ -21,7 +21,6 @@ HINT = "install Rust: apt-get install rustc cargo (or https://rustup.rs)"
 
 class CpuAdapter(Adapter):
     name = "cpu"
-    kind = "cdylib"
     shares_target_dir = True
 
     def detect(self) -> ToolchainInfo:

@@ -26,7 +26,6 @@ HINT = (
 
 class CudaCAdapter(Adapter):
     name = "cuda-c"
-    kind = "ptx"
 
     def detect(self) -> ToolchainInfo:
         nvcc = cuda_bin("nvcc")

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from workbench import childproc
+from workbench.backends import backend_row
 from workbench.build.adapters import host_rust
 from workbench.build.adapters.base import (
     Adapter,
@@ -101,7 +102,6 @@ def _detect_rustup() -> ToolchainInfo | None:
 
 class NvptxAdapter(Adapter):
     name = "nvptx"
-    kind = "ptx"
     shares_target_dir = True
 
     def detect(self) -> ToolchainInfo:
@@ -222,6 +222,7 @@ def finish_ptx(req: BuildRequest, ptx: Path, arch: str, backend: str, kernels=No
         for k in kernels:
             if k.entry_for(backend) in report:
                 resources[k.name] = {"entry": k.entry_for(backend), **report[k.entry_for(backend)]}
-    record = {k.name: {"artifact": ptx.name, "entry": k.entry_for(backend), "kind": "ptx"} for k in kernels}
+    kind = backend_row(backend).artifact_kind
+    record = {k.name: {"artifact": ptx.name, "entry": k.entry_for(backend), "kind": kind} for k in kernels}
     extra = {"ptxas": bool(ptxas), "entries": entries}
     return AdapterOutput(ok, record, resources, extra)

@@ -79,7 +79,6 @@ def libnvvm() -> Path | None:
 
 class RustCudaAdapter(Adapter):
     name = "rust-cuda"
-    kind = "ptx"
     shares_target_dir = True  # the generated builder crate and its target dir live there
 
     def detect(self) -> ToolchainInfo:

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workbench.backends import backend_row
 from workbench.build import depinfo, shader_check
 from workbench.build.adapters import host_rust
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
@@ -56,7 +57,6 @@ def prebuilt_dir(project) -> Path | None:
 
 class RustGpuAdapter(Adapter):
     name = "rust-gpu"
-    kind = "spirv"
 
     def detect(self) -> ToolchainInfo:
         cargo_gpu = which("WB_CARGO_GPU", "cargo-gpu", os.path.expanduser("~/.cargo/bin/cargo-gpu"))
@@ -198,12 +198,13 @@ def collect_output(req: BuildRequest, folder: Path) -> AdapterOutput:
         copy_into(folder / "manifest.json", req.out_dir)
     spirv_val, spirv_dis = which("WB_SPIRV_VAL", "spirv-val"), which("WB_SPIRV_DIS", "spirv-dis")
     record, resources, rules, checked = {}, {}, {}, {}
+    kind = backend_row(req.backend).artifact_kind
     for k in kernels:
         hit = mapping[k.entry_for("rust-gpu")]
         name = hit["module"]
         if not (req.out_dir / name).exists():
             copy_into(hit["path"], req.out_dir)
-        record[k.name] = {"artifact": name, "entry": k.entry_for("rust-gpu"), "kind": "spirv"}
+        record[k.name] = {"artifact": name, "entry": k.entry_for("rust-gpu"), "kind": kind}
         rules[k.name] = hit["rule"]
         if name not in checked:
             report = spirv_report(req.out_dir / name, spirv_val, spirv_dis, spirv_target_env(req.target))

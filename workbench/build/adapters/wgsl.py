@@ -59,7 +59,6 @@ def with_overrides(text: str, values: dict[str, Any]) -> tuple[str, set[str]]:
 
 class WgslAdapter(Adapter):
     name = "wgsl"
-    kind = "wgsl"
 
     def detect(self) -> ToolchainInfo:
         # naga (inside wgpu-native) validates WGSL at build time and again at pipeline creation.
@@ -97,7 +96,7 @@ class WgslAdapter(Adapter):
                 else:
                     copy_into(src, req.out_dir)
                     req.output(f"copied {rel}")
-            kernels[k.name] = {"artifact": name, "entry": k.entry_for("wgsl"), "kind": "wgsl"}
+            kernels[k.name] = {"artifact": name, "entry": k.entry_for("wgsl"), "kind": self.kind}
         names = names_in_text(inputs, list(req.tunables), lambda name: rf"\boverride\s+{name}\b")
         req.report_unread(names, "`override {name}` declaration in the WGSL")
         return AdapterOutput(ok, kernels, inputs=inputs)
