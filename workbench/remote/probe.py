@@ -15,6 +15,7 @@ from typing import Any
 
 from workbench.remote import ssh
 from workbench.remote.hosts import Host, HostError
+from workbench.runtimes_table import RUNTIMES
 
 PROBE_TIMEOUT_S = 90.0
 _INFO = (
@@ -80,7 +81,7 @@ def host_devices(host: Host, refresh: bool = False) -> dict[str, Any]:
         devices = check(host)["devices"]
     except HostError as exc:
         reason = str(exc)
-        devices = {r: {"available": False, "reason": reason, "devices": []} for r in ("cpu", "wgpu", "cuda")}
+        devices = {r: {"available": False, "reason": reason, "devices": []} for r in RUNTIMES}
         with _lock:
             _cache.pop(host.name, None)
         return devices
@@ -104,7 +105,5 @@ def all_hosts_devices(refresh: bool = False) -> dict[str, dict[str, Any]]:
     try:
         hosts = HostStore().load()
     except HostError as exc:
-        return {
-            "?": {r: {"available": False, "reason": str(exc), "devices": []} for r in ("cpu", "wgpu", "cuda")}
-        }
+        return {"?": {r: {"available": False, "reason": str(exc), "devices": []} for r in RUNTIMES}}
     return {name: host_devices(host, refresh) for name, host in sorted(hosts.items())}

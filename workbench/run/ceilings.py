@@ -33,6 +33,7 @@ from workbench.build.cache import cache_root
 from workbench.errors import WorkbenchError
 from workbench.records import Record
 from workbench.run import ceilings_kernels as kernels
+from workbench.runtimes_table import RUNTIME_TABLE, RUNTIMES
 
 CEILINGS_FILE = "ceilings.json"
 FORMAT = 1
@@ -341,7 +342,8 @@ def measure(
         if own_pool:
             pool.close()
     runtime = str(device.get("runtime"))
-    kernel_text = {"cpu": "Rust cdylib on every core", "wgpu": "WGSL", "cuda": "PTX"}.get(runtime, runtime)
+    row = RUNTIME_TABLE.get(runtime)
+    kernel_text = row.ceilings_kernels if row else runtime
     method = (
         f"{kernel_text}: copy (bytes read + written) and FMA loop (2 FLOP each); "
         f"best of {TIMING['min_n']}+ samples; timer {', '.join(sorted(timers)) or 'none'}"
@@ -394,5 +396,5 @@ def ceilings_for(
 
 
 def all_devices(info: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every device of a `list_devices()` answer, cpu first."""
-    return [d for runtime in ("cpu", "cuda", "wgpu") for d in (info.get(runtime) or {}).get("devices") or []]
+    """Every device of a `list_devices()` answer, in the runtime table's order (cpu first)."""
+    return [d for runtime in RUNTIMES for d in (info.get(runtime) or {}).get("devices") or []]

@@ -19,8 +19,8 @@ from typing import Any
 from workbench import childproc
 from workbench.errors import WorkbenchError
 from workbench.frozen import python_command
+from workbench.runtimes_table import RUNTIMES as RUNTIME_NAMES
 
-RUNTIME_NAMES = ("cpu", "wgpu", "cuda")
 PROBE_TIMEOUT_S = 60.0
 
 _cache: dict[str, dict[str, Any]] | None = None
@@ -90,7 +90,7 @@ def _probe_in_child(timeout_s: float) -> dict[str, dict[str, Any]]:
 
 
 def list_devices(refresh: bool = False, timeout_s: float = PROBE_TIMEOUT_S) -> dict[str, dict[str, Any]]:
-    """{runtime: {"available", "reason", "devices": [dict]}} for cpu, wgpu and cuda (cached)."""
+    """{runtime: {"available", "reason", "devices": [dict]}} for every runtime of the table (cached)."""
     global _cache
     with _lock:
         if _cache is None or refresh:

@@ -31,8 +31,7 @@ import numpy as np
 
 from workbench.backends import runtime_of
 from workbench.manifest import BufferArg, Kernel
-
-ARTIFACT_KINDS = ("cdylib", "ptx", "spirv", "wgsl")
+from workbench.runtimes_table import ARTIFACT_KINDS
 
 _DTYPES = {
     "f32": np.float32,

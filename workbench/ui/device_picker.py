@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.run.labels import short_name
+from workbench.runtimes_table import RUNTIMES, runtime_title
 from workbench.ui.ceilings_store import store_for
 from workbench.ui.layout_fit import OnResize
 
-RUNTIME_TITLES = {"cpu": "CPU", "cuda": "CUDA", "wgpu": "wgpu"}
 #: Graphics APIs of wgpu adapters, as shown beside an adapter's name.
 WGPU_APIS = ("Vulkan", "Metal", "DX12", "OpenGL")
 SPEC_ROLE = Qt.ItemDataRole.UserRole
@@ -247,12 +247,12 @@ class DevicePicker(QWidget):
             self._updating = False
             self._fit_tree()
         missing = [
-            f"{RUNTIME_TITLES.get(r, r)} unavailable ({e.get('reason') or 'not available'})"
+            f"{runtime_title(r)} unavailable ({e.get('reason') or 'not available'})"
             for r, e in info.items()
             if isinstance(e, dict) and not e.get("available")
         ]
         unavailable = [
-            RUNTIME_TITLES.get(r, r)
+            runtime_title(r)
             for r, e in info.items()
             if isinstance(e, dict) and not e.get("available") and r != "hosts"
         ]
@@ -281,11 +281,11 @@ class DevicePicker(QWidget):
         bold = QFont(self.font())
         bold.setBold(True)
         count = 0
-        for runtime in ("cpu", "cuda", "wgpu", *sorted(set(info) - {"cpu", "cuda", "wgpu", "hosts"})):
+        for runtime in (*RUNTIMES, *sorted(set(info) - {*RUNTIMES, "hosts"})):
             entry = info.get(runtime)
             if entry is None:
                 continue
-            group = QTreeWidgetItem([RUNTIME_TITLES.get(runtime, runtime), ""])
+            group = QTreeWidgetItem([runtime_title(runtime), ""])
             group.setFont(0, bold)
             group.setData(
                 0, DEVICE_ROLE, {"runtime": runtime, **{k: v for k, v in entry.items() if k != "devices"}}
@@ -418,7 +418,7 @@ class DevicePicker(QWidget):
             group.setData(0, DEVICE_ROLE, {"host": name})
             self.tree.addTopLevelItem(group)
             reasons = []
-            for runtime in ("cpu", "cuda", "wgpu"):
+            for runtime in RUNTIMES:
                 entry = devices.get(runtime) or {}
                 if not entry.get("available"):
                     reasons.append(entry.get("reason") or f"{runtime} unavailable")

@@ -21,9 +21,7 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import WorkbenchError
-
-#: Runtime name -> module under workbench.run.runtimes defining `RUNTIME`.
-_MODULES = {"cpu": "cpu", "wgpu": "wgpu_runtime", "cuda": "cuda"}
+from workbench.runtimes_table import RUNTIME_TABLE
 
 
 class RuntimeFailure(WorkbenchError):
@@ -88,10 +86,10 @@ class Runtime:
 
 
 def get_runtime(name: str) -> Runtime:
-    """The runtime called `name` ("cpu", "cuda", "wgpu"); its GPU library is imported lazily."""
-    if name not in _MODULES:
-        raise RuntimeFailure(f"unknown runtime {name!r}; runtimes: {', '.join(_MODULES)}")
-    module = importlib.import_module(f"workbench.run.runtimes.{_MODULES[name]}")
+    """The runtime called `name` (a row of `workbench.runtimes_table`); its GPU library is imported lazily."""
+    if name not in RUNTIME_TABLE:
+        raise RuntimeFailure(f"unknown runtime {name!r}; runtimes: {', '.join(RUNTIME_TABLE)}")
+    module = importlib.import_module(f"workbench.run.runtimes.{RUNTIME_TABLE[name].module}")
     return module.RUNTIME
 
 
