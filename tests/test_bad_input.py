@@ -177,16 +177,25 @@ def test_size_that_is_not_an_integer_expression_shows_the_kernels_sizes(capsys):
 def test_check_lists_a_prebuilt_only_rust_gpu_backend(tmp_path, capsys):
     root = tmp_path / "prebuilt"
     (root / "spirv").mkdir(parents=True)
-    (root / "main.wgsl").write_text("@compute @workgroup_size(64) fn main() {}\n")
+    (root / "main.wgsl").write_text(
+        "@group(0) @binding(0) var<storage, read_write> y: array<u32>;\n"
+        "@compute @workgroup_size(64) fn main() { y[0] = 1u; }\n"
+    )
     (root / "workbench.toml").write_text(
         '[project]\nname = "p"\n[backends.rust-gpu]\nprebuilt = "spirv"\n'
         '[[kernel]]\nname = "k"\n[kernel.sizes]\nn = 64\n'
         '[[kernel.arg]]\nname = "y"\nkind = "buffer"\ntype = "u32"\nlength = "n"\ndirection = "out"\n'
-        '[kernel.launch]\nthreads = [64]\ngrid = [1]\n[kernel.reference]\nwgsl = "main.wgsl"\n'
+        'binding = 0\n[kernel.launch]\nthreads = [64]\ngrid = [1]\n[kernel.reference]\nwgsl = "main.wgsl"\n'
     )
     code = main(["check", str(root), "--json"])
     info = json.loads(capsys.readouterr().out)
-    assert code == 0 and info["kernels"][0]["backends"] == ["rust-gpu", "wgsl"]
+    assert code == 0 and info["kernels"][0]["backends"] == ["rust-gpu", "wgsl"] and info["problems"] == []
+    # Without its binding the buffer cannot reach the WGSL or the SPIR-V: an error, in --json too.
+    manifest = root / "workbench.toml"
+    manifest.write_text(manifest.read_text().replace("binding = 0\n", ""))
+    code = main(["check", str(root), "--json"])
+    info = json.loads(capsys.readouterr().out)
+    assert code == 2 and len(info["problems"]) == 1 and "binding" in info["problems"][0]
 
 
 @pytest.mark.parametrize(

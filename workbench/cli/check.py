@@ -107,11 +107,11 @@ def run(args) -> int:
     found = manifest_check.problems(project)
     for problem in found:  # each names its line, as the loader's errors do
         print(f"error: {problem}", file=sys.stderr)
+    if args.json:  # the problems too: a script reading --json must not get an empty answer
+        print(json.dumps({**info, "problems": [str(problem) for problem in found]}, indent=2))
+        return 2 if found else 0
     if found:
         return 2
-    if args.json:
-        print(json.dumps(info, indent=2))
-        return 0
     print(f"project {info['project']}  ({info['path']})  — manifest OK")
     for k in info["kernels"]:
         print(f"\nkernel {k['name']}: {k['description']}")
