@@ -10,15 +10,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from workbench.errors import WorkbenchError
+from workbench.user_folders import user_config_dir
 
-APP_DIR = "rust-gpu-workbench"
 #: The remote base folder (relative paths are relative to the remote home).
 DEFAULT_REMOTE_DIR = ".cache/rust-gpu-workbench"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -77,17 +76,10 @@ def parse_url(url: str) -> tuple[str | None, str, int | None]:
 
 
 def hosts_file() -> Path:
+    """$WB_HOSTS_FILE, else `hosts.json` in the user config folder (`user_folders.user_config_dir`)."""
     if os.environ.get("WB_HOSTS_FILE"):
         return Path(os.environ["WB_HOSTS_FILE"]).expanduser()
-    if os.environ.get("WB_CONFIG_DIR"):
-        return Path(os.environ["WB_CONFIG_DIR"]).expanduser() / "hosts.json"
-    if sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    elif sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
-    else:
-        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / APP_DIR / "hosts.json"
+    return user_config_dir() / "hosts.json"
 
 
 class HostStore:
