@@ -57,3 +57,15 @@ def test_human_output_lists_hints():
     assert result.returncode == 0
     assert "Toolchains" in result.stdout and "Devices" in result.stdout
     assert "install:" in result.stdout and "llvmpipe" in result.stdout
+
+
+def test_every_found_toolchain_names_where_it_is():
+    """The table prints a place for each found toolchain (wgsl's is the wgpu package naga lives in),
+    never an empty "()"."""
+    result = doctor()
+    assert result.returncode == 0, result.stderr
+    toolchain_lines = result.stdout.split("\nDevices")[0].splitlines()
+    assert "()" not in result.stdout
+    wgsl = next(line for line in toolchain_lines if line.split()[:2] == ["wgsl", "found"])
+    place = wgsl.rsplit("(", 1)[1].rstrip(")")
+    assert os.path.isfile(os.path.join(place, "__init__.py")), wgsl

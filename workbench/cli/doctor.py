@@ -43,7 +43,8 @@ def run(args) -> int:
     print("Toolchains")
     for t in report["toolchains"]:
         mark = "found  " if t["found"] else "missing"
-        detail = f"{t['version']}  ({t['path']})" if t["found"] else ""
+        where = f"  ({t['path']})" if t.get("path") else ""  # a toolchain inside a package has no path
+        detail = f"{t['version']}{where}" if t["found"] else ""
         print(f"  {t['backend']:<10} {mark} {detail}")
         if not t["found"] and t.get("hint"):
             print(f"  {'':<10}         install: {t['hint']}")

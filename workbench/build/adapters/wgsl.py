@@ -12,6 +12,7 @@ as pipeline constants (`run/spec.py` `constants`).
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import time
 from importlib import metadata
@@ -64,9 +65,13 @@ class WgslAdapter(Adapter):
         # naga (inside wgpu-native) validates WGSL at build time and again at pipeline creation.
         try:
             version = f"wgpu-py {metadata.version('wgpu')}"
-        except metadata.PackageNotFoundError:
-            version = "copy only (wgpu is not installed)"
-        return ToolchainInfo("wgsl", True, version, "", details={"compiler": "naga (wgpu), at build and run"})
+            spec = importlib.util.find_spec("wgpu")
+            where = str(Path(spec.origin).parent) if spec and spec.origin else ""
+        except (metadata.PackageNotFoundError, ImportError, ValueError):
+            version, where = "copy only (wgpu is not installed)", ""
+        return ToolchainInfo(
+            "wgsl", True, version, where, details={"compiler": "naga (wgpu), at build and run"}
+        )
 
     def skip_reason(self, project) -> str | None:
         if not any("wgsl" in k.reference for k in project.manifest.kernels):
