@@ -119,6 +119,15 @@ def test_project_tree_hides_build_outputs_and_opens_files(make_window, example_c
     assert window.editor_tabs.current_editor().path.name == "workbench.toml"
 
 
+def test_the_view_menu_names_each_thing_once(make_window, example_copy):
+    """Every dock and the toolbar have their own entry in the View menu ("Build" was listed twice:
+    the dock and the toolbar)."""
+    window = make_window(example_copy("saxpy"))
+    names = [a.text() for a in window.view_menu.actions() if a.text() and not a.isSeparator()]
+    assert len(names) == len(set(names)), names
+    assert "Build" in names and "Toolbar" in names
+
+
 def test_layout_open_files_and_choices_are_restored(make_window, example_copy, qtbot):
     root = example_copy("saxpy")
     window = make_window(root, panels=())

@@ -263,7 +263,7 @@ class MainWindow(QMainWindow):
         build_menu.addAction(self.trust_action)
 
     def _make_toolbar(self) -> None:
-        toolbar = QToolBar("Build", self)
+        toolbar = QToolBar("Toolbar", self)  # "Build" is the dock's name in the View menu
         toolbar.setObjectName("toolbar-build")
         toolbar.setMovable(False)
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
