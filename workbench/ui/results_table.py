@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.profile.last_good import is_stale, stale_info
+from workbench.run.host_load import describe, flags
 from workbench.run.labels import device_label
 from workbench.ui.layout_fit import ElidedLabel, OnResize
 
@@ -158,6 +159,8 @@ class ResultsTable(QWidget):
         super().__init__(parent)
         self.setObjectName("ResultsTable")
         self.bridge = bridge
+        self.report: Any = None
+        self.conditions: list[str] = []  # "busy" / "throttled" of the report shown (run_conditions)
         # One line, elided (the tooltip has it whole): a wrapped caption took the rows' height.
         self.caption = ElidedLabel("No run yet: press Run, or save a source file.")
         self.caption.setObjectName("resultsCaption")
@@ -212,6 +215,7 @@ class ResultsTable(QWidget):
     def _clear(self, *_: Any) -> None:
         self.table.setRowCount(0)
         self.report = None
+        self.conditions: list[str] = []
         self.details_button.setEnabled(False)
         self.caption.setText("No run yet: press Run, or save a source file.")
 
@@ -286,8 +290,13 @@ class ResultsTable(QWidget):
             )
         if self._changed:
             parts.append("⚠ " + self._changed["message"])
+        self.conditions = run_conditions(report, fresh)
+        if self.conditions:
+            host = getattr(report, "host_conditions", None)
+            parts.append(f"⚠ measured while {' and '.join(self.conditions)} ({describe(host)})")
         self.caption.setText(" · ".join(parts))
-        self.caption.setStyleSheet("color: #b26a00;" if (self._changed or self._reference_failed) else "")
+        warn = self._changed or self._reference_failed or self.conditions
+        self.caption.setStyleSheet("color: #b26a00;" if warn else "")
         self.details_button.setEnabled(self.table.currentRow() >= 0)
 
     def _unverified(self, result: Any) -> bool:
@@ -437,6 +446,17 @@ class ResultsTable(QWidget):
                 }
             )
         return rows
+
+
+def run_conditions(report: Any, results: list[Any]) -> list[str]:
+    """Busy when other processes loaded the host during the run (the report's `host_conditions`,
+    the one rule in `run.host_load.flags`), "throttled" when a GPU slowed itself down meanwhile."""
+    found = flags(getattr(report, "host_conditions", None))
+    for result in results:
+        for flag in flags(None, (result.timing or {}).get("conditions")):
+            if flag not in found:
+                found.append(flag)
+    return found
 
 
 def _result_key(result: Any) -> tuple[str, str]:

@@ -1,0 +1,59 @@
+"""The window's results caption says when a run was measured on a busy machine: the conditions
+come with the report from the run service (`RunReport.host_conditions`), read by the one rule
+(`run.host_load.flags`), measured for real around CPU burners that are not the run's own."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import psutil
+
+from workbench.run.host_load import HostLoad, flags
+from workbench.ui.results_table import ResultsTable
+
+RUN_TIMEOUT_MS = 600_000
+BURN = "import time\nwhile time.process_time() < {s}: pass\n"
+
+
+def _orphan_burner(seconds: float) -> int:
+    """A CPU burner that is not this process's descendant (its shell parent exits at once)."""
+    shell = subprocess.run(
+        ["sh", "-c", f'{sys.executable} -c "$0" </dev/null >/dev/null 2>&1 & echo $!', BURN.format(s=seconds)],
+        capture_output=True, text=True, check=True, timeout=30,
+    )  # fmt: skip
+    return int(shell.stdout.strip())
+
+
+def test_the_results_caption_flags_a_run_measured_on_a_busy_machine(qtbot, make_widget, bridge, example_copy):
+    root = example_copy("saxpy")
+    bridge.set_project(root)
+    bridge.set_backends(["cpu"])
+    bridge.set_devices(["cpu"])
+    table = make_widget(ResultsTable, bridge, show=True)
+    with qtbot.waitSignal(bridge.runFinished, timeout=RUN_TIMEOUT_MS):
+        bridge.run()
+    qtbot.waitUntil(lambda: not bridge.busy, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: table.report is not None and bool(table.report.results), timeout=10_000)
+    report = table.report
+    # The window's run measured its host: what it shows follows what was measured.
+    assert report.host_conditions is not None and report.host_conditions["source"] == "/proc"
+    assert ("busy" in table.conditions) == ("busy" in flags(report.host_conditions))
+    assert ("busy" in table.caption.text()) == ("busy" in table.conditions)
+
+    # The same results, measured while two other processes burned 1.2 s of CPU.
+    load = HostLoad().start()
+    pids = [_orphan_burner(0.6) for _ in range(2)]
+    for pid in pids:
+        try:
+            psutil.Process(pid).wait(timeout=120)
+        except psutil.NoSuchProcess:
+            pass
+    busy = load.stop()
+    assert busy["other_cpu_cores"] * busy["wall_s"] >= 1.1 and flags(busy) == ["busy"]
+    table.show_report(dataclasses.replace(report, host_conditions=busy))
+    assert table.conditions == ["busy"]
+    caption = table.caption.text()
+    assert "measured while busy" in caption and f"of {os.cpu_count()} cores" in caption
