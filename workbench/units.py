@@ -11,3 +11,21 @@ def format_time(seconds: float | None, missing: str = "-") -> str:
         if seconds >= scale:
             return f"{seconds / scale:.3f} {unit}"
     return f"{seconds * 1e9:.1f} ns"
+
+
+def format_tolerance(check: dict | None) -> str:
+    """A check's tolerance as people read it: "rtol 1e-05, atol 1e-06, max ULP 4"; a bound that is
+    not set reads "none" (never Python's "None")."""
+    check = check or {}
+    parts = []
+    for key, label in (("rtol", "rtol"), ("atol", "atol"), ("max_ulp", "max ULP")):
+        value = check.get(key)
+        parts.append(f"{label} {'none' if value is None else f'{value:g}'}")
+    return ", ".join(parts)
+
+
+def format_sizes(values: dict | None) -> str:
+    """Sizes or tunables as "n=1000000, m=64" ("none" when empty), never a dict's repr."""
+    if not values:
+        return "none"
+    return ", ".join(f"{name}={value}" for name, value in values.items())

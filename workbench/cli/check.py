@@ -18,6 +18,7 @@ from workbench.backends import BACKENDS, RUST_BACKENDS
 from workbench.build import manifest_check
 from workbench.manifest import BufferArg, Kernel, Manifest, host_memory_bytes
 from workbench.project import Project
+from workbench.units import format_tolerance
 
 
 def register(subparsers) -> None:
@@ -133,6 +134,5 @@ def run(args) -> int:
                 print(f"    {a['name']:<10} scalar {a['type']} = {a['value']}")
         entries = ", ".join(f"{b} ({e})" for b, e in k["entries"].items())
         print(f"  backends  {entries}")
-        print(f"  check     against {k['check']['reference']}, rtol {k['check']['rtol']}, "
-              f"atol {k['check']['atol']}, max ULP {k['check']['max_ulp']}")  # fmt: skip
+        print(f"  check     against {k['check']['reference']}, {format_tolerance(k['check'])}")
     return 0

@@ -27,6 +27,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.frozen import install_dir, is_frozen, python_command
+from workbench.units import format_sizes
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 #: A small problem: the self-test checks that things work, not how fast.
@@ -317,7 +318,10 @@ def render(report: dict[str, Any]) -> str:
     for check in report["checks"]:
         lines.append(f"  {mark[check['status']]}  {check['name']:<18} {check['detail']}")
     if report.get("backends"):
-        lines += ["", f"  {report.get('example', EXAMPLE)} example, sizes {report.get('sizes')}:"]
+        lines += [
+            "",
+            f"  {report.get('example', EXAMPLE)} example, sizes {format_sizes(report.get('sizes'))}:",
+        ]
         for name, b in report["backends"].items():
             steps = ", ".join(f"{step} {b[step]}" for step in ("build", "run") if step in b)
             detail = "; ".join(part for part in (steps, b.get("reason", "")) if part)

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.units import format_time
+from workbench.units import format_sizes, format_time
 
 
 def _add_db(parser) -> None:
@@ -200,7 +200,9 @@ def _show(store, args) -> int:
             f"  median {format_time(record['median_s'])}, IQR {format_time(record['iqr_s'])}, "
             f"min {format_time(record['min_s'])}, n {record['n']} ({record['timing_method']})"
         )
-    print(f"  sizes {record['sizes']}, tunables {record['tunables']}, seed {record['seed']}")
+    print(
+        f"  sizes {format_sizes(record['sizes'])}, tunables {format_sizes(record['tunables'])}, seed {record['seed']}"
+    )
     print(f"  toolchain {record['toolchain']}, flags {record['flags']}, build key {record['build_key']}")
     resources = detail.get("resources") or {}
     if resources:

@@ -30,6 +30,7 @@ from workbench.profile.last_good import is_stale
 from workbench.run.labels import device_label
 from workbench.run.mismatches import BufferMismatches, result_mismatches
 from workbench.ui.results_table import check_summary, stale_text
+from workbench.units import format_tolerance
 
 MISMATCH_COLUMNS = ("Index", "Expected", "Got", "Abs error", "Rel error", "ULP", "Never written")
 #: How many mismatching elements a buffer's table lists.
@@ -80,7 +81,9 @@ class ResultDetails(QDialog):
     # ------------------------------------------------------------------ text
     def _summary_text(self, report: Any, result: Any, bridge: Any) -> str:
         check = result.check or {}
-        lines = [f"<b>{result.backend}</b> on {device_label(result.device or {})} — status {result.status}"]
+        lines = [
+            f"<b>{result.backend}</b> on {device_label(result.device or {})} — {result.status}: {getattr(result, 'verdict', '')}"
+        ]
         if is_stale(result):
             lines.append(f"<i>{stale_text(result)}</i>")
         if result.error:
@@ -91,7 +94,7 @@ class ResultDetails(QDialog):
         if check:
             lines.append(
                 f"checked against {check.get('reference') or getattr(report, 'reference', '')}: "
-                f"rtol {check.get('rtol')}, atol {check.get('atol')}, max ULP {check.get('max_ulp')}"
+                f"{format_tolerance(check)}"
             )
         if check.get("note"):
             lines.append(_escape(str(check["note"])))

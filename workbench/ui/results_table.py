@@ -22,6 +22,7 @@ from workbench.profile.last_good import is_stale, stale_info
 from workbench.run.host_load import describe, flags
 from workbench.run.labels import device_label
 from workbench.ui.layout_fit import ElidedLabel, OnResize
+from workbench.units import format_tolerance
 
 #: The columns by name (`row_texts` keys), in the order shown: what a run is judged by (time,
 #: throughput, verdict and its check) first after the backend, so a narrow panel shows them without
@@ -508,7 +509,7 @@ def _resources_for(build: Any, kernel: str | None) -> dict[str, Any]:
 def _check_tooltip(check: dict[str, Any]) -> str:
     if not check:
         return ""
-    lines = [f"rtol {check.get('rtol')}, atol {check.get('atol')}, max ULP {check.get('max_ulp')}"]
+    lines = [format_tolerance(check)]
     for name, buf in (check.get("buffers") or {}).items():
         state = "ok" if buf.get("passed") else f"{buf.get('bad', '?')} bad"
         lines.append(
