@@ -77,16 +77,30 @@ class BuildRequest:
         """Warn about each tunable that is not in `read` (the names the compiled source read;
         `how` says how a read is spelled) and, with `geometry`, that no launch dimension of this
         backend names: its values would all build and run the same code. Returns those names."""
-        launched = launch_names(self.project, self.backend) if geometry else set()
-        unread = [name for name in sorted(self.tunables) if name not in read and name not in launched]
+        launched = launch_names(self.project, self.backend)
+        unread = [
+            name for name in sorted(self.tunables) if name not in read and not (geometry and name in launched)
+        ]
         for name in unread:
-            message = (
-                f"tunable {name!r} is never read by the {self.backend} build (no {how.format(name=name, NAME=name.upper())}"
-                + (")" if not geometry else " and no launch dimension names it)")
-                + f": every value of {name} builds the same {self.backend} code"
-            )
+            spelled = how.format(name=name, NAME=name.upper())
+            if not geometry and name in launched:
+                # A launch-geometry tunable on a backend without launch geometry (cpu): expected,
+                # not a mistake to warn about on every pristine build (tuning reports it as "no
+                # effect" and never ranks its values).
+                severity = "note"
+                message = (
+                    f"tunable {name!r} sets the launch geometry, which the {self.backend} build does not "
+                    f"have (and no {spelled}): every value of {name} builds the same {self.backend} code"
+                )
+            else:
+                severity = "warning"
+                message = (
+                    f"tunable {name!r} is never read by the {self.backend} build (no {spelled}"
+                    + (")" if not geometry else " and no launch dimension names it)")
+                    + f": every value of {name} builds the same {self.backend} code"
+                )
             self.diagnostic(
-                Diagnostic("warning", message, rendered=f"warning: {message}", backend=self.backend)
+                Diagnostic(severity, message, rendered=f"{severity}: {message}", backend=self.backend)
             )
         return unread
 
