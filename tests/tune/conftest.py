@@ -70,7 +70,7 @@ def _slow_wgsl_at(root: Path, threads: int, iterations: int = 2000) -> None:
     assert line in text
     slow = (
         f"\n        if (threads == {threads}u) {{\n            var acc = 0.0;\n"
-        f"            for (var k = 0u; k < {iterations}u; k++) {{ acc = acc + sin(f32(k) + x[i]); }}\n"
+        f"            for (var k = 0u; k < {iterations}u; k++) {{ acc = sin(acc + f32(k) + x[i]); }}\n"
         "            if (acc == 12345.0) { y[i] = 0.0; }\n        }"
     )
     wgsl.write_text(text.replace(line, line + slow))

@@ -106,13 +106,16 @@ def test_resume_reruns_a_failure_once_the_timeout_changed(
     example_copy, tune_service, tmp_path, shared_cache_dir, slow_wgsl_at
 ):
     root = example_copy("saxpy")
-    slow_wgsl_at(root, 64, iterations=200_000)  # about a second a launch on llvmpipe at n=2048
+    # llvmpipe caps how long one invocation's loop runs (more iterations stopped adding time past
+    # ~60,000 here), so the launch is made slow by its size: at n=16384 it outlasts 0.4 s by far
+    # (timed out at once here), while threads=128 takes well under a millisecond.
+    slow_wgsl_at(root, 64, iterations=200_000)
     project = Project.open(root)
     # 128 first: a killed worker's successor starts cold, and a cold first launch can outlast a short timeout.
-    points = [Point({"threads": t}, {"n": 2048}) for t in (128, 64)]
+    points = [Point({"threads": t}, {"n": 16384}) for t in (128, 64)]
     # The wgpu worker started and warm before the first timed sweep.
     tune_service.run(
-        project, None, ["wgsl"], None, {"n": 2048}, cache_dir=shared_cache_dir, tunables={"threads": 128}
+        project, None, ["wgsl"], None, {"n": 16384}, cache_dir=shared_cache_dir, tunables={"threads": 128}
     )
 
     def sweep(store, timeout_s):
