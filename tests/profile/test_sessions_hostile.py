@@ -284,9 +284,10 @@ def test_poisoned_rows_are_listed_and_shown_as_invalid_never_a_crash(recorded_db
         ("--timeout", "soon", "expected a number of seconds"),
     ],
 )
-def test_bad_seed_and_timeout_are_usage_errors_naming_the_option(option, value, words, tmp_path):
+@pytest.mark.parametrize("command", ["run", "tune", "sweep"])
+def test_bad_seed_and_timeout_are_usage_errors_naming_the_option(command, option, value, words, tmp_path):
     done = cli(
-        "run", str(REPO / "resources" / "examples" / "saxpy"), option, value, "--db", str(tmp_path / "s.db")
+        command, str(REPO / "resources" / "examples" / "saxpy"), option, value, "--db", str(tmp_path / "s.db")
     )
     assert done.returncode == 2
     assert f"argument {option}: " in done.stderr and words in done.stderr, done.stderr

@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any
 
+from workbench.cli import arg_types
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.units import format_time
@@ -33,9 +34,13 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--device", action="append", default=[], metavar="SPEC", help="device(s), as `workbench run`"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default 0)")
+    parser.add_argument("--seed", type=arg_types.seed, default=0, help="seed of the inputs (default 0)")
     parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="S", help="per-launch timeout (default 10)"
+        "--timeout",
+        type=arg_types.positive_seconds,
+        default=10.0,
+        metavar="S",
+        help="per-launch timeout (default 10)",
     )
     parser.add_argument("--db", metavar="FILE", help="sessions database (default: the user data folder)")
     parser.add_argument("--cache-dir", metavar="DIR", help="build cache folder")

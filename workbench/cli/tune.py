@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from workbench.cli import arg_types
 from workbench.errors import WorkbenchError
 from workbench.profile.ranking import MIN_EFFECT, outcome
 from workbench.project import Project
@@ -48,10 +49,17 @@ def register(subparsers) -> None:
         "--size", action="append", default=[], metavar="NAME=VALUE", help="problem size; repeatable"
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the random strategy and of the inputs (default 0)"
+        "--seed",
+        type=arg_types.seed,
+        default=0,
+        help="seed of the random strategy and of the inputs (default 0)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="S", help="per-launch timeout (default 10)"
+        "--timeout",
+        type=arg_types.positive_seconds,
+        default=10.0,
+        metavar="S",
+        help="per-launch timeout (default 10)",
     )
     parser.add_argument(
         "--rounds", type=int, default=3, metavar="N",
