@@ -12,6 +12,7 @@ import sys
 import psutil
 
 from workbench.run.host_load import HostLoad, flags
+from workbench.ui.plots import PlotsPanel
 from workbench.ui.results_table import ResultsTable
 
 RUN_TIMEOUT_MS = 600_000
@@ -30,9 +31,10 @@ def _orphan_burner(seconds: float) -> int:
 def test_the_results_caption_flags_a_run_measured_on_a_busy_machine(qtbot, make_widget, bridge, example_copy):
     root = example_copy("saxpy")
     bridge.set_project(root)
-    bridge.set_backends(["cpu"])
-    bridge.set_devices(["cpu"])
+    bridge.set_backends(["cpu", "wgsl"])
+    bridge.set_devices(["cpu", "wgpu:llvmpipe"])
     table = make_widget(ResultsTable, bridge, show=True)
+    plots = make_widget(PlotsPanel, bridge, show=True)
     with qtbot.waitSignal(bridge.runFinished, timeout=RUN_TIMEOUT_MS):
         bridge.run()
     qtbot.waitUntil(lambda: not bridge.busy, timeout=RUN_TIMEOUT_MS)
@@ -42,6 +44,13 @@ def test_the_results_caption_flags_a_run_measured_on_a_busy_machine(qtbot, make_
     assert report.host_conditions is not None and report.host_conditions["source"] == "/proc"
     assert ("busy" in table.conditions) == ("busy" in flags(report.host_conditions))
     assert ("busy" in table.caption.text()) == ("busy" in table.conditions)
+    plots.draw_now()
+    timing = plots.plots_data()["timing"]
+    assert timing["conditions"] == table.conditions
+    # The timing plot says which way a ratio goes ("48.5× ref" did not).
+    (wgsl,) = [row for row in timing["rows"] if row["backend"] == "wgsl"]
+    way = "slower" if wgsl["ratio_to_reference"] >= 1 else "faster"
+    assert any(f"× {way} than ref" in label.toPlainText() for label in plots.compare_labels)
 
     # The same results, measured while two other processes burned 1.2 s of CPU.
     load = HostLoad().start()
@@ -53,7 +62,11 @@ def test_the_results_caption_flags_a_run_measured_on_a_busy_machine(qtbot, make_
             pass
     busy = load.stop()
     assert busy["other_cpu_cores"] * busy["wall_s"] >= 1.1 and flags(busy) == ["busy"]
-    table.show_report(dataclasses.replace(report, host_conditions=busy))
-    assert table.conditions == ["busy"]
+    measured_busy = dataclasses.replace(report, host_conditions=busy)
+    table.show_report(measured_busy)
+    plots.add_report(measured_busy)
+    plots.draw_now()
+    assert table.conditions == ["busy"] and plots.plots_data()["timing"]["conditions"] == ["busy"]
+    assert "measured while busy" in plots.timing_note.text()
     caption = table.caption.text()
     assert "measured while busy" in caption and f"of {os.cpu_count()} cores" in caption

@@ -153,6 +153,18 @@ def flags(host: dict[str, Any] | None, timing_conditions: dict[str, Any] | None 
     return out
 
 
+def run_conditions(report: Any, results: list[Any] | None = None) -> list[str]:
+    """The flags of one run as a whole: "busy" from the report's `host_conditions` (measured by
+    `RunService.run`), "throttled" when any of `results` (default: the report's) saw its GPU slow
+    itself down. The window's results caption and timing plot both say these."""
+    found = flags(getattr(report, "host_conditions", None))
+    for result in results if results is not None else getattr(report, "results", None) or ():
+        for flag in flags(None, (getattr(result, "timing", None) or {}).get("conditions")):
+            if flag not in found:
+                found.append(flag)
+    return found
+
+
 def describe(host: dict[str, Any] | None) -> str:
     """One line: "other processes 0.12 cores, load 0.31 → 0.40, CPU 2900 MHz" (or "unknown")."""
     if not host:

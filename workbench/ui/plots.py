@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.manifest import Check
+from workbench.run.host_load import run_conditions
 from workbench.run.verify import Tolerance
 from workbench.ui.ceilings_store import store_for
 from workbench.ui.plot_axes import AXIS, BACKGROUND, TEXT, OpaqueGridAxis, RowAxis, UnitAxis
@@ -621,9 +622,13 @@ class PlotsPanel(QWidget):
         }
         reference = getattr(report, "reference", "") or ""
         fastest = next(r for r in rows if r.fastest)
+        # A busy host or a throttled GPU is said here as in the results caption (one rule).
+        conditions = run_conditions(report)
+        self._model["timing"]["conditions"] = conditions
         self.timing_note.setText(
             f"{len(rows)} backend × device pairs · fastest: {fastest.series} ({format_si(fastest.median_s, 's')})"
             + (f" · ratios against the reference backend {reference}" if reference else "")
+            + (f" · ⚠ measured while {' and '.join(conditions)}" if conditions else "")
         )
 
     @staticmethod
@@ -631,8 +636,12 @@ class PlotsPanel(QWidget):
         text = format_si(row.median_s, "s")
         if row.reference:
             text += " · reference"
-        elif row.ratio is not None:
-            text += f" · {row.ratio:.3g}× ref"
+        elif row.ratio:
+            # Say which way: "48.5× ref" read as faster as often as slower.
+            if row.ratio >= 1:
+                text += f" · {row.ratio:.3g}× slower than ref"
+            else:
+                text += f" · {1 / row.ratio:.3g}× faster than ref"
         return text + (" ★" if row.fastest else "")
 
     def _fit_compare(self, *_: Any) -> None:

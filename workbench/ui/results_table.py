@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.profile.last_good import is_stale, stale_info
-from workbench.run.host_load import describe, flags
+from workbench.run.host_load import describe, run_conditions
 from workbench.run.labels import device_label
 from workbench.ui.layout_fit import ElidedLabel, OnResize
 from workbench.units import format_tolerance
@@ -447,17 +447,6 @@ class ResultsTable(QWidget):
                 }
             )
         return rows
-
-
-def run_conditions(report: Any, results: list[Any]) -> list[str]:
-    """Busy when other processes loaded the host during the run (the report's `host_conditions`,
-    the one rule in `run.host_load.flags`), "throttled" when a GPU slowed itself down meanwhile."""
-    found = flags(getattr(report, "host_conditions", None))
-    for result in results:
-        for flag in flags(None, (result.timing or {}).get("conditions")):
-            if flag not in found:
-                found.append(flag)
-    return found
 
 
 def _result_key(result: Any) -> tuple[str, str]:
