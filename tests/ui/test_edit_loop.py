@@ -90,7 +90,7 @@ def test_a_compile_error_keeps_the_last_good_results_stale_and_the_reference(
     assert "checked against cpu" in table.caption.text() and "reference failed" in table.caption.text()
     assert rows["wgsl"]["Status"] == "ok" and rows["wgsl"]["Verified"] == NOT_VERIFIED_REF
     # The plots keep cpu's last point; the stale row adds no second one to its history.
-    history = window.panels["plots"].history
+    history = window.panels["plots"].tab("timing").history
     assert [len(points) for name, points in history.items() if name.startswith("cpu")] == [1]
     (wgsl_points,) = [len(points) for name, points in history.items() if name.startswith("wgsl")]
     assert wgsl_points >= 2  # one per completed run (the file watcher may add one)

@@ -164,11 +164,11 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     assert rows["wgsl"]["Median"] and rows["wgsl"]["GB/s"]
     # The panel redraws the tab on screen, one plot per timer tick (the outputs are computed off
     # the GUI thread); a hidden tab is drawn when shown: show each and wait until it drew this run.
-    plots.tabs.setCurrentIndex(1)
+    plots.show_tab("outputs")
     qtbot.waitUntil(lambda: len(plots.curve_data()["outputs"]) == 2, timeout=10_000)
-    plots.tabs.setCurrentIndex(2)
+    plots.show_tab("roofline")
     qtbot.waitUntil(lambda: len(plots.curve_data()["roofline"]) == 2, timeout=10_000)
-    plots.tabs.setCurrentIndex(0)
+    plots.show_tab("timing")
     qtbot.waitUntil(lambda: len(plots.curve_data()["compare"]["medians"][0]) == 2, timeout=10_000)
     qtbot.waitUntil(lambda: len(plots.curve_data()["time"]) == 2, timeout=10_000)
     data = plots.curve_data()
@@ -179,7 +179,7 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     assert all(
         0 < len(x) <= MAX_POINTS and np.nanmax(x) >= SIZES["n"] - 3 for x, _ in data["outputs"].values()
     )
-    assert "min/max envelope per bucket" in plots.output_note.text()
+    assert "min/max envelope per bucket" in plots.tab("outputs").output_note.text()
     assert set(data["errors"]) == {"wgsl"}
     assert len(data["roofline"]) == 2
 
@@ -198,10 +198,10 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     assert artifacts.source_view.isReadOnly()
 
     _screenshot(table, test_output_dir, "results_table", (1250, 240))
-    for index, name in enumerate(("plots_timing", "plots_outputs", "plots_roofline")):
-        plots.tabs.setCurrentIndex(index)
+    for tab in ("timing", "outputs", "roofline"):
+        plots.show_tab(tab)
         qtbot.wait(50)  # let the tab lay out before grabbing
-        _screenshot(plots, test_output_dir, name, (1100, 520))
+        _screenshot(plots, test_output_dir, f"plots_{tab}", (1100, 520))
     artifacts.show_backend("cpu")
     assert "Files" in [artifacts.tabs.tabText(i) for i in range(artifacts.tabs.count())]  # the cdylib
     artifacts.show_backend("wgsl")
@@ -229,15 +229,16 @@ def test_a_failed_check_shows_the_first_bad_element(
     assert f"y[{wgsl_result.check['first_bad_index']}]" in row["Check"]
     assert "got" in row["Check"] and "expected" in row["Check"]
     assert str(first["expected"])[:5] in row["Check"]
-    plots.tabs.setCurrentIndex(1)  # the outputs tab is drawn when shown
-    qtbot.waitUntil(lambda: len(plots.mismatch_marks.getData()[0]) > 0, timeout=10_000)
+    plots.show_tab("outputs")  # the outputs tab is drawn when shown
+    outputs = plots.tab("outputs")
+    qtbot.waitUntil(lambda: len(outputs.mismatch_marks.getData()[0]) > 0, timeout=10_000)
     # The first bad element is one click away: the outputs and error plots zoom onto it.
     first_index = wgsl_result.check["first_bad_index"]
-    assert plots.first_bad_button.isEnabled() and f"{first_index:,}" in plots.first_bad_button.text()
-    plots.first_bad_button.click()
-    (x0, x1), _ = plots.output_plot.getPlotItem().getViewBox().viewRange()
+    assert outputs.first_bad_button.isEnabled() and f"{first_index:,}" in outputs.first_bad_button.text()
+    outputs.first_bad_button.click()
+    (x0, x1), _ = outputs.output_plot.getPlotItem().getViewBox().viewRange()
     assert x0 <= first_index <= x1 and x1 - x0 <= 80
-    qtbot.waitUntil(lambda: plots._drawing.x_range[1] - plots._drawing.x_range[0] <= 81, timeout=10_000)
+    qtbot.waitUntil(lambda: outputs._drawing.x_range[1] - outputs._drawing.x_range[0] <= 81, timeout=10_000)
     x, _ = plots.curve_data()["outputs"]["wgsl"]
     assert first_index in set(x.astype(int))  # every element of the zoomed range is drawn
     _screenshot(plots, test_output_dir, "plots_outputs_mismatch", (1100, 520))

@@ -29,6 +29,7 @@ from workbench.ui.plot_data import (
     timing_rows,
 )
 from workbench.ui.plots import PARTS, TABS, PlotsPanel
+from workbench.ui.plots.base import FittedPlot
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "resources" / "examples"
 RUN_TIMEOUT_MS = 600_000
@@ -196,7 +197,7 @@ def test_the_outputs_plot_marks_what_the_check_counts_with_max_ulp(qtbot, make_w
     plots.draw_now()
     outputs = plots.plots_data()["outputs"]
     assert outputs["mismatches"] == check["bad"] and outputs["first_bad_index"] == check["first_bad_index"]
-    marked, _ = plots.mismatch_marks.getData()
+    marked, _ = plots.tab("outputs").mismatch_marks.getData()
     assert marked.size and set(marked.astype(int).tolist()) <= set(expected.tolist())  # thinned past 500
     (details,) = result_mismatches(report, wgsl, limit=len(expected))
     assert details.bad == check["bad"] and [m.index for m in details.first] == expected.tolist()
@@ -212,7 +213,7 @@ def test_the_outputs_plot_marks_what_the_check_counts_with_max_ulp(qtbot, make_w
     plots.draw_now()
     outputs = plots.plots_data()["outputs"]
     assert outputs["mismatches"] == 0 and outputs["first_bad_index"] is None
-    assert plots.mismatch_marks.getData()[0].size == 0
+    assert plots.tab("outputs").mismatch_marks.getData()[0].size == 0
     assert result_mismatches(report, wgsl)[0].bad == 0
 
 
@@ -259,17 +260,18 @@ def test_plots_show_what_the_run_results_say(
     assert len(plots.curve_data()["roofs"]) == 2
 
     # Hover over a point shows its numbers.
-    plots.tabs.setCurrentIndex(TABS.index("roofline"))
+    plots.show_tab("roofline")
     qtbot.waitUntil(lambda: "roofline" not in plots._stale, timeout=5_000)
-    vb = plots.roofline_plot.getPlotItem().getViewBox()
-    x, y = plots.roofline_points["cpu @ cpu"].getData()
-    plots._roofline_hover(vb.mapViewToScene(QPointF(float(x[0]), float(y[0]))))
+    roofline_tab = plots.tab("roofline")
+    vb = roofline_tab.roofline_plot.getPlotItem().getViewBox()
+    x, y = roofline_tab.roofline_points["cpu @ cpu"].getData()
+    roofline_tab._roofline_hover(vb.mapViewToScene(QPointF(float(x[0]), float(y[0]))))
     assert (
-        "cpu @ cpu" in plots.hover_text
-        and "FLOP/byte" in plots.hover_text
-        and "% of the measured roof" in plots.hover_text
+        "cpu @ cpu" in roofline_tab.hover_text
+        and "FLOP/byte" in roofline_tab.hover_text
+        and "% of the measured roof" in roofline_tab.hover_text
     )
-    assert plots.hover_label.isVisible()
+    assert roofline_tab.hover_label.isVisible()
 
     timing = data["timing"]
     rows = {r["backend"]: r for r in timing["rows"]}
@@ -311,8 +313,8 @@ def test_plots_show_what_the_run_results_say(
     )
     assert outputs["x_range"][0] <= 0 and outputs["x_range"][1] >= array.size - 1
 
-    for index, tab in enumerate(TABS):
-        plots.tabs.setCurrentIndex(index)
+    for tab in TABS:
+        plots.show_tab(tab)
         qtbot.wait(30)
         assert plots.grab().save(str(test_output_dir / f"plots_{example}_{tab}.png"))
 
@@ -353,16 +355,8 @@ def _dock_problems(window) -> list[str]:
                 f"{key}: {widget.width()}x{widget.height()} < minimum {need.width()}x{need.height()}"
             )
     plots = window.panels["plots"]
-    for name in (
-        "compare_plot",
-        "spread_plot",
-        "history_plot",
-        "output_plot",
-        "error_plot",
-        "scatter_plot",
-        "roofline_plot",
-    ):
-        plot = getattr(plots, name)
+    for plot in plots.findChildren(FittedPlot):
+        name = plot.objectName()
         if plot.isVisible() and plot.width() < plot.minimumSizeHint().width():
             problems.append(f"{name} {plot.width()} px < its axes' {plot.minimumSizeHint().width()} px")
     return problems
@@ -390,8 +384,8 @@ def test_window_fits_at_both_sizes_and_tabs_never_resize_docks(
         sizes = {k: (d.width(), d.minimumSizeHint().width()) for k, d in window.docks.items()}
         assert (window.width(), window.height()) == (width, height), f"docks (width, minimum): {sizes}"
         widths = None
-        for index, tab in enumerate(TABS):
-            plots.tabs.setCurrentIndex(index)
+        for tab in TABS:
+            plots.show_tab(tab)
             qtbot.waitUntil(lambda: not plots._stale.intersection(PARTS[tab]), timeout=10_000)  # noqa: B023
             qtbot.wait(150)  # the outputs arrive from the worker thread
             now = {k: (d.width(), d.height()) for k, d in window.docks.items() if d.isVisible()}
@@ -453,6 +447,26 @@ def test_gui_screenshot_writes_the_plot_data(tmp_path, shared_cache_dir, test_ou
     assert unknown.returncode == 2 and "nope" in unknown.stderr and not (tmp_path / "x.png").exists()
 
 
+def test_tabs_are_chosen_by_name_and_only_the_one_on_screen_is_drawn(qtbot, make_widget, bridge):
+    from workbench.cli import gui
+
+    assert gui.TABS == (*TABS, "artifacts")  # `workbench gui --tab` offers the panel's tabs
+    plots = make_widget(PlotsPanel, bridge, show=True)
+    for name in reversed(TABS):
+        plots.show_tab(name)
+        assert plots.tabs.currentWidget() is plots.tab(name)
+        assert plots.tabs.tabText(plots.tabs.currentIndex()).lower() == name
+    plots.show_tab("outputs")
+    bridge.runFinished.emit(_report("a", 2e-6, 5e-6))
+    qtbot.waitUntil(lambda: "outputs" not in plots._stale, timeout=10_000)
+    assert {"compare", "spread", "history", "roofline"} <= plots._stale  # hidden tabs wait
+    plots.show_tab("timing")
+    qtbot.waitUntil(lambda: not plots._stale.intersection(PARTS["timing"]), timeout=10_000)
+    assert [r["backend"] for r in plots.plots_data()["timing"]["rows"]] == ["cpu", "wgsl"]
+    with pytest.raises(KeyError):
+        plots.show_tab("nope")
+
+
 def _report(source_hash, cpu_median, wgsl_median, n=3000):
     from workbench.run.service import RunReport
 
@@ -475,17 +489,17 @@ def test_history_marks_edits_and_the_spread_keeps_every_series_readable(qtbot, m
     plots.draw_now()
     history = plots.plots_data()["timing"]["history"]
     assert history["runs"] == 3 and history["edits"] == [3]  # the sources changed before run 3
-    assert [line.value() for line in plots.edit_lines] == [2.5]
+    assert [line.value() for line in plots.tab("timing").edit_lines] == [2.5]
     assert history["y_unit"] == "µs" and history["scale"] == "linear"  # 1.5 to 5 µs: one linear unit
     x, y = plots.curve_data()["time"]["cpu @ cpu"]
     assert x.tolist() == [1, 2, 3] and y == pytest.approx([r * 1e6 for r in (2e-6, 2.1e-6, 1.5e-6)], rel=0.02)
     assert plots.plots_data()["timing"]["y_unit"] == "µs"
     # The spread: each series around its own median; the outliers at the view's edge, not stretching it.
-    (x0, x1), _ = plots.spread_plot.getPlotItem().getViewBox().viewRange()
+    (x0, x1), _ = plots.tab("timing").spread_plot.getPlotItem().getViewBox().viewRange()
     px, _ = plots.curve_data()["spread"]["points"]
     ox, _ = plots.curve_data()["spread"]["outliers"]
     assert x1 < 50 and 1 <= len(ox) <= 6 and np.all(ox <= x1) and np.all((px >= x0) & (px <= x1))
     assert len(px) + len(ox) <= 2 * 1500  # thousands of samples: a sample of them is drawn
     bridge.projectChanged.emit(None)
     plots.draw_now()
-    assert plots.plots_data()["timing"].get("rows", []) == [] and not plots.edit_lines
+    assert plots.plots_data()["timing"].get("rows", []) == [] and not plots.tab("timing").edit_lines

@@ -50,7 +50,7 @@ def test_the_results_caption_flags_a_run_measured_on_a_busy_machine(qtbot, make_
     # The timing plot says which way a ratio goes ("48.5× ref" did not).
     (wgsl,) = [row for row in timing["rows"] if row["backend"] == "wgsl"]
     way = "slower" if wgsl["ratio_to_reference"] >= 1 else "faster"
-    assert any(f"× {way} than ref" in label.toPlainText() for label in plots.compare_labels)
+    assert any(f"× {way} than ref" in label.toPlainText() for label in plots.tab("timing").compare_labels)
 
     # The same results, measured while two other processes burned 1.2 s of CPU.
     load = HostLoad().start()
@@ -67,6 +67,6 @@ def test_the_results_caption_flags_a_run_measured_on_a_busy_machine(qtbot, make_
     plots.add_report(measured_busy)
     plots.draw_now()
     assert table.conditions == ["busy"] and plots.plots_data()["timing"]["conditions"] == ["busy"]
-    assert "measured while busy" in plots.timing_note.text()
+    assert "measured while busy" in plots.tab("timing").timing_note.text()
     caption = table.caption.text()
     assert "measured while busy" in caption and f"of {os.cpu_count()} cores" in caption

@@ -130,9 +130,8 @@ def show_tab(window, tab: str) -> None:
         dock.show()
         dock.raise_()
     plots = window.panels.get("plots")
-    tabs = getattr(plots, "tabs", None)
-    if key == "plots" and tabs is not None:
-        tabs.setCurrentIndex(TABS.index(tab))
+    if key == "plots" and hasattr(plots, "show_tab"):  # a placeholder when the panel failed to load
+        plots.show_tab(tab)
 
 
 class _Session:
