@@ -19,15 +19,17 @@ asked not to (`RunService.run(keep_outputs=False)`, the command line): then W at
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from workbench.manifest import Kernel, format_bytes
+from workbench.manifest import Kernel
 from workbench.run import shm
 from workbench.run.inputs import InputCache, copy_parallel, poison_value
 from workbench.run.spec import dtype_of
+from workbench.units import format_bytes
 
 
 class BackendBuffers:
@@ -188,3 +190,12 @@ def _available_memory() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def host_memory_bytes() -> int | None:
+    """This machine's physical memory, or None where the OS does not say: the bound a run's sizes
+    are evaluated against (`Kernel.evaluate(memory_bytes=)`) before anything is allocated."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None

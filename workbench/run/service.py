@@ -30,12 +30,12 @@ import numpy as np
 
 from workbench.backends import BACKENDS, RUNTIMES, parse_backends, runtime_of
 from workbench.errors import WorkbenchError
-from workbench.manifest import Kernel, format_bytes, host_memory_bytes
+from workbench.manifest import Kernel
 from workbench.project import Project
 from workbench.provenance import provenance
 from workbench.records import CheckRecord, RunResult, TimingStats
 from workbench.run import timing as timing_mod
-from workbench.run.buffers import BackendBuffers, memory_plan
+from workbench.run.buffers import BackendBuffers, host_memory_bytes, memory_plan
 from workbench.run.build_stage import BuildStream, StagedBuild
 from workbench.run.host_load import HostLoad
 from workbench.run.inputs import DEFAULT_SEED, InputCache, output_names
@@ -43,6 +43,7 @@ from workbench.run.pool import RequestFailed, WorkerError, WorkerPool, WorkerPro
 from workbench.run.reference import ReferencePolicy
 from workbench.run.selection import DeviceChoice, choose_devices, default_backends, resolve_specs
 from workbench.run.spec import make_launch_spec
+from workbench.units import format_bytes
 
 #: Seconds allowed for steps other than launches (loading a module, compiling a shader, copies).
 SETUP_TIMEOUT_S = 120.0
