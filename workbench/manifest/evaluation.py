@@ -53,6 +53,12 @@ class Values:
     grid: tuple[int, int, int]
     metrics: dict[str, float]
     buffer_bytes: int
+    #: `[kernel.launch.<backend>]`: (threads, grid) of each backend with a launch table of its own.
+    backend_launch: dict[str, tuple[tuple[int, int, int], tuple[int, int, int]]] = field(default_factory=dict)
+
+    def geometry(self, backend: str | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(threads per block, blocks) as 3-tuples; `backend`'s own launch table where it has one."""
+        return self.backend_launch.get(backend or "", (self.threads, self.grid))
 
 
 class KernelEvaluation:
@@ -142,15 +148,15 @@ class KernelEvaluation:
                             what, f"{name} {key}: {toml_value(text)} is {value}{at}; it must be at least 1"
                         )
                     values.append(value)
-                if not backend:
-                    dims[key] = tuple(values + [1] * (3 - len(values)))  # type: ignore[assignment]
+                dims[f"{backend}.{key}"] = tuple(values + [1] * (3 - len(values)))  # type: ignore[assignment]
         metrics: dict[str, float] = {}
         for name, text in self.metrics.items():
             try:
                 metrics[name] = float(expr.evaluate(text, symbols))
             except expr.ExprError as exc:
                 raise self.where.error(("metrics", name), f"metric {name}: {exc}{at}") from None
-        return Values(lengths, scalars, dims["threads"], dims["grid"], metrics, total)
+        own = {b: (dims[f"{b}.threads"], dims[f"{b}.grid"]) for b in self.launch.backends}
+        return Values(lengths, scalars, dims[".threads"], dims[".grid"], metrics, total, own)
 
     def geometry(
         self, symbols: dict[str, int | float], backend: str | None = None

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.manifest import Kernel
+from workbench.manifest import Kernel, Values
 from workbench.run import shm
 from workbench.run.inputs import InputCache, copy_parallel, poison_value
 from workbench.run.spec import dtype_of
@@ -162,9 +162,10 @@ class MemoryPlan:
     problem: str = ""
 
 
-def memory_plan(kernel: Kernel, symbols: dict[str, int | float], available: int | None = None) -> MemoryPlan:
-    """The run's host memory need against the memory available now (MemAvailable)."""
-    lengths = kernel.lengths(symbols)
+def memory_plan(kernel: Kernel, values: Values, available: int | None = None) -> MemoryPlan:
+    """The run's host memory need at the lengths of `values` (`Kernel.evaluate`) against the
+    memory available now (MemAvailable)."""
+    lengths = values.lengths
     sizes = {b.name: lengths[b.name] * dtype_of(b.type).itemsize for b in kernel.buffers}
     buffers = sum(sizes.values())
     written = sum(sizes[b.name] for b in kernel.buffers if b.is_output)
