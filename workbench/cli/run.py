@@ -17,6 +17,7 @@ from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.records import RunResult
+from workbench.run.events import RunBuilding, RunEvent, RunStarted
 from workbench.units import format_time
 
 
@@ -248,16 +249,15 @@ def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any
     # on a terminal only: pipes and logs get the plain lines.
     bar = ProgressLine(sys.stderr)
 
-    def progress(event: dict[str, Any]) -> None:
+    def progress(event: RunEvent) -> None:
         if args.json:
             return
-        kind = event.get("kind")
         bar.on_event(event)
-        if kind == "building":
-            bar.print_line(f"building {', '.join(event['backends'])} ...")
-        elif kind == "started":
+        if isinstance(event, RunBuilding):
+            bar.print_line(f"building {', '.join(event.backends)} ...")
+        elif isinstance(event, RunStarted):
             again = f" (repetition {series['index']} of {series['of']})" if series else ""
-            bar.print_line(f"running {event['backend']} on {event['device'].get('spec', '?')}{again} ...")
+            bar.print_line(f"running {event.backend} on {event.device.get('spec', '?')}{again} ...")
 
     service = RunService(timing=TimingOptions(l2=args.l2))
     try:

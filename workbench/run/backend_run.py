@@ -28,6 +28,7 @@ from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers
 from workbench.run.build_stage import StagedBuild
 from workbench.run.device_catalog import DeviceCatalog
+from workbench.run.events import RunEvent, RunPhase, RunProgress
 from workbench.run.inputs import InputCache, output_names
 from workbench.run.pool import SETUP_TIMEOUT_S, RequestFailed, WorkerError, WorkerProcess
 from workbench.run.reference import ReferencePolicy
@@ -64,7 +65,7 @@ class RunContext:
     catalog: DeviceCatalog
     input_cache: InputCache
     cancelled: threading.Event
-    emit: Callable[[dict[str, Any]], None]
+    emit: Callable[[RunEvent], None]
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
     #: Backends whose outputs the report keeps (the reference's always): the others' `receive`
     #: segments pass to the next backend (`BackendBuffers.recycle`).
@@ -136,7 +137,7 @@ def run_backend(
             {"op": "prepare", "spec": spec, "device_index": choice.index}, timeout_s=SETUP_TIMEOUT_S
         )[0]
         resolution = float(prepared["timer_resolution_s"])
-        ctx.emit({"kind": "phase", "backend": backend, "phase": "upload"})
+        ctx.emit(RunPhase(backend, "upload"))
         buffers = BackendBuffers(
             ctx.kernel, ctx.inputs, ctx.input_cache, shared=worker.shared, spare=ctx.spare
         )
@@ -144,16 +145,16 @@ def run_backend(
             restore=ctx.kernel.fresh_inputs, binds=bool(prepared.get("binds", True))
         )
         worker.request(header, arrays, timeout_s=SETUP_TIMEOUT_S, fds=fds)
-        ctx.emit({"kind": "phase", "backend": backend, "phase": "launch"})
+        ctx.emit(RunPhase(backend, "launch"))
         worker.request({"op": "launch", "count": 1}, timeout_s=ctx.timeout_s, phase="the verification launch")
         names = output_names(ctx.kernel)
-        ctx.emit({"kind": "phase", "backend": backend, "phase": "download"})
+        ctx.emit(RunPhase(backend, "download"))
         reply, received = worker.request(
             {"op": "download", "names": names, "into_shared": buffers.shared, "timing_follows": timed},
             timeout_s=SETUP_TIMEOUT_S,
         )
         outputs = buffers.outputs(names, reply, received)
-        ctx.emit({"kind": "phase", "backend": backend, "phase": "verify"})
+        ctx.emit(RunPhase(backend, "verify"))
         pending = None
         if timed and verify_while_timing(choice.device, outputs):
             # The host's cores compare while the GPU is timed (see verify_while_timing).
@@ -163,7 +164,7 @@ def run_backend(
             verified, check = policy.check(backend, outputs, ctx.kernel)
         try:
             if timed:
-                ctx.emit({"kind": "phase", "backend": backend, "phase": "timing"})
+                ctx.emit(RunPhase(backend, "timing"))
 
                 # The worker runs the timing protocol itself, launches back to back like a
                 # bare loop; its heartbeats keep the per-launch deadline.
@@ -177,7 +178,7 @@ def run_backend(
                     },
                     timeout_s=ctx.timeout_s,
                     phase="a timed launch",
-                    on_progress=lambda p: ctx.emit({"kind": "progress", "backend": backend, **p}),
+                    on_progress=lambda p: ctx.emit(RunProgress(backend, p.get("phase", ""), p.get("done"))),
                 )[0]
                 stats = TimingStats.from_dict(reply["stats"])
                 stats.conditions = reply.get("conditions")  # cache policy, clocks, energy (worker.py)

@@ -41,6 +41,7 @@ from workbench.run.backend_run import RunContext, run_backend, skipped
 from workbench.run.buffers import host_memory_bytes, memory_plan
 from workbench.run.build_stage import BuildStream, StagedBuild
 from workbench.run.device_catalog import DeviceCatalog
+from workbench.run.events import RunDone, RunEvent, RunFinished, RunPhase, RunStarted
 from workbench.run.host_load import HostLoad
 from workbench.run.inputs import DEFAULT_SEED, InputCache
 from workbench.run.pool import WorkerPool
@@ -177,7 +178,7 @@ class RunService:
         timeout_s: float = 10.0,
         artifacts_dir: str | Path | None = None,
         build_service: Any = None,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: Callable[[RunEvent], None] | None = None,
         seed: int | None = None,
         cache_dir: str | Path | None = None,
         tunables: dict[str, int | float] | None = None,
@@ -199,10 +200,9 @@ class RunService:
         (the live loop): the run takes its builds as they finish and never waits for those whose
         runtime is unavailable (they go on building, for inspection; their rows say so).
 
-        `on_event(dict)` is called from this thread with {"kind": ...}: "building" (backends),
-        "build-event" (a BuildEvent), "built" (backend, status), "started" (backend, device),
-        "phase" (backend, phase: verify | timing), "progress" (backend, phase, done),
-        "finished" (backend, device, result: RunResult) and "done" (report)."""
+        `on_event(event)` is called from this thread with the run's events (`events.py`, one
+        record per kind): `RunBuilding`, `RunBuildEvent`, `RunBuilt`, `RunStarted`, `RunPhase`,
+        `RunProgress`, `RunFinished` (with the `RunResult`) and `RunDone` (with the report)."""
         request = RunRequest.of(
             project, backends, devices, kernel=kernel, sizes=sizes, timeout_s=timeout_s,
             artifacts_dir=artifacts_dir, build_service=build_service, seed=seed, cache_dir=cache_dir,
@@ -210,9 +210,7 @@ class RunService:
         )  # fmt: skip
         return self.execute(request, on_event)
 
-    def execute(
-        self, request: RunRequest, on_event: Callable[[dict[str, Any]], None] | None = None
-    ) -> RunReport:
+    def execute(self, request: RunRequest, on_event: Callable[[RunEvent], None] | None = None) -> RunReport:
         """Run `request` (see `run`), measuring what the host did meanwhile."""
         with self._run_lock:
             self._cancel.clear()
@@ -223,7 +221,7 @@ class RunService:
 
     # ------------------------------------------------------------------ the run
 
-    def _run(self, request: RunRequest, on_event: Callable[[dict[str, Any]], None] | None) -> RunReport:
+    def _run(self, request: RunRequest, on_event: Callable[[RunEvent], None] | None) -> RunReport:
         project = request.project
         k = project.manifest.kernel(request.kernel)
         try:
@@ -249,7 +247,7 @@ class RunService:
         if artifacts_dir is not None and not Path(artifacts_dir).is_dir():
             raise RunError(f"artifact folder {artifacts_dir} does not exist")
 
-        def emit(event: dict[str, Any]) -> None:
+        def emit(event: RunEvent) -> None:
             if on_event is not None:
                 on_event(event)
 
@@ -292,7 +290,7 @@ class RunService:
                 )  # fmt: skip
             self._builds = stream
             try:
-                emit({"kind": "phase", "backend": None, "phase": "inputs"})
+                emit(RunPhase(None, "inputs"))
                 try:
                     ctx.inputs = inputs.result()
                 except ValueError as exc:  # an initializer that cannot fill its buffer (npy length)
@@ -320,7 +318,7 @@ class RunService:
                 else:
                     if not choice.available and backend in in_background:
                         choice = replace(choice, reason=f"{choice.reason}; {BACKGROUND_BUILD_NOTE}")
-                    emit({"kind": "started", "backend": backend, "device": choice.device})
+                    emit(RunStarted(backend, choice.device))
                     result, outputs = run_backend(ctx, backend, choice, build, timed, policy)
                     if outputs is not None:  # None too once verified and let go (keep_outputs)
                         key = backend if backend not in report.outputs else f"{backend}@{choice.spec}"
@@ -328,7 +326,7 @@ class RunService:
                 policy.after_attempt(backend, result)
                 if timed:
                     report.results.append(result)
-                    emit({"kind": "finished", "backend": backend, "device": result.device, "result": result})
+                    emit(RunFinished(backend, result.device, result))
 
         # The reference first (its outputs are what the others are compared with), then each
         # other backend as soon as its own build is done; those that cannot run here last.
@@ -354,5 +352,5 @@ class RunService:
         report.results.sort(key=lambda r: rank[r.backend])
         self.pool.forget_inputs()  # the workers kept this run's input mappings between backends
         report.reference = ref_backend
-        emit({"kind": "done", "report": report})
+        emit(RunDone(report))
         return report

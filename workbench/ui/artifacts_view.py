@@ -14,9 +14,9 @@ screen (its dock tabified behind another one); it catches up when it is shown.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import QRect, QSize, Qt, QTimer
+from PySide6.QtCore import QRect, QSize, Qt, QTimer, SignalInstance
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -296,10 +296,24 @@ def read_text(path: Path) -> str:
     return text
 
 
+@runtime_checkable
+class ArtifactsBridge(Protocol):
+    """The bridge members the artifacts view uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    buildFinished: SignalInstance
+    lineInfoReady: SignalInstance
+    projectChanged: SignalInstance
+    project: Any
+    last_build: dict[str, Any] | None
+
+    def request_line_info(self, artifact_dir: str) -> bool: ...
+
+
 class ArtifactsView(QWidget):
     """Per backend: each generated text artifact and the resource report, beside the Rust source."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: ArtifactsBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("ArtifactsView")
         self.bridge = bridge
@@ -374,8 +388,7 @@ class ArtifactsView(QWidget):
         self.source_box.currentIndexChanged.connect(self._show_source)
         self.source_view.cursorPositionChanged.connect(self._from_source)
         bridge.buildFinished.connect(self.set_results)
-        if hasattr(bridge, "lineInfoReady"):
-            bridge.lineInfoReady.connect(self._line_info_ready)
+        bridge.lineInfoReady.connect(self._line_info_ready)
         bridge.projectChanged.connect(self._project_changed)
         self._project_changed(bridge.project)
         if bridge.last_build:
@@ -555,12 +568,7 @@ class ArtifactsView(QWidget):
     def _ask_line_info(self, backend: str, result: Any) -> None:
         """An nvptx build without line tables: have them built (once per build), off the GUI thread."""
         folder = getattr(result, "artifact_dir", "") or ""
-        if (
-            backend != "nvptx"
-            or not folder
-            or self.line_views()
-            or not hasattr(self.bridge, "request_line_info")
-        ):
+        if backend != "nvptx" or not folder or self.line_views():
             return
         if folder in self._line_asked:
             why = self._line_asked[folder]

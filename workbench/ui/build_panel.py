@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -72,13 +72,31 @@ class _Row:
         self.log: list[str] = []
 
 
+@runtime_checkable
+class BuildPanelBridge(Protocol):
+    """The bridge members the build panel uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    buildEvent: SignalInstance
+    buildFinished: SignalInstance
+    busyChanged: SignalInstance
+    projectChanged: SignalInstance
+    backendsChanged: SignalInstance
+    manifestChecked: SignalInstance
+    project: Any
+
+    def backends(self) -> list[str]: ...
+    def build(self) -> None: ...
+    def cancel(self) -> None: ...
+
+
 class BuildPanel(QWidget):
     """Build states per backend, the selected backend's log, and clickable diagnostics."""
 
     #: Absolute path, 1-based line, 1-based column of a clicked diagnostic.
     openLocation = Signal(str, int, int)
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: BuildPanelBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("BuildPanel")
         self.bridge = bridge

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from PySide6.QtCore import SignalInstance
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.backends import parse_backends
@@ -125,10 +126,24 @@ def _backend_names(value: Any) -> list[str] | None:
     return parse_backends(",".join(_as_list(value))) if value else None
 
 
+@runtime_checkable
+class ConsoleBridge(Protocol):
+    """The bridge members the console uses (`ServiceBridge` has them: tests/ui/test_typed_events.py)."""
+
+    projectChanged: SignalInstance
+    runFinished: SignalInstance
+    project: Any
+    last_report: Any
+
+    def start_build(self, backends: list[str] | None = None) -> Future: ...
+    def start_run(self, backends: list[str] | None = None, devices: list[str] | None = None) -> Future: ...
+    def cancel(self) -> None: ...
+
+
 class ConsolePanel(QWidget):
     """A RichJupyterWidget on an in-process kernel whose namespace is the workbench's session API."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: ConsoleBridge, parent: QWidget | None = None):
         super().__init__(parent)
         from qtconsole.inprocess import QtInProcessKernelManager
         from qtconsole.rich_jupyter_widget import RichJupyterWidget

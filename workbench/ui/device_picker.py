@@ -7,9 +7,9 @@ results table does), elided in the middle if it is still too long; the full name
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -138,10 +138,24 @@ def _property_text(value: Any) -> str:
     return str(value)
 
 
+@runtime_checkable
+class DevicePickerBridge(Protocol):
+    """The bridge members the device picker (and its ceilings store: `CeilingsOwner`) uses
+    (`ServiceBridge` has them: tests/ui/test_typed_events.py)."""
+
+    devicesListed: SignalInstance
+    devices_info: dict[str, Any] | None
+    cache_dir: Any
+
+    def devices(self) -> list[str]: ...
+    def set_devices(self, specs: list[str]) -> None: ...
+    def refresh_devices(self, refresh: bool = False) -> None: ...
+
+
 class DevicePicker(QWidget):
     """Devices grouped by runtime; checked devices become the bridge's run targets."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: DevicePickerBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("DevicePicker")
         self.bridge = bridge

@@ -573,7 +573,7 @@ class MainWindow(QMainWindow):
         self._update_actions()
 
     def _on_latency(self, seconds: float) -> None:
-        manual = getattr(self.bridge, "last_latency_reason", "save") == "run"
+        manual = self.bridge.last_latency_reason == "run"  # latencyMeasured comes from the bridge
         self.latency_label.setText(f"{'run' if manual else 'edit'} → result: {seconds:.2f} s")
 
     def show_artifacts(self, backend: str) -> None:

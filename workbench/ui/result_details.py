@@ -8,7 +8,7 @@ a stale or unverifiable result and the reference-changed notice are spelled out 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyqtgraph as pg
@@ -45,10 +45,20 @@ def _num(value: Any) -> str:
     return str(value)
 
 
+@runtime_checkable
+class DetailsBridge(Protocol):
+    """The bridge members the details dialog uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    reference_changed: dict[str, Any] | None
+
+
 class ResultDetails(QDialog):
     """A non-modal window with one tab per checked buffer."""
 
-    def __init__(self, report: Any, result: Any, bridge: Any = None, parent: QWidget | None = None):
+    def __init__(
+        self, report: Any, result: Any, bridge: DetailsBridge | None = None, parent: QWidget | None = None
+    ):
         super().__init__(parent)
         self.setObjectName("resultDetails")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -79,7 +89,7 @@ class ResultDetails(QDialog):
         self.resize(820, 560)
 
     # ------------------------------------------------------------------ text
-    def _summary_text(self, report: Any, result: Any, bridge: Any) -> str:
+    def _summary_text(self, report: Any, result: Any, bridge: DetailsBridge | None) -> str:
         check = result.check or {}
         lines = [
             f"<b>{result.backend}</b> on {device_label(result.device or {})} — {result.status}: {getattr(result, 'verdict', '')}"
@@ -98,7 +108,7 @@ class ResultDetails(QDialog):
             )
         if check.get("note"):
             lines.append(_escape(str(check["note"])))
-        changed = getattr(bridge, "reference_changed", None) or {}
+        changed = (bridge.reference_changed if bridge is not None else None) or {}
         if changed and result.backend in (changed.get("failed") or []):
             innocent = result.backend in (changed.get("unchanged") or [])
             lines.append(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.profile.last_good import is_stale, stale_info
+from workbench.run.events import RunEvent, RunFinished
 from workbench.run.host_load import describe, run_conditions
 from workbench.run.labels import device_label
 from workbench.ui.layout_fit import ElidedLabel, OnResize
@@ -153,10 +154,25 @@ def reference_failed(report: Any, reference: str) -> bool:
     return all(r.status != "ok" or is_stale(r) for r in ran)
 
 
+@runtime_checkable
+class ResultsBridge(Protocol):
+    """The bridge members the results table (and the details dialog it opens) uses (`ServiceBridge` has
+    them: tests/ui/test_typed_events.py)."""
+
+    runEvent: SignalInstance
+    runFinished: SignalInstance
+    projectChanged: SignalInstance
+    last_build: dict[str, Any] | None
+    last_report: Any
+    reference_changed: dict[str, Any] | None
+
+    def expected_reference(self) -> str: ...
+
+
 class ResultsTable(QWidget):
     """The last run's results; rows follow the report, one per backend × device."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: ResultsBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("ResultsTable")
         self.bridge = bridge
@@ -220,13 +236,11 @@ class ResultsTable(QWidget):
         self.details_button.setEnabled(False)
         self.caption.setText("No run yet: press Run, or save a source file.")
 
-    def _on_run_event(self, event: dict[str, Any]) -> None:
+    def _on_run_event(self, event: RunEvent) -> None:
         """A result streams in as soon as its backend ran (the run does not wait for every build):
         its row replaces the one of the same backend × device; the others stay until the run ends."""
-        result = event.get("result") if event.get("kind") == "finished" else None
-        if result is None:
-            return
-        self.show_report(streamed_report(self.report, result))
+        if isinstance(event, RunFinished):
+            self.show_report(streamed_report(self.report, event.result))
 
     def result_at(self, row: int) -> Any:
         """The RunResult shown in a table row (rows may be sorted)."""
@@ -252,12 +266,9 @@ class ResultsTable(QWidget):
         results = list(getattr(report, "results", []) or [])
         builds = self.bridge.last_build or {}
         self.report = report
-        self._reference = (
-            self.bridge.expected_reference() if hasattr(self.bridge, "expected_reference") else ""
-        )
-        self._reference = self._reference or getattr(report, "reference", "") or ""
+        self._reference = self.bridge.expected_reference() or getattr(report, "reference", "") or ""
         self._reference_failed = reference_failed(report, self._reference)
-        self._changed = getattr(self.bridge, "reference_changed", None) or {}
+        self._changed = self.bridge.reference_changed or {}
         # Rows are refilled in report order; sorting is off meanwhile (a sort would move them).
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(results))

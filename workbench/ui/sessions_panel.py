@@ -22,11 +22,11 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, Signal, SignalInstance
 from PySide6.QtGui import QAction, QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -89,6 +89,15 @@ def verified_text(run: dict[str, Any]) -> str:
     return {True: "yes", False: "NO", None: "n/a"}[run["verified"]]
 
 
+@runtime_checkable
+class SessionsBridge(Protocol):
+    """The bridge members the sessions panel uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    runFinished: SignalInstance
+    project: Any
+
+
 class SessionsPanel(QWidget):
     """Browse, compare and export the recorded runs; record the window's runs."""
 
@@ -96,7 +105,12 @@ class SessionsPanel(QWidget):
     recorded = Signal(object)
     _recorder_done = Signal(object)  # from the recorder's thread (queued to the GUI thread)
 
-    def __init__(self, bridge: Any = None, parent: QWidget | None = None, db_path: str | Path | None = None):
+    def __init__(
+        self,
+        bridge: SessionsBridge | None = None,
+        parent: QWidget | None = None,
+        db_path: str | Path | None = None,
+    ):
         super().__init__(parent)
         self.setObjectName("SessionsPanel")
         self.bridge = bridge
@@ -291,7 +305,7 @@ class SessionsPanel(QWidget):
         if self._closed or not self.record_box.isChecked() or report is None:
             return
         snapshot = None
-        project = getattr(self.bridge, "project", None)
+        project = self.bridge.project if self.bridge is not None else None
         if project is not None:
             from workbench.profile.sources import snapshot as take_snapshot
 

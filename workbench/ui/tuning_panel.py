@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, Signal, SignalInstance
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -92,6 +92,23 @@ class _Relay(QObject):
     posted = Signal(object)
 
 
+@runtime_checkable
+class TuningBridge(Protocol):
+    """The bridge members the tuning panel uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    projectChanged: SignalInstance
+    project: Any
+    cache_dir: Any
+
+    def backends(self) -> list[str]: ...
+    def devices(self) -> list[str]: ...
+    def sizes(self) -> dict[str, int]: ...
+    def tunables(self) -> dict[str, int | float]: ...
+    def set_tunables(self, tunables: dict[str, int | float] | None) -> None: ...
+    def run(self) -> None: ...
+
+
 class TuningPanel(QWidget):
     """See the module docstring. `bridge` is the window's `ServiceBridge` (None: no live runs)."""
 
@@ -99,13 +116,21 @@ class TuningPanel(QWidget):
     applied = Signal(object)  # the applied configuration
 
     def __init__(
-        self, bridge: Any = None, parent: QWidget | None = None, *, db_path=None, timing=None, cache_dir=None
+        self,
+        bridge: TuningBridge | None = None,
+        parent: QWidget | None = None,
+        *,
+        db_path=None,
+        timing=None,
+        cache_dir=None,
     ):
         super().__init__(parent)
         self.bridge = bridge
         self.db_path = db_path
         self.timing = timing
-        self.cache_dir = cache_dir if cache_dir is not None else getattr(bridge, "cache_dir", None)
+        if cache_dir is None and bridge is not None:
+            cache_dir = bridge.cache_dir
+        self.cache_dir = cache_dir
         self.project = None
         self.kernel = None
         self.controls: dict[str, QComboBox] = {}
@@ -119,7 +144,7 @@ class TuningPanel(QWidget):
         self._build_ui()
         if bridge is not None:
             bridge.projectChanged.connect(self.set_project)
-            if getattr(bridge, "project", None) is not None:
+            if bridge.project is not None:
                 self.set_project(bridge.project)
 
     # ================================================================ construction
@@ -307,8 +332,7 @@ class TuningPanel(QWidget):
         return True
 
     def _sizes(self) -> dict[str, int] | None:
-        loop = getattr(self.bridge, "loop", None)
-        return dict(loop.sizes) if loop is not None and loop.sizes else None
+        return (self.bridge.sizes() or None) if self.bridge is not None else None
 
     def _start(self, points: list) -> None:
         from workbench.profile.tune import BackgroundSweep

@@ -12,10 +12,10 @@ event loop turning during hot reload (benchmarks/hot_reload.py) shapes the drawi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QTimer, SignalInstance
 from PySide6.QtWidgets import QDockWidget, QTabWidget, QVBoxLayout, QWidget
 
 from workbench.ui.ceilings_store import store_for
@@ -34,10 +34,20 @@ PARTS = {cls.name: cls.parts for cls in TAB_CLASSES}
 REDRAW_MS = 50
 
 
+@runtime_checkable
+class PlotsBridge(Protocol):
+    """The bridge members the plots panel (and its ceilings store: `CeilingsOwner`) uses
+    (`ServiceBridge` has them: tests/ui/test_typed_events.py)."""
+
+    runFinished: SignalInstance
+    projectChanged: SignalInstance
+    cache_dir: Any
+
+
 class PlotsPanel(QWidget):
     """The plot tabs, fed by run reports."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: PlotsBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("PlotsPanel")
         self.bridge = bridge
