@@ -6,6 +6,7 @@ rows are what `record.result_row` writes into the sessions database."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from workbench.profile.record import result_row
@@ -89,6 +90,7 @@ def test_the_check_line_names_the_first_bad_element_or_the_worst_error():
 
 def test_one_number_formatter_one_precision_policy():
     assert format_number(1 / 3) == "0.333333" and format_number(1 / 3, 9) == "0.333333333"
+    assert format_number(np.float32(1 / 3)) == "0.333333" and format_number(np.int64(7)) == "7"
     assert format_number(7) == "7" and format_number(None) == "" and format_number(None, missing="—") == "—"
     assert format_gbps(12.3456) == "12.35" and format_gbps(None, "-") == "-"
     assert format_percent(0.4123) == "41.2 %" and format_percent(None) == ""

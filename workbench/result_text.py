@@ -19,6 +19,7 @@ but `units`, so the records themselves can use it (`RunResult.verdict`).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,11 +61,12 @@ ELEMENT_DIGITS = 9
 
 # ---------------------------------------------------------------------------------------- numbers
 def format_number(value: Any, digits: int = DIGITS, missing: str = "") -> str:
-    """A float with `digits` significant digits; an int (or text) as it is; `missing` for None."""
+    """A float (numpy's too) with `digits` significant digits; an integer (or text) as it is;
+    `missing` for None."""
     if value is None:
         return missing
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        return f"{float(value):.{digits}g}"
     return str(value)
 
 
