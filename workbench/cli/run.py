@@ -17,8 +17,8 @@ from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.records import RunResult
+from workbench.result_text import check_line, format_gbps, format_time, verdict_cell
 from workbench.run.events import RunBuilding, RunEvent, RunStarted
-from workbench.units import format_time
 
 
 def register(subparsers) -> None:
@@ -128,35 +128,6 @@ def parse_sizes(items: list[str], kernel: Any = None) -> dict[str, int]:
     return sizes
 
 
-def _fmt_verified(result: RunResult) -> str:
-    if result.status != "ok":
-        return "-"
-    return {"verified": "yes", "failed": "NO"}.get(result.verdict, result.verdict)
-
-
-def _num(value: Any) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
-def _details(result: RunResult) -> str:
-    if result.status != "ok":
-        return (result.error or "").strip().replace("\n", " | ")
-    check = result.check
-    if result.verified is False:
-        first = check.get("first_bad") or {}
-        text = f"{check.get('bad')} bad; first bad index {check.get('first_bad_index')}"
-        if first:
-            text += f" in {first.get('buffer')}: got {_num(first.get('got'))}, expected {_num(first.get('expected'))}"
-        if check.get("unwritten"):
-            text += f"; {check['unwritten']} never written"
-        return text
-    if result.verified is True and check.weak:
-        return f"weak check: {check.weak}; max abs err {_num(check.get('max_abs_err'))}"
-    if result.verified is True:
-        return f"max abs err {_num(check.get('max_abs_err'))}, max ulp {_num(check.get('max_ulp_err'))}"
-    return check.get("note", "")
-
-
 def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
     """The readable table of `workbench run`; `host` (the run's `HostLoad` conditions) flags a
     result timed on a busy machine or a throttled GPU in the "conditions" column."""
@@ -171,9 +142,9 @@ def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
         if r.device.get("name"):
             device += f" {r.device['name']}"
         rows.append((
-            r.backend, device[:36], r.status, _fmt_verified(r), format_time(timing.get("median_s")),
-            format_time(timing.get("iqr_s")) if timing else "-", f"{gbps:.2f}" if gbps is not None else "-",
-            ", ".join(flags(host, timing.get("conditions"))) or "-", _details(r),
+            r.backend, device[:36], r.status, verdict_cell(r), format_time(timing.get("median_s")),
+            format_time(timing.get("iqr_s")) if timing else "-", format_gbps(gbps, "-"),
+            ", ".join(flags(host, timing.get("conditions"))) or "-", check_line(r),
         ))  # fmt: skip
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     widths[-1] = 0  # the last column is not padded

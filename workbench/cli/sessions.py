@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.result_text import cell_of, row_verdict
 from workbench.units import format_sizes, format_time
 
 
@@ -121,6 +122,7 @@ def _since(text: str | None) -> float | None:
 LIST_KEYS = (
     "id", "time", "project", "kernel", "backend", "device", "device_name", "status", "verified",
     "is_reference", "median_s", "iqr_s", "n", "source_hash", "snapshot_hash", "build_key", "uuid",
+    "unverified",
 )  # fmt: skip
 
 
@@ -168,11 +170,7 @@ def _invalid(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def _verified(run: dict[str, Any]) -> str:
-    if run["status"] != "ok":
-        return run["status"]
-    if run.get("is_reference"):
-        return "reference"
-    return {True: "yes", False: "NO", None: "n/a"}[run["verified"]]
+    return cell_of(row_verdict(run))
 
 
 def _table(header: tuple, rows: list[tuple]) -> str:

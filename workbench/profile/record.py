@@ -135,6 +135,7 @@ def result_row(
         "status": result.get("status", ""),
         "verified": result.get("verified"),
         "is_reference": bool(check.get("is_reference")),
+        "unverified": check.get("unverified") or None,  # why not verified ("reference failed")
         "median_s": timing.get("median_s"),
         "iqr_s": timing.get("iqr_s"),
         "q1_s": q1,
@@ -165,6 +166,7 @@ def result_row(
             "throughput": result.get("throughput") or {},
             "provenance": prov,
             "resources": resources,
+            "stale": result.get("stale"),  # a result kept from an earlier run (`RunResult.stale`)
         },
     }
 

@@ -69,6 +69,15 @@ MIGRATIONS: list[list[str]] = [
         # Covering index: a device filter by part of its name scans this, not the table.
         "CREATE INDEX runs_device_name ON runs(device_name, device)",
     ],
+    [
+        # Why a result is not verified, from its check (`CheckRecord.unverified`, e.g. "reference
+        # failed"): a list reads "not verified (reference failed)" from the row, not from run_data.
+        "ALTER TABLE runs ADD COLUMN unverified TEXT",
+        # (CASE, not AND: SQLite does not promise to test json_valid before json_type reads it.)
+        "UPDATE runs SET unverified = (SELECT CASE WHEN json_valid(detail) THEN CASE WHEN "
+        "json_type(detail, '$.check.unverified') = 'text' THEN json_extract(detail, '$.check.unverified') "
+        "END END FROM run_data WHERE run_data.run_id = runs.id)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -71,7 +71,7 @@ SUMMARY_COLUMNS = (
     "id", "uuid", "invocation", "time", "project", "kernel", "backend", "device", "device_name",
     "status", "verified", "is_reference", "median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "n",
     "timing_method", "source_hash", "snapshot_hash", "build_key", "toolchain", "seed",
-    "registers", "spills", "shared_bytes", "error",
+    "registers", "spills", "shared_bytes", "error", "unverified",
 )  # fmt: skip
 #: JSON-encoded columns.
 JSON_COLUMNS = ("flags", "sizes", "tunables", "ceilings")

@@ -71,12 +71,16 @@ class RunReport:
     #: What the host was doing meanwhile (`host_load.HostLoad`): measured here, so the window's,
     #: the command line's and a sweep's recorded runs all carry it and can be flagged busy.
     host_conditions: dict[str, Any] | None = None
+    #: The reference produced nothing to compare with (`ReferencePolicy.failed`): the other
+    #: results are "not verified (reference failed)" (`RunResult.reference_failed`).
+    reference_failed: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
             "project": self.project,
             "kernel": self.kernel,
             "results": [r.to_json() for r in self.results],
+            "reference_failed": self.reference_failed,
         }
 
     @property
@@ -352,5 +356,6 @@ class RunService:
         report.results.sort(key=lambda r: rank[r.backend])
         self.pool.forget_inputs()  # the workers kept this run's input mappings between backends
         report.reference = ref_backend
+        report.reference_failed = policy.failed
         emit(RunDone(report))
         return report

@@ -26,10 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.profile.last_good import is_stale
+from workbench.result_text import ELEMENT_DIGITS, check_line, format_number, stale_note, verdict
 from workbench.run.labels import device_label
 from workbench.run.mismatches import BufferMismatches, result_mismatches
-from workbench.ui.results_table import check_summary, stale_text
 from workbench.units import format_tolerance
 
 MISMATCH_COLUMNS = ("Index", "Expected", "Got", "Abs error", "Rel error", "ULP", "Never written")
@@ -38,11 +37,8 @@ LIMIT = 100
 
 
 def _num(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.9g}"
-    return str(value)
+    """An element's value or error: every digit a float32 has (`result_text.ELEMENT_DIGITS`)."""
+    return format_number(value, ELEMENT_DIGITS, missing="—")
 
 
 @runtime_checkable
@@ -92,14 +88,14 @@ class ResultDetails(QDialog):
     def _summary_text(self, report: Any, result: Any, bridge: DetailsBridge | None) -> str:
         check = result.check or {}
         lines = [
-            f"<b>{result.backend}</b> on {device_label(result.device or {})} — {result.status}: {getattr(result, 'verdict', '')}"
+            f"<b>{result.backend}</b> on {device_label(result.device or {})} — {result.status}: {verdict(result)}"
         ]
-        if is_stale(result):
-            lines.append(f"<i>{stale_text(result)}</i>")
+        if result.stale is not None:
+            lines.append(f"<i>{_escape(stale_note(result.stale))}</i>")
         if result.error:
             lines.append(f"error: {_escape(result.error)}")
-        summary = check_summary(check)
-        if summary:
+        summary = check_line(result) if result.status == "ok" else ""
+        if summary and summary != check.get("note"):
             lines.append(_escape(summary))  # never elided here
         if check:
             lines.append(

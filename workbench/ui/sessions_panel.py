@@ -53,6 +53,7 @@ from workbench.profile.compare import COLUMNS as COMPARE_COLUMNS
 from workbench.profile.compare import cells as compare_cells
 from workbench.profile.conditions import run_conditions, series_text
 from workbench.profile.store import SessionStore, default_db_path
+from workbench.result_text import cell_of, row_verdict, verdict_tone
 from workbench.ui.layout_fit import wrap_within
 from workbench.ui.plots import AXIS, BACKGROUND, PALETTE, TEXT, OpaqueGridAxis
 from workbench.ui.visibility import follow_dock, on_screen
@@ -82,11 +83,8 @@ EXPORT_FORMATS = {
 
 
 def verified_text(run: dict[str, Any]) -> str:
-    if run["status"] != "ok":
-        return run["status"]
-    if run.get("is_reference"):
-        return "reference"
-    return {True: "yes", False: "NO", None: "n/a"}[run["verified"]]
+    """A recorded run's verdict cell, as the results table and `sessions list` show it."""
+    return cell_of(row_verdict(run))
 
 
 @runtime_checkable
@@ -383,7 +381,7 @@ class SessionsPanel(QWidget):
                     item.setToolTip("invalid values, shown as –: " + "; ".join(run["invalid"]))
                 if column == 0 and run["id"] == self.baseline_id:
                     item.setText(f"{run['id']} ★")
-                if column == 5 and text == "NO":
+                if column == 5 and verdict_tone(row_verdict(run)) == "bad":
                     item.setForeground(QColor(VERDICT_COLORS["slower"]))
                 self.table.setItem(row, column, item)
             if run["id"] in selected:

@@ -49,7 +49,7 @@ from workbench.profile import ranking
 from workbench.profile.apply import choose_slot
 from workbench.ui.layout_fit import wrap_within
 from workbench.ui.plots import BACKGROUND, PALETTE
-from workbench.ui.results_table import format_seconds
+from workbench.units import format_time
 
 log = logging.getLogger(__name__)
 
@@ -504,8 +504,8 @@ class TuningPanel(QWidget):
             ci = timing.get("ci_s")
             verified = {True: "yes", False: "NO"}.get(e["verified"], e.get("verdict") or "-")
             cells = (_config_text(e["config"]), slot, verified,
-                     format_seconds(timing.get("median_s")) or "-",
-                     f"[{format_seconds(ci[0]) or '-'}, {format_seconds(ci[1]) or '-'}]" if ci else "-", rank)  # fmt: skip
+                     format_time(timing.get("median_s")),
+                     f"[{format_time(ci[0])}, {format_time(ci[1])}]" if ci else "-", rank)  # fmt: skip
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if rank.startswith("FAILED"):

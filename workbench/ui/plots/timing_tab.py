@@ -98,7 +98,7 @@ class TimingTab(PlotTab):
             (
                 r.provenance.get("source_hash")
                 for r in report.results
-                if (r.provenance or {}).get("source_hash") and not r.provenance.get("stale")
+                if (r.provenance or {}).get("source_hash") and r.stale is None
             ),
             None,
         )
@@ -107,7 +107,7 @@ class TimingTab(PlotTab):
         self._last_source = source or self._last_source
         for result in report.results:
             median = (result.timing or {}).get("median_s")
-            stale = (result.provenance or {}).get("stale")  # a row kept from an earlier run: drawn then
+            stale = result.stale is not None  # a row kept from an earlier run: drawn then
             if median is not None and result.status == "ok" and not stale:
                 series = self.history.setdefault(series_name(result), [])
                 series.append((self.runs, float(median)))
