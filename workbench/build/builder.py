@@ -15,7 +15,7 @@ from typing import Any
 from workbench.build import cache
 from workbench.build.adapters import ADAPTERS, BuildRequest
 from workbench.build.adapters.rust_gpu import prebuilt_dir
-from workbench.build.artifacts import BUILD_JSON, result_from_build, write_build
+from workbench.build.artifacts import BUILD_JSON, result_from_build, write_build, write_log
 from workbench.build.diagnostics import error
 from workbench.build.process import Budget, BuildCancelled, BuildTimeout
 from workbench.build.toolchains import detect
@@ -132,6 +132,7 @@ def build_backend(
         "kernels": out.kernels, "resources": out.resources, "diagnostics": diagnostics, **out.extra,
     }  # fmt: skip
     write_build(staging, data)
+    write_log(staging, log)
     try:
         os.rename(staging, folder)  # atomic: a lookup sees no folder or a finished one
     except OSError:  # the same key was built concurrently: keep the first
