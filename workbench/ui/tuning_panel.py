@@ -164,14 +164,23 @@ class TuningPanel(QWidget):
         layout.addLayout(row)
 
         row = QHBoxLayout()
+        # Before the first sweep there is nothing to count nor to choose: the bar and the slot
+        # chooser are hidden until then (an unlabelled empty bar said nothing).
         self.progress = QProgressBar()
-        self.progress.setFormat("%v / %m")
+        self.progress.setFormat("%v of %m runs")
+        self.progress.setToolTip(
+            "runs of the sweep done (rounds × configurations, then the leaders re-timed)"
+        )
+        self.progress.hide()
         self.status = wrap_within(QLabel(""))  # a sweep error must not widen the window
         self.slot = QComboBox()
         self.slot.setToolTip("backend × device: the heatmap's and Apply's choice")
         self.slot.currentTextChanged.connect(lambda _t: self._redraw())
+        self.slot_label = QLabel("backend × device:")
         row.addWidget(self.progress, 1)
+        row.addWidget(self.slot_label)
         row.addWidget(self.slot)
+        self._show_slots()
         layout.addLayout(row)
         layout.addWidget(self.status)
 
@@ -317,6 +326,7 @@ class TuningPanel(QWidget):
         devices = (self.bridge.devices() or None) if self.bridge is not None else None
         self.progress.setRange(0, len(points))
         self.progress.setValue(0)
+        self.progress.show()
         size_mode = self._size_mode
 
         def on_event(event: dict[str, Any]) -> None:  # the sweep thread
@@ -407,9 +417,15 @@ class TuningPanel(QWidget):
             if current in slots:
                 self.slot.setCurrentText(current)
             self.slot.blockSignals(False)
+            self._show_slots()
         self._fill_table()
         self._draw_plot()
         self._update_buttons()
+
+    def _show_slots(self) -> None:
+        """The slot chooser and its label, once there is a slot to choose."""
+        self.slot_label.setVisible(self.slot.count() > 0)
+        self.slot.setVisible(self.slot.count() > 0)
 
     def plot_data(self) -> dict[str, Any]:
         """What the time-vs-parameters plot shows (the numbers, for tests and scripts)."""
@@ -547,6 +563,7 @@ class TuningPanel(QWidget):
             return
         if self.slot.findText(slot) < 0:
             self.slot.addItem(slot)
+            self._show_slots()
         self.slot.blockSignals(True)
         self.slot.setCurrentText(slot)
         self.slot.blockSignals(False)
