@@ -74,6 +74,10 @@ LINE_MAPS = {
     ".s": ("PTX", PtxLines.parse),
     ".spvasm": ("SPIR-V", SpirvLines.parse),
 }
+#: The columns an IR pane is given room for: a PTX instruction with its operands
+#: (`\tld.global.nc.f32 \t%f1, [%rd10];` spans 40 with its tabs) or a SPIR-V one
+#: (`%26 = OpFMul %float %24 %25` …). Narrower than two of these, the panes stack.
+INSTRUCTION_COLUMNS = 48
 RESOURCE_KEYS = (("registers", "Registers"), ("spills", "Spills"), ("shared_bytes", "Shared memory (B)"),
                  ("stack_bytes", "Stack (B)"))  # fmt: skip
 
@@ -360,12 +364,15 @@ class ArtifactsView(QWidget):
         sbar.addWidget(self.source_box, 1)
         rl.addLayout(sbar)
         rl.addWidget(self.source_view, 1)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        # Side by side, half each (Compiler Explorer style) when both halves hold an instruction;
+        # in a narrower dock (the right column at 1280 px) the generated code goes above the
+        # Rust source, at full width: side by side, PTX lines were cut at ~200 px.
+        self.splitter = splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([1000, 1000])  # side by side, half each (Compiler Explorer style)
+        splitter.setSizes([1000, 1000])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(splitter)
@@ -407,6 +414,21 @@ class ArtifactsView(QWidget):
             self._stale = True  # refreshed by showEvent, or when its dock is raised
             return
         self._refresh()
+
+    def pane_width(self) -> int:
+        """What one code pane needs: `INSTRUCTION_COLUMNS` of code, its gutter, a scroll bar."""
+        view = self.source_view
+        text = view.fontMetrics().horizontalAdvance("0" * INSTRUCTION_COLUMNS)
+        bar = view.verticalScrollBar().sizeHint().width()
+        return text + view.gutter_width() + bar + 2 * view.frameWidth() + 8
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        side_by_side = self.width() >= 2 * self.pane_width() + self.splitter.handleWidth() + 8
+        orientation = Qt.Orientation.Horizontal if side_by_side else Qt.Orientation.Vertical
+        if self.splitter.orientation() != orientation:
+            self.splitter.setOrientation(orientation)
+            self.splitter.setSizes([1000, 1000])
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
