@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from workbench.profile.last_good import is_stale, stale_info
 from workbench.run.host_load import describe, run_conditions
 from workbench.run.labels import device_label
+from workbench.ui import theme
 from workbench.ui.layout_fit import ElidedLabel, OnResize
 from workbench.units import format_tolerance
 
@@ -55,10 +56,10 @@ COLUMNS = (
 ) = range(len(COLUMNS))
 #: Shorter header titles (the full name is the header's tooltip).
 HEADERS = {"% of peak": "% peak", "Spread (IQR)": "IQR", "Registers": "Regs"}
-GOOD = QColor("#2e8b3d")
-BAD = QColor("#c62828")
-MUTED = QColor("#808080")
-WARN = QColor("#b26a00")
+GOOD = QColor(theme.GOOD)
+BAD = QColor(theme.BAD)
+MUTED = QColor(theme.MUTED)
+WARN = QColor(theme.WARN)
 NOT_VERIFIED_REF = "not verified (reference failed)"
 CHECK_WIDTH = 280
 #: The check's least width when the panel is narrow (its text is elided, the tooltip has it whole).
@@ -297,7 +298,7 @@ class ResultsTable(QWidget):
             parts.append(f"⚠ measured while {' and '.join(self.conditions)} ({describe(host)})")
         self.caption.setText(" · ".join(parts))
         warn = self._changed or self._reference_failed or self.conditions
-        self.caption.setStyleSheet("color: #b26a00;" if warn else "")
+        self.caption.setStyleSheet(f"color: {theme.WARN};" if warn else "")
         self.details_button.setEnabled(self.table.currentRow() >= 0)
 
     def _unverified(self, result: Any) -> bool:

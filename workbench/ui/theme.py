@@ -68,8 +68,12 @@ BAD = "#c62828"
 WARN = "#b26a00"
 MUTED = "#808080"
 ERROR = "#ff5c57"  # a refused value's frame, an error's marker
+BUSY = "#1f6fd1"  # a build in progress
+FAILED_MARK = "#d62728"  # a failed configuration's cross in the tuning plot
+#: A comparison's verdict (the sessions panel).
+VERDICT = {"faster": "#4caf50", "slower": "#ef5350", "not comparable": "#9e9e9e"}
 
-# ------------------------------------------------------------------ code (editor and artifacts)
+# ------------------------------------------------------------------ code (editor, artifacts, console)
 CODE_BACKGROUND = BASE
 CODE_TEXT = TEXT
 #: Lines that belong together across two views (a Rust line and the PTX / SPIR-V made from it).
@@ -100,6 +104,19 @@ SYNTAX = {
     Comment.Preproc: ("#b3a167", False),  # attributes #[...]
     Operator: ("#abb2bf", False),
 }
+
+
+#: The console's text area and prompts (qtconsole's style sheet), in the same colours.
+CONSOLE_STYLE = f"""
+QPlainTextEdit, QTextEdit {{ background-color: {BASE}; background-clip: padding; color: {TEXT};
+                            selection-background-color: {SELECTION}; }}
+.inverted {{ background-color: {TEXT}; color: {BASE}; }}
+.error {{ color: #ff6b6b; }}
+.in-prompt-number {{ font-weight: bold; }}
+.out-prompt-number {{ font-weight: bold; }}
+.in-prompt, .in-prompt-number {{ color: #98c379; }}
+.out-prompt, .out-prompt-number {{ color: #e06c75; }}
+"""
 
 
 def code_palette(palette: QPalette) -> QPalette:

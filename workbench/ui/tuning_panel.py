@@ -47,13 +47,15 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError
 from workbench.profile import ranking
 from workbench.profile.apply import choose_slot
+from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.plots import BACKGROUND, PALETTE
 from workbench.ui.results_table import format_seconds
+from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
+from workbench.ui.theme import SERIES as PALETTE
 
 log = logging.getLogger(__name__)
 
-FAILED = "#d62728"
+FAILED = theme.FAILED_MARK
 COLUMNS = ("configuration", "backend @ device", "verified", "median", "95% CI", "rank")
 
 
