@@ -82,7 +82,9 @@ def test_a_refused_size_says_what_the_command_line_says_and_runs_nothing(
     assert capsys.readouterr().err.strip().endswith(messages[-1])
 
 
-def test_a_size_the_kernel_cannot_run_at_is_refused_at_its_field(make_window, example_copy, qtbot):
+def test_a_size_the_kernel_cannot_run_at_is_refused_at_its_field(
+    make_window, example_copy, qtbot, test_output_dir
+):
     project = example_copy("saxpy")
     window = make_window(project, panels=("results",))
     field = window.size_controls.fields["n"]
@@ -90,6 +92,7 @@ def test_a_size_the_kernel_cannot_run_at_is_refused_at_its_field(make_window, ex
     error = window.size_controls.error
     assert "buffer 'y'" in error and "is 0" in error, error  # y is written: nothing to check
     assert field.toolTip() == error and window.bridge.sizes() == {}
+    save_screenshot(window, test_output_dir / "window-size-refused.png")
 
 
 def test_the_fields_follow_the_manifest_on_disk(make_window, example_copy, qtbot):
