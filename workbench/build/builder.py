@@ -52,7 +52,7 @@ def build_backend(
     if reason:
         return BuildResult(backend, "skipped", hint=reason, toolchain=toolchain.to_dict())
     if not adapter.usable(project, toolchain):
-        return BuildResult(backend, "skipped", hint=toolchain.hint, toolchain=toolchain.to_dict())
+        return BuildResult(backend, "skipped", hint=_missing_hint(toolchain), toolchain=toolchain.to_dict())
     if backend == "rust-gpu" and (prebuilt := prebuilt_dir(project)) is not None:
         toolchain = ToolchainInfo(backend, True, "prebuilt", str(prebuilt))
 
@@ -142,6 +142,15 @@ def build_backend(
     # The folder's build.json: this build's, or an identical concurrent one's that got there first.
     data = json.loads((folder / BUILD_JSON).read_text())
     return result_from_build(folder, data, False, seconds, log)
+
+
+def _missing_hint(toolchain: ToolchainInfo) -> str:
+    """A skipped build's hint: what detection did not find (e.g. Rust-CUDA's pinned nightly by
+    name), then how to get it (the README's words, `install_hints`)."""
+    missing = toolchain.details.get("missing")
+    if isinstance(missing, list):
+        missing = ", ".join(missing)
+    return f"missing {missing}. {toolchain.hint}" if missing and toolchain.hint else toolchain.hint
 
 
 def _cached(folder: Path) -> tuple[Path, dict[str, Any]] | None:
