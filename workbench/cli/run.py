@@ -11,7 +11,6 @@ import sys
 import uuid
 from typing import Any
 
-from workbench import expr
 from workbench.cli import arg_types
 from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
@@ -19,6 +18,7 @@ from workbench.project import Project
 from workbench.records import RunResult
 from workbench.result_text import check_line, format_gbps, format_time, verdict_cell
 from workbench.run.events import RunBuilding, RunEvent, RunStarted
+from workbench.size_values import parse_sizes
 
 
 def register(subparsers) -> None:
@@ -96,36 +96,6 @@ def register(subparsers) -> None:
         "the independent measurements `sessions compare` rests a verdict on (default 1)",
     )  # fmt: skip
     parser.set_defaults(func=run)
-
-
-def parse_sizes(items: list[str], kernel: Any = None) -> dict[str, int]:
-    """`["n=65536", "m=2**10"]` → {"n": 65536, "m": 1024}; errors say what is wrong and, given the
-    `kernel`, which sizes and tunables it has."""
-    sizes: dict[str, int] = {}
-
-    def known() -> str:
-        if kernel is None:
-            return ""
-        return f"; kernel {kernel.name!r} has sizes: {', '.join(kernel.sizes) or 'none'}"
-
-    for item in items:
-        for part in item.split(","):
-            if not part.strip():
-                continue
-            name, sep, value = part.partition("=")
-            if not sep or not name.strip() or not value.strip():
-                raise WorkbenchError(f"--size {part!r}: expected NAME=VALUE, e.g. n=65536{known()}")
-            try:
-                number = expr.evaluate_int(value.strip(), {})
-            except (expr.ExprError, ValueError) as exc:
-                raise WorkbenchError(
-                    f"--size {part!r}: sizes are integer expressions (e.g. 65536, 2**20, pow2(16)); "
-                    f"{value.strip()!r} is not one: {exc}{known()}"
-                ) from None
-            if number < 0:
-                raise WorkbenchError(f"--size {part!r}: sizes must not be negative")
-            sizes[name.strip()] = number
-    return sizes
 
 
 def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:

@@ -78,6 +78,8 @@ class ServiceBridge(QObject):
     lineInfoReady = Signal(str, object, str)
     #: list[dict] (Diagnostic.to_dict()): what is wrong with workbench.toml as last read ([]: nothing).
     manifestChecked = Signal(object)
+    #: dict[str, int]: the sizes runs use instead of the manifest's ({}: the manifest's own).
+    sizesChanged = Signal(object)
 
     def __init__(self, parent: QObject | None = None, cache_dir: str | Path | None = None):
         super().__init__(parent)
@@ -204,6 +206,7 @@ class ServiceBridge(QObject):
     def set_sizes(self, sizes: dict[str, int] | None) -> None:
         """Problem sizes for runs (None: the manifest's defaults)."""
         self.loop.sizes = dict(sizes) if sizes else None
+        self.sizesChanged.emit(self.sizes())
 
     def sizes(self) -> dict[str, int]:
         """The sizes runs use instead of the manifest's ({}: none, the manifest's own)."""

@@ -21,17 +21,18 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.build.manifest_check import MANIFEST_SOURCE
+from workbench.ui import theme
 from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.layout_fit import ElidedLabel, OnResize
 
 #: State -> (label, colour) shown in the State column.
 STATES = {
-    "idle": ("idle", "#808080"),
-    "building": ("building…", "#1f6fd1"),
-    "ok": ("ok", "#2e8b3d"),
-    "error": ("error", "#c62828"),
-    "skipped": ("skipped – not installed", "#8a8a8a"),
-    "cancelled": ("cancelled", "#b26a00"),
+    "idle": ("idle", theme.MUTED),
+    "building": ("building…", theme.BUSY),
+    "ok": ("ok", theme.GOOD),
+    "error": ("error", theme.BAD),
+    "skipped": ("skipped – not installed", theme.MUTED),
+    "cancelled": ("cancelled", theme.WARN),
 }
 COL_BACKEND, COL_STATE, COL_TIME, COL_CACHE, COL_ARTIFACTS = range(5)
 DIAG_SEVERITY, DIAG_BACKEND, DIAG_LOCATION, DIAG_MESSAGE = range(4)
@@ -235,7 +236,7 @@ class BuildPanel(QWidget):
         return row
 
     def _set_state(self, row: _Row, state: str, tooltip: str = "") -> None:
-        label, colour = STATES.get(state, (state, "#808080"))
+        label, colour = STATES.get(state, (state, theme.MUTED))
         if row.state == state and row.item.toolTip(COL_STATE) == (tooltip or label):
             return  # every build event lands here: repaint only on a change
         row.state = state

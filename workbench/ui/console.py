@@ -17,6 +17,7 @@ from PySide6.QtCore import SignalInstance
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.backends import parse_backends
+from workbench.ui import theme
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # silence debugpy's frozen-modules warning
 
@@ -35,17 +36,7 @@ finished, job.result() waits for it. Results reach the panels as the window's ow
 Defaults are the window's selected backends and devices.
 """
 
-#: The window's dark palette (workbench.ui.app), for the console's text area and prompts.
-CONSOLE_STYLE = """
-QPlainTextEdit, QTextEdit { background-color: #1e1f22; background-clip: padding; color: #d7dae0;
-                            selection-background-color: #2f65ca; }
-.inverted { background-color: #d7dae0; color: #1e1f22; }
-.error { color: #ff6b6b; }
-.in-prompt-number { font-weight: bold; }
-.out-prompt-number { font-weight: bold; }
-.in-prompt, .in-prompt-number { color: #98c379; }
-.out-prompt, .out-prompt-number { color: #e06c75; }
-"""
+CONSOLE_STYLE = theme.CONSOLE_STYLE  # the window's dark palette, for its text area and prompts
 CONSOLE_SYNTAX_STYLE = "monokai"
 
 

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from workbench.run.labels import short_name
 from workbench.runtimes_table import RUNTIMES, runtime_title
+from workbench.ui import theme
 from workbench.ui.ceilings_store import store_for
 from workbench.ui.layout_fit import OnResize
 
@@ -37,7 +38,7 @@ from workbench.ui.layout_fit import OnResize
 WGPU_APIS = ("Vulkan", "Metal", "DX12", "OpenGL")
 SPEC_ROLE = Qt.ItemDataRole.UserRole
 DEVICE_ROLE = Qt.ItemDataRole.UserRole + 1
-MUTED = QColor("#8a8a8a")
+MUTED = QColor(theme.MUTED)
 #: The most rows the device list makes room for before it scrolls.
 TREE_ROWS = 10
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QPen
 
+from workbench.ui import theme
 from workbench.ui.plot_data import format_si, log_ticks
 
-#: Plot colours matching the window's dark editor palette.
-BACKGROUND, TEXT, AXIS = "#1e1f22", "#d7dae0", "#6b6f78"
+#: Plot colours: the theme's (the window's dark editor palette).
+BACKGROUND, TEXT, AXIS = theme.PLOT_BACKGROUND, theme.PLOT_TEXT, theme.PLOT_AXIS
 
 
 class GridAxis(pg.AxisItem):

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from workbench.result_text import ELEMENT_DIGITS, check_line, format_number, stale_note, verdict
 from workbench.run.labels import device_label
 from workbench.run.mismatches import BufferMismatches, result_mismatches
+from workbench.ui import theme
 from workbench.units import format_tolerance
 
 MISMATCH_COLUMNS = ("Index", "Expected", "Got", "Abs error", "Rel error", "ULP", "Never written")
@@ -160,12 +161,12 @@ class ResultDetails(QDialog):
         plot.setBackground(None)
         plot.addLegend(offset=(10, 5))
         plot.setLabel("bottom", f"{buffer.name} index")
-        plot.plot(index, _finite(expected), pen=pg.mkPen("#2e8b3d", width=2), name="expected",
-                  symbol="o", symbolSize=4, symbolBrush="#2e8b3d")  # fmt: skip
-        plot.plot(index, _finite(got), pen=pg.mkPen("#c62828", width=1), name="got",
-                  symbol="x", symbolSize=6, symbolPen="#c62828")  # fmt: skip
+        plot.plot(index, _finite(expected), pen=pg.mkPen(theme.GOOD, width=2), name="expected",
+                  symbol="o", symbolSize=4, symbolBrush=theme.GOOD)  # fmt: skip
+        plot.plot(index, _finite(got), pen=pg.mkPen(theme.BAD, width=1), name="got",
+                  symbol="x", symbolSize=6, symbolPen=theme.BAD)  # fmt: skip
         first = buffer.first[0].index if buffer.first else int(index[0])
-        plot.addItem(pg.InfiniteLine(first, pen=pg.mkPen("#b26a00", style=Qt.PenStyle.DashLine)))
+        plot.addItem(pg.InfiniteLine(first, pen=pg.mkPen(theme.WARN, style=Qt.PenStyle.DashLine)))
         plot.setMinimumHeight(160)
         self.plots[buffer.name] = plot
         return plot

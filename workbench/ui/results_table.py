@@ -36,6 +36,7 @@ from workbench.run.events import RunEvent, RunFinished
 from workbench.run.host_load import describe, run_conditions
 from workbench.run.labels import device_label
 from workbench.run.service import RunReport
+from workbench.ui import theme
 from workbench.ui.layout_fit import ElidedLabel, OnResize
 from workbench.ui.result_details import ResultDetails
 from workbench.units import format_tolerance
@@ -71,10 +72,10 @@ COLUMNS = (
 ) = range(len(COLUMNS))
 #: Shorter header titles (the full name is the header's tooltip).
 HEADERS = {"% of peak": "% peak", "Spread (IQR)": "IQR", "Registers": "Regs"}
-GOOD = QColor("#2e8b3d")
-BAD = QColor("#c62828")
-MUTED = QColor("#808080")
-WARN = QColor("#b26a00")
+GOOD = QColor(theme.GOOD)
+BAD = QColor(theme.BAD)
+MUTED = QColor(theme.MUTED)
+WARN = QColor(theme.WARN)
 #: The colour of a verdict's tone (`result_text.verdict_tone`).
 TONES = {"good": GOOD, "bad": BAD, "warn": WARN}
 CHECK_WIDTH = 280
@@ -237,7 +238,7 @@ class ResultsTable(QWidget):
             parts.append(f"⚠ measured while {' and '.join(self.conditions)} ({describe(host)})")
         self.caption.setText(" · ".join(parts))
         warn = self._changed or self._reference_failed or self.conditions
-        self.caption.setStyleSheet("color: #b26a00;" if warn else "")
+        self.caption.setStyleSheet(f"color: {theme.WARN};" if warn else "")
         self.details_button.setEnabled(self.table.currentRow() >= 0)
 
     def _fill_row(self, row: int, result: Any, build: Any) -> None:

@@ -54,8 +54,13 @@ from workbench.profile.compare import cells as compare_cells
 from workbench.profile.conditions import run_conditions, series_text
 from workbench.profile.store import SessionStore, default_db_path
 from workbench.result_text import cell_of, row_verdict, verdict_tone
+from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.plots import AXIS, BACKGROUND, PALETTE, TEXT, OpaqueGridAxis
+from workbench.ui.plot_axes import OpaqueGridAxis
+from workbench.ui.theme import PLOT_AXIS as AXIS
+from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
+from workbench.ui.theme import PLOT_TEXT as TEXT
+from workbench.ui.theme import SERIES as PALETTE
 from workbench.ui.visibility import follow_dock, on_screen
 from workbench.units import format_time
 
@@ -74,7 +79,7 @@ SINCE = {
     "last 7 days": 7 * 86400,
     "last 30 days": 30 * 86400,
 }
-VERDICT_COLORS = {"faster": "#4caf50", "slower": "#ef5350", "not comparable": "#9e9e9e"}
+VERDICT_COLORS = theme.VERDICT
 EXPORT_FORMATS = {
     "csv": ("CSV", "*.csv"),
     "json": ("JSON bundle", "*.json"),

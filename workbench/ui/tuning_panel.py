@@ -47,13 +47,15 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError
 from workbench.profile import ranking
 from workbench.profile.apply import choose_slot
+from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.plots import BACKGROUND, PALETTE
+from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
+from workbench.ui.theme import SERIES as PALETTE
 from workbench.units import format_time
 
 log = logging.getLogger(__name__)
 
-FAILED = "#d62728"
+FAILED = theme.FAILED_MARK
 COLUMNS = ("configuration", "backend @ device", "verified", "median", "95% CI", "rank")
 
 
@@ -189,14 +191,23 @@ class TuningPanel(QWidget):
         layout.addLayout(row)
 
         row = QHBoxLayout()
+        # Before the first sweep there is nothing to count nor to choose: the bar and the slot
+        # chooser are hidden until then (an unlabelled empty bar said nothing).
         self.progress = QProgressBar()
-        self.progress.setFormat("%v / %m")
+        self.progress.setFormat("%v of %m runs")
+        self.progress.setToolTip(
+            "runs of the sweep done (rounds × configurations, then the leaders re-timed)"
+        )
+        self.progress.hide()
         self.status = wrap_within(QLabel(""))  # a sweep error must not widen the window
         self.slot = QComboBox()
         self.slot.setToolTip("backend × device: the heatmap's and Apply's choice")
         self.slot.currentTextChanged.connect(lambda _t: self._redraw())
+        self.slot_label = QLabel("backend × device:")
         row.addWidget(self.progress, 1)
+        row.addWidget(self.slot_label)
         row.addWidget(self.slot)
+        self._show_slots()
         layout.addLayout(row)
         layout.addWidget(self.status)
 
@@ -341,6 +352,7 @@ class TuningPanel(QWidget):
         devices = (self.bridge.devices() or None) if self.bridge is not None else None
         self.progress.setRange(0, len(points))
         self.progress.setValue(0)
+        self.progress.show()
         size_mode = self._size_mode
 
         def on_event(event: dict[str, Any]) -> None:  # the sweep thread
@@ -431,9 +443,15 @@ class TuningPanel(QWidget):
             if current in slots:
                 self.slot.setCurrentText(current)
             self.slot.blockSignals(False)
+            self._show_slots()
         self._fill_table()
         self._draw_plot()
         self._update_buttons()
+
+    def _show_slots(self) -> None:
+        """The slot chooser and its label, once there is a slot to choose."""
+        self.slot_label.setVisible(self.slot.count() > 0)
+        self.slot.setVisible(self.slot.count() > 0)
 
     def plot_data(self) -> dict[str, Any]:
         """What the time-vs-parameters plot shows (the numbers, for tests and scripts)."""
@@ -571,6 +589,7 @@ class TuningPanel(QWidget):
             return
         if self.slot.findText(slot) < 0:
             self.slot.addItem(slot)
+            self._show_slots()
         self.slot.blockSignals(True)
         self.slot.setCurrentText(slot)
         self.slot.blockSignals(False)

@@ -13,20 +13,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
+from workbench.ui import theme
 from workbench.ui.plot_axes import AXIS, BACKGROUND, TEXT, RowAxis, UnitAxis
 
-PALETTE = (
-    "#4e9fe0",
-    "#ff9f43",
-    "#5cc96b",
-    "#ef5350",
-    "#b388ff",
-    "#c49a6c",
-    "#f48fb1",
-    "#b0b0b0",
-    "#d4e157",
-    "#26c6da",
-)
+PALETTE = theme.SERIES  # one colour per series, the theme's
 
 
 class SeriesColors:
