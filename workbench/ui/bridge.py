@@ -212,6 +212,10 @@ class ServiceBridge(QObject):
         """The sizes runs use instead of the manifest's ({}: none, the manifest's own)."""
         return dict(self.loop.sizes or {})
 
+    def kernel_name(self) -> str | None:
+        """The kernel the window builds and runs (None: the manifest's first)."""
+        return self.loop.kernel
+
     def set_tunables(self, tunables: dict[str, int | float] | None) -> None:
         """Tunables of the next builds and runs (None: the manifest's defaults); each
         configuration is its own cached build."""

@@ -10,9 +10,9 @@ bar say why, and nothing runs until it is fixed. An empty field is the manifest'
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Signal, SignalInstance
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QWidget
 
 from workbench.errors import WorkbenchError
@@ -20,12 +20,26 @@ from workbench.size_values import size_value
 from workbench.ui import theme
 
 
+@runtime_checkable
+class SizeControlsBridge(Protocol):
+    """The bridge members the size fields use (`ServiceBridge` has them: tests/ui/test_typed_events.py)."""
+
+    projectChanged: SignalInstance
+    sizesChanged: SignalInstance
+    project: Any
+
+    def kernel_name(self) -> str | None: ...
+    def sizes(self) -> dict[str, int]: ...
+    def set_sizes(self, sizes: dict[str, int] | None) -> None: ...
+    def tunables(self) -> dict[str, int | float]: ...
+
+
 class SizeControls(QWidget):
     """Fields for the sizes of the bridge's project and kernel; `message` carries refusals."""
 
     message = Signal(str)
 
-    def __init__(self, bridge: Any, parent: QWidget | None = None):
+    def __init__(self, bridge: SizeControlsBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("SizeControls")
         self.bridge = bridge
@@ -51,7 +65,7 @@ class SizeControls(QWidget):
         self.kernel = None
         if project is not None:
             try:
-                self.kernel = project.manifest.kernel(getattr(self.bridge.loop, "kernel", None))
+                self.kernel = project.manifest.kernel(self.bridge.kernel_name())
             except (WorkbenchError, LookupError, ValueError):
                 self.kernel = None
         names = list(self.kernel.sizes) if self.kernel is not None else []
