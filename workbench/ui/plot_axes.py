@@ -105,14 +105,20 @@ class RowAxis(GridAxis):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.names: list[str] = []
+        self._names_width = 54
 
     def set_names(self, names: list[str]) -> None:
         if names != self.names:
             self.names = list(names)
             width = max((self.fontMetrics().horizontalAdvance(n) for n in names), default=40)
-            self.setWidth(min(width + 14, 260))
+            self._names_width = min(width + 14, 260)
+            self.setWidth(self._names_width)
             self.picture = None
             self.update()
+
+    def fixed_width(self) -> int:
+        """The width its names need (capped at 260 px)."""
+        return self._names_width
 
     def fontMetrics(self):  # noqa: N802
         from PySide6.QtGui import QFontMetrics

@@ -13,6 +13,7 @@ import numpy as np
 from workbench.records import timing_quartiles
 from workbench.run.inputs import POISON_BITS, poison_mask
 from workbench.run.verify import Tolerance, bad_elements, ulp_distance
+from workbench.ui.plot_marks import Marks, marks_of, result_order_key
 
 #: Most points drawn per output curve; longer arrays are decimated (min/max per bucket).
 MAX_POINTS = 4000
@@ -335,12 +336,18 @@ class TimingRow:
     ratio: float | None = None  # median / the reference backend's median
     fastest: bool = False
     reference: bool = False
+    marks: Marks = field(default_factory=Marks)
+    verdict: str = ""
 
 
 def timing_rows(report: Any) -> list[TimingRow]:
-    """Rows of the comparison view, in the report's order; the fastest and the reference marked."""
+    """Rows of the comparison view in series order (`plot_marks.order_key`: the same order whatever
+    order the backends finished in); the fastest and the reference marked, stale rows and failed
+    checks flagged. The fastest is a fresh result whose check did not fail."""
     rows: list[TimingRow] = []
-    for result in getattr(report, "results", None) or ():
+    reference = getattr(report, "reference", "") or ""
+    results = sorted(getattr(report, "results", None) or (), key=lambda r: result_order_key(r, reference))
+    for result in results:
         timing = result.timing or {}
         median = timing.get("median_s")
         if median is None or result.status != "ok":
@@ -358,11 +365,14 @@ def timing_rows(report: Any) -> list[TimingRow]:
                 q3_s=q3,
                 iqr_s=float(timing.get("iqr_s", q3 - q1)),
                 samples_s=samples,
+                marks=marks_of(result),
+                verdict=str(getattr(result, "verdict", "") or ""),
             )
         )
     if rows:
-        min(rows, key=lambda r: r.median_s).fastest = True
-        reference = getattr(report, "reference", "") or ""
+        trusted = [r for r in rows if not r.marks.stale and not r.marks.check_failed]
+        if trusted:
+            min(trusted, key=lambda r: r.median_s).fastest = True
         ref = next((r for r in rows if r.backend == reference), None)
         if ref is not None:
             ref.reference = True
@@ -393,6 +403,7 @@ class RoofPoint:
     roof_flops_per_s: float | None = None  # what the device's roofs allow at this intensity
     fraction_of_roof: float | None = None
     roof_source: str = ""  # "measured" (ceilings) or "datasheet"
+    marks: Marks = field(default_factory=Marks)
 
 
 @dataclass
@@ -440,7 +451,10 @@ def roofline_model(report: Any, ceilings_of) -> tuple[list[RoofPoint], list[Roof
     `ceilings_of(device dict) -> Ceilings | None` looks the measured ceilings up."""
     points: list[RoofPoint] = []
     roofs: dict[str, Roof] = {}
-    for result in getattr(report, "results", None) or ():
+    reference = getattr(report, "reference", "") or ""
+    for result in sorted(
+        getattr(report, "results", None) or (), key=lambda r: result_order_key(r, reference)
+    ):
         throughput = result.throughput or {}
         gflops, gbps = throughput.get("gflops"), throughput.get("gbps")
         if result.status != "ok" or not gflops or not gbps:
@@ -458,6 +472,7 @@ def roofline_model(report: Any, ceilings_of) -> tuple[list[RoofPoint], list[Roof
             intensity=gflops / gbps,
             flops_per_s=gflops * 1e9,
             bytes_per_s=gbps * 1e9,
+            marks=marks_of(result),
         )
         if roof is not None:
             point.roof_source = roof.source

@@ -19,6 +19,7 @@ from workbench.manifest import Check
 from workbench.run.verify import Tolerance
 from workbench.ui.plot_axes import AXIS, TEXT
 from workbench.ui.plot_data import OutputsCache, OutputsDrawing, compute_outputs
+from workbench.ui.plot_marks import Marks, marks_of, order_key
 from workbench.ui.plots.base import PlotTab, legend_label, make_plot, settle_range, view_range
 
 #: After the outputs view stops moving, decimate again for the new range.
@@ -292,8 +293,10 @@ class OutputsTab(PlotTab):
             return
         self._drawing = drawing
         reference = drawing.reference
-        # The reference first and wider, underneath: a backend that matches it stays visible on top.
-        order = sorted(drawing.curves, key=lambda b: b != reference)
+        # The reference first and wider, underneath: a backend that matches it stays visible on top;
+        # the others in series order, whatever order they finished in.
+        order = sorted(drawing.curves, key=lambda key: order_key(*key.partition("@")[::2], reference))
+        marks = self._marks(self._report)
         for z, backend in enumerate(order):
             self._set_points("outputs", self.output_curves, self.output_plot, backend, drawing.curves[backend],
                              width=3 if backend == reference else 1)  # fmt: skip
@@ -314,9 +317,13 @@ class OutputsTab(PlotTab):
         )
         self.output_note.setText(self._note(drawing))
         self.output_legend.setText(
-            self.colors.legend_html(order, f"(reference: {reference}, wide)" if reference else "")
+            self.colors.legend_html(
+                order,
+                f"(reference: {reference}, wide)" if reference else "",
+                suffixes={k: marks[k].suffix() for k in order if k in marks},
+            )
         )
-        self.model = self._outputs_model(drawing)
+        self.model = self._outputs_model(drawing, marks)
 
     @staticmethod
     def _note(drawing: OutputsDrawing) -> str:
@@ -415,7 +422,17 @@ class OutputsTab(PlotTab):
         vb.setXRange(max(0, index - 32), min(drawing.size, index + 32), padding=0)
         self.error_plot.getPlotItem().getViewBox().enableAutoRange(y=True)
 
-    def _outputs_model(self, drawing: OutputsDrawing) -> dict[str, Any]:
+    @staticmethod
+    def _marks(report: Any) -> dict[str, Marks]:
+        """The marks of each output key ("wgsl", or "wgsl@wgpu:1" for a second device)."""
+        out: dict[str, Marks] = {}
+        for result in getattr(report, "results", None) or ():
+            spec = str((result.device or {}).get("spec") or "")
+            for key in (f"{result.backend}@{spec}", result.backend):
+                out.setdefault(key, marks_of(result))
+        return out
+
+    def _outputs_model(self, drawing: OutputsDrawing, marks: dict[str, Marks]) -> dict[str, Any]:
         (x0, x1), (y0, y1) = view_range(self.output_plot)
         return {
             "buffer": drawing.arg,
@@ -432,6 +449,8 @@ class OutputsTab(PlotTab):
                     "max_abs_err": drawing.max_abs.get(backend),
                     "max_ulp_err": drawing.max_ulp.get(backend),
                     "exact": drawing.exact.get(backend),
+                    "stale": marks.get(backend, Marks()).stale,
+                    "check_failed": marks.get(backend, Marks()).check_failed,
                 }
                 for backend, points in drawing.curves.items()
             },
