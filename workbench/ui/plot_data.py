@@ -114,6 +114,12 @@ class OutputsDrawing:
     size: int = 0
     x_range: tuple[int, int] = (0, 0)  # the index range [lo, hi) the curves were decimated over
     decimated: bool = False
+    #: A 2-D buffer (`plot_image.buffer_shape`): (rows, cols), each backend's values and errors as
+    #: row-major matrices (views of the arrays, no copies).
+    shape: tuple[int, int] | None = None
+    images: dict[str, np.ndarray] = field(default_factory=dict)
+    abs_images: dict[str, np.ndarray] = field(default_factory=dict)
+    ulp_images: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 #: Mismatch marks drawn per backend at most.
@@ -190,10 +196,11 @@ def compute_outputs(
     tolerance: Tolerance,
     cache: OutputsCache | None = None,
     x_range: tuple[float, float] | None = None,
+    shape: tuple[int, int] | None = None,
 ) -> OutputsDrawing:
     """Decimate each backend's `arg` buffer over the visible index range `x_range` (all when None)
     and compare it with the reference under the check's `tolerance` (numpy only: this runs off
-    the GUI thread)."""
+    the GUI thread). With a 2-D `shape` (rows, cols) the values and errors come as matrices too."""
     cache = cache or OutputsCache()
     drawing = OutputsDrawing(arg=arg, reference=reference_name)
     reference = (outputs.get(reference_name) or {}).get(arg)
@@ -211,11 +218,18 @@ def compute_outputs(
     marks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     unwritten: list[np.ndarray] = []
     firsts: list[int] = []
+    if shape is not None and all(v.size == shape[0] * shape[1] for v in arrays.values()):
+        drawing.shape = shape
     for backend, values in arrays.items():
         drawing.curves[backend] = cache.points((arg, backend, "value"), values, lo, hi, as_envelope=True)
+        if drawing.shape is not None:
+            drawing.images[backend] = values.reshape(drawing.shape)
         if ref is None or backend == reference_name or values.shape != ref.shape:
             continue
         comparison = cache.comparison(arg, backend, values, ref, tolerance)
+        if drawing.shape is not None:
+            drawing.abs_images[backend] = comparison.abs_err.reshape(drawing.shape)
+            drawing.ulp_images[backend] = comparison.ulp_err.reshape(drawing.shape)
         drawing.errors[backend] = cache.points((arg, backend, "abs"), comparison.abs_err, lo, hi)
         drawing.ulps[backend] = cache.points((arg, backend, "ulp"), comparison.ulp_err, lo, hi)
         drawing.scatter[backend] = comparison.scatter

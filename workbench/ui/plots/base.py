@@ -64,6 +64,8 @@ class TabContext:
     ceilings: Any
     #: The builds of the latest report's run ({backend: BuildResult}): a failed one has no result.
     builds: Callable[[], dict[str, Any]] = dict
+    #: The open project (`workbench.project.Project` or None): its manifest shapes 2-D outputs.
+    project: Callable[[], Any] = lambda: None
 
 
 class PlotTab(QWidget):

@@ -48,7 +48,12 @@ class PlotsPanel(QWidget):
 
         self._builds: dict[str, Any] = {}
         context = TabContext(
-            SeriesColors(), self._mark_dirty, self._current_tab, self.ceilings, lambda: self._builds
+            SeriesColors(),
+            self._mark_dirty,
+            self._current_tab,
+            self.ceilings,
+            lambda: self._builds,
+            lambda: getattr(bridge, "project", None),
         )
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
