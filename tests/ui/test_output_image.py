@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QPoint, QPointF
 
 from workbench.ui.plot_image import factors
 from workbench.ui.plots import PlotsPanel
@@ -81,6 +81,17 @@ def test_a_2d_output_is_an_image_with_colour_bars_and_hover(
     tab.error_mode.setCurrentText("absolute")
     qtbot.wait(50)
     assert plots.grab().save(str(test_output_dir / "output_image_matmul.png"))
+
+    # A narrow dock stacks the two images: each colour bar, ticks included, stays inside its plot.
+    for width, stacked in ((760, False), (420, True)):
+        plots.resize(width, 760)
+        qtbot.wait(80)
+        assert (tab.images.splitter.orientation().name == "Vertical") is stacked
+        for image_plot in (tab.images.values, tab.images.errors):
+            right = image_plot.bar.axis.sceneBoundingRect().right()  # in the plot's pixels
+            in_panel = image_plot.plot.mapTo(plots, QPoint(int(right), 0)).x()
+            assert right <= image_plot.plot.width() and in_panel <= plots.width(), (width, in_panel)
+    assert plots.grab().save(str(test_output_dir / "output_image_matmul_narrow.png"))
 
     # A 1-D buffer (saxpy's y) keeps the envelope.
     _run(qtbot, bridge, example_copy("saxpy"), {"n": 4096})

@@ -77,7 +77,7 @@ class OutputImages(QWidget):
         bar.addWidget(QLabel("Image of:"))
         bar.addWidget(self.backend_box, 1)
         bar.addWidget(self.hover_label, 3)
-        images = QSplitter(Qt.Orientation.Horizontal)
+        images = self.splitter = QSplitter(Qt.Orientation.Horizontal)
         images.setChildrenCollapsible(False)
         images.addWidget(self.values.plot)
         images.addWidget(self.errors.plot)
@@ -94,6 +94,14 @@ class OutputImages(QWidget):
             image_plot.plot.scene().sigMouseMoved.connect(
                 lambda pos, p=image_plot: self.hover(p, pos)  # noqa: B008
             )
+
+    def fit_width(self, width: int) -> None:
+        """Values and error side by side when both fit with room to spare, else one above the other
+        (a narrow dock would otherwise cut the colour bars off)."""
+        need = sum(p.plot.minimumSizeHint().width() for p in (self.values, self.errors)) + 16
+        wanted = Qt.Orientation.Horizontal if width >= max(700, need) else Qt.Orientation.Vertical
+        if self.splitter.orientation() != wanted:
+            self.splitter.setOrientation(wanted)
 
     def show_drawing(self, drawing: OutputsDrawing, ulp: bool) -> None:
         self._drawing, self._ulp = drawing, ulp

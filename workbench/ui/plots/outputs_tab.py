@@ -188,6 +188,7 @@ class OutputsTab(PlotTab):
         wanted = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
         if self.outputs_lower.orientation() != wanted:
             self.outputs_lower.setOrientation(wanted)
+        self.images.fit_width(width)
 
     def shutdown(self) -> None:
         self.range_timer.stop()
