@@ -283,7 +283,12 @@ class TimingTab(PlotTab):
             self.compare_labels.append(label)
         left = float(min(to_x(r.q1_s) for r in rows))
         for j, failure in enumerate(failed, start=len(rows)):
-            label = pg.TextItem(f"✗ did not run: {failure.why}"[:90], color=FAILED_COLOR, anchor=(0, 0.5))
+            # Elided to the plot's width (the whole reason is in the note above and in plots_data).
+            room = max(160, int(item.getViewBox().width() * 0.75) - 24)  # it starts ~10 % in
+            text = QFontMetrics(self.font()).elidedText(
+                f"✗ did not run: {failure.why}", Qt.TextElideMode.ElideRight, room
+            )
+            label = pg.TextItem(text, color=FAILED_COLOR, anchor=(0, 0.5))
             label.setPos(left, j)
             plot.addItem(label, ignoreBounds=True)
             self.compare_labels.append(label)
@@ -327,7 +332,7 @@ class TimingTab(PlotTab):
             + (f" · ratios against the reference backend {reference}" if reference else "")
             + (f" · {stale} stale (dimmed: kept from an earlier run)" if stale else "")
             + (f" · {wrong} check failed (red ring: the time of a wrong result)" if wrong else "")
-            + (f" · {len(failed)} did not run" if failed else "")
+            + "".join(f" · ✗ {self._name_of(f.backend, f.device)} did not run: {f.why}" for f in failed)
             + (f" · ⚠ measured while {' and '.join(conditions)}" if conditions else "")
         )
 
