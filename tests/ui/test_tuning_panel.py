@@ -83,6 +83,9 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
     data = panel.plot_data()
     assert data["mode"] == "scatter" and data["tunable"] == "threads"
     assert data["failed"] == [{"slot": "wgsl@wgpu:0", "config": {"threads": 512}}]
+    # Drawn in the failure lane under the plot at threads = 512, not at a time it never took.
+    assert panel.failed_lane.model() == {"wgsl@wgpu:0": [{"x": 512.0, "why": "failed"}]}
+    assert all(512 not in item.getData()[0] for item in panel.series.values())
     series = data["series"]["wgsl@wgpu:0"]
     assert sorted(series["x"]) == [64, 128, 256, 1024]
     # The plotted numbers are the medians of the recorded rounds' medians.

@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -49,6 +48,8 @@ from workbench.profile import ranking
 from workbench.profile.apply import choose_slot
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
+from workbench.ui.plots.lanes import FailureLane
+from workbench.ui.plots.size_sweep_plot import SizeSweepPlot
 from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
 from workbench.ui.theme import SERIES as PALETTE
 from workbench.units import format_time
@@ -216,13 +217,20 @@ class TuningPanel(QWidget):
         self.plot.setLabel("left", "median time", units="s")
         self.plot.addLegend(offset=(-10, 10))
         self.heatmap = pg.ImageItem()
-        self.failed_marks = pg.ScatterPlotItem(symbol="x", size=12, pen=pg.mkPen(FAILED, width=2), brush=None)
+        # Failed configurations have no time: a lane of their own under the plot (plots/lanes.py).
+        self.failed_lane = FailureLane("tuning_failed_lane", self.plot)
         self.series: dict[str, pg.ScatterPlotItem] = {}
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.tabs.addTab(self.plot, "Time vs parameters")
+        scatter = QWidget()
+        scatter_layout = QVBoxLayout(scatter)
+        scatter_layout.setContentsMargins(0, 0, 0, 0)
+        scatter_layout.setSpacing(2)
+        scatter_layout.addWidget(self.plot, 1)
+        scatter_layout.addWidget(self.failed_lane)
+        self.tabs.addTab(scatter, "Time vs parameters")
         self.tabs.addTab(self.table, "Configurations")
 
         size = QWidget()
@@ -238,13 +246,10 @@ class TuningPanel(QWidget):
         row.addWidget(self.size_metric)
         row.addWidget(self.size_button)
         size_layout.addLayout(row)
-        self.size_plot = pg.PlotWidget(background=BACKGROUND)
-        self.size_plot.setLogMode(x=True, y=False)
-        self.size_plot.setLabel("left", "GB/s")
-        self.size_plot.addLegend(offset=(-10, 10))
-        self.size_curves: dict[str, pg.PlotDataItem] = {}
-        self.ceiling_lines: dict[str, pg.InfiniteLine] = {}
-        size_layout.addWidget(self.size_plot, 1)
+        # Log axes, ceilings and legend outside the data, failed sizes in a lane (plots/size_sweep_plot).
+        self.size_view = SizeSweepPlot()
+        self.size_plot = self.size_view.plot
+        size_layout.addWidget(self.size_view, 1)
         self.tabs.addTab(size, "Size sweep")
         layout.addWidget(self.tabs, 1)
 
@@ -496,6 +501,7 @@ class TuningPanel(QWidget):
             names = list(self.kernel.tunables)
             self.plot.setLabel("bottom", f"{names[0]} (index: {data['x']})")
             self.plot.setLabel("left", f"{names[1]} (index: {data['y']})")
+            self.failed_lane.set_failures({})
             return
         self.plot.setLabel("bottom", data["tunable"] or "")
         self.plot.setLabel("left", "median time", units="s")
@@ -505,12 +511,12 @@ class TuningPanel(QWidget):
             )
             self.plot.addItem(item)
             self.series[slot] = item
-        if data["failed"]:
-            top = max((max(s["y"]) for s in data["series"].values() if s["y"]), default=1.0)
-            xs = [f["config"].get(data["tunable"]) for f in data["failed"]]
-            self.failed_marks = pg.ScatterPlotItem(xs, [top] * len(xs), symbol="x", size=12,
-                                                   pen=pg.mkPen(FAILED, width=2), brush=None, name="failed")  # fmt: skip
-            self.plot.addItem(self.failed_marks)
+        failures: dict[str, list[tuple[float, str]]] = {}
+        for f in data["failed"]:
+            x = f["config"].get(data["tunable"])
+            if isinstance(x, int | float):
+                failures.setdefault(f["slot"], []).append((float(x), "failed"))
+        self.failed_lane.set_failures(failures)
 
     def _fill_table(self) -> None:
         self.table.setRowCount(len(self.entries))
@@ -534,7 +540,7 @@ class TuningPanel(QWidget):
         name = self.size_data["symbol"]
         for e in entries:
             curve = self.size_data["curves"].setdefault(
-                ranking.slot(e), {"x": [], "gbps": [], "median_s": [], "failed": []}
+                ranking.slot(e), {"x": [], "gbps": [], "median_s": [], "failed": [], "failed_why": []}
             )
             if e["status"] == "ok" and e["verified"] is not False and e.get("gbps"):
                 curve["x"].append(e["sizes"][name])
@@ -542,43 +548,20 @@ class TuningPanel(QWidget):
                 curve["median_s"].append((e.get("timing") or {}).get("median_s"))
             else:
                 curve["failed"].append(e["sizes"][name])
+                curve["failed_why"].append(
+                    str(e.get("error") or e.get("verdict") or e["status"]).split("\n")[0]
+                )
         self._draw_sizes()
 
     def _draw_sizes(self) -> None:
-        self.size_plot.clear()
-        legend = self.size_plot.plotItem.legend
-        if legend is not None:
-            legend.clear()
-        self.size_curves, self.ceiling_lines = {}, {}
-        self.size_plot.setLabel("bottom", self.size_data.get("symbol", ""))
-        metric = "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
-        self.size_plot.setLogMode(x=True, y=metric == "median_s")
-        self.size_plot.setLabel("left", "GB/s" if metric == "gbps" else "median time (s)")
-        ceilings = (self.size_data.get("ceilings") or {}) if metric == "gbps" else {}
-        for i, (slot, curve) in enumerate(sorted(self.size_data.get("curves", {}).items())):
-            color = PALETTE[i % len(PALETTE)]
-            order = np.argsort(curve["x"])
-            xs = [curve["x"][j] for j in order]
-            ys = [curve[metric][j] for j in order]
-            item = self.size_plot.plot(
-                xs, ys, pen=pg.mkPen(color, width=2), symbol="o", symbolBrush=color, name=slot
-            )
-            self.size_curves[slot] = item
-            gbps = ceilings.get(slot.split("@", 1)[1])
-            if gbps and math.isfinite(gbps):
-                line = pg.InfiniteLine(pos=gbps, angle=0, pen=pg.mkPen(color, style=Qt.PenStyle.DashLine),
-                                       label=f"copy {gbps:.0f} GB/s", labelOpts={"position": 0.1})  # fmt: skip
-                self.size_plot.addItem(line)
-                self.ceiling_lines[slot] = line
+        self.size_view.set_data(
+            self.size_data, "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
+        )
 
     def size_plot_data(self) -> dict[str, Any]:
-        """What the size-sweep plot shows: {slot: {"x", "gbps" or "median_s"}} and the ceiling lines."""
-        metric = "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
-        curves = {}
-        for slot, item in self.size_curves.items():
-            xs, ys = item.getOriginalDataset()  # the values, not their log10 as drawn
-            curves[slot] = {"x": [int(x) for x in xs], metric: [float(y) for y in ys]}
-        return {"curves": curves, "ceilings": {s: line.value() for s, line in self.ceiling_lines.items()}}
+        """What the size-sweep plot shows: {slot: {"x", "gbps" or "median_s"}}, the ceiling per
+        slot, the axes, the legend and the failed sizes (`SizeSweepPlot.data`)."""
+        return self.size_view.data()
 
     # ================================================================ apply
     def _pick_slot(self) -> None:

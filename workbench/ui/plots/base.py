@@ -30,9 +30,14 @@ class SeriesColors:
             self._colors[name] = PALETTE[len(self._colors) % len(PALETTE)]
         return self._colors[name]
 
-    def legend_html(self, names: list[str], extra: str = "") -> str:
-        """The legend line under a plot: a coloured square and the name of each series."""
-        parts = [f'<span style="color:{self(n)}">■</span>&nbsp;{html.escape(n)}' for n in names]
+    def legend_html(self, names: list[str], extra: str = "", suffixes: dict[str, str] | None = None) -> str:
+        """The legend line under a plot: a coloured square and the name of each series (and its
+        `suffixes`, e.g. " (stale)")."""
+        suffixes = suffixes or {}
+        parts = [
+            f'<span style="color:{self(n)}">■</span>&nbsp;{html.escape(n + suffixes.get(n, ""))}'
+            for n in names
+        ]
         return "&nbsp;&nbsp; ".join(parts) + (f"&nbsp;&nbsp; {extra}" if extra else "")
 
 
@@ -47,6 +52,10 @@ class TabContext:
     current_tab: Callable[[], str]
     #: The measured ceilings of the devices (`ceilings_store.CeilingsStore`).
     ceilings: Any
+    #: The builds of the latest report's run ({backend: BuildResult}): a failed one has no result.
+    builds: Callable[[], dict[str, Any]] = dict
+    #: The open project (`workbench.project.Project` or None): its manifest shapes 2-D outputs.
+    project: Callable[[], Any] = lambda: None
 
 
 class PlotTab(QWidget):

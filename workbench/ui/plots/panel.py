@@ -56,7 +56,15 @@ class PlotsPanel(QWidget):
         self._stale: set[str] = set()
         self._dock: QDockWidget | None = None
 
-        context = TabContext(SeriesColors(), self._mark_dirty, self._current_tab, self.ceilings)
+        self._builds: dict[str, Any] = {}
+        context = TabContext(
+            SeriesColors(),
+            self._mark_dirty,
+            self._current_tab,
+            self.ceilings,
+            lambda: self._builds,
+            lambda: getattr(bridge, "project", None),
+        )
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self._by_name: dict[str, PlotTab] = {}
@@ -88,7 +96,9 @@ class PlotsPanel(QWidget):
 
     # ================================================================ data in (GUI thread, cheap)
     def add_report(self, report: Any) -> None:
-        """Buffer a RunReport; the timer draws it."""
+        """Buffer a RunReport; the timer draws it. The run's builds are kept with it: a backend whose
+        build failed has no result, and the plots list it as failed."""
+        self._builds = dict(getattr(self.bridge, "last_build", None) or {})
         for tab in self._by_name.values():
             tab.add_report(report)
         self._report = report
@@ -100,6 +110,7 @@ class PlotsPanel(QWidget):
 
     def clear(self, *_: Any) -> None:
         self._report = None
+        self._builds = {}
         for tab in self._by_name.values():
             tab.clear()
         self._mark_dirty()
