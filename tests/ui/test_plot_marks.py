@@ -109,7 +109,7 @@ def test_failed_runs_failed_checks_and_stale_results_are_marked_in_every_plot(
     wgsl.write_text(source.replace(LINE, BROKEN))
     report = _run(qtbot, bridge)
     stale = next(r for r in report.results if r.backend == "wgsl")
-    assert stale.provenance.get("stale")
+    assert stale.stale is not None and stale.stale.reason
     plots.draw_now()
     data = plots.plots_data()
     rows = {r["backend"]: r for r in data["timing"]["rows"]}
