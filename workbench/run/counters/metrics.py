@@ -70,3 +70,32 @@ def stall_reason(metric_name: str) -> str | None:
 def ncu_metrics_argument() -> str:
     """The value of ncu's --metrics: the set above and the stall regex."""
     return ",".join([m.name for m in METRICS] + [STALL_REGEX])
+
+
+def format_value(key: str, value: float | None) -> str:
+    """One metric's value as the CLI and the Counters view print it ('61.4 %', '1.47 GHz', '61.95 µs')."""
+    from workbench.units import format_time
+
+    if value is None:
+        return "–"
+    unit = BY_KEY[key].unit if key in BY_KEY else ""
+    if unit == "time":
+        return format_time(value)
+    if unit == "hz":
+        return f"{value / 1e9:.2f} GHz"
+    if unit == "pct":
+        return f"{value:.1f} %"
+    return f"{value:.2f}"
+
+
+def differs(values: list[float | None], key: str = "", ratio: float = 1.1, points: float = 5.0) -> bool:
+    """Whether backends' values of one metric (`key`: a Metric.key, '' for a plain quantity)
+    differ enough to be highlighted: percentages more than `points` apart, other quantities the
+    largest beyond `ratio` × the smallest (10% by default)."""
+    known = [v for v in values if v is not None]
+    if len(known) < 2:
+        return False
+    low, high = min(known), max(known)
+    if key in BY_KEY and BY_KEY[key].unit == "pct":
+        return high - low > points
+    return high > ratio * low if low > 0 else high != low
