@@ -33,7 +33,9 @@ def test_one_column_per_backend_and_device_with_differences_highlighted(make_wid
     data = view.table_data()
     assert data["columns"] == [["nvptx", "cuda:0"], ["cuda-c", "cuda:0"], ["wgsl", "wgpu:0"]]
     rows = {row["label"]: row for row in data["rows"]}
-    assert rows["status"]["cells"][2] == absence.not_cuda("wgsl", "wgpu")
+    assert rows["status"]["cells"] == ["ok", "ok", absence.not_cuda("wgsl", "wgpu")]
+    assert view.table.item(0, 0).toolTip() == "saxpy profiled"  # ncu's summary line
+    assert view.table.columnWidth(2) <= 260  # a long reason is elided, not a 1000-pixel column
     assert rows["DRAM throughput % of peak"]["cells"] == ["61.4 %", "27.2 %", "–"]
     assert rows["DRAM throughput % of peak"]["differs"] is True
     assert rows["theoretical occupancy"]["cells"][:2] == ["100.0 %", "100.0 %"]

@@ -31,6 +31,7 @@ from workbench.run.counters.nsight import RELATION
 from workbench.units import format_time
 
 HIGHLIGHT = QColor("#5c4a1e")  # a row whose backends differ
+COLUMN_MAX_PX = 260
 
 
 class CountersView(QWidget):
@@ -55,8 +56,8 @@ class CountersView(QWidget):
         self.status.setWordWrap(True)
         self.table = QTableWidget(0, 0)
         self.table.setObjectName("countersTable")
-        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setWordWrap(False)  # one line a cell: a long reason is elided, whole in its tooltip
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.relation = QLabel(RELATION)
         self.relation.setWordWrap(True)
         buttons = QHBoxLayout()
@@ -100,8 +101,10 @@ class CountersView(QWidget):
             return
         self.records = dict(records)
         columns = list(self.records)
-        rows: list[dict[str, Any]] = [{"label": "status", "cells": [r["message"] for r in self.records.values()],
-                                       "differs": False}]  # fmt: skip
+        # "ok" where ncu answered (its summary in the tooltip); else the one-line reason
+        rows: list[dict[str, Any]] = [{"label": "status", "differs": False, "cells": [
+            "ok" if r.get("status") == "ok" else r["message"] for r in self.records.values()],
+            "tips": [r["message"] for r in self.records.values()]}]  # fmt: skip
         medians = [r.get("event_median_s") for r in self.records.values()]
         rows.append({"label": "event median (workbench)", "cells": [format_time(v) if v else "–" for v in medians],
                      "differs": differs(medians)})  # fmt: skip
@@ -125,11 +128,15 @@ class CountersView(QWidget):
         for i, row in enumerate(rows):
             for j, text in enumerate(row["cells"]):
                 item = QTableWidgetItem(text)
-                item.setToolTip(text)
+                item.setToolTip((row.get("tips") or row["cells"])[j])
                 if row["differs"]:
                     item.setBackground(HIGHLIGHT)
                     item.setForeground(QColor("#ffffff"))
                 self.table.setItem(i, j, item)
+        for column in range(len(columns)):  # fitted, within reason: a long reason never takes the view
+            self.table.setColumnWidth(
+                column, min(max(self.table.sizeHintForColumn(column), 120), COLUMN_MAX_PX)
+            )
         ok = sum(1 for r in self.records.values() if r.get("status") == "ok")
         self.status.setText(f"counters of {ok} of {len(columns)} result(s)")
 
