@@ -131,3 +131,30 @@ def test_workbench_build_prints_each_cuda_builds_occupancy(example_copy, cache):
         "  cuda-c: saxpy: occupancy 64 of 64 warps per SM (100%); limited by: warps at 256 threads"
         in text.stdout
     )
+
+
+def test_a_cuda_devices_context_gives_its_limits_and_the_builds_occupancy_on_it(example_copy, cache):
+    """The H200's device record (as `workbench run` recorded it there) and a real cuda-c build made
+    for sm_86: the device's rows use the device's sm_90 table, not the build's target."""
+    import shutil
+
+    from workbench.build import build_project
+    from workbench.build.occupancy import arch_of, device_rows
+
+    recorded = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "counters-h200"
+                           / "run-saxpy.json").read_text())  # fmt: skip
+    h200 = recorded["results"][0]["device"]
+    assert (h200["name"], arch_of(h200["compute_capability"])) == ("NVIDIA H200", "sm_90")
+    assert device_rows({"runtime": "cpu"}) == []
+    assert device_rows({"compute_capability": "3.5"}) == [("Occupancy", "no occupancy table for sm_35")]
+    assert device_rows(h200)[0] == (
+        "Occupancy limits (sm_90)", "64 warps · 32 blocks · 65536 registers · 228 KiB shared per SM"
+    )  # fmt: skip
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc is not installed here")
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    (result,) = build_project(project, ["cuda-c"], cache_dir=cache, target="8.6")
+    registers = result.resources["saxpy"]["registers"]
+    rows = dict(device_rows(h200, project, [result]))
+    assert rows["Occupancy: cuda-c saxpy"] == occupancy("sm_90", 256, registers).text()

@@ -110,3 +110,44 @@ def test_the_build_table_shows_occupancy_and_follows_the_block_size(qtbot, make_
         assert tooltip == [f"saxpy: occupancy {expected['text']}", *result.artifacts]
         seen.append(tooltip[0])
     assert seen[0].endswith("at 256 threads") and seen[1].endswith("at 1024 threads")
+
+
+def test_a_cuda_devices_properties_show_the_last_builds_occupancy_on_it(
+    qtbot, make_widget, bridge, example_copy
+):
+    """No CUDA device here: the H200's device record (recorded there by `workbench run`) is listed
+    as a driver would list it, after the real probe; a real cuda-c build then shows its occupancy
+    at the H200's compute capability among the device's properties."""
+    import json
+    import shutil
+
+    import pytest
+
+    from workbench.build.occupancy import occupancy
+    from workbench.ui.device_picker import SPEC_ROLE, DevicePicker
+
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc is not installed here")
+    run = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "counters-h200" / "run-saxpy.json"
+    h200 = json.loads(run.read_text())["results"][0]["device"]
+    root = example_copy("saxpy")
+    bridge.set_project(root)
+    bridge.set_backends(["cuda-c"])
+    picker = make_widget(DevicePicker, bridge, show=True)
+    qtbot.waitUntil(lambda: picker.group_item("CUDA") is not None, timeout=120_000)  # the real listing first
+    picker.populate({"cuda": {"available": True, "reason": "", "devices": [h200]}})
+    item = next(i for i in picker._device_items() if i.data(0, SPEC_ROLE) == "cuda:0")
+    picker.tree.setCurrentItem(item)
+
+    def rows() -> dict[str, str]:
+        table = picker.properties
+        return {table.item(r, 0).text(): table.item(r, 1).text() for r in range(table.rowCount())}
+
+    assert (
+        rows()["Occupancy limits (sm_90)"] == "64 warps · 32 blocks · 65536 registers · 228 KiB shared per SM"
+    )
+    with qtbot.waitSignal(bridge.buildFinished, timeout=TIMEOUT_MS) as finished:
+        bridge.build()
+    qtbot.waitUntil(lambda: not bridge.busy, timeout=TIMEOUT_MS)
+    registers = finished.args[0]["cuda-c"].resources["saxpy"]["registers"]
+    assert rows()["Occupancy: cuda-c saxpy"] == occupancy("sm_90", 256, registers).text()

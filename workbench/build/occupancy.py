@@ -185,11 +185,11 @@ def build_occupancy(
 
 
 def result_occupancy(
-    project: Any, result: Any, tunables: dict[str, int | float] | None = None
+    project: Any, result: Any, tunables: dict[str, int | float] | None = None, target: str | None = None
 ) -> dict[str, Any]:
     """{kernel: Occupancy.to_dict() or {"error": why}} of one `BuildResult`, at the target and
-    tunables its build.json records (or `tunables`, for a block size chosen since); {} for a
-    build with no ptxas report or no artifact folder."""
+    tunables its build.json records (or `target`: a device's sm_XX; `tunables`: a block size
+    chosen since); {} for a build with no ptxas report or no artifact folder."""
     from workbench.build.artifacts import read_build
     from workbench.errors import WorkbenchError
 
@@ -201,6 +201,36 @@ def result_occupancy(
         return {}
     chosen = {**(info.get("tunables") or {}), **(tunables or {})}
     found = build_occupancy(
-        list(project.manifest.kernels), result.backend, result.resources, info.get("target"), chosen or None
+        list(project.manifest.kernels),
+        result.backend,
+        result.resources,
+        target or info.get("target"),
+        chosen or None,
     )
     return {name: (o.to_dict() if isinstance(o, Occupancy) else {"error": o}) for name, o in found.items()}
+
+
+def arch_of(compute_capability: str | None) -> str | None:
+    """'9.0' (a device's compute capability) -> 'sm_90'."""
+    if not compute_capability:
+        return None
+    digits = str(compute_capability).replace(".", "")
+    return f"sm_{digits}" if digits.isdigit() else None
+
+
+def device_rows(device: dict[str, Any], project: Any = None, results: Any = ()) -> list[tuple[str, str]]:
+    """A CUDA device's occupancy context: its SM limits from the table, and each of `results`' (the
+    last builds) kernels at this device's compute capability. [] for a device with none."""
+    arch = arch_of(device.get("compute_capability"))
+    sm = limits_for(arch) if arch else None
+    if sm is None:
+        return [("Occupancy", f"no occupancy table for {arch}")] if arch else []
+    rows = [(
+        f"Occupancy limits ({sm.arch})",
+        f"{sm.max_warps} warps · {sm.max_blocks} blocks · {sm.registers} registers · "
+        f"{sm.shared_per_sm // KIB} KiB shared per SM",
+    )]  # fmt: skip
+    for result in results if project is not None else ():
+        for name, occ in result_occupancy(project, result, target=sm.arch).items():
+            rows.append((f"Occupancy: {result.backend} {name}", occ.get("text") or occ.get("error", "")))
+    return rows
