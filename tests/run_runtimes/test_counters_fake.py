@@ -162,3 +162,6 @@ def test_workbench_run_counters_prints_records_and_adds_them_to_json(saxpy_cdyli
     with SessionStore(tmp_path / "s.db") as store:
         runs = [store.get_run(r["id"]) for r in store.list_runs(limit=None)]
     assert [r["counters"]["status"] for r in runs] == ["absent", "absent"]
+    show = subprocess.run([sys.executable, "-m", "workbench", "sessions", "show", str(runs[0]["id"]), "--db",
+                           str(tmp_path / "s.db")], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert f"  counters (absent): {absence.not_cuda('cpu', 'cpu')}" in show.stdout.splitlines()

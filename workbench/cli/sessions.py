@@ -207,6 +207,8 @@ def _show(store, args) -> int:
     resources = detail.get("resources") or {}
     if resources:
         print("  resources " + ", ".join(f"{k} {v}" for k, v in resources.items()))
+    if record.get("counters"):  # `workbench run --counters` (issue 27): its one line
+        print(f"  counters ({record['counters'].get('status')}): {record['counters'].get('message')}")
     if record["error"]:
         print(f"  error: {record['error']}")
     for problem in record.get("invalid") or ():
