@@ -67,6 +67,11 @@ def test_no_ncu_on_path_and_a_cpu_backend_each_say_why_in_one_line(cuda_report, 
         "status": "absent", "message": absence.NO_NCU, "backend": "nvptx", "metrics": {}, "stalls": []
     }  # fmt: skip
     assert records[("cpu", "cpu")]["message"] == absence.not_cuda("cpu", "cpu")
+    monkeypatch.setenv("WB_NCU", str(tmp_path / "no-ncu-here"))
+    assert collect(report, project)[("nvptx", "cuda:0")]["message"] == (
+        f"no counters: $WB_NCU names {tmp_path / 'no-ncu-here'}, which is not a file; point it at the ncu program "
+        "or unset it"
+    )
     assert "\n" not in absence.NO_NCU and "$WB_NCU" in absence.NO_NCU
     wgpu = absence.not_cuda("wgsl", "wgpu")
     assert (

@@ -13,6 +13,7 @@ NO_NCU = (
     "no counters: ncu (Nsight Compute) is not on PATH; install Nsight Compute (it comes with the CUDA "
     "toolkit) or set $WB_NCU to the ncu program"
 )
+BAD_WB_NCU = "no counters: $WB_NCU names {path}, which is not a file; point it at the ncu program or unset it"
 NOT_PERMITTED = (
     "no counters: this user may not read the GPU's performance counters (ERR_NVGPUCTRPERM); run as root, "
     "or let every user read them (nvidia driver option NVreg_RestrictProfilingToAdminUsers=0, "

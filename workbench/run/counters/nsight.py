@@ -80,7 +80,8 @@ def one(result: Any, project: Any, report: Any, ncu: str | None, *, sizes=None, 
     if "MIG" in str((result.device or {}).get("name", "")):
         return _absent(result, absence.MIG)
     if ncu is None:
-        return _absent(result, absence.NO_NCU)
+        chosen = os.environ.get(NCU_ENV)
+        return _absent(result, absence.BAD_WB_NCU.format(path=chosen) if chosen else absence.NO_NCU)
     artifact = dict(prov["artifact"])
     entry = artifact.get("entry") or report.kernel
     request = {
