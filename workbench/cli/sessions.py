@@ -226,6 +226,11 @@ def _compare(store, args) -> int:
     result = compare_runs(
         store, args.baseline, args.run, invocation=args.invocation, force=args.force, min_effect=min_effect
     )
+    from workbench.profile.counters_compare import compare_counters, lines
+
+    counters = compare_counters(store, result["rows"])
+    if counters:  # both runs took counters (`run --counters`): additive, under the same rules
+        result["counters"] = counters
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -237,6 +242,8 @@ def _compare(store, args) -> int:
         if row["differs"]:
             label = "compared anyway (--force)" if row["forced"] else "not comparable"
             print(f"{row['backend']} on {row['device']}: {label}; differs in " + "; ".join(row["differs"]))
+    for line in lines(counters):
+        print(line)
     return 0
 
 
