@@ -90,6 +90,11 @@ def register(subparsers) -> None:
         "--keep-outputs", action="store_true", help="also keep the output arrays (.npz beside the database)"
     )
     parser.add_argument(
+        "--counters", action="store_true",
+        help="after the run, profile each CUDA result's launch once under Nsight Compute (ncu) and "
+        "record its counters with the run (docs: workbench/run/counters/metrics.py)",
+    )  # fmt: skip
+    parser.add_argument(
         "--repeat", type=int, default=1, metavar="N",
         help="run the whole set of backends N times, interleaved (all backends, then all again), each "
         "repetition in fresh worker processes and recorded as its own invocation of one series: "
@@ -165,6 +170,10 @@ def run(args) -> int:
     for index in range(1, args.repeat + 1):
         series = {"id": series_id, "index": index, "of": args.repeat} if series_id else None
         report, host = _run_once(project, args, sizes, devices, series)
+        if args.counters:
+            from workbench.cli.run_counters import take
+
+            take(project, report, args)
         if not args.no_record:
             _record(report, snapshot, args, host, series)
         repetitions.append((report, host, series))
@@ -220,8 +229,10 @@ def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any
 def _json(repetitions: list[tuple[Any, dict[str, Any], dict[str, Any] | None]]) -> dict[str, Any]:
     """The first repetition's report (the shape `workbench run --json` always had) with its
     `host_conditions`; with --repeat also `series` and every repetition under `repetitions`."""
+    from workbench.cli.run_counters import as_json as counters_json
+
     shown = [
-        {**report.to_json(), "host_conditions": host, "series": series}
+        {**report.to_json(), "host_conditions": host, "series": series, **counters_json(report)}
         for report, host, series in repetitions
     ]
     if len(shown) == 1:

@@ -205,6 +205,8 @@ def _show(store, args) -> int:
     resources = detail.get("resources") or {}
     if resources:
         print("  resources " + ", ".join(f"{k} {v}" for k, v in resources.items()))
+    if record.get("counters"):  # `workbench run --counters` (issue 27): its one line
+        print(f"  counters ({record['counters'].get('status')}): {record['counters'].get('message')}")
     if record["error"]:
         print(f"  error: {record['error']}")
     for problem in record.get("invalid") or ():
@@ -222,6 +224,11 @@ def _compare(store, args) -> int:
     result = compare_runs(
         store, args.baseline, args.run, invocation=args.invocation, force=args.force, min_effect=min_effect
     )
+    from workbench.profile.counters_compare import compare_counters, lines
+
+    counters = compare_counters(store, result["rows"])
+    if counters:  # both runs took counters (`run --counters`): additive, under the same rules
+        result["counters"] = counters
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -233,6 +240,8 @@ def _compare(store, args) -> int:
         if row["differs"]:
             label = "compared anyway (--force)" if row["forced"] else "not comparable"
             print(f"{row['backend']} on {row['device']}: {label}; differs in " + "; ".join(row["differs"]))
+    for line in lines(counters):
+        print(line)
     return 0
 
 

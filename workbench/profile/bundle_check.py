@@ -132,6 +132,7 @@ RUN_RULES: dict[str, Rule] = {
     "outputs": optional(any_text), "flags": optional(strings), "sizes": optional(sizes),
     "tunables": optional(tunables), "ceilings": optional(mapping), "detail": optional(mapping),
     "samples_s": optional(samples),
+    "counters": optional(mapping),  # Nsight Compute's record, where the run took counters
     "invalid": optional(strings),  # what the exporting store found poisoned; not imported
 }  # fmt: skip
 

@@ -78,6 +78,13 @@ MIGRATIONS: list[list[str]] = [
         "json_type(detail, '$.check.unverified') = 'text' THEN json_extract(detail, '$.check.unverified') "
         "END END FROM run_data WHERE run_data.run_id = runs.id)",
     ],
+    [
+        # Nsight Compute counters taken with a run (`workbench run --counters`, issue 27): one row per
+        # run that asked; `status` ok / absent / failed, `message` the one line the CLI printed,
+        # `data` the whole record as JSON (metrics by key, top stalls, ncu's path and flags).
+        "CREATE TABLE counters (run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, "
+        "status TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', duration_s REAL, data TEXT NOT NULL)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

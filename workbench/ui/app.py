@@ -34,6 +34,7 @@ PANELS = {
     "console": ("workbench.ui.console", "ConsolePanel"),
     "sessions": ("workbench.ui.sessions_panel", "SessionsPanel"),
     "tuning": ("workbench.ui.tuning_panel", "TuningPanel"),
+    "counters": ("workbench.ui.counters_view", "CountersView"),
 }
 
 

@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.build.manifest_check import MANIFEST_SOURCE
+from workbench.build.occupancy import result_occupancy
+from workbench.records import BuildResult
 from workbench.ui import theme
 from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.layout_fit import ElidedLabel, OnResize
@@ -315,8 +317,11 @@ class BuildPanel(QWidget):
         row.item.setText(COL_CACHE, "hit" if cached else ("miss" if status == "ok" else ""))
         row.item.setToolTip(COL_CACHE, "served from the build cache" if cached else "built now")
         artifacts = _field(result, "artifacts", []) or []
-        row.item.setText(COL_ARTIFACTS, ", ".join(Path(a).name for a in artifacts))
-        row.item.setToolTip(COL_ARTIFACTS, "\n".join(artifacts))
+        occupancy, lines = self._occupancy(result)
+        # The occupancy leads the (stretching, elided) artifacts cell: a column of its own pushed
+        # the rows past a 1280-pixel window's build dock (tests/ui/test_layout.py).
+        row.item.setText(COL_ARTIFACTS, " · ".join([*occupancy, ", ".join(Path(a).name for a in artifacts)]))
+        row.item.setToolTip(COL_ARTIFACTS, "\n".join([*lines, *artifacts]))
         text = _field(result, "log", "") or ""
         streamed = bool(row.log)  # the log view already shows streamed lines as they came
         if text and not row.log:
@@ -329,6 +334,21 @@ class BuildPanel(QWidget):
             self._show_selected_log()
         if not any(r.state == "building" for r in self._rows.values()):
             self._ticker.stop()
+
+    def _occupancy(self, result: Any) -> tuple[list[str], list[str]]:
+        """A CUDA build's theoretical occupancy (workbench.build.occupancy) at the block size of the
+        tunables it was built with: (["48/64 warps"] for the first kernel, every kernel's line);
+        nothing for builds with no ptxas report."""
+        found = {}
+        if self.bridge.project is not None and isinstance(result, BuildResult):
+            found = result_occupancy(self.bridge.project, result)
+        lines = [f"{name}: occupancy {o.get('text') or o.get('error')}" for name, o in found.items()]
+        first = next(iter(found.values()), None)
+        if not first:
+            return [], lines
+        return [
+            f"{first['warps_per_sm']}/{first['max_warps']} warps" if "text" in first else "no block fits"
+        ], lines
 
     def _on_busy(self, busy: bool) -> None:
         self.cancel_button.setEnabled(busy)

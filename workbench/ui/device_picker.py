@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.build.occupancy import device_rows
+from workbench.records import BuildResult
 from workbench.run.labels import short_name
 from workbench.runtimes_table import RUNTIMES, runtime_title
 from workbench.ui import theme
@@ -162,6 +164,7 @@ class DevicePicker(QWidget):
         self.bridge = bridge
         self.ceilings = store_for(bridge)
         self._updating = False
+        self._builds: dict[str, Any] = {}  # the last BuildResult per backend: occupancy on a CUDA device
 
         self.tree = QTreeWidget()
         self.tree.setObjectName("devices")
@@ -225,6 +228,8 @@ class DevicePicker(QWidget):
         self.measure_button.clicked.connect(self.measure_selected)
         self.ceilings.changed.connect(self._ceilings_changed)
         bridge.devicesListed.connect(self.populate)
+        bridge.buildFinished.connect(self._on_builds)
+        bridge.projectChanged.connect(lambda *_: self._builds.clear())
         if bridge.devices_info is not None:
             self.populate(bridge.devices_info)
         else:
@@ -405,6 +410,8 @@ class DevicePicker(QWidget):
             measuring = self.ceilings.is_measuring(data)
             error = self.ceilings.errors.get(device_key(data), "")
         rows = device_properties(data or {}, ceilings, bool(measuring), error or "")
+        if is_device:  # a CUDA device: its SM limits and the last builds' occupancy on it
+            rows += device_rows(data or {}, self.bridge.project, list(self._builds.values()))
         self.properties.setRowCount(len(rows))
         for row, (label, text) in enumerate(rows):
             name = QTableWidgetItem(label)
@@ -414,6 +421,10 @@ class DevicePicker(QWidget):
             value.setToolTip(text)
             self.properties.setItem(row, 1, value)
         self._fit_property_column()
+
+    def _on_builds(self, results: dict[str, Any]) -> None:
+        self._builds.update({b: r for b, r in results.items() if isinstance(r, BuildResult)})
+        self._show_properties(self.tree.currentItem())
 
     def _fit_property_column(self) -> None:
         """The property names as wide as they are, up to 55 % of the table (the values need room)."""

@@ -54,6 +54,7 @@ DOCKS = {
     "plots": ("Plots", Qt.DockWidgetArea.RightDockWidgetArea),
     "artifacts": ("Artifacts", Qt.DockWidgetArea.RightDockWidgetArea),
     "tuning": ("Tuning", Qt.DockWidgetArea.RightDockWidgetArea),
+    "counters": ("Counters", Qt.DockWidgetArea.RightDockWidgetArea),
 }
 
 
@@ -148,6 +149,7 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.docks["plots"], self.docks["artifacts"])
         self.tabifyDockWidget(self.docks["plots"], self.docks["sessions"])
         self.tabifyDockWidget(self.docks["plots"], self.docks["tuning"])
+        self.tabifyDockWidget(self.docks["plots"], self.docks["counters"])
         self.docks["build"].raise_()
         self.docks["plots"].raise_()
         self.resize(1600, 1000)
