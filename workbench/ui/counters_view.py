@@ -28,9 +28,10 @@ from PySide6.QtWidgets import (
 
 from workbench.run.counters.metrics import METRICS, TOP_STALLS, differs, format_value
 from workbench.run.counters.nsight import RELATION
+from workbench.ui import theme
 from workbench.units import format_time
 
-HIGHLIGHT = QColor("#5c4a1e")  # a row whose backends differ
+HIGHLIGHT = QColor(theme.COUNTERS_DIFFER)  # a row whose backends differ
 COLUMN_MAX_PX = 260
 
 
@@ -131,7 +132,7 @@ class CountersView(QWidget):
                 item.setToolTip((row.get("tips") or row["cells"])[j])
                 if row["differs"]:
                     item.setBackground(HIGHLIGHT)
-                    item.setForeground(QColor("#ffffff"))
+                    item.setForeground(QColor(theme.COUNTERS_DIFFER_TEXT))
                 self.table.setItem(i, j, item)
         for column in range(len(columns)):  # fitted, within reason: a long reason never takes the view
             self.table.setColumnWidth(

@@ -152,3 +152,7 @@ SERIES = (
     "#d4e157",
     "#26c6da",
 )
+
+# The Counters view: a row whose backends differ, and its text.
+COUNTERS_DIFFER = "#5c4a1e"
+COUNTERS_DIFFER_TEXT = "#ffffff"

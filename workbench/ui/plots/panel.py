@@ -42,6 +42,8 @@ class PlotsBridge(Protocol):
     runFinished: SignalInstance
     projectChanged: SignalInstance
     cache_dir: Any
+    project: Any
+    last_build: dict[str, Any] | None
 
 
 class PlotsPanel(QWidget):
@@ -63,7 +65,7 @@ class PlotsPanel(QWidget):
             self._current_tab,
             self.ceilings,
             lambda: self._builds,
-            lambda: getattr(bridge, "project", None),
+            lambda: bridge.project,
         )
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
@@ -98,7 +100,7 @@ class PlotsPanel(QWidget):
     def add_report(self, report: Any) -> None:
         """Buffer a RunReport; the timer draws it. The run's builds are kept with it: a backend whose
         build failed has no result, and the plots list it as failed."""
-        self._builds = dict(getattr(self.bridge, "last_build", None) or {})
+        self._builds = dict(self.bridge.last_build or {})
         for tab in self._by_name.values():
             tab.add_report(report)
         self._report = report
