@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.profile.last_good import LastGood, fresh_only, is_stale, stale_info
+from workbench.profile.live.last_good import LastGood, fresh_only, is_stale, stale_info
 from workbench.records import BuildResult, RunResult
 from workbench.run.service import RunReport
 

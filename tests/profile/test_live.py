@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from workbench.build import BuildService
-from workbench.profile.live import LiveLoop, affected_backends
+from workbench.profile.live.live import LiveLoop, affected_backends
 from workbench.project import Project
 from workbench.run.service import RunService
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from workbench.profile.record import record_report
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.store import SessionStore
 from workbench.project import Project
 from workbench.ui.screenshot import save_screenshot
 from workbench.ui.sessions_panel import COMPARE_COLUMNS, RUN_COLUMNS, SessionsPanel

@@ -7,8 +7,8 @@ import sqlite3
 
 import numpy as np
 
-from workbench.profile.record import record_report
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.store import SessionStore
 from workbench.ui.sessions_panel import SessionsPanel
 
 

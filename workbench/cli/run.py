@@ -185,8 +185,8 @@ def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
 
 def _record(report, snapshot, args, host=None, series=None) -> None:
     """Record the run in the sessions database; a failure is reported, never fatal to the run."""
-    from workbench.profile.record import record_report
-    from workbench.profile.store import SessionStore
+    from workbench.profile.sessions.record import record_report
+    from workbench.profile.sessions.store import SessionStore
 
     try:
         with SessionStore(args.db) as store:
@@ -215,7 +215,7 @@ def run(args) -> int:
 
     snapshot = None
     if not args.no_record:  # the sources as they are built, before an editor can change them
-        from workbench.profile.sources import snapshot as take_snapshot
+        from workbench.profile.sessions.sources import snapshot as take_snapshot
 
         snapshot = take_snapshot(project)
     series_id = uuid.uuid4().hex if args.repeat > 1 else None

@@ -25,8 +25,8 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
-from workbench.profile.last_good import LastGood
-from workbench.profile.live import LiveLoop
+from workbench.profile.live.last_good import LastGood
+from workbench.profile.live.live import LiveLoop
 from workbench.project import Project
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.profile.last_good import is_stale
+from workbench.profile.live.last_good import is_stale
 from workbench.run.labels import device_label
 from workbench.run.mismatches import BufferMismatches, result_mismatches
 from workbench.ui.results_table import check_summary, stale_text

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.profile.last_good import is_stale, stale_info
+from workbench.profile.live.last_good import is_stale, stale_info
 from workbench.run.host_load import describe, run_conditions
 from workbench.run.labels import device_label
 from workbench.ui.layout_fit import ElidedLabel, OnResize

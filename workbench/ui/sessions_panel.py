@@ -10,7 +10,7 @@ hidden marks it stale.
 - the runs table lists the newest runs that pass the filters (kernel, backend, device, date,
   verified);
 - "Set as baseline" pins the selected run; selecting another run compares the two
-  (`workbench.profile.compare`, as `sessions compare` does: "Pair whole invocations" is its
+  (`workbench.profile.sessions.compare`, as `sessions compare` does: "Pair whole invocations" is its
   `--invocation`, on by default; rows that measured different things say what differs; the method
   is named);
 - the history plot shows the selected run's kernel: median with its interquartile range per
@@ -49,10 +49,10 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.profile.compare import COLUMNS as COMPARE_COLUMNS
-from workbench.profile.compare import cells as compare_cells
-from workbench.profile.conditions import run_conditions, series_text
-from workbench.profile.store import SessionStore, default_db_path
+from workbench.profile.sessions.compare import COLUMNS as COMPARE_COLUMNS
+from workbench.profile.sessions.compare import cells as compare_cells
+from workbench.profile.sessions.conditions import run_conditions, series_text
+from workbench.profile.sessions.store import SessionStore, default_db_path
 from workbench.ui.layout_fit import wrap_within
 from workbench.ui.plots import AXIS, BACKGROUND, PALETTE, TEXT, OpaqueGridAxis
 from workbench.ui.visibility import follow_dock, on_screen
@@ -285,7 +285,7 @@ class SessionsPanel(QWidget):
 
     def on_run_finished(self, report: Any) -> None:
         """The bridge finished a run: record it (off the GUI thread) unless recording is off."""
-        from workbench.profile.last_good import fresh_only
+        from workbench.profile.live.last_good import fresh_only
 
         report = fresh_only(report)  # rows kept stale from an earlier run were recorded then
         if self._closed or not self.record_box.isChecked() or report is None:
@@ -293,14 +293,14 @@ class SessionsPanel(QWidget):
         snapshot = None
         project = getattr(self.bridge, "project", None)
         if project is not None:
-            from workbench.profile.sources import snapshot as take_snapshot
+            from workbench.profile.sessions.sources import snapshot as take_snapshot
 
             try:
                 snapshot = take_snapshot(project)
             except OSError as exc:
                 log.warning("could not read the sources to record: %s", exc)
         if self._recorder is None:
-            from workbench.profile.recorder import SessionRecorder
+            from workbench.profile.sessions.recorder import SessionRecorder
 
             self._recorder = SessionRecorder(self.database_path(), on_done=self._recorder_done.emit)
         self._recorder.submit(report, snapshot)
@@ -445,7 +445,7 @@ class SessionsPanel(QWidget):
     def _update_compare(self, run_id: int) -> None:
         if self.baseline_id is None or run_id == self.baseline_id:
             return
-        from workbench.profile.compare import compare_runs
+        from workbench.profile.sessions.compare import compare_runs
 
         store = self.store()
         if store is None:
@@ -578,7 +578,7 @@ class SessionsPanel(QWidget):
         return self.selected_ids() or self.shown_ids()
 
     def export_to(self, fmt: str, path: str | Path) -> bool:
-        from workbench.profile.export import render, write_text
+        from workbench.profile.sessions.export import render, write_text
 
         store = self.store()
         if store is None:
@@ -599,7 +599,7 @@ class SessionsPanel(QWidget):
             self.export_to(fmt, path)
 
     def import_from(self, path: str | Path) -> bool:
-        from workbench.profile.export import import_bundle
+        from workbench.profile.sessions.export import import_bundle
 
         store = self.store()
         if store is None:

@@ -42,7 +42,7 @@ import numpy as np
 from workbench import expr
 from workbench.errors import WorkbenchError
 from workbench.manifest import Kernel
-from workbench.profile import ranking, tune_entries
+from workbench.profile.tuning import ranking, tune_entries
 from workbench.project import Project
 
 STRATEGIES = ("grid", "random")
@@ -308,7 +308,7 @@ class SweepRunner:
     def run(
         self, points: list[Point], on_event: Callable[[dict[str, Any]], None] | None = None
     ) -> SweepResult:
-        from workbench.profile.sources import snapshot
+        from workbench.profile.sessions.sources import snapshot
 
         emit = on_event or (lambda event: None)
         defaults = self.kernel.default_tunables()
@@ -473,7 +473,7 @@ class SweepRunner:
                                       "confirm": confirm, "build": build, "settings": settings}  # fmt: skip
         ids: list[int | None] = [None] * len(report.results)
         if self.store is not None:
-            from workbench.profile.record import record_report
+            from workbench.profile.sessions.record import record_report
 
             ids = list(record_report(self.store, report, snapshot=snap))
         return [
@@ -618,7 +618,7 @@ class BackgroundSweep:
         return not self.thread.is_alive()
 
     def _body(self) -> None:
-        from workbench.profile.store import SessionStore
+        from workbench.profile.sessions.store import SessionStore
         from workbench.run.service import RunService
 
         project, kernel, points, backends, devices, db_path, timing, cache_dir = self._args

@@ -55,8 +55,8 @@ class SessionRecorder:
             self._thread.join(timeout)
 
     def _work(self) -> None:
-        from workbench.profile.record import record_report
-        from workbench.profile.store import SessionStore
+        from workbench.profile.sessions.record import record_report
+        from workbench.profile.sessions.store import SessionStore
 
         store = None
         try:
