@@ -1,8 +1,9 @@
 """The Sessions panel: every recorded run, filtered; a run against a baseline; a kernel's history.
 
-Recording: each `RunReport` the bridge finishes (`runFinished`) is handed, with a snapshot of the
-project's sources read at that moment, to a `SessionRecorder` (its own thread and connection), unless
-the "Record runs" toggle is off. Browsing queries the database on the GUI thread: the queries are
+Recording is not the panel's: the bridge records every run it finishes through the core's
+`SessionRecorder` (with the sources its build read), whether or not this panel exists; the panel
+shows how it went (`bridge.runRecorded`) and its "Record runs" toggle switches the recorder.
+Browsing queries the database on the GUI thread: the queries are
 indexed and take milliseconds even with 100,000 runs (benchmarks/sessions.py), and WAL mode means a
 writer never blocks them. The panel refreshes when it is on screen; a recording made while it is
 hidden marks it stale.
@@ -90,11 +91,10 @@ def verified_text(run: dict[str, Any]) -> str:
 
 
 class SessionsPanel(QWidget):
-    """Browse, compare and export the recorded runs; record the window's runs."""
+    """Browse, compare and export the recorded runs."""
 
-    #: After each recording: {"ids": [...]} or {"error": "..."} (GUI thread).
+    #: After each recording of the window's runs (the bridge's): {"ids": [...]} or {"error": "..."}.
     recorded = Signal(object)
-    _recorder_done = Signal(object)  # from the recorder's thread (queued to the GUI thread)
 
     def __init__(self, bridge: Any = None, parent: QWidget | None = None, db_path: str | Path | None = None):
         super().__init__(parent)
@@ -110,13 +110,11 @@ class SessionsPanel(QWidget):
         self.history_series: dict[tuple[str, str], dict[str, np.ndarray]] = {}
         self._history_items: dict[tuple[str, str], tuple[pg.PlotDataItem, pg.ErrorBarItem]] = {}
         self._store: SessionStore | None = None
-        self._recorder: Any = None
         self._stale = True
         self._closed = False
         self._build_ui()
-        self._recorder_done.connect(self._on_recorded)
         if bridge is not None:
-            bridge.runFinished.connect(self.on_run_finished)
+            bridge.runRecorded.connect(self._on_recorded)
 
     # ================================================================ construction
     def _build_ui(self) -> None:
@@ -282,28 +280,8 @@ class SessionsPanel(QWidget):
     def _record_toggled(self, checked: bool) -> None:
         if self.settings is not None:
             self.settings.record_runs = checked
-
-    def on_run_finished(self, report: Any) -> None:
-        """The bridge finished a run: record it (off the GUI thread) unless recording is off."""
-        from workbench.profile.live.last_good import fresh_only
-
-        report = fresh_only(report)  # rows kept stale from an earlier run were recorded then
-        if self._closed or not self.record_box.isChecked() or report is None:
-            return
-        snapshot = None
-        project = getattr(self.bridge, "project", None)
-        if project is not None:
-            from workbench.profile.sessions.sources import snapshot as take_snapshot
-
-            try:
-                snapshot = take_snapshot(project)
-            except OSError as exc:
-                log.warning("could not read the sources to record: %s", exc)
-        if self._recorder is None:
-            from workbench.profile.sessions.recorder import SessionRecorder
-
-            self._recorder = SessionRecorder(self.database_path(), on_done=self._recorder_done.emit)
-        self._recorder.submit(report, snapshot)
+        if self.bridge is not None and self.bridge.recorder is not None:
+            self.bridge.recorder.enabled = checked
 
     def _on_recorded(self, outcome: dict[str, Any]) -> None:
         if self._closed:
@@ -640,15 +618,12 @@ class SessionsPanel(QWidget):
         self._refresh_if_shown()
 
     def _close_database(self) -> None:
-        if self._recorder is not None:
-            self._recorder.close()
-            self._recorder = None
         if self._store is not None:
             self._store.close()
             self._store = None
 
     def shutdown(self) -> None:
-        """Record what is queued, then close the database. Idempotent."""
+        """Close the database. Idempotent."""
         if self._closed:
             return
         self._close_database()

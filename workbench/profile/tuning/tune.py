@@ -260,6 +260,13 @@ class SweepRunner:
         self.kernel = project.manifest.kernel(kernel)
         self.devices = list(devices or [])
         self.store = store
+        # Rows are written the one way every run is recorded (the window's and `workbench run`'s
+        # too), through the sweep's own store: its resume reads see them at once.
+        self.recorder = None
+        if store is not None:
+            from workbench.profile.sessions.recorder import SessionRecorder
+
+            self.recorder = SessionRecorder(store=store)
         self.resume = resume
         self.seed = seed
         self.timeout_s = timeout_s
@@ -317,7 +324,9 @@ class SweepRunner:
         result = SweepResult(self.project.name, self.kernel.name, rounds=self.rounds,
                              confirm_rounds=self.confirm_rounds, min_effect=self.min_effect,
                              defaults=defaults, confirmed=set() if self.confirm_rounds else None)  # fmt: skip
-        snap = snapshot(self.project)
+        snap = snapshot(
+            self.project
+        )  # the sources as built: read before the first build, kept with every row
         self._rows = {}
         progress = {"step": 0, "total": len(points) * self.rounds}
 
@@ -472,10 +481,8 @@ class SweepRunner:
             r.provenance["tuning"] = {"key": keys.get(r.backend), "config": dict(point.config), "round": round_,
                                       "confirm": confirm, "build": build, "settings": settings}  # fmt: skip
         ids: list[int | None] = [None] * len(report.results)
-        if self.store is not None:
-            from workbench.profile.sessions.record import record_report
-
-            ids = list(record_report(self.store, report, snapshot=snap))
+        if self.recorder is not None:
+            ids = list(self.recorder.record(report, snap))
         return [
             tune_entries.entry_of(r, point.config, report.sizes, i, False, round_, b)
             for r, i, b in zip(report.results, ids, builds, strict=True)
