@@ -490,15 +490,19 @@ class SweepRunner:
 
     def _verify_reference(self, point: Point, report: Any) -> None:
         """The reference backend's result is checked against its output at the default
-        configuration (same sizes and seed): no configuration is ranked unverified. When the
-        reference fails that check, the backends compared with it are not verified (reference
-        failed), never failed: their outputs were held against a wrong one."""
+        configuration (same sizes and seed): no configuration is ranked unverified. That is the
+        one verdict the run engine could not give (it holds the reference's own result as the
+        reference); every result the engine compared keeps the engine's verdict, a second device
+        of the reference backend included. When the reference fails that check, the results
+        compared with it are not verified (reference failed), never failed: their outputs were
+        held against a wrong one."""
         from workbench.records import COMPARED, UNVERIFIED, CheckRecord
         from workbench.run.reference import REFERENCE_FAILED
         from workbench.run.verify import check_outputs
 
         ref = report.reference
-        mine = [r for r in report.results if r.backend == ref and r.status == "ok"]
+        # The engine's reference result (its first device): the one whose outputs are `outputs[ref]`.
+        mine = [r for r in report.results if r.backend == ref and r.status == "ok" and r.check.is_reference]
         if not mine or ref not in report.outputs:
             return
         defaults = self.kernel.default_tunables()
@@ -528,7 +532,7 @@ class SweepRunner:
         note = (f"reference {ref} failed at this configuration (its output differs from its own at the "
                 f"default configuration {defaults}): not verified")  # fmt: skip
         for r in report.results:
-            if r.backend != ref and r.check.role == COMPARED:
+            if r.check.role == COMPARED and not any(r is m for m in mine):
                 r.verified = None
                 r.check = CheckRecord(role=UNVERIFIED, reference=ref, rtol=check.rtol, atol=check.atol,
                                       max_ulp=check.max_ulp, note=note, unverified=REFERENCE_FAILED)  # fmt: skip
