@@ -14,8 +14,9 @@ hidden marks it stale.
   (`workbench.profile.sessions.compare`, as `sessions compare` does: "Pair whole invocations" is its
   `--invocation`, on by default; rows that measured different things say what differs; the method
   is named);
-- the history plot shows the selected run's kernel: median with its interquartile range per
-  backend × device over the edits of its sources; clicking a point shows that run's source diff.
+- the History tab (`sessions_history.SessionHistory`) shows the selected run's kernel: median with
+  its interquartile range per backend × device over the edits of its sources; clicking a point
+  shows that run's source diff.
 """
 
 from __future__ import annotations
@@ -25,10 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QColor, QFont
+from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -38,7 +37,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMenu,
-    QPlainTextEdit,
     QPushButton,
     QSplitter,
     QTableWidget,
@@ -55,7 +53,7 @@ from workbench.profile.sessions.compare import cells as compare_cells
 from workbench.profile.sessions.conditions import run_conditions, series_text
 from workbench.profile.sessions.store import SessionStore, default_db_path
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.plots import AXIS, BACKGROUND, PALETTE, TEXT, OpaqueGridAxis
+from workbench.ui.sessions_history import SessionHistory
 from workbench.ui.visibility import follow_dock, on_screen
 from workbench.units import format_time
 
@@ -105,10 +103,6 @@ class SessionsPanel(QWidget):
         self.baseline_id: int | None = None
         self.runs: list[dict[str, Any]] = []
         self.compare_result: dict[str, Any] | None = None
-        self.history_key: tuple[str, str] | None = None
-        #: (backend, device) -> {"x", "median", "q1", "q3", "ids"} of the history plot
-        self.history_series: dict[tuple[str, str], dict[str, np.ndarray]] = {}
-        self._history_items: dict[tuple[str, str], tuple[pg.PlotDataItem, pg.ErrorBarItem]] = {}
         self._store: SessionStore | None = None
         self._stale = True
         self._closed = False
@@ -197,36 +191,13 @@ class SessionsPanel(QWidget):
         layout.addWidget(self.compare_table, 1)
         layout.addWidget(self.method_label)
 
-        self.plot = pg.PlotWidget(axisItems={side: OpaqueGridAxis(side) for side in ("left", "bottom")})
-        self.plot.setBackground(BACKGROUND)
-        item = self.plot.getPlotItem()
-        item.setTitle("history: pick a run", color=TEXT, size="10pt")
-        item.setLabel("left", "median (µs), bar: IQR", color=TEXT)
-        item.setLabel("bottom", "edit of the kernel's sources (0 = first recorded)", color=TEXT)
-        item.showGrid(x=True, y=True, alpha=0.2)
-        item.addLegend(offset=(-10, 10), labelTextColor=TEXT)
-        for axis in ("left", "bottom"):
-            item.getAxis(axis).setTextPen(TEXT)
-            item.getAxis(axis).setPen(AXIS)
-        self.diff_label = QLabel("Click a point to see the source diff of that run.")
-        self.diff_label.setWordWrap(True)  # else its text sets the splitter's minimum width
-        self.diff_view = QPlainTextEdit()
-        self.diff_view.setReadOnly(True)
-        self.diff_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.diff_view.setFont(QFont("monospace", 9))
-        diff_box = QWidget()
-        diff_layout = QVBoxLayout(diff_box)
-        diff_layout.setContentsMargins(0, 0, 0, 0)
-        diff_layout.addWidget(self.diff_label)
-        diff_layout.addWidget(self.diff_view, 1)
-        history = QSplitter(Qt.Orientation.Horizontal)
-        history.addWidget(self.plot)
-        history.addWidget(diff_box)
-        self.history_split = history
+        self.history = SessionHistory()
+        self.history.failed.connect(lambda text: self.show_message(text, error=True))
+        self.history.diffShown.connect(lambda _run_id: self.tabs.setCurrentWidget(self.history))
 
         self.tabs = QTabWidget()
         self.tabs.addTab(compare, "Compare")
-        self.tabs.addTab(history, "History")
+        self.tabs.addTab(self.history, "History")
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.tabs)
@@ -461,94 +432,16 @@ class SessionsPanel(QWidget):
 
     # ================================================================ history
     def show_history(self, project: str, kernel: str) -> None:
-        """Plot one kernel's recorded medians (IQR bars) per backend × device over its edits."""
+        """The History tab: one kernel's recorded medians over its edits (`SessionHistory`)."""
         store = self.store()
-        if store is None:
-            return
-        try:
-            runs = store.history(project, kernel)
-        except WorkbenchError as exc:
-            self.show_message(str(exc), error=True)
-            return
-        self.history_key = (project, kernel)
-        # x: how many times the sources changed before this run (runs of one version share an x).
-        edit, previous = 0, None
-        grouped: dict[tuple[str, str], list[tuple[int, dict]]] = {}
-        for run in runs:
-            digest = run["snapshot_hash"]
-            if digest is not None:
-                if previous is not None and digest != previous:
-                    edit += 1
-                previous = digest
-            if run["median_s"] is not None:
-                grouped.setdefault((run["backend"], run["device"]), []).append((edit, run))
-        self.history_series = {
-            key: {
-                "x": np.array([x for x, _ in points], dtype=float),
-                "median": np.array([r["median_s"] for _, r in points]) * 1e6,
-                "q1": np.array([r["q1_s"] if r["q1_s"] is not None else r["median_s"] for _, r in points])
-                * 1e6,
-                "q3": np.array([r["q3_s"] if r["q3_s"] is not None else r["median_s"] for _, r in points])
-                * 1e6,
-                "ids": np.array([r["id"] for _, r in points], dtype=np.int64),
-            }
-            for key, points in grouped.items()
-        }
-        self._draw_history()
-
-    def _draw_history(self) -> None:
-        item = self.plot.getPlotItem()
-        for curve, bars in self._history_items.values():
-            item.removeItem(curve)
-            item.removeItem(bars)
-        self._history_items.clear()
-        if self.history_key is not None:
-            project, kernel = self.history_key
-            item.setTitle(
-                f"history of {project}/{kernel}: median per backend × device", color=TEXT, size="10pt"
-            )
-        for index, (key, series) in enumerate(sorted(self.history_series.items())):
-            color = PALETTE[index % len(PALETTE)]
-            name = f"{key[0]} · {key[1]}"
-            curve = self.plot.plot(
-                series["x"], series["median"], name=name, pen=pg.mkPen(color, width=1.5), symbol="o",
-                symbolSize=8, symbolBrush=color, symbolPen=pg.mkPen(color), data=series["ids"].tolist(),
-            )  # fmt: skip
-            curve.sigPointsClicked.connect(self._point_clicked)
-            bars = pg.ErrorBarItem(
-                x=series["x"], y=series["median"], top=series["q3"] - series["median"],
-                bottom=series["median"] - series["q1"], beam=0.12, pen=pg.mkPen(color, width=1),
-            )  # fmt: skip
-            self.plot.addItem(bars)
-            self._history_items[key] = (curve, bars)
-        edits = max((int(s["x"].max()) for s in self.history_series.values() if len(s["x"])), default=0)
-        item.getAxis("bottom").setTickSpacing(*((1, 1) if edits <= 20 else (None, None)))
-        item.enableAutoRange()
-
-    def history_items(self) -> dict[tuple[str, str], tuple[pg.PlotDataItem, pg.ErrorBarItem]]:
-        return dict(self._history_items)
-
-    def _point_clicked(self, _curve: Any, points: Any, *_args: Any) -> None:
-        if len(points):
-            self.show_diff(int(points[0].data()))
+        if store is not None:
+            self.history.show_history(store, project, kernel)
 
     def show_diff(self, run_id: int) -> None:
-        """Show the source diff of one run against the previous recorded run of its kernel."""
+        """The History tab: one run's sources against the previous recorded run of its kernel."""
         store = self.store()
-        if store is None:
-            return
-        try:
-            run = store.get_run(run_id, samples=False)
-            diff = store.diff(run_id)
-        except WorkbenchError as exc:
-            self.show_message(str(exc), error=True)
-            return
-        self.diff_label.setText(
-            f"Run #{run_id} ({run['backend']} on {run['device']}, {format_time(run['median_s'], '–')}): its sources "
-            "against the previous recorded run of this kernel"
-        )
-        self.diff_view.setPlainText(diff or "(no source change since the previous recorded run)")
-        self.tabs.setCurrentIndex(1)
+        if store is not None:
+            self.history.show_diff(store, run_id)
 
     # ================================================================ export / import
     def export_ids(self) -> list[int]:
@@ -612,7 +505,7 @@ class SessionsPanel(QWidget):
         if not self._sized and self.width() > 200:
             self._sized = True
             self.split.setSizes([int(self.width() * 0.4), int(self.width() * 0.6)])
-            self.history_split.setSizes([int(self.width() * 0.36), int(self.width() * 0.24)])
+            self.history.setSizes([int(self.width() * 0.36), int(self.width() * 0.24)])
         if not hasattr(self, "_followed"):
             self._followed = follow_dock(self, lambda visible: visible and self._refresh_if_shown())
         self._refresh_if_shown()
