@@ -102,7 +102,7 @@ class PhaseClock:
         self._lock = threading.Lock()
 
     def __call__(self, event) -> None:
-        from workbench.profile.live import LiveRunEvent
+        from workbench.profile.live.live import LiveRunEvent
 
         kind = "run:" + event.event.kind if isinstance(event, LiveRunEvent) else event.kind
         with self._lock:

@@ -38,10 +38,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_output import write_json  # noqa: E402
-from workbench.profile.compare import compare_runs  # noqa: E402
-from workbench.profile.record import record_report, result_row  # noqa: E402
-from workbench.profile.sources import snapshot_hash  # noqa: E402
-from workbench.profile.store import SessionStore  # noqa: E402
+from workbench.profile.sessions.compare import compare_runs  # noqa: E402
+from workbench.profile.sessions.record import record_report, result_row  # noqa: E402
+from workbench.profile.sessions.sources import snapshot_hash  # noqa: E402
+from workbench.profile.sessions.store import SessionStore  # noqa: E402
 
 KERNELS = [f"kernel{i:02d}" for i in range(20)]
 BACKENDS = ["cpu", "nvptx", "rust-gpu", "rust-cuda", "cuda-c", "wgsl"]

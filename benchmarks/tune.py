@@ -50,8 +50,8 @@ def fresh_copy(work: Path, name: str) -> Path:
 def sweep_once(
     root: Path, values: list[int], n: int, db: Path, cache: Path, timing, rounds: int, confirm: int
 ) -> dict:
-    from workbench.profile.store import SessionStore
-    from workbench.profile.tune import Point, SweepRunner
+    from workbench.profile.sessions.store import SessionStore
+    from workbench.profile.tuning.tune import Point, SweepRunner
     from workbench.project import Project
     from workbench.run.service import RunService
 

@@ -6,7 +6,7 @@ fresh worker processes, recorded in a temporary sessions database. A change of `
 simulated by scaling one side's recorded per-invocation medians by (1 + effect): the spread between
 invocations is the real one, only the shift is made up. For k = 1 … R // 2 invocations a side,
 `--trials` random disjoint draws of k baseline and k changed invocations go through the verdict
-(`workbench.profile.noise.between_invocations`):
+(`workbench.profile.sessions.noise.between_invocations`):
 
 - power: the fraction called "slower" (the change is real);
 - false verdicts: the same draws unscaled (A/A), the fraction called "faster" or "slower";
@@ -43,8 +43,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_output import OUT_HELP, machine, write_json  # noqa: E402
-from workbench.profile.noise import MIN_EFFECT, between_invocations, is_busy, noise_floor  # noqa: E402
-from workbench.profile.store import SessionStore  # noqa: E402
+from workbench.profile.sessions.noise import MIN_EFFECT, between_invocations, is_busy, noise_floor  # noqa: E402
+from workbench.profile.sessions.store import SessionStore  # noqa: E402
 
 POWER = 0.8
 Z_CONFIDENCE, Z_POWER = 1.959964, 0.841621
@@ -182,7 +182,7 @@ def main() -> int:
     data = {
         "benchmark": "verdict_power", "machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "method": "real A/A invocations (workbench run --repeat, fresh workers each), a change simulated by "
-        "scaling one side's per-invocation medians; verdict = workbench.profile.noise.between_invocations",
+        "scaling one side's per-invocation medians; verdict = workbench.profile.sessions.noise.between_invocations",
         "settings": {
             "repeat": args.repeat, "size": args.size, "backends": args.backend, "effect": args.effect,
             "trials": args.trials, "min_effect": args.min_effect, "power_goal": POWER,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.store import SessionStore
 from workbench.templates import create_project, rename, template_names
 from workbench.trust_store import is_trusted
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workbench.profile.record import result_row
+from workbench.profile.sessions.record import result_row
 from workbench.records import COMPARED, REFERENCE, UNVERIFIED, CheckRecord, RunResult, Stale
 from workbench.result_text import (
     REFERENCE_FAILED,

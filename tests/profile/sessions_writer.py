@@ -13,9 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import synthetic_report  # noqa: E402
 
-from workbench.profile.record import record_report  # noqa: E402
-from workbench.profile.sources import snapshot_hash  # noqa: E402
-from workbench.profile.store import SessionStore  # noqa: E402
+from workbench.profile.sessions.record import record_report  # noqa: E402
+from workbench.profile.sessions.sources import snapshot_hash  # noqa: E402
+from workbench.profile.sessions.store import SessionStore  # noqa: E402
 
 
 def main() -> None:

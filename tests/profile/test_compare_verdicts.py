@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from workbench.profile import compare, noise
-from workbench.profile.record import record_report
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions import compare, noise
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.store import SessionStore
 
 CPU = ("cpu", "cpu")
 QUIET = {"source": "/proc", "cpus": 2, "other_cpu_cores": 0.01, "wall_s": 1.0}
@@ -149,7 +149,7 @@ def test_an_invocation_row_without_a_partner_says_so(tmp_path, make_report):
 def test_a_repeat_report_imports_every_repetition_and_odd_conditions_read_as_unknown(tmp_path, make_report):
     import json
 
-    from workbench.profile.export import import_bundle
+    from workbench.profile.sessions.export import import_bundle
     from workbench.run.host_load import flags
 
     reps = [

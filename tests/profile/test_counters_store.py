@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from workbench.profile.record import record_report
-from workbench.profile.schema import MIGRATIONS, SCHEMA_VERSION
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.schema import MIGRATIONS, SCHEMA_VERSION
+from workbench.profile.sessions.store import SessionStore
 
 
 def test_a_version_2_database_gains_the_counters_table_and_keeps_its_runs(tmp_path, make_report):
@@ -46,8 +46,8 @@ def test_counters_are_compared_under_the_timings_rules(tmp_path, make_report):
     launches as their counters; a pair that is not comparable gets no counters comparison."""
     from pathlib import Path
 
-    from workbench.profile.compare import compare_runs
-    from workbench.profile.counters_compare import compare_counters, lines
+    from workbench.profile.sessions.compare import compare_runs
+    from workbench.profile.sessions.counters_compare import compare_counters, lines
     from workbench.run.counters.ncu_csv import parse
 
     capture = Path(__file__).resolve().parents[1] / "run" / "data" / "ncu-h200.csv"

@@ -87,8 +87,8 @@ def test_the_run_service_measures_the_host_so_every_recorder_stores_it(
     """The window, sweeps and the command line all record through `RunService.run`: the report
     carries the host's conditions, and the window's recorder (a `SessionRecorder`, handed the
     report object itself) stores them, so a busy window run is flagged like a CLI one."""
-    from workbench.profile.recorder import SessionRecorder
-    from workbench.profile.store import SessionStore
+    from workbench.profile.sessions.recorder import SessionRecorder
+    from workbench.profile.sessions.store import SessionStore
     from workbench.run.service import RunService
 
     project = example_copy("saxpy")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.profile.last_good import LastGood, fresh_only
+from workbench.profile.live.last_good import LastGood, fresh_only
 from workbench.records import BuildResult, RunResult, Stale
 from workbench.result_text import stale_label, stale_note
 from workbench.run.service import RunReport

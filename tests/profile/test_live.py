@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from workbench.build import BuildService
-from workbench.profile.live import LiveCycleFinished, LiveEvent, LiveLoop, LiveRunEvent, affected_backends
+from workbench.profile.live.live import (
+    LiveCycleFinished,
+    LiveEvent,
+    LiveLoop,
+    LiveRunEvent,
+    affected_backends,
+)
 from workbench.project import Project
 from workbench.run.events import RunEvent, RunFinished
 from workbench.run.service import RunService

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.store import SessionStore
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "resources" / "examples"

@@ -9,11 +9,18 @@ import json
 import numpy as np
 import pytest
 
-from workbench.profile import compare
-from workbench.profile.export import ExportError, chrome_trace, import_bundle, render, select_runs, write_text
-from workbench.profile.record import record_report
-from workbench.profile.sources import snapshot_hash
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions import compare
+from workbench.profile.sessions.export import (
+    ExportError,
+    chrome_trace,
+    import_bundle,
+    render,
+    select_runs,
+    write_text,
+)
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.sources import snapshot_hash
+from workbench.profile.sessions.store import SessionStore
 
 
 @pytest.mark.parametrize("n", [7, 8, 51, 200])

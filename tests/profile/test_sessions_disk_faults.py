@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.profile import db_errors
-from workbench.profile.export import render
-from workbench.profile.record import record_report
-from workbench.profile.store import SessionStore, SessionStoreError
+from workbench.profile.sessions import db_errors
+from workbench.profile.sessions.export import render
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.store import SessionStore, SessionStoreError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -244,7 +244,7 @@ def test_a_lock_held_by_another_process_is_named_a_lock(tmp_path, make_report):
 
 def test_a_refused_row_is_a_constraint_not_corruption(tmp_path, make_report):
     with SessionStore(tmp_path / "s.db") as store:
-        from workbench.profile.record import result_row
+        from workbench.profile.sessions.record import result_row
 
         report = make_report()
         row = result_row(report, report["results"][0], "inv", "no-such-snapshot")

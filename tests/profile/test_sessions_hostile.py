@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.profile.export import ExportError, render, write_text
-from workbench.profile.record import record_report
-from workbench.profile.sources import snapshot_hash
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.export import ExportError, render, write_text
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.sources import snapshot_hash
+from workbench.profile.sessions.store import SessionStore
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.profile.record import record_report
-from workbench.profile.store import SessionStore, held_here
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.store import SessionStore, held_here
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.profile.record import record_report
-from workbench.profile.schema import MIGRATIONS, SCHEMA_VERSION
-from workbench.profile.sources import snapshot_hash
-from workbench.profile.store import SessionStore, SessionStoreError, default_db_path
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.schema import MIGRATIONS, SCHEMA_VERSION
+from workbench.profile.sessions.sources import snapshot_hash
+from workbench.profile.sessions.store import SessionStore, SessionStoreError, default_db_path
 from workbench.result_text import row_verdict
 
 WRITER = Path(__file__).with_name("sessions_writer.py")
@@ -270,7 +270,7 @@ def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path):
     """The first opener creates and migrates the file while others open it: none may read the
     tables without the version (two reads apart, a migration committing in between made a new
     sessions database look foreign: 4 of 90 openers failed in 15 rounds of 6 before the fix)."""
-    code = "import sys; from workbench.profile.store import SessionStore; SessionStore(sys.argv[1]).close()"
+    code = "import sys; from workbench.profile.sessions.store import SessionStore; SessionStore(sys.argv[1]).close()"
     for round_ in range(20):
         path = tmp_path / f"new-{round_}.db"
         openers = [

@@ -93,9 +93,9 @@ def test_a_permission_refusal_is_named_with_its_fix(cuda_report, tmp_path, monke
 def test_counters_of_the_launch_child_are_recorded_exported_and_imported(cuda_report, tmp_path, monkeypatch):
     """The stand-in runs the program ncu is given (the launch child, over the pycuda double) and
     writes the real H200 capture where ncu would."""
-    from workbench.profile.export import import_bundle, render
-    from workbench.profile.record import record_report
-    from workbench.profile.store import SessionStore
+    from workbench.profile.sessions.export import import_bundle, render
+    from workbench.profile.sessions.record import record_report
+    from workbench.profile.sessions.store import SessionStore
 
     report, project = cuda_report
     seen = tmp_path / "seen.json"
@@ -147,7 +147,7 @@ def test_workbench_run_counters_prints_records_and_adds_them_to_json(saxpy_cdyli
     --json (the rest of the shape unchanged), the record stored with the run."""
     import subprocess
 
-    from workbench.profile.store import SessionStore
+    from workbench.profile.sessions.store import SessionStore
 
     artifacts = tmp_path / "artifacts"
     _export(artifacts, "cpu", "cdylib", saxpy_cdylib, "saxpy_cpu")

@@ -14,7 +14,7 @@ from workbench.build import build_project
 from workbench.build.toolchains import detect
 from workbench.errors import ManifestError
 from workbench.manifest import load_manifest
-from workbench.profile.tune import space
+from workbench.profile.tuning.tune import space
 from workbench.project import Project
 
 

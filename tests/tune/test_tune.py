@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from workbench.profile import ranking
-from workbench.profile.apply import ApplyError, apply_config
-from workbench.profile.store import SessionStore
-from workbench.profile.tune import Point, SweepRunner, TuneError, parse_param, space
+from workbench.profile.sessions.store import SessionStore
+from workbench.profile.tuning import ranking
+from workbench.profile.tuning.apply import ApplyError, apply_config
+from workbench.profile.tuning.tune import Point, SweepRunner, TuneError, parse_param, space
 from workbench.project import Project
 
 

@@ -11,10 +11,10 @@ import math
 
 import pytest
 
-from workbench.profile import ranking
-from workbench.profile.apply import ApplyError, choose_slot, winner_config
-from workbench.profile.store import SessionStore
-from workbench.profile.tune import Point, SweepRunner
+from workbench.profile.sessions.store import SessionStore
+from workbench.profile.tuning import ranking
+from workbench.profile.tuning.apply import ApplyError, choose_slot, winner_config
+from workbench.profile.tuning.tune import Point, SweepRunner
 from workbench.project import Project
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from workbench.profile.record import record_report
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.store import SessionStore
 from workbench.project import Project
 from workbench.ui.screenshot import save_screenshot
 from workbench.ui.sessions_panel import COMPARE_COLUMNS, RUN_COLUMNS, SessionsPanel
@@ -137,7 +137,7 @@ def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, te
     panel.resize(1400, 520)
     panel.refresh()
     panel.select_run(runs[0]["id"])
-    series = panel.history_series
+    series = panel.history.history_series
     assert set(series) == {("cpu", "cpu"), ("wgsl", "wgpu:0")}
     wgsl_runs = sorted((r for r in runs if r["backend"] == "wgsl"), key=lambda r: r["id"])
     plotted = series[("wgsl", "wgpu:0")]
@@ -145,7 +145,7 @@ def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, te
     assert plotted["x"].tolist() == [0, 0, 1, 2, 3]  # the second run had no edit
     assert np.allclose(plotted["median"], [r["median_s"] * 1e6 for r in wgsl_runs])
     assert np.all(plotted["q1"] <= plotted["median"]) and np.all(plotted["median"] <= plotted["q3"])
-    curve, bars = panel.history_items()[("wgsl", "wgpu:0")]
+    curve, bars = panel.history.history_items()[("wgsl", "wgpu:0")]
     x, y = curve.getData()
     assert np.array_equal(x, plotted["x"]) and np.allclose(y, plotted["median"])
     assert np.allclose(bars.opts["top"], plotted["q3"] - plotted["median"])
@@ -153,10 +153,12 @@ def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, te
 
     # Clicking the point of the fourth run opens its diff: 200 → 800 iterations.
     points = curve.scatter.points()
+    panel.tabs.setCurrentIndex(0)
     curve.sigPointsClicked.emit(curve, [points[3]], None)
-    text = panel.diff_view.toPlainText()
+    assert panel.tabs.currentWidget() is panel.history  # the diff comes up in its tab
+    text = panel.history.diff_view.toPlainText()
     assert "-        for (var k = 0u; k < 200u;" in text and "+        for (var k = 0u; k < 800u;" in text
-    assert f"Run #{wgsl_runs[3]['id']}" in panel.diff_label.text()
+    assert f"Run #{wgsl_runs[3]['id']}" in panel.history.diff_label.text()
     panel.select_run(runs[-1]["id"])  # baseline: the first cpu run; compare the newest wgsl run
     panel.set_baseline(runs[-1]["id"])
     panel.select_run(runs[0]["id"])

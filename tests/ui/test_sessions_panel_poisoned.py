@@ -7,8 +7,8 @@ import sqlite3
 
 import numpy as np
 
-from workbench.profile.record import record_report
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.record import record_report
+from workbench.profile.sessions.store import SessionStore
 from workbench.ui.sessions_panel import SessionsPanel
 
 
@@ -56,8 +56,8 @@ def test_poisoned_rows_are_listed_as_invalid_and_never_crash_the_panel(make_widg
         panel.select_run(run_id)
         panel.set_baseline(1 if run_id != 1 else 2)
         panel.select_run(run_id)
-    assert panel.history_key == ("demo", "saxpy")
-    assert sorted(panel.history_series) == [("cpu", "cpu")]
+    assert panel.history.history_key == ("demo", "saxpy")
+    assert sorted(panel.history.history_series) == [("cpu", "cpu")]
     assert panel.message.styleSheet() == "", panel.message.text()
 
 

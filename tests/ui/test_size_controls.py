@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from workbench.cli import main as cli_main
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.store import SessionStore
 from workbench.ui.screenshot import save_screenshot
 
 BUILD_TIMEOUT_MS = 240_000  # a cold cargo build on 2 shared cores

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QImage, QPainter
 
-from workbench.profile.size_sweep import copy_ceilings
+from workbench.profile.tuning.size_sweep import copy_ceilings
 from workbench.run.timing import TimingOptions
 from workbench.ui.plot_data import log_scale_wanted
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.store import SessionStore
 from workbench.project import Project
 from workbench.run.timing import TimingOptions
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import SignalInstance
 
-from workbench.profile.live import LiveEvent
+from workbench.profile.live.live import LiveEvent
 from workbench.run.events import RunDone, RunEvent, RunFinished, RunPhase
 from workbench.ui.artifacts_view import ArtifactsBridge
 from workbench.ui.build_panel import BuildPanelBridge

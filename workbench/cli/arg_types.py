@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from workbench.profile.bundle_check import SEED_LIMIT
+from workbench.profile.sessions.bundle_check import SEED_LIMIT
 
 
 def seed(text: str) -> int:

@@ -130,21 +130,15 @@ def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
-def _record(report, snapshot, args, host=None, series=None) -> None:
+def _record(recorder, report, snapshot, args, host=None, series=None) -> None:
     """Record the run in the sessions database; a failure is reported, never fatal to the run."""
-    from workbench.profile.record import record_report
-    from workbench.profile.store import SessionStore
-
     try:
-        with SessionStore(args.db) as store:
-            ids = record_report(
-                store, report, snapshot=snapshot, keep_outputs=args.keep_outputs, host=host, series=series
-            )
+        ids = recorder.record(report, snapshot, host=host, series=series)
     except (WorkbenchError, OSError) as exc:
         print(f"warning: the run was not recorded: {exc}", file=sys.stderr)
         return
     if ids and not args.json:
-        print(f"recorded as run(s) #{ids[0]}–#{ids[-1]} in {store.path}", file=sys.stderr)
+        print(f"recorded as run(s) #{ids[0]}–#{ids[-1]} in {recorder.database}", file=sys.stderr)
 
 
 def run(args) -> int:
@@ -160,33 +154,40 @@ def run(args) -> int:
     if args.repeat < 1:
         raise WorkbenchError(f"--repeat must be at least 1, got {args.repeat}")
 
-    snapshot = None
-    if not args.no_record:  # the sources as they are built, before an editor can change them
-        from workbench.profile.sources import snapshot as take_snapshot
+    from workbench.profile.sessions.recorder import SessionRecorder
 
-        snapshot = take_snapshot(project)
+    recorder = SessionRecorder(args.db, keep_outputs=args.keep_outputs, enabled=not args.no_record)
+    snapshot = recorder.begin(project)  # the sources as they are built, before an editor can change them
     series_id = uuid.uuid4().hex if args.repeat > 1 else None
     repetitions = []
-    for index in range(1, args.repeat + 1):
-        series = {"id": series_id, "index": index, "of": args.repeat} if series_id else None
-        report, host = _run_once(project, args, sizes, devices, series)
-        if args.counters:
-            from workbench.cli.run_counters import take
+    try:
+        for index in range(1, args.repeat + 1):
+            series = {"id": series_id, "index": index, "of": args.repeat} if series_id else None
+            report, host = _run_once(project, args, sizes, devices, series)
+            if args.counters:
+                from workbench.cli.run_counters import take
 
-            take(project, report, args)
-        if not args.no_record:
-            _record(report, snapshot, args, host, series)
-        repetitions.append((report, host, series))
-        if not args.json:
-            sizes_text = ", ".join(f"{k}={v}" for k, v in report.sizes.items())
-            which = f"; repetition {index} of {args.repeat}" if series else ""
-            print(
-                f"{report.project} / {report.kernel}  ({sizes_text}; seed {report.seed}; reference {report.reference}{which})"
-            )
-            print(table(report.results, host))
+                take(project, report, args)
+            if recorder.enabled:
+                _record(recorder, report, snapshot, args, host, series)
+            repetitions.append((report, host, series))
+            _print_repetition(args, report, host, series, index)
+    finally:
+        recorder.close()
     if args.json:
         print(json.dumps(_json(repetitions), indent=2))
     return 0 if all(report.ok for report, _, _ in repetitions) else 1
+
+
+def _print_repetition(args, report, host, series, index: int) -> None:
+    if args.json:
+        return
+    sizes_text = ", ".join(f"{k}={v}" for k, v in report.sizes.items())
+    which = f"; repetition {index} of {args.repeat}" if series else ""
+    print(
+        f"{report.project} / {report.kernel}  ({sizes_text}; seed {report.seed}; reference {report.reference}{which})"
+    )
+    print(table(report.results, host))
 
 
 def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any]]:

@@ -96,7 +96,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from workbench.profile.store import SessionStore
+    from workbench.profile.sessions.store import SessionStore
 
     handlers = {
         "list": _list, "show": _show, "compare": _compare, "export": _export, "import": _import,
@@ -142,7 +142,7 @@ def _list(store, args) -> int:
         verified={"yes": True, "no": False}.get(args.verified), since=_since(args.since),
         limit=args.limit or None,
     )  # fmt: skip
-    from workbench.profile.conditions import run_conditions, series_text
+    from workbench.profile.sessions.conditions import run_conditions, series_text
 
     extras = run_conditions(store, [r["id"] for r in runs])
     if args.json:
@@ -217,14 +217,14 @@ def _show(store, args) -> int:
 
 
 def _compare(store, args) -> int:
-    from workbench.profile.compare import COLUMNS, cells, compare_runs
-    from workbench.profile.noise import MIN_EFFECT
+    from workbench.profile.sessions.compare import COLUMNS, cells, compare_runs
+    from workbench.profile.sessions.noise import MIN_EFFECT
 
     min_effect = MIN_EFFECT if args.min_effect is None else args.min_effect
     result = compare_runs(
         store, args.baseline, args.run, invocation=args.invocation, force=args.force, min_effect=min_effect
     )
-    from workbench.profile.counters_compare import compare_counters, lines
+    from workbench.profile.sessions.counters_compare import compare_counters, lines
 
     counters = compare_counters(store, result["rows"])
     if counters:  # both runs took counters (`run --counters`): additive, under the same rules
@@ -246,7 +246,7 @@ def _compare(store, args) -> int:
 
 
 def _export(store, args) -> int:
-    from workbench.profile.export import render, write_text
+    from workbench.profile.sessions.export import render, write_text
 
     text = render(store, args.format, args.ids)
     if args.output:
@@ -258,8 +258,8 @@ def _export(store, args) -> int:
 
 
 def _check(store, args) -> int:
-    from workbench.profile.damage_note import note_path
-    from workbench.profile.store import SessionStoreError
+    from workbench.profile.sessions.damage_note import note_path
+    from workbench.profile.sessions.store import SessionStoreError
 
     marked = note_path(store.path).exists()
     try:
@@ -277,7 +277,7 @@ def _check(store, args) -> int:
 
 
 def _import(store, args) -> int:
-    from workbench.profile.export import import_bundle
+    from workbench.profile.sessions.export import import_bundle
 
     added, skipped = import_bundle(store, args.file)
     print(f"imported {added} run(s) into {store.path}; {skipped} already there")

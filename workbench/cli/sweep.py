@@ -69,7 +69,7 @@ def table(data: dict[str, Any]) -> str:
 
 def run(args) -> int:
     from workbench.cli.tune import run_points
-    from workbench.profile.size_sweep import copy_ceilings, curves, parse_size_range, size_points
+    from workbench.profile.tuning.size_sweep import copy_ceilings, curves, parse_size_range, size_points
     from workbench.size_values import parse_sizes
 
     try:

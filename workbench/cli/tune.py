@@ -15,7 +15,7 @@ from typing import Any
 
 from workbench.cli import arg_types
 from workbench.errors import WorkbenchError
-from workbench.profile.ranking import MIN_EFFECT, outcome
+from workbench.profile.tuning.ranking import MIN_EFFECT, outcome
 from workbench.project import Project
 from workbench.units import format_time
 
@@ -158,8 +158,8 @@ def table(data: dict[str, Any]) -> str:
 def run_points(args, project, kernel, backends, devices, points, progress, what: str):
     """Run `points` with a recording SweepRunner (`tune` and `sweep` alike): the result, or the exit
     status when the sweep could not finish (2 on bad input, 130 when interrupted)."""
-    from workbench.profile.store import SessionStore
-    from workbench.profile.tune import SweepRunner
+    from workbench.profile.sessions.store import SessionStore
+    from workbench.profile.tuning.tune import SweepRunner
 
     store = SessionStore(args.db)
     runner = dispatcher = None
@@ -192,8 +192,8 @@ def run_points(args, project, kernel, backends, devices, points, progress, what:
 
 def open_cluster(text: str, project, kernel: str, runner):
     """The `--cluster` dispatcher of a sweep; the workers refused for its ranking are named."""
-    from workbench.profile.cluster.connect import parse
-    from workbench.profile.cluster.dispatch import ClusterDispatcher
+    from workbench.profile.tuning.cluster.connect import parse
+    from workbench.profile.tuning.cluster.dispatch import ClusterDispatcher
 
     dispatcher = ClusterDispatcher(parse(text), project, kernel, runner.backends,
                                    local_service=runner.service, cache_dir=runner.cache_dir,
@@ -206,7 +206,7 @@ def open_cluster(text: str, project, kernel: str, runner):
 
 
 def run(args) -> int:
-    from workbench.profile.tune import Point, parse_param, space
+    from workbench.profile.tuning.tune import Point, parse_param, space
     from workbench.size_values import parse_sizes
 
     try:
@@ -241,7 +241,7 @@ def run(args) -> int:
     if args.export_kt:
         from datetime import UTC, datetime
 
-        from workbench.profile.kernel_tuner import export
+        from workbench.profile.tuning.kernel_tuner import export
 
         try:
             stamp = datetime.now(UTC).isoformat()
@@ -267,7 +267,7 @@ def run(args) -> int:
 
 def apply_best(project: Project, kernel: str, best: dict[str, Any], slot: str) -> dict[str, Any]:
     """Write the winner of `slot` (or of the one slot the tunables affect) into workbench.toml."""
-    from workbench.profile.apply import apply_config, choose_slot, winner_config
+    from workbench.profile.tuning.apply import apply_config, choose_slot, winner_config
 
     slot = choose_slot(best, slot)
     config = winner_config(best[slot])

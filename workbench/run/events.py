@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 @dataclass(frozen=True)
 class Event:
-    """A typed event (the run's here, the live loop's in `profile/live.py`); `kind` names it as
+    """A typed event (the run's here, the live loop's in `profile/live/live.py`); `kind` names it as
     the dict events did."""
 
     kind: ClassVar[str] = ""

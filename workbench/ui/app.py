@@ -56,14 +56,22 @@ def apply_theme(app: QApplication) -> None:
     app.setStyleSheet(theme.APP_STYLE_SHEET)
 
 
-def create_bridge(cache_dir: str | Path | None = None) -> Any:
+def create_bridge(cache_dir: str | Path | None = None, recorder: Any = None) -> Any:
     """The ServiceBridge, or None (with the reason logged) when it cannot be built."""
     try:
         from workbench.ui.bridge import ServiceBridge
     except ImportError as exc:
         log.warning("the service bridge is not available: %s", exc)
         return None
-    return ServiceBridge(cache_dir=cache_dir)
+    return ServiceBridge(cache_dir=cache_dir, recorder=recorder)
+
+
+def create_recorder(settings: Settings) -> Any:
+    """The window's `SessionRecorder` (core): every run the bridge finishes is recorded through
+    it, whichever panels exist; the "Record runs" toggle and the database file are settings."""
+    from workbench.profile.sessions.recorder import SessionRecorder
+
+    return SessionRecorder(settings.sessions_db or None, enabled=settings.record_runs)
 
 
 def load_panel(key: str, bridge: Any) -> QWidget:
@@ -86,7 +94,7 @@ def create_window(
 ) -> MainWindow:
     """Build the bridge (with the remembered backends and devices), the panels and the window."""
     settings = settings if settings is not None else load_settings()
-    bridge = create_bridge(cache_dir)
+    bridge = create_bridge(cache_dir, create_recorder(settings))
     if bridge is not None:
         bridge.set_backends(settings.backends)
         bridge.set_devices(settings.devices)

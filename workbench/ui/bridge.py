@@ -10,6 +10,10 @@ The console's `build()` / `run()` go through `start_build` / `start_run`: they r
 `concurrent.futures.Future` at once and do the work on a thread of their own; the results reach
 the panels through the same signals as the window's Build and Run (`buildFinished`, `runEvent`,
 `runFinished`).
+
+Recording is the bridge's, not a panel's: every run it finishes (the window's Run, a save's rerun,
+the console's `run()`) goes to the `SessionRecorder` the composition root hands it, with the
+sources snapshotted when that run's build started; `runRecorded` says how each recording went.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
-from workbench.profile.last_good import LastGood
-from workbench.profile.live import (
+from workbench.profile.live.last_good import LastGood, fresh_only
+from workbench.profile.live.live import (
     LiveBuildFinished,
     LiveCycleFinished,
     LiveCycleStarted,
@@ -80,8 +84,12 @@ class ServiceBridge(QObject):
     manifestChecked = Signal(object)
     #: dict[str, int]: the sizes runs use instead of the manifest's ({}: the manifest's own).
     sizesChanged = Signal(object)
+    #: After each recording of a finished run: {"ids": [...]} or {"error": "..."}.
+    runRecorded = Signal(object)
 
-    def __init__(self, parent: QObject | None = None, cache_dir: str | Path | None = None):
+    def __init__(
+        self, parent: QObject | None = None, cache_dir: str | Path | None = None, recorder: Any = None
+    ):
         super().__init__(parent)
         from workbench.build import BuildService
         from workbench.run.service import RunService
@@ -100,6 +108,12 @@ class ServiceBridge(QObject):
         #: "save" (edit → result) or "run" (run → result): what `latencyMeasured` measured.
         self.last_latency_reason = ""
         self.cache_dir = cache_dir
+        #: The `SessionRecorder` every finished run goes to (None: nothing is recorded); closed
+        #: by `shutdown()`, after the runs in flight.
+        self.recorder = recorder
+        #: Live cycle -> the sources snapshotted as its build started (loop thread writes, GUI reads).
+        self._cycle_sources: dict[int, Any] = {}
+        self._cycle_projects: dict[int, Project | None] = {}
         self._busy = False
         self._closed = False
         self._device_thread: threading.Thread | None = None
@@ -117,7 +131,7 @@ class ServiceBridge(QObject):
         self.loop = LiveLoop(self.build_service, self.run_service, backends=[])
         self._defaults_thread: threading.Thread | None = None
         self.build_service.subscribe(self._on_build_event)
-        self.loop.subscribe(self._post_event)
+        self.loop.subscribe(self._on_live_event)
 
     # ------------------------------------------------------------------ selection
     def set_project(self, project: Project | str | Path | None) -> None:
@@ -333,8 +347,9 @@ class ServiceBridge(QObject):
         )
 
         def work() -> Any:
+            sources = self.recorder.begin(project) if self.recorder is not None else None
             report = self.run_service.run(project, on_event=self._post_event, **options)
-            self._post("job-run", report)
+            self._post("job-run", (report, sources))
             return report
 
         return self._start_job("run", work)
@@ -374,7 +389,7 @@ class ServiceBridge(QObject):
             return
         self._closed = True
         self.build_service.unsubscribe(self._on_build_event)
-        self.loop.unsubscribe(self._post_event)
+        self.loop.unsubscribe(self._on_live_event)
         self.loop.close()
         if self._defaults_thread is not None:  # before the services close: it starts run workers
             self._defaults_thread.join(30.0)
@@ -391,6 +406,8 @@ class ServiceBridge(QObject):
             thread.join(30.0)
         for thread in self._job_threads:
             thread.join(30.0)  # the services are closed: their waits end
+        if self.recorder is not None:
+            self.recorder.close()  # what is queued is recorded first
         self._relay.posted.disconnect(self._deliver)
         self._set_busy(False)
 
@@ -432,6 +449,33 @@ class ServiceBridge(QObject):
     def _on_build_event(self, event: Any) -> None:
         self._post("build", event)
 
+    def _on_live_event(self, event: LiveEvent) -> None:
+        """Loop thread: note what a recording needs, then hand the event to the GUI thread."""
+        if self.recorder is not None:
+            self._snapshot_at_build(event)
+        self._post_event(event)
+
+    def _snapshot_at_build(self, event: LiveEvent) -> None:
+        """Loop thread, before the cycle's build is submitted: snapshot the sources it builds
+        (workbench.toml as the cycle re-read it), so an edit saved while it builds or runs is
+        recorded with the next run, not this one."""
+        match event:
+            case LiveCycleStarted() if event.reason != "build":  # a build alone is not recorded
+                self._cycle_projects[event.cycle] = self.project
+            case LiveProject() if event.cycle in self._cycle_projects:
+                self._cycle_projects[event.cycle] = event.project
+            case LiveManifest() if event.cycle in self._cycle_projects:
+                self._cycle_sources[event.cycle] = self.recorder.begin(self._cycle_projects.pop(event.cycle))
+
+    def _record(self, shown: Any, sources: Any) -> None:
+        """Hand a finished run to the recorder: only its rows that ran now (stale rows kept from an
+        earlier run were recorded then), with the sources its build read."""
+        if self.recorder is None or not self.recorder.enabled:
+            return
+        fresh = fresh_only(shown)
+        if fresh is not None:
+            self.recorder.submit(fresh, sources, on_done=lambda outcome: self._post("recorded", outcome))
+
     @Slot(object)
     def _deliver(self, item: LiveEvent | RunEvent | tuple[str, Any]) -> None:
         """GUI thread: turn a posted item into the public signals."""
@@ -460,6 +504,7 @@ class ServiceBridge(QObject):
             self.last_build = payload
             self.buildFinished.emit(payload)
         elif kind == "job-run":
+            payload, sources = payload
             # As the window's own Run: failed rows keep their last good result, shown stale.
             shown = self.last_good.merge(payload, {})
             if len(shown.results) == len(payload.results) and all(
@@ -467,8 +512,11 @@ class ServiceBridge(QObject):
             ):
                 shown = payload  # nothing stale: the console's report is the one shown
             self.last_report = shown
+            self._record(shown, sources)
             self.runFinished.emit(shown)
             self.statusMessage.emit("run finished")
+        elif kind == "recorded":
+            self.runRecorded.emit(payload)
         elif kind == "job-failed":
             self.statusMessage.emit(payload)
         elif kind == "job-ended":
@@ -523,6 +571,8 @@ class ServiceBridge(QObject):
         status = event.status
         report = event.report
         build = event.build or {}
+        sources = self._cycle_sources.pop(event.cycle, None)
+        self._cycle_projects.pop(event.cycle, None)  # a cycle that stopped before its build
         shown = None
         if report is not None:
             self.reference_changed = event.reference_changed
@@ -538,6 +588,8 @@ class ServiceBridge(QObject):
             shown = self.last_good.all_stale(self.last_report, "not rerun since the last build", reasons)
         if shown is not None:
             self.last_report = shown
+            if report is not None:
+                self._record(shown, sources)
             self.runFinished.emit(shown)
         if status == "ok" and event.latency_s is not None and report is not None:
             self.last_latency_reason = event.reason

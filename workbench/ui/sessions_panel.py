@@ -1,8 +1,9 @@
 """The Sessions panel: every recorded run, filtered; a run against a baseline; a kernel's history.
 
-Recording: each `RunReport` the bridge finishes (`runFinished`) is handed, with a snapshot of the
-project's sources read at that moment, to a `SessionRecorder` (its own thread and connection), unless
-the "Record runs" toggle is off. Browsing queries the database on the GUI thread: the queries are
+Recording is not the panel's: the bridge records every run it finishes through the core's
+`SessionRecorder` (with the sources its build read), whether or not this panel exists; the panel
+shows how it went (`bridge.runRecorded`) and its "Record runs" toggle switches the recorder.
+Browsing queries the database on the GUI thread: the queries are
 indexed and take milliseconds even with 100,000 runs (benchmarks/sessions.py), and WAL mode means a
 writer never blocks them. The panel refreshes when it is on screen; a recording made while it is
 hidden marks it stale.
@@ -10,11 +11,12 @@ hidden marks it stale.
 - the runs table lists the newest runs that pass the filters (kernel, backend, device, date,
   verified);
 - "Set as baseline" pins the selected run; selecting another run compares the two
-  (`workbench.profile.compare`, as `sessions compare` does: "Pair whole invocations" is its
+  (`workbench.profile.sessions.compare`, as `sessions compare` does: "Pair whole invocations" is its
   `--invocation`, on by default; rows that measured different things say what differs; the method
   is named);
-- the history plot shows the selected run's kernel: median with its interquartile range per
-  backend × device over the edits of its sources; clicking a point shows that run's source diff.
+- the History tab (`sessions_history.SessionHistory`) shows the selected run's kernel: median with
+  its interquartile range per backend × device over the edits of its sources; clicking a point
+  shows that run's source diff.
 """
 
 from __future__ import annotations
@@ -24,10 +26,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal, SignalInstance
-from PySide6.QtGui import QAction, QColor, QFont
+from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -37,7 +37,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMenu,
-    QPlainTextEdit,
     QPushButton,
     QSplitter,
     QTableWidget,
@@ -49,18 +48,14 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.profile.compare import COLUMNS as COMPARE_COLUMNS
-from workbench.profile.compare import cells as compare_cells
-from workbench.profile.conditions import run_conditions, series_text
-from workbench.profile.store import SessionStore, default_db_path
+from workbench.profile.sessions.compare import COLUMNS as COMPARE_COLUMNS
+from workbench.profile.sessions.compare import cells as compare_cells
+from workbench.profile.sessions.conditions import run_conditions, series_text
+from workbench.profile.sessions.store import SessionStore, default_db_path
 from workbench.result_text import cell_of, row_verdict, verdict_tone
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.plot_axes import OpaqueGridAxis
-from workbench.ui.theme import PLOT_AXIS as AXIS
-from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
-from workbench.ui.theme import PLOT_TEXT as TEXT
-from workbench.ui.theme import SERIES as PALETTE
+from workbench.ui.sessions_history import SessionHistory
 from workbench.ui.visibility import follow_dock, on_screen
 from workbench.units import format_time
 
@@ -97,16 +92,15 @@ class SessionsBridge(Protocol):
     """The bridge members the sessions panel uses (`ServiceBridge` has them:
     tests/ui/test_typed_events.py)."""
 
-    runFinished: SignalInstance
-    project: Any
+    runRecorded: SignalInstance
+    recorder: Any
 
 
 class SessionsPanel(QWidget):
-    """Browse, compare and export the recorded runs; record the window's runs."""
+    """Browse, compare and export the recorded runs."""
 
-    #: After each recording: {"ids": [...]} or {"error": "..."} (GUI thread).
+    #: After each recording of the window's runs (the bridge's): {"ids": [...]} or {"error": "..."}.
     recorded = Signal(object)
-    _recorder_done = Signal(object)  # from the recorder's thread (queued to the GUI thread)
 
     def __init__(
         self,
@@ -122,18 +116,12 @@ class SessionsPanel(QWidget):
         self.baseline_id: int | None = None
         self.runs: list[dict[str, Any]] = []
         self.compare_result: dict[str, Any] | None = None
-        self.history_key: tuple[str, str] | None = None
-        #: (backend, device) -> {"x", "median", "q1", "q3", "ids"} of the history plot
-        self.history_series: dict[tuple[str, str], dict[str, np.ndarray]] = {}
-        self._history_items: dict[tuple[str, str], tuple[pg.PlotDataItem, pg.ErrorBarItem]] = {}
         self._store: SessionStore | None = None
-        self._recorder: Any = None
         self._stale = True
         self._closed = False
         self._build_ui()
-        self._recorder_done.connect(self._on_recorded)
         if bridge is not None:
-            bridge.runFinished.connect(self.on_run_finished)
+            bridge.runRecorded.connect(self._on_recorded)
 
     # ================================================================ construction
     def _build_ui(self) -> None:
@@ -216,36 +204,13 @@ class SessionsPanel(QWidget):
         layout.addWidget(self.compare_table, 1)
         layout.addWidget(self.method_label)
 
-        self.plot = pg.PlotWidget(axisItems={side: OpaqueGridAxis(side) for side in ("left", "bottom")})
-        self.plot.setBackground(BACKGROUND)
-        item = self.plot.getPlotItem()
-        item.setTitle("history: pick a run", color=TEXT, size="10pt")
-        item.setLabel("left", "median (µs), bar: IQR", color=TEXT)
-        item.setLabel("bottom", "edit of the kernel's sources (0 = first recorded)", color=TEXT)
-        item.showGrid(x=True, y=True, alpha=0.2)
-        item.addLegend(offset=(-10, 10), labelTextColor=TEXT)
-        for axis in ("left", "bottom"):
-            item.getAxis(axis).setTextPen(TEXT)
-            item.getAxis(axis).setPen(AXIS)
-        self.diff_label = QLabel("Click a point to see the source diff of that run.")
-        self.diff_label.setWordWrap(True)  # else its text sets the splitter's minimum width
-        self.diff_view = QPlainTextEdit()
-        self.diff_view.setReadOnly(True)
-        self.diff_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.diff_view.setFont(QFont("monospace", 9))
-        diff_box = QWidget()
-        diff_layout = QVBoxLayout(diff_box)
-        diff_layout.setContentsMargins(0, 0, 0, 0)
-        diff_layout.addWidget(self.diff_label)
-        diff_layout.addWidget(self.diff_view, 1)
-        history = QSplitter(Qt.Orientation.Horizontal)
-        history.addWidget(self.plot)
-        history.addWidget(diff_box)
-        self.history_split = history
+        self.history = SessionHistory()
+        self.history.failed.connect(lambda text: self.show_message(text, error=True))
+        self.history.diffShown.connect(lambda _run_id: self.tabs.setCurrentWidget(self.history))
 
         self.tabs = QTabWidget()
         self.tabs.addTab(compare, "Compare")
-        self.tabs.addTab(history, "History")
+        self.tabs.addTab(self.history, "History")
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.tabs)
@@ -299,28 +264,8 @@ class SessionsPanel(QWidget):
     def _record_toggled(self, checked: bool) -> None:
         if self.settings is not None:
             self.settings.record_runs = checked
-
-    def on_run_finished(self, report: Any) -> None:
-        """The bridge finished a run: record it (off the GUI thread) unless recording is off."""
-        from workbench.profile.last_good import fresh_only
-
-        report = fresh_only(report)  # rows kept stale from an earlier run were recorded then
-        if self._closed or not self.record_box.isChecked() or report is None:
-            return
-        snapshot = None
-        project = self.bridge.project if self.bridge is not None else None
-        if project is not None:
-            from workbench.profile.sources import snapshot as take_snapshot
-
-            try:
-                snapshot = take_snapshot(project)
-            except OSError as exc:
-                log.warning("could not read the sources to record: %s", exc)
-        if self._recorder is None:
-            from workbench.profile.recorder import SessionRecorder
-
-            self._recorder = SessionRecorder(self.database_path(), on_done=self._recorder_done.emit)
-        self._recorder.submit(report, snapshot)
+        if self.bridge is not None and self.bridge.recorder is not None:
+            self.bridge.recorder.enabled = checked
 
     def _on_recorded(self, outcome: dict[str, Any]) -> None:
         if self._closed:
@@ -462,7 +407,7 @@ class SessionsPanel(QWidget):
     def _update_compare(self, run_id: int) -> None:
         if self.baseline_id is None or run_id == self.baseline_id:
             return
-        from workbench.profile.compare import compare_runs
+        from workbench.profile.sessions.compare import compare_runs
 
         store = self.store()
         if store is None:
@@ -500,94 +445,16 @@ class SessionsPanel(QWidget):
 
     # ================================================================ history
     def show_history(self, project: str, kernel: str) -> None:
-        """Plot one kernel's recorded medians (IQR bars) per backend × device over its edits."""
+        """The History tab: one kernel's recorded medians over its edits (`SessionHistory`)."""
         store = self.store()
-        if store is None:
-            return
-        try:
-            runs = store.history(project, kernel)
-        except WorkbenchError as exc:
-            self.show_message(str(exc), error=True)
-            return
-        self.history_key = (project, kernel)
-        # x: how many times the sources changed before this run (runs of one version share an x).
-        edit, previous = 0, None
-        grouped: dict[tuple[str, str], list[tuple[int, dict]]] = {}
-        for run in runs:
-            digest = run["snapshot_hash"]
-            if digest is not None:
-                if previous is not None and digest != previous:
-                    edit += 1
-                previous = digest
-            if run["median_s"] is not None:
-                grouped.setdefault((run["backend"], run["device"]), []).append((edit, run))
-        self.history_series = {
-            key: {
-                "x": np.array([x for x, _ in points], dtype=float),
-                "median": np.array([r["median_s"] for _, r in points]) * 1e6,
-                "q1": np.array([r["q1_s"] if r["q1_s"] is not None else r["median_s"] for _, r in points])
-                * 1e6,
-                "q3": np.array([r["q3_s"] if r["q3_s"] is not None else r["median_s"] for _, r in points])
-                * 1e6,
-                "ids": np.array([r["id"] for _, r in points], dtype=np.int64),
-            }
-            for key, points in grouped.items()
-        }
-        self._draw_history()
-
-    def _draw_history(self) -> None:
-        item = self.plot.getPlotItem()
-        for curve, bars in self._history_items.values():
-            item.removeItem(curve)
-            item.removeItem(bars)
-        self._history_items.clear()
-        if self.history_key is not None:
-            project, kernel = self.history_key
-            item.setTitle(
-                f"history of {project}/{kernel}: median per backend × device", color=TEXT, size="10pt"
-            )
-        for index, (key, series) in enumerate(sorted(self.history_series.items())):
-            color = PALETTE[index % len(PALETTE)]
-            name = f"{key[0]} · {key[1]}"
-            curve = self.plot.plot(
-                series["x"], series["median"], name=name, pen=pg.mkPen(color, width=1.5), symbol="o",
-                symbolSize=8, symbolBrush=color, symbolPen=pg.mkPen(color), data=series["ids"].tolist(),
-            )  # fmt: skip
-            curve.sigPointsClicked.connect(self._point_clicked)
-            bars = pg.ErrorBarItem(
-                x=series["x"], y=series["median"], top=series["q3"] - series["median"],
-                bottom=series["median"] - series["q1"], beam=0.12, pen=pg.mkPen(color, width=1),
-            )  # fmt: skip
-            self.plot.addItem(bars)
-            self._history_items[key] = (curve, bars)
-        edits = max((int(s["x"].max()) for s in self.history_series.values() if len(s["x"])), default=0)
-        item.getAxis("bottom").setTickSpacing(*((1, 1) if edits <= 20 else (None, None)))
-        item.enableAutoRange()
-
-    def history_items(self) -> dict[tuple[str, str], tuple[pg.PlotDataItem, pg.ErrorBarItem]]:
-        return dict(self._history_items)
-
-    def _point_clicked(self, _curve: Any, points: Any, *_args: Any) -> None:
-        if len(points):
-            self.show_diff(int(points[0].data()))
+        if store is not None:
+            self.history.show_history(store, project, kernel)
 
     def show_diff(self, run_id: int) -> None:
-        """Show the source diff of one run against the previous recorded run of its kernel."""
+        """The History tab: one run's sources against the previous recorded run of its kernel."""
         store = self.store()
-        if store is None:
-            return
-        try:
-            run = store.get_run(run_id, samples=False)
-            diff = store.diff(run_id)
-        except WorkbenchError as exc:
-            self.show_message(str(exc), error=True)
-            return
-        self.diff_label.setText(
-            f"Run #{run_id} ({run['backend']} on {run['device']}, {format_time(run['median_s'], '–')}): its sources "
-            "against the previous recorded run of this kernel"
-        )
-        self.diff_view.setPlainText(diff or "(no source change since the previous recorded run)")
-        self.tabs.setCurrentIndex(1)
+        if store is not None:
+            self.history.show_diff(store, run_id)
 
     # ================================================================ export / import
     def export_ids(self) -> list[int]:
@@ -595,7 +462,7 @@ class SessionsPanel(QWidget):
         return self.selected_ids() or self.shown_ids()
 
     def export_to(self, fmt: str, path: str | Path) -> bool:
-        from workbench.profile.export import render, write_text
+        from workbench.profile.sessions.export import render, write_text
 
         store = self.store()
         if store is None:
@@ -616,7 +483,7 @@ class SessionsPanel(QWidget):
             self.export_to(fmt, path)
 
     def import_from(self, path: str | Path) -> bool:
-        from workbench.profile.export import import_bundle
+        from workbench.profile.sessions.export import import_bundle
 
         store = self.store()
         if store is None:
@@ -651,21 +518,18 @@ class SessionsPanel(QWidget):
         if not self._sized and self.width() > 200:
             self._sized = True
             self.split.setSizes([int(self.width() * 0.4), int(self.width() * 0.6)])
-            self.history_split.setSizes([int(self.width() * 0.36), int(self.width() * 0.24)])
+            self.history.setSizes([int(self.width() * 0.36), int(self.width() * 0.24)])
         if not hasattr(self, "_followed"):
             self._followed = follow_dock(self, lambda visible: visible and self._refresh_if_shown())
         self._refresh_if_shown()
 
     def _close_database(self) -> None:
-        if self._recorder is not None:
-            self._recorder.close()
-            self._recorder = None
         if self._store is not None:
             self._store.close()
             self._store = None
 
     def shutdown(self) -> None:
-        """Record what is queued, then close the database. Idempotent."""
+        """Close the database. Idempotent."""
         if self._closed:
             return
         self._close_database()

@@ -44,8 +44,8 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.profile import ranking
-from workbench.profile.apply import choose_slot
+from workbench.profile.tuning import ranking
+from workbench.profile.tuning.apply import choose_slot
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
 from workbench.ui.plots.lanes import FailureLane
@@ -311,7 +311,7 @@ class TuningPanel(QWidget):
 
     # ================================================================ sweeps
     def start_sweep(self) -> bool:
-        from workbench.profile.tune import Point, TuneError, space
+        from workbench.profile.tuning.tune import Point, TuneError, space
 
         if self.project is None or self.kernel is None or self._sweep is not None:
             return False
@@ -330,8 +330,8 @@ class TuningPanel(QWidget):
         return True
 
     def start_size_sweep(self) -> bool:
-        from workbench.profile.size_sweep import parse_size_range, size_points
-        from workbench.profile.tune import TuneError
+        from workbench.profile.tuning.size_sweep import parse_size_range, size_points
+        from workbench.profile.tuning.tune import TuneError
 
         if self.project is None or self.kernel is None or self._sweep is not None:
             return False
@@ -351,7 +351,7 @@ class TuningPanel(QWidget):
         return (self.bridge.sizes() or None) if self.bridge is not None else None
 
     def _start(self, points: list) -> None:
-        from workbench.profile.tune import BackgroundSweep
+        from workbench.profile.tuning.tune import BackgroundSweep
 
         backends = self.bridge.backends() if self.bridge is not None else None
         devices = (self.bridge.devices() or None) if self.bridge is not None else None
@@ -362,7 +362,7 @@ class TuningPanel(QWidget):
 
         def on_event(event: dict[str, Any]) -> None:  # the sweep thread
             if size_mode and event["kind"] == "done":
-                from workbench.profile.size_sweep import copy_ceilings
+                from workbench.profile.tuning.size_sweep import copy_ceilings
 
                 try:
                     event["ceilings"] = copy_ceilings(
@@ -578,7 +578,7 @@ class TuningPanel(QWidget):
         self.slot.blockSignals(False)
 
     def apply_best(self) -> dict[str, Any] | None:
-        from workbench.profile.apply import apply_config, winner_config
+        from workbench.profile.tuning.apply import apply_config, winner_config
 
         if self.project is None or self.kernel is None or not self.best:
             return None

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from workbench.backends import runtime_of
-from workbench.profile import ranking
+from workbench.profile.tuning import ranking
 from workbench.records import CheckRecord, RunResult
 
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from workbench.profile.comparable import differences, series_of
-from workbench.profile.noise import (
+from workbench.profile.sessions.comparable import differences, series_of
+from workbench.profile.sessions.noise import (
     HISTORY_LIMIT,
     MIN_EFFECT,
     between_invocations,
@@ -31,7 +31,7 @@ from workbench.profile.noise import (
     noise_floor,
     usable,
 )
-from workbench.profile.store import SessionStore, SessionStoreError
+from workbench.profile.sessions.store import SessionStore, SessionStoreError
 from workbench.units import format_time
 
 RESAMPLES = 10_000

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.profile.ranking import outcome
+from workbench.profile.tuning.ranking import outcome
 
 SCHEMA_VERSION = "1.0.0"
 UNMEASURED = ("compile_time", "verification_time", "benchmark_time", "strategy_time", "framework_time")
@@ -90,7 +90,7 @@ def target_paths(path: str | Path, slots: list[str]) -> dict[str, Path]:
 
 def export(sweep: dict[str, Any], path: str | Path, tunables: list[str], timestamp: str) -> list[Path]:
     """Write one Kernel Tuner cache per backend × device of the sweep; the files written."""
-    from workbench.profile.store import is_sqlite_file
+    from workbench.profile.sessions.store import is_sqlite_file
 
     slots = list(dict.fromkeys(slot_of(e) for e in sweep["configs"]))
     if not slots:

@@ -42,7 +42,7 @@ import numpy as np
 from workbench import expr
 from workbench.errors import WorkbenchError
 from workbench.manifest import Kernel
-from workbench.profile import ranking, tune_entries
+from workbench.profile.tuning import ranking, tune_entries
 from workbench.project import Project
 
 STRATEGIES = ("grid", "random")
@@ -260,6 +260,13 @@ class SweepRunner:
         self.kernel = project.manifest.kernel(kernel)
         self.devices = list(devices or [])
         self.store = store
+        # Rows are written the one way every run is recorded (the window's and `workbench run`'s
+        # too), through the sweep's own store: its resume reads see them at once.
+        self.recorder = None
+        if store is not None:
+            from workbench.profile.sessions.recorder import SessionRecorder
+
+            self.recorder = SessionRecorder(store=store)
         self.resume = resume
         self.seed = seed
         self.timeout_s = timeout_s
@@ -308,7 +315,7 @@ class SweepRunner:
     def run(
         self, points: list[Point], on_event: Callable[[dict[str, Any]], None] | None = None
     ) -> SweepResult:
-        from workbench.profile.sources import snapshot
+        from workbench.profile.sessions.sources import snapshot
 
         emit = on_event or (lambda event: None)
         defaults = self.kernel.default_tunables()
@@ -317,7 +324,9 @@ class SweepRunner:
         result = SweepResult(self.project.name, self.kernel.name, rounds=self.rounds,
                              confirm_rounds=self.confirm_rounds, min_effect=self.min_effect,
                              defaults=defaults, confirmed=set() if self.confirm_rounds else None)  # fmt: skip
-        snap = snapshot(self.project)
+        snap = snapshot(
+            self.project
+        )  # the sources as built: read before the first build, kept with every row
         self._rows = {}
         progress = {"step": 0, "total": len(points) * self.rounds}
 
@@ -472,10 +481,8 @@ class SweepRunner:
             r.provenance["tuning"] = {"key": keys.get(r.backend), "config": dict(point.config), "round": round_,
                                       "confirm": confirm, "build": build, "settings": settings}  # fmt: skip
         ids: list[int | None] = [None] * len(report.results)
-        if self.store is not None:
-            from workbench.profile.record import record_report
-
-            ids = list(record_report(self.store, report, snapshot=snap))
+        if self.recorder is not None:
+            ids = list(self.recorder.record(report, snap))
         return [
             tune_entries.entry_of(r, point.config, report.sizes, i, False, round_, b)
             for r, i, b in zip(report.results, ids, builds, strict=True)
@@ -483,15 +490,19 @@ class SweepRunner:
 
     def _verify_reference(self, point: Point, report: Any) -> None:
         """The reference backend's result is checked against its output at the default
-        configuration (same sizes and seed): no configuration is ranked unverified. When the
-        reference fails that check, the backends compared with it are not verified (reference
-        failed), never failed: their outputs were held against a wrong one."""
+        configuration (same sizes and seed): no configuration is ranked unverified. That is the
+        one verdict the run engine could not give (it holds the reference's own result as the
+        reference); every result the engine compared keeps the engine's verdict, a second device
+        of the reference backend included. When the reference fails that check, the results
+        compared with it are not verified (reference failed), never failed: their outputs were
+        held against a wrong one."""
         from workbench.records import COMPARED, UNVERIFIED, CheckRecord
         from workbench.run.reference import REFERENCE_FAILED
         from workbench.run.verify import check_outputs
 
         ref = report.reference
-        mine = [r for r in report.results if r.backend == ref and r.status == "ok"]
+        # The engine's reference result (its first device): the one whose outputs are `outputs[ref]`.
+        mine = [r for r in report.results if r.backend == ref and r.status == "ok" and r.check.is_reference]
         if not mine or ref not in report.outputs:
             return
         defaults = self.kernel.default_tunables()
@@ -521,7 +532,7 @@ class SweepRunner:
         note = (f"reference {ref} failed at this configuration (its output differs from its own at the "
                 f"default configuration {defaults}): not verified")  # fmt: skip
         for r in report.results:
-            if r.backend != ref and r.check.role == COMPARED:
+            if r.check.role == COMPARED and not any(r is m for m in mine):
                 r.verified = None
                 r.check = CheckRecord(role=UNVERIFIED, reference=ref, rtol=check.rtol, atol=check.atol,
                                       max_ulp=check.max_ulp, note=note, unverified=REFERENCE_FAILED)  # fmt: skip
@@ -618,7 +629,7 @@ class BackgroundSweep:
         return not self.thread.is_alive()
 
     def _body(self) -> None:
-        from workbench.profile.store import SessionStore
+        from workbench.profile.sessions.store import SessionStore
         from workbench.run.service import RunService
 
         project, kernel, points, backends, devices, db_path, timing, cache_dir = self._args

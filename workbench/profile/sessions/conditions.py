@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.profile.comparable import series_of
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.comparable import series_of
+from workbench.profile.sessions.store import SessionStore
 from workbench.run.host_load import flags
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.profile.store import SessionStore, SessionStoreError
+from workbench.profile.sessions.store import SessionStore, SessionStoreError
 from workbench.records import timing_quartiles
 
 
@@ -47,7 +47,7 @@ def record_report(
     """
     data = report_dict(report)
     if snapshot is None and project is not None:
-        from workbench.profile.sources import snapshot as take_snapshot
+        from workbench.profile.sessions.sources import snapshot as take_snapshot
 
         snapshot = take_snapshot(project)
     invocation = uuid.uuid4().hex

@@ -45,9 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from workbench.profile import damage_note
-from workbench.profile.bundle_check import sanitize, shown
-from workbench.profile.db_errors import (
+from workbench.profile.sessions import damage_note
+from workbench.profile.sessions.bundle_check import sanitize, shown
+from workbench.profile.sessions.db_errors import (
     BUSY,
     CANTOPEN,
     LOCKED,
@@ -56,7 +56,7 @@ from workbench.profile.db_errors import (
     primary_code,
     read_only_fs,
 )
-from workbench.profile.schema import MIGRATIONS
+from workbench.profile.sessions.schema import MIGRATIONS
 
 __all__ = ["SessionStore", "SessionStoreError", "default_db_path", "held_here", "is_sqlite_file"]
 
@@ -618,7 +618,7 @@ class SessionStore:
         return blob_to_samples(blob[: len(blob) - len(blob) % 8] if blob else blob)
 
     def tuning_runs(self, key: str) -> list[dict[str, Any]]:
-        """Every run a sweep recorded under `key` (`provenance.tuning.key`, `profile/tune.py`),
+        """Every run a sweep recorded under `key` (`provenance.tuning.key`, `profile/tuning/tune.py`),
         newest first, with its `detail`."""
         columns = ", ".join(f"runs.{c}" for c in ALL_COLUMNS)
         rows = self._query(
@@ -700,7 +700,7 @@ class SessionStore:
     def diff(self, run_id: int) -> str:
         """The unified diff of the run's kernel sources against the previous recorded run of the
         same kernel ("" when nothing changed; a note when either snapshot is missing)."""
-        from workbench.profile.sources import unified_diff
+        from workbench.profile.sessions.sources import unified_diff
 
         rows = self._query("SELECT snapshot_hash, prev_snapshot_hash FROM runs WHERE id = ?", (int(run_id),))
         if not rows:

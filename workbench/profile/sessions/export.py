@@ -17,8 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.profile.bundle_check import BundleError, check_bundle, check_report
-from workbench.profile.store import ALL_COLUMNS, SUMMARY_COLUMNS, SessionStore, held_here, is_sqlite_file
+from workbench.profile.sessions.bundle_check import BundleError, check_bundle, check_report
+from workbench.profile.sessions.store import (
+    ALL_COLUMNS,
+    SUMMARY_COLUMNS,
+    SessionStore,
+    held_here,
+    is_sqlite_file,
+)
 from workbench.run.counters.metrics import METRICS
 
 BUNDLE_FORMAT = "workbench-sessions"
@@ -189,7 +195,7 @@ def import_bundle(store: SessionStore, path: str | Path) -> tuple[int, int]:
         raise ExportError(f"{path} is not JSON: {exc}") from None
     try:
         if isinstance(data, dict) and "results" in data and "format" not in data:
-            from workbench.profile.record import record_report
+            from workbench.profile.sessions.record import record_report
 
             # A GPU host's `workbench run --json`; with --repeat, every repetition (each checked first).
             reports = data["repetitions"] if isinstance(data.get("repetitions"), list) else [data]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.profile.store import SessionStore
+from workbench.profile.sessions.store import SessionStore
 from workbench.run.counters.metrics import METRICS, differs, format_value
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.profile.comparable import aa_key
+from workbench.profile.sessions.comparable import aa_key
 from workbench.run.host_load import flags
 
 #: A change smaller than this (relative) is not worth a verdict.

@@ -34,7 +34,7 @@ class ApplyError(WorkbenchError):
 
 
 def _affected(best: dict[str, dict[str, Any]]) -> list[str]:
-    from workbench.profile.ranking import NO_EFFECT
+    from workbench.profile.tuning.ranking import NO_EFFECT
 
     return [slot for slot, b in best.items() if b["verdict"] != NO_EFFECT]
 
@@ -42,7 +42,7 @@ def _affected(best: dict[str, dict[str, Any]]) -> list[str]:
 def choose_slot(best: dict[str, dict[str, Any]], slot: str | None) -> str:
     """The backend × device whose winner is applied: `slot`, or (None / "") the one the tunables
     affect, preferring the one with a winner; a clear `ApplyError` otherwise."""
-    from workbench.profile.ranking import NO_EFFECT
+    from workbench.profile.tuning.ranking import NO_EFFECT
 
     if not best:
         raise ApplyError("no verified configuration to apply")

@@ -1,0 +1,185 @@
+"""`SessionRecorder`: the one way a finished run becomes rows of the sessions database (Qt-free).
+
+The command line (`workbench run`), the window (its composition root makes one and hands it to the
+bridge) and sweeps (`SweepRunner`) all record through one of these, so the rules live here once:
+
+- the sources recorded with a run are the ones it built: `begin(project)` snapshots them when
+  the build starts, and that snapshot goes with the report however long the run takes (an edit
+  saved meanwhile belongs to the next run);
+- `enabled` is the window's "Record runs" toggle and the command line's `--no-record`;
+- `record()` records now, on the caller's thread (the command line, a sweep: they want the ids);
+  `submit()` queues the report for the recorder's own thread and connection, so a database locked
+  for a moment by another workbench process (`busy_timeout`) never holds up the window's event
+  loop. Reports are recorded in the order they came; `on_done` (called on the recorder's thread)
+  gets `{"ids": [...]}` or `{"error": "..."}` for each.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+#: A source snapshot: (hash, {relative path: text}) as `sources.snapshot` reads it.
+Snapshot = tuple[str, dict[str, str]]
+
+
+class SessionRecorder:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        on_done: Callable[[dict[str, Any]], None] | None = None,
+        keep_outputs: bool = False,
+        *,
+        store: Any = None,
+        enabled: bool = True,
+    ):
+        """`path`: the database file (None: the default in the user data folder). `store`: an
+        open `SessionStore` that `record()` writes through instead (a sweep reads its resume
+        rows from the same one); it stays the caller's to close."""
+        self.path = path if store is None else store.path
+        self.on_done = on_done
+        self.keep_outputs = keep_outputs
+        self.enabled = enabled
+        self._store = store
+        self._own_store = store is None
+        self._queue: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._pending = 0
+        self._idle = threading.Condition()
+
+    # ------------------------------------------------------------------ at build time
+    def begin(self, project: Any) -> Snapshot | None:
+        """The project's sources as they are about to be built, to be recorded with the run's
+        report; None when recording is off or they cannot be read (said in the log)."""
+        if not self.enabled or project is None:
+            return None
+        from workbench.profile.sessions.sources import snapshot
+
+        try:
+            return snapshot(project)
+        except OSError as exc:
+            log.warning("could not read the sources to record: %s", exc)
+            return None
+
+    # ------------------------------------------------------------------ recording
+    def record(self, report: Any, snapshot: Snapshot | None = None, **options: Any) -> list[int]:
+        """Record one report now, on this thread; the new run ids. Raises `SessionStoreError`
+        (a `WorkbenchError`) or `OSError` when the database refuses it."""
+        from workbench.profile.sessions.store import SessionStore
+
+        if self._store is None:
+            self._store = SessionStore(self.path)
+        return self._record_one(self._store, report, snapshot, options)
+
+    def submit(
+        self,
+        report: Any,
+        snapshot: Snapshot | None = None,
+        on_done: Callable[[dict[str, Any]], None] | None = None,
+        **options: Any,
+    ) -> None:
+        """Queue one report for the recorder's thread (never blocks); `on_done` (default: the
+        recorder's) hears how it went; `options` go to `record_report`."""
+        if self._closed:
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="wb-session-recorder", daemon=True)
+            self._thread.start()
+        with self._idle:
+            self._pending += 1
+        self._queue.put((report, snapshot, on_done or self.on_done, options))
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until every submitted report is recorded (or refused); False on timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    @property
+    def database(self) -> Path:
+        """The database file this recorder writes (the default one when no path was given)."""
+        from workbench.profile.sessions.store import default_db_path
+
+        if self._store is not None:
+            return self._store.path
+        return Path(self.path).expanduser() if self.path else default_db_path()
+
+    def set_path(self, path: str | Path | None) -> None:
+        """Record into another database file from now on (what is queued goes to the old one)."""
+        if path == self.path:
+            return
+        self._stop_thread()
+        self._close_store()
+        self.path = path
+        self._closed = False
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Record what is queued, then stop the thread and close this recorder's connections."""
+        if self._closed:
+            return
+        self._stop_thread(timeout)
+        self._close_store()
+
+    # ------------------------------------------------------------------ plumbing
+    def _record_one(
+        self, store: Any, report: Any, snapshot: Snapshot | None, options: dict[str, Any]
+    ) -> list[int]:
+        from workbench.profile.sessions.record import record_report
+
+        options.setdefault("keep_outputs", self.keep_outputs)
+        return record_report(store, report, snapshot=snapshot, **options)
+
+    def _stop_thread(self, timeout: float = 60.0) -> None:
+        self._closed = True
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join(timeout)
+            self._thread = None
+            self._queue = queue.Queue()
+
+    def _close_store(self) -> None:
+        if self._store is not None and self._own_store:
+            self._store.close()
+            self._store = None
+
+    def _work(self) -> None:
+        from workbench.profile.sessions.store import SessionStore
+
+        store = None
+        work = self._queue
+        try:
+            while True:
+                item = work.get()
+                if item is _STOP:
+                    return
+                report, snapshot, on_done, options = item
+                try:
+                    if store is None:
+                        store = SessionStore(self.path)
+                    outcome = {"ids": self._record_one(store, report, snapshot, options)}
+                except (WorkbenchError, OSError) as exc:
+                    outcome = {"error": f"the run was not recorded: {exc}"}
+                except Exception as exc:  # a recording bug must not kill the thread silently
+                    log.exception("recording a run failed")
+                    outcome = {"error": f"the run was not recorded: {type(exc).__name__}: {exc}"}
+                if on_done is not None:
+                    try:
+                        on_done(outcome)
+                    except Exception:
+                        log.exception("the recorder's callback failed")
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
+        finally:
+            if store is not None:
+                store.close()
