@@ -55,6 +55,7 @@ from workbench.ui.visibility import follow_dock, on_screen
 TEXT_SUFFIXES = {
     ".ptx": "ptx",
     ".s": "ptx",
+    ".asm": "gas",  # the cpu build's assembly with line tables (GNU as syntax)
     ".spvasm": None,
     ".wgsl": "wgsl",
     ".cu": "cuda",
@@ -72,8 +73,14 @@ MAX_HIGHLIGHT_LINES = 20_000
 LINE_MAPS = {
     ".ptx": ("PTX", PtxLines.parse),
     ".s": ("PTX", PtxLines.parse),
+    ".asm": ("assembly", PtxLines.parse),  # same `.file` / `.loc` directives as PTX
     ".spvasm": ("SPIR-V", SpirvLines.parse),
 }
+#: Backends whose line tables are a build of their own, made when the view asks
+#: (`workbench.build.line_info`): what the note says while it is built.
+LINE_TABLE_BUILDS = {"nvptx": "Rust ↔ PTX view (a line-table build of its own; the timed PTX is not changed)",
+                     "cpu": "Rust ↔ assembly view (rustc's assembly with line tables; the timed library is "
+                            "not changed)"}  # fmt: skip
 RESOURCE_KEYS = (("registers", "Registers"), ("spills", "Spills"), ("shared_bytes", "Shared memory (B)"),
                  ("stack_bytes", "Stack (B)"))  # fmt: skip
 
@@ -553,10 +560,11 @@ class ArtifactsView(QWidget):
         return [v for v in views if isinstance(v, NumberedView) and v.line_map and v.line_map.has_lines]
 
     def _ask_line_info(self, backend: str, result: Any) -> None:
-        """An nvptx build without line tables: have them built (once per build), off the GUI thread."""
+        """An nvptx or cpu build without line tables: have them built (once per build), off the GUI
+        thread."""
         folder = getattr(result, "artifact_dir", "") or ""
         if (
-            backend != "nvptx"
+            backend not in LINE_TABLE_BUILDS
             or not folder
             or self.line_views()
             or not hasattr(self.bridge, "request_line_info")
@@ -565,14 +573,11 @@ class ArtifactsView(QWidget):
         if folder in self._line_asked:
             why = self._line_asked[folder]
             if why:
-                self.lines_note.setText(f"nvptx: no line information: {why}")
+                self.lines_note.setText(f"{backend}: no line information: {why}")
             return
         self._line_asked[folder] = ""
         if self.bridge.request_line_info(folder):
-            self.lines_note.setText(
-                "nvptx: building line information for the Rust ↔ PTX view (a line-table build of its "
-                "own; the timed PTX is not changed)…"
-            )
+            self.lines_note.setText(f"{backend}: building line information for the {LINE_TABLE_BUILDS[backend]}…")
 
     def _line_info_ready(self, folder: str, path: Any, message: str) -> None:
         self._line_asked[folder] = "" if path else (message.splitlines()[0] if message else "unknown")
@@ -583,7 +588,8 @@ class ArtifactsView(QWidget):
             self._shown = None  # the folder has a new file: show the backend again
             self.show_backend(self.backend_box.currentText())
         else:
-            self.lines_note.setText(f"nvptx: no line information: {self._line_asked[folder]}")
+            backend = self.backend_box.currentText()
+            self.lines_note.setText(f"{backend}: no line information: {self._line_asked[folder]}")
 
     def _describe_line_info(self, backend: str) -> None:
         views = [self.tabs.widget(i) for i in range(self.tabs.count())]
