@@ -577,7 +577,9 @@ class ArtifactsView(QWidget):
             return
         self._line_asked[folder] = ""
         if self.bridge.request_line_info(folder):
-            self.lines_note.setText(f"{backend}: building line information for the {LINE_TABLE_BUILDS[backend]}…")
+            self.lines_note.setText(
+                f"{backend}: building line information for the {LINE_TABLE_BUILDS[backend]}…"
+            )
 
     def _line_info_ready(self, folder: str, path: Any, message: str) -> None:
         self._line_asked[folder] = "" if path else (message.splitlines()[0] if message else "unknown")
