@@ -117,6 +117,16 @@ def normalize(text: str) -> str:
     return _NUMBERED.sub(lambda m: m.group(1), text)
 
 
+def short_path(path: str) -> str:
+    """A line table's path as both builds share it: Rust's own sources from `library/`, the crate's
+    from its `src/` (two copies of one project built in different folders compare equal)."""
+    if "/library/" in path:
+        return "library/" + path.rsplit("/library/", 1)[1]
+    if "/src/" in path:
+        return "src/" + path.rsplit("/src/", 1)[1]
+    return Path(path).name
+
+
 def _by_line(
     form: str, path: Path, lines: PtxLines | None, entry: str | None
 ) -> dict[tuple[str, int], Counter]:
@@ -131,10 +141,7 @@ def _by_line(
             if hit is None:
                 key = ("(no source line)", 0)
             else:
-                key = (
-                    Path(hit[0]).name if "/src/" not in hit[0] else "src/" + hit[0].split("/src/", 1)[1],
-                    hit[1],
-                )
+                key = (short_path(hit[0]), hit[1])
         out.setdefault(key, Counter())[normalize(ins.text or ins.opcode)] += 1
     return out
 
@@ -162,7 +169,10 @@ def diff_builds(folder_a: str | Path, folder_b: str | Path, kernel: str | None =
     form, path_a, lines_a = _listing(a, data_a, prefer_sass)
     _, path_b, lines_b = _listing(b, data_b, prefer_sass)
     before, after = _by_line(form, path_a, lines_a, entry), _by_line(form, path_b, lines_b, entry)
-    out = IrDiff(str(data_a.get("backend")), name, form, _label(data_a, a), _label(data_b, b))
+    label_a, label_b = _label(data_a, a), _label(data_b, b)
+    if data_a.get("source_hash") != data_b.get("source_hash"):
+        label_a, label_b = f"before the edit ({label_a})", f"after ({label_b})"
+    out = IrDiff(str(data_a.get("backend")), name, form, label_a, label_b)
     for key in sorted(set(before) | set(after), key=lambda k: (k[0] == "(no source line)", k)):
         x, y = before.get(key, Counter()), after.get(key, Counter())
         if x == y:

@@ -177,3 +177,28 @@ def ensure_sass(project: Project, artifact_dir: str | Path, budget: Budget | Non
     }
     write_build(folder, data)
     return sass
+
+
+def ensure_line_views(project: Project, artifact_dir: str | Path, budget: Budget | None = None) -> Path:
+    """What the artifacts view asks for: the line table (`ensure_line_table`), then, for nvptx where
+    nvdisasm is present, the SASS. A failed SASS is kept in build.json (`sass.error`, the view says
+    it) and leaves the line table."""
+    path = ensure_line_table(project, artifact_dir, budget)
+    folder = Path(artifact_dir)
+    data = read_build(folder)
+    if data.get("backend") == "nvptx" and nvdisasm() is not None and cuda_bin("ptxas") is not None:
+        try:
+            ensure_sass(project, folder, budget)
+        except SassError as exc:
+            data = read_build(folder)
+            data["sass"] = {"error": str(exc)}
+            write_build(folder, data)
+    return path
+
+
+def sass_error(artifact_dir: str | Path) -> str:
+    """Why the last SASS of this build failed ('' when it did not)."""
+    try:
+        return str((read_build(Path(artifact_dir)).get("sass") or {}).get("error") or "")
+    except Exception:  # noqa: BLE001  no build.json
+        return ""

@@ -46,6 +46,7 @@ from PySide6.QtWidgets import (
 
 from workbench.build.ptx_lines import PtxLines
 from workbench.build.spirv_lines import NO_LINES_HINT, SpirvLines
+from workbench.ui import ir_panes
 from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.editor.highlighter import RustHighlighter
 from workbench.ui.layout_fit import wrap_within
@@ -56,6 +57,7 @@ TEXT_SUFFIXES = {
     ".ptx": "ptx",
     ".s": "ptx",
     ".asm": "gas",  # the cpu build's assembly with line tables (GNU as syntax)
+    ".sass": None,  # nvdisasm -gp of an nvptx build (workbench.build.sass)
     ".spvasm": None,
     ".wgsl": "wgsl",
     ".cu": "cuda",
@@ -76,6 +78,8 @@ LINE_MAPS = {
     ".asm": ("assembly", PtxLines.parse),  # same `.file` / `.loc` directives as PTX
     ".spvasm": ("SPIR-V", SpirvLines.parse),
 }
+#: Listings whose line map needs a sibling file (SASS: its PTX's `.loc` lines): parser(path, text).
+PATH_LINE_MAPS = {".sass": ("SASS", ir_panes.sass_map)}
 #: Backends whose line tables are a build of their own, made when the view asks
 #: (`workbench.build.line_info`): what the note says while it is built.
 LINE_TABLE_BUILDS = {"nvptx": "Rust ↔ PTX view (a line-table build of its own; the timed PTX is not changed)",
@@ -391,6 +395,8 @@ class ArtifactsView(QWidget):
     # ------------------------------------------------------------------ inputs
     def _project_changed(self, project: Any) -> None:
         self._results = {}
+        self._previous: dict[str, Any] = {}  # backend -> its build before the current one
+        self._diff_waiting: set[str] = set()  # folders whose line tables the Diff pane waits for
         self._shown = None
         self.backend_box.clear()
         self.tabs.clear()
@@ -408,6 +414,9 @@ class ArtifactsView(QWidget):
     def set_results(self, results: dict[str, Any]) -> None:
         """Take a build's {backend: BuildResult}; keeps the shown backend when it is still there."""
         for backend, result in results.items():
+            old = self._results.get(backend)
+            if result.status == "ok" and old is not None and old.status == "ok" and old.key != result.key:
+                self._previous[backend] = old  # the Diff pane compares the two
             if result.status == "ok" or backend not in self._results:
                 self._results[backend] = result
         if not on_screen(self):
@@ -472,9 +481,13 @@ class ArtifactsView(QWidget):
             view = code_view(f"artifact:{path.name}")
             text = read_text(path)
             set_code(view, text, TEXT_SUFFIXES.get(path.suffix))
-            if path.suffix in LINE_MAPS:
-                view.code_kind, parse = LINE_MAPS[path.suffix]
-                view.line_map = parse(text)
+            if path.suffix in LINE_MAPS or path.suffix in PATH_LINE_MAPS:
+                if path.suffix in PATH_LINE_MAPS:
+                    view.code_kind, parse_at = PATH_LINE_MAPS[path.suffix]
+                    view.line_map = parse_at(path, text)
+                else:
+                    view.code_kind, parse = LINE_MAPS[path.suffix]
+                    view.line_map = parse(text)
                 view.cursorPositionChanged.connect(lambda v=view: self._from_artifact(v))
             view.setToolTip(str(path))
             self.tabs.addTab(view, path.name)
@@ -488,6 +501,7 @@ class ArtifactsView(QWidget):
             self.tabs.addTab(view, "Files")
         self._fill_resources(result)
         self.tabs.addTab(self.resources, "Resources")
+        self._add_ir_panes(name, result)
         toolchain = result.toolchain or {}
         flags = " ".join(result.flags or [])
         info = " · ".join(
@@ -511,6 +525,8 @@ class ArtifactsView(QWidget):
                     candidates.append(project.root / rel)
         for path in candidates:
             # A reference copied in as the artifact (wgsl) shows once: the copy is what ran.
+            if path.name.endswith(".sass.ptx"):
+                continue  # the PTX ptxas -lineinfo was given for the SASS: the .lines.ptx shows it
             if path.suffix in TEXT_SUFFIXES and path.is_file() and path.name not in {f.name for f in files}:
                 files.append(path)
         return files
@@ -581,8 +597,30 @@ class ArtifactsView(QWidget):
                 f"{backend}: building line information for the {LINE_TABLE_BUILDS[backend]}…"
             )
 
+    def _add_ir_panes(self, backend: str, result: Any) -> None:
+        """SASS note, Summary across backends, Diff with the previous build (`ir_panes`)."""
+        added, waiting = ir_panes.panes(backend, result, self._previous.get(backend), self._results)
+        for title, widget in added:
+            self.tabs.addTab(widget, title)
+        failed = {f: self._line_asked[f] for f in waiting if self._line_asked.get(f)}
+        if failed:  # asked before and refused (e.g. the earlier build's sources changed since)
+            diff = next(w for t, w in added if t == "Diff")
+            diff.setPlainText(f"{backend}: the builds cannot be compared: no line tables for "
+                              + "; ".join(f"{f}: {why}" for f, why in failed.items()))  # fmt: skip
+            return
+        for folder in waiting:
+            if folder not in self._diff_waiting and hasattr(self.bridge, "request_line_info"):
+                self._diff_waiting.add(folder)
+                self._line_asked.setdefault(folder, "")
+                self.bridge.request_line_info(folder)
+
     def _line_info_ready(self, folder: str, path: Any, message: str) -> None:
         self._line_asked[folder] = "" if path else (message.splitlines()[0] if message else "unknown")
+        if folder in self._diff_waiting:
+            self._diff_waiting.discard(folder)
+            if not self._diff_waiting:
+                self._shown = None  # both builds' line tables are in (or refused): compare them
+                self.show_backend(self.backend_box.currentText())
         shown = self._results.get(self.backend_box.currentText())
         if shown is None or getattr(shown, "artifact_dir", "") != folder:
             return
@@ -675,6 +713,15 @@ class ArtifactsView(QWidget):
             self.source_box.setCurrentIndex(index)
         view.set_linked(view.line_map.ptx_lines_for(file, line), scroll=False)
         self.source_view.set_linked([line])
+        ptx_line = getattr(view.line_map, "ptx_line_of", {}).get(number)
+        if ptx_line is not None:  # SASS: its PTX line too, in the line-table PTX
+            for other in self.line_views():
+                if other.code_kind == "PTX":
+                    other.set_linked([ptx_line])
+            self.lines_note.setText(
+                f"SASS line {number} ← PTX line {ptx_line} ← {self.source_box.currentText()}:{line}"
+            )
+            return
         self.lines_note.setText(f"{kind} line {number} ← {self.source_box.currentText()}:{line}")
 
     def _source_index(self, file: str) -> int:
