@@ -109,3 +109,34 @@ def test_without_nvdisasm_the_sass_view_says_what_is_missing_and_what_would_make
         ensure_sass(project, folder)
     assert str(err.value) == MISSING
     assert "nvdisasm" in MISSING and "$WB_NVDISASM" in MISSING and "PTX and Rust lines" in MISSING
+
+
+def test_real_nvdisasm_makes_the_saxpy_sass_linked_to_ptx_and_rust(example_copy, cache):
+    """Where nvdisasm is present (the CUDA toolkit, or NVIDIA's nvidia-cuda-nvdisasm wheel): a real
+    nvptx build of saxpy, its line tables, ptxas -lineinfo and nvdisasm -gp, end to end."""
+    from workbench.build.adapters import ADAPTERS
+    from workbench.build.ir_summary import summarize_folder
+
+    if nvdisasm() is None or cuda_bin("ptxas") is None:
+        pytest.skip("no nvdisasm / ptxas here")
+    if not ADAPTERS["nvptx"].detect().found:
+        pytest.skip("no rustc with the nvptx64 target here")
+    root = example_copy("saxpy")
+    project = Project.open(root)
+    [result] = build_project(project, ["nvptx"], cache_dir=cache)
+    sass = ensure_sass(project, result.artifact_dir)
+    folder = Path(result.artifact_dir)
+    assert sass.parent == folder and (folder / "saxpy.sass.ptx").is_file()
+    lines_ptx = (folder / "saxpy.lines.ptx").read_text()
+    parsed = SassLines.parse(sass.read_text(), PtxLines.parse(lines_ptx))
+    lib = root / "src" / "lib.rs"
+    body = next(n for n, t in enumerate(lib.read_text().splitlines(), 1) if "y[i] = a * x[i] + y[i]" in t)
+    made = parsed.ptx_lines_for(lib, body)
+    assert {"FMUL", "FADD", "STG.E"} <= {parsed.opcode_of[n] for n in made} or "FFMA" in {
+        parsed.opcode_of[n] for n in made
+    }
+    fmul = next(n for n in made if parsed.opcode_of[n] in {"FMUL", "FFMA"})
+    assert "mul.rn.f32" in lines_ptx.splitlines()[parsed.ptx_line_of[fmul] - 1]
+    # The summary reads the SASS now (ptxas -v's registers stay in the row).
+    [row] = summarize_folder(folder)
+    assert row.form == "SASS" and row.source == "saxpy.sass" and row.instructions["memory"] >= 3

@@ -4,6 +4,9 @@ nvptx build says what SASS needs where nvdisasm is missing."""
 
 from __future__ import annotations
 
+import pytest
+from PySide6.QtGui import QTextCursor
+
 from workbench.build import build_project
 from workbench.build.adapters import ADAPTERS
 from workbench.build.ir_summary import summarize, table
@@ -26,8 +29,9 @@ def _cells(widget):
 
 
 def test_summary_diff_and_sass_panes_show_the_core_numbers(
-    qtbot, make_widget, bridge, example_copy, shared_cache_dir, test_output_dir
+    qtbot, make_widget, bridge, example_copy, shared_cache_dir, test_output_dir, monkeypatch
 ):
+    monkeypatch.setenv("WB_NVDISASM", "/nonexistent/nvdisasm")  # as where the toolkit has none
     root = example_copy("saxpy", unique=True)
     bridge.set_project(root)
     view = make_widget(ArtifactsView, bridge, show=True)
@@ -77,9 +81,35 @@ def test_summary_diff_and_sass_panes_show_the_core_numbers(
     if nvptx:
         view.show_backend("nvptx")
         note = _tab(view, "SASS")
-        if nvdisasm() is None:
-            assert note is not None and note.toPlainText() == MISSING
-            view.tabs.setCurrentWidget(note)
-            save_screenshot(view, test_output_dir / "ir-sass-missing.png")
-        else:  # a CUDA toolkit with nvdisasm: the SASS listing is a linked tab of its own
-            qtbot.waitUntil(lambda: any(v.code_kind == "SASS" for v in view.line_views()), timeout=TIMEOUT_MS)
+        assert nvdisasm() is None and note is not None and note.toPlainText() == MISSING
+        view.tabs.setCurrentWidget(note)
+        save_screenshot(view, test_output_dir / "ir-sass-missing.png")
+
+
+def test_the_sass_pane_links_each_instruction_to_its_ptx_and_rust_lines(
+    qtbot, make_widget, bridge, example_copy, shared_cache_dir, test_output_dir
+):
+    """Where nvdisasm is present (CUDA toolkit, or `pip install nvidia-cuda-nvdisasm`)."""
+    if nvdisasm() is None or not ADAPTERS["nvptx"].detect().found:
+        pytest.skip("no nvdisasm, or no rustc with the nvptx64 target, here")
+    root = example_copy("saxpy", unique=True)
+    bridge.set_project(root)
+    view = make_widget(ArtifactsView, bridge, show=True)
+    view.resize(1400, 800)
+    [result] = build_project(Project.open(root), ["nvptx"], shared_cache_dir)
+    view.set_results({"nvptx": result})
+    view.show_backend("nvptx")
+    qtbot.waitUntil(lambda: any(v.code_kind == "SASS" for v in view.line_views()), timeout=TIMEOUT_MS)
+    sass = next(v for v in view.line_views() if v.code_kind == "SASS")
+    ptx = next(v for v in view.line_views() if v.code_kind == "PTX")
+    assert view.tabs.tabText(view.tabs.indexOf(sass)) == "saxpy.sass" and _tab(view, "SASS") is None
+    lines = sass.toPlainText().splitlines()
+    fmul = next(n for n, t in enumerate(lines, 1) if " FMUL " in t or " FFMA " in t)
+    view.tabs.setCurrentWidget(sass)
+    sass.setTextCursor(QTextCursor(sass.document().findBlockByNumber(fmul - 1)))
+    body = next(n for n, t in enumerate((root / "src" / "lib.rs").read_text().splitlines(), 1) if BODY in t)
+    assert view.source_view.linked == [body]
+    ptx_line = sass.line_map.ptx_line_of[fmul]
+    assert ptx.linked == [ptx_line] and "mul.rn.f32" in ptx.toPlainText().splitlines()[ptx_line - 1]
+    assert view.lines_note.text() == f"SASS line {fmul} ← PTX line {ptx_line} ← src/lib.rs:{body}"
+    save_screenshot(view, test_output_dir / "ir-sass-linked.png")

@@ -39,9 +39,10 @@ from workbench.project import Project
 PTX_TEXT = ".nv_debug_ptx_txt"
 MISSING = (
     "nvdisasm is not installed here, so there is no SASS: it is the CUDA toolkit's disassembler "
-    "(package cuda-nvdisasm-<version>, or the full toolkit). Put it on PATH, in $CUDA_HOME/bin or "
-    "/usr/local/cuda/bin, or name it with $WB_NVDISASM; ptxas is needed too. Then this view shows the "
-    "SASS ptxas makes of this PTX, each instruction linked to its PTX and Rust lines."
+    "(the toolkit's package cuda-nvdisasm-<version>, or `pip install nvidia-cuda-nvdisasm` into the "
+    "workbench's Python environment). Put it on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin, or "
+    "name it with $WB_NVDISASM; ptxas is needed too. Then this view shows the SASS ptxas makes of "
+    "this PTX, each instruction linked to its PTX and Rust lines."
 )
 SASS_SUFFIX = ".sass"
 
@@ -111,8 +112,20 @@ class SassLines(PtxLines):
 
 
 def nvdisasm() -> str | None:
-    """The CUDA toolkit's disassembler ($WB_NVDISASM, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)."""
-    return cuda_bin("nvdisasm")
+    """The CUDA toolkit's disassembler: $WB_NVDISASM (only it, when set), PATH, $CUDA_HOME/bin,
+    /usr/local/cuda/bin, then NVIDIA's PyPI wheel in this Python (`nvidia/cu*/bin/nvdisasm`)."""
+    found = cuda_bin("nvdisasm")
+    if found or os.environ.get("WB_NVDISASM"):
+        return found
+    try:
+        import nvidia  # the namespace package of NVIDIA's wheels (nvidia-cuda-nvdisasm)
+    except ImportError:
+        return None
+    for root in getattr(nvidia, "__path__", []):
+        for candidate in sorted(Path(root).glob("cu*/bin/nvdisasm"), reverse=True):
+            if os.access(candidate, os.X_OK):
+                return str(candidate)
+    return None
 
 
 def sass_path(artifact_dir: str | Path) -> Path | None:
