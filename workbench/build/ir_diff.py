@@ -70,7 +70,7 @@ def _listing(folder: Path, data: dict[str, Any], prefer_sass: bool) -> tuple[str
         lines = (data.get("line_info") or {}).get("artifact")
         if not lines:
             raise IrDiffError(
-                f"{folder}: the nvptx build has no line-table PTX yet (ensure_line_maps builds it)"
+                f"{folder}: the nvptx build has no line-table PTX yet (`workbench ir diff PATH --folders A B` builds it)"
             )
         ptx_path = folder / lines
         ptx = PtxLines.parse(ptx_path.read_text(errors="replace"))
@@ -84,7 +84,7 @@ def _listing(folder: Path, data: dict[str, Any], prefer_sass: bool) -> tuple[str
         lines = (data.get("line_info") or {}).get("artifact")
         if not lines:
             raise IrDiffError(
-                f"{folder}: the cpu build has no assembly listing yet (ensure_line_maps builds it)"
+                f"{folder}: the cpu build has no assembly listing yet (`workbench ir diff PATH --folders A B` builds it)"
             )
         path = folder / lines
         return "x86-64", path, PtxLines.parse(path.read_text(errors="replace"))

@@ -141,7 +141,12 @@ def run_diff(args: argparse.Namespace) -> int:
                 "ir diff: give PATH and --backend (with --a / --b tunables), or --folders A B"
             )
         project = Project.open(args.path)
-        [backend] = parse_backends(args.backend)[:1] or [args.backend]
+        chosen = parse_backends(args.backend)
+        if len(chosen) != 1:
+            raise WorkbenchError(
+                f"ir diff --backend {args.backend}: two builds of ONE backend are compared; name one"
+            )
+        backend = chosen[0]
         ta, tb = parse_tunables(args.a, project, "--a"), parse_tunables(args.b, project, "--b")
         [ra] = _build(project, [backend], args, ta)
         [rb] = _build(project, [backend], args, tb)
