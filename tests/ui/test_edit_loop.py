@@ -315,7 +315,8 @@ def test_the_ptx_line_map_of_saxpy_at_points_at_its_multiply_add(
     assert any("mul.rn.f32" in t or "fma.rn.f32" in t for t in texts), texts
     assert any("add.rn.f32" in t or "fma.rn.f32" in t for t in texts), texts
 
-    (lines_view,) = view.line_views()
+    # (where nvdisasm is present the SASS is a second line view, linked the same way)
+    (lines_view,) = [v for v in view.line_views() if v.code_kind == "PTX"]
     assert view.tabs.tabText(view.tabs.indexOf(lines_view)) == "saxpy.lines.ptx"
     assert "saxpy.ptx (the timed build) has no line information" in view.lines_note.text()
     view.source_view.setTextCursor(QTextCursor(view.source_view.document().findBlockByNumber(body - 1)))
@@ -328,8 +329,18 @@ def test_the_ptx_line_map_of_saxpy_at_points_at_its_multiply_add(
     add = next(n for n, t in zip(mapped, texts, strict=True) if "add.rn.f32" in t or "fma" in t)
     lines_view.setTextCursor(QTextCursor(lines_view.document().findBlockByNumber(add - 1)))
     assert view.source_view.linked == [body]
+    # The cpu build's assembly is asked for the same way and linked to the same Rust line.
     view.show_backend("cpu")
-    assert "no line information" in view.lines_note.text()
+    qtbot.waitUntil(lambda: bool(view.line_views()), timeout=TIMEOUT_MS)
+    (asm_view,) = view.line_views()
+    assert view.tabs.tabText(view.tabs.indexOf(asm_view)) == "saxpy.lines.asm"
+    assert asm_view.code_kind == "assembly"
+    view.source_view.setTextCursor(QTextCursor(view.source_view.document().findBlockByNumber(body - 2)))
+    view.source_view.setTextCursor(QTextCursor(view.source_view.document().findBlockByNumber(body - 1)))
+    asm_lines = asm_view.toPlainText().splitlines()
+    assert asm_view.linked and any("mulss" in asm_lines[n - 1] for n in asm_view.linked), asm_view.linked
+    assert f"src/lib.rs:{body} → assembly lines" in view.lines_note.text()
+    save_screenshot(window, test_output_dir / "edit-loop-rust-to-cpu-assembly.png")
 
 
 @pytest.mark.slow

@@ -1,5 +1,8 @@
 """Rust ↔ PTX line map from a PTX file's `.file` / `.loc` directives (Compiler Explorer style).
 
+The same directives (GNU assembler syntax) are in rustc's CPU assembly with line tables, so the
+cpu backend's `.lines.asm` (`workbench.build.cpu_asm`) is read by the same parser.
+
 LLVM's NVPTX backend writes `.file N "path"` once per source file and `.loc N LINE COL` before the
 instructions generated from that source position; every instruction line after a `.loc` belongs to
 it until the next one. Line 0 (`.loc 2 0 8`) means "no particular line" and is ignored.
@@ -15,7 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+#: `.file N "path"` (PTX), or `.file N "dir" "name" [md5 …]` (DWARF 5 assembly, e.g. x86-64 from rustc).
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)(?:\s+(\d+))?")
 #: Lines that are not instructions: labels, braces, comments, directives, declarations.
 _NOT_CODE = re.compile(r"^\s*($|//|\$?[\w.$]+:\s*$|[{}]|\.)")
@@ -35,7 +39,8 @@ class PtxLines:
         current: tuple[int, int] | None = None
         for number, line in enumerate(text.splitlines(), start=1):
             if m := _FILE.match(line):
-                out.files[int(m.group(1))] = m.group(2)
+                name = m.group(2) if m.group(3) is None else str(Path(m.group(2)) / m.group(3))
+                out.files[int(m.group(1))] = name
                 continue
             if m := _LOC.match(line):
                 file, src = int(m.group(1)), int(m.group(2))

@@ -29,6 +29,7 @@ COMMANDS = {
     "hosts": "hosts",
     "new": "new",
     "trust": "trust",
+    "ir": "ir",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -45,7 +45,7 @@ from PySide6.QtWidgets import (
 
 from workbench.build.ptx_lines import PtxLines
 from workbench.build.spirv_lines import NO_LINES_HINT, SpirvLines
-from workbench.ui import theme
+from workbench.ui import ir_panes, theme
 from workbench.ui.editor.code_view import CodeView
 from workbench.ui.editor.highlighter import RustHighlighter, token_format
 from workbench.ui.layout_fit import wrap_within
@@ -55,6 +55,8 @@ from workbench.ui.visibility import follow_dock, on_screen
 TEXT_SUFFIXES = {
     ".ptx": "ptx",
     ".s": "ptx",
+    ".asm": "gas",  # the cpu build's assembly with line tables (GNU as syntax)
+    ".sass": None,  # nvdisasm -gp of an nvptx build (workbench.build.sass)
     ".spvasm": None,
     ".wgsl": "wgsl",
     ".cu": "cuda",
@@ -72,12 +74,20 @@ MAX_HIGHLIGHT_LINES = 20_000
 LINE_MAPS = {
     ".ptx": ("PTX", PtxLines.parse),
     ".s": ("PTX", PtxLines.parse),
+    ".asm": ("assembly", PtxLines.parse),  # same `.file` / `.loc` directives as PTX
     ".spvasm": ("SPIR-V", SpirvLines.parse),
 }
 #: The columns an IR pane is given room for: a PTX instruction with its operands
 #: (`\tld.global.nc.f32 \t%f1, [%rd10];` spans 40 with its tabs) or a SPIR-V one
 #: (`%26 = OpFMul %float %24 %25` …). Narrower than two of these, the panes stack.
 INSTRUCTION_COLUMNS = 48
+#: Listings whose line map needs a sibling file (SASS: its PTX's `.loc` lines): parser(path, text).
+PATH_LINE_MAPS = {".sass": ("SASS", ir_panes.sass_map)}
+#: Backends whose line tables are a build of their own, made when the view asks
+#: (`workbench.build.line_info`): what the note says while it is built.
+LINE_TABLE_BUILDS = {"nvptx": "Rust ↔ PTX view (a line-table build of its own; the timed PTX is not changed)",
+                     "cpu": "Rust ↔ assembly view (rustc's assembly with line tables; the timed library is "
+                            "not changed)"}  # fmt: skip
 RESOURCE_KEYS = (("registers", "Registers"), ("spills", "Spills"), ("shared_bytes", "Shared memory (B)"),
                  ("stack_bytes", "Stack (B)"))  # fmt: skip
 
@@ -334,6 +344,8 @@ class ArtifactsView(QWidget):
     # ------------------------------------------------------------------ inputs
     def _project_changed(self, project: Any) -> None:
         self._results = {}
+        self._previous: dict[str, Any] = {}  # backend -> its build before the current one
+        self._diff_waiting: set[str] = set()  # folders whose line tables the Diff pane waits for
         self._shown = None
         self.backend_box.clear()
         self.tabs.clear()
@@ -351,6 +363,9 @@ class ArtifactsView(QWidget):
     def set_results(self, results: dict[str, Any]) -> None:
         """Take a build's {backend: BuildResult}; keeps the shown backend when it is still there."""
         for backend, result in results.items():
+            old = self._results.get(backend)
+            if result.status == "ok" and old is not None and old.status == "ok" and old.key != result.key:
+                self._previous[backend] = old  # the Diff pane compares the two
             if result.status == "ok" or backend not in self._results:
                 self._results[backend] = result
         if not on_screen(self):
@@ -430,9 +445,13 @@ class ArtifactsView(QWidget):
             view = code_view(f"artifact:{path.name}")
             text = read_text(path)
             set_code(view, text, TEXT_SUFFIXES.get(path.suffix))
-            if path.suffix in LINE_MAPS:
-                view.code_kind, parse = LINE_MAPS[path.suffix]
-                view.line_map = parse(text)
+            if path.suffix in LINE_MAPS or path.suffix in PATH_LINE_MAPS:
+                if path.suffix in PATH_LINE_MAPS:
+                    view.code_kind, parse_at = PATH_LINE_MAPS[path.suffix]
+                    view.line_map = parse_at(path, text)
+                else:
+                    view.code_kind, parse = LINE_MAPS[path.suffix]
+                    view.line_map = parse(text)
                 view.cursorPositionChanged.connect(lambda v=view: self._from_artifact(v))
             view.setToolTip(str(path))
             self.tabs.addTab(view, path.name)
@@ -446,6 +465,7 @@ class ArtifactsView(QWidget):
             self.tabs.addTab(view, "Files")
         self._fill_resources(result)
         self.tabs.addTab(self.resources, "Resources")
+        self._add_ir_panes(name, result)
         toolchain = result.toolchain or {}
         flags = " ".join(result.flags or [])
         info = " · ".join(
@@ -469,6 +489,8 @@ class ArtifactsView(QWidget):
                     candidates.append(project.root / rel)
         for path in candidates:
             # A reference copied in as the artifact (wgsl) shows once: the copy is what ran.
+            if path.name.endswith(".sass.ptx"):
+                continue  # the PTX ptxas -lineinfo was given for the SASS: the .lines.ptx shows it
             if path.suffix in TEXT_SUFFIXES and path.is_file() and path.name not in {f.name for f in files}:
                 files.append(path)
         return files
@@ -518,24 +540,46 @@ class ArtifactsView(QWidget):
         return [v for v in views if isinstance(v, NumberedView) and v.line_map and v.line_map.has_lines]
 
     def _ask_line_info(self, backend: str, result: Any) -> None:
-        """An nvptx build without line tables: have them built (once per build), off the GUI thread."""
+        """An nvptx or cpu build without line tables: have them built (once per build), off the GUI
+        thread."""
         folder = getattr(result, "artifact_dir", "") or ""
-        if backend != "nvptx" or not folder or self.line_views():
+        if backend not in LINE_TABLE_BUILDS or not folder or self.line_views():
             return
         if folder in self._line_asked:
             why = self._line_asked[folder]
             if why:
-                self.lines_note.setText(f"nvptx: no line information: {why}")
+                self.lines_note.setText(f"{backend}: no line information: {why}")
             return
         self._line_asked[folder] = ""
         if self.bridge.request_line_info(folder):
             self.lines_note.setText(
-                "nvptx: building line information for the Rust ↔ PTX view (a line-table build of its "
-                "own; the timed PTX is not changed)…"
+                f"{backend}: building line information for the {LINE_TABLE_BUILDS[backend]}…"
             )
+
+    def _add_ir_panes(self, backend: str, result: Any) -> None:
+        """SASS note, Summary across backends, Diff with the previous build (`ir_panes`)."""
+        added, waiting = ir_panes.panes(backend, result, self._previous.get(backend), self._results)
+        for title, widget in added:
+            self.tabs.addTab(widget, title)
+        failed = {f: self._line_asked[f] for f in waiting if self._line_asked.get(f)}
+        if failed:  # asked before and refused (e.g. the earlier build's sources changed since)
+            diff = next(w for t, w in added if t == "Diff")
+            diff.setPlainText(f"{backend}: the builds cannot be compared: no line tables for "
+                              + "; ".join(f"{f}: {why}" for f, why in failed.items()))  # fmt: skip
+            return
+        for folder in waiting:
+            if folder not in self._diff_waiting:
+                self._diff_waiting.add(folder)
+                self._line_asked.setdefault(folder, "")
+                self.bridge.request_line_info(folder)
 
     def _line_info_ready(self, folder: str, path: Any, message: str) -> None:
         self._line_asked[folder] = "" if path else (message.splitlines()[0] if message else "unknown")
+        if folder in self._diff_waiting:
+            self._diff_waiting.discard(folder)
+            if not self._diff_waiting:
+                self._shown = None  # both builds' line tables are in (or refused): compare them
+                self.show_backend(self.backend_box.currentText())
         shown = self._results.get(self.backend_box.currentText())
         if shown is None or getattr(shown, "artifact_dir", "") != folder:
             return
@@ -543,7 +587,8 @@ class ArtifactsView(QWidget):
             self._shown = None  # the folder has a new file: show the backend again
             self.show_backend(self.backend_box.currentText())
         else:
-            self.lines_note.setText(f"nvptx: no line information: {self._line_asked[folder]}")
+            backend = self.backend_box.currentText()
+            self.lines_note.setText(f"{backend}: no line information: {self._line_asked[folder]}")
 
     def _describe_line_info(self, backend: str) -> None:
         views = [self.tabs.widget(i) for i in range(self.tabs.count())]
@@ -627,6 +672,15 @@ class ArtifactsView(QWidget):
             self.source_box.setCurrentIndex(index)
         view.set_linked(view.line_map.ptx_lines_for(file, line), scroll=False)
         self.source_view.set_linked([line])
+        ptx_line = getattr(view.line_map, "ptx_line_of", {}).get(number)
+        if ptx_line is not None:  # SASS: its PTX line too, in the line-table PTX
+            for other in self.line_views():
+                if other.code_kind == "PTX":
+                    other.set_linked([ptx_line])
+            self.lines_note.setText(
+                f"SASS line {number} ← PTX line {ptx_line} ← {self.source_box.currentText()}:{line}"
+            )
+            return
         self.lines_note.setText(f"{kind} line {number} ← {self.source_box.currentText()}:{line}")
 
     def _source_index(self, file: str) -> int:

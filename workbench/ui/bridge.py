@@ -291,7 +291,8 @@ class ServiceBridge(QObject):
         self._device_thread.start()
 
     def request_line_info(self, artifact_dir: str) -> bool:
-        """Build the line tables of an nvptx build in the background (`workbench.build.line_info`);
+        """Build the line tables of an nvptx or cpu build (and an nvptx build's SASS where nvdisasm is)
+        in the background (`workbench.build.line_info`, `workbench.build.sass`);
         `lineInfoReady` answers. False when one is in flight for that folder already."""
         if self._closed or self.project is None or not artifact_dir:
             return False
@@ -305,10 +306,10 @@ class ServiceBridge(QObject):
         project, budget = self.project, self._line_budget
 
         def work() -> None:
-            from workbench.build.line_info import ensure_line_table
+            from workbench.build.sass import ensure_line_views
 
             try:
-                path = ensure_line_table(project, artifact_dir, budget)
+                path = ensure_line_views(project, artifact_dir, budget)  # + SASS where nvdisasm is
                 self._post("line-info", (artifact_dir, path, ""))
             except Exception as exc:  # a failed or cancelled build: said in the artifacts view
                 self._post("line-info", (artifact_dir, None, str(exc) or type(exc).__name__))

@@ -211,7 +211,7 @@ def version_of(cmd: list[str], timeout: float = 30.0, env: dict[str, str] | None
 
 def cuda_bin(name: str) -> str | None:
     """A CUDA toolkit program: PATH, then $CUDA_HOME / $CUDA_PATH, then /usr/local/cuda."""
-    env_var = {"nvcc": "WB_NVCC", "ptxas": "WB_PTXAS"}.get(name)
+    env_var = {"nvcc": "WB_NVCC", "ptxas": "WB_PTXAS", "nvdisasm": "WB_NVDISASM"}.get(name)
     roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
     candidates = [name] + [os.path.join(r, "bin", name) for r in roots if r]
     return which(env_var, *candidates)

@@ -18,6 +18,10 @@ from workbench.build.install_hints import TOOLCHAIN_HINTS
 from workbench.records import ToolchainInfo
 
 HINT = TOOLCHAIN_HINTS["cpu"]  # README.md's words (install_hints)
+#: The assembly listing for the Rust <-> assembly view: rustc's `.s` with `.file` / `.loc` line tables.
+#: Built on demand in a target dir of its own (`workbench.build.line_info`), never run or timed.
+ASM_FLAGS = ("--emit", "asm", "-C", "debuginfo=line-tables-only")
+ASM_SUFFIX = ".lines.asm"
 
 
 class CpuAdapter(Adapter):
@@ -73,3 +77,23 @@ class CpuAdapter(Adapter):
         # The cpu runtime has no launch threads: only the crate's own reads count.
         req.report_unread(rust_reads(outcome, req), RUST_READ, geometry=False)
         return AdapterOutput(True, kernels, inputs=inputs)
+
+    def asm_listing(self, req: BuildRequest, stem: str) -> Path | None:
+        """The same build's assembly with line tables, as `<out_dir>/<stem>.lines.asm` (None when it
+        fails). `cargo rustc --crate-type cdylib`: the code of the library that runs (an rlib's
+        assembly would leave out what only the cdylib keeps)."""
+        tc = req.toolchain
+        cmd = [tc.details["cargo"], "rustc", CHECKSUM_FRESHNESS, *req.flags, "--crate-type", "cdylib",
+               "--offline", "--message-format=json", "--target-dir", str(req.target_dir),
+               "--", *ASM_FLAGS]  # fmt: skip
+        outcome = run_cargo(req, cmd, cargo_env(req, {"RUSTC": tc.path, "RUSTC_BOOTSTRAP": "1"}))
+        if not outcome.ok:
+            return None
+        records = outcome.of_package(req.project.manifest.crate_dir / "Cargo.toml")
+        crate = records[0]["target"]["name"].replace("-", "_") if records else ""
+        # rustc writes deps/<crate>[-<hash>].s; the target dir is this listing's own, held locked,
+        # so the newest one is this build's.
+        found = sorted(req.target_dir.glob(f"**/deps/{crate}*.s"), key=lambda p: p.stat().st_mtime)
+        if not crate or not found:
+            return None
+        return req.out_dir / copy_into(found[-1], req.out_dir, stem + ASM_SUFFIX)

@@ -1,0 +1,48 @@
+"""The cpu backend's assembly with line tables, built on demand, linked to Rust lines (real cargo)."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.build import build_project
+from workbench.build.artifacts import read_build
+from workbench.build.line_info import LineInfoError, ensure_line_table
+from workbench.build.ptx_lines import PtxLines
+from workbench.project import Project
+
+
+def test_cpu_assembly_maps_the_kernel_line_to_its_instructions_both_ways(example_copy, cache):
+    # Its own build: the listings it adds stay out of the pristine build other tests expect bare.
+    root = example_copy("saxpy", unique=True)
+    project = Project.open(root)
+    [result] = build_project(project, ["cpu"], cache_dir=cache)
+    assert result.status == "ok", result
+    listing = ensure_line_table(project, result.artifact_dir)
+    assert listing.name == "saxpy.lines.asm" and str(listing.parent) == result.artifact_dir
+    info = read_build(result.artifact_dir)["line_info"]
+    assert info["artifact"] == "saxpy.lines.asm" and "debuginfo=line-tables-only" in info["flags"]
+    text = listing.read_text()
+    lines = PtxLines.parse(text)
+    source = root / "src" / "lib.rs"
+    body = source.read_text().splitlines()
+    # `y[i] = a * x[i] + y[i];` made the multiply and add in the cdylib's saxpy_cpu.
+    target = next(n for n, ln in enumerate(body, 1) if "y[i] = a * x[i] + y[i]" in ln)
+    asm = text.splitlines()
+    hits = lines.ptx_lines_for(source, target)
+    assert any("mulss" in asm[n - 1] for n in hits) and any("addss" in asm[n - 1] for n in hits)
+    # And back: each of those instructions names that Rust line (the DWARF 5 `.file N "dir" "name"`).
+    for n in hits:
+        file, line = lines.source_for(n)
+        assert file.endswith("src/lib.rs") and line == target
+    # A second ask reads what the first built: no second cargo run, the same file.
+    assert ensure_line_table(project, result.artifact_dir) == listing
+
+
+def test_a_changed_source_gets_no_assembly_of_the_old_build(example_copy, cache):
+    root = example_copy("saxpy", unique=True)  # a build of its own, not one with a listing already
+    project = Project.open(root)
+    [result] = build_project(project, ["cpu"], cache_dir=cache)
+    source = root / "src" / "lib.rs"
+    source.write_text(source.read_text() + "\n// edited\n")
+    with pytest.raises(LineInfoError, match="sources changed"):
+        ensure_line_table(Project.open(root), result.artifact_dir)
