@@ -298,6 +298,9 @@ class RunResult(Record):
     throughput: dict[str, Any] = field(default_factory=dict)  # gbps, gflops, fraction_of_peak
     error: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)  # see workbench.provenance
+    #: cpu-sim's checks: `{"findings": [...], "dropped": N, "diagnostics": [...]}`
+    #: (workbench.run.sim_findings.located); None where no checks ran; in `to_json` only when set.
+    findings: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         """One line: backend, device, status, verdict, median (the console prints lists of these)."""
@@ -328,7 +331,7 @@ class RunResult(Record):
     def to_json(self) -> dict[str, Any]:
         """The shape `workbench run --json` prints for one result."""
         throughput = {k: self.throughput.get(k) for k in ("gbps", "gflops", "fraction_of_peak")}
-        return {
+        out = {
             "backend": self.backend,
             "device": self.device,
             "status": self.status,
@@ -339,6 +342,9 @@ class RunResult(Record):
             "error": self.error,
             "provenance": self.provenance,
         }
+        if self.findings is not None:
+            out["findings"] = self.findings
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:

@@ -17,6 +17,7 @@ from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.records import RunResult
+from workbench.run.sim_findings import summary
 from workbench.units import format_time
 
 
@@ -148,12 +149,15 @@ def _details(result: RunResult) -> str:
             text += f" in {first.get('buffer')}: got {_num(first.get('got'))}, expected {_num(first.get('expected'))}"
         if check.get("unwritten"):
             text += f"; {check['unwritten']} never written"
-        return text
+        found = summary(result.findings)
+        return f"{found}; {text}" if found else text
     if result.verified is True and check.weak:
         return f"weak check: {check.weak}; max abs err {_num(check.get('max_abs_err'))}"
+    found = summary(result.findings)
     if result.verified is True:
-        return f"max abs err {_num(check.get('max_abs_err'))}, max ulp {_num(check.get('max_ulp_err'))}"
-    return check.get("note", "")
+        text = f"max abs err {_num(check.get('max_abs_err'))}, max ulp {_num(check.get('max_ulp_err'))}"
+        return f"{found}; {text}" if found else text
+    return found or check.get("note", "")
 
 
 def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
@@ -233,9 +237,28 @@ def run(args) -> int:
                 f"{report.project} / {report.kernel}  ({sizes_text}; seed {report.seed}; reference {report.reference}{which})"
             )
             print(table(report.results, host))
+            for line in findings_lines(report.results):
+                print(line)
     if args.json:
         print(json.dumps(_json(repetitions), indent=2))
-    return 0 if all(report.ok for report, _, _ in repetitions) else 1
+    # cpu-sim's checks found a race, a bad index or divergence: a failure, like a failed check.
+    found = any(
+        r.findings and r.findings.get("findings") for report, _, _ in repetitions for r in report.results
+    )
+    return 0 if all(report.ok for report, _, _ in repetitions) and not found else 1
+
+
+def findings_lines(results: list[RunResult]) -> list[str]:
+    """cpu-sim's findings under the table, one compiler-style line each (`FILE:LINE:COL: error[kind]: ...`)."""
+    lines = []
+    for result in results:
+        report = result.findings or {}
+        for diag in report.get("diagnostics", []):
+            where = f"{diag.get('file')}:{diag.get('line')}:{diag.get('column')}"
+            lines.append(f"{where}: {result.backend}: error[{diag.get('code')}]: {diag.get('message')}")
+        if report.get("dropped"):
+            lines.append(f"{result.backend}: {report['dropped']} more findings not kept")
+    return lines
 
 
 def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any]]:

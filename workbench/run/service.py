@@ -34,6 +34,7 @@ from workbench.manifest import Kernel, format_bytes, host_memory_bytes
 from workbench.project import Project
 from workbench.provenance import provenance
 from workbench.records import CheckRecord, RunResult, TimingStats
+from workbench.run import sim_findings
 from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers, memory_plan
 from workbench.run.build_stage import BuildStream, StagedBuild
@@ -541,9 +542,10 @@ class RunService:
             )
             worker.request(header, arrays, timeout_s=SETUP_TIMEOUT_S, fds=fds)
             ctx.emit({"kind": "phase", "backend": backend, "phase": "launch"})
-            worker.request(
+            launched = worker.request(
                 {"op": "launch", "count": 1}, timeout_s=ctx.timeout_s, phase="the verification launch"
-            )
+            )[0]
+            findings = _findings(ctx, launched, backend)
             names = output_names(ctx.kernel)
             ctx.emit({"kind": "phase", "backend": backend, "phase": "download"})
             reply, received = worker.request(
@@ -608,7 +610,7 @@ class RunService:
         result = RunResult(
             backend=backend, device=choice.device, status="ok", verified=verified, check=check,
             timing=stats, throughput=_no_throughput(), error=None,
-            provenance=self._provenance(ctx, backend, choice, build, spec, stats),
+            provenance=self._provenance(ctx, backend, choice, build, spec, stats), findings=findings,
         )  # fmt: skip
         if stats is not None:
             result.throughput = timing_mod.throughput(
@@ -689,3 +691,11 @@ def _verify_while_timing(device: dict[str, Any], outputs: dict[str, np.ndarray])
 
 def _no_throughput() -> dict[str, Any]:
     return {"gbps": None, "gflops": None, "fraction_of_peak": None}
+
+
+def _findings(ctx: _Context, reply: dict[str, Any], backend: str) -> dict[str, Any] | None:
+    """cpu-sim's findings from the verification launch, located in the project (None: no checks)."""
+    report = reply.get("findings")
+    if report is None:
+        return None
+    return sim_findings.located(report, ctx.project.manifest.crate_dir, ctx.project.root, backend)

@@ -141,6 +141,10 @@ def make_launch_spec(
             "entry": entry,
             # Why this name: said by a runtime that cannot find the symbol.
             "entry_origin": kernel.entry_origin(backend),
+            # A cdylib built on the kernel API takes a launch record first (workbench.kernel_api);
+            # `checks`: the cpu-sim build's race and bounds checks are on.
+            "abi": artifact.get("abi"),
+            "checks": bool(artifact.get("checks")),
         },
         "args": args,
         "threads": list(threads),
