@@ -8,9 +8,9 @@ Examples and templates name it as a path dependency in their own folder,
 builds wherever it lives and whatever happens to the install later (an AppImage mounts at a new
 path every start); the shipped crate stays one folder.
 
-A crate that depends on `gpu_kernel` is built against its host ABI: the cpu runtime passes a
-`Launch` record (grid, threads, buffer lengths, checks, report) before the manifest's arguments
-(`uses_kernel_api`, `HOST_ABI`).
+A cdylib built on the kernel API exports `HOST_ABI_SYMBOL`; the cpu runtime then passes a `Launch`
+record (grid, threads, buffer lengths, checks, report) before the manifest's arguments
+(`run/runtimes/cpu_launch.py`), whatever wrote the build record.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import tomllib
 from pathlib import Path
 
 CRATE_NAME = "gpu_kernel"
-#: What build.json's `kernels.<name>.abi` says of a cdylib entry built on the kernel API.
-HOST_ABI = "gpu_kernel"
+#: The symbol (a u32: the launch record's version) every cdylib built on the kernel API exports.
+HOST_ABI_SYMBOL = "gpu_kernel_host_abi"
+#: The launch record's version this workbench passes.
+HOST_ABI_VERSION = 1
 #: The cargo feature that turns on the simulator's checks (the `cpu-sim` backend builds with it).
 SIM_FEATURE = f"{CRATE_NAME}/sim"
 

@@ -19,6 +19,10 @@ from typing import Any
 
 from workbench.records import Diagnostic
 
+#: The source the window files run findings under (the build panel's backend column, the editor's
+#: diagnostics): beside the cpu-sim build's own, replaced by every run that checked.
+RUN_SOURCE = "cpu-sim run"
+
 #: Each kind, as a sentence begins (and as the results table counts them: "2 races").
 KINDS = {
     "shared-race": "data race on workgroup memory",
@@ -148,3 +152,12 @@ def located(
         finding["message"] = describe(finding)
     report["diagnostics"] = [d.to_dict() for d in diagnostics(report, backend)]
     return report
+
+
+def run_diagnostics(report: Any) -> list[dict[str, Any]] | None:
+    """The diagnostics of every result of a run (`RunReport`) whose checks ran; None when none ran
+    (a run without cpu-sim leaves the last findings standing)."""
+    checked = [r for r in getattr(report, "results", []) if getattr(r, "findings", None) is not None]
+    if not checked:
+        return None
+    return [dict(d, backend=RUN_SOURCE) for r in checked for d in r.findings.get("diagnostics", [])]

@@ -141,10 +141,8 @@ def make_launch_spec(
             "entry": entry,
             # Why this name: said by a runtime that cannot find the symbol.
             "entry_origin": kernel.entry_origin(backend),
-            # A cdylib built on the kernel API takes a launch record first (workbench.kernel_api);
-            # `checks`: the cpu-sim build's race and bounds checks are on.
-            "abi": artifact.get("abi"),
-            "checks": bool(artifact.get("checks")),
+            # cpu-sim: the kernel API's race and bounds checks are on (runtimes/cpu_launch.py).
+            **({"checks": True} if artifact.get("checks") else {}),
         },
         "args": args,
         "threads": list(threads),

@@ -14,7 +14,6 @@ from workbench.build.adapters.base import (
 from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, RUST_READ, cargo_env, run_cargo, rust_reads
 from workbench.build.adapters.host_rust import cargo, rustc
 from workbench.build.diagnostics import error
-from workbench.kernel_api import HOST_ABI, uses_kernel_api
 from workbench.records import ToolchainInfo
 
 HINT = "install Rust: apt-get install rustc cargo (or https://rustup.rs)"
@@ -45,13 +44,9 @@ class CpuAdapter(Adapter):
             flags += ["--target", target]
         return flags
 
-    def kernel_record(self, kernel, artifact: str, api: bool) -> dict:
-        """build.json's record of one kernel; an entry on the kernel API takes a launch record
-        first (`abi`, read by the cpu runtime)."""
-        record = {"artifact": artifact, "entry": kernel.entry_for("cpu"), "kind": self.kind}
-        if api:
-            record["abi"] = HOST_ABI
-        return record
+    def kernel_record(self, kernel, artifact: str) -> dict:
+        """build.json's record of one kernel."""
+        return {"artifact": artifact, "entry": kernel.entry_for("cpu"), "kind": self.kind}
 
     def build(self, req: BuildRequest) -> AdapterOutput:
         tc = req.toolchain
@@ -73,8 +68,7 @@ class CpuAdapter(Adapter):
                                  "to [lib] in Cargo.toml", "cpu"))  # fmt: skip
             return AdapterOutput(False)
         name = copy_into(libs[0], req.out_dir)
-        api = uses_kernel_api(req.project.manifest.crate_dir)
-        kernels = {k.name: self.kernel_record(k, name, api) for k in req.project.manifest.kernels}
+        kernels = {k.name: self.kernel_record(k, name) for k in req.project.manifest.kernels}
         inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
         # The cpu runtime has no launch threads: only the crate's own reads count.
         req.report_unread(rust_reads(outcome, req), RUST_READ, geometry=False)

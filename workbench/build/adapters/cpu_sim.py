@@ -29,8 +29,8 @@ class CpuSimAdapter(CpuAdapter):
     def flags(self, project, target, tunables, toolchain) -> list[str]:
         return [*super().flags(project, target, tunables, toolchain), "--features", SIM_FEATURE]
 
-    def kernel_record(self, kernel, artifact: str, api: bool) -> dict:
-        record = super().kernel_record(kernel, artifact, api)
+    def kernel_record(self, kernel, artifact: str) -> dict:
+        record = super().kernel_record(kernel, artifact)
         # Its own entry name if the manifest gives one, else the cpu backend's: the same function.
         record["entry"] = kernel.entry.get(self.name) or kernel.entry_for("cpu")
         record["checks"] = True

@@ -12,6 +12,7 @@ import ctypes
 import json
 from typing import Any
 
+from workbench.kernel_api import HOST_ABI_SYMBOL, HOST_ABI_VERSION
 from workbench.run.runtimes.base import RuntimeFailure
 
 #: Bytes for the findings' JSON: the crate keeps 64 findings in full, each well under 1 KiB.
@@ -30,6 +31,21 @@ class Launch(ctypes.Structure):
         ("report_cap", ctypes.c_uint64),
         ("report_len", ctypes.c_uint64),
     ]
+
+
+def host_abi(library: ctypes.CDLL, path: str) -> bool:
+    """Whether the library was built on the kernel API (its entries take a launch record first);
+    a newer record layout than this workbench knows is refused by name."""
+    try:
+        version = ctypes.c_uint32.in_dll(library, HOST_ABI_SYMBOL).value
+    except ValueError:
+        return False
+    if version != HOST_ABI_VERSION:
+        raise RuntimeFailure(
+            f"{path} was built on gpu_kernel launch record version {version}; this workbench passes "
+            f"version {HOST_ABI_VERSION}: rebuild the project with the crate this workbench ships"
+        )
+    return True
 
 
 def _three(values: list[int], what: str) -> Any:

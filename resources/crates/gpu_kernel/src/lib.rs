@@ -19,12 +19,12 @@
 //! reads of workgroup memory nobody wrote are reported with the invocations' coordinates and
 //! the Rust file:line of the accesses (`#[track_caller]`). docs/cpu-sim.md says what is modelled.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 mod nvptx;
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
-pub use nvptx::{Ctx, In, Out, Shared};
+pub use nvptx::{Ctx, In, Out, Shared, SharedWord};
 
 #[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
 mod rust_cuda;

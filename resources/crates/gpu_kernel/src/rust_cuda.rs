@@ -2,6 +2,7 @@
 //! through raw pointers, shared arrays from `cuda_std::shared_array!` in the entry. Not compiled on
 //! machines without Rust-CUDA (pinned nightly, LLVM 7, libNVVM): written against cuda_std 0.2.
 use core::marker::PhantomData;
+use core::ops::{Index, IndexMut};
 
 use cuda_std::thread;
 
@@ -72,6 +73,23 @@ impl<'a, T: Element> Out<'a, T> {
     pub fn get(&self, i: usize) -> T { unsafe { *self.ptr.add(i) } }
     #[inline(always)]
     pub fn set(&mut self, i: usize, value: T) { unsafe { *self.ptr.add(i) = value } }
+}
+
+impl<T: Element> Index<usize> for In<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T { unsafe { &*self.ptr.add(i) } }
+}
+
+impl<T: Element> Index<usize> for Out<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T { unsafe { &*self.ptr.add(i) } }
+}
+
+impl<T: Element> IndexMut<usize> for Out<'_, T> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut T { unsafe { &mut *self.ptr.add(i) } }
 }
 
 pub struct Shared<'a, T, const N: usize> { ptr: *mut T, _life: PhantomData<&'a mut [T; N]> }

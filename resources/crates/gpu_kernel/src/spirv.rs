@@ -1,6 +1,8 @@
 //! rust-gpu (SPIR-V): the indices are the entry's builtins, handed to [`Ctx::new`]; memory is the
 //! entry's storage-buffer slices and `#[spirv(workgroup)]` arrays. Not compiled on machines
 //! without cargo-gpu (it needs a pinned nightly): written against `spirv_std` 0.9's API.
+use core::ops::{Index, IndexMut};
+
 use spirv_std::glam::UVec3;
 
 use crate::Element;
@@ -73,6 +75,23 @@ impl<'a, T: Element> Out<'a, T> {
     pub fn get(&self, i: usize) -> T { self.0[i] }
     #[inline(always)]
     pub fn set(&mut self, i: usize, value: T) { self.0[i] = value }
+}
+
+impl<T: Element> Index<usize> for In<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T { &self.0[i] }
+}
+
+impl<T: Element> Index<usize> for Out<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T { &self.0[i] }
+}
+
+impl<T: Element> IndexMut<usize> for Out<'_, T> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut T { &mut self.0[i] }
 }
 
 pub struct Shared<'a, T, const N: usize>(&'a mut [T; N]);

@@ -1,9 +1,15 @@
 //! The executor: workgroups spread over worker threads (one per core), and inside a workgroup
-//! every invocation on a fiber of its own. A fiber runs until it reaches a barrier or returns;
-//! when every fiber of the workgroup has stopped, the barrier opens (all waiting at it), or
-//! the workgroup is done (all returned), or — invocations waiting at different barriers, or some
-//! returned while others wait — the barrier diverged: a `sim` build reports it, and the waiting
-//! fibers are let go, so a divergent kernel never hangs the run.
+//! every invocation its own execution context.
+//!
+//! A workgroup starts with its invocations called one after the other on the worker's own stack:
+//! a kernel without barriers costs a function call per invocation. The first barrier turns the
+//! workgroup into fibers: the invocation that reached it stays suspended on the worker's stack, a
+//! scheduler fiber starts the invocations not yet run on stacks of their own, and from then on a
+//! fiber runs until it reaches a barrier or returns. When every fiber has stopped, the barrier
+//! opens (all waiting at it), or the workgroup is done (all returned), or — invocations waiting at
+//! different barriers, or some returned while others wait — the barrier diverged: a `sim` build
+//! reports it, and the waiting fibers are let go, so a divergent kernel never hangs the run.
+//! (Invocations that returned before the first barrier was reached never reach it: divergence.)
 
 use core::cell::{Cell, UnsafeCell};
 use core::panic::Location;
@@ -45,6 +51,13 @@ pub struct Group {
     checks: ChecksPtr,
     #[cfg(feature = "sim")]
     diverged: Cell<bool>,
+    /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
+    converted: Cell<bool>,
+    /// The worker's stack, parked while the scheduler fiber finishes a converted workgroup.
+    resume_sp: Cell<usize>,
+    /// Starts the fiber of invocation `u` (monomorphized for the kernel body: `spawn::<F>`).
+    spawn: Cell<Option<unsafe fn(&Group, usize)>>,
+    spawn_data: Cell<[*const u8; 2]>,
     /// Where the entry called `Kernel::run` (a divergence report's "returned" side).
     #[allow(dead_code)]
     pub(crate) entry_at: &'static Location<'static>,
@@ -103,7 +116,17 @@ impl<'a> Ctx<'a> {
         let group = self.group;
         let me = group.current.get();
         group.status[me].set(Status::Waiting(Location::caller()));
-        unsafe { fiber::switch(group.sp[me].as_ptr(), group.sched_sp.get()) };
+        if group.converted.replace(true) {
+            unsafe { fiber::switch(group.sp[me].as_ptr(), group.sched_sp.get()) };
+        } else {
+            // The workgroup's first barrier: this invocation runs on the worker's stack; a
+            // scheduler fiber takes over the workgroup from here (see the module's comment).
+            let [stacks, _] = group.spawn_data.get();
+            let stacks = unsafe { &*(stacks as *const Stacks) };
+            let top = stacks.top(group.threads);
+            let sp = unsafe { fiber::prepare(top, scheduler_main, group as *const Group as *mut u8) };
+            unsafe { fiber::switch(group.sp[me].as_ptr(), sp) };
+        }
     }
 
     /// This workgroup's shared array of `N` elements: the k-th `shared` an invocation asks for is
@@ -169,6 +192,10 @@ impl Group {
             checks,
             #[cfg(feature = "sim")]
             diverged: Cell::new(false),
+            converted: Cell::new(false),
+            resume_sp: Cell::new(0),
+            spawn: Cell::new(None),
+            spawn_data: Cell::new([core::ptr::null(); 2]),
             entry_at,
         }
     }
@@ -197,6 +224,7 @@ impl Group {
         self.linear.set(linear);
         self.epoch.set(0);
         self.slots_used.set(0);
+        self.converted.set(false);
         for t in 0..self.threads {
             self.status[t].set(Status::Ready);
             self.slot_next[t].set(0);
@@ -264,25 +292,58 @@ fn worker<F: Fn(Ctx) + Sync>(
 ) {
     let group = Group::new(grid, size, checks, entry_at);
     let threads = group.threads;
-    let stacks = Stacks::new(threads);
+    // One stack per invocation and one for the scheduler (mapped lazily: untouched when no
+    // invocation ever reaches a barrier).
+    let stacks = Stacks::new(threads + 1);
     #[cfg(feature = "sim")]
     sim::enter_group(&group);
     let starts: Vec<Start<F>> =
         (0..threads).map(|local| Start { group: &group, local, body: body as *const F }).collect();
+    group.spawn.set(Some(spawn::<F>));
+    group.spawn_data.set([&stacks as *const Stacks as *const u8, starts.as_ptr() as *const u8]);
     loop {
         let linear = next.fetch_add(1, Ordering::Relaxed);
         if linear >= total {
             break;
         }
         group.begin(linear);
-        for (t, start) in starts.iter().enumerate() {
-            let sp = unsafe { fiber::prepare(stacks.top(t), fiber_main::<F>, start as *const Start<F> as *mut u8) };
-            group.sp[t].set(sp);
+        for t in 0..threads {
+            group.current.set(t);
+            body(Ctx { local: group.local_coords(t), group: &group });
+            group.status[t].set(Status::Done);
+            if group.converted.get() {
+                // Invocation t reached a barrier and has now returned: the scheduler fiber runs
+                // the rest of the workgroup and switches back here when it is done.
+                unsafe { fiber::switch(group.resume_sp.as_ptr(), group.sched_sp.get()) };
+                break;
+            }
         }
-        run_group(&group);
     }
     #[cfg(feature = "sim")]
     sim::leave_group();
+}
+
+/// Start invocation `u`'s fiber (ready to run the body from its beginning).
+unsafe fn spawn<F: Fn(Ctx) + Sync>(group: &Group, u: usize) {
+    let [stacks, starts] = group.spawn_data.get();
+    let stacks = unsafe { &*(stacks as *const Stacks) };
+    let start = unsafe { (starts as *const Start<F>).add(u) };
+    let sp = unsafe { fiber::prepare(stacks.top(u), fiber_main::<F>, start as *mut u8) };
+    group.sp[u].set(sp);
+}
+
+/// The scheduler of a workgroup that reached a barrier: fibers for the invocations not yet run,
+/// then the workgroup to its end, then back to the worker's stack.
+extern "C" fn scheduler_main(arg: *mut u8) -> ! {
+    let group = unsafe { &*(arg as *const Group) };
+    let spawn = group.spawn.get().expect("a worker sets spawn");
+    for u in group.current.get() + 1..group.threads {
+        unsafe { spawn(group, u) };
+    }
+    run_group(group);
+    let mut ignored = 0usize;
+    unsafe { fiber::switch(&mut ignored, group.resume_sp.get()) };
+    std::process::abort()
 }
 
 fn run_group(group: &Group) {

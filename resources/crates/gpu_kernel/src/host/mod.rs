@@ -26,11 +26,19 @@ mod report;
 mod sim;
 
 use core::marker::PhantomData;
+use core::ops::{Index, IndexMut};
 use core::panic::Location;
 
 pub use exec::Ctx;
 
 use crate::Element;
+
+/// Exported by every cdylib built on the kernel API (the value is the `Launch` layout's version):
+/// the cpu runtime (and the bare timing loop) find it and pass a `Launch` before the manifest's
+/// arguments, whatever wrote the build record.
+#[unsafe(no_mangle)]
+#[used]
+pub static gpu_kernel_host_abi: u32 = 1;
 
 /// What the cpu runtime passes as an entry's first argument (`workbench/run/runtimes/cpu.py`
 /// builds the same layout with ctypes).
@@ -318,6 +326,88 @@ impl<T: Element, const N: usize> Shared<'_, T, N> {
         }
         unsafe { self.ptr.add(i).write_volatile(value) }
     }
+}
+
+// `x[i]` and `y[i] = v`: the natural form of a kernel line. A read through `Index` is a read, any
+// use of `IndexMut` (`y[i] = v`, `y[i] += v`) counts as a write. An index out of bounds in a sim
+// build is reported like `get`/`set`'s, and the access goes to a spare element instead (reads 0).
+
+impl<T: Element> Index<usize> for In<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, i: usize) -> &T {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
+                return spare_zero();
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        unsafe { &*self.ptr.add(i) }
+    }
+}
+
+impl<T: Element> Index<usize> for Out<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, i: usize) -> &T {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
+                return spare_zero();
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        #[cfg(feature = "sim")]
+        if !self.shadow.is_null() {
+            unsafe { &*self.shadow }.access(i, false, Location::caller());
+        }
+        unsafe { &*self.ptr.add(i) }
+    }
+}
+
+impl<T: Element> IndexMut<usize> for Out<'_, T> {
+    #[inline(always)]
+    #[track_caller]
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, true, Location::caller());
+                return spare_slot();
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        #[cfg(feature = "sim")]
+        if !self.shadow.is_null() {
+            unsafe { &*self.shadow }.access(i, true, Location::caller());
+        }
+        unsafe { &mut *self.ptr.add(i) }
+    }
+}
+
+/// Sixteen zero bytes: an element (every `Element` is at most 8 bytes) an out-of-bounds read sees.
+#[cfg(feature = "sim")]
+static ZERO: [u128; 1] = [0];
+
+#[cfg(feature = "sim")]
+fn spare_zero<T: Element>() -> &'static T {
+    unsafe { &*(ZERO.as_ptr() as *const T) }
+}
+
+#[cfg(feature = "sim")]
+thread_local! {
+    static SPARE: core::cell::UnsafeCell<u128> = const { core::cell::UnsafeCell::new(0) };
+}
+
+/// Where an out-of-bounds write through `IndexMut` goes (this thread's spare element).
+#[cfg(feature = "sim")]
+fn spare_slot<T: Element>() -> &'static mut T {
+    SPARE.with(|s| unsafe { &mut *(s.get() as *mut T) })
 }
 
 fn alloc_name(what: &str, id: u32) -> String {

@@ -76,6 +76,11 @@ pub struct Checks {
     pub(crate) dropped: AtomicU64,
 }
 
+fn order(access: &Access) -> ([u32; 3], [u32; 3]) {
+    let (g, l) = (access.group, access.local);
+    ([g[2], g[1], g[0]], [l[2], l[1], l[0]])
+}
+
 /// Findings kept in full; later distinct ones are only counted (`dropped`).
 const MAX_FINDINGS: usize = 64;
 
@@ -106,7 +111,13 @@ impl Checks {
         let mut guard = self.findings.lock().unwrap();
         let (list, seen) = &mut *guard;
         if let Some(&k) = seen.get(&key) {
-            list[k].count += 1;
+            // Workgroups run on several threads: keep the occurrence of the lowest workgroup and
+            // invocation, so a report does not depend on which thread got there first.
+            let kept = &mut list[k];
+            kept.count += 1;
+            if order(&first) < order(&kept.first) {
+                (kept.index, kept.length, kept.first, kept.second) = (index, length, first, second);
+            }
             return;
         }
         if list.len() >= MAX_FINDINGS {
