@@ -77,15 +77,17 @@ pub fn fused_multiply_add(a: f32, b: f32, c: f32) -> f32 {
     return a.mul_add(b, c);
 }
 
-/// The kernel, for TILE × TILE workgroups (`TT` = TILE · TILE, the tiles' length): invocation
-/// (tx, ty) of workgroup (bx, by) computes C[by·TILE + ty][bx·TILE + tx]. Per step of TILE along
-/// k, the workgroup loads a tile of A and one of B into workgroup memory (missing elements 0),
-/// waits, accumulates its row of one by the column of the other, and waits again before the
-/// tiles are overwritten. Invocations beyond TILE × TILE (a wider launch) only join the barriers.
+/// The kernel, for `tile` × `tile` workgroups (`TT` ≥ tile · tile: the tiles' length):
+/// invocation (tx, ty) of workgroup (bx, by) computes C[by·tile + ty][bx·tile + tx]. Per step of
+/// `tile` along k, the workgroup loads a tile of A and one of B into workgroup memory (missing
+/// elements 0), waits, accumulates its row of one by the column of the other, and waits again
+/// before the tiles are overwritten. Invocations beyond tile × tile (a wider launch) only join the
+/// barriers. The GPU entries pass a constant `tile` (inlined: the PTX is as if written for it).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub fn matmul_body<const TILE: usize, const TT: usize>(
+pub fn matmul_body<const TT: usize>(
     ctx: Ctx,
+    tile: usize,
     m: u32,
     n: u32,
     k: u32,
@@ -96,31 +98,34 @@ pub fn matmul_body<const TILE: usize, const TT: usize>(
     mut b_tile: Shared<f32, TT>,
 ) {
     let (tx, ty) = (ctx.local_id_x(), ctx.local_id_y());
-    let row = ctx.group_id_y() * TILE + ty;
-    let col = ctx.group_id_x() * TILE + tx;
+    let row = ctx.group_id_y() * tile + ty;
+    let col = ctx.group_id_x() * tile + tx;
     let (m, n, k) = (m as usize, n as usize, k as usize);
-    let in_tile = tx < TILE && ty < TILE;
+    let in_tile = tx < tile && ty < tile;
     let mut acc = 0.0f32;
     let mut k0 = 0;
     while k0 < k {
         if in_tile {
             let (ka, kb) = (k0 + tx, k0 + ty);
-            let va = if row < m && ka < k { a.get(row * k + ka) } else { 0.0 };
-            let vb = if kb < k && col < n { b.get(kb * n + col) } else { 0.0 };
-            a_tile.set(ty * TILE + tx, va);
-            b_tile.set(ty * TILE + tx, vb);
+            let va = if row < m && ka < k { a[row * k + ka] } else { 0.0 };
+            let vb = if kb < k && col < n { b[kb * n + col] } else { 0.0 };
+            a_tile.set(ty * tile + tx, va);
+            b_tile.set(ty * tile + tx, vb);
         }
         ctx.barrier();
         if in_tile {
-            acc = matmul_acc(acc, TILE, |t| a_tile.get(ty * TILE + t), |t| b_tile.get(t * TILE + tx));
+            acc = matmul_acc(acc, tile, |t| a_tile.get(ty * tile + t), |t| b_tile.get(t * tile + tx));
         }
         ctx.barrier();
-        k0 += TILE;
+        k0 += tile;
     }
     if in_tile && row < m && col < n {
-        c.set(row * n + col, acc);
+        c[row * n + col] = acc;
     }
 }
+
+/// The largest tile × tile a workgroup holds (1024 invocations): the host's tiles are this long.
+pub const MAX_TILE_ELEMENTS: usize = 1024;
 
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
@@ -134,25 +139,15 @@ pub unsafe extern "C" fn matmul_cpu(
     b: *const f32,
     c: *mut f32,
 ) {
-    let tile = unsafe { (*launch).threads[0] };
+    // The tile is the launch's (`threads = ["tile", "tile"]`), whatever value the tunable takes.
+    let tile = unsafe { (*launch).threads[0] } as usize;
     let kernel = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (a, b, c) = unsafe { (kernel.input(0, a), kernel.input(1, b), kernel.output(2, c)) };
-    // The tile is the launch's (the `tile` tunable): one instance of the body per value it takes.
-    macro_rules! launch_with {
-        ($tile:literal) => {
-            kernel.run(|ctx| {
-                let a_tile = ctx.shared::<f32, { $tile * $tile }>();
-                let b_tile = ctx.shared::<f32, { $tile * $tile }>();
-                matmul_body::<$tile, { $tile * $tile }>(ctx, m, n, k, a, b, c, a_tile, b_tile)
-            })
-        };
-    }
-    match tile {
-        8 => launch_with!(8),
-        16 => launch_with!(16),
-        32 => launch_with!(32),
-        other => panic!("matmul_cpu: tile {other} is not one of the tunable's values (8, 16, 32)"),
-    }
+    kernel.run(|ctx| {
+        let a_tile = ctx.shared::<f32, MAX_TILE_ELEMENTS>();
+        let b_tile = ctx.shared::<f32, MAX_TILE_ELEMENTS>();
+        matmul_body(ctx, tile, m, n, k, a, b, c, a_tile, b_tile)
+    });
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend
@@ -163,7 +158,7 @@ pub unsafe extern "ptx-kernel" fn matmul(m: u32, n: u32, k: u32, a: *const f32, 
     let a_tile = gpu_kernel::nvptx_shared!(MATMUL_A_TILE: [f32; TILE * TILE]);
     let b_tile = gpu_kernel::nvptx_shared!(MATMUL_B_TILE: [f32; TILE * TILE]);
     let (a, b, c) = unsafe { (In::new(a), In::new(b), Out::new(c)) };
-    unsafe { matmul_body::<TILE, { TILE * TILE }>(Ctx::new(), m, n, k, a, b, c, a_tile, b_tile) }
+    unsafe { matmul_body(Ctx::new(), TILE, m, n, k, a, b, c, a_tile, b_tile) }
 }
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
@@ -205,7 +200,7 @@ pub mod spirv_entry {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(16, 16, 1));
         let (p, a, b, c) = (params, In::new(a), In::new(b), Out::new(c));
         let (a_tile, b_tile) = (Shared::new(a_tile), Shared::new(b_tile));
-        super::matmul_body::<TILE, { TILE * TILE }>(ctx, p.m, p.n, p.k, a, b, c, a_tile, b_tile);
+        super::matmul_body(ctx, TILE, p.m, p.n, p.k, a, b, c, a_tile, b_tile);
     }
 }
 
@@ -226,6 +221,6 @@ pub mod rust_cuda_entry {
         let a_tile = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; TILE * TILE] as *mut f32) };
         let b_tile = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; TILE * TILE] as *mut f32) };
         let (a, b, c) = unsafe { (In::new(a), In::new(b), Out::new(c)) };
-        unsafe { super::matmul_body::<TILE, { TILE * TILE }>(Ctx::new(), m, n, k, a, b, c, a_tile, b_tile) }
+        unsafe { super::matmul_body(Ctx::new(), TILE, m, n, k, a, b, c, a_tile, b_tile) }
     }
 }
