@@ -178,7 +178,32 @@ pub(crate) fn leave_group() {
 static LOCATIONS: Mutex<Vec<&'static Location<'static>>> = Mutex::new(Vec::new());
 const NO_LOCATION: u16 = 0;
 
+/// A direct-mapped cache in front of `LOCAL_IDS`: a kernel's accesses come from a handful of
+/// lines, and a hash map lookup per access was most of the checks' cost.
+const FAST_SLOTS: usize = 64;
+
+thread_local! {
+    static FAST_IDS: [Cell<(usize, u16)>; FAST_SLOTS] = const { [const { Cell::new((0, 0)) }; FAST_SLOTS] };
+}
+
+#[inline(always)]
 fn location_id(at: &'static Location<'static>) -> u16 {
+    let key = at as *const Location as usize;
+    let slot = (key >> 3) % FAST_SLOTS;
+    let hit = FAST_IDS.with(|fast| {
+        let (k, id) = fast[slot].get();
+        (k == key).then_some(id)
+    });
+    if let Some(id) = hit {
+        return id;
+    }
+    let id = location_id_slow(at);
+    FAST_IDS.with(|fast| fast[slot].set((key, id)));
+    id
+}
+
+#[cold]
+fn location_id_slow(at: &'static Location<'static>) -> u16 {
     let key = at as *const Location as usize;
     LOCAL_IDS.with(|ids| {
         if let Some(&id) = ids.borrow().get(&key) {
@@ -356,25 +381,25 @@ impl GlobalShadow {
         let Some(me) = me else { return };
         let checks = unsafe { &*self.checks };
         let array = Array::Buffer(self.buffer);
-        let this = self.side(me, if write { "write" } else { "read" });
-        let this = Access { at, ..this };
+        // Built only for a report: `side` takes the locations' lock.
+        let this = || Access { at, ..self.side(me, if write { "write" } else { "read" }) };
         if write {
             let before = self.writer[i].swap(me, Ordering::Relaxed);
             if conflicts(before, me) {
-                checks.report("global-race", array, Some(i as u64), None, self.side(before, "write"), Some(this));
+                checks.report("global-race", array, Some(i as u64), None, self.side(before, "write"), Some(this()));
                 return;
             }
             for slot in [&self.reader[i], &self.reader2[i]] {
                 let reader = slot.load(Ordering::Relaxed);
                 if conflicts(reader, me) {
-                    checks.report("global-race", array, Some(i as u64), None, self.side(reader, "read"), Some(this));
+                    checks.report("global-race", array, Some(i as u64), None, self.side(reader, "read"), Some(this()));
                     return;
                 }
             }
         } else {
             let writer = self.writer[i].load(Ordering::Relaxed);
             if conflicts(writer, me) {
-                checks.report("global-race", array, Some(i as u64), None, self.side(writer, "write"), Some(this));
+                checks.report("global-race", array, Some(i as u64), None, self.side(writer, "write"), Some(this()));
             }
             let first = &self.reader[i];
             match first.compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed) {
