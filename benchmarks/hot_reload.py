@@ -101,10 +101,10 @@ class PhaseClock:
         self.events: list[tuple[float, str]] = []
         self._lock = threading.Lock()
 
-    def __call__(self, event: dict) -> None:
-        kind = event.get("kind", "")
-        if kind == "run-event":
-            kind = "run:" + str((event.get("event") or {}).get("kind", ""))
+    def __call__(self, event) -> None:
+        from workbench.profile.live import LiveRunEvent
+
+        kind = "run:" + event.event.kind if isinstance(event, LiveRunEvent) else event.kind
         with self._lock:
             self.events.append((time.perf_counter(), kind))
 
@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
 def _measure(project: Path, cache: Path, args) -> dict:
     from PySide6.QtGui import QTextCursor
 
+    from workbench.run.events import RunEvent, RunFinished
     from workbench.trust_store import set_trusted
     from workbench.ui.app import create_application, create_window
     from workbench.ui.settings import Settings
@@ -288,9 +289,9 @@ def _measure(project: Path, cache: Path, args) -> dict:
     warm_start = time.perf_counter()
     arrived: dict[str, float] = {}  # backend → seconds after Run when its result was shown
 
-    def on_run_event(event: dict) -> None:
-        if event.get("kind") == "finished":
-            arrived.setdefault(event["result"].backend, round(time.perf_counter() - warm_start, 3))
+    def on_run_event(event: RunEvent) -> None:
+        if isinstance(event, RunFinished):
+            arrived.setdefault(event.result.backend, round(time.perf_counter() - warm_start, 3))
 
     bridge.runEvent.connect(on_run_event)
     window.run()

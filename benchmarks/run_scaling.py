@@ -51,6 +51,7 @@ def child(
     buffer bytes. `cold`: the workers start inside the timed run, as in a fresh `workbench run`."""
     import workbench
     from workbench.project import Project
+    from workbench.run.events import RunDone, RunEvent, RunFinished, RunPhase, RunStarted
     from workbench.run.service import RunService
 
     project = Project.open(Path(workbench.__file__).resolve().parents[1] / "resources" / "examples" / example)
@@ -70,17 +71,15 @@ def child(
     by_backend: dict[str, dict[str, float]] = {}
     mark = [time.perf_counter(), "start", None]  # workers (cold), builds or artifact folders
 
-    def on_event(event: dict) -> None:
-        kind = event.get("kind")
+    def on_event(event: RunEvent) -> None:
         now = time.perf_counter()
-        backend = event.get("backend")
-        if kind == "phase":
-            name = event["phase"]
-        elif kind == "started":
-            name = "prepare"  # worker start (cold), module load, buffers on the device
-        elif kind == "finished":
+        if isinstance(event, RunPhase):
+            name, backend = event.phase, event.backend
+        elif isinstance(event, RunStarted):
+            name, backend = "prepare", event.backend  # worker start (cold), module load, buffers
+        elif isinstance(event, RunFinished):
             name, backend = "setup", None
-        elif kind == "done":
+        elif isinstance(event, RunDone):
             name, backend = "close", None  # the report is out: the workers' shutdown
         else:
             return

@@ -2,10 +2,16 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from workbench.build.install_hints import CUDA_RUNTIME_HINT, TOOLCHAIN_HINTS
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def doctor(*args):
@@ -69,3 +75,30 @@ def test_every_found_toolchain_names_where_it_is():
     wgsl = next(line for line in toolchain_lines if line.split()[:2] == ["wgsl", "found"])
     place = wgsl.rsplit("(", 1)[1].rstrip(")")
     assert os.path.isfile(os.path.join(place, "__init__.py")), wgsl
+
+
+def readme_hints() -> dict[str, str]:
+    """README.md's "Optional toolchains" table: row -> its "how to get it" cell, backticks dropped."""
+    section = README.read_text().split("## Optional toolchains", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) != 3 or cells[0] in ("backend", "---"):
+            continue
+        name = re.match(r"`([^`]+)`", cells[0])
+        rows[name.group(1) if name else cells[0]] = cells[2].replace("`", "")
+    return rows
+
+
+def test_each_install_hint_is_the_readme_s_words(report):
+    """One text per toolchain: what doctor says for a missing one is its README row, word for word."""
+    rows = readme_hints()
+    assert {backend: rows.get(backend) for backend in TOOLCHAIN_HINTS} == TOOLCHAIN_HINTS
+    assert rows["CUDA runtime"] == CUDA_RUNTIME_HINT
+    missing = [t for t in report["toolchains"] if not t["found"]]
+    assert missing  # cargo-gpu and Rust-CUDA cannot be installed here
+    for t in missing:
+        assert t["hint"] == rows[t["backend"]], t["backend"]
+    cuda = report["devices"]["cuda"]
+    if not cuda["available"] and cuda["reason"].startswith("pycuda is not installed"):
+        assert cuda["reason"].endswith(rows["CUDA runtime"])

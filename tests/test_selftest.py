@@ -35,7 +35,17 @@ def test_window_and_every_panel_load_offscreen(report):
     assert checks["window"]["status"] == "pass", checks["window"]["detail"]
     assert "offscreen" in checks["window"]["detail"]
     panels = {name.split(":", 1)[1] for name in checks if name.startswith("panel:")}
-    assert panels == {"build", "devices", "results", "plots", "artifacts", "console", "sessions", "tuning"}
+    assert panels == {
+        "build",
+        "devices",
+        "results",
+        "plots",
+        "artifacts",
+        "console",
+        "sessions",
+        "tuning",
+        "counters",
+    }
     assert all(checks[f"panel:{p}"]["status"] == "pass" for p in panels), report["checks"]
 
 

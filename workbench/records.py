@@ -14,6 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from workbench import result_text
+from workbench.result_text import REFERENCE_FAILED
+from workbench.units import format_time
+
 _PLAIN = (int, float, str, bool, type(None))
 
 
@@ -184,18 +188,9 @@ class TimingStats(Record, _ReadsLikeADict):
 
     def __repr__(self) -> str:
         return (
-            f"TimingStats(median {_seconds(self.median_s)}, IQR {_seconds(self.iqr_s)}, n {self.n}, "
+            f"TimingStats(median {format_time(self.median_s)}, IQR {format_time(self.iqr_s)}, n {self.n}, "
             f"{self.method})"
         )
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value * 1e9:.3g} ns"
 
 
 #: CheckRecord roles: what the record is the check of.
@@ -286,8 +281,22 @@ class CheckRecord(Record, _ReadsLikeADict):
 
 
 @dataclass
+class Stale(Record):
+    """Why a result shown now is an earlier run's: this cycle's build or run of its backend failed
+    and the last good result was kept (`profile.last_good`); `time` is that result's (UTC) and
+    `source_hash` the sources it ran."""
+
+    reason: str
+    time: str = ""
+    source_hash: str = ""
+
+
+@dataclass
 class RunResult(Record):
-    """One kernel on one backend on one device: outcome, check, timing and provenance."""
+    """One kernel on one backend on one device: outcome, check, timing and provenance.
+
+    `stale` is set (a `Stale`) on a result kept from an earlier run; `reference_failed` says the
+    result could not be checked because the run's reference produced nothing to compare with."""
 
     backend: str
     device: dict[str, Any]
@@ -298,6 +307,7 @@ class RunResult(Record):
     throughput: dict[str, Any] = field(default_factory=dict)  # gbps, gflops, fraction_of_peak
     error: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)  # see workbench.provenance
+    stale: Stale | None = None
     #: cpu-sim's checks: `{"findings": [...], "dropped": N, "diagnostics": [...]}`
     #: (workbench.run.sim_findings.located); None where no checks ran; in `to_json` only when set.
     findings: dict[str, Any] | None = None
@@ -309,7 +319,7 @@ class RunResult(Record):
         if self.status == "ok":
             text += f", {self.verdict}"
             if self.timing is not None:
-                text += f", median {_seconds(self.timing.median_s)}"
+                text += f", median {format_time(self.timing.median_s)}"
         elif self.error:
             first = self.error.strip().splitlines()[0] if self.error.strip() else ""
             text += f": {first[:120]}"
@@ -317,16 +327,15 @@ class RunResult(Record):
 
     @property
     def verdict(self) -> str:
-        """One word or phrase for the check: reference, verified, weak, failed, not verified (why)."""
-        if self.check.is_reference:
-            return "reference"
-        if self.verified is True:
-            return "weak" if self.check.weak else "verified"
-        if self.verified is False:
-            return "failed"
-        if self.check.unverified:
-            return f"not verified ({self.check.unverified})"
-        return "not verified"
+        """One word or phrase for the check: reference, verified, weak, failed, not verified (why)
+        (`result_text.verdict`)."""
+        return result_text.verdict(self)
+
+    @property
+    def reference_failed(self) -> bool:
+        """Not verified because the reference failed (the check's `unverified`, set by the run's
+        `ReferencePolicy`)."""
+        return self.check.unverified == REFERENCE_FAILED
 
     def to_json(self) -> dict[str, Any]:
         """The shape `workbench run --json` prints for one result."""
@@ -341,6 +350,10 @@ class RunResult(Record):
             "throughput": throughput,
             "error": self.error,
             "provenance": self.provenance,
+            # Added keys: the reading of the fields above, and the stale note of a kept result.
+            "verdict": self.verdict,
+            "reference_failed": self.reference_failed,
+            "stale": self.stale.to_dict() if self.stale else None,
         }
         if self.findings is not None:
             out["findings"] = self.findings
@@ -349,6 +362,8 @@ class RunResult(Record):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
         result = _from_dict(cls, data)
+        stale = data.get("stale")
+        result.stale = Stale.from_dict(stale) if isinstance(stale, Mapping) else None
         result.check = CheckRecord.from_dict(data.get("check") or {})
         timing = data.get("timing")
         result.timing = TimingStats.from_dict(timing) if timing else None

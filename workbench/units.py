@@ -1,4 +1,5 @@
-"""Durations as text for tables and summaries (Qt-free: the command line and the window share it)."""
+"""Durations, tolerances, sizes and byte counts as text for tables, summaries and messages (Qt-free:
+the command line and the window share them)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,11 @@ def format_sizes(values: dict | None) -> str:
     if not values:
         return "none"
     return ", ".join(f"{name}={value}" for name, value in values.items())
+
+
+def format_bytes(count: float) -> str:
+    """A byte count in B, KiB, MiB, GiB or TiB with three significant digits ("1.5 GiB")."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:.3g} {unit}"
+    return f"{int(count)} B"

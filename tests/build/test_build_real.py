@@ -199,3 +199,15 @@ def test_an_edit_rebuilds_only_the_backends_it_touches(example_copy, cache):
     third = {r.backend: r for r in build_project(Project.open(root), backends, cache)}
     assert not third["cpu"].cached and third["cpu"].status == "ok"
     assert all(third[b].cached for b in backends if b != "cpu")
+
+
+def test_a_cache_hit_carries_the_log_kept_when_it_was_built(example_copy, cache):
+    need("cpu")
+    project = Project.open(example_copy("saxpy", unique=True))
+    (first,) = build_project(project, ["cpu"], cache)
+    (second,) = build_project(project, ["cpu"], cache)
+    assert first.status == second.status == "ok" and not first.cached and second.cached
+    assert first.log.strip()
+    created = read_build(first.artifact_dir)["created"]
+    head = f"served from the build cache: key {first.key}, built {created}\nin {first.artifact_dir}\n"
+    assert second.log == head + "\n" + first.log

@@ -160,6 +160,9 @@ def test_rust_cuda_missing_is_skipped_with_requirements(example_copy, cache):
     (result,) = build_project(Project.open(example_copy("saxpy")), ["rust-cuda"], cache)
     assert result.status == "skipped"
     assert "LLVM 7" in result.hint and "libNVVM" in result.hint and "nightly" in result.hint
+    # what is missing here by name, then the README's words (doctor's hint)
+    assert result.hint == f"missing {', '.join(info.details['missing'])}. {info.hint}"
+    assert info.details["toolchain"] in result.hint
 
 
 @needs_data

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from workbench.build import BuildService
-from workbench.profile.live import LiveLoop, affected_backends
+from workbench.profile.live import LiveCycleFinished, LiveEvent, LiveLoop, LiveRunEvent, affected_backends
 from workbench.project import Project
+from workbench.run.events import RunEvent, RunFinished
 from workbench.run.service import RunService
 
 SIZES = {"n": 4096}
@@ -83,6 +84,12 @@ def test_saves_rebuild_what_changed_rerun_and_measure_latency(services, example_
     assert by_backend["wgsl"].device["spec"].startswith("wgpu")
     assert set(done["report"].outputs) >= {"cpu", "wgsl"}
     assert [e["event"]["kind"] for e in events.of("run-event", first)].count("finished") == 2
+    # Typed records, one class per kind; the run's own events pass through as the service made them.
+    assert events.events and all(isinstance(e, LiveEvent) for e in events.events)
+    assert isinstance(done, LiveCycleFinished) and done.report is loop.last_report
+    run_events = [e.event for e in events.events if isinstance(e, LiveRunEvent) and e.cycle == first]
+    assert all(isinstance(e, RunEvent) for e in run_events)
+    assert sorted(e.result.backend for e in run_events if isinstance(e, RunFinished)) == ["cpu", "wgsl"]
 
     # Saving without a change: every backend is a cache hit.
     again = loop.on_saved(project, root / "src" / "lib.rs")

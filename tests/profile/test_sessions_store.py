@@ -19,6 +19,7 @@ from workbench.profile.record import record_report
 from workbench.profile.schema import MIGRATIONS, SCHEMA_VERSION
 from workbench.profile.sources import snapshot_hash
 from workbench.profile.store import SessionStore, SessionStoreError, default_db_path
+from workbench.result_text import row_verdict
 
 WRITER = Path(__file__).with_name("sessions_writer.py")
 
@@ -191,6 +192,30 @@ def test_an_older_schema_is_backed_up_then_migrated(tmp_path, make_report):
     assert new.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
     assert "note" in {r[1] for r in new.execute("PRAGMA table_info(runs)")}
     new.close()
+
+
+def test_migration_2_reads_why_a_recorded_run_was_not_verified_from_its_check(tmp_path):
+    """A version-1 database (no `unverified` column) is migrated: each row's column is filled from
+    its recorded check (`check.unverified`), a row whose detail is not JSON is left NULL."""
+    path = tmp_path / "s.db"
+    SessionStore(path, migrations=MIGRATIONS[:1]).close()
+    db = sqlite3.connect(path)
+    details = ['{"check": {"unverified": "reference failed"}}', '{"check": {"passed": true}}', "{{"]
+    for run_id, detail in enumerate(details, 1):
+        db.execute(
+            "INSERT INTO runs (id, uuid, invocation, time, time_unix, project, kernel, backend, device, status) "
+            "VALUES (?, ?, 'inv', '2026-12-01T00:00:00Z', 0, 'p', 'k', 'wgsl', 'wgpu:0', 'ok')",
+            (run_id, f"u{run_id}"),
+        )
+        db.execute("INSERT INTO run_data (run_id, detail) VALUES (?, ?)", (run_id, detail))
+    db.commit()
+    db.close()
+    with SessionStore(path) as store:
+        runs = {r["id"]: r for r in store.list_runs()}
+    assert [runs[i]["unverified"] for i in (1, 2, 3)] == ["reference failed", None, None]
+    assert (
+        row_verdict(runs[1]) == "not verified (reference failed)" and row_verdict(runs[2]) == "not verified"
+    )
 
 
 # ---------------------------------------------------------------- processes

@@ -119,7 +119,7 @@ def test_local_reference_with_remote_backend(service, lo_host, shared_cache_dir)
 def test_a_worker_that_dies_on_the_host_is_an_error_naming_the_host(service, lo_host, shared_cache_dir):
     def on_event(event):
         if event["kind"] == "phase" and event["backend"] == "wgsl" and event["phase"] == "timing":
-            worker = service._pool_for("lo").get("wgpu")
+            worker = service.catalog.pool_for("lo").get("wgpu")
             os.kill(int(worker.info["pid"]), signal.SIGKILL)  # the worker's pid on the host (here)
 
     report = service.run(

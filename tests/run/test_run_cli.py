@@ -28,8 +28,11 @@ def test_saxpy_on_cpu_and_wgsl_verifies_with_wgpu_timestamps(workbench_cli, shar
     report = json.loads(done.stdout)
     assert report["project"] == "saxpy" and report["kernel"] == "saxpy"
     cpu, wgsl = report["results"]
+    # The shape it always had, plus (added) the reading of the check and the stale note.
     assert set(wgsl) == {"backend", "device", "status", "verified", "check", "timing", "throughput", "error",
-                         "provenance"}  # fmt: skip
+                         "provenance", "verdict", "reference_failed", "stale"}  # fmt: skip
+    assert (wgsl["verdict"], wgsl["reference_failed"], wgsl["stale"]) == ("verified", False, None)
+    assert cpu["verdict"] == "reference" and report["reference_failed"] is False
     assert (cpu["backend"], cpu["status"], cpu["verified"]) == ("cpu", "ok", None)
     assert (wgsl["backend"], wgsl["status"], wgsl["verified"]) == ("wgsl", "ok", True)
     assert wgsl["check"]["reference"] == "cpu" and wgsl["check"]["first_bad_index"] is None
@@ -66,7 +69,7 @@ def test_wrong_kernel_fails_with_its_first_bad_index_in_the_table(
     lines = done.stdout.splitlines()
     assert lines[1].split()[:4] == ["backend", "device", "status", "verified"]
     wgsl_row = next(line for line in lines if line.startswith("wgsl"))
-    assert " NO " in wgsl_row and "1 bad; first bad index 4242 in y" in wgsl_row
+    assert " ✗ no " in wgsl_row and "first bad y[4242]: got " in wgsl_row and "; 1 bad element" in wgsl_row
 
 
 def test_cuda_is_listed_as_unavailable_and_skipped(workbench_cli, shared_cache_dir):
@@ -119,6 +122,37 @@ def test_a_failed_reference_leaves_the_others_not_verified(workbench_cli, exampl
     for backend in ("cpu", "wgsl"):
         row = next(line for line in done.stdout.splitlines() if line.startswith(backend))
         assert "not verified (reference failed)" in row and "reference cuda-c failed" in row
+
+
+def test_a_broken_reference_build_reads_not_verified_in_the_json_and_the_recorded_runs(
+    workbench_cli, example_copy, shared_cache_dir, tmp_path
+):
+    """cpu (the reference) does not compile: wgsl runs and is "not verified (reference failed)",
+    read from the fields the run sets, in the JSON, in the table and in the sessions database."""
+    root = example_copy("saxpy")
+    lib = root / "src" / "lib.rs"
+    lib.write_text(lib.read_text().replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i] + zz;"))
+    db = tmp_path / "s.db"
+    args = ("run", str(root), "--backend", "cpu,wgsl", "--size", "n=4096", "--cache-dir", str(shared_cache_dir),
+            "--db", str(db))  # fmt: skip
+    done = workbench_cli(*args, "--json")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    cpu, wgsl = report["results"]
+    assert report["reference_failed"] is True
+    assert (cpu["status"], cpu["reference_failed"]) == ("error", False)
+    assert (wgsl["status"], wgsl["verified"], wgsl["reference_failed"]) == ("ok", None, True)
+    assert wgsl["verdict"] == "not verified (reference failed)"
+    assert wgsl["check"]["unverified"] == "reference failed"
+    text = workbench_cli(*args)
+    row = next(line for line in text.stdout.splitlines() if line.startswith("wgsl"))
+    assert "not verified (reference failed)" in row and "reference cpu failed" in row
+    listed = workbench_cli("sessions", "list", "--db", str(db), "--json")
+    runs = [r for r in json.loads(listed.stdout)["runs"] if r["backend"] == "wgsl"]
+    assert [r["unverified"] for r in runs] == ["reference failed"] * 2  # the --json run and this one
+    listed = workbench_cli("sessions", "list", "--db", str(db))
+    rows = [line for line in listed.stdout.splitlines() if " wgsl " in line]
+    assert len(rows) == 2 and all("not verified (reference failed)" in line for line in rows), rows
 
 
 def test_a_size_that_is_not_an_integer_expression_says_so(workbench_cli):

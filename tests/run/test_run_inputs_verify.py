@@ -85,10 +85,10 @@ def kernel(tmp_path):
 
 
 def test_initializers_follow_the_manifest_and_the_seed(kernel, tmp_path):
-    symbols = kernel.symbols()
-    first = make_inputs(kernel, symbols, seed=5, root=tmp_path)
-    again = make_inputs(kernel, symbols, seed=5, root=tmp_path)
-    other = make_inputs(kernel, symbols, seed=6, root=tmp_path)
+    values = kernel.evaluate(kernel.symbols())
+    first = make_inputs(kernel, values, seed=5, root=tmp_path)
+    again = make_inputs(kernel, values, seed=5, root=tmp_path)
+    other = make_inputs(kernel, values, seed=6, root=tmp_path)
     for name in first:
         np.testing.assert_array_equal(first[name], again[name])  # same seed, same inputs
     assert not np.array_equal(first["a"], other["a"])  # the run seed matters ...
@@ -109,11 +109,11 @@ def test_npy_of_the_wrong_length_is_a_clear_error(kernel, tmp_path):
     with pytest.raises(
         InputError, match=r"buffer 'state': .*state.npy holds 10 elements, the buffer needs 1000"
     ):
-        make_inputs(kernel, kernel.symbols(), seed=0, root=tmp_path)
+        make_inputs(kernel, kernel.evaluate(kernel.symbols()), seed=0, root=tmp_path)
 
 
 def test_verification_inputs_poison_out_buffers_only(kernel, tmp_path):
-    inputs = make_inputs(kernel, kernel.symbols(), seed=0, root=tmp_path)
+    inputs = make_inputs(kernel, kernel.evaluate(kernel.symbols()), seed=0, root=tmp_path)
     upload = verification_inputs(kernel, inputs)
     assert poison_mask(upload["out"]).all() and np.isnan(upload["out"]).all()
     np.testing.assert_array_equal(upload["state"], inputs["state"])  # inout: fresh initial values

@@ -221,6 +221,38 @@ def test_reference_runs_untimed_when_not_requested(run_service, example_copy, sh
     assert "cpu" in report.outputs
 
 
+def test_a_run_evaluates_the_kernel_once_and_every_room_reads_that(
+    run_service, example_copy, shared_cache_dir, monkeypatch
+):
+    """The sizes are evaluated once per run (`Kernel.evaluate`): the memory plan, the inputs, each
+    backend's launch spec, its device-memory check and its throughput read those `Values`; none
+    evaluates the kernel's expressions again."""
+    from workbench.manifest.evaluation import KernelEvaluation
+
+    evaluated = []
+    original = KernelEvaluation.evaluate
+
+    def counted(self, symbols, memory_bytes=None):
+        values = original(self, symbols, memory_bytes)
+        evaluated.append(values)
+        return values
+
+    def forbidden(self, *args, **kwargs):
+        raise AssertionError("the run evaluated the kernel again")
+
+    monkeypatch.setattr(KernelEvaluation, "evaluate", counted)
+    for name in ("lengths", "scalar_values", "geometry", "metric"):
+        monkeypatch.setattr(KernelEvaluation, name, forbidden)
+    report = run_service.run(example_copy("saxpy"), backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir)
+    assert report.ok and [r.status for r in report.results] == ["ok", "ok"]
+    assert len(evaluated) == 1 and evaluated[0].lengths == {"x": N["n"], "y": N["n"]}
+    # The throughput comes from the carried metrics: saxpy's bytes at n, over the median.
+    wgsl = _by_backend(report)["wgsl"]
+    assert wgsl.throughput["gbps"] == pytest.approx(
+        evaluated[0].metrics["bytes"] / wgsl.timing["median_s"] / 1e9
+    )
+
+
 def test_without_keep_outputs_only_the_reference_outputs_stay(run_service, example_copy, shared_cache_dir):
     """The command line's runs: a backend's arrays are let go once verified (memory at 2^28)."""
     report = run_service.run(
@@ -234,22 +266,22 @@ def test_outputs_checked_while_the_gpu_is_timed(run_service, example_copy, share
     """On a discrete GPU a large output is compared on the host while the kernel is timed; the
     result carries the same check as a sequential run. (llvmpipe is a CPU adapter and never
     overlaps: the switch is forced here to run the path.)"""
-    from workbench.run import service as service_mod
+    from workbench.run import backend_run
 
     def decide(device, outputs):
         calls.append((device["runtime"], device.get("adapter_type")))
         return device["runtime"] == "wgpu"
 
     calls: list = []
-    assert not service_mod._verify_while_timing(
+    assert not backend_run.verify_while_timing(
         {"runtime": "wgpu", "adapter_type": "CPU"}, {"y": np.zeros(1 << 22)}
     )
-    assert service_mod._verify_while_timing({"runtime": "cuda"}, {"y": np.zeros(1 << 22, np.float32)})
-    assert not service_mod._verify_while_timing({"runtime": "cuda"}, {"y": np.zeros(1000, np.float32)})
-    assert not service_mod._verify_while_timing({"runtime": "cpu"}, {"y": np.zeros(1 << 22, np.float32)})
+    assert backend_run.verify_while_timing({"runtime": "cuda"}, {"y": np.zeros(1 << 22, np.float32)})
+    assert not backend_run.verify_while_timing({"runtime": "cuda"}, {"y": np.zeros(1000, np.float32)})
+    assert not backend_run.verify_while_timing({"runtime": "cpu"}, {"y": np.zeros(1 << 22, np.float32)})
     root = example_copy("saxpy")
     sequential = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir)
-    monkeypatch.setattr(service_mod, "_verify_while_timing", decide)
+    monkeypatch.setattr(backend_run, "verify_while_timing", decide)
     for keep in (True, False):
         report = run_service.run(
             root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, keep_outputs=keep
@@ -294,7 +326,14 @@ def test_run_json_keeps_its_shape(run_service, example_copy, shared_cache_dir):
             wgsl.write_text(wgsl.read_text().replace(SAXPY_WGSL_LINE, wrong))
         report = run_service.run(root, backends=BACKENDS, sizes={"n": 4096}, cache_dir=shared_cache_dir)
         document = json.loads(json.dumps(report.to_json()))
-        assert _without_foreign_parts(json_shape(document)) == _without_foreign_parts(golden[name]), name
+        # The keys added since (the reading of the check and the stale note) are there; the rest
+        # has the golden shape.
+        shape = json.loads(json.dumps(document))
+        assert shape.pop("reference_failed") is False
+        for item in shape["results"]:
+            added = {key: item.pop(key) for key in ("verdict", "reference_failed", "stale")}
+            assert added["verdict"] == RunResult.from_dict(item).verdict and added["stale"] is None
+        assert _without_foreign_parts(json_shape(shape)) == _without_foreign_parts(golden[name]), name
         # The records read like the JSON they write.
         for result, shown in zip(report.results, document["results"], strict=True):
             assert dict(result.check) == shown["check"]

@@ -100,7 +100,8 @@ def test_shared_and_framed_workers_compute_the_same_outputs(run_service, example
         framed_service.close()
     assert shared.ok and framed.ok
     kernel = run_service_kernel(root)
-    inputs = run_service.inputs.make(kernel, kernel.symbols(N, None), 0, root)  # the run's seed
+    values = kernel.evaluate(kernel.symbols(N, None))
+    inputs = run_service.inputs.make(kernel, values, 0, root)  # the run's seed
     expected = np.float32(2.5) * inputs["x"] + inputs["y"]
     for report in (shared, framed):
         for backend in ("cpu", "wgsl"):
@@ -122,12 +123,12 @@ def test_inputs_are_made_once_per_seed_and_size(run_service, example_copy, share
     root = example_copy("saxpy")
     kernel = run_service_kernel(root)
     cache = run_service.inputs
-    symbols = kernel.symbols({"n": 4096}, None)
-    first = cache.make(kernel, symbols, 7, root)
+    values = kernel.evaluate(kernel.symbols({"n": 4096}, None))
+    first = cache.make(kernel, values, 7, root)
     hits = cache.hits
-    again = cache.make(kernel, symbols, 7, root)
+    again = cache.make(kernel, values, 7, root)
     assert cache.hits == hits + 2 and again["x"] is first["x"]
-    other = cache.make(kernel, symbols, 8, root)
+    other = cache.make(kernel, values, 8, root)
     assert not np.array_equal(other["x"], first["x"])
     assert not first["x"].flags.writeable  # every backend reads the same inputs
 
@@ -246,7 +247,9 @@ def test_a_run_that_cannot_fit_says_so_before_allocating(run_service, example_co
     from workbench.run.service import RunError
 
     root = example_copy("saxpy")
-    plan = buffers.memory_plan(run_service_kernel(root), {"n": 1 << 20, "a": 2.5}, available=10 << 20)
+    kernel = run_service_kernel(root)
+    values = kernel.evaluate(kernel.symbols({"n": 1 << 20}))
+    plan = buffers.memory_plan(kernel, values, available=10 << 20)
     # x and y (4 MiB each); y written: inputs + working copy + reference + timing copy.
     assert (plan.buffers, plan.written, plan.need) == (8 << 20, 4 << 20, 20 << 20)
     assert "needs about 20 MiB of host memory" in plan.problem and "10 MiB is available" in plan.problem
@@ -300,7 +303,7 @@ def test_a_device_backends_receive_segment_serves_the_next_backend(example_copy)
 
     kernel = Project.open(example_copy("saxpy")).manifest.kernel()
     cache = InputCache()
-    inputs = cache.make(kernel, kernel.symbols({"n": 1000}, None), 0, ".")
+    inputs = cache.make(kernel, kernel.evaluate(kernel.symbols({"n": 1000}, None)), 0, ".")
     spare: dict = {}
     first = BackendBuffers(kernel, inputs, cache, shared=True, spare=spare)
     header, _arrays, fds = first.upload_request(binds=False)

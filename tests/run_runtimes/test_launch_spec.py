@@ -94,6 +94,10 @@ def test_a_backend_can_have_its_own_launch_geometry(tmp_path):
     ptx = make_launch_spec(kernel, "nvptx", dict(artifact, kind="ptx"), symbols, 0, artifact_dir=tmp_path)
     assert (wgsl["threads"], wgsl["grid"]) == ([64, 1, 1], [16, 1, 1])
     assert (ptx["threads"], ptx["grid"]) == ([256, 1, 1], [4, 1, 1])
+    values = kernel.evaluate(symbols)  # what a run evaluates once and hands to every spec
+    assert values.geometry("wgsl") == kernel.geometry(symbols, "wgsl") == ((64, 1, 1), (16, 1, 1))
+    assert values.geometry("nvptx") == kernel.geometry(symbols, "nvptx") == ((256, 1, 1), (4, 1, 1))
+    assert make_launch_spec(kernel, "wgsl", artifact, symbols, 0, tmp_path, values=values) == wgsl
     nested = own.replace("[kernel.launch.wgsl]\n", "[kernel.launch.wgsl]\nwgsl = { threads = [1] }\n")
     with pytest.raises(ManifestError, match="unknown key 'wgsl'; valid keys: threads, grid"):
         parse_manifest(nested, example / "workbench.toml")

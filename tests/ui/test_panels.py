@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
+from workbench.build.artifacts import read_build
 from workbench.ui.artifacts_view import ArtifactsView
-from workbench.ui.build_panel import COL_BACKEND, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
+from workbench.ui.build_panel import COL_BACKEND, COL_CACHE, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
 from workbench.ui.console import ConsolePanel
 from workbench.ui.device_picker import DevicePicker
 from workbench.ui.plots import MAX_POINTS, PlotsPanel
@@ -352,3 +353,28 @@ def test_build_log_shows_only_the_latest_build_of_the_selected_backend(make_widg
     assert panel.state("cpu") == "ok"
     assert panel.log_view.toPlainText() == "second 0\nsecond 1\nsecond 2"
     assert panel.summary.text() == "1 ok"
+
+
+@pytest.mark.slow
+def test_build_log_of_a_cached_build_is_the_log_kept_when_it_was_built(
+    qtbot, make_widget, bridge, example_copy, test_output_dir
+):
+    root = example_copy("saxpy", unique=True)  # a real cpu build first, then a cache hit
+    _select(bridge, root, ["cpu"])
+    panel = make_widget(BuildPanel, bridge, show=True)
+    logs = []
+    for _ in range(2):
+        with qtbot.waitSignal(bridge.buildFinished, timeout=BUILD_TIMEOUT_MS) as built:
+            panel.build_button.click()
+        _wait_idle(qtbot, bridge)
+        logs.append(built.args[0]["cpu"])
+    first, second = logs
+    assert not first.cached and second.cached and first.log.strip()
+    panel.table.setCurrentItem(panel.table.topLevelItem(0))
+    assert panel.table.topLevelItem(0).text(COL_CACHE) == "hit"
+    shown = panel.log_view.toPlainText()
+    created = read_build(first.artifact_dir)["created"]
+    assert shown.startswith(f"served from the build cache: key {first.key}, built {created}"), shown
+    assert first.log.strip() in shown
+    panel.tabs.setCurrentWidget(panel.log_view)
+    _screenshot(panel, test_output_dir, "build_panel_cached_log", (1000, 520))

@@ -48,7 +48,7 @@ def test_poisoned_rows_are_listed_as_invalid_and_never_crash_the_panel(make_widg
         for row in range(panel.table.rowCount())
     }  # 256: Qt.UserRole, the run id
     assert cells[1][6] == "–" and cells[1][8] == "–"  # median and n: shown as missing
-    assert cells[2][5] == "n/a" and cells[2][1] == "12345"
+    assert cells[2][5] == "—" and cells[2][1] == "12345"  # its verified value is poisoned: unknown
     tip = panel.table.item(panel.shown_ids().index(1), 6).toolTip()
     assert 'median_s: expected a positive number, got "fast"' in tip
     assert panel.message.styleSheet() == ""  # no error shown: the rows are data, not a failure

@@ -24,6 +24,19 @@ def _window(make_window, root, backends):
     return window, panel
 
 
+def test_before_any_sweep_no_empty_bar_or_chooser_shows(make_window, example_copy, test_output_dir):
+    from PySide6.QtWidgets import QComboBox, QProgressBar
+
+    from workbench.ui.screenshot import save_screenshot
+
+    window, panel = _window(make_window, example_copy("saxpy"), ["cpu"])
+    assert panel.isVisible()
+    assert [w for w in panel.findChildren(QProgressBar) if w.isVisible()] == []
+    empty = [w.toolTip() for w in panel.findChildren(QComboBox) if w.isVisible() and w.count() == 0]
+    assert empty == []
+    save_screenshot(window, test_output_dir / "tuning-before-sweep.png")
+
+
 def test_changing_a_control_rebuilds_and_reruns(make_window, example_copy, qtbot):
     window, panel = _window(make_window, example_copy("saxpy"), ["cpu", "wgsl"])
     control = panel.controls["threads"]
@@ -55,16 +68,24 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
     )
     window, panel = _window(make_window, root, ["wgsl"])
     assert panel.rounds.value() == 3
+    assert not panel.progress.isVisible() and not panel.slot.isVisible()  # nothing to count yet
     with qtbot.waitSignal(panel.sweepFinished, timeout=240_000) as done:
         assert panel.start_sweep()
-        assert panel.running() and panel.cancel_button.isEnabled()
+        assert panel.running() and panel.cancel_button.isEnabled() and panel.progress.isVisible()
     result = done.args[0]
     # 3 interleaved rounds of 5 (512 failed: not run again), then 2 side-by-side rounds of the leaders.
     assert len(result.entries) == 5 and panel.progress.value() == panel.progress.maximum() == 13 + 4
+    assert panel.progress.text() == "17 of 17 runs"
+    assert (
+        panel.slot.isVisible() and panel.slot_label.isVisible() and panel.slot.currentText() == "wgsl@wgpu:0"
+    )
 
     data = panel.plot_data()
     assert data["mode"] == "scatter" and data["tunable"] == "threads"
     assert data["failed"] == [{"slot": "wgsl@wgpu:0", "config": {"threads": 512}}]
+    # Drawn in the failure lane under the plot at threads = 512, not at a time it never took.
+    assert panel.failed_lane.model() == {"wgsl@wgpu:0": [{"x": 512.0, "why": "failed"}]}
+    assert all(512 not in item.getData()[0] for item in panel.series.values())
     series = data["series"]["wgsl@wgpu:0"]
     assert sorted(series["x"]) == [64, 128, 256, 1024]
     # The plotted numbers are the medians of the recorded rounds' medians.

@@ -299,3 +299,9 @@ def test_cli_screenshot_renders_the_window(tmp_path, qapp):
     assert colours.size >= 64 and counts.max() < 0.9 * pixels.size, (colours.size, counts.max() / pixels.size)
     # Drawn from top to bottom (text, tables, plots), not a strip of it: most rows differ.
     assert len({row.tobytes() for row in pixels}) > image.height() // 2
+    # Every ninth of the window is drawn (the default layout has a panel or the editor in each:
+    # project and devices, the editor, the plots, build and results): none is a blank area.
+    h, w = pixels.shape
+    drawn = [[np.unique(pixels[i * h // 3 : (i + 1) * h // 3, j * w // 3 : (j + 1) * w // 3]).size
+              for j in range(3)] for i in range(3)]  # fmt: skip
+    assert min(min(row) for row in drawn) >= 64, drawn  # each had 380 to 1,800 colours when drawn

@@ -15,6 +15,11 @@ from workbench.runtimes_table import ARTIFACT_KINDS
 
 BUILD_JSON = "build.json"
 FORMAT = 1
+#: The toolchain's output when the folder was built, kept beside build.json: a build served from
+#: the cache shows it (Build › Log), not an empty log.
+BUILD_LOG = "build.log"
+#: A longer log keeps its end (the errors and the summary are at the end).
+MAX_LOG_CHARS = 200_000
 
 
 def write_build(folder: Path, data: dict[str, Any]) -> Path:
@@ -24,6 +29,29 @@ def write_build(folder: Path, data: dict[str, Any]) -> Path:
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
     os.replace(tmp, path)
     return path
+
+
+def write_log(folder: Path, log: str) -> Path:
+    """Keep a build's log in its artifact folder (`BUILD_LOG`), at most `MAX_LOG_CHARS`."""
+    path = folder / BUILD_LOG
+    path.write_text(log[-MAX_LOG_CHARS:], errors="replace")
+    return path
+
+
+def cached_log(folder: Path, data: dict[str, Any]) -> str:
+    """The log of a build served from the cache: that it was, its key and when it was built, then
+    what the toolchain printed then (or why there is nothing to show)."""
+    head = (
+        f"served from the build cache: key {data.get('key') or '?'}, built {data.get('created') or 'at an unknown time'}"
+        f"\nin {folder}\n"
+    )
+    try:
+        text = (folder / BUILD_LOG).read_text(errors="replace")
+    except FileNotFoundError:
+        return head + "\n(no log was kept with this build: it was built before logs were kept)"
+    except OSError as exc:
+        return head + f"\n(its log cannot be read: {exc})"
+    return head + "\n" + (text if text.strip() else "(the toolchain printed nothing)")
 
 
 def read_build(folder: str | Path) -> dict[str, Any]:
@@ -62,7 +90,10 @@ def read_build(folder: str | Path) -> dict[str, Any]:
 def result_from_build(
     folder: Path, data: dict[str, Any], cached: bool, seconds: float, log: str = ""
 ) -> BuildResult:
-    """A successful BuildResult describing an artifact folder (with the build's diagnostics)."""
+    """A successful BuildResult describing an artifact folder (with the build's diagnostics); a
+    cached one's log is the one kept when it was built (`cached_log`)."""
+    if cached and not log:
+        log = cached_log(folder, data)
     files = sorted({folder / r["artifact"] for r in data["kernels"].values()})
     return BuildResult(
         backend=data["backend"], status="ok", seconds=seconds, cached=cached,

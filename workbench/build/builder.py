@@ -15,7 +15,7 @@ from typing import Any
 from workbench.build import cache
 from workbench.build.adapters import ADAPTERS, BuildRequest
 from workbench.build.adapters.rust_gpu import prebuilt_dir
-from workbench.build.artifacts import BUILD_JSON, result_from_build, write_build
+from workbench.build.artifacts import BUILD_JSON, result_from_build, write_build, write_log
 from workbench.build.diagnostics import error
 from workbench.build.process import Budget, BuildCancelled, BuildTimeout
 from workbench.build.toolchains import detect
@@ -52,7 +52,7 @@ def build_backend(
     if reason:
         return BuildResult(backend, "skipped", hint=reason, toolchain=toolchain.to_dict())
     if not adapter.usable(project, toolchain):
-        return BuildResult(backend, "skipped", hint=toolchain.hint, toolchain=toolchain.to_dict())
+        return BuildResult(backend, "skipped", hint=_missing_hint(toolchain), toolchain=toolchain.to_dict())
     if backend == "rust-gpu" and (prebuilt := prebuilt_dir(project)) is not None:
         toolchain = ToolchainInfo(backend, True, "prebuilt", str(prebuilt))
 
@@ -132,6 +132,7 @@ def build_backend(
         "kernels": out.kernels, "resources": out.resources, "diagnostics": diagnostics, **out.extra,
     }  # fmt: skip
     write_build(staging, data)
+    write_log(staging, log)
     try:
         os.rename(staging, folder)  # atomic: a lookup sees no folder or a finished one
     except OSError:  # the same key was built concurrently: keep the first
@@ -141,6 +142,15 @@ def build_backend(
     # The folder's build.json: this build's, or an identical concurrent one's that got there first.
     data = json.loads((folder / BUILD_JSON).read_text())
     return result_from_build(folder, data, False, seconds, log)
+
+
+def _missing_hint(toolchain: ToolchainInfo) -> str:
+    """A skipped build's hint: what detection did not find (e.g. Rust-CUDA's pinned nightly by
+    name), then how to get it (the README's words, `install_hints`)."""
+    missing = toolchain.details.get("missing")
+    if isinstance(missing, list):
+        missing = ", ".join(missing)
+    return f"missing {missing}. {toolchain.hint}" if missing and toolchain.hint else toolchain.hint
 
 
 def _cached(folder: Path) -> tuple[Path, dict[str, Any]] | None:

@@ -55,7 +55,10 @@ def _build_once(project: Project, backends: list[str], args) -> int:
         except OSError as exc:
             raise WorkbenchError(f"--export {args.export}: cannot copy the artifact folders: {exc}") from None
     if args.json:
-        print(json.dumps({"project": project.name, "results": [r.to_json() for r in results]}), flush=True)
+        from workbench.build.occupancy import result_occupancy
+
+        rows = [{**r.to_json(), "occupancy": result_occupancy(project, r)} for r in results]
+        print(json.dumps({"project": project.name, "results": rows}), flush=True)
     else:
         print_results(project, results)
     return EXIT_FAILED if any(r.status in ("error", "cancelled") for r in results) else EXIT_OK
@@ -87,6 +90,8 @@ def _watch(project: Project, backends: list[str], args) -> int:
 
 
 def print_results(project: Project, results: list[BuildResult]) -> None:
+    from workbench.build.occupancy import result_occupancy
+
     print(f"{project.name} ({project.root})")
     print(f"  {'backend':<10} {'status':<10} {'time':>8}  artifact / note")
     for r in results:
@@ -106,6 +111,8 @@ def print_results(project: Project, results: list[BuildResult]) -> None:
             if res.get("registers") is not None:
                 print(f"  {r.backend}: {name}: {res['registers']} registers, {res['spills']} bytes spilled, "
                       f"{res['shared_bytes']} B shared, {res['stack_bytes']} B stack")  # fmt: skip
+        for name, occ in result_occupancy(project, r).items():
+            print(f"  {r.backend}: {name}: occupancy {occ.get('text') or occ.get('error')}")
 
 
 def _format(d: dict) -> str:

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from workbench.backends import BACKENDS, RUST_BACKENDS
 from workbench.build import manifest_check
-from workbench.manifest import BufferArg, Kernel, Manifest, host_memory_bytes
+from workbench.manifest import BufferArg, Kernel, Manifest
 from workbench.project import Project
+from workbench.run.buffers import host_memory_bytes
 from workbench.units import format_tolerance
 
 

@@ -47,6 +47,11 @@ def run(args) -> int:
         detail = f"{t['version']}{where}" if t["found"] else ""
         print(f"  {t['backend']:<10} {mark} {detail}")
         if not t["found"] and t.get("hint"):
+            missing = (t.get("details") or {}).get("missing")
+            if missing:  # what detection looked for and did not find (the hint says how to get it)
+                print(
+                    f"  {'':<10}         missing: {', '.join(missing) if isinstance(missing, list) else missing}"
+                )
             print(f"  {'':<10}         install: {t['hint']}")
     print("\nDevices")
     for runtime, group in report["devices"].items():

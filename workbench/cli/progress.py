@@ -10,7 +10,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import TextIO
+
+from workbench.run.events import RunBuilding, RunEvent, RunFinished, RunPhase, RunProgress, RunStarted
 
 #: A backend's phases in order (the run's own "inputs" phase comes before every backend).
 PHASES = ("upload", "launch", "download", "verify", "timing")
@@ -37,22 +39,22 @@ class ProgressLine:
             self._thread = threading.Thread(target=self._tick, name="wb-progress", daemon=True)
             self._thread.start()
 
-    def on_event(self, event: dict[str, Any]) -> None:
-        kind = event.get("kind")
+    def on_event(self, event: RunEvent) -> None:
         with self._lock:
-            if kind == "building":
-                self.backends = list(event.get("backends") or [])
+            if isinstance(event, RunBuilding):
+                self.backends = list(event.backends)
                 self.phase, self.detail = "building", ""
-            elif kind == "phase":
-                self.backend = event.get("backend") or ""
-                self.phase, self.detail = event["phase"], ""
-            elif kind == "progress":
-                self.detail = f"{event.get('phase', '')} {event.get('done', '')}".strip()
-            elif kind == "started":
-                self.backend, self.phase, self.detail = event["backend"], "prepare", ""
-            elif kind == "finished":
+            elif isinstance(event, RunPhase):
+                self.backend = event.backend or ""
+                self.phase, self.detail = event.phase, ""
+            elif isinstance(event, RunProgress):
+                done = "" if event.done is None else event.done
+                self.detail = f"{event.phase} {done}".strip()
+            elif isinstance(event, RunStarted):
+                self.backend, self.phase, self.detail = event.backend, "prepare", ""
+            elif isinstance(event, RunFinished):
                 self.finished += 1
-        if kind in ("phase", "progress", "finished"):
+        if isinstance(event, RunPhase | RunProgress | RunFinished):
             self._draw()
 
     def fraction(self) -> float:

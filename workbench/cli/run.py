@@ -11,14 +11,15 @@ import sys
 import uuid
 from typing import Any
 
-from workbench import expr
 from workbench.cli import arg_types
 from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.records import RunResult
+from workbench.result_text import check_line, format_gbps, format_time, verdict_cell
+from workbench.run.events import RunBuilding, RunEvent, RunStarted
 from workbench.run.sim_findings import summary
-from workbench.units import format_time
+from workbench.size_values import parse_sizes
 
 
 def register(subparsers) -> None:
@@ -90,6 +91,11 @@ def register(subparsers) -> None:
         "--keep-outputs", action="store_true", help="also keep the output arrays (.npz beside the database)"
     )
     parser.add_argument(
+        "--counters", action="store_true",
+        help="after the run, profile each CUDA result's launch once under Nsight Compute (ncu) and "
+        "record its counters with the run (docs: workbench/run/counters/metrics.py)",
+    )  # fmt: skip
+    parser.add_argument(
         "--repeat", type=int, default=1, metavar="N",
         help="run the whole set of backends N times, interleaved (all backends, then all again), each "
         "repetition in fresh worker processes and recorded as its own invocation of one series: "
@@ -98,66 +104,10 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_sizes(items: list[str], kernel: Any = None) -> dict[str, int]:
-    """`["n=65536", "m=2**10"]` → {"n": 65536, "m": 1024}; errors say what is wrong and, given the
-    `kernel`, which sizes and tunables it has."""
-    sizes: dict[str, int] = {}
-
-    def known() -> str:
-        if kernel is None:
-            return ""
-        return f"; kernel {kernel.name!r} has sizes: {', '.join(kernel.sizes) or 'none'}"
-
-    for item in items:
-        for part in item.split(","):
-            if not part.strip():
-                continue
-            name, sep, value = part.partition("=")
-            if not sep or not name.strip() or not value.strip():
-                raise WorkbenchError(f"--size {part!r}: expected NAME=VALUE, e.g. n=65536{known()}")
-            try:
-                number = expr.evaluate_int(value.strip(), {})
-            except (expr.ExprError, ValueError) as exc:
-                raise WorkbenchError(
-                    f"--size {part!r}: sizes are integer expressions (e.g. 65536, 2**20, pow2(16)); "
-                    f"{value.strip()!r} is not one: {exc}{known()}"
-                ) from None
-            if number < 0:
-                raise WorkbenchError(f"--size {part!r}: sizes must not be negative")
-            sizes[name.strip()] = number
-    return sizes
-
-
-def _fmt_verified(result: RunResult) -> str:
-    if result.status != "ok":
-        return "-"
-    return {"verified": "yes", "failed": "NO"}.get(result.verdict, result.verdict)
-
-
-def _num(value: Any) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
 def _details(result: RunResult) -> str:
-    if result.status != "ok":
-        return (result.error or "").strip().replace("\n", " | ")
-    check = result.check
-    if result.verified is False:
-        first = check.get("first_bad") or {}
-        text = f"{check.get('bad')} bad; first bad index {check.get('first_bad_index')}"
-        if first:
-            text += f" in {first.get('buffer')}: got {_num(first.get('got'))}, expected {_num(first.get('expected'))}"
-        if check.get("unwritten"):
-            text += f"; {check['unwritten']} never written"
-        found = summary(result.findings)
-        return f"{found}; {text}" if found else text
-    if result.verified is True and check.weak:
-        return f"weak check: {check.weak}; max abs err {_num(check.get('max_abs_err'))}"
+    """The check's line, after cpu-sim's findings counted ("1 race, 1 out-of-bounds; ...")."""
     found = summary(result.findings)
-    if result.verified is True:
-        text = f"max abs err {_num(check.get('max_abs_err'))}, max ulp {_num(check.get('max_ulp_err'))}"
-        return f"{found}; {text}" if found else text
-    return found or check.get("note", "")
+    return f"{found}; {check_line(result)}" if found else check_line(result)
 
 
 def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
@@ -174,8 +124,8 @@ def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
         if r.device.get("name"):
             device += f" {r.device['name']}"
         rows.append((
-            r.backend, device[:36], r.status, _fmt_verified(r), format_time(timing.get("median_s")),
-            format_time(timing.get("iqr_s")) if timing else "-", f"{gbps:.2f}" if gbps is not None else "-",
+            r.backend, device[:36], r.status, verdict_cell(r), format_time(timing.get("median_s")),
+            format_time(timing.get("iqr_s")) if timing else "-", format_gbps(gbps, "-"),
             ", ".join(flags(host, timing.get("conditions"))) or "-", _details(r),
         ))  # fmt: skip
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
@@ -227,6 +177,10 @@ def run(args) -> int:
     for index in range(1, args.repeat + 1):
         series = {"id": series_id, "index": index, "of": args.repeat} if series_id else None
         report, host = _run_once(project, args, sizes, devices, series)
+        if args.counters:
+            from workbench.cli.run_counters import take
+
+            take(project, report, args)
         if not args.no_record:
             _record(report, snapshot, args, host, series)
         repetitions.append((report, host, series))
@@ -271,16 +225,15 @@ def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any
     # on a terminal only: pipes and logs get the plain lines.
     bar = ProgressLine(sys.stderr)
 
-    def progress(event: dict[str, Any]) -> None:
+    def progress(event: RunEvent) -> None:
         if args.json:
             return
-        kind = event.get("kind")
         bar.on_event(event)
-        if kind == "building":
-            bar.print_line(f"building {', '.join(event['backends'])} ...")
-        elif kind == "started":
+        if isinstance(event, RunBuilding):
+            bar.print_line(f"building {', '.join(event.backends)} ...")
+        elif isinstance(event, RunStarted):
             again = f" (repetition {series['index']} of {series['of']})" if series else ""
-            bar.print_line(f"running {event['backend']} on {event['device'].get('spec', '?')}{again} ...")
+            bar.print_line(f"running {event.backend} on {event.device.get('spec', '?')}{again} ...")
 
     service = RunService(timing=TimingOptions(l2=args.l2))
     try:
@@ -302,8 +255,10 @@ def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any
 def _json(repetitions: list[tuple[Any, dict[str, Any], dict[str, Any] | None]]) -> dict[str, Any]:
     """The first repetition's report (the shape `workbench run --json` always had) with its
     `host_conditions`; with --repeat also `series` and every repetition under `repetitions`."""
+    from workbench.cli.run_counters import as_json as counters_json
+
     shown = [
-        {**report.to_json(), "host_conditions": host, "series": series}
+        {**report.to_json(), "host_conditions": host, "series": series, **counters_json(report)}
         for report, host, series in repetitions
     ]
     if len(shown) == 1:

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.result_text import cell_of, row_verdict
 from workbench.units import format_sizes, format_time
 
 
@@ -121,6 +122,7 @@ def _since(text: str | None) -> float | None:
 LIST_KEYS = (
     "id", "time", "project", "kernel", "backend", "device", "device_name", "status", "verified",
     "is_reference", "median_s", "iqr_s", "n", "source_hash", "snapshot_hash", "build_key", "uuid",
+    "unverified",
 )  # fmt: skip
 
 
@@ -168,11 +170,7 @@ def _invalid(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def _verified(run: dict[str, Any]) -> str:
-    if run["status"] != "ok":
-        return run["status"]
-    if run.get("is_reference"):
-        return "reference"
-    return {True: "yes", False: "NO", None: "n/a"}[run["verified"]]
+    return cell_of(row_verdict(run))
 
 
 def _table(header: tuple, rows: list[tuple]) -> str:
@@ -207,6 +205,8 @@ def _show(store, args) -> int:
     resources = detail.get("resources") or {}
     if resources:
         print("  resources " + ", ".join(f"{k} {v}" for k, v in resources.items()))
+    if record.get("counters"):  # `workbench run --counters` (issue 27): its one line
+        print(f"  counters ({record['counters'].get('status')}): {record['counters'].get('message')}")
     if record["error"]:
         print(f"  error: {record['error']}")
     for problem in record.get("invalid") or ():
@@ -224,6 +224,11 @@ def _compare(store, args) -> int:
     result = compare_runs(
         store, args.baseline, args.run, invocation=args.invocation, force=args.force, min_effect=min_effect
     )
+    from workbench.profile.counters_compare import compare_counters, lines
+
+    counters = compare_counters(store, result["rows"])
+    if counters:  # both runs took counters (`run --counters`): additive, under the same rules
+        result["counters"] = counters
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -235,6 +240,8 @@ def _compare(store, args) -> int:
         if row["differs"]:
             label = "compared anyway (--force)" if row["forced"] else "not comparable"
             print(f"{row['backend']} on {row['device']}: {label}; differs in " + "; ".join(row["differs"]))
+    for line in lines(counters):
+        print(line)
     return 0
 
 

@@ -68,9 +68,9 @@ def table(data: dict[str, Any]) -> str:
 
 
 def run(args) -> int:
-    from workbench.cli.run import parse_sizes
     from workbench.cli.tune import run_points
     from workbench.profile.size_sweep import copy_ceilings, curves, parse_size_range, size_points
+    from workbench.size_values import parse_sizes
 
     try:
         project = Project.open(args.path)

@@ -206,8 +206,8 @@ def open_cluster(text: str, project, kernel: str, runner):
 
 
 def run(args) -> int:
-    from workbench.cli.run import parse_sizes
     from workbench.profile.tune import Point, parse_param, space
+    from workbench.size_values import parse_sizes
 
     try:
         project = Project.open(args.path)

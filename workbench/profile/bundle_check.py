@@ -122,7 +122,7 @@ RUN_RULES: dict[str, Rule] = {
     "id": optional(count), "uuid": text, "invocation": text, "time": timestamp,
     "time_unix": optional(not_negative), "project": text, "kernel": text, "backend": text,
     "device": text, "device_name": optional(any_text), "status": text, "verified": optional(boolean),
-    "is_reference": optional(boolean), "median_s": optional(positive), "iqr_s": optional(not_negative),
+    "is_reference": optional(boolean), "unverified": optional(any_text), "median_s": optional(positive), "iqr_s": optional(not_negative),
     "q1_s": optional(positive), "q3_s": optional(positive), "min_s": optional(positive),
     "max_s": optional(positive), "n": optional(count), "timing_method": optional(any_text),
     "source_hash": optional(any_text), "snapshot_hash": optional(text),
@@ -132,6 +132,7 @@ RUN_RULES: dict[str, Rule] = {
     "outputs": optional(any_text), "flags": optional(strings), "sizes": optional(sizes),
     "tunables": optional(tunables), "ceilings": optional(mapping), "detail": optional(mapping),
     "samples_s": optional(samples),
+    "counters": optional(mapping),  # Nsight Compute's record, where the run took counters
     "invalid": optional(strings),  # what the exporting store found poisoned; not imported
 }  # fmt: skip
 

@@ -19,10 +19,24 @@ from typing import Any
 from workbench.errors import WorkbenchError
 from workbench.profile.bundle_check import BundleError, check_bundle, check_report
 from workbench.profile.store import ALL_COLUMNS, SUMMARY_COLUMNS, SessionStore, held_here, is_sqlite_file
+from workbench.run.counters.metrics import METRICS
 
 BUNDLE_FORMAT = "workbench-sessions"
 BUNDLE_VERSION = 1
-CSV_COLUMNS = (*SUMMARY_COLUMNS, "flags", "sizes", "tunables")
+#: Nsight Compute's counters of a run that took them (`workbench run --counters`), blank otherwise.
+COUNTER_COLUMNS = ("counters_status", *(f"ncu_{m.key}" for m in METRICS), "ncu_top_stalls")
+CSV_COLUMNS = (*SUMMARY_COLUMNS, "flags", "sizes", "tunables", *COUNTER_COLUMNS)
+
+
+def _counter_cells(run: dict[str, Any]) -> dict[str, Any]:
+    record = run.get("counters") or {}
+    if not record:
+        return {}
+    metrics = record.get("metrics") or {}
+    cells: dict[str, Any] = {"counters_status": record.get("status")}
+    cells.update({f"ncu_{m.key}": metrics.get(m.key) for m in METRICS})
+    cells["ncu_top_stalls"] = "; ".join(f"{r} {v:g}" for r, v in record.get("stalls") or []) or None
+    return cells
 
 
 class ExportError(WorkbenchError):
@@ -45,8 +59,9 @@ def to_csv(runs: list[dict[str, Any]]) -> str:
     writer.writerow(CSV_COLUMNS)
     for run in runs:
         row = []
+        counter_cells = _counter_cells(run)
         for column in CSV_COLUMNS:
-            value = run.get(column)
+            value = counter_cells.get(column) if column in COUNTER_COLUMNS else run.get(column)
             if isinstance(value, list | dict):
                 value = json.dumps(value, sort_keys=True)
             row.append("" if value is None else value)
@@ -205,6 +220,7 @@ def import_bundle(store: SessionStore, path: str | Path) -> tuple[int, int]:
     for run in data["runs"]:
         row = {c: run.get(c) for c in ALL_COLUMNS if c != "id"}
         row["samples_s"] = run.get("samples_s")
+        row["counters"] = run.get("counters")
         row["detail"] = run.get("detail") or {}
         row["time_unix"] = run.get("time_unix") or 0.0
         row["is_reference"] = bool(run.get("is_reference"))

@@ -4,11 +4,12 @@ A broken build must not throw the previous results away. `LastGood` remembers, p
 (backend, device spec), the last result that ran (status "ok", verified or not) with its output
 arrays; `merge(report, builds)` returns the report the views show: fresh results where they are
 good, and the remembered ones, marked stale, where this cycle's result is an error or missing
-because its build failed. A stale result is a copy whose provenance carries
+because its build failed. A stale result is a copy whose `RunResult.stale` field is set:
 
-    "stale": {"reason": "build failed: …", "time": "<UTC of the result>", "source_hash": "…"}
+    Stale(reason="cpu build error", time="<UTC of the result>", source_hash="…")
 
-so every view (table, plots, details) can dim it and say when and from what source it came.
+so every view (table, plots, details) can dim it and say when and from what source it came
+(`result_text.stale_note`); its provenance is the run's own, untouched.
 Qt-free; the window's bridge uses it.
 """
 
@@ -17,15 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-STALE = "stale"
-
-
-def is_stale(result: Any) -> bool:
-    return bool((getattr(result, "provenance", None) or {}).get(STALE))
-
-
-def stale_info(result: Any) -> dict[str, Any]:
-    return dict((getattr(result, "provenance", None) or {}).get(STALE) or {})
+from workbench.records import Stale
 
 
 def _key(result: Any) -> tuple[str, str]:
@@ -59,7 +52,7 @@ class LastGood:
 
     def remember(self, report: Any) -> None:
         for result in getattr(report, "results", []) or []:
-            if result.status == "ok" and not is_stale(result):
+            if result.status == "ok" and result.stale is None:
                 self.results[_key(result)] = result
                 key = _output_key(report, result)
                 if key is not None:
@@ -68,13 +61,13 @@ class LastGood:
     def stale_copy(self, key: tuple[str, str], reason: str, fallback: Any = None) -> Any:
         """A copy of the last good result of `key` (else of `fallback`) marked stale."""
         old = self.results.get(key, fallback)
-        provenance = dict(old.provenance or {})
-        provenance[STALE] = {
-            "reason": reason,
-            "time": provenance.get("time") or provenance.get("timestamp") or "",
-            "source_hash": provenance.get("source_hash") or "",
-        }
-        return dataclasses.replace(old, provenance=provenance)
+        provenance = old.provenance or {}
+        stale = Stale(
+            reason=reason,
+            time=provenance.get("time") or provenance.get("timestamp") or "",
+            source_hash=provenance.get("source_hash") or "",
+        )
+        return dataclasses.replace(old, stale=stale)
 
     def merge(self, report: Any, builds: dict[str, Any] | None = None) -> Any:
         """The report to show: this one, with failed or missing rows replaced by stale good ones.
@@ -111,7 +104,7 @@ class LastGood:
         if report is None:
             return None
         results = [
-            r if is_stale(r) else self.stale_copy(_key(r), (reasons or {}).get(r.backend, reason), r)
+            r if r.stale is not None else self.stale_copy(_key(r), (reasons or {}).get(r.backend, reason), r)
             for r in getattr(report, "results", []) or []
         ]
         return dataclasses.replace(report, results=results)
@@ -123,7 +116,7 @@ class LastGood:
 
 def fresh_only(report: Any) -> Any:
     """`report` without its stale rows (they were recorded when they ran), or None when none is left."""
-    results = [r for r in getattr(report, "results", []) or [] if not is_stale(r)]
+    results = [r for r in getattr(report, "results", []) or [] if r.stale is None]
     if not results:
         return None
     if len(results) == len(report.results):

@@ -5,31 +5,31 @@ way. Requests are served one at a time by a single worker thread; a newer reques
 one in flight (its build processes and its run), so a burst of saves costs one build, not many.
 
     loop = LiveLoop(build_service, run_service, backends=["cpu", "wgsl"], devices=["cpu", "wgpu:0"])
-    loop.subscribe(print)                 # plain dict events, called from the loop's thread
+    loop.subscribe(print)                 # typed events, called from the loop's thread
     loop.on_saved(project, "src/lib.rs")  # returns at once
     loop.wait_idle()
     loop.close()
 
-Events (dicts with a "kind"):
+Events (one frozen record per kind, below; `kind` is the name the dict events had):
 
-- ``cycle-started``  ``{cycle, reason, path, backends, affected}``
-- ``project``        ``{cycle, project}`` — `workbench.toml` changed on disk: the cycle uses it
-- ``manifest``       ``{cycle, diagnostics}`` — what is wrong with `workbench.toml` as read this cycle
+- `LiveCycleStarted` (cycle, reason, path, backends, affected)
+- `LiveProject` (cycle, project) — `workbench.toml` changed on disk: the cycle uses it
+- `LiveManifest` (cycle, diagnostics) — what is wrong with `workbench.toml` as read this cycle
   (`build.manifest_check.on_disk`; empty: nothing), before any build
-- ``build-finished`` ``{cycle, results: {backend: BuildResult}, rebuilt: [...], cached: [...],
-  background}`` — after a run, the builds done by then; a second one (``background`` True, with
-  just those) once the builds the run did not wait for (runtime unavailable here) are done too;
-  later cycles neither wait for nor restart a backend still building in the background
-- ``run-event``      ``{cycle, event}`` — a progress event of the run service, as it came; each
-  backend runs as soon as its own build is done (`RunService.run(build_job=...)`)
-- ``cycle-finished`` ``{cycle, status, reason, latency_s, build, report, error, reference_changed}``
-  where status is ``ok``, ``error`` (nothing could run; `error` says why) or ``cancelled``
-  (superseded or cancelled; `build` and `report` keep whatever had finished).
-  A run's ``cycle-finished`` also has ``building``: the backends still building in the background.
-  `reference_changed` is None, or (when a check failed and the reference backend's own sources
-  changed since the last run in which every backend agreed) ``{reference, message, failed,
-  unchanged}`` — see `AgreementTracker`.
-- ``idle`` ``{}`` after a cycle, once no request is in flight or pending.
+- `LiveBuildFinished` (cycle, results: {backend: BuildResult}, rebuilt, cached, background) —
+  after a run, the builds done by then; a second one (`background` True, with just those) once
+  the builds the run did not wait for (runtime unavailable here) are done too; later cycles
+  neither wait for nor restart a backend still building in the background
+- `LiveRunEvent` (cycle, event) — an event of the run service (`workbench.run.events`), as it
+  came; each backend runs as soon as its own build is done (`RunService.run(build_job=...)`)
+- `LiveCycleFinished` (cycle, status, reason, latency_s, build, report, error,
+  reference_changed, project, building) where status is ``ok``, ``error`` (nothing could run;
+  `error` says why) or ``cancelled`` (superseded or cancelled; `build` and `report` keep
+  whatever had finished). `building`: the backends still building in the background after a
+  run. `reference_changed` is None, or (when a check failed and the reference backend's own
+  sources changed since the last run in which every backend agreed) ``{reference, message,
+  failed, unchanged}`` — see `AgreementTracker`.
+- `LiveIdle` after a cycle, once no request is in flight or pending.
 
 Edit-to-result latency is measured from the moment of the save (`saved_at`, `time.monotonic()`)
 to the moment the run's report is ready; a manual run measures from the request (`latency_s` of
@@ -45,13 +45,81 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from workbench.build import manifest_check
 from workbench.errors import WorkbenchError
 from workbench.project import Project
+from workbench.run.events import Event, RunEvent, RunFinished
 
-LiveListener = Callable[[dict[str, Any]], None]
+
+@dataclass(frozen=True)
+class LiveEvent(Event):
+    """The base of the live loop's events."""
+
+
+@dataclass(frozen=True)
+class LiveCycleStarted(LiveEvent):
+    kind: ClassVar[str] = "cycle-started"
+    cycle: int
+    reason: str  # save | build | run
+    path: str | None
+    backends: list[str]
+    affected: list[str]  # those whose build reads `path` (`affected_backends`)
+
+
+@dataclass(frozen=True)
+class LiveProject(LiveEvent):
+    kind: ClassVar[str] = "project"
+    cycle: int
+    project: Project
+
+
+@dataclass(frozen=True)
+class LiveManifest(LiveEvent):
+    kind: ClassVar[str] = "manifest"
+    cycle: int
+    diagnostics: list[Any]  # workbench.records.Diagnostic
+
+
+@dataclass(frozen=True)
+class LiveBuildFinished(LiveEvent):
+    kind: ClassVar[str] = "build-finished"
+    cycle: int
+    results: dict[str, Any]  # backend -> BuildResult
+    rebuilt: list[str]
+    cached: list[str]
+    background: bool = False
+
+
+@dataclass(frozen=True)
+class LiveRunEvent(LiveEvent):
+    kind: ClassVar[str] = "run-event"
+    cycle: int
+    event: RunEvent
+
+
+@dataclass(frozen=True)
+class LiveCycleFinished(LiveEvent):
+    kind: ClassVar[str] = "cycle-finished"
+    cycle: int
+    reason: str
+    status: str  # ok | error | cancelled
+    latency_s: float | None = None
+    build: dict[str, Any] | None = None
+    report: Any = None  # RunReport
+    error: str | None = None
+    reference_changed: dict[str, Any] | None = None
+    project: Project | None = None
+    building: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LiveIdle(LiveEvent):
+    kind: ClassVar[str] = "idle"
+
+
+LiveListener = Callable[[LiveEvent], None]
 
 
 def affected_backends(project: Project, path: str | Path | None, backends: list[str]) -> list[str]:
@@ -182,7 +250,7 @@ class LiveLoop:
 
     # ------------------------------------------------------------------ events
     def subscribe(self, fn: LiveListener) -> None:
-        """Call `fn(event_dict)` for every event (from the loop's worker thread)."""
+        """Call `fn(event)` for every `LiveEvent` (from the loop's worker thread)."""
         with self._lock:
             if fn not in self._listeners:
                 self._listeners.append(fn)
@@ -192,7 +260,7 @@ class LiveLoop:
             if fn in self._listeners:
                 self._listeners.remove(fn)
 
-    def _emit(self, event: dict[str, Any]) -> None:
+    def _emit(self, event: LiveEvent) -> None:
         with self._lock:
             listeners = list(self._listeners)
         for fn in listeners:
@@ -326,7 +394,7 @@ class LiveLoop:
                 # After `cycle-finished`, once nothing is in flight: listeners that check `busy`
                 # on `cycle-finished` could still see this cycle as current.
                 if idle:
-                    self._emit({"kind": "idle"})
+                    self._emit(LiveIdle())
 
     def _set_phase(self, request: _Request, phase: str) -> bool:
         """Enter a phase; False when the request was cancelled meanwhile."""
@@ -340,23 +408,14 @@ class LiveLoop:
         project = request.project
         backends = list(self.backends) or self.run_service.default_backends(project)
         affected = affected_backends(project, request.path, backends)
-        self._emit(
-            {
-                "kind": "cycle-started",
-                "cycle": request.cycle,
-                "reason": request.reason,
-                "path": request.path,
-                "backends": backends,
-                "affected": affected,
-            }
-        )
+        self._emit(LiveCycleStarted(request.cycle, request.reason, request.path, backends, affected))
         # Every cycle builds and runs workbench.toml as the folder holds it now, whoever edited
         # it; one that no longer loads stops the cycle, its error a diagnostic at its line.
         fresh, diagnostics = manifest_check.on_disk(project)
         if fresh is not None and fresh is not project:
             request.project = project = fresh
-            self._emit({"kind": "project", "cycle": request.cycle, "project": project})
-        self._emit({"kind": "manifest", "cycle": request.cycle, "diagnostics": diagnostics})
+            self._emit(LiveProject(request.cycle, project))
+        self._emit(LiveManifest(request.cycle, diagnostics))
         if fresh is None:
             self._emit(self._finished(request, "error", None, None, diagnostics[0].rendered))
             return
@@ -388,11 +447,11 @@ class LiveLoop:
             self._emit(self._finished(request, "cancelled", job.finished(), None, None))
             return
 
-        def on_event(event: dict[str, Any]) -> None:
-            result = event.get("result") if event.get("kind") == "finished" else None
-            if result is not None:  # kept even if the run is cancelled later
+        def on_event(event: RunEvent) -> None:
+            if isinstance(event, RunFinished):  # kept even if the run is cancelled later
+                result = event.result
                 self.results[(result.backend, str((result.device or {}).get("spec", "")))] = result
-            self._emit({"kind": "run-event", "cycle": request.cycle, "event": event})
+            self._emit(LiveRunEvent(request.cycle, event))
 
         error = None
         report = None
@@ -444,9 +503,8 @@ class LiveLoop:
             changed = self.agreement.observe(project, report)
         except OSError:
             changed = None
-        finished = self._finished(request, "ok", build, report, error, latency, changed)
-        finished["building"] = [b for b in job.backends if b not in build]
-        self._emit(finished)
+        building = [b for b in job.backends if b not in build]
+        self._emit(self._finished(request, "ok", build, report, error, latency, changed, building))
 
     def _in_background(self, request: _Request, job: Any, build: dict[str, Any]) -> None:
         """Builds the run did not wait for (their runtime is unavailable here) go on after the
@@ -467,15 +525,16 @@ class LiveLoop:
 
         job.add_done_callback(done)
 
-    def _build_finished(self, request: _Request, build: dict[str, Any], background: bool = False) -> dict:
-        return {
-            "kind": "build-finished",
-            "cycle": request.cycle,
-            "results": build,
-            "rebuilt": [b for b, r in build.items() if r.status == "ok" and not r.cached],
-            "cached": [b for b, r in build.items() if r.status == "ok" and r.cached],
-            "background": background,
-        }
+    def _build_finished(
+        self, request: _Request, build: dict[str, Any], background: bool = False
+    ) -> LiveBuildFinished:
+        return LiveBuildFinished(
+            cycle=request.cycle,
+            results=build,
+            rebuilt=[b for b, r in build.items() if r.status == "ok" and not r.cached],
+            cached=[b for b, r in build.items() if r.status == "ok" and r.cached],
+            background=background,
+        )
 
     def _reference_backend(self, project: Project) -> str | None:
         if self.reference:
@@ -485,16 +544,18 @@ class LiveLoop:
         except (WorkbenchError, LookupError, ValueError):
             return None
 
-    def _finished(self, request, status, build, report, error, latency=None, changed=None) -> dict[str, Any]:
-        return {
-            "kind": "cycle-finished",
-            "cycle": request.cycle,
-            "reason": request.reason,
-            "status": status,
-            "latency_s": latency,
-            "build": build,
-            "report": report,
-            "error": error,
-            "reference_changed": changed,
-            "project": request.project,
-        }
+    def _finished(
+        self, request, status, build, report, error, latency=None, changed=None, building=()
+    ) -> LiveCycleFinished:
+        return LiveCycleFinished(
+            cycle=request.cycle,
+            reason=request.reason,
+            status=status,
+            latency_s=latency,
+            build=build,
+            report=report,
+            error=error,
+            reference_changed=changed,
+            project=request.project,
+            building=list(building),
+        )

@@ -55,7 +55,9 @@ def record_report(
         result_row(data, result, invocation, snapshot[0] if snapshot else None, ceilings)
         for result in data["results"]
     ]
+    counters = {(c.get("backend"), c.get("device")): c for c in data.get("counters") or []}
     for row in rows:
+        row["counters"] = counters.get((row["backend"], row["device"]))
         row["detail"]["host"] = host if host is not None else data.get("host_conditions")
         row["detail"]["series"] = series if series is not None else data.get("series")
     if not rows:
@@ -82,6 +84,7 @@ def report_dict(report: Any) -> dict[str, Any]:
             "results": list(report.get("results") or []),
             "host_conditions": report.get("host_conditions"),
             "series": report.get("series"),
+            "counters": list(report.get("counters") or []),
         }
     return {
         "project": report.project,
@@ -90,6 +93,11 @@ def report_dict(report: Any) -> dict[str, Any]:
         "seed": getattr(report, "seed", None),
         "results": [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in report.results],
         "host_conditions": getattr(report, "host_conditions", None),
+        # `workbench run --counters`: {(backend, device): record} (workbench.run.counters.nsight)
+        "counters": [
+            {**c, "backend": b, "device": d}
+            for (b, d), c in (getattr(report, "counters", None) or {}).items()
+        ],
     }
 
 
@@ -135,6 +143,7 @@ def result_row(
         "status": result.get("status", ""),
         "verified": result.get("verified"),
         "is_reference": bool(check.get("is_reference")),
+        "unverified": check.get("unverified") or None,  # why not verified ("reference failed")
         "median_s": timing.get("median_s"),
         "iqr_s": timing.get("iqr_s"),
         "q1_s": q1,
@@ -165,6 +174,7 @@ def result_row(
             "throughput": result.get("throughput") or {},
             "provenance": prov,
             "resources": resources,
+            "stale": result.get("stale"),  # a result kept from an earlier run (`RunResult.stale`)
         },
     }
 

@@ -69,6 +69,22 @@ MIGRATIONS: list[list[str]] = [
         # Covering index: a device filter by part of its name scans this, not the table.
         "CREATE INDEX runs_device_name ON runs(device_name, device)",
     ],
+    [
+        # Why a result is not verified, from its check (`CheckRecord.unverified`, e.g. "reference
+        # failed"): a list reads "not verified (reference failed)" from the row, not from run_data.
+        "ALTER TABLE runs ADD COLUMN unverified TEXT",
+        # (CASE, not AND: SQLite does not promise to test json_valid before json_type reads it.)
+        "UPDATE runs SET unverified = (SELECT CASE WHEN json_valid(detail) THEN CASE WHEN "
+        "json_type(detail, '$.check.unverified') = 'text' THEN json_extract(detail, '$.check.unverified') "
+        "END END FROM run_data WHERE run_data.run_id = runs.id)",
+    ],
+    [
+        # Nsight Compute counters taken with a run (`workbench run --counters`, issue 27): one row per
+        # run that asked; `status` ok / absent / failed, `message` the one line the CLI printed,
+        # `data` the whole record as JSON (metrics by key, top stalls, ncu's path and flags).
+        "CREATE TABLE counters (run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, "
+        "status TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', duration_s REAL, data TEXT NOT NULL)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

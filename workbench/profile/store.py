@@ -71,7 +71,7 @@ SUMMARY_COLUMNS = (
     "id", "uuid", "invocation", "time", "project", "kernel", "backend", "device", "device_name",
     "status", "verified", "is_reference", "median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "n",
     "timing_method", "source_hash", "snapshot_hash", "build_key", "toolchain", "seed",
-    "registers", "spills", "shared_bytes", "error",
+    "registers", "spills", "shared_bytes", "error", "unverified",
 )  # fmt: skip
 #: JSON-encoded columns.
 JSON_COLUMNS = ("flags", "sizes", "tunables", "ceilings")
@@ -477,7 +477,19 @@ class SessionStore:
             "INSERT INTO run_data (run_id, detail, samples) VALUES (?, ?, ?)",
             (run_id, json.dumps(row.get("detail") or {}, sort_keys=True), blob),
         )
+        counters = row.get("counters")
+        if isinstance(counters, dict):
+            db.execute(
+                "INSERT INTO counters (run_id, status, message, duration_s, data) VALUES (?, ?, ?, ?, ?)",
+                (run_id, str(counters.get("status") or "absent"), str(counters.get("message") or ""),
+                 _number((counters.get("metrics") or {}).get("duration_s")), json.dumps(counters, sort_keys=True)),
+            )  # fmt: skip
         return run_id
+
+    def counters(self, run_id: int) -> dict[str, Any] | None:
+        """The Nsight Compute record taken with the run (`workbench run --counters`), or None."""
+        rows = self._query("SELECT data FROM counters WHERE run_id = ?", (int(run_id),))
+        return _object(rows[0]["data"]) if rows else None
 
     def import_rows(self, rows: list[dict[str, Any]], sources: dict[str, dict[str, str]]) -> tuple[int, int]:
         """Add exported runs (bundle rows, with `uuid` and `samples_s`) unless a run with the same
@@ -588,6 +600,9 @@ class SessionStore:
                     "finite numbers (left out)"
                 )
             run["samples_s"] = kept.tolist()
+        counters = self.counters(run_id)
+        if counters is not None:
+            run["counters"] = counters
         return run
 
     def samples(self, run_id: int) -> np.ndarray:
@@ -724,6 +739,10 @@ def _object(text: Any) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _summary(row: dict[str, Any], problems: list[str] | None = None) -> dict[str, Any]:

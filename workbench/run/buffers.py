@@ -19,15 +19,17 @@ asked not to (`RunService.run(keep_outputs=False)`, the command line): then W at
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from workbench.manifest import Kernel, format_bytes
+from workbench.manifest import Kernel, Values
 from workbench.run import shm
 from workbench.run.inputs import InputCache, copy_parallel, poison_value
 from workbench.run.spec import dtype_of
+from workbench.units import format_bytes
 
 
 class BackendBuffers:
@@ -160,9 +162,10 @@ class MemoryPlan:
     problem: str = ""
 
 
-def memory_plan(kernel: Kernel, symbols: dict[str, int | float], available: int | None = None) -> MemoryPlan:
-    """The run's host memory need against the memory available now (MemAvailable)."""
-    lengths = kernel.lengths(symbols)
+def memory_plan(kernel: Kernel, values: Values, available: int | None = None) -> MemoryPlan:
+    """The run's host memory need at the lengths of `values` (`Kernel.evaluate`) against the
+    memory available now (MemAvailable)."""
+    lengths = values.lengths
     sizes = {b.name: lengths[b.name] * dtype_of(b.type).itemsize for b in kernel.buffers}
     buffers = sum(sizes.values())
     written = sum(sizes[b.name] for b in kernel.buffers if b.is_output)
@@ -188,3 +191,12 @@ def _available_memory() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def host_memory_bytes() -> int | None:
+    """This machine's physical memory, or None where the OS does not say: the bound a run's sizes
+    are evaluated against (`Kernel.evaluate(memory_bytes=)`) before anything is allocated."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None

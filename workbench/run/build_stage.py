@@ -19,6 +19,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.project import Project
+from workbench.run.events import RunBuildEvent, RunBuilding, RunBuilt, RunEvent
 
 
 @dataclass
@@ -52,8 +53,8 @@ def prebuilt(backends: list[str], artifacts_dir: str | Path) -> dict[str, Staged
 
 
 class BuildStream:
-    """Each backend's `StagedBuild` as soon as its own build is done; emits "building" once and
-    "built" (backend, status) as the run takes each build. `close()` ends a service it owns."""
+    """Each backend's `StagedBuild` as soon as its own build is done; emits `RunBuilding` once and
+    `RunBuilt` (backend, status) as the run takes each build. `close()` ends a service it owns."""
 
     def __init__(
         self,
@@ -80,7 +81,7 @@ class BuildStream:
         cls,
         project: Project,
         backends: list[str],
-        emit: Callable[[dict[str, Any]], None],
+        emit: Callable[[RunEvent], None],
         build_service: Any = None,
         job: Any = None,
         cache_dir: str | Path | None = None,
@@ -88,16 +89,16 @@ class BuildStream:
     ) -> BuildStream:
         """Start building `backends` (returns at once): on `job` when the caller started one,
         else on `build_service`, else on a service of the stream's own (its build events are
-        emitted as "build-event")."""
+        emitted as `RunBuildEvent`)."""
         owned = None
         if backends:
-            emit({"kind": "building", "backends": list(backends)})
+            emit(RunBuilding(tuple(backends)))
         if job is None and backends:
             if build_service is None:
                 from workbench.build import BuildService
 
                 build_service = owned = BuildService(cache_dir=cache_dir)
-                owned.subscribe(lambda event: emit({"kind": "build-event", "event": event}))
+                owned.subscribe(lambda event: emit(RunBuildEvent(event)))
             job = build_service.submit(project, list(backends), tunables=tunables)
         stream = cls(job=job, emit=emit, owned=owned, service=build_service)
         stream._backends = list(backends)
@@ -134,7 +135,7 @@ class BuildStream:
     def _take(self, backend: str) -> None:
         result = self._job.finished()[backend]
         self._staged[backend] = staged(result)
-        self._emit({"kind": "built", "backend": result.backend, "status": result.status})
+        self._emit(RunBuilt(result.backend, result.status))
 
     def close(self) -> None:
         """Stop and close a build service of the stream's own (the caller's stays open)."""

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import WorkbenchError
-from workbench.manifest import BufferArg, Kernel
+from workbench.manifest import BufferArg, Kernel, Values
 from workbench.run import shm
 from workbench.run.spec import dtype_of
 
@@ -193,10 +193,11 @@ class InputCache:
         self.misses = 0
 
     def make(
-        self, kernel: Kernel, symbols: dict[str, int | float], seed: int | None, root: str | Path
+        self, kernel: Kernel, values: Values, seed: int | None, root: str | Path
     ) -> dict[str, np.ndarray]:
+        """Every buffer's initial contents at the lengths of `values` (`Kernel.evaluate`)."""
         run_seed = DEFAULT_SEED if seed is None else int(seed)
-        lengths = kernel.lengths(symbols)
+        lengths = values.lengths
         with self._lock:
             keys = {b.name: _cache_key(b, lengths[b.name], run_seed, root) for b in kernel.buffers}
             # Drop what this run does not use before allocating what it needs.
@@ -242,13 +243,11 @@ def _array_of(entry: Any) -> np.ndarray:
     return entry.array if isinstance(entry, shm.SharedArray) else entry
 
 
-def make_inputs(
-    kernel: Kernel, symbols: dict[str, int | float], seed: int | None, root: str | Path
-) -> dict[str, np.ndarray]:
-    """Initial contents of every buffer of `kernel` (by name), for these sizes and this seed
-    (fresh private arrays; the run service uses an `InputCache`)."""
+def make_inputs(kernel: Kernel, values: Values, seed: int | None, root: str | Path) -> dict[str, np.ndarray]:
+    """Initial contents of every buffer of `kernel` (by name), at the lengths of `values`
+    (`Kernel.evaluate`) and this seed (fresh private arrays; the run service uses an `InputCache`)."""
     run_seed = DEFAULT_SEED if seed is None else int(seed)
-    lengths = kernel.lengths(symbols)
+    lengths = values.lengths
     return {b.name: make_buffer(b, lengths[b.name], run_seed, root) for b in kernel.buffers}
 
 

@@ -33,6 +33,9 @@ from workbench.run.worker import FD_SOCKET_ENV
 
 #: How long a fresh worker may take to import its runtime and answer hello.
 STARTUP_TIMEOUT_S = 120.0
+#: Seconds a run allows a worker for steps other than launches (loading a module, compiling a
+#: shader, copies, a device probe).
+SETUP_TIMEOUT_S = 120.0
 STDERR_LINES = 200
 
 

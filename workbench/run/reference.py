@@ -16,12 +16,10 @@ import numpy as np
 
 from workbench.manifest import Kernel
 from workbench.records import NO_CHECK, REFERENCE, UNVERIFIED, CheckRecord, RunResult
+from workbench.result_text import REFERENCE_FAILED  # the others' `CheckRecord.unverified`
 from workbench.run.verify import check_outputs, health, weakness
 
 PENDING, READY, FAILED = "pending", "ready", "failed"
-
-#: What `CheckRecord.unverified` says for the others when the reference has no outputs.
-REFERENCE_FAILED = "reference failed"
 
 
 @dataclass
@@ -40,6 +38,12 @@ class ReferencePolicy:
         if choice:
             return cls(backend=choice, chosen_by="user")
         return cls(backend=kernel.check.reference, chosen_by="manifest")
+
+    @property
+    def failed(self) -> bool:
+        """The reference produced no outputs: the others are "not verified (reference failed)"
+        (`RunReport.reference_failed`)."""
+        return self.state == FAILED
 
     @property
     def note(self) -> str:

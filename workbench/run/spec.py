@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from workbench.backends import runtime_of
-from workbench.manifest import BufferArg, Kernel
+from workbench.manifest import BufferArg, Kernel, Values
 from workbench.runtimes_table import ARTIFACT_KINDS
 
 _DTYPES = {
@@ -90,13 +90,16 @@ def make_launch_spec(
     symbols: dict[str, int | float],
     device_index: int,
     artifact_dir: str | Path | None = None,
+    values: Values | None = None,
 ) -> dict[str, Any]:
     """Build the launch spec of `kernel` on `backend` for one problem size.
 
     `artifact` is one entry of a build.json "kernels" table (`{"artifact", "entry", "kind"}`) or
     the same with "path" instead of "artifact"; a relative path is resolved against
     `artifact_dir` (the build folder), else against the current directory.
-    `symbols` are the sizes and tunables (`Kernel.symbols()`).
+    `symbols` are the sizes and tunables (`Kernel.symbols()`); `values` the kernel evaluated at
+    them (`Kernel.evaluate(symbols)`), which a run computes once and passes to every backend's
+    spec; evaluated here when not given.
     """
     kind = artifact.get("kind")
     if kind not in ARTIFACT_KINDS:
@@ -112,8 +115,9 @@ def make_launch_spec(
         path = Path(artifact_dir or ".") / path
     entry = artifact.get("entry") or kernel.entry_for(backend)
 
-    lengths = kernel.lengths(symbols)
-    scalars = kernel.scalar_values(symbols)
+    if values is None:
+        values = kernel.evaluate(symbols)
+    lengths, scalars = values.lengths, values.scalars
     args: list[dict[str, Any]] = []
     for arg in kernel.args:
         if isinstance(arg, BufferArg):
@@ -129,7 +133,7 @@ def make_launch_spec(
             )
         else:
             args.append({"name": arg.name, "kind": "scalar", "type": arg.type, "value": scalars[arg.name]})
-    threads, grid = kernel.geometry(symbols, backend)
+    threads, grid = values.geometry(backend)
     return {
         "runtime": runtime_of(backend),
         "backend": backend,

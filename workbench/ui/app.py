@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
+from workbench.ui import theme
 from workbench.ui.main_window import MainWindow, placeholder
 from workbench.ui.settings import Settings, load_settings
 
@@ -34,6 +34,7 @@ PANELS = {
     "console": ("workbench.ui.console", "ConsolePanel"),
     "sessions": ("workbench.ui.sessions_panel", "SessionsPanel"),
     "tuning": ("workbench.ui.tuning_panel", "TuningPanel"),
+    "counters": ("workbench.ui.counters_view", "CountersView"),
 }
 
 
@@ -49,40 +50,10 @@ def create_application(argv: list[str] | None = None) -> QApplication:
 
 
 def apply_theme(app: QApplication) -> None:
-    """Fusion with a dark palette, matching the editor's colours and pyqtgraph's black plots."""
+    """Fusion with the theme's dark palette (`theme.py`: the editor's and the plots' colours too)."""
     app.setStyle("Fusion")
-    palette = QPalette()
-    roles = {
-        QPalette.ColorRole.Window: "#2b2d30",
-        QPalette.ColorRole.WindowText: "#d7dae0",
-        QPalette.ColorRole.Base: "#1e1f22",
-        QPalette.ColorRole.AlternateBase: "#26282b",
-        QPalette.ColorRole.ToolTipBase: "#3c3f41",
-        QPalette.ColorRole.ToolTipText: "#e6e6e6",
-        QPalette.ColorRole.PlaceholderText: "#7f848e",
-        QPalette.ColorRole.Text: "#d7dae0",
-        QPalette.ColorRole.Button: "#33363a",
-        QPalette.ColorRole.ButtonText: "#d7dae0",
-        QPalette.ColorRole.BrightText: "#ff6b6b",
-        QPalette.ColorRole.Link: "#61afef",
-        QPalette.ColorRole.Highlight: "#2f65ca",
-        QPalette.ColorRole.HighlightedText: "#ffffff",
-        QPalette.ColorRole.Mid: "#3c3f41",
-        QPalette.ColorRole.Dark: "#1b1c1e",
-        QPalette.ColorRole.Shadow: "#111111",
-        QPalette.ColorRole.Light: "#45484c",
-    }
-    for role, color in roles.items():
-        palette.setColor(role, QColor(color))
-    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
-        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b6f75"))
-    app.setPalette(palette)
-    app.setStyleSheet(
-        "QDockWidget::title { padding: 4px 6px; background: #313438; }"
-        "QTabBar::tab { padding: 4px 12px; }"
-        "QToolBar { spacing: 4px; border: none; }"
-        "QStatusBar QLabel { padding: 0 6px; }"
-    )
+    app.setPalette(theme.app_palette())
+    app.setStyleSheet(theme.APP_STYLE_SHEET)
 
 
 def create_bridge(cache_dir: str | Path | None = None) -> Any:

@@ -14,15 +14,14 @@ screen (its dock tabified behind another one); it catches up when it is shown.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import QRect, QSize, Qt, QTimer
+from PySide6.QtCore import QRect, Qt, QTimer, SignalInstance
 from PySide6.QtGui import (
     QColor,
     QFont,
     QPainter,
     QSyntaxHighlighter,
-    QTextCharFormat,
     QTextCursor,
     QTextFormat,
 )
@@ -46,8 +45,9 @@ from PySide6.QtWidgets import (
 
 from workbench.build.ptx_lines import PtxLines
 from workbench.build.spirv_lines import NO_LINES_HINT, SpirvLines
-from workbench.ui.editor.code_editor import editor_font
-from workbench.ui.editor.highlighter import RustHighlighter
+from workbench.ui import theme
+from workbench.ui.editor.code_view import CodeView
+from workbench.ui.editor.highlighter import RustHighlighter, token_format
 from workbench.ui.layout_fit import wrap_within
 from workbench.ui.visibility import follow_dock, on_screen
 
@@ -74,119 +74,56 @@ LINE_MAPS = {
     ".s": ("PTX", PtxLines.parse),
     ".spvasm": ("SPIR-V", SpirvLines.parse),
 }
+#: The columns an IR pane is given room for: a PTX instruction with its operands
+#: (`\tld.global.nc.f32 \t%f1, [%rd10];` spans 40 with its tabs) or a SPIR-V one
+#: (`%26 = OpFMul %float %24 %25` …). Narrower than two of these, the panes stack.
+INSTRUCTION_COLUMNS = 48
 RESOURCE_KEYS = (("registers", "Registers"), ("spills", "Spills"), ("shared_bytes", "Shared memory (B)"),
                  ("stack_bytes", "Stack (B)"))  # fmt: skip
 
 
 class PygmentsHighlighter(QSyntaxHighlighter):
-    """Line-by-line highlighting with a pygments lexer (good enough for read-only code views)."""
-
-    COLORS = {
-        "Keyword": "#0033b3",
-        "Name.Builtin": "#7a3e9d",
-        "Name.Function": "#00627a",
-        "Name.Attribute": "#7a3e9d",
-        "Name.Decorator": "#9e880d",
-        "Literal.String": "#067d17",
-        "Literal.Number": "#1750eb",
-        "Comment": "#8c8c8c",
-        "Operator": "#333333",
-        "Keyword.Type": "#008080",
-    }
+    """Line-by-line highlighting with a pygments lexer (good enough for read-only code views), in
+    the editor's syntax colours (`highlighter.token_format`)."""
 
     def __init__(self, document, lexer_name: str):
         super().__init__(document)
         from pygments.lexers import get_lexer_by_name
 
         self.lexer = get_lexer_by_name(lexer_name, stripnl=False, ensurenl=False)
-        self.formats: dict[Any, QTextCharFormat] = {}
 
-    def _format(self, token) -> QTextCharFormat | None:
-        if token in self.formats:
-            return self.formats[token]
-        fmt = None
-        name = str(token).removeprefix("Token.")
-        for prefix in sorted(self.COLORS, key=len, reverse=True):
-            if name == prefix or name.startswith(prefix + "."):
-                fmt = QTextCharFormat()
-                fmt.setForeground(QColor(self.COLORS[prefix]))
-                if prefix == "Comment":
-                    fmt.setFontItalic(True)
-                break
-        self.formats[token] = fmt
-        return fmt
-
-    def highlightBlock(self, text: str) -> None:
+    def highlightBlock(self, text: str) -> None:  # noqa: N802
         position = 0
         for token, value in self.lexer.get_tokens(text):
-            fmt = self._format(token)
+            fmt = token_format(token)
             if fmt is not None:
                 self.setFormat(position, len(value), fmt)
             position += len(value)
 
 
 #: Background of the lines that belong together (a Rust line and its PTX / SPIR-V lines).
-LINKED = QColor("#fff2b3")
+LINKED = QColor(theme.LINKED_LINE)
 
 
-class _Gutter(QWidget):
-    def __init__(self, view: NumberedView):
-        super().__init__(view)
-        self.view = view
+class NumberedView(CodeView):
+    """A read-only code view (the editor's, with its gutter and palette), linked lines highlighted."""
 
-    def sizeHint(self) -> QSize:  # noqa: N802
-        return QSize(self.view.gutter_width(), 0)
-
-    def paintEvent(self, event) -> None:  # noqa: N802
-        self.view.paint_gutter(event)
-
-
-class NumberedView(QPlainTextEdit):
-    """A read-only code view with line numbers, and linked lines highlighted."""
+    MARKER_WIDTH = 0  # nothing is marked left of the numbers: a linked line's whole row is
 
     def __init__(self):
         super().__init__()
-        self.gutter = _Gutter(self)
         self.linked: list[int] = []  # 1-based lines highlighted as belonging to the other side
         self.line_map: PtxLines | None = None  # PTX or SPIR-V lines -> Rust lines
         self.code_kind = ""  # "PTX" or "SPIR-V": what the note calls its lines
-        self.blockCountChanged.connect(lambda *_: self.setViewportMargins(self.gutter_width(), 0, 0, 0))
-        self.updateRequest.connect(self._update_gutter)
-        self.setViewportMargins(self.gutter_width(), 0, 0, 0)
+        self._linked_set: set[int] = set()
 
-    def gutter_width(self) -> int:
-        return 10 + self.fontMetrics().horizontalAdvance("9") * max(3, len(str(max(1, self.blockCount()))))
-
-    def _update_gutter(self, rect: QRect, dy: int) -> None:
-        if dy:
-            self.gutter.scroll(0, dy)
-        else:
-            self.gutter.update(0, rect.y(), self.gutter.width(), rect.height())
-
-    def resizeEvent(self, event) -> None:  # noqa: N802
-        super().resizeEvent(event)
-        cr = self.contentsRect()
-        self.gutter.setGeometry(QRect(cr.left(), cr.top(), self.gutter_width(), cr.height()))
+    def paint_gutter_line(self, painter: QPainter, line: int, rect: QRect) -> None:
+        if line in self._linked_set:
+            painter.fillRect(rect, LINKED)
 
     def paint_gutter(self, event) -> None:
-        painter = QPainter(self.gutter)
-        painter.fillRect(event.rect(), self.palette().color(self.palette().ColorRole.Window))
-        block = self.firstVisibleBlock()
-        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
-        height = self.fontMetrics().height()
-        linked = set(self.linked)
-        while block.isValid() and top <= event.rect().bottom():
-            bottom = top + round(self.blockBoundingRect(block).height())
-            number = block.blockNumber() + 1
-            if number in linked:
-                painter.fillRect(0, top, self.gutter.width(), bottom - top, LINKED.darker(115))
-            painter.setPen(QColor("#808080"))
-            painter.drawText(
-                0, top, self.gutter.width() - 4, height, Qt.AlignmentFlag.AlignRight, str(number)
-            )
-            block = block.next()
-            top = bottom
-        painter.end()
+        self._linked_set = set(self.linked)
+        super().paint_gutter(event)
 
     def set_linked(self, lines: list[int], scroll: bool = True) -> None:
         """Highlight these 1-based lines (full width); scroll the first into view."""
@@ -198,8 +135,7 @@ class NumberedView(QPlainTextEdit):
             if not block.isValid():
                 continue
             selection = QTextEdit.ExtraSelection()
-            selection.format.setBackground(LINKED)
-            selection.format.setForeground(QColor("#000000"))
+            selection.format.setBackground(LINKED)  # the syntax colours stay readable on it
             selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
             selection.cursor = QTextCursor(block)
             selections.append(selection)
@@ -219,8 +155,6 @@ def code_view(name: str = "") -> QPlainTextEdit:
     view = NumberedView()
     view.setObjectName(name)
     view.setReadOnly(True)
-    view.setFont(editor_font())
-    view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
     view.setTextInteractionFlags(
         Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
     )
@@ -296,10 +230,24 @@ def read_text(path: Path) -> str:
     return text
 
 
+@runtime_checkable
+class ArtifactsBridge(Protocol):
+    """The bridge members the artifacts view uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    buildFinished: SignalInstance
+    lineInfoReady: SignalInstance
+    projectChanged: SignalInstance
+    project: Any
+    last_build: dict[str, Any] | None
+
+    def request_line_info(self, artifact_dir: str) -> bool: ...
+
+
 class ArtifactsView(QWidget):
     """Per backend: each generated text artifact and the resource report, beside the Rust source."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: ArtifactsBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("ArtifactsView")
         self.bridge = bridge
@@ -360,12 +308,15 @@ class ArtifactsView(QWidget):
         sbar.addWidget(self.source_box, 1)
         rl.addLayout(sbar)
         rl.addWidget(self.source_view, 1)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        # Side by side, half each (Compiler Explorer style) when both halves hold an instruction;
+        # in a narrower dock (the right column at 1280 px) the generated code goes above the
+        # Rust source, at full width: side by side, PTX lines were cut at ~200 px.
+        self.splitter = splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([1000, 1000])  # side by side, half each (Compiler Explorer style)
+        splitter.setSizes([1000, 1000])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(splitter)
@@ -374,8 +325,7 @@ class ArtifactsView(QWidget):
         self.source_box.currentIndexChanged.connect(self._show_source)
         self.source_view.cursorPositionChanged.connect(self._from_source)
         bridge.buildFinished.connect(self.set_results)
-        if hasattr(bridge, "lineInfoReady"):
-            bridge.lineInfoReady.connect(self._line_info_ready)
+        bridge.lineInfoReady.connect(self._line_info_ready)
         bridge.projectChanged.connect(self._project_changed)
         self._project_changed(bridge.project)
         if bridge.last_build:
@@ -407,6 +357,21 @@ class ArtifactsView(QWidget):
             self._stale = True  # refreshed by showEvent, or when its dock is raised
             return
         self._refresh()
+
+    def pane_width(self) -> int:
+        """What one code pane needs: `INSTRUCTION_COLUMNS` of code, its gutter, a scroll bar."""
+        view = self.source_view
+        text = view.fontMetrics().horizontalAdvance("0" * INSTRUCTION_COLUMNS)
+        bar = view.verticalScrollBar().sizeHint().width()
+        return text + view.gutter_width() + bar + 2 * view.frameWidth() + 8
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        side_by_side = self.width() >= 2 * self.pane_width() + self.splitter.handleWidth() + 8
+        orientation = Qt.Orientation.Horizontal if side_by_side else Qt.Orientation.Vertical
+        if self.splitter.orientation() != orientation:
+            self.splitter.setOrientation(orientation)
+            self.splitter.setSizes([1000, 1000])
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -555,12 +520,7 @@ class ArtifactsView(QWidget):
     def _ask_line_info(self, backend: str, result: Any) -> None:
         """An nvptx build without line tables: have them built (once per build), off the GUI thread."""
         folder = getattr(result, "artifact_dir", "") or ""
-        if (
-            backend != "nvptx"
-            or not folder
-            or self.line_views()
-            or not hasattr(self.bridge, "request_line_info")
-        ):
+        if backend != "nvptx" or not folder or self.line_views():
             return
         if folder in self._line_asked:
             why = self._line_asked[folder]

@@ -26,8 +26,19 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
 from workbench.profile.last_good import LastGood
-from workbench.profile.live import LiveLoop
+from workbench.profile.live import (
+    LiveBuildFinished,
+    LiveCycleFinished,
+    LiveCycleStarted,
+    LiveEvent,
+    LiveIdle,
+    LiveLoop,
+    LiveManifest,
+    LiveProject,
+    LiveRunEvent,
+)
 from workbench.project import Project
+from workbench.run.events import RunEvent, RunPhase
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +54,8 @@ def background_status(builds: dict[str, Any]) -> str:
 
 
 class _Relay(QObject):
-    """Carries (kind, payload) from service threads to the GUI thread (queued connection)."""
+    """Carries typed events (the live loop's, a console run's) and the bridge's own (kind,
+    payload) items from service threads to the GUI thread (queued connection)."""
 
     posted = Signal(object)
 
@@ -54,7 +66,7 @@ class ServiceBridge(QObject):
     projectChanged = Signal(object)  # Project
     buildEvent = Signal(object)  # BuildEvent
     buildFinished = Signal(object)  # dict[str, BuildResult]
-    runEvent = Signal(object)  # dict progress event of the run service
+    runEvent = Signal(object)  # RunEvent (workbench.run.events) of the run in progress
     runFinished = Signal(object)  # RunReport
     busyChanged = Signal(bool)
     latencyMeasured = Signal(float)  # edit-to-result seconds of the last hot-reload cycle
@@ -66,6 +78,8 @@ class ServiceBridge(QObject):
     lineInfoReady = Signal(str, object, str)
     #: list[dict] (Diagnostic.to_dict()): what is wrong with workbench.toml as last read ([]: nothing).
     manifestChecked = Signal(object)
+    #: dict[str, int]: the sizes runs use instead of the manifest's ({}: the manifest's own).
+    sizesChanged = Signal(object)
 
     def __init__(self, parent: QObject | None = None, cache_dir: str | Path | None = None):
         super().__init__(parent)
@@ -103,7 +117,7 @@ class ServiceBridge(QObject):
         self.loop = LiveLoop(self.build_service, self.run_service, backends=[])
         self._defaults_thread: threading.Thread | None = None
         self.build_service.subscribe(self._on_build_event)
-        self.loop.subscribe(self._on_live_event)
+        self.loop.subscribe(self._post_event)
 
     # ------------------------------------------------------------------ selection
     def set_project(self, project: Project | str | Path | None) -> None:
@@ -192,6 +206,15 @@ class ServiceBridge(QObject):
     def set_sizes(self, sizes: dict[str, int] | None) -> None:
         """Problem sizes for runs (None: the manifest's defaults)."""
         self.loop.sizes = dict(sizes) if sizes else None
+        self.sizesChanged.emit(self.sizes())
+
+    def sizes(self) -> dict[str, int]:
+        """The sizes runs use instead of the manifest's ({}: none, the manifest's own)."""
+        return dict(self.loop.sizes or {})
+
+    def kernel_name(self) -> str | None:
+        """The kernel the window builds and runs (None: the manifest's first)."""
+        return self.loop.kernel
 
     def set_tunables(self, tunables: dict[str, int | float] | None) -> None:
         """Tunables of the next builds and runs (None: the manifest's defaults); each
@@ -310,9 +333,7 @@ class ServiceBridge(QObject):
         )
 
         def work() -> Any:
-            report = self.run_service.run(
-                project, on_event=lambda event: self._post("job-run-event", event), **options
-            )
+            report = self.run_service.run(project, on_event=self._post_event, **options)
             self._post("job-run", report)
             return report
 
@@ -353,7 +374,7 @@ class ServiceBridge(QObject):
             return
         self._closed = True
         self.build_service.unsubscribe(self._on_build_event)
-        self.loop.unsubscribe(self._on_live_event)
+        self.loop.unsubscribe(self._post_event)
         self.loop.close()
         if self._defaults_thread is not None:  # before the services close: it starts run workers
             self._defaults_thread.join(30.0)
@@ -403,16 +424,25 @@ class ServiceBridge(QObject):
         if not self._closed:
             self._relay.posted.emit((kind, payload))
 
+    def _post_event(self, event: LiveEvent | RunEvent) -> None:
+        """From any thread: hand a live-loop or run event, as it is, to the GUI thread."""
+        if not self._closed:
+            self._relay.posted.emit(event)
+
     def _on_build_event(self, event: Any) -> None:
         self._post("build", event)
 
-    def _on_live_event(self, event: dict[str, Any]) -> None:
-        self._post("live", event)
-
     @Slot(object)
-    def _deliver(self, item: tuple[str, Any]) -> None:
+    def _deliver(self, item: LiveEvent | RunEvent | tuple[str, Any]) -> None:
         """GUI thread: turn a posted item into the public signals."""
         if self._closed:
+            return
+        if isinstance(item, LiveEvent):
+            self._deliver_live(item)
+            return
+        if isinstance(item, RunEvent):  # a console run's (`start_run`)
+            self.runEvent.emit(item)
+            self._status_of_run_event(item)
             return
         kind, payload = item
         if kind == "build":
@@ -420,8 +450,6 @@ class ServiceBridge(QObject):
         elif kind == "devices":
             self.devices_info = payload
             self.devicesListed.emit(payload)
-        elif kind == "live":
-            self._deliver_live(payload)
         elif kind == "line-info":
             self.lineInfoReady.emit(*payload)
         elif kind == "default-backends":
@@ -431,9 +459,6 @@ class ServiceBridge(QObject):
         elif kind == "job-build":
             self.last_build = payload
             self.buildFinished.emit(payload)
-        elif kind == "job-run-event":
-            self.runEvent.emit(payload)
-            self._status_of_run_event(payload)
         elif kind == "job-run":
             # As the window's own Run: failed rows keep their last good result, shown stale.
             shown = self.last_good.merge(payload, {})
@@ -450,40 +475,39 @@ class ServiceBridge(QObject):
             self._jobs_running = max(0, self._jobs_running - 1)
             self._settle_busy()
 
-    def _deliver_live(self, event: dict[str, Any]) -> None:
-        kind = event.get("kind")
-        if kind == "cycle-started":
-            self._set_busy(True)
-            what = {"save": "rebuilding", "build": "building", "run": "building and running"}
-            self.statusMessage.emit(f"{what.get(event['reason'], 'working')}: {', '.join(event['backends'])}")
-        elif kind == "project":
-            self.project = event["project"]
-            self.projectChanged.emit(self.project)
-        elif kind == "manifest":
-            self.manifestChecked.emit([d.to_dict() for d in event["diagnostics"]])
-        elif kind == "build-finished":
-            if event.get("background"):  # builds an earlier cycle left going: added to the last
-                self.last_build = {**(self.last_build or {}), **event["results"]}
-                self.statusMessage.emit(background_status(event["results"]))
+    def _deliver_live(self, event: LiveEvent) -> None:
+        match event:
+            case LiveCycleStarted():
+                self._set_busy(True)
+                what = {"save": "rebuilding", "build": "building", "run": "building and running"}
+                self.statusMessage.emit(f"{what.get(event.reason, 'working')}: {', '.join(event.backends)}")
+            case LiveProject():
+                self.project = event.project
+                self.projectChanged.emit(self.project)
+            case LiveManifest():
+                self.manifestChecked.emit([d.to_dict() for d in event.diagnostics])
+            case LiveBuildFinished():
+                if event.background:  # builds an earlier cycle left going: added to the last
+                    self.last_build = {**(self.last_build or {}), **event.results}
+                    self.statusMessage.emit(background_status(event.results))
+                    self._settle_busy()
+                else:
+                    self.last_build = event.results
+                self.buildFinished.emit(event.results)
+            case LiveRunEvent():
+                self.runEvent.emit(event.event)
+                self._status_of_run_event(event.event)
+            case LiveCycleFinished():
+                self._cycle_finished(event)
+            case LiveIdle():
                 self._settle_busy()
-            else:
-                self.last_build = event["results"]
-            self.buildFinished.emit(event["results"])
-        elif kind == "run-event":
-            self.runEvent.emit(event["event"])
-            self._status_of_run_event(event["event"])
-        elif kind == "cycle-finished":
-            self._cycle_finished(event)
-        elif kind == "idle":
-            self._settle_busy()
 
-    def _status_of_run_event(self, event: dict[str, Any]) -> None:
+    def _status_of_run_event(self, event: RunEvent) -> None:
         """The run's phase in the status bar (inputs, upload, launch, verify, timing ...): a long
         run shows where it is."""
-        if event.get("kind") != "phase":
-            return
-        backend = event.get("backend")
-        self.statusMessage.emit(f"run: {backend} {event['phase']}" if backend else f"run: {event['phase']}")
+        if isinstance(event, RunPhase):
+            where = f"{event.backend} {event.phase}" if event.backend else event.phase
+            self.statusMessage.emit(f"run: {where}")
 
     def expected_reference(self) -> str:
         """The reference backend: the user's choice (`loop.reference`), else the one the manifest
@@ -495,17 +519,17 @@ class ServiceBridge(QObject):
         except (WorkbenchError, LookupError, ValueError):
             return ""
 
-    def _cycle_finished(self, event: dict[str, Any]) -> None:
-        status = event["status"]
-        report = event.get("report")
-        build = event.get("build") or {}
+    def _cycle_finished(self, event: LiveCycleFinished) -> None:
+        status = event.status
+        report = event.report
+        build = event.build or {}
         shown = None
         if report is not None:
-            self.reference_changed = event.get("reference_changed")
+            self.reference_changed = event.reference_changed
             # Failed rows (and rows of backends whose build failed) show their last good result, stale.
             shown = self.last_good.merge(report, build)
         elif self.last_report is not None and status == "error":
-            shown = self.last_good.all_stale(self.last_report, event.get("error") or "the build failed")
+            shown = self.last_good.all_stale(self.last_report, event.error or "the build failed")
         elif self.last_report is not None and any(
             getattr(r, "status", "") == "error" for r in build.values()
         ):
@@ -515,19 +539,19 @@ class ServiceBridge(QObject):
         if shown is not None:
             self.last_report = shown
             self.runFinished.emit(shown)
-        if status == "ok" and event.get("latency_s") is not None and report is not None:
-            self.last_latency_reason = event.get("reason", "")
-            self.latencyMeasured.emit(event["latency_s"])
+        if status == "ok" and event.latency_s is not None and report is not None:
+            self.last_latency_reason = event.reason
+            self.latencyMeasured.emit(event.latency_s)
             what = "edit to result" if self.last_latency_reason == "save" else "run to result"
-            building = event.get("building") or []
+            building = event.building
             still = f"; {', '.join(building)} {BUILDING_IN_BACKGROUND}" if building else ""
-            self.statusMessage.emit(f"{what}: {event['latency_s']:.2f} s{still}")
+            self.statusMessage.emit(f"{what}: {event.latency_s:.2f} s{still}")
         elif status == "ok":
             self.statusMessage.emit("build finished" if report is None else "run finished")
         elif status == "cancelled":
             self.statusMessage.emit("cancelled")
         else:
-            self.statusMessage.emit(event.get("error") or "failed")
+            self.statusMessage.emit(event.error or "failed")
         self._settle_busy()
 
     def _settle_busy(self) -> None:

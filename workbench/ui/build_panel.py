@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -21,18 +21,21 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.build.manifest_check import MANIFEST_SOURCE
+from workbench.build.occupancy import result_occupancy
+from workbench.records import BuildResult
 from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
+from workbench.ui import theme
 from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.layout_fit import ElidedLabel, OnResize
 
 #: State -> (label, colour) shown in the State column.
 STATES = {
-    "idle": ("idle", "#808080"),
-    "building": ("building…", "#1f6fd1"),
-    "ok": ("ok", "#2e8b3d"),
-    "error": ("error", "#c62828"),
-    "skipped": ("skipped – not installed", "#8a8a8a"),
-    "cancelled": ("cancelled", "#b26a00"),
+    "idle": ("idle", theme.MUTED),
+    "building": ("building…", theme.BUSY),
+    "ok": ("ok", theme.GOOD),
+    "error": ("error", theme.BAD),
+    "skipped": ("skipped – not installed", theme.MUTED),
+    "cancelled": ("cancelled", theme.WARN),
 }
 COL_BACKEND, COL_STATE, COL_TIME, COL_CACHE, COL_ARTIFACTS = range(5)
 DIAG_SEVERITY, DIAG_BACKEND, DIAG_LOCATION, DIAG_MESSAGE = range(4)
@@ -73,13 +76,31 @@ class _Row:
         self.log: list[str] = []
 
 
+@runtime_checkable
+class BuildPanelBridge(Protocol):
+    """The bridge members the build panel uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    buildEvent: SignalInstance
+    buildFinished: SignalInstance
+    busyChanged: SignalInstance
+    projectChanged: SignalInstance
+    backendsChanged: SignalInstance
+    manifestChecked: SignalInstance
+    project: Any
+
+    def backends(self) -> list[str]: ...
+    def build(self) -> None: ...
+    def cancel(self) -> None: ...
+
+
 class BuildPanel(QWidget):
     """Build states per backend, the selected backend's log, and clickable diagnostics."""
 
     #: Absolute path, 1-based line, 1-based column of a clicked diagnostic.
     openLocation = Signal(str, int, int)
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: BuildPanelBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("BuildPanel")
         self.bridge = bridge
@@ -219,7 +240,7 @@ class BuildPanel(QWidget):
         return row
 
     def _set_state(self, row: _Row, state: str, tooltip: str = "") -> None:
-        label, colour = STATES.get(state, (state, "#808080"))
+        label, colour = STATES.get(state, (state, theme.MUTED))
         if row.state == state and row.item.toolTip(COL_STATE) == (tooltip or label):
             return  # every build event lands here: repaint only on a change
         row.state = state
@@ -298,8 +319,11 @@ class BuildPanel(QWidget):
         row.item.setText(COL_CACHE, "hit" if cached else ("miss" if status == "ok" else ""))
         row.item.setToolTip(COL_CACHE, "served from the build cache" if cached else "built now")
         artifacts = _field(result, "artifacts", []) or []
-        row.item.setText(COL_ARTIFACTS, ", ".join(Path(a).name for a in artifacts))
-        row.item.setToolTip(COL_ARTIFACTS, "\n".join(artifacts))
+        occupancy, lines = self._occupancy(result)
+        # The occupancy leads the (stretching, elided) artifacts cell: a column of its own pushed
+        # the rows past a 1280-pixel window's build dock (tests/ui/test_layout.py).
+        row.item.setText(COL_ARTIFACTS, " · ".join([*occupancy, ", ".join(Path(a).name for a in artifacts)]))
+        row.item.setToolTip(COL_ARTIFACTS, "\n".join([*lines, *artifacts]))
         text = _field(result, "log", "") or ""
         streamed = bool(row.log)  # the log view already shows streamed lines as they came
         if text and not row.log:
@@ -312,6 +336,21 @@ class BuildPanel(QWidget):
             self._show_selected_log()
         if not any(r.state == "building" for r in self._rows.values()):
             self._ticker.stop()
+
+    def _occupancy(self, result: Any) -> tuple[list[str], list[str]]:
+        """A CUDA build's theoretical occupancy (workbench.build.occupancy) at the block size of the
+        tunables it was built with: (["48/64 warps"] for the first kernel, every kernel's line);
+        nothing for builds with no ptxas report."""
+        found = {}
+        if self.bridge.project is not None and isinstance(result, BuildResult):
+            found = result_occupancy(self.bridge.project, result)
+        lines = [f"{name}: occupancy {o.get('text') or o.get('error')}" for name, o in found.items()]
+        first = next(iter(found.values()), None)
+        if not first:
+            return [], lines
+        return [
+            f"{first['warps_per_sm']}/{first['max_warps']} warps" if "text" in first else "no block fits"
+        ], lines
 
     def _on_busy(self, busy: bool) -> None:
         self.cancel_button.setEnabled(busy)

@@ -6,13 +6,21 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from PySide6.QtCore import QObject, Qt, Signal
 
 from workbench.run.ceilings import Ceilings, cached, ceilings_for, device_key
 
 log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class CeilingsOwner(Protocol):
+    """The bridge members `store_for` (a QObject too: the store's parent) uses (`ServiceBridge` has
+    them: tests/ui/test_typed_events.py)."""
+
+    cache_dir: Any
 
 
 class CeilingsStore(QObject):
@@ -127,10 +135,10 @@ class CeilingsStore(QObject):
 _stores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def store_for(bridge: Any) -> CeilingsStore:
+def store_for(bridge: CeilingsOwner) -> CeilingsStore:
     """The one store of a bridge (shared by the device panel and the plots), built on first use."""
     store = _stores.get(bridge)
     if store is None:
-        store = CeilingsStore(getattr(bridge, "cache_dir", None), parent=bridge)
+        store = CeilingsStore(bridge.cache_dir, parent=bridge)
         _stores[bridge] = store
     return store

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from PySide6.QtCore import SignalInstance
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.backends import parse_backends
+from workbench.ui import theme
 
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # silence debugpy's frozen-modules warning
 
@@ -34,17 +36,7 @@ finished, job.result() waits for it. Results reach the panels as the window's ow
 Defaults are the window's selected backends and devices.
 """
 
-#: The window's dark palette (workbench.ui.app), for the console's text area and prompts.
-CONSOLE_STYLE = """
-QPlainTextEdit, QTextEdit { background-color: #1e1f22; background-clip: padding; color: #d7dae0;
-                            selection-background-color: #2f65ca; }
-.inverted { background-color: #d7dae0; color: #1e1f22; }
-.error { color: #ff6b6b; }
-.in-prompt-number { font-weight: bold; }
-.out-prompt-number { font-weight: bold; }
-.in-prompt, .in-prompt-number { color: #98c379; }
-.out-prompt, .out-prompt-number { color: #e06c75; }
-"""
+CONSOLE_STYLE = theme.CONSOLE_STYLE  # the window's dark palette, for its text area and prompts
 CONSOLE_SYNTAX_STYLE = "monokai"
 
 
@@ -125,10 +117,24 @@ def _backend_names(value: Any) -> list[str] | None:
     return parse_backends(",".join(_as_list(value))) if value else None
 
 
+@runtime_checkable
+class ConsoleBridge(Protocol):
+    """The bridge members the console uses (`ServiceBridge` has them: tests/ui/test_typed_events.py)."""
+
+    projectChanged: SignalInstance
+    runFinished: SignalInstance
+    project: Any
+    last_report: Any
+
+    def start_build(self, backends: list[str] | None = None) -> Future: ...
+    def start_run(self, backends: list[str] | None = None, devices: list[str] | None = None) -> Future: ...
+    def cancel(self) -> None: ...
+
+
 class ConsolePanel(QWidget):
     """A RichJupyterWidget on an in-process kernel whose namespace is the workbench's session API."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: ConsoleBridge, parent: QWidget | None = None):
         super().__init__(parent)
         from qtconsole.inprocess import QtInProcessKernelManager
         from qtconsole.rich_jupyter_widget import RichJupyterWidget

@@ -7,9 +7,9 @@ results table does), elided in the middle if it is still too long; the full name
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -28,8 +28,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.build.occupancy import device_rows
+from workbench.records import BuildResult
 from workbench.run.labels import short_name
 from workbench.runtimes_table import RUNTIMES, runtime_title
+from workbench.ui import theme
 from workbench.ui.ceilings_store import store_for
 from workbench.ui.layout_fit import OnResize
 
@@ -37,7 +40,7 @@ from workbench.ui.layout_fit import OnResize
 WGPU_APIS = ("Vulkan", "Metal", "DX12", "OpenGL")
 SPEC_ROLE = Qt.ItemDataRole.UserRole
 DEVICE_ROLE = Qt.ItemDataRole.UserRole + 1
-MUTED = QColor("#8a8a8a")
+MUTED = QColor(theme.MUTED)
 #: The most rows the device list makes room for before it scrolls.
 TREE_ROWS = 10
 
@@ -138,15 +141,30 @@ def _property_text(value: Any) -> str:
     return str(value)
 
 
+@runtime_checkable
+class DevicePickerBridge(Protocol):
+    """The bridge members the device picker (and its ceilings store: `CeilingsOwner`) uses
+    (`ServiceBridge` has them: tests/ui/test_typed_events.py)."""
+
+    devicesListed: SignalInstance
+    devices_info: dict[str, Any] | None
+    cache_dir: Any
+
+    def devices(self) -> list[str]: ...
+    def set_devices(self, specs: list[str]) -> None: ...
+    def refresh_devices(self, refresh: bool = False) -> None: ...
+
+
 class DevicePicker(QWidget):
     """Devices grouped by runtime; checked devices become the bridge's run targets."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: DevicePickerBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("DevicePicker")
         self.bridge = bridge
         self.ceilings = store_for(bridge)
         self._updating = False
+        self._builds: dict[str, Any] = {}  # the last BuildResult per backend: occupancy on a CUDA device
 
         self.tree = QTreeWidget()
         self.tree.setObjectName("devices")
@@ -210,6 +228,8 @@ class DevicePicker(QWidget):
         self.measure_button.clicked.connect(self.measure_selected)
         self.ceilings.changed.connect(self._ceilings_changed)
         bridge.devicesListed.connect(self.populate)
+        bridge.buildFinished.connect(self._on_builds)
+        bridge.projectChanged.connect(lambda *_: self._builds.clear())
         if bridge.devices_info is not None:
             self.populate(bridge.devices_info)
         else:
@@ -390,6 +410,8 @@ class DevicePicker(QWidget):
             measuring = self.ceilings.is_measuring(data)
             error = self.ceilings.errors.get(device_key(data), "")
         rows = device_properties(data or {}, ceilings, bool(measuring), error or "")
+        if is_device:  # a CUDA device: its SM limits and the last builds' occupancy on it
+            rows += device_rows(data or {}, self.bridge.project, list(self._builds.values()))
         self.properties.setRowCount(len(rows))
         for row, (label, text) in enumerate(rows):
             name = QTableWidgetItem(label)
@@ -399,6 +421,10 @@ class DevicePicker(QWidget):
             value.setToolTip(text)
             self.properties.setItem(row, 1, value)
         self._fit_property_column()
+
+    def _on_builds(self, results: dict[str, Any]) -> None:
+        self._builds.update({b: r for b, r in results.items() if isinstance(r, BuildResult)})
+        self._show_properties(self.tree.currentItem())
 
     def _fit_property_column(self) -> None:
         """The property names as wide as they are, up to 55 % of the table (the values need room)."""

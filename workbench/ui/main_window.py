@@ -38,6 +38,7 @@ from workbench.ui.new_project import NewProjectDialog
 from workbench.ui.project_tree import ProjectTree
 from workbench.ui.project_watch import ProjectFilesWatch
 from workbench.ui.settings import Settings, load_settings, save_settings
+from workbench.ui.size_controls import SizeControls
 from workbench.ui.trust import TrustBar
 from workbench.user_folders import needs_user_copy, user_copy
 
@@ -54,6 +55,7 @@ DOCKS = {
     "plots": ("Plots", Qt.DockWidgetArea.RightDockWidgetArea),
     "artifacts": ("Artifacts", Qt.DockWidgetArea.RightDockWidgetArea),
     "tuning": ("Tuning", Qt.DockWidgetArea.RightDockWidgetArea),
+    "counters": ("Counters", Qt.DockWidgetArea.RightDockWidgetArea),
 }
 
 
@@ -148,6 +150,7 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.docks["plots"], self.docks["artifacts"])
         self.tabifyDockWidget(self.docks["plots"], self.docks["sessions"])
         self.tabifyDockWidget(self.docks["plots"], self.docks["tuning"])
+        self.tabifyDockWidget(self.docks["plots"], self.docks["counters"])
         self.docks["build"].raise_()
         self.docks["plots"].raise_()
         self.resize(1600, 1000)
@@ -276,6 +279,11 @@ class MainWindow(QMainWindow):
         toolbar.addSeparator()
         toolbar.addWidget(QLabel(" Backends: "))
         toolbar.addActions(list(self.backend_actions.values()))
+        #: One field per size of the kernel (None without the services): the runs' sizes.
+        self.size_controls = SizeControls(self.bridge) if self.bridge is not None else None
+        if self.size_controls is not None:
+            toolbar.addSeparator()
+            toolbar.addWidget(self.size_controls)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, toolbar)
         self.toolbar = toolbar
         self.view_menu.insertAction(self.view_menu.actions()[len(DOCKS)], toolbar.toggleViewAction())
@@ -310,6 +318,7 @@ class MainWindow(QMainWindow):
             build_panel.openLocation.connect(self.open_location)
         if self.bridge is None:
             return
+        self.size_controls.message.connect(self.show_message)
         self.bridge.buildFinished.connect(self._on_build_finished)
         self.bridge.busyChanged.connect(self._on_busy)
         self.bridge.latencyMeasured.connect(self._on_latency)
@@ -523,6 +532,8 @@ class MainWindow(QMainWindow):
 
     def run(self) -> None:
         if self._can_work():
+            if self.size_controls is not None and not self.size_controls.apply():
+                return  # a refused size: its field is marked and the status bar says why
             self.editor_tabs.save_all()
             self.confirm_reference_device(self.bridge.run)
 
@@ -583,7 +594,7 @@ class MainWindow(QMainWindow):
         self._update_actions()
 
     def _on_latency(self, seconds: float) -> None:
-        manual = getattr(self.bridge, "last_latency_reason", "save") == "run"
+        manual = self.bridge.last_latency_reason == "run"  # latencyMeasured comes from the bridge
         self.latency_label.setText(f"{'run' if manual else 'edit'} → result: {seconds:.2f} s")
 
     def show_artifacts(self, backend: str) -> None:

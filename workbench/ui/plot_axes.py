@@ -4,12 +4,13 @@ prefixes on each tick), and named category rows."""
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtGui import QColor, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPen
 
-from workbench.ui.plot_data import format_si, log_ticks
+from workbench.ui import theme
+from workbench.ui.plot_data import format_count, format_si, log_ticks
 
-#: Plot colours matching the window's dark editor palette.
-BACKGROUND, TEXT, AXIS = "#1e1f22", "#d7dae0", "#6b6f78"
+#: Plot colours: the theme's (the window's dark editor palette).
+BACKGROUND, TEXT, AXIS = theme.PLOT_BACKGROUND, theme.PLOT_TEXT, theme.PLOT_AXIS
 
 
 class GridAxis(pg.AxisItem):
@@ -77,26 +78,52 @@ class UnitAxis(GridAxis):
     def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph override)
         if not self.log:
             return super().tickValues(minVal, maxVal, size)
-        # About one label per 70 pixels, so "500 µs 1 ms 2 ms" never run into each other.
-        per_label = 70 if self.orientation in ("top", "bottom") else 28
-        levels = log_ticks(min(minVal, maxVal), max(minVal, maxVal), max_labels=max(2, int(size / per_label)))
+        lo, hi = min(minVal, maxVal), max(minVal, maxVal)
+        # As many labels as fit: measured with this axis' font, a gap of one "M" between them
+        # (so "500 µs 1 ms 2 ms" or "1k 10k 100k" never run into each other).
+        levels = log_ticks(lo, hi)
+        for max_labels in range(12, 1, -1):
+            levels = log_ticks(lo, hi, max_labels=max_labels)
+            if not levels or self.labels_fit(levels[0][1], size, lo, hi):
+                break
         # Only the first level is labelled: the minor ticks (3, 4, 6 … between 1-2-5) stay bare.
         self._labelled = {round(v, 9) for v in levels[0][1]} if levels else set()
         return levels
+
+    def label_text(self, value: float) -> str:
+        """The label of the tick at log10 value `value`."""
+        if not self.unit:  # a plain number (FLOP/byte, a size): 0.1, 1, 10, 1k rather than "100 m"
+            return format_count(10.0**value)
+        return format_si(10.0**value, self.unit, 3)
+
+    def labels_fit(self, values: list[float], size: float, lo: float, hi: float) -> bool:
+        """Whether labels at these log10 values leave a gap between neighbours on an axis of
+        `size` pixels showing [lo, hi]."""
+        if len(values) < 2:
+            return True
+        metrics = QFontMetrics(self.style.get("tickFont") or QFont())
+        gap = metrics.horizontalAdvance("M")
+        ordered = sorted(values)
+        pixels_per_unit = size / max(hi - lo, 1e-12)
+        for a, b in zip(ordered, ordered[1:], strict=False):
+            if self.orientation in ("top", "bottom"):  # centred labels: half of each one's width
+                need = (
+                    metrics.horizontalAdvance(self.label_text(a))
+                    + metrics.horizontalAdvance(self.label_text(b))
+                ) / 2
+            else:
+                need = metrics.height()
+            if (b - a) * pixels_per_unit < need + gap:
+                return False
+        return True
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)
         if not self.log:
             return super().tickStrings(values, scale, spacing)
         labelled = getattr(self, "_labelled", None)
-        out = []
-        for v in values:
-            if labelled is not None and round(v, 9) not in labelled:
-                out.append("")
-            elif not self.unit:  # a plain ratio (FLOP/byte): 0.1, 1, 10 rather than "100 m"
-                out.append(f"{10.0**v:.3g}")
-            else:
-                out.append(format_si(10.0**v, self.unit, 3))
-        return out
+        return [
+            "" if labelled is not None and round(v, 9) not in labelled else self.label_text(v) for v in values
+        ]
 
 
 class RowAxis(GridAxis):
@@ -105,14 +132,20 @@ class RowAxis(GridAxis):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.names: list[str] = []
+        self._names_width = 54
 
     def set_names(self, names: list[str]) -> None:
         if names != self.names:
             self.names = list(names)
             width = max((self.fontMetrics().horizontalAdvance(n) for n in names), default=40)
-            self.setWidth(min(width + 14, 260))
+            self._names_width = min(width + 14, 260)
+            self.setWidth(self._names_width)
             self.picture = None
             self.update()
+
+    def fixed_width(self) -> int:
+        """The width its names need (capped at 260 px)."""
+        return self._names_width
 
     def fontMetrics(self):  # noqa: N802
         from PySide6.QtGui import QFontMetrics

@@ -13,6 +13,7 @@ import numpy as np
 from workbench.records import timing_quartiles
 from workbench.run.inputs import POISON_BITS, poison_mask
 from workbench.run.verify import Tolerance, bad_elements, ulp_distance
+from workbench.ui.plot_marks import Marks, marks_of, result_order_key
 
 #: Most points drawn per output curve; longer arrays are decimated (min/max per bucket).
 MAX_POINTS = 4000
@@ -113,6 +114,12 @@ class OutputsDrawing:
     size: int = 0
     x_range: tuple[int, int] = (0, 0)  # the index range [lo, hi) the curves were decimated over
     decimated: bool = False
+    #: A 2-D buffer (`plot_image.buffer_shape`): (rows, cols), each backend's values and errors as
+    #: row-major matrices (views of the arrays, no copies).
+    shape: tuple[int, int] | None = None
+    images: dict[str, np.ndarray] = field(default_factory=dict)
+    abs_images: dict[str, np.ndarray] = field(default_factory=dict)
+    ulp_images: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 #: Mismatch marks drawn per backend at most.
@@ -189,10 +196,11 @@ def compute_outputs(
     tolerance: Tolerance,
     cache: OutputsCache | None = None,
     x_range: tuple[float, float] | None = None,
+    shape: tuple[int, int] | None = None,
 ) -> OutputsDrawing:
     """Decimate each backend's `arg` buffer over the visible index range `x_range` (all when None)
     and compare it with the reference under the check's `tolerance` (numpy only: this runs off
-    the GUI thread)."""
+    the GUI thread). With a 2-D `shape` (rows, cols) the values and errors come as matrices too."""
     cache = cache or OutputsCache()
     drawing = OutputsDrawing(arg=arg, reference=reference_name)
     reference = (outputs.get(reference_name) or {}).get(arg)
@@ -210,11 +218,18 @@ def compute_outputs(
     marks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     unwritten: list[np.ndarray] = []
     firsts: list[int] = []
+    if shape is not None and all(v.size == shape[0] * shape[1] for v in arrays.values()):
+        drawing.shape = shape
     for backend, values in arrays.items():
         drawing.curves[backend] = cache.points((arg, backend, "value"), values, lo, hi, as_envelope=True)
+        if drawing.shape is not None:
+            drawing.images[backend] = values.reshape(drawing.shape)
         if ref is None or backend == reference_name or values.shape != ref.shape:
             continue
         comparison = cache.comparison(arg, backend, values, ref, tolerance)
+        if drawing.shape is not None:
+            drawing.abs_images[backend] = comparison.abs_err.reshape(drawing.shape)
+            drawing.ulp_images[backend] = comparison.ulp_err.reshape(drawing.shape)
         drawing.errors[backend] = cache.points((arg, backend, "abs"), comparison.abs_err, lo, hi)
         drawing.ulps[backend] = cache.points((arg, backend, "ulp"), comparison.ulp_err, lo, hi)
         drawing.scatter[backend] = comparison.scatter
@@ -279,36 +294,51 @@ def format_si(value: float | None, unit: str, digits: int = 3) -> str:
     return f"{value / scale:.{digits}g} {prefix}{unit}"
 
 
+def format_count(value: float) -> str:
+    """A plain number on a log axis (sizes, FLOP/byte): "0.1", "16", "100", "1k", "16k", "1M"."""
+    if abs(value) < 1000:
+        return f"{value:.3g}"
+    scale, prefix = si_scale(value)
+    return f"{value / scale:.3g}{prefix}"
+
+
 def log_ticks(lo: float, hi: float, max_labels: int = 12) -> list[tuple[float, list[float]]]:
-    """Tick levels for an axis drawn in log10 units, as `(spacing, [log10 values])` per level:
-    decades (every other one past 7) when the range spans 3+ decades, 1-2-5 steps over 1 to 3
-    decades (2…9 as minor ticks), round values in real units below one decade."""
+    """Tick levels for an axis drawn in log10 units, as `(spacing, [log10 values])` per level; the
+    first level is labelled and holds at most `max_labels` values: decades (every 2nd, 3rd …
+    when they do not fit) over 3+ decades, 1-2-5 steps over 1 to 3 decades when they fit (2…9 as
+    minor ticks), round values in real units below one decade."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return []
+    max_labels = max(2, int(max_labels))
     decades = range(int(math.floor(lo)), int(math.ceil(hi)) + 1)
 
     def within(values):
         return [v for v in values if lo <= v <= hi]
 
-    if hi - lo >= 3.0:
-        step = max(1, int(math.ceil((hi - lo) / 7)))
+    every_decade = within(float(d) for d in decades)
+    if hi - lo >= 3.0 or (hi - lo >= 1.0 and len(every_decade) > max_labels):
+        step = max(1, int(math.ceil((hi - lo) / min(7, max_labels - 1))))
         majors = within(float(d) for d in decades if d % step == 0)
         minors = within(d + math.log10(k) for d in decades for k in range(2, 10)) if hi - lo <= 5 else []
         return [(float(step), majors), (0.1, minors)]
     if hi - lo >= 1.0 and 3 * (hi - lo) > max_labels:  # no room for 1-2-5: decades only
-        majors = within(float(d) for d in decades)
-        return [(1.0, majors), (0.1, within(d + math.log10(k) for d in decades for k in range(2, 10)))]
+        return [(1.0, every_decade), (0.1, within(d + math.log10(k) for d in decades for k in range(2, 10)))]
     if hi - lo >= 1.0:
         majors = within(d + math.log10(k) for d in decades for k in (1, 2, 5))
         minors = within(d + math.log10(k) for d in decades for k in (3, 4, 6, 7, 8, 9))
         return [(0.3, majors), (0.1, minors)]
     a, b = 10.0**lo, 10.0**hi
-    raw = (b - a) / 4
+    raw = (b - a) / min(4, max_labels - 1)
     base = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * base for m in (1, 2, 2.5, 5, 10) if m * base >= raw)
-    first = math.ceil(a / step) * step
-    values = [first + i * step for i in range(int((b - first) / step) + 1)]
-    return [(step, [math.log10(v) for v in values if v > 0])]
+    candidates = [m * base for m in (0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10)]
+    # The smallest round step at least `raw`, else (a narrow range: none lands inside) a smaller one.
+    preferred = [c for c in candidates if c >= raw] + [c for c in reversed(candidates) if c < raw]
+    for step in preferred:
+        first = math.ceil(a / step) * step
+        values = [v for v in (first + i * step for i in range(int((b - first) / step) + 1)) if 0 < v <= b]
+        if values:
+            break
+    return [(step, [math.log10(v) for v in values])]
 
 
 # ------------------------------------------------------------------------------------------ timing
@@ -335,12 +365,18 @@ class TimingRow:
     ratio: float | None = None  # median / the reference backend's median
     fastest: bool = False
     reference: bool = False
+    marks: Marks = field(default_factory=Marks)
+    verdict: str = ""
 
 
 def timing_rows(report: Any) -> list[TimingRow]:
-    """Rows of the comparison view, in the report's order; the fastest and the reference marked."""
+    """Rows of the comparison view in series order (`plot_marks.order_key`: the same order whatever
+    order the backends finished in); the fastest and the reference marked, stale rows and failed
+    checks flagged. The fastest is a fresh result whose check did not fail."""
     rows: list[TimingRow] = []
-    for result in getattr(report, "results", None) or ():
+    reference = getattr(report, "reference", "") or ""
+    results = sorted(getattr(report, "results", None) or (), key=lambda r: result_order_key(r, reference))
+    for result in results:
         timing = result.timing or {}
         median = timing.get("median_s")
         if median is None or result.status != "ok":
@@ -358,11 +394,14 @@ def timing_rows(report: Any) -> list[TimingRow]:
                 q3_s=q3,
                 iqr_s=float(timing.get("iqr_s", q3 - q1)),
                 samples_s=samples,
+                marks=marks_of(result),
+                verdict=str(getattr(result, "verdict", "") or ""),
             )
         )
     if rows:
-        min(rows, key=lambda r: r.median_s).fastest = True
-        reference = getattr(report, "reference", "") or ""
+        trusted = [r for r in rows if not r.marks.stale and not r.marks.check_failed]
+        if trusted:
+            min(trusted, key=lambda r: r.median_s).fastest = True
         ref = next((r for r in rows if r.backend == reference), None)
         if ref is not None:
             ref.reference = True
@@ -393,6 +432,7 @@ class RoofPoint:
     roof_flops_per_s: float | None = None  # what the device's roofs allow at this intensity
     fraction_of_roof: float | None = None
     roof_source: str = ""  # "measured" (ceilings) or "datasheet"
+    marks: Marks = field(default_factory=Marks)
 
 
 @dataclass
@@ -440,7 +480,10 @@ def roofline_model(report: Any, ceilings_of) -> tuple[list[RoofPoint], list[Roof
     `ceilings_of(device dict) -> Ceilings | None` looks the measured ceilings up."""
     points: list[RoofPoint] = []
     roofs: dict[str, Roof] = {}
-    for result in getattr(report, "results", None) or ():
+    reference = getattr(report, "reference", "") or ""
+    for result in sorted(
+        getattr(report, "results", None) or (), key=lambda r: result_order_key(r, reference)
+    ):
         throughput = result.throughput or {}
         gflops, gbps = throughput.get("gflops"), throughput.get("gbps")
         if result.status != "ok" or not gflops or not gbps:
@@ -458,6 +501,7 @@ def roofline_model(report: Any, ceilings_of) -> tuple[list[RoofPoint], list[Roof
             intensity=gflops / gbps,
             flops_per_s=gflops * 1e9,
             bytes_per_s=gbps * 1e9,
+            marks=marks_of(result),
         )
         if roof is not None:
             point.roof_source = roof.source

@@ -8,7 +8,7 @@ a stale or unverifiable result and the reference-changed notice are spelled out 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyqtgraph as pg
@@ -26,10 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.profile.last_good import is_stale
+from workbench.result_text import ELEMENT_DIGITS, check_line, format_number, stale_note, verdict
 from workbench.run.labels import device_label
 from workbench.run.mismatches import BufferMismatches, result_mismatches
-from workbench.ui.results_table import check_summary, stale_text
+from workbench.ui import theme
 from workbench.units import format_tolerance
 
 MISMATCH_COLUMNS = ("Index", "Expected", "Got", "Abs error", "Rel error", "ULP", "Never written")
@@ -38,17 +38,24 @@ LIMIT = 100
 
 
 def _num(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.9g}"
-    return str(value)
+    """An element's value or error: every digit a float32 has (`result_text.ELEMENT_DIGITS`)."""
+    return format_number(value, ELEMENT_DIGITS, missing="—")
+
+
+@runtime_checkable
+class DetailsBridge(Protocol):
+    """The bridge members the details dialog uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    reference_changed: dict[str, Any] | None
 
 
 class ResultDetails(QDialog):
     """A non-modal window with one tab per checked buffer."""
 
-    def __init__(self, report: Any, result: Any, bridge: Any = None, parent: QWidget | None = None):
+    def __init__(
+        self, report: Any, result: Any, bridge: DetailsBridge | None = None, parent: QWidget | None = None
+    ):
         super().__init__(parent)
         self.setObjectName("resultDetails")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -79,17 +86,17 @@ class ResultDetails(QDialog):
         self.resize(820, 560)
 
     # ------------------------------------------------------------------ text
-    def _summary_text(self, report: Any, result: Any, bridge: Any) -> str:
+    def _summary_text(self, report: Any, result: Any, bridge: DetailsBridge | None) -> str:
         check = result.check or {}
         lines = [
-            f"<b>{result.backend}</b> on {device_label(result.device or {})} — {result.status}: {getattr(result, 'verdict', '')}"
+            f"<b>{result.backend}</b> on {device_label(result.device or {})} — {result.status}: {verdict(result)}"
         ]
-        if is_stale(result):
-            lines.append(f"<i>{stale_text(result)}</i>")
+        if result.stale is not None:
+            lines.append(f"<i>{_escape(stale_note(result.stale))}</i>")
         if result.error:
             lines.append(f"error: {_escape(result.error)}")
-        summary = check_summary(check)
-        if summary:
+        summary = check_line(result) if result.status == "ok" else ""
+        if summary and summary != check.get("note"):
             lines.append(_escape(summary))  # never elided here
         if check:
             lines.append(
@@ -98,7 +105,7 @@ class ResultDetails(QDialog):
             )
         if check.get("note"):
             lines.append(_escape(str(check["note"])))
-        changed = getattr(bridge, "reference_changed", None) or {}
+        changed = (bridge.reference_changed if bridge is not None else None) or {}
         if changed and result.backend in (changed.get("failed") or []):
             innocent = result.backend in (changed.get("unchanged") or [])
             lines.append(
@@ -154,12 +161,12 @@ class ResultDetails(QDialog):
         plot.setBackground(None)
         plot.addLegend(offset=(10, 5))
         plot.setLabel("bottom", f"{buffer.name} index")
-        plot.plot(index, _finite(expected), pen=pg.mkPen("#2e8b3d", width=2), name="expected",
-                  symbol="o", symbolSize=4, symbolBrush="#2e8b3d")  # fmt: skip
-        plot.plot(index, _finite(got), pen=pg.mkPen("#c62828", width=1), name="got",
-                  symbol="x", symbolSize=6, symbolPen="#c62828")  # fmt: skip
+        plot.plot(index, _finite(expected), pen=pg.mkPen(theme.GOOD, width=2), name="expected",
+                  symbol="o", symbolSize=4, symbolBrush=theme.GOOD)  # fmt: skip
+        plot.plot(index, _finite(got), pen=pg.mkPen(theme.BAD, width=1), name="got",
+                  symbol="x", symbolSize=6, symbolPen=theme.BAD)  # fmt: skip
         first = buffer.first[0].index if buffer.first else int(index[0])
-        plot.addItem(pg.InfiniteLine(first, pen=pg.mkPen("#b26a00", style=Qt.PenStyle.DashLine)))
+        plot.addItem(pg.InfiniteLine(first, pen=pg.mkPen(theme.WARN, style=Qt.PenStyle.DashLine)))
         plot.setMinimumHeight(160)
         self.plots[buffer.name] = plot
         return plot

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -18,10 +18,27 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.profile.last_good import is_stale, stale_info
+from workbench.result_text import (
+    buffer_lines,
+    check_line,
+    format_gbps,
+    format_number,
+    format_percent,
+    format_time,
+    stale_label,
+    stale_note,
+    timing_line,
+    verdict,
+    verdict_cell,
+    verdict_tone,
+)
+from workbench.run.events import RunEvent, RunFinished
 from workbench.run.host_load import describe, run_conditions
 from workbench.run.labels import device_label
+from workbench.run.service import RunReport
+from workbench.ui import theme
 from workbench.ui.layout_fit import ElidedLabel, OnResize
+from workbench.ui.result_details import ResultDetails
 from workbench.units import format_tolerance
 
 #: The columns by name (`row_texts` keys), in the order shown: what a run is judged by (time,
@@ -55,11 +72,12 @@ COLUMNS = (
 ) = range(len(COLUMNS))
 #: Shorter header titles (the full name is the header's tooltip).
 HEADERS = {"% of peak": "% peak", "Spread (IQR)": "IQR", "Registers": "Regs"}
-GOOD = QColor("#2e8b3d")
-BAD = QColor("#c62828")
-MUTED = QColor("#808080")
-WARN = QColor("#b26a00")
-NOT_VERIFIED_REF = "not verified (reference failed)"
+GOOD = QColor(theme.GOOD)
+BAD = QColor(theme.BAD)
+MUTED = QColor(theme.MUTED)
+WARN = QColor(theme.WARN)
+#: The colour of a verdict's tone (`result_text.verdict_tone`).
+TONES = {"good": GOOD, "bad": BAD, "warn": WARN}
 CHECK_WIDTH = 280
 #: The check's least width when the panel is narrow (its text is elided, the tooltip has it whole).
 CHECK_MIN_WIDTH = 120
@@ -68,95 +86,25 @@ MAX_COLUMN_WIDTH = 240
 _NUMERIC = {COL_MEDIAN, COL_SPREAD, COL_GBPS, COL_PEAK, COL_REGS, COL_SPILLS}
 
 
-def format_seconds(seconds: float | None) -> str:
-    """A duration with a unit that keeps 3 significant digits (ns, µs, ms, s)."""
-    if seconds is None:
-        return ""
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+@runtime_checkable
+class ResultsBridge(Protocol):
+    """The bridge members the results table (and the details dialog it opens) uses (`ServiceBridge` has
+    them: tests/ui/test_typed_events.py)."""
 
+    runEvent: SignalInstance
+    runFinished: SignalInstance
+    projectChanged: SignalInstance
+    last_build: dict[str, Any] | None
+    last_report: Any
+    reference_changed: dict[str, Any] | None
 
-def _number(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def check_summary(check: dict[str, Any]) -> str:
-    """One line for a check: the first bad element and both values, or the worst error."""
-    if not check:
-        return ""
-    first = check.get("first_bad") or {}
-    if check.get("passed") is False:
-        index = check.get("first_bad_index", first.get("index"))
-        buffer = first.get("buffer")
-        where = f"{buffer}[{index}]" if buffer else f"[{index}]"
-        text = (
-            f"first bad {where}: got {_number(first.get('got'))}, expected {_number(first.get('expected'))}"
-        )
-        if first.get("unwritten"):
-            text += " (never written)"
-        bad = check.get("bad")
-        if bad:
-            text += f"; {bad} bad element{'s' if bad != 1 else ''}"
-        return text
-    parts = []
-    if check.get("max_abs_err") is not None:
-        parts.append(f"max abs {_number(check['max_abs_err'])}")
-    if check.get("max_ulp_err") is not None:
-        parts.append(f"max {check['max_ulp_err']} ULP")
-    return ", ".join(parts)
-
-
-def _verified_text(result: Any) -> str:
-    """✓ yes, "weak" for a pass that proves little, ✗ no, or why there was nothing to compare with."""
-    check = result.check or {}
-    if result.verified is True and check.get("weak"):
-        return "⚠ weak"
-    if result.verified is None and check.get("unverified"):
-        return f"not verified ({check['unverified']})"
-    return {True: "✓ yes", False: "✗ no", None: "—"}[result.verified]
-
-
-def stale_text(result: Any) -> str:
-    """ "stale: <reason> — result of 01:52:10 UTC, source 3f2a1c9d" for a kept result."""
-    info = stale_info(result)
-    when = str(info.get("time") or "")
-    when = when.replace("T", " ").replace("Z", " UTC") if when else "an earlier run"
-    source = str(info.get("source_hash") or "")[:8]
-    text = f"stale: {info.get('reason') or 'the last run failed'} — result of {when}"
-    return text + (f", source {source}" if source else "")
-
-
-def stale_label(result: Any) -> str:
-    """The Status cell of a kept result: "stale · 01:52:10" (UTC; the tooltip names the source)."""
-    when = str(stale_info(result).get("time") or "")
-    clock = when.split("T", 1)[1].rstrip("Z") if "T" in when else when
-    return f"stale · {clock}" if clock else "stale"
-
-
-def reference_failed(report: Any, reference: str) -> bool:
-    """Whether the manifest's reference backend produced no fresh, good result in `report`."""
-    if not reference:
-        return False
-    ran = [r for r in getattr(report, "results", []) or [] if r.backend == reference]
-    if not ran:
-        # Not a row of its own (not selected): the run used it when the check names it.
-        checks = [r.check or {} for r in getattr(report, "results", []) or []]
-        return any(
-            c.get("is_reference") or "reference" in str(c.get("note", "")) for c in checks
-        ) and not any(c.get("reference") == reference and c.get("passed") is not None for c in checks)
-    return all(r.status != "ok" or is_stale(r) for r in ran)
+    def expected_reference(self) -> str: ...
 
 
 class ResultsTable(QWidget):
     """The last run's results; rows follow the report, one per backend × device."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: ResultsBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("ResultsTable")
         self.bridge = bridge
@@ -220,13 +168,11 @@ class ResultsTable(QWidget):
         self.details_button.setEnabled(False)
         self.caption.setText("No run yet: press Run, or save a source file.")
 
-    def _on_run_event(self, event: dict[str, Any]) -> None:
+    def _on_run_event(self, event: RunEvent) -> None:
         """A result streams in as soon as its backend ran (the run does not wait for every build):
         its row replaces the one of the same backend × device; the others stay until the run ends."""
-        result = event.get("result") if event.get("kind") == "finished" else None
-        if result is None:
-            return
-        self.show_report(streamed_report(self.report, result))
+        if isinstance(event, RunFinished):
+            self.show_report(streamed_report(self.report, event.result))
 
     def result_at(self, row: int) -> Any:
         """The RunResult shown in a table row (rows may be sorted)."""
@@ -240,8 +186,6 @@ class ResultsTable(QWidget):
         result = self.result_at(row)
         if result is None:
             return None
-        from workbench.ui.result_details import ResultDetails
-
         dialog = ResultDetails(self.report, result, self.bridge, self)
         self._dialogs = [d for d in self._dialogs if d.isVisible()] + [dialog]
         dialog.show()
@@ -252,12 +196,9 @@ class ResultsTable(QWidget):
         results = list(getattr(report, "results", []) or [])
         builds = self.bridge.last_build or {}
         self.report = report
-        self._reference = (
-            self.bridge.expected_reference() if hasattr(self.bridge, "expected_reference") else ""
-        )
-        self._reference = self._reference or getattr(report, "reference", "") or ""
-        self._reference_failed = reference_failed(report, self._reference)
-        self._changed = getattr(self.bridge, "reference_changed", None) or {}
+        self._reference = self.bridge.expected_reference() or getattr(report, "reference", "") or ""
+        self._reference_failed = bool(getattr(report, "reference_failed", False))
+        self._changed = self.bridge.reference_changed or {}
         # Rows are refilled in report order; sorting is off meanwhile (a sort would move them).
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(results))
@@ -274,9 +215,9 @@ class ResultsTable(QWidget):
         if results:
             model.dataChanged.emit(model.index(0, 0), model.index(len(results) - 1, len(COLUMNS) - 1))
         self.table.setSortingEnabled(True)
-        fresh = [r for r in results if not is_stale(r)]
+        fresh = [r for r in results if r.stale is None]
         stale = len(results) - len(fresh)
-        verified = sum(1 for r in fresh if r.verified and not self._unverified(r))
+        verified = sum(1 for r in fresh if r.verified)
         failed = sum(1 for r in fresh if r.verified is False or r.status == "error")
         kernel = getattr(report, "kernel", "") or ""
         reference = self._reference
@@ -297,14 +238,8 @@ class ResultsTable(QWidget):
             parts.append(f"⚠ measured while {' and '.join(self.conditions)} ({describe(host)})")
         self.caption.setText(" · ".join(parts))
         warn = self._changed or self._reference_failed or self.conditions
-        self.caption.setStyleSheet("color: #b26a00;" if warn else "")
+        self.caption.setStyleSheet(f"color: {theme.WARN};" if warn else "")
         self.details_button.setEnabled(self.table.currentRow() >= 0)
-
-    def _unverified(self, result: Any) -> bool:
-        """A fresh result that could not be checked because the reference failed."""
-        if result.backend == self._reference or result.status != "ok" or is_stale(result):
-            return False
-        return self._reference_failed and result.verified is not False
 
     def _fill_row(self, row: int, result: Any, build: Any) -> None:
         timing = result.timing or {}
@@ -312,63 +247,54 @@ class ResultsTable(QWidget):
         device = result.device or {}
         kernel = (result.provenance or {}).get("kernel")
         resources = _resources_for(build, kernel)
-        fraction = throughput.get("fraction_of_peak")
         status = result.status
-        stale = is_stale(result)
-        unverified = self._unverified(result)
-        if unverified:
-            verified_text = NOT_VERIFIED_REF
-        elif (result.check or {}).get("is_reference") and result.backend == self._reference:
-            verified_text = "reference"
-        else:
-            verified_text = _verified_text(result)
-        check_text = result.error or check_summary(result.check or {})
-        if unverified:
-            check_text = f"nothing to compare with: the reference {self._reference} did not run"
+        stale = result.stale
+        check_text = check_line(result)
         if result.verified is False and result.backend in (self._changed.get("failed") or []):
             check_text = f"⚠ reference changed — {check_text}"
         values = {
             COL_BACKEND: result.backend,
             COL_DEVICE: device_label(device),
-            COL_STATUS: stale_label(result) if stale else status,
-            COL_VERIFIED: verified_text,
-            COL_MEDIAN: format_seconds(timing.get("median_s")),
-            COL_SPREAD: format_seconds(timing.get("iqr_s")),
-            COL_GBPS: f"{throughput['gbps']:.2f}" if throughput.get("gbps") is not None else "",
-            COL_PEAK: f"{100 * fraction:.1f} %" if fraction is not None else "",
-            COL_REGS: _number(resources.get("registers")),
-            COL_SPILLS: _number(resources.get("spills")),
+            COL_STATUS: stale_label(stale) if stale else status,
+            COL_VERIFIED: verdict_cell(result),
+            COL_MEDIAN: format_time(timing.get("median_s"), ""),
+            COL_SPREAD: format_time(timing.get("iqr_s"), ""),
+            COL_GBPS: format_gbps(throughput.get("gbps")),
+            COL_PEAK: format_percent(throughput.get("fraction_of_peak")),
+            COL_REGS: format_number(resources.get("registers")),
+            COL_SPILLS: format_number(resources.get("spills")),
             COL_CHECK: check_text,
         }
         for col, text in values.items():
             self._cell(row, col, text)
         self._set(row, COL_MEDIAN, Qt.ItemDataRole.UserRole, timing.get("median_s"))
-        tip = ""
-        if timing:
-            tip = (
-                f"{timing.get('n', '?')} samples, {timing.get('method', '?')} timer "
-                f"(resolution {format_seconds(timing.get('resolution_s'))}), "
-                f"min {format_seconds(timing.get('min_s'))}, max {format_seconds(timing.get('max_s'))}"
-            )
-        self._set(row, COL_MEDIAN, Qt.ItemDataRole.ToolTipRole, tip)
-        verified = WARN if unverified else {True: GOOD, False: BAD}.get(result.verified)
-        self._set(row, COL_VERIFIED, Qt.ItemDataRole.ForegroundRole, verified)
+        self._set(row, COL_MEDIAN, Qt.ItemDataRole.ToolTipRole, timing_line(timing))
+        tone = verdict_tone(verdict(result)) if status == "ok" else ""
+        self._set(row, COL_VERIFIED, Qt.ItemDataRole.ForegroundRole, TONES.get(tone))
         self._set(row, COL_CHECK, Qt.ItemDataRole.ForegroundRole, BAD if result.verified is False else None)
         status_color = {"ok": GOOD, "error": BAD}.get(status, MUTED)
         self._set(row, COL_STATUS, Qt.ItemDataRole.ForegroundRole, status_color)
         # The full first-bad text is the tooltip (the cell elides it), then the per-buffer lines.
         changed = self._changed.get("message", "") if check_text.startswith("⚠ reference changed") else ""
-        check_tip = "\n".join(x for x in (changed, check_text, _check_tooltip(result.check or {})) if x)
+        check = result.check or {}
+        check_tip = "\n".join(
+            x
+            for x in (changed, check_text, format_tolerance(check) if check else "", *buffer_lines(check))
+            if x
+        )
         self._set(row, COL_CHECK, Qt.ItemDataRole.ToolTipRole, check_tip)
         device_tip = "\n".join(x for x in (values[COL_DEVICE], str(device.get("spec") or "")) if x)
         self._set(row, COL_DEVICE, Qt.ItemDataRole.ToolTipRole, device_tip)
-        if unverified:
-            self._set(row, COL_VERIFIED, Qt.ItemDataRole.ToolTipRole,
-                      f"the reference {self._reference} did not run; nothing to compare with")  # fmt: skip
+        self._set(
+            row,
+            COL_VERIFIED,
+            Qt.ItemDataRole.ToolTipRole,
+            check.get("note") if result.reference_failed else "",
+        )
         resources_tip = ", ".join(f"{k} {v}" for k, v in resources.items()) if resources else ""
         self._set(row, COL_REGS, Qt.ItemDataRole.ToolTipRole, resources_tip)
         self._set(row, COL_SPILLS, Qt.ItemDataRole.ToolTipRole, resources_tip)
-        self._mark_stale(row, stale_text(result) if stale else "")
+        self._mark_stale(row, stale_note(stale) if stale else "")
 
     def _mark_stale(self, row: int, text: str) -> None:
         """Dim and italicise a kept row; its status tooltip says why, when and from what source."""
@@ -410,7 +336,9 @@ class ResultsTable(QWidget):
         return self.table.visualRect(self.table.model().index(row, col))
 
     def is_row_stale(self, row: int) -> bool:
-        return self.table.item(row, COL_STATUS).text().startswith("stale")
+        """Whether the row shows a result kept from an earlier run (its `RunResult.stale`)."""
+        result = self.result_at(row)
+        return result is not None and result.stale is not None
 
     def _cell(self, row: int, col: int, text: str) -> None:
         """Set a cell's text, reusing its item: every item change costs a pass of the
@@ -456,9 +384,7 @@ def _result_key(result: Any) -> tuple[str, str]:
 def streamed_report(report: Any, result: Any) -> Any:
     """The report shown while a run is in flight: `report`'s rows with `result` in place of the
     row of its backend × device (added when new); outputs of a replaced backend are dropped (they
-    are the previous run's)."""
-    from workbench.run.service import RunReport
-
+    are the previous run's). The reference failed when a row so far says so (`reference_failed`)."""
     results = list(getattr(report, "results", []) or [])
     key = _result_key(result)
     shown = [result if _result_key(r) == key else r for r in results]
@@ -475,6 +401,7 @@ def streamed_report(report: Any, result: Any) -> Any:
         results=shown,
         outputs=outputs,
         reference=getattr(report, "reference", ""),
+        reference_failed=any(r.reference_failed for r in shown if r.stale is None),
     )
 
 
@@ -493,15 +420,3 @@ def _resources_for(build: Any, kernel: str | None) -> dict[str, Any]:
     if kernel and kernel in resources:
         return resources[kernel]
     return next(iter(resources.values()), {}) if len(resources) == 1 else {}
-
-
-def _check_tooltip(check: dict[str, Any]) -> str:
-    if not check:
-        return ""
-    lines = [format_tolerance(check)]
-    for name, buf in (check.get("buffers") or {}).items():
-        state = "ok" if buf.get("passed") else f"{buf.get('bad', '?')} bad"
-        lines.append(
-            f"{name}: {state}; max abs {_number(buf.get('max_abs_err'))}, max rel {_number(buf.get('max_rel_err'))}"
-        )
-    return "\n".join(lines)

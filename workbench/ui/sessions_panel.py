@@ -22,11 +22,11 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, Signal, SignalInstance
 from PySide6.QtGui import QAction, QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -53,8 +53,14 @@ from workbench.profile.compare import COLUMNS as COMPARE_COLUMNS
 from workbench.profile.compare import cells as compare_cells
 from workbench.profile.conditions import run_conditions, series_text
 from workbench.profile.store import SessionStore, default_db_path
+from workbench.result_text import cell_of, row_verdict, verdict_tone
+from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.plots import AXIS, BACKGROUND, PALETTE, TEXT, OpaqueGridAxis
+from workbench.ui.plot_axes import OpaqueGridAxis
+from workbench.ui.theme import PLOT_AXIS as AXIS
+from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
+from workbench.ui.theme import PLOT_TEXT as TEXT
+from workbench.ui.theme import SERIES as PALETTE
 from workbench.ui.visibility import follow_dock, on_screen
 from workbench.units import format_time
 
@@ -73,7 +79,7 @@ SINCE = {
     "last 7 days": 7 * 86400,
     "last 30 days": 30 * 86400,
 }
-VERDICT_COLORS = {"faster": "#4caf50", "slower": "#ef5350", "not comparable": "#9e9e9e"}
+VERDICT_COLORS = theme.VERDICT
 EXPORT_FORMATS = {
     "csv": ("CSV", "*.csv"),
     "json": ("JSON bundle", "*.json"),
@@ -82,11 +88,17 @@ EXPORT_FORMATS = {
 
 
 def verified_text(run: dict[str, Any]) -> str:
-    if run["status"] != "ok":
-        return run["status"]
-    if run.get("is_reference"):
-        return "reference"
-    return {True: "yes", False: "NO", None: "n/a"}[run["verified"]]
+    """A recorded run's verdict cell, as the results table and `sessions list` show it."""
+    return cell_of(row_verdict(run))
+
+
+@runtime_checkable
+class SessionsBridge(Protocol):
+    """The bridge members the sessions panel uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    runFinished: SignalInstance
+    project: Any
 
 
 class SessionsPanel(QWidget):
@@ -96,7 +108,12 @@ class SessionsPanel(QWidget):
     recorded = Signal(object)
     _recorder_done = Signal(object)  # from the recorder's thread (queued to the GUI thread)
 
-    def __init__(self, bridge: Any = None, parent: QWidget | None = None, db_path: str | Path | None = None):
+    def __init__(
+        self,
+        bridge: SessionsBridge | None = None,
+        parent: QWidget | None = None,
+        db_path: str | Path | None = None,
+    ):
         super().__init__(parent)
         self.setObjectName("SessionsPanel")
         self.bridge = bridge
@@ -291,7 +308,7 @@ class SessionsPanel(QWidget):
         if self._closed or not self.record_box.isChecked() or report is None:
             return
         snapshot = None
-        project = getattr(self.bridge, "project", None)
+        project = self.bridge.project if self.bridge is not None else None
         if project is not None:
             from workbench.profile.sources import snapshot as take_snapshot
 
@@ -369,7 +386,7 @@ class SessionsPanel(QWidget):
                     item.setToolTip("invalid values, shown as –: " + "; ".join(run["invalid"]))
                 if column == 0 and run["id"] == self.baseline_id:
                     item.setText(f"{run['id']} ★")
-                if column == 5 and text == "NO":
+                if column == 5 and verdict_tone(row_verdict(run)) == "bad":
                     item.setForeground(QColor(VERDICT_COLORS["slower"]))
                 self.table.setItem(row, column, item)
             if run["id"] in selected:

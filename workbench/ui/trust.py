@@ -12,6 +12,8 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
 
+from workbench.ui import theme
+
 
 class TrustBar(QFrame):
     """A non-modal bar above the editor: "This project can run code when built. Trust it?"."""
@@ -23,7 +25,9 @@ class TrustBar(QFrame):
         super().__init__(parent)
         self.setObjectName("TrustBar")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet("#TrustBar { background: #5c4a14; } #TrustBar QLabel { color: #f3e6b3; }")
+        self.setStyleSheet(
+            f"#TrustBar {{ background: {theme.NOTICE_BAR[0]}; }} #TrustBar QLabel {{ color: {theme.NOTICE_BAR[1]}; }}"
+        )
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         self.label = QLabel("This project can run code when built. Trust it?")

@@ -21,12 +21,11 @@
 from __future__ import annotations
 
 import logging
-import math
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, Signal, SignalInstance
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -47,13 +46,17 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError
 from workbench.profile import ranking
 from workbench.profile.apply import choose_slot
+from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.plots import BACKGROUND, PALETTE
-from workbench.ui.results_table import format_seconds
+from workbench.ui.plots.lanes import FailureLane
+from workbench.ui.plots.size_sweep_plot import SizeSweepPlot
+from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
+from workbench.ui.theme import SERIES as PALETTE
+from workbench.units import format_time
 
 log = logging.getLogger(__name__)
 
-FAILED = "#d62728"
+FAILED = theme.FAILED_MARK
 COLUMNS = ("configuration", "backend @ device", "verified", "median", "95% CI", "rank")
 
 
@@ -92,6 +95,23 @@ class _Relay(QObject):
     posted = Signal(object)
 
 
+@runtime_checkable
+class TuningBridge(Protocol):
+    """The bridge members the tuning panel uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    projectChanged: SignalInstance
+    project: Any
+    cache_dir: Any
+
+    def backends(self) -> list[str]: ...
+    def devices(self) -> list[str]: ...
+    def sizes(self) -> dict[str, int]: ...
+    def tunables(self) -> dict[str, int | float]: ...
+    def set_tunables(self, tunables: dict[str, int | float] | None) -> None: ...
+    def run(self) -> None: ...
+
+
 class TuningPanel(QWidget):
     """See the module docstring. `bridge` is the window's `ServiceBridge` (None: no live runs)."""
 
@@ -99,13 +119,21 @@ class TuningPanel(QWidget):
     applied = Signal(object)  # the applied configuration
 
     def __init__(
-        self, bridge: Any = None, parent: QWidget | None = None, *, db_path=None, timing=None, cache_dir=None
+        self,
+        bridge: TuningBridge | None = None,
+        parent: QWidget | None = None,
+        *,
+        db_path=None,
+        timing=None,
+        cache_dir=None,
     ):
         super().__init__(parent)
         self.bridge = bridge
         self.db_path = db_path
         self.timing = timing
-        self.cache_dir = cache_dir if cache_dir is not None else getattr(bridge, "cache_dir", None)
+        if cache_dir is None and bridge is not None:
+            cache_dir = bridge.cache_dir
+        self.cache_dir = cache_dir
         self.project = None
         self.kernel = None
         self.controls: dict[str, QComboBox] = {}
@@ -119,7 +147,7 @@ class TuningPanel(QWidget):
         self._build_ui()
         if bridge is not None:
             bridge.projectChanged.connect(self.set_project)
-            if getattr(bridge, "project", None) is not None:
+            if bridge.project is not None:
                 self.set_project(bridge.project)
 
     # ================================================================ construction
@@ -164,14 +192,23 @@ class TuningPanel(QWidget):
         layout.addLayout(row)
 
         row = QHBoxLayout()
+        # Before the first sweep there is nothing to count nor to choose: the bar and the slot
+        # chooser are hidden until then (an unlabelled empty bar said nothing).
         self.progress = QProgressBar()
-        self.progress.setFormat("%v / %m")
+        self.progress.setFormat("%v of %m runs")
+        self.progress.setToolTip(
+            "runs of the sweep done (rounds × configurations, then the leaders re-timed)"
+        )
+        self.progress.hide()
         self.status = wrap_within(QLabel(""))  # a sweep error must not widen the window
         self.slot = QComboBox()
         self.slot.setToolTip("backend × device: the heatmap's and Apply's choice")
         self.slot.currentTextChanged.connect(lambda _t: self._redraw())
+        self.slot_label = QLabel("backend × device:")
         row.addWidget(self.progress, 1)
+        row.addWidget(self.slot_label)
         row.addWidget(self.slot)
+        self._show_slots()
         layout.addLayout(row)
         layout.addWidget(self.status)
 
@@ -180,13 +217,20 @@ class TuningPanel(QWidget):
         self.plot.setLabel("left", "median time", units="s")
         self.plot.addLegend(offset=(-10, 10))
         self.heatmap = pg.ImageItem()
-        self.failed_marks = pg.ScatterPlotItem(symbol="x", size=12, pen=pg.mkPen(FAILED, width=2), brush=None)
+        # Failed configurations have no time: a lane of their own under the plot (plots/lanes.py).
+        self.failed_lane = FailureLane("tuning_failed_lane", self.plot)
         self.series: dict[str, pg.ScatterPlotItem] = {}
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.tabs.addTab(self.plot, "Time vs parameters")
+        scatter = QWidget()
+        scatter_layout = QVBoxLayout(scatter)
+        scatter_layout.setContentsMargins(0, 0, 0, 0)
+        scatter_layout.setSpacing(2)
+        scatter_layout.addWidget(self.plot, 1)
+        scatter_layout.addWidget(self.failed_lane)
+        self.tabs.addTab(scatter, "Time vs parameters")
         self.tabs.addTab(self.table, "Configurations")
 
         size = QWidget()
@@ -202,13 +246,10 @@ class TuningPanel(QWidget):
         row.addWidget(self.size_metric)
         row.addWidget(self.size_button)
         size_layout.addLayout(row)
-        self.size_plot = pg.PlotWidget(background=BACKGROUND)
-        self.size_plot.setLogMode(x=True, y=False)
-        self.size_plot.setLabel("left", "GB/s")
-        self.size_plot.addLegend(offset=(-10, 10))
-        self.size_curves: dict[str, pg.PlotDataItem] = {}
-        self.ceiling_lines: dict[str, pg.InfiniteLine] = {}
-        size_layout.addWidget(self.size_plot, 1)
+        # Log axes, ceilings and legend outside the data, failed sizes in a lane (plots/size_sweep_plot).
+        self.size_view = SizeSweepPlot()
+        self.size_plot = self.size_view.plot
+        size_layout.addWidget(self.size_view, 1)
         self.tabs.addTab(size, "Size sweep")
         layout.addWidget(self.tabs, 1)
 
@@ -307,8 +348,7 @@ class TuningPanel(QWidget):
         return True
 
     def _sizes(self) -> dict[str, int] | None:
-        loop = getattr(self.bridge, "loop", None)
-        return dict(loop.sizes) if loop is not None and loop.sizes else None
+        return (self.bridge.sizes() or None) if self.bridge is not None else None
 
     def _start(self, points: list) -> None:
         from workbench.profile.tune import BackgroundSweep
@@ -317,6 +357,7 @@ class TuningPanel(QWidget):
         devices = (self.bridge.devices() or None) if self.bridge is not None else None
         self.progress.setRange(0, len(points))
         self.progress.setValue(0)
+        self.progress.show()
         size_mode = self._size_mode
 
         def on_event(event: dict[str, Any]) -> None:  # the sweep thread
@@ -407,9 +448,15 @@ class TuningPanel(QWidget):
             if current in slots:
                 self.slot.setCurrentText(current)
             self.slot.blockSignals(False)
+            self._show_slots()
         self._fill_table()
         self._draw_plot()
         self._update_buttons()
+
+    def _show_slots(self) -> None:
+        """The slot chooser and its label, once there is a slot to choose."""
+        self.slot_label.setVisible(self.slot.count() > 0)
+        self.slot.setVisible(self.slot.count() > 0)
 
     def plot_data(self) -> dict[str, Any]:
         """What the time-vs-parameters plot shows (the numbers, for tests and scripts)."""
@@ -454,6 +501,7 @@ class TuningPanel(QWidget):
             names = list(self.kernel.tunables)
             self.plot.setLabel("bottom", f"{names[0]} (index: {data['x']})")
             self.plot.setLabel("left", f"{names[1]} (index: {data['y']})")
+            self.failed_lane.set_failures({})
             return
         self.plot.setLabel("bottom", data["tunable"] or "")
         self.plot.setLabel("left", "median time", units="s")
@@ -463,12 +511,12 @@ class TuningPanel(QWidget):
             )
             self.plot.addItem(item)
             self.series[slot] = item
-        if data["failed"]:
-            top = max((max(s["y"]) for s in data["series"].values() if s["y"]), default=1.0)
-            xs = [f["config"].get(data["tunable"]) for f in data["failed"]]
-            self.failed_marks = pg.ScatterPlotItem(xs, [top] * len(xs), symbol="x", size=12,
-                                                   pen=pg.mkPen(FAILED, width=2), brush=None, name="failed")  # fmt: skip
-            self.plot.addItem(self.failed_marks)
+        failures: dict[str, list[tuple[float, str]]] = {}
+        for f in data["failed"]:
+            x = f["config"].get(data["tunable"])
+            if isinstance(x, int | float):
+                failures.setdefault(f["slot"], []).append((float(x), "failed"))
+        self.failed_lane.set_failures(failures)
 
     def _fill_table(self) -> None:
         self.table.setRowCount(len(self.entries))
@@ -480,8 +528,8 @@ class TuningPanel(QWidget):
             ci = timing.get("ci_s")
             verified = {True: "yes", False: "NO"}.get(e["verified"], e.get("verdict") or "-")
             cells = (_config_text(e["config"]), slot, verified,
-                     format_seconds(timing.get("median_s")) or "-",
-                     f"[{format_seconds(ci[0]) or '-'}, {format_seconds(ci[1]) or '-'}]" if ci else "-", rank)  # fmt: skip
+                     format_time(timing.get("median_s")),
+                     f"[{format_time(ci[0])}, {format_time(ci[1])}]" if ci else "-", rank)  # fmt: skip
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if rank.startswith("FAILED"):
@@ -492,7 +540,7 @@ class TuningPanel(QWidget):
         name = self.size_data["symbol"]
         for e in entries:
             curve = self.size_data["curves"].setdefault(
-                ranking.slot(e), {"x": [], "gbps": [], "median_s": [], "failed": []}
+                ranking.slot(e), {"x": [], "gbps": [], "median_s": [], "failed": [], "failed_why": []}
             )
             if e["status"] == "ok" and e["verified"] is not False and e.get("gbps"):
                 curve["x"].append(e["sizes"][name])
@@ -500,43 +548,20 @@ class TuningPanel(QWidget):
                 curve["median_s"].append((e.get("timing") or {}).get("median_s"))
             else:
                 curve["failed"].append(e["sizes"][name])
+                curve["failed_why"].append(
+                    str(e.get("error") or e.get("verdict") or e["status"]).split("\n")[0]
+                )
         self._draw_sizes()
 
     def _draw_sizes(self) -> None:
-        self.size_plot.clear()
-        legend = self.size_plot.plotItem.legend
-        if legend is not None:
-            legend.clear()
-        self.size_curves, self.ceiling_lines = {}, {}
-        self.size_plot.setLabel("bottom", self.size_data.get("symbol", ""))
-        metric = "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
-        self.size_plot.setLogMode(x=True, y=metric == "median_s")
-        self.size_plot.setLabel("left", "GB/s" if metric == "gbps" else "median time (s)")
-        ceilings = (self.size_data.get("ceilings") or {}) if metric == "gbps" else {}
-        for i, (slot, curve) in enumerate(sorted(self.size_data.get("curves", {}).items())):
-            color = PALETTE[i % len(PALETTE)]
-            order = np.argsort(curve["x"])
-            xs = [curve["x"][j] for j in order]
-            ys = [curve[metric][j] for j in order]
-            item = self.size_plot.plot(
-                xs, ys, pen=pg.mkPen(color, width=2), symbol="o", symbolBrush=color, name=slot
-            )
-            self.size_curves[slot] = item
-            gbps = ceilings.get(slot.split("@", 1)[1])
-            if gbps and math.isfinite(gbps):
-                line = pg.InfiniteLine(pos=gbps, angle=0, pen=pg.mkPen(color, style=Qt.PenStyle.DashLine),
-                                       label=f"copy {gbps:.0f} GB/s", labelOpts={"position": 0.1})  # fmt: skip
-                self.size_plot.addItem(line)
-                self.ceiling_lines[slot] = line
+        self.size_view.set_data(
+            self.size_data, "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
+        )
 
     def size_plot_data(self) -> dict[str, Any]:
-        """What the size-sweep plot shows: {slot: {"x", "gbps" or "median_s"}} and the ceiling lines."""
-        metric = "gbps" if self.size_metric.currentText() == "GB/s" else "median_s"
-        curves = {}
-        for slot, item in self.size_curves.items():
-            xs, ys = item.getOriginalDataset()  # the values, not their log10 as drawn
-            curves[slot] = {"x": [int(x) for x in xs], metric: [float(y) for y in ys]}
-        return {"curves": curves, "ceilings": {s: line.value() for s, line in self.ceiling_lines.items()}}
+        """What the size-sweep plot shows: {slot: {"x", "gbps" or "median_s"}}, the ceiling per
+        slot, the axes, the legend and the failed sizes (`SizeSweepPlot.data`)."""
+        return self.size_view.data()
 
     # ================================================================ apply
     def _pick_slot(self) -> None:
@@ -547,6 +572,7 @@ class TuningPanel(QWidget):
             return
         if self.slot.findText(slot) < 0:
             self.slot.addItem(slot)
+            self._show_slots()
         self.slot.blockSignals(True)
         self.slot.setCurrentText(slot)
         self.slot.blockSignals(False)

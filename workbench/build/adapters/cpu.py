@@ -14,9 +14,10 @@ from workbench.build.adapters.base import (
 from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, RUST_READ, cargo_env, run_cargo, rust_reads
 from workbench.build.adapters.host_rust import cargo, rustc
 from workbench.build.diagnostics import error
+from workbench.build.install_hints import TOOLCHAIN_HINTS
 from workbench.records import ToolchainInfo
 
-HINT = "install Rust: apt-get install rustc cargo (or https://rustup.rs)"
+HINT = TOOLCHAIN_HINTS["cpu"]  # README.md's words (install_hints)
 
 
 class CpuAdapter(Adapter):

@@ -16,12 +16,10 @@ from workbench.build.adapters.base import (
 )
 from workbench.build.adapters.nvptx import finish_ptx
 from workbench.build.diagnostics import parse_nvcc
+from workbench.build.install_hints import TOOLCHAIN_HINTS
 from workbench.records import ToolchainInfo
 
-HINT = (
-    "install the CUDA toolkit (nvcc, ptxas): https://developer.nvidia.com/cuda-downloads "
-    "(or apt-get install nvidia-cuda-toolkit); it is looked for on PATH, $CUDA_HOME and /usr/local/cuda"
-)
+HINT = TOOLCHAIN_HINTS["cuda-c"]  # README.md's words (install_hints)
 
 
 class CudaCAdapter(Adapter):

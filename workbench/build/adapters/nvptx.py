@@ -35,14 +35,12 @@ from workbench.build.adapters.cargo import (
     rust_reads,
 )
 from workbench.build.diagnostics import error
+from workbench.build.install_hints import TOOLCHAIN_HINTS
 from workbench.build.resources import ptx_entries, ptxas_report
 from workbench.records import ToolchainInfo
 
 TARGET = "nvptx64-nvidia-cuda"
-HINT = (
-    "apt-get install rustc-web cargo-web rust-web-src   (or: rustup toolchain install nightly "
-    "--component rust-src llvm-bitcode-linker)"
-)
+HINT = TOOLCHAIN_HINTS["nvptx"]  # README.md's words (install_hints)
 
 
 PANIC_FLAGS = ("-Zunstable-options", "-Cpanic=immediate-abort")

@@ -18,15 +18,11 @@ from workbench import childproc
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, sm_arch, version_of, which
 from workbench.build.adapters.nvptx import finish_ptx
 from workbench.build.diagnostics import error, parse_rustc_text
+from workbench.build.install_hints import TOOLCHAIN_HINTS
 from workbench.records import ToolchainInfo
 
 TOOLCHAIN = "nightly-2025-06-23"  # the nightly Rust-CUDA (and rust-gpu) are pinned to
-HINT = (
-    "Rust-CUDA needs its pinned nightly (rustup toolchain install {tc} --component rust-src rustc-dev "
-    "llvm-tools), LLVM 7 (llvm-config 7.x on PATH, or $WB_LLVM_CONFIG) and libNVVM (the CUDA toolkit's "
-    "nvvm/lib64 on LD_LIBRARY_PATH); the simplest way is its container image "
-    "(https://github.com/Rust-GPU/Rust-CUDA, 'Getting started')"
-)
+HINT = TOOLCHAIN_HINTS["rust-cuda"]  # README.md's words (install_hints)
 BUILD_RS = """use cuda_builder::{{CudaBuilder, NvvmArch}};
 fn main() {{
     let krate = std::env::var("WB_KERNEL_CRATE").unwrap();
@@ -83,7 +79,6 @@ class RustCudaAdapter(Adapter):
 
     def detect(self) -> ToolchainInfo:
         toolchain = os.environ.get("WB_RUST_CUDA_TOOLCHAIN", TOOLCHAIN)
-        hint = HINT.format(tc=toolchain)
         details: dict = {"toolchain": toolchain}
         rustup = which(None, "rustup")
         listed = ""
@@ -106,9 +101,7 @@ class RustCudaAdapter(Adapter):
         ) if not ok]  # fmt: skip
         if missing:
             details["missing"] = missing
-            return ToolchainInfo(
-                "rust-cuda", False, hint=f"missing {', '.join(missing)}. {hint}", details=details
-            )
+            return ToolchainInfo("rust-cuda", False, hint=HINT, details=details)
         cargo = which("WB_RUST_CUDA_CARGO", "cargo")
         details["cargo"] = cargo or "cargo"
         return ToolchainInfo(

@@ -30,6 +30,7 @@ from workbench.build import depinfo, shader_check
 from workbench.build.adapters import host_rust
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest, copy_into, version_of, which
 from workbench.build.diagnostics import error, parse_rustc_text
+from workbench.build.install_hints import TOOLCHAIN_HINTS
 from workbench.build.resources import spirv_disassembly, spirv_report, spirv_target_env
 from workbench.build.spirv_diagnostics import (
     RustPaths,
@@ -42,7 +43,7 @@ from workbench.build.spirv_lines import SpirvLines
 from workbench.records import ToolchainInfo
 from workbench.spirv import entry_points as spirv_entry_points
 
-HINT = "cargo install --git https://github.com/Rust-GPU/cargo-gpu cargo-gpu && cargo gpu install"
+HINT = TOOLCHAIN_HINTS["rust-gpu"]  # README.md's words (install_hints)
 DEFAULT_TARGET = "spirv-unknown-vulkan1.2"
 
 

@@ -89,8 +89,10 @@ def _driver():
         import pycuda.driver as cuda
     except ImportError as exc:
         if getattr(exc, "name", None) in ("pycuda", "pycuda.driver") and "libcuda" not in str(exc):
+            from workbench.build.install_hints import CUDA_RUNTIME_HINT
+
             raise RuntimeFailure(
-                "pycuda is not installed (pip install pycuda, with the CUDA toolkit on PATH)"
+                f"pycuda is not installed; to run on NVIDIA GPUs: {CUDA_RUNTIME_HINT}"
             ) from None
         raise RuntimeFailure(f"pycuda cannot load the NVIDIA driver: {exc}") from None
     except Exception as exc:  # a broken install

@@ -1,4 +1,5 @@
-"""One source file in the editor: a QPlainTextEdit with a gutter, highlighting and diagnostics.
+"""One source file in the editor: the one code view (`code_view.CodeView`) with Rust highlighting,
+diagnostics, bracket matching and typing help.
 
 Diagnostics (dicts shaped like `workbench.records.Diagnostic.to_dict()`) are drawn as wavy
 underlines (ExtraSelections), a marker in the gutter and a tooltip with the compiler's rendered
@@ -9,106 +10,41 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtGui import (
-    QColor,
-    QFont,
-    QFontDatabase,
-    QKeyEvent,
-    QPainter,
-    QTextCharFormat,
-    QTextCursor,
-    QTextFormat,
-)
-from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip, QWidget
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QColor, QKeyEvent, QPainter, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtWidgets import QTextEdit
 
+from workbench.ui import theme
+from workbench.ui.editor.code_view import CodeView, editor_font, show_tooltip
 from workbench.ui.editor.highlighter import RustHighlighter
+
+__all__ = ["CodeEditor", "editor_font"]
 
 BRACKETS = {"(": ")", "[": "]", "{": "}"}
 CLOSERS = {v: k for k, v in BRACKETS.items()}
-SEVERITY_COLORS = {"error": "#ff5c57", "warning": "#e5c07b", "note": "#61afef", "help": "#61afef"}
+SEVERITY_COLORS = theme.SEVERITY
 SEVERITY_RANK = {"error": 0, "warning": 1, "note": 2, "help": 3}
 BRACKET_SCAN_LIMIT = 200_000  # characters searched for a matching bracket
 INDENT = "    "
 
 
-def editor_font(point_size: int | None = None) -> QFont:
-    """The system's fixed-width font (at `point_size`, else its own size); also for logs and code views."""
-    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-    font.setStyleHint(QFont.StyleHint.Monospace)
-    if point_size is not None:
-        font.setPointSize(point_size)
-    return font
-
-
-def _show_tooltip(widget: QWidget, event, text: str) -> bool:
-    """Show `text` at the tooltip event's position, or hide the tooltip when there is none."""
-    if text:
-        QToolTip.showText(event.globalPos(), text, widget)
-    else:
-        QToolTip.hideText()
-    return True
-
-
-class LineNumberArea(QWidget):
-    """The gutter: line numbers and one marker per line with diagnostics."""
-
-    def __init__(self, editor: CodeEditor):
-        super().__init__(editor)
-        self.editor = editor
-        self.setMouseTracking(True)
-
-    def sizeHint(self) -> QSize:  # noqa: N802
-        return QSize(self.editor.gutter_width(), 0)
-
-    def paintEvent(self, event) -> None:  # noqa: N802
-        self.editor.paint_gutter(event)
-
-    def event(self, event) -> bool:
-        if event.type() == event.Type.ToolTip:
-            block = self.editor.cursorForPosition(event.pos()).block()
-            return _show_tooltip(self, event, self.editor.diagnostic_tooltip(block.blockNumber() + 1))
-        return super().event(event)
-
-
-class CodeEditor(QPlainTextEdit):
-    """A Rust source editor bound to one file."""
+class CodeEditor(CodeView):
+    """A Rust source editor bound to one file (the one code view, with diagnostics in its gutter)."""
 
     def __init__(self, path: Path | None = None, parent=None, font_size: int = 10):
-        super().__init__(parent)
-        self.path = Path(path) if path is not None else None
+        super().__init__(parent, font_size=font_size)
         self.diagnostics: list[dict] = []
         self._anchors: list[tuple[dict, QTextCursor]] = []
         self._diag_by_line: dict[int, list[dict]] = {}
         self._search_selections: list[QTextEdit.ExtraSelection] = []
         self._text_cache: tuple[int, str] = (-1, "")
-        self.setFont(editor_font(font_size))
-        self._use_dark_palette()
-        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.path = Path(path) if path is not None else None
         self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * 4)
         self.setCenterOnScroll(False)
-        self.gutter = LineNumberArea(self)
         self.highlighter = RustHighlighter(self.document())
-        self.blockCountChanged.connect(self._update_gutter_width)
-        self.updateRequest.connect(self._update_gutter)
         self.cursorPositionChanged.connect(self.update_extra_selections)
         self.document().contentsChanged.connect(self._on_contents_changed)
-        self._update_gutter_width()
         self.update_extra_selections()
-
-    def _use_dark_palette(self) -> None:
-        # The highlighter's colours are chosen for a dark background: keep the editor dark
-        # even when the application runs with a light palette.
-        palette = self.palette()
-        for role, color in (
-            (palette.ColorRole.Base, "#1e1f22"),
-            (palette.ColorRole.Text, "#d7dae0"),
-            (palette.ColorRole.Window, "#2b2d30"),
-            (palette.ColorRole.Highlight, "#2f65ca"),
-            (palette.ColorRole.HighlightedText, "#ffffff"),
-        ):
-            palette.setColor(role, QColor(color))
-        self.setPalette(palette)
 
     # ---------------------------------------------------------------- file I/O
     def load_text(self, text: str) -> None:
@@ -153,55 +89,19 @@ class CodeEditor(QPlainTextEdit):
         self.centerCursor()
 
     # ---------------------------------------------------------------- gutter
-    def gutter_width(self) -> int:
-        digits = len(str(max(1, self.blockCount())))
-        return 22 + self.fontMetrics().horizontalAdvance("9") * max(3, digits)
+    def paint_gutter_line(self, painter: QPainter, line: int, rect: QRect) -> None:
+        """A dot in the colour of the line's worst diagnostic."""
+        diags = self._diag_by_line.get(line)
+        if diags:
+            worst = min(diags, key=lambda d: SEVERITY_RANK.get(d.get("severity"), 9))
+            height = self.fontMetrics().height()
+            size = max(6, height // 2)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(SEVERITY_COLORS.get(worst.get("severity"), theme.LINK)))
+            painter.drawEllipse(4, rect.top() + (height - size) // 2, size, size)
 
-    def _update_gutter_width(self, *_):
-        self.setViewportMargins(self.gutter_width(), 0, 0, 0)
-
-    def _update_gutter(self, rect: QRect, dy: int) -> None:
-        if dy:
-            self.gutter.scroll(0, dy)
-        else:
-            self.gutter.update(0, rect.y(), self.gutter.width(), rect.height())
-        if rect.contains(self.viewport().rect()):
-            self._update_gutter_width()
-
-    def resizeEvent(self, event) -> None:  # noqa: N802
-        super().resizeEvent(event)
-        cr = self.contentsRect()
-        self.gutter.setGeometry(QRect(cr.left(), cr.top(), self.gutter_width(), cr.height()))
-
-    def paint_gutter(self, event) -> None:
-        painter = QPainter(self.gutter)
-        palette = self.palette()
-        painter.fillRect(event.rect(), palette.color(palette.ColorRole.Base).darker(115))
-        block = self.firstVisibleBlock()
-        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
-        bottom = top + round(self.blockBoundingRect(block).height())
-        current = self.textCursor().blockNumber()
-        height = self.fontMetrics().height()
-        width = self.gutter.width()
-        normal_pen = palette.color(palette.ColorRole.Text).darker(170)
-        current_pen = palette.color(palette.ColorRole.Text)
-        while block.isValid() and top <= event.rect().bottom():
-            if block.isVisible() and bottom >= event.rect().top():
-                number = block.blockNumber()
-                painter.setPen(current_pen if number == current else normal_pen)
-                painter.drawText(0, top, width - 6, height, Qt.AlignmentFlag.AlignRight, str(number + 1))
-                diags = self._diag_by_line.get(number + 1)
-                if diags:
-                    worst = min(diags, key=lambda d: SEVERITY_RANK.get(d.get("severity"), 9))
-                    color = QColor(SEVERITY_COLORS.get(worst.get("severity"), "#61afef"))
-                    painter.setPen(Qt.PenStyle.NoPen)
-                    painter.setBrush(color)
-                    size = max(6, height // 2)
-                    painter.drawEllipse(4, top + (height - size) // 2, size, size)
-            block = block.next()
-            top = bottom
-            bottom = top + round(self.blockBoundingRect(block).height())
-        painter.end()
+    def gutter_tooltip(self, line: int) -> str:
+        return self.diagnostic_tooltip(line)
 
     # ---------------------------------------------------------------- diagnostics
     def set_diagnostics(self, diagnostics: list[dict]) -> None:
@@ -288,7 +188,7 @@ class CodeEditor(QPlainTextEdit):
             selection = QTextEdit.ExtraSelection()
             fmt = QTextCharFormat()
             fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
-            fmt.setUnderlineColor(QColor(SEVERITY_COLORS.get(diag.get("severity"), "#61afef")))
+            fmt.setUnderlineColor(QColor(SEVERITY_COLORS.get(diag.get("severity"), theme.LINK)))
             fmt.setToolTip(self.diagnostic_tooltip(line))
             selection.format = fmt
             selection.cursor = QTextCursor(anchor)
@@ -299,7 +199,7 @@ class CodeEditor(QPlainTextEdit):
         if event.type() == event.Type.ToolTip:
             cursor = self.cursorForPosition(self.viewport().mapFromGlobal(event.globalPos()))
             line = cursor.blockNumber() + 1
-            return _show_tooltip(self, event, self.diagnostic_tooltip(line, cursor.positionInBlock() + 1))
+            return show_tooltip(self, event, self.diagnostic_tooltip(line, cursor.positionInBlock() + 1))
         return super().event(event)
 
     # ---------------------------------------------------------------- extra selections
@@ -339,8 +239,8 @@ class CodeEditor(QPlainTextEdit):
         ok = found[1] >= 0
         for pos in found if ok else found[:1]:
             selection = QTextEdit.ExtraSelection()
-            selection.format.setBackground(QColor("#3e4f5f" if ok else "#7a2a2a"))
-            selection.format.setForeground(QColor("#ffffff"))
+            selection.format.setBackground(QColor(theme.BRACKET_MATCH if ok else theme.BRACKET_MISMATCH))
+            selection.format.setForeground(QColor(theme.SELECTED_TEXT))
             cursor = QTextCursor(self.document())
             cursor.setPosition(pos)
             cursor.setPosition(pos + 1, QTextCursor.MoveMode.KeepAnchor)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.ui import theme
 from workbench.ui.editor.code_editor import CodeEditor
 from workbench.ui.editor.find_bar import FindReplaceBar
 from workbench.ui.editor.goto_line import GoToLineBar
@@ -46,7 +47,7 @@ class DiskChangeBar(QFrame):
         super().__init__(parent)
         self.setObjectName("DiskChangeBar")
         self.setStyleSheet(
-            "#DiskChangeBar { background: #5c4a14; } #DiskChangeBar QLabel { color: #f3e6b3; }"
+            f"#DiskChangeBar {{ background: {theme.NOTICE_BAR[0]}; }} #DiskChangeBar QLabel {{ color: {theme.NOTICE_BAR[1]}; }}"
         )
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 3, 8, 3)

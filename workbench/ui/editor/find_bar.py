@@ -14,6 +14,8 @@ from PySide6.QtWidgets import (
     QTextEdit,
 )
 
+from workbench.ui import theme
+
 MAX_MARKED_MATCHES = 2000  # matches highlighted at once; more are still found by Next
 
 
@@ -178,13 +180,13 @@ class FindReplaceBar(QFrame):
             count += 1
             if count <= MAX_MARKED_MATCHES:
                 selection = QTextEdit.ExtraSelection()
-                selection.format.setBackground(QColor("#5a4b1e"))
+                selection.format.setBackground(QColor(theme.FIND_MATCH))
                 selection.cursor = cursor
                 selections.append(selection)
             cursor = doc.find(pattern, cursor, self._flags())
         self.editor.set_search_selections(selections)
         self.count_label.setText(f"{count} match{'es' if count != 1 else ''}" if count else "no matches")
-        self.find_edit.setStyleSheet("" if count else "background: #5a2222;")
+        self.find_edit.setStyleSheet("" if count else f"background: {theme.FIND_NOTHING};")
 
     @property
     def match_count(self) -> int:

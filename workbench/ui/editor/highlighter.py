@@ -15,9 +15,11 @@ import re
 from functools import lru_cache
 
 from pygments.lexers import RustLexer
-from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
+from pygments.token import Comment, Keyword, String, Token
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
+
+from workbench.ui import theme
 
 # Block state: kind in the low 4 bits, a count (comment depth, raw-string hashes) above them.
 NORMAL, COMMENT, STRING, RAW = 0, 1, 2, 3
@@ -98,25 +100,29 @@ def lex(text: str) -> tuple[tuple[int, int, object], ...]:
 
 _LEXER = RustLexer(stripnl=False, ensurenl=False)
 
-#: Dark theme colours (One Dark-like), by pygments token type; sub-types inherit from parents.
-THEME = {
-    Keyword: ("#c678dd", False),
-    Keyword.Type: ("#e5c07b", False),
-    Keyword.Pseudo: ("#c678dd", False),
-    Name.Builtin: ("#e5c07b", False),
-    Name.Builtin.Pseudo: ("#e06c75", False),
-    Name.Function: ("#61afef", False),
-    Name.Function.Magic: ("#56b6c2", False),  # macros
-    Name.Attribute: ("#d19a66", False),  # lifetimes
-    Name.Class: ("#e5c07b", False),
-    Name.Namespace: ("#e5c07b", False),
-    String: ("#98c379", False),
-    String.Doc: ("#7f9f7f", False),
-    Number: ("#d19a66", False),
-    Comment: ("#7f848e", True),
-    Comment.Preproc: ("#b3a167", False),  # attributes #[...]
-    Operator: ("#abb2bf", False),
-}
+_FORMATS: dict[object, QTextCharFormat | None] = {}
+
+
+def token_format(ttype) -> QTextCharFormat | None:
+    """The character format of a pygments token type in the theme's syntax colours (`theme.SYNTAX`;
+    a sub-type takes its parent's); None for plain text. The editor's Rust and the artifacts'
+    PTX, WGSL and CUDA C++ are coloured by this one rule."""
+    if ttype in _FORMATS:
+        return _FORMATS[ttype]
+    t = ttype
+    while t not in theme.SYNTAX and t is not Token and t.parent is not None:
+        t = t.parent
+    fmt = None
+    if t in theme.SYNTAX:
+        color, italic = theme.SYNTAX[t]
+        fmt = QTextCharFormat()
+        fmt.setForeground(QColor(color))
+        if italic:
+            fmt.setFontItalic(True)
+        if ttype in Keyword and ttype not in Keyword.Type:
+            fmt.setFontWeight(QFont.Weight.DemiBold)
+    _FORMATS[ttype] = fmt
+    return fmt
 
 
 class RustHighlighter(QSyntaxHighlighter):
@@ -125,7 +131,6 @@ class RustHighlighter(QSyntaxHighlighter):
     CHUNK = 200  # blocks highlighted per timer tick while a large file is being opened
 
     def __init__(self, document: QTextDocument):
-        self._formats: dict[object, QTextCharFormat | None] = {}
         self.highlight_count = 0
         self._ready_until = self.CHUNK  # blocks at or past this number are left for the timer
         self._timer = QTimer()
@@ -197,19 +202,4 @@ class RustHighlighter(QSyntaxHighlighter):
             self.setFormat(start, length, fmt)
 
     def _format(self, ttype) -> QTextCharFormat | None:
-        if ttype in self._formats:
-            return self._formats[ttype]
-        t = ttype
-        while t not in THEME and t is not Token and t.parent is not None:
-            t = t.parent
-        fmt = None
-        if t in THEME:
-            color, italic = THEME[t]
-            fmt = QTextCharFormat()
-            fmt.setForeground(QColor(color))
-            if italic:
-                fmt.setFontItalic(True)
-            if ttype in Keyword and ttype not in Keyword.Type:
-                fmt.setFontWeight(QFont.Weight.DemiBold)
-        self._formats[ttype] = fmt
-        return fmt
+        return token_format(ttype)

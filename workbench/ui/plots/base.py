@@ -13,20 +13,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
+from workbench.ui import theme
 from workbench.ui.plot_axes import AXIS, BACKGROUND, TEXT, RowAxis, UnitAxis
 
-PALETTE = (
-    "#4e9fe0",
-    "#ff9f43",
-    "#5cc96b",
-    "#ef5350",
-    "#b388ff",
-    "#c49a6c",
-    "#f48fb1",
-    "#b0b0b0",
-    "#d4e157",
-    "#26c6da",
-)
+PALETTE = theme.SERIES  # one colour per series, the theme's
 
 
 class SeriesColors:
@@ -40,9 +30,14 @@ class SeriesColors:
             self._colors[name] = PALETTE[len(self._colors) % len(PALETTE)]
         return self._colors[name]
 
-    def legend_html(self, names: list[str], extra: str = "") -> str:
-        """The legend line under a plot: a coloured square and the name of each series."""
-        parts = [f'<span style="color:{self(n)}">■</span>&nbsp;{html.escape(n)}' for n in names]
+    def legend_html(self, names: list[str], extra: str = "", suffixes: dict[str, str] | None = None) -> str:
+        """The legend line under a plot: a coloured square and the name of each series (and its
+        `suffixes`, e.g. " (stale)")."""
+        suffixes = suffixes or {}
+        parts = [
+            f'<span style="color:{self(n)}">■</span>&nbsp;{html.escape(n + suffixes.get(n, ""))}'
+            for n in names
+        ]
         return "&nbsp;&nbsp; ".join(parts) + (f"&nbsp;&nbsp; {extra}" if extra else "")
 
 
@@ -57,6 +52,10 @@ class TabContext:
     current_tab: Callable[[], str]
     #: The measured ceilings of the devices (`ceilings_store.CeilingsStore`).
     ceilings: Any
+    #: The builds of the latest report's run ({backend: BuildResult}): a failed one has no result.
+    builds: Callable[[], dict[str, Any]] = dict
+    #: The open project (`workbench.project.Project` or None): its manifest shapes 2-D outputs.
+    project: Callable[[], Any] = lambda: None
 
 
 class PlotTab(QWidget):

@@ -1,6 +1,10 @@
 """The outputs tab: one output buffer of every backend over the index, its error against the
 reference (absolute or in ULPs, the check's mismatches marked) and backend against reference.
 
+A buffer the manifest makes 2-D (`length = "m * n"`, `plot_image.buffer_shape`) is drawn as
+images instead (values and error, colour bars, hover for (row, col) and value: `OutputImages`),
+with the scatter beside them.
+
 Million-element arrays are decimated over the visible index range (min/max per bucket, so peaks
 stay) and compared with the reference on a one-thread executor; the GUI thread only calls
 `setData` with a few thousand points. Unchanged arrays reuse their points."""
@@ -15,11 +19,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout
 
+from workbench.errors import WorkbenchError
 from workbench.manifest import Check
 from workbench.run.verify import Tolerance
 from workbench.ui.plot_axes import AXIS, TEXT
 from workbench.ui.plot_data import OutputsCache, OutputsDrawing, compute_outputs
+from workbench.ui.plot_image import buffer_shape, run_symbols
+from workbench.ui.plot_marks import Marks, marks_of, order_key
 from workbench.ui.plots.base import PlotTab, legend_label, make_plot, settle_range, view_range
+from workbench.ui.plots.output_image import OutputImages
 
 #: After the outputs view stops moving, decimate again for the new range.
 RANGE_SETTLE_MS = 120
@@ -49,6 +57,7 @@ class OutputsTab(PlotTab):
         self._outputs_pending: tuple | None = None
         self._outputs_generation = 0
         self._outputs_range: tuple[float, float] | None = None
+        self._shape: tuple[int, int] | None = None
         self._drawing: OutputsDrawing | None = None
         self._drawn: dict[tuple[str, str], Any] = {}
         self._relay = _Relay(self)
@@ -112,6 +121,10 @@ class OutputsTab(PlotTab):
         layout.addWidget(self.output_note)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.setChildrenCollapsible(False)
+        self.images = OutputImages()
+        self.images.hide()
+        self.images.on_redraw = self._image_redrawn
+        splitter.addWidget(self.images)
         splitter.addWidget(self.output_plot)
         lower = self.outputs_lower = QSplitter(Qt.Orientation.Horizontal)
         lower.setChildrenCollapsible(False)
@@ -141,6 +154,11 @@ class OutputsTab(PlotTab):
         self._outputs_range = None
         self._drawing = None
         self._drawn.clear()
+        self._shape = None
+        self.images.clear()
+        self.images.hide()
+        self.output_plot.show()
+        self.error_plot.show()
         for store, plot in (
             (self.output_curves, self.output_plot),
             (self.error_curves, self.error_plot),
@@ -170,6 +188,7 @@ class OutputsTab(PlotTab):
         wanted = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
         if self.outputs_lower.orientation() != wanted:
             self.outputs_lower.setOrientation(wanted)
+        self.images.fit_width(width)
 
     def shutdown(self) -> None:
         self.range_timer.stop()
@@ -226,8 +245,11 @@ class OutputsTab(PlotTab):
             getattr(report, "reference", "") or "",
             self._check_settings(report),
         )
+        self._shape = self._buffer_shape(report, request[1])
         if wait:
-            self._draw_outputs(compute_outputs(*request, self._outputs_cache, self._outputs_range))
+            self._draw_outputs(
+                compute_outputs(*request, self._outputs_cache, self._outputs_range, shape=self._shape)
+            )
             return
         self._outputs_generation += 1
         if self._outputs_job is not None:
@@ -240,7 +262,9 @@ class OutputsTab(PlotTab):
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="plots-outputs")
         generation = self._outputs_generation
         relay = self._relay
-        job = self._executor.submit(compute_outputs, *request, self._outputs_cache, self._outputs_range)
+        job = self._executor.submit(
+            compute_outputs, *request, self._outputs_cache, self._outputs_range, shape=self._shape
+        )
         self._outputs_job = job
         job.add_done_callback(lambda done: relay.ready.emit((generation, done)))
 
@@ -262,6 +286,18 @@ class OutputsTab(PlotTab):
             self.output_note.setText(f"cannot draw the outputs: {type(exc).__name__}: {exc}")
             return
         self._draw_outputs(drawing)
+
+    def _buffer_shape(self, report: Any, arg: str) -> tuple[int, int] | None:
+        """(rows, cols) when the manifest makes `arg` 2-D at the run's sizes, else None."""
+        project = self.context.project()
+        arrays = [a[arg] for a in (getattr(report, "outputs", None) or {}).values() if a.get(arg) is not None]
+        if project is None or not arrays:
+            return None
+        try:
+            kernel = project.manifest.kernel(getattr(report, "kernel", None))
+        except (WorkbenchError, LookupError, ValueError, AttributeError):
+            return None
+        return buffer_shape(kernel, arg, run_symbols(report), int(np.asarray(arrays[0]).size))
 
     @staticmethod
     def _check_settings(report: Any) -> Tolerance:
@@ -292,8 +328,10 @@ class OutputsTab(PlotTab):
             return
         self._drawing = drawing
         reference = drawing.reference
-        # The reference first and wider, underneath: a backend that matches it stays visible on top.
-        order = sorted(drawing.curves, key=lambda b: b != reference)
+        # The reference first and wider, underneath: a backend that matches it stays visible on top;
+        # the others in series order, whatever order they finished in.
+        order = sorted(drawing.curves, key=lambda key: order_key(*key.partition("@")[::2], reference))
+        marks = self._marks(self._report)
         for z, backend in enumerate(order):
             self._set_points("outputs", self.output_curves, self.output_plot, backend, drawing.curves[backend],
                              width=3 if backend == reference else 1)  # fmt: skip
@@ -306,6 +344,10 @@ class OutputsTab(PlotTab):
             self.unwritten_marks.setData(*drawing.unwritten)
         else:
             self.unwritten_marks.setData([], [])
+        two_d = drawing.shape is not None
+        self.images.setVisible(two_d)
+        self.output_plot.setVisible(not two_d)
+        self.error_plot.setVisible(not two_d)
         self._redraw_outputs()
         settle_range(self.output_plot)
         self.first_bad_button.setEnabled(drawing.first_bad is not None)
@@ -314,9 +356,13 @@ class OutputsTab(PlotTab):
         )
         self.output_note.setText(self._note(drawing))
         self.output_legend.setText(
-            self.colors.legend_html(order, f"(reference: {reference}, wide)" if reference else "")
+            self.colors.legend_html(
+                order,
+                f"(reference: {reference}, wide)" if reference else "",
+                suffixes={k: marks[k].suffix() for k in order if k in marks},
+            )
         )
-        self.model = self._outputs_model(drawing)
+        self.model = self._outputs_model(drawing, marks)
 
     @staticmethod
     def _note(drawing: OutputsDrawing) -> str:
@@ -325,7 +371,9 @@ class OutputsTab(PlotTab):
         note = f"{drawing.size:,} elements"
         if (lo, hi) != (0, drawing.size):
             note += f" · showing [{lo:,}, {hi:,})"
-        if drawing.decimated:
+        if drawing.shape is not None:
+            note += f" · a {drawing.shape[0]} × {drawing.shape[1]} image (rows × columns, row-major)"
+        elif drawing.decimated:
             note += " · min/max envelope per bucket (zoom in for every element)"
         note += f" · reference {reference}" if reference else " · no reference"
         if drawing.mark_count:
@@ -345,6 +393,8 @@ class OutputsTab(PlotTab):
         if drawing is None:
             return
         ulp = self.error_mode.currentText() == "ULP"
+        if drawing.shape is not None:
+            self.images.show_drawing(drawing, ulp)
         self.error_plot.getPlotItem().setLabel("left", "error (ULP)" if ulp else "|error|", color=TEXT)
         errors = drawing.ulps if ulp else drawing.errors
         for backend, points in errors.items():
@@ -415,7 +465,21 @@ class OutputsTab(PlotTab):
         vb.setXRange(max(0, index - 32), min(drawing.size, index + 32), padding=0)
         self.error_plot.getPlotItem().getViewBox().enableAutoRange(y=True)
 
-    def _outputs_model(self, drawing: OutputsDrawing) -> dict[str, Any]:
+    def _image_redrawn(self) -> None:
+        if self.model.get("image") is not None:
+            self.model["image"] = self.images.model()
+
+    @staticmethod
+    def _marks(report: Any) -> dict[str, Marks]:
+        """The marks of each output key ("wgsl", or "wgsl@wgpu:1" for a second device)."""
+        out: dict[str, Marks] = {}
+        for result in getattr(report, "results", None) or ():
+            spec = str((result.device or {}).get("spec") or "")
+            for key in (f"{result.backend}@{spec}", result.backend):
+                out.setdefault(key, marks_of(result))
+        return out
+
+    def _outputs_model(self, drawing: OutputsDrawing, marks: dict[str, Marks]) -> dict[str, Any]:
         (x0, x1), (y0, y1) = view_range(self.output_plot)
         return {
             "buffer": drawing.arg,
@@ -432,6 +496,8 @@ class OutputsTab(PlotTab):
                     "max_abs_err": drawing.max_abs.get(backend),
                     "max_ulp_err": drawing.max_ulp.get(backend),
                     "exact": drawing.exact.get(backend),
+                    "stale": marks.get(backend, Marks()).stale,
+                    "check_failed": marks.get(backend, Marks()).check_failed,
                 }
                 for backend, points in drawing.curves.items()
             },
@@ -439,4 +505,5 @@ class OutputsTab(PlotTab):
             "unwritten": drawing.unwritten_count,
             "first_bad_index": drawing.first_bad,
             "error_label": self.exact_text.toPlainText() or None,
+            "image": self.images.model() if drawing.shape is not None else None,
         }

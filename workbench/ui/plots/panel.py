@@ -12,10 +12,10 @@ event loop turning during hot reload (benchmarks/hot_reload.py) shapes the drawi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QTimer, SignalInstance
 from PySide6.QtWidgets import QDockWidget, QTabWidget, QVBoxLayout, QWidget
 
 from workbench.ui.ceilings_store import store_for
@@ -34,10 +34,20 @@ PARTS = {cls.name: cls.parts for cls in TAB_CLASSES}
 REDRAW_MS = 50
 
 
+@runtime_checkable
+class PlotsBridge(Protocol):
+    """The bridge members the plots panel (and its ceilings store: `CeilingsOwner`) uses
+    (`ServiceBridge` has them: tests/ui/test_typed_events.py)."""
+
+    runFinished: SignalInstance
+    projectChanged: SignalInstance
+    cache_dir: Any
+
+
 class PlotsPanel(QWidget):
     """The plot tabs, fed by run reports."""
 
-    def __init__(self, bridge, parent: QWidget | None = None):
+    def __init__(self, bridge: PlotsBridge, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("PlotsPanel")
         self.bridge = bridge
@@ -46,7 +56,15 @@ class PlotsPanel(QWidget):
         self._stale: set[str] = set()
         self._dock: QDockWidget | None = None
 
-        context = TabContext(SeriesColors(), self._mark_dirty, self._current_tab, self.ceilings)
+        self._builds: dict[str, Any] = {}
+        context = TabContext(
+            SeriesColors(),
+            self._mark_dirty,
+            self._current_tab,
+            self.ceilings,
+            lambda: self._builds,
+            lambda: getattr(bridge, "project", None),
+        )
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self._by_name: dict[str, PlotTab] = {}
@@ -78,7 +96,9 @@ class PlotsPanel(QWidget):
 
     # ================================================================ data in (GUI thread, cheap)
     def add_report(self, report: Any) -> None:
-        """Buffer a RunReport; the timer draws it."""
+        """Buffer a RunReport; the timer draws it. The run's builds are kept with it: a backend whose
+        build failed has no result, and the plots list it as failed."""
+        self._builds = dict(getattr(self.bridge, "last_build", None) or {})
         for tab in self._by_name.values():
             tab.add_report(report)
         self._report = report
@@ -90,6 +110,7 @@ class PlotsPanel(QWidget):
 
     def clear(self, *_: Any) -> None:
         self._report = None
+        self._builds = {}
         for tab in self._by_name.values():
             tab.clear()
         self._mark_dirty()

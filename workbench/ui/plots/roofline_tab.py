@@ -16,6 +16,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 from workbench.ui.plot_axes import AXIS, TEXT
 from workbench.ui.plot_data import Roof, RoofPoint, format_si, roofline_model, roofline_ranges
 from workbench.ui.plots.base import PlotTab, count, legend_label, make_plot, view_range
+from workbench.ui.theme import CHECK_FAILED as FAILED_COLOR
+from workbench.ui.theme import STALE_ALPHA, STALE_TEXT
 
 #: Roofs are drawn in greys (dashed), apart from the series' colours.
 ROOF_COLORS = ("#cfd2d6", "#9aa0a8", "#e0c9a6", "#a8c5e0")
@@ -125,9 +127,19 @@ class RooflineTab(PlotTab):
                 label = self.point_labels[point.series] = pg.TextItem("", color=color, anchor=(-0.1, 0.5))
                 plot.addItem(label, ignoreBounds=True)
             x, y = math.log10(point.intensity), math.log10(point.flops_per_s)
-            item.setData([x], [y])
+            # Stale: dimmed; a failed check: a red ring (the throughput of a wrong result).
+            fill = pg.mkColor(color)
+            if point.marks.stale:
+                fill.setAlpha(STALE_ALPHA)
+            ring = pg.mkPen(FAILED_COLOR, width=2.5) if point.marks.check_failed else pg.mkPen(TEXT)
+            item.setData(
+                [x], [y], brush=pg.mkBrush(fill), pen=ring, size=14 if point.marks.check_failed else 12
+            )
             label = self.point_labels[point.series]
-            label.setText(point.series)
+            label.setColor(
+                STALE_TEXT if point.marks.stale else FAILED_COLOR if point.marks.check_failed else color
+            )
+            label.setText(point.series + point.marks.suffix())
             # Labels point inwards: right of a point in the left half, left of it in the right half.
             right_half = x > (math.log10(x_lo) + math.log10(x_hi)) / 2
             label.setAnchor((1.1, 0.5) if right_half else (-0.1, 0.5))
@@ -196,6 +208,8 @@ class RooflineTab(PlotTab):
                     "gbps": flops / intensity / 1e9,
                     "fraction_of_roof": point.fraction_of_roof,
                     "roof_source": point.roof_source or None,
+                    "stale": point.marks.stale,
+                    "check_failed": point.marks.check_failed,
                 }
             )
         return out
@@ -268,6 +282,10 @@ class RooflineTab(PlotTab):
                 f"{100 * point.fraction_of_roof:.1f} % of the {point.roof_source} roof "
                 f"({format_si(point.roof_flops_per_s, 'FLOP/s')} at this intensity)"
             )
+        if point.marks.check_failed:
+            lines.append("✗ check failed: the throughput of a wrong result")
+        if point.marks.stale:
+            lines.append(f"stale: {point.marks.stale_reason or 'kept from an earlier run'}")
         self.hover_text = "\n".join(lines)
         self.hover_label.setText(self.hover_text)
         x, y = math.log10(point.intensity), math.log10(point.flops_per_s)

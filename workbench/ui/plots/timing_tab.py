@@ -1,6 +1,8 @@
 """The timing tab: each backend × device's median and IQR side by side (★ the fastest, ratios to the
 reference), the spread of its samples around its own median, and the median per run over the
-session with the edits marked."""
+session with the edits marked. Rows come in series order (`plot_marks`); stale results are dimmed
+and named, failed checks ringed in red, results that did not run listed as failed rows (compare)
+or in the failure lane under the history, never drawn at a time they did not take."""
 
 from __future__ import annotations
 
@@ -12,10 +14,20 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
+from workbench.backends import BACKENDS
 from workbench.run.host_load import run_conditions
 from workbench.ui.plot_axes import AXIS, BACKGROUND, TEXT, UnitAxis
 from workbench.ui.plot_data import TimingRow, format_si, log_scale_wanted, series_name, si_scale, timing_rows
+from workbench.ui.plot_marks import (
+    Failure,
+    failed_runs,
+    marks_of,
+    order_key,
+)
 from workbench.ui.plots.base import PlotTab, legend_label, make_plot, settle_range
+from workbench.ui.plots.lanes import FailureLane, lane_legend
+from workbench.ui.theme import CHECK_FAILED as FAILED_COLOR
+from workbench.ui.theme import STALE_ALPHA, STALE_TEXT
 
 #: Runs kept per series in the history plot.
 HISTORY = 200
@@ -36,6 +48,13 @@ class TimingTab(PlotTab):
         super().__init__(*args, **kwargs)
         #: series -> [(run, median s)]; runs where the sources changed (an edit) since the last run.
         self.history: dict[str, list[tuple[int, float]]] = {}
+        #: series -> runs whose check failed (their medians are in `history`, ringed in red).
+        self.history_failed_checks: dict[str, set[int]] = {}
+        #: (backend, device) -> [(run, why)]: runs without a new median (did not build or run, or
+        #: only a stale result); device "" when the build failed (named at drawing, `_name_of`).
+        self.history_failures: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        #: series -> sort key (series order, not arrival order).
+        self._series_keys: dict[str, tuple] = {}
         self.edits: list[int] = []
         self.runs = 0
         self._last_source: str | None = None
@@ -68,6 +87,12 @@ class TimingTab(PlotTab):
 
         self.history_plot = make_plot("history_plot", "Median per run", "time", "run")
         self.history_curves: dict[str, pg.PlotDataItem] = {}
+        self.history_check_marks = pg.ScatterPlotItem(
+            symbol="o", size=13, pen=pg.mkPen(FAILED_COLOR, width=2), brush=None
+        )
+        self.history_check_marks.setZValue(10)
+        self.history_plot.addItem(self.history_check_marks)
+        self.history_lane = FailureLane("history_lane", self.history_plot)
         self.edit_lines: list[pg.InfiniteLine] = []
         self.history_legend = legend_label()
 
@@ -82,6 +107,7 @@ class TimingTab(PlotTab):
         hl.setContentsMargins(0, 0, 0, 0)
         hl.setSpacing(2)
         hl.addWidget(self.history_plot, 1)
+        hl.addWidget(self.history_lane)
         hl.addWidget(self.history_legend)
         splitter.addWidget(history)
         splitter.setSizes([300, 220, 260])
@@ -98,25 +124,64 @@ class TimingTab(PlotTab):
             (
                 r.provenance.get("source_hash")
                 for r in report.results
-                if (r.provenance or {}).get("source_hash") and not r.provenance.get("stale")
+                if (r.provenance or {}).get("source_hash") and r.stale is None
             ),
             None,
         )
         if source and self._last_source and source != self._last_source:
             self.edits.append(self.runs)
         self._last_source = source or self._last_source
+        reference = getattr(report, "reference", "") or ""
         for result in report.results:
+            name = series_name(result)
+            device = result.device or {}
+            self._series_keys.setdefault(
+                name,
+                order_key(result.backend, str(device.get("spec") or device.get("runtime") or ""), reference),
+            )
             median = (result.timing or {}).get("median_s")
-            stale = (result.provenance or {}).get("stale")  # a row kept from an earlier run: drawn then
-            if median is not None and result.status == "ok" and not stale:
-                series = self.history.setdefault(series_name(result), [])
+            marks = marks_of(result)
+            if marks.stale:  # a row kept from an earlier run: its median was drawn then; none now
+                self._add_failure(result.backend, result, f"stale: {marks.stale_reason or 'not rerun'}")
+            elif median is not None and result.status == "ok":
+                series = self.history.setdefault(name, [])
                 series.append((self.runs, float(median)))
                 del series[:-HISTORY]
+                if marks.check_failed:
+                    self.history_failed_checks.setdefault(name, set()).add(self.runs)
+        for failure in failed_runs(report, self.context.builds()):
+            self._add_failure(failure.backend, failure.device, f"did not run: {failure.why}")
+        first_run = self.runs - HISTORY
+        for runs in self.history_failed_checks.values():
+            runs.difference_update([r for r in runs if r <= first_run])
+        for key, failures in self.history_failures.items():
+            self.history_failures[key] = [f for f in failures if f[0] > first_run]
         del self.edits[: max(0, len(self.edits) - HISTORY)]
+
+    def _add_failure(self, backend: str, device: Any, why: str) -> None:
+        if not isinstance(device, str):  # a result: its device spec
+            device = str((device.device or {}).get("spec") or "")
+        self.history_failures.setdefault((backend, device), []).append((self.runs, why))
+
+    def _name_of(self, backend: str, device: str) -> str:
+        """The series name of a failure; a failed build reached no device: the backend's known
+        series (else its runtime) names it."""
+        if device:
+            return f"{backend} @ {device}"
+        known = next((n for n in self._series_keys if n.startswith(f"{backend} @ ")), None)
+        return known or f"{backend} @ {BACKENDS.get(backend, '?')}"
+
+    def _series_order(self, names) -> list[str]:
+        return sorted(names, key=lambda n: (self._series_keys.get(n, (True, 99)), n))
 
     def clear(self) -> None:
         super().clear()
         self.history.clear()
+        self.history_failed_checks.clear()
+        self.history_failures.clear()
+        self._series_keys.clear()
+        self.history_lane.set_failures({})
+        self.history_check_marks.setData([], [])
         self.edits.clear()
         self.runs = 0
         self._last_source = None
@@ -173,20 +238,32 @@ class TimingTab(PlotTab):
 
     def _draw_compare(self, report: Any) -> None:
         rows = timing_rows(report)
+        failed = failed_runs(report, self.context.builds())
         plot = self.compare_plot
         item = plot.getPlotItem()
         axis: UnitAxis = item.getAxis("bottom")
-        item.getAxis("left").set_names([r.series for r in rows])
+        # Timed rows, then the results that did not run (a row each, no point: no time to draw).
+        item.getAxis("left").set_names(
+            [r.series + r.marks.suffix() for r in rows]
+            + [f"{self._name_of(f.backend, f.device)} (failed)" for f in failed]
+        )
         for label in self.compare_labels:
             plot.removeItem(label)
         self.compare_labels = []
+        self._compare_rows = rows
         if not rows:
             self.whiskers.setData([], [])
             self.medians.setData([], [])
-            self.model = {"y_unit": "s", "scale": "linear", "rows": []}
-            failed = [r for r in getattr(report, "results", None) or () if r.status != "ok"]
+            self.model = {
+                "y_unit": "s",
+                "scale": "linear",
+                "rows": [],
+                "failed_runs": self._failed_model(failed),
+            }
             self.timing_note.setText(
-                f"No timing: {', '.join(series_name(r) for r in failed)} did not run." if failed else NO_RUN
+                f"No timing: {', '.join(self._name_of(f.backend, f.device) for f in failed)} did not run."
+                if failed
+                else NO_RUN
             )
             return
         to_x = self._time_axis(axis, [v for r in rows for v in (r.q1_s, r.q3_s, r.median_s)], "time", plot)
@@ -196,24 +273,25 @@ class TimingTab(PlotTab):
             xs += [lo, hi, lo, lo, hi, hi]
             ys += [i, i, i - 0.18, i + 0.18, i - 0.18, i + 0.18]
         self.whiskers.setData(xs, ys)
-        self.medians.setData(
-            [
-                {
-                    "pos": (float(to_x(r.median_s)), i),
-                    "brush": pg.mkBrush(self.colors(r.series)),
-                    "symbol": "star" if r.fastest else "o",
-                    "size": 18 if r.fastest else 11,
-                }
-                for i, r in enumerate(rows)
-            ]
-        )
+        self.medians.setData([self._median_spot(r, i, to_x) for i, r in enumerate(rows)])
         for i, row in enumerate(rows):
-            label = pg.TextItem(self._row_text(row), color=FASTEST if row.fastest else TEXT, anchor=(0, 0.5))
+            color = FASTEST if row.fastest else STALE_TEXT if row.marks.stale else TEXT
+            label = pg.TextItem(self._row_text(row), color=color, anchor=(0, 0.5))
             label.setPos(float(to_x(row.q3_s)), i)
             plot.addItem(label, ignoreBounds=True)
             self.compare_labels.append(label)
-        item.getViewBox().setYRange(-0.6, len(rows) - 0.4, padding=0)
-        self._compare_rows = rows
+        left = float(min(to_x(r.q1_s) for r in rows))
+        for j, failure in enumerate(failed, start=len(rows)):
+            # Elided to the plot's width (the whole reason is in the note above and in plots_data).
+            room = max(160, int(item.getViewBox().width() * 0.75) - 24)  # it starts ~10 % in
+            text = QFontMetrics(self.font()).elidedText(
+                f"✗ did not run: {failure.why}", Qt.TextElideMode.ElideRight, room
+            )
+            label = pg.TextItem(text, color=FAILED_COLOR, anchor=(0, 0.5))
+            label.setPos(left, j)
+            plot.addItem(label, ignoreBounds=True)
+            self.compare_labels.append(label)
+        item.getViewBox().setYRange(-0.6, len(rows) + len(failed) - 0.4, padding=0)
         self._fit_compare()
         unit, scale = self._time_unit
         self.model = {
@@ -230,20 +308,58 @@ class TimingTab(PlotTab):
                     "ratio_to_reference": r.ratio,
                     "fastest": r.fastest,
                     "reference": r.reference,
+                    "stale": r.marks.stale,
+                    "stale_reason": r.marks.stale_reason or None,
+                    "check_failed": r.marks.check_failed,
+                    "verdict": r.verdict,
+                    "label": self._row_text(r),
                 }
                 for r in rows
             ],
+            "failed_runs": self._failed_model(failed),
         }
         reference = getattr(report, "reference", "") or ""
-        fastest = next(r for r in rows if r.fastest)
+        fastest = next((r for r in rows if r.fastest), None)
         # A busy host or a throttled GPU is said here as in the results caption (one rule).
         conditions = run_conditions(report)
         self.model["conditions"] = conditions
+        stale = sum(r.marks.stale for r in rows)
+        wrong = sum(r.marks.check_failed for r in rows)
         self.timing_note.setText(
-            f"{len(rows)} backend × device pairs · fastest: {fastest.series} ({format_si(fastest.median_s, 's')})"
+            f"{len(rows)} backend × device pairs"
+            + (f" · fastest: {fastest.series} ({format_si(fastest.median_s, 's')})" if fastest else "")
             + (f" · ratios against the reference backend {reference}" if reference else "")
+            + (f" · {stale} stale (dimmed: kept from an earlier run)" if stale else "")
+            + (f" · {wrong} check failed (red ring: the time of a wrong result)" if wrong else "")
+            + "".join(f" · ✗ {self._name_of(f.backend, f.device)} did not run: {f.why}" for f in failed)
             + (f" · ⚠ measured while {' and '.join(conditions)}" if conditions else "")
         )
+
+    def _median_spot(self, row: TimingRow, i: int, to_x) -> dict[str, Any]:
+        """The median's marker: the series colour (dimmed when stale), a red ring when its check failed."""
+        color = pg.mkColor(self.colors(row.series))
+        if row.marks.stale:
+            color.setAlpha(STALE_ALPHA)
+        pen = pg.mkPen(FAILED_COLOR, width=2.5) if row.marks.check_failed else pg.mkPen(BACKGROUND)
+        return {
+            "pos": (float(to_x(row.median_s)), i),
+            "brush": pg.mkBrush(color),
+            "pen": pen,
+            "symbol": "star" if row.fastest else "o",
+            "size": 18 if row.fastest else 13 if row.marks.check_failed else 11,
+        }
+
+    def _failed_model(self, failed: list[Failure]) -> list[dict[str, Any]]:
+        return [
+            {
+                "backend": f.backend,
+                "device": f.device,
+                "series": self._name_of(f.backend, f.device),
+                "status": f.status,
+                "error": f.why,
+            }
+            for f in failed
+        ]
 
     @staticmethod
     def _row_text(row: TimingRow) -> str:
@@ -256,6 +372,10 @@ class TimingTab(PlotTab):
                 text += f" · {row.ratio:.3g}× slower than ref"
             else:
                 text += f" · {1 / row.ratio:.3g}× faster than ref"
+        if row.marks.check_failed:
+            text += " · ✗ check failed"
+        if row.marks.stale:
+            text += " · stale"
         return text + (" ★" if row.fastest else "")
 
     def _fit_compare(self, *_: Any) -> None:
@@ -267,7 +387,7 @@ class TimingTab(PlotTab):
         metrics = QFontMetrics(self.font())
         label_px = max(metrics.horizontalAdvance(self._row_text(r)) for r in rows) + 16
         width_px = max(vb.width(), 80.0)
-        xs = [lab.pos().x() for lab in self.compare_labels]
+        xs = [lab.pos().x() for lab in self.compare_labels[: len(rows)]]
         data = self.whiskers.getData()[0]
         lo, hi = float(np.min(data)), float(np.max(xs))
         span = max(hi - lo, abs(hi) * 0.05, 1e-9)
@@ -280,7 +400,9 @@ class TimingTab(PlotTab):
         whatever its scale), jittered in its row, with its IQR as a bar. The view holds every row's
         far-out fences (3 IQR past the quartiles); outliers beyond sit at its edge as triangles."""
         rows = timing_rows(report)
-        self.spread_plot.getPlotItem().getAxis("left").set_names([r.series for r in rows])
+        names = [r.series + r.marks.suffix() for r in rows]
+        self.spread_plot.getPlotItem().getAxis("left").set_names(names)
+        self.model["spread"] = {"rows": names}
         deviations = [(r.samples_s / r.median_s - 1.0) * 100.0 for r in rows]
         if not rows:
             self.spread_points.setData([], [])
@@ -307,7 +429,10 @@ class TimingTab(PlotTab):
         for i, (row, deviation) in enumerate(zip(rows, deviations, strict=True)):
             if deviation.size > MAX_SPREAD_POINTS:  # thousands of samples of a fast kernel: a sample of them
                 deviation = rng.choice(deviation, MAX_SPREAD_POINTS, replace=False)
-            brush = pg.mkBrush(self.colors(row.series))
+            color = pg.mkColor(self.colors(row.series))
+            if row.marks.stale:
+                color.setAlpha(STALE_ALPHA)
+            brush = pg.mkBrush(color)
             jitter = i + rng.uniform(-0.28, 0.28, deviation.size)
             inside = (deviation >= edge_lo) & (deviation <= edge_hi)
             xs.append(deviation[inside])
@@ -333,15 +458,25 @@ class TimingTab(PlotTab):
         axis: UnitAxis = plot.getPlotItem().getAxis("left")
         values = [t for points in self.history.values() for _, t in points]
         to_y = self._time_axis(axis, values, "median", plot)
-        for name, points in self.history.items():
+        order = self._series_order(self.history)
+        for z, name in enumerate(order):
+            points = self.history[name]
             color = self.colors(name)
             curve = self.history_curves.get(name)
             if curve is None:
                 curve = self.history_curves[name] = plot.plot(
                     pen=pg.mkPen(color, width=2), symbol="o", symbolSize=6, symbolBrush=color, symbolPen=color
                 )
+            curve.setZValue(len(order) - z)  # the first series on top
             runs, times = zip(*points, strict=True)
             curve.setData(np.asarray(runs, float), to_y(times))
+        ring_x, ring_y = [], []
+        for name, runs in self.history_failed_checks.items():
+            for run, t in self.history.get(name, ()):
+                if run in runs:
+                    ring_x.append(float(run))
+                    ring_y.append(float(to_y(t)))
+        self.history_check_marks.setData(ring_x, ring_y)
         for line in self.edit_lines:
             plot.removeItem(line)
         self.edit_lines = []
@@ -356,16 +491,32 @@ class TimingTab(PlotTab):
         bottom.setTickSpacing(major, major)
         if self.runs:
             plot.getPlotItem().getViewBox().setXRange(0.5, self.runs + 0.5, padding=0.02)
+        failures: dict[str, list[tuple[float, str]]] = {}
+        for (backend, device), points in self.history_failures.items():
+            failures.setdefault(self._name_of(backend, device), []).extend((float(r), w) for r, w in points)
+        failures = {n: sorted(failures[n]) for n in self._series_order(failures)}
+        self.history_lane.set_failures(failures)
+        extras = []
+        if ring_x:
+            extras.append(f"<span style='color:{FAILED_COLOR}'>○</span>&nbsp;check failed")
+        if self.edits:
+            extras.append("<span style='color:#9e9e9e'>┆</span>&nbsp;edit")
+        lane = lane_legend(sum(len(f) for f in failures.values()))
         self.history_legend.setText(
-            self.colors.legend_html(
-                list(self.history), "<span style='color:#9e9e9e'>┆</span>&nbsp;edit" if self.edits else ""
-            )
+            self.colors.legend_html(order, "&nbsp;&nbsp; ".join(extras + ([lane] if lane else [])))
         )
         settle_range(plot)
         self.model["history"] = {
             "runs": self.runs,
             "edits": list(self.edits),
-            "series": {n: [{"run": r, "median_s": t} for r, t in p] for n, p in self.history.items()},
+            "series": {
+                n: [
+                    {"run": r, "median_s": t, "check_failed": r in self.history_failed_checks.get(n, ())}
+                    for r, t in self.history[n]
+                ]
+                for n in order
+            },
+            "failed": {n: [{"run": int(x), "why": why} for x, why in f] for n, f in failures.items()},
             "y_unit": self._time_unit[0],
             "scale": self._time_unit[1],
         }

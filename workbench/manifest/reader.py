@@ -1,335 +1,40 @@
-"""The kernel project manifest (`workbench.toml`): typed records and a validating loader.
+"""The validating loader of `workbench.toml`: TOML text -> `records.Manifest`.
 
-The format is documented in docs/manifest.md. Every error raised here is a `ManifestError`
-naming the file, the line and the key, and saying what would be valid.
+Every error raised here is a `ManifestError` naming the file, the line and the key, and saying
+what would be valid (`tomlpos.py` finds the lines and spells values as TOML does).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench import expr
 from workbench.backends import BACKENDS, REFERENCE_BACKENDS
 from workbench.errors import ManifestError
+from workbench.manifest.evaluation import MANIFEST_NAME, Where
+from workbench.manifest.records import (
+    DIRECTIONS,
+    ELEMENT_TYPES,
+    INIT_KINDS,
+    SCALAR_TYPES,
+    WGPU_SCALAR_MODES,
+    Arg,
+    BufferArg,
+    Check,
+    Init,
+    Kernel,
+    Launch,
+    Manifest,
+    ScalarArg,
+    WgpuScalars,
+)
 from workbench.tomlpos import KeyLines, open_construct_line, toml_error_line, toml_type, toml_value
 
-MANIFEST_NAME = "workbench.toml"
-SCALAR_TYPES = ("f32", "f64", "i32", "u32", "i64", "u64")
-ELEMENT_TYPES = SCALAR_TYPES
-DIRECTIONS = ("in", "out", "inout")
-INIT_KINDS = ("random", "linspace", "constant", "zeros", "npy")
-WGPU_SCALAR_MODES = ("uniform", "push", "override")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-#: Bytes per element of each type, and the range of each integer type.
-TYPE_BYTES = {"f32": 4, "f64": 8, "i32": 4, "u32": 4, "i64": 8, "u64": 8}
-INT_RANGES = {
-    "i32": (-(2**31), 2**31 - 1),
-    "u32": (0, 2**32 - 1),
-    "i64": (-(2**63), 2**63 - 1),
-    "u64": (0, 2**64 - 1),
-}
-FLOAT_MAX = {"f32": 3.4028234663852886e38, "f64": 1.7976931348623157e308}
-
-
-def host_memory_bytes() -> int | None:
-    """This machine's physical memory, or None where the OS does not say."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def format_bytes(count: float) -> str:
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if count >= scale:
-            return f"{count / scale:.3g} {unit}"
-    return f"{int(count)} B"
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a kernel's keys are in workbench.toml, for errors found after loading (at run sizes)."""
-
-    path: str = MANIFEST_NAME
-    #: ("arg", name, "length"), ("launch", "grid"), ("metrics", "bytes") ... -> (line, key)
-    keys: dict[tuple[str, ...], tuple[int | None, str]] = field(default_factory=dict)
-
-    def error(self, what: tuple[str, ...], message: str) -> ManifestError:
-        line, key = self.keys.get(what, (None, None))
-        return ManifestError(self.path, line, key, message)
-
-
-@dataclass(frozen=True)
-class Values:
-    """A kernel's arguments and launch evaluated at one set of sizes (`Kernel.evaluate`)."""
-
-    lengths: dict[str, int]
-    scalars: dict[str, int | float]
-    threads: tuple[int, int, int]
-    grid: tuple[int, int, int]
-    metrics: dict[str, float]
-    buffer_bytes: int
-
-
-@dataclass(frozen=True)
-class Init:
-    """How a buffer is filled before each launch."""
-
-    kind: str  # one of INIT_KINDS
-    low: float = -1.0  # random
-    high: float = 1.0  # random
-    seed: int | None = None  # random; None -> the run's recorded seed
-    start: float = 0.0  # linspace
-    stop: float = 1.0  # linspace
-    value: float = 0.0  # constant
-    path: str | None = None  # npy, relative to the project root
-
-
-@dataclass(frozen=True)
-class BufferArg:
-    name: str
-    type: str  # element type, one of ELEMENT_TYPES
-    length: str  # expression
-    direction: str  # in | out | inout
-    init: Init
-    binding: int | None = None  # wgpu binding in group 0
-    kind: str = "buffer"
-
-    @property
-    def is_output(self) -> bool:
-        return self.direction in ("out", "inout")
-
-
-@dataclass(frozen=True)
-class ScalarArg:
-    name: str
-    type: str  # one of SCALAR_TYPES
-    value: str  # expression
-    kind: str = "scalar"
-
-
-Arg = BufferArg | ScalarArg
-
-
-@dataclass(frozen=True)
-class Launch:
-    threads: tuple[str, ...]  # expressions, 1 to 3
-    grid: tuple[str, ...]  # expressions, 1 to 3
-    #: `[kernel.launch.<backend>]`: a backend's own geometry, where one grid cannot fit them all.
-    backends: dict[str, Launch] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Check:
-    reference: str = "cpu"
-    rtol: float = 1e-5
-    atol: float = 1e-6
-    max_ulp: int | None = None
-
-
-@dataclass(frozen=True)
-class WgpuScalars:
-    mode: str = "uniform"  # one of WGPU_SCALAR_MODES
-    params_binding: int | None = None
-    override_ids: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Kernel:
-    name: str
-    args: tuple[Arg, ...]
-    launch: Launch
-    description: str = ""
-    entry: dict[str, str] = field(default_factory=dict)
-    sizes: dict[str, int] = field(default_factory=dict)
-    metrics: dict[str, str] = field(default_factory=dict)  # "bytes", "flops"
-    check: Check = field(default_factory=Check)
-    tunables: dict[str, tuple[int | float, ...]] = field(default_factory=dict)
-    #: `[kernel.tunables] constraints`: conditions every configuration meets (`expr.condition`).
-    constraints: tuple[str, ...] = ()
-    reference: dict[str, str] = field(default_factory=dict)  # backend -> path
-    wgpu: WgpuScalars = field(default_factory=WgpuScalars)
-    #: `[kernel.timing] fresh_inputs`: restore inout buffers before every timed sample, for kernels
-    #: whose work depends on the data they rewrite (off by default: the upload leaves GPU caches
-    #: cold and dirty, which slows memory-bound kernels measurably).
-    fresh_inputs: bool = False
-    where: Where = field(default_factory=Where, compare=False, repr=False)
-
-    def entry_for(self, backend: str) -> str:
-        """The entry-point name a backend calls (defaults to the kernel name)."""
-        return self.entry.get(backend, self.name)
-
-    def entry_origin(self, backend: str) -> str:
-        """Why `entry_for(backend)` is that name, for a symbol error."""
-        if backend in self.entry:
-            return f"from [kernel.entry] {backend}"
-        return f"the kernel's name, as workbench.toml sets no [kernel.entry] {backend}"
-
-    @property
-    def buffers(self) -> tuple[BufferArg, ...]:
-        return tuple(a for a in self.args if isinstance(a, BufferArg))
-
-    @property
-    def scalars(self) -> tuple[ScalarArg, ...]:
-        return tuple(a for a in self.args if isinstance(a, ScalarArg))
-
-    def default_tunables(self) -> dict[str, int | float]:
-        return {name: values[0] for name, values in self.tunables.items()}
-
-    def symbols(
-        self,
-        sizes: dict[str, int] | None = None,
-        tunables: dict[str, int | float] | None = None,
-    ) -> dict[str, int | float]:
-        """Sizes (defaults overridden by `sizes`) and tunables, for evaluating expressions."""
-        unknown = set(sizes or {}) - set(self.sizes)
-        if unknown:
-            raise ValueError(
-                f"kernel {self.name!r} has no size {', '.join(sorted(unknown))}; "
-                f"its sizes: {', '.join(self.sizes) or 'none'}"
-            )
-        values: dict[str, int | float] = dict(self.sizes)
-        values.update(sizes or {})
-        values.update(self.default_tunables())
-        values.update(tunables or {})
-        return values
-
-    def lengths(self, symbols: dict[str, int | float]) -> dict[str, int]:
-        return {b.name: expr.evaluate_int(b.length, symbols) for b in self.buffers}
-
-    def scalar_values(self, symbols: dict[str, int | float]) -> dict[str, int | float]:
-        """Every scalar's value at `symbols`; a value its type cannot hold is a ValueError (the
-        same on every backend: nothing is wrapped or rounded to infinity)."""
-        out: dict[str, int | float] = {}
-        for s in self.scalars:
-            out[s.name] = fit_scalar(s, expr.evaluate(s.value, symbols))
-        return out
-
-    def evaluate(self, symbols: dict[str, int | float], memory_bytes: int | None = None) -> Values:
-        """Every length, scalar, launch dimension and metric at `symbols`, checked: lengths are
-        whole and not negative, buffers the kernel writes are not empty, scalars fit their type,
-        launch dimensions are at least 1, and the buffers fit in `memory_bytes` (when given).
-        Errors are `ManifestError`s at the line of the key, naming the argument."""
-        at = _sizes_text(self, symbols)
-        lengths: dict[str, int] = {}
-        total = 0
-        for b in self.buffers:
-            what = ("arg", b.name, "length")
-            try:
-                length = expr.evaluate_int(b.length, symbols)
-            except expr.ExprError as exc:
-                raise self.where.error(what, f"buffer {b.name!r}: length: {exc}{at}") from None
-            if length < 0:
-                raise self.where.error(
-                    what, f"buffer {b.name!r}: length {toml_value(b.length)} is {length}{at}; "
-                    "a length must not be negative"
-                )  # fmt: skip
-            if length == 0 and b.is_output:
-                raise self.where.error(
-                    what, f"buffer {b.name!r}: length {toml_value(b.length)} is 0{at}, but the kernel "
-                    f"writes it (direction {b.direction}): nothing would be checked"
-                )  # fmt: skip
-            size = length * TYPE_BYTES[b.type]
-            if memory_bytes is not None and size > memory_bytes:
-                raise self.where.error(
-                    what, f"buffer {b.name!r}: length {toml_value(b.length)} is {length}{at}: "
-                    f"{format_bytes(size)}, more than the {format_bytes(memory_bytes)} of memory here"
-                )  # fmt: skip
-            if b.init.kind == "constant" and b.type in INT_RANGES:
-                low, high = INT_RANGES[b.type]
-                value = b.init.value
-                whole = isinstance(value, int) or (math.isfinite(value) and float(value).is_integer())
-                if not whole or not low <= value <= high:
-                    raise self.where.error(
-                        ("arg", b.name, "init"),
-                        f"buffer {b.name!r}: constant {toml_value(value)} is not a {b.type} value",
-                    )
-            lengths[b.name] = length
-            total += size
-        if memory_bytes is not None and total > memory_bytes and self.buffers:
-            largest = max(self.buffers, key=lambda b: lengths[b.name] * TYPE_BYTES[b.type])
-            raise self.where.error(
-                ("arg", largest.name, "length"),
-                f"the buffers need {format_bytes(total)} together{at}, more than the "
-                f"{format_bytes(memory_bytes)} of memory here (the largest is {largest.name!r})",
-            )
-        scalars: dict[str, int | float] = {}
-        for s in self.scalars:
-            what = ("arg", s.name, "value")
-            try:
-                scalars[s.name] = fit_scalar(s, expr.evaluate(s.value, symbols))
-            except ValueError as exc:  # ExprError included
-                raise self.where.error(what, f"scalar {s.name!r}: {exc}{at}") from None
-        dims: dict[str, tuple[int, int, int]] = {}
-        launches = [("", self.launch), *self.launch.backends.items()]  # and each backend's own
-        for backend, launch in launches:
-            for key, texts in (("threads", launch.threads), ("grid", launch.grid)):
-                what = ("launch", backend, key) if backend else ("launch", key)
-                name = f"launch.{backend}" if backend else "launch"
-                values = []
-                for text in texts:
-                    try:
-                        value = expr.evaluate_int(text, symbols)
-                    except expr.ExprError as exc:
-                        raise self.where.error(what, f"{name} {key}: {exc}{at}") from None
-                    if value < 1:
-                        raise self.where.error(
-                            what, f"{name} {key}: {toml_value(text)} is {value}{at}; it must be at least 1"
-                        )
-                    values.append(value)
-                if not backend:
-                    dims[key] = tuple(values + [1] * (3 - len(values)))  # type: ignore[assignment]
-        metrics: dict[str, float] = {}
-        for name, text in self.metrics.items():
-            try:
-                metrics[name] = float(expr.evaluate(text, symbols))
-            except expr.ExprError as exc:
-                raise self.where.error(("metrics", name), f"metric {name}: {exc}{at}") from None
-        return Values(lengths, scalars, dims["threads"], dims["grid"], metrics, total)
-
-    def geometry(
-        self, symbols: dict[str, int | float], backend: str | None = None
-    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """(threads per block, blocks) as 3-tuples; `backend`'s own launch table where it has one."""
-        launch = self.launch.backends.get(backend or "", self.launch)
-        threads = [expr.evaluate_int(t, symbols) for t in launch.threads]
-        grid = [expr.evaluate_int(g, symbols) for g in launch.grid]
-        pad = lambda xs: tuple(xs + [1] * (3 - len(xs)))  # noqa: E731
-        return pad(threads), pad(grid)
-
-    def metric(self, name: str, symbols: dict[str, int | float]) -> float | None:
-        if name not in self.metrics:
-            return None
-        return float(expr.evaluate(self.metrics[name], symbols))
-
-
-def fit_scalar(arg: ScalarArg, value: int | float) -> int | float:
-    """`value` as `arg`'s type holds it; ValueError when it does not fit (out of range, not a
-    whole number for an integer type, beyond the float type's largest finite value)."""
-    if arg.type in INT_RANGES:
-        if isinstance(value, float):
-            if not value.is_integer():
-                raise ValueError(
-                    f"{toml_value(arg.value)} gives {value}, not a whole number for a {arg.type}"
-                )
-            value = int(value)
-        low, high = INT_RANGES[arg.type]
-        if not low <= value <= high:
-            raise ValueError(
-                f"{toml_value(arg.value)} gives {value}, which does not fit a {arg.type} ({low} to {high})"
-            )
-        return int(value)
-    value = float(value)
-    if not math.isfinite(value) or abs(value) > FLOAT_MAX[arg.type]:
-        raise ValueError(f"{toml_value(arg.value)} gives {value}, which does not fit a finite {arg.type}")
-    return value
 
 
 def _exists(path: Path) -> bool:
@@ -338,44 +43,6 @@ def _exists(path: Path) -> bool:
         return path.is_file()
     except (OSError, ValueError):  # a name too long, or with a NUL byte
         return False
-
-
-def _sizes_text(kernel: Kernel, symbols: dict[str, int | float]) -> str:
-    shown = [f"{name}={symbols[name]}" for name in (*kernel.sizes, *kernel.tunables) if name in symbols]
-    return f" at {', '.join(shown)}" if shown else ""
-
-
-@dataclass(frozen=True)
-class Manifest:
-    path: Path  # the workbench.toml file
-    name: str
-    crate: str  # folder of the Cargo crate, relative to the manifest
-    kernels: tuple[Kernel, ...]
-    backends: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def root(self) -> Path:
-        return self.path.parent
-
-    @property
-    def crate_dir(self) -> Path:
-        return (self.root / self.crate).resolve()
-
-    def kernel(self, name: str | None = None) -> Kernel:
-        """A kernel by name; the first one when `name` is None."""
-        if name is None:
-            return self.kernels[0]
-        for k in self.kernels:
-            if k.name == name:
-                return k
-        names = ", ".join(k.name for k in self.kernels)
-        raise ManifestError(self.path, None, "kernel", f"no kernel named {name!r}; kernels: {names}")
-
-    def backend_settings(self, backend: str) -> dict[str, Any]:
-        return self.backends.get(backend, {})
-
-
-# --------------------------------------------------------------------------- loading
 
 
 class _Reader:

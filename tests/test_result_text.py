@@ -1,0 +1,104 @@
+"""How a result reads (`workbench.result_text`): one verdict, check line, number and stale note
+for the command line, the results table, the details dialog and the sessions panel.
+
+The results are real records (`RunResult`, `CheckRecord`) as the run service makes them, and the
+rows are what `record.result_row` writes into the sessions database."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench.profile.record import result_row
+from workbench.records import COMPARED, REFERENCE, UNVERIFIED, CheckRecord, RunResult, Stale
+from workbench.result_text import (
+    REFERENCE_FAILED,
+    cell_of,
+    check_line,
+    format_gbps,
+    format_number,
+    format_percent,
+    row_verdict,
+    stale_label,
+    stale_note,
+    verdict,
+    verdict_cell,
+    verdict_tone,
+)
+from workbench.run.reference import ReferencePolicy
+
+
+def _result(verified, check, status="ok", error=None) -> RunResult:
+    return RunResult("wgsl", {"spec": "wgpu:0"}, status, verified=verified, check=check, error=error)
+
+
+def _compared(passed: bool, **fields) -> CheckRecord:
+    return CheckRecord(role=COMPARED, reference="cpu", passed=passed, **fields)
+
+
+FAILED_CHECK = dict(
+    bad=3, unwritten=2, first_bad_index=7, max_abs_err=0.5,
+    first_bad={"buffer": "y", "index": 7, "got": 1.0000001192092896, "expected": 0.5, "unwritten": False},
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("result", "word", "cell", "tone"),
+    [
+        (_result(None, CheckRecord(role=REFERENCE, reference="cpu", is_reference=True)), "reference", "reference", ""),
+        (_result(True, _compared(True, max_abs_err=1e-7)), "verified", "✓ yes", "good"),
+        (_result(True, _compared(True, weak="all below atol")), "weak", "⚠ weak", "warn"),
+        (_result(False, _compared(False, **FAILED_CHECK)), "failed", "✗ no", "bad"),
+        (_result(None, CheckRecord(role=UNVERIFIED, unverified=REFERENCE_FAILED, note="reference cpu failed")),
+         "not verified (reference failed)", "not verified (reference failed)", "warn"),
+        (_result(None, CheckRecord()), "not verified", "—", ""),
+    ],
+)  # fmt: skip
+def test_one_verdict_from_the_fields_and_its_cell(result, word, cell, tone):
+    assert verdict(result) == result.verdict == word
+    assert verdict_cell(result) == cell and verdict_tone(word) == tone
+    # The same result recorded: the sessions row reads the same, from its columns.
+    row = result_row({"project": "p", "kernel": "k"}, result.to_dict(), "inv", None)
+    weak = bool(result.check.weak)  # a row does not keep `weak` in a column: it reads "verified"
+    assert cell_of(row_verdict(row)) == ("✓ yes" if weak else cell)
+
+
+def test_a_run_that_did_not_complete_reads_as_its_status_and_its_error_line():
+    result = _result(None, CheckRecord(), status="error", error="build failed\n  error[E0425]: zz\n")
+    assert verdict_cell(result) == "error" and verdict(result) == "not verified"
+    assert check_line(result) == "build failed | error[E0425]: zz"
+    assert row_verdict({"status": "skipped", "verified": None}) == "skipped"
+
+
+def test_the_check_line_names_the_first_bad_element_or_the_worst_error():
+    failed = _result(False, _compared(False, **FAILED_CHECK))
+    assert check_line(failed) == (
+        "first bad y[7]: got 1, expected 0.5; 3 bad elements, 2 never written"
+    )  # 6 significant digits: 1.0000001192 reads 1
+    passed = _result(True, _compared(True, max_abs_err=1.1920928955078125e-07, max_ulp_err=1))
+    assert check_line(passed) == "max abs 1.19209e-07, max 1 ULP"
+    weak = _result(
+        True, _compared(True, max_abs_err=0.0, weak="100% of the reference's elements are below atol 10")
+    )
+    assert check_line(weak) == "max abs 0; weak: 100% of the reference's elements are below atol 10"
+    # Not verified: the producer's note says why (the reference policy that failed).
+    policy = ReferencePolicy(backend="cpu", chosen_by="manifest", state="failed", why="cpu build error")
+    unverified = _result(None, CheckRecord(role=UNVERIFIED, note=policy.note, unverified=REFERENCE_FAILED))
+    assert check_line(unverified) == "reference cpu failed (cpu build error): not verified"
+    assert unverified.reference_failed and policy.failed
+
+
+def test_one_number_formatter_one_precision_policy():
+    assert format_number(1 / 3) == "0.333333" and format_number(1 / 3, 9) == "0.333333333"
+    assert format_number(np.float32(1 / 3)) == "0.333333" and format_number(np.int64(7)) == "7"
+    assert format_number(7) == "7" and format_number(None) == "" and format_number(None, missing="—") == "—"
+    assert format_gbps(12.3456) == "12.35" and format_gbps(None, "-") == "-"
+    assert format_percent(0.4123) == "41.2 %" and format_percent(None) == ""
+
+
+def test_the_stale_note_reads_the_field():
+    stale = Stale(reason="cpu build error", time="2026-12-01T01:52:10Z", source_hash="3f2a1c9d" + "0" * 56)
+    assert stale_note(stale) == "stale: cpu build error — result of 2026-12-01 01:52:10 UTC, source 3f2a1c9d"
+    assert stale_label(stale) == "stale · 01:52:10"
+    assert stale_note(Stale(reason="")) == "stale: the last run failed — result of an earlier run"
+    assert stale_label(Stale(reason="x")) == "stale"

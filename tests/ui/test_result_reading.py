@@ -1,0 +1,91 @@
+"""A failed reference and a kept (stale) result, read from their fields in every view.
+
+Real builds and runs through the window's bridge: saxpy on cpu (the reference) and wgsl, then cpu
+no longer compiles. The report says the reference failed (`RunReport.reference_failed`), wgsl's
+result is "not verified (reference failed)" (`RunResult.reference_failed`, set by the run's
+reference policy) and cpu's row is its last good result with `RunResult.stale` set. The results
+table, the details dialog and the sessions panel (which recorded the runs into a real SQLite file)
+show exactly those fields' reading (`workbench.result_text`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.result_text import check_line, stale_label, stale_note, verdict_cell
+from workbench.ui.results_table import COL_STATUS, COL_VERIFIED, ResultsTable
+from workbench.ui.sessions_panel import RUN_COLUMNS, SessionsPanel
+
+TIMEOUT_MS = 600_000
+NOT_VERIFIED_REF = "not verified (reference failed)"
+
+
+@pytest.mark.slow
+def test_a_failed_reference_and_a_stale_row_read_from_their_fields(
+    qtbot, make_widget, bridge, example_copy, tmp_path
+):
+    root = example_copy("saxpy")
+    bridge.set_project(root)
+    table = make_widget(ResultsTable, bridge, show=True)
+    panel = make_widget(SessionsPanel, bridge, db_path=tmp_path / "sessions.db")
+    with qtbot.waitSignal(panel.recorded, timeout=TIMEOUT_MS) as first:
+        bridge.start_run(["cpu", "wgsl"], ["cpu", "wgpu:0"])
+    assert len(first.args[0]["ids"]) == 2, first.args
+    assert {r["Backend"]: r["Verified"] for r in table.row_texts()} == {"cpu": "reference", "wgsl": "✓ yes"}
+    good_cpu = next(r for r in table.report.results if r.backend == "cpu")
+
+    lib = root / "src" / "lib.rs"
+    lib.write_text(lib.read_text().replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i] + zz;"))
+    with qtbot.waitSignal(panel.recorded, timeout=TIMEOUT_MS) as second:
+        bridge.start_run(["cpu", "wgsl"], ["cpu", "wgpu:0"])
+    qtbot.waitUntil(lambda: not bridge.busy, timeout=TIMEOUT_MS)
+    report = table.report
+    results = {r.backend: r for r in report.results}
+    cpu, wgsl = results["cpu"], results["wgsl"]
+    # The fields, as the producers set them.
+    assert report.reference_failed is True
+    assert wgsl.stale is None and wgsl.reference_failed and wgsl.verified is None
+    assert cpu.stale is not None and cpu.status == "ok" and cpu.timing is good_cpu.timing
+    assert cpu.stale.reason.startswith("build failed: src/lib.rs") and "zz" in cpu.stale.reason
+    assert (cpu.stale.time, cpu.stale.source_hash) == (
+        good_cpu.provenance["time"],
+        good_cpu.provenance["source_hash"],
+    )
+    assert "stale" not in cpu.provenance  # a field of the result, not a key in its provenance
+
+    # The table: what each row shows is the fields' reading.
+    rows = {r["Backend"]: (i, r) for i, r in enumerate(table.row_texts())}
+    wgsl_row, wgsl_texts = rows["wgsl"]
+    cpu_row, cpu_texts = rows["cpu"]
+    assert wgsl_texts["Verified"] == verdict_cell(wgsl) == NOT_VERIFIED_REF
+    assert wgsl_texts["Check"] == check_line(wgsl) == wgsl.check.note
+    assert wgsl.check.note.startswith("reference cpu failed")
+    assert table.table.item(wgsl_row, COL_VERIFIED).toolTip() == wgsl.check.note
+    assert cpu_texts["Status"] == stale_label(cpu.stale) and table.is_row_stale(cpu_row)
+    assert not table.is_row_stale(wgsl_row)
+    assert table.table.item(cpu_row, COL_STATUS).toolTip() == stale_note(cpu.stale)
+    assert "checked against cpu — reference failed" in table.caption.text()
+    assert "1 stale" in table.caption.text()
+
+    # The details dialog of each row says the same.
+    details = table.show_details(wgsl_row)
+    assert f"ok: {NOT_VERIFIED_REF}" in details.summary.text()
+    details.close()
+    details = table.show_details(cpu_row)
+    assert stale_note(cpu.stale) in details.summary.text()
+    details.close()
+
+    # The sessions database: the stale row was recorded when it ran, so only wgsl is new; its
+    # row reads "not verified (reference failed)" from its `unverified` column.
+    (new_id,) = second.args[0]["ids"]
+    store = panel.store()
+    recorded = store.get_run(new_id)
+    assert (recorded["backend"], recorded["unverified"]) == ("wgsl", "reference failed")
+    assert recorded["detail"]["stale"] is None
+    panel.refresh()
+    column = RUN_COLUMNS.index("verified")
+    shown = {
+        int(panel.table.item(row, 0).data(256)): panel.table.item(row, column).text()
+        for row in range(panel.table.rowCount())
+    }  # 256: Qt.UserRole, the run id
+    assert shown[new_id] == NOT_VERIFIED_REF
+    assert sorted(shown.values()) == sorted([NOT_VERIFIED_REF, "reference", "✓ yes"])

@@ -1,0 +1,154 @@
+"""The Counters view: Nsight Compute counters of the last run, one column per backend × device.
+
+Rows are the metric set of `workbench.run.counters.metrics` (ncu's duration beside the event median,
+throughput % of peak, occupancy, hit rates) and the top warp-stall reasons; a row whose values
+differ between the columns is highlighted. A column with no counters says why in its status row
+(`absence.py`'s line). "Take counters" profiles the last run's CUDA results under ncu on a thread
+of its own (`nsight.collect`, the same as `workbench run --counters`); the result comes back as a
+queued signal. What the numbers are relative to the event timing is stated under the table.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.run.counters.metrics import METRICS, TOP_STALLS, differs, format_value
+from workbench.run.counters.nsight import RELATION
+from workbench.units import format_time
+
+HIGHLIGHT = QColor("#5c4a1e")  # a row whose backends differ
+COLUMN_MAX_PX = 260
+
+
+class CountersView(QWidget):
+    #: {(backend, device): record}, from the collecting thread (queued to the GUI thread)
+    collected = Signal(object)
+
+    def __init__(self, bridge, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("CountersView")
+        self.bridge = bridge
+        self.report: Any = None
+        self.records: dict[tuple[str, str], dict[str, Any]] = {}
+        self._rows: list[dict[str, Any]] = []
+        self._pool: ThreadPoolExecutor | None = None
+
+        self.take_button = QPushButton("Take counters")
+        self.take_button.setToolTip(
+            "Profile the last run's CUDA results once more under Nsight Compute (ncu)"
+        )
+        self.take_button.setEnabled(False)
+        self.status = QLabel("Run, then take counters (CUDA backends, with ncu installed).")
+        self.status.setWordWrap(True)
+        self.table = QTableWidget(0, 0)
+        self.table.setObjectName("countersTable")
+        self.table.setWordWrap(False)  # one line a cell: a long reason is elided, whole in its tooltip
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.relation = QLabel(RELATION)
+        self.relation.setWordWrap(True)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.take_button)
+        buttons.addWidget(self.status, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(buttons)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.relation)
+
+        self.take_button.clicked.connect(self.take)
+        self.collected.connect(self.show_records)
+        bridge.runFinished.connect(self._on_run)
+
+    def _on_run(self, report: Any) -> None:
+        self.report = report
+        self.take_button.setEnabled(True)
+
+    def take(self) -> None:
+        """Collect counters of the last run off the GUI thread."""
+        if self.report is None or self.bridge.project is None:
+            return
+        from workbench.run.counters.nsight import collect
+
+        self.take_button.setEnabled(False)
+        self.status.setText("taking counters under ncu ...")
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="wb-counters")
+        report, project = self.report, self.bridge.project
+        future = self._pool.submit(collect, report, project)
+        future.add_done_callback(
+            lambda f: self.collected.emit(f.result() if not f.exception() else f.exception())
+        )
+
+    def show_records(self, records: Any) -> None:
+        """Fill the table from {(backend, device): record} (a failure of the thread: its message)."""
+        self.take_button.setEnabled(self.report is not None)
+        if isinstance(records, BaseException):
+            self.status.setText(f"counters failed: {records}")
+            return
+        self.records = dict(records)
+        columns = list(self.records)
+        # "ok" where ncu answered (its summary in the tooltip); else the one-line reason
+        rows: list[dict[str, Any]] = [{"label": "status", "differs": False, "cells": [
+            "ok" if r.get("status") == "ok" else r["message"] for r in self.records.values()],
+            "tips": [r["message"] for r in self.records.values()]}]  # fmt: skip
+        medians = [r.get("event_median_s") for r in self.records.values()]
+        rows.append({"label": "event median (workbench)", "cells": [format_time(v) if v else "–" for v in medians],
+                     "differs": differs(medians)})  # fmt: skip
+        for metric in METRICS:
+            values = [(r.get("metrics") or {}).get(metric.key) for r in self.records.values()]
+            rows.append({"label": metric.label, "cells": [format_value(metric.key, v) for v in values],
+                         "differs": differs(values, metric.key)})  # fmt: skip
+        for rank in range(TOP_STALLS):
+            cells = []
+            for r in self.records.values():
+                stalls = r.get("stalls") or []
+                cells.append(f"{stalls[rank][0]} {stalls[rank][1]:.1f}" if rank < len(stalls) else "")
+            rows.append({"label": f"stall #{rank + 1} (cycles per issue)", "cells": cells,
+                         "differs": len(set(c.split(" ")[0] for c in cells if c)) > 1})  # fmt: skip
+        self._rows = rows
+        self.table.clear()
+        self.table.setColumnCount(len(columns))
+        self.table.setRowCount(len(rows))
+        self.table.setHorizontalHeaderLabels([f"{b}\n{d}" for b, d in columns])
+        self.table.setVerticalHeaderLabels([row["label"] for row in rows])
+        for i, row in enumerate(rows):
+            for j, text in enumerate(row["cells"]):
+                item = QTableWidgetItem(text)
+                item.setToolTip((row.get("tips") or row["cells"])[j])
+                if row["differs"]:
+                    item.setBackground(HIGHLIGHT)
+                    item.setForeground(QColor("#ffffff"))
+                self.table.setItem(i, j, item)
+        for column in range(len(columns)):  # fitted, within reason: a long reason never takes the view
+            self.table.setColumnWidth(
+                column, min(max(self.table.sizeHintForColumn(column), 120), COLUMN_MAX_PX)
+            )
+        ok = sum(1 for r in self.records.values() if r.get("status") == "ok")
+        self.status.setText(f"counters of {ok} of {len(columns)} result(s)")
+
+    def table_data(self) -> dict[str, Any]:
+        """What the table shows: its columns and rows (label, cell texts, highlighted)."""
+        return {"columns": [list(key) for key in self.records], "rows": [dict(row) for row in self._rows]}
+
+    def shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        self.shutdown()
+        super().closeEvent(event)
