@@ -67,6 +67,23 @@ def make_inputs(launch: dict[str, Any]) -> dict[str, np.ndarray]:
 # ----------------------------------------------------------------------------------- cpu
 
 
+class _KernelApiLaunch(ctypes.Structure):
+    """`gpu_kernel::host::Launch` (version 1): grid, threads, buffer lengths, no checks, no report."""
+
+    _fields_ = [
+        ("grid", ctypes.c_uint32 * 3), ("threads", ctypes.c_uint32 * 3), ("lens", ctypes.POINTER(ctypes.c_uint64)),
+        ("nbufs", ctypes.c_uint32), ("checks", ctypes.c_uint32), ("workers", ctypes.c_uint32),
+        ("report", ctypes.c_void_p), ("report_cap", ctypes.c_uint64), ("report_len", ctypes.c_uint64),
+    ]  # fmt: skip
+
+    def __init__(self, launch: dict[str, Any]):
+        lengths = [int(a["length"]) for a in launch["args"] if a["kind"] == "buffer"]
+        self.lens_array = (ctypes.c_uint64 * max(1, len(lengths)))(*lengths)
+        dims = [[int(v) for v in launch[key]] + [1] * (3 - len(launch[key])) for key in ("grid", "threads")]
+        super().__init__((ctypes.c_uint32 * 3)(*dims[0]), (ctypes.c_uint32 * 3)(*dims[1]), self.lens_array,
+                         len(lengths), 0, 0, None, 0, 0)  # fmt: skip
+
+
 class CpuLoop:
     method = "perf_counter"
 
@@ -76,6 +93,16 @@ class CpuLoop:
         self.fn.restype = None
         self.arrays = make_inputs(launch)
         types, values = [], []
+        try:
+            ctypes.c_uint32.in_dll(self.lib, "gpu_kernel_host_abi")
+        except ValueError:
+            pass  # a plain entry: the manifest's arguments only
+        else:
+            # Built on the kernel API (resources/crates/gpu_kernel): its `Launch` record first. The
+            # layout is written out here again on purpose: this loop imports nothing of the workbench.
+            self.record = _KernelApiLaunch(launch)
+            types.append(ctypes.c_void_p)
+            values.append(ctypes.addressof(self.record))
         for arg in launch["args"]:
             if arg["kind"] == "buffer":
                 types.append(ctypes.c_void_p)

@@ -62,7 +62,9 @@ def test_a_row_cannot_leave_out_its_build_environment():
 
 
 def test_unknown_names_are_refused_with_the_valid_ones():
-    with pytest.raises(UnknownBackend, match="valid backends: cpu, nvptx, rust-gpu, rust-cuda, cuda-c, wgsl"):
+    with pytest.raises(
+        UnknownBackend, match="valid backends: cpu, cpu-sim, nvptx, rust-gpu, rust-cuda, cuda-c, wgsl"
+    ):
         backend_row("metal")
     with pytest.raises(RuntimeFailure, match=f"runtimes: {', '.join(RUNTIMES)}"):
         get_runtime("metal")

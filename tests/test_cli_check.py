@@ -75,7 +75,9 @@ def test_missing_manifest_and_missing_path(tmp_path):
 
 
 def test_unknown_backend_lists_the_valid_ones():
-    with pytest.raises(UnknownBackend, match="valid backends: cpu, nvptx, rust-gpu, rust-cuda, cuda-c, wgsl"):
+    with pytest.raises(
+        UnknownBackend, match="valid backends: cpu, cpu-sim, nvptx, rust-gpu, rust-cuda, cuda-c, wgsl"
+    ):
         parse_backends("cpu,metal")
     assert parse_backends("cpu, wgsl,cpu") == ["cpu", "wgsl"]
 

@@ -30,7 +30,7 @@ def report():
 def test_json_has_toolchains_and_devices(report):
     assert set(report) == {"toolchains", "devices"}
     toolchains = {t["backend"]: t for t in report["toolchains"]}
-    assert set(toolchains) == {"cpu", "nvptx", "rust-gpu", "rust-cuda", "cuda-c", "wgsl"}
+    assert set(toolchains) == {"cpu", "cpu-sim", "nvptx", "rust-gpu", "rust-cuda", "cuda-c", "wgsl"}
     for t in toolchains.values():
         if t["found"]:
             assert t["version"]

@@ -64,7 +64,7 @@ def _line_of(text: str, needle: str) -> int:
             "launch.grid",
             "known names: n, threads",
         ),
-        ('wgsl = "main"', 'metal = "main"', "entry.metal", "valid backends: cpu, nvptx"),
+        ('wgsl = "main"', 'metal = "main"', "entry.metal", "valid backends: cpu, cpu-sim, nvptx"),
         ("rtol = 1e-6", 'rtol = "tight"', "check.rtol", "expected a number"),
         ('bytes = "12 * n"', 'bytes = "12 * open(n)"', "metrics.bytes", "unknown function 'open'"),
         ('scalars = "uniform"', 'scalars = "carrier-pigeon"', "wgpu.scalars", "uniform, push, override"),

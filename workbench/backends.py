@@ -34,6 +34,9 @@ class Backend:
     env_prefixes: tuple[str, ...]
     #: What builds it, as menus and messages describe it.
     title: str
+    #: Whether a run nobody chose backends for includes it (`run.selection.default_backends`):
+    #: cpu-sim is a checker, many times slower than cpu, run when asked for.
+    by_default: bool = True
 
 
 _RUST_ENV = (
@@ -48,6 +51,9 @@ _NVCC_ENV = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN", "CPATH", "
 BACKEND_ROWS: tuple[Backend, ...] = (
     Backend("cpu", "cpu", "crate", (), (), "cdylib", _RUST_ENV, _RUST_PREFIXES,
             "host cargo, cdylib through ctypes"),
+    Backend("cpu-sim", "cpu", "crate", (), (), "cdylib", _RUST_ENV, _RUST_PREFIXES,
+            "the kernel body on the CPU with GPU semantics and race / bounds checks (kernel API crates)",
+            by_default=False),
     Backend("nvptx", "cuda", "crate", (), (), "ptx", _RUST_ENV, _RUST_PREFIXES, "rustc's NVPTX backend -> PTX"),
     Backend("rust-gpu", "wgpu", "crate", (), (), "spirv", _RUST_ENV, _RUST_PREFIXES, "cargo-gpu -> SPIR-V"),
     Backend("rust-cuda", "cuda", "crate", (), (), "ptx", _RUST_ENV, _RUST_PREFIXES,
@@ -65,6 +71,8 @@ BACKENDS: dict[str, str] = {row.name: row.runtime for row in BACKEND_ROWS}
 RUST_BACKENDS = tuple(row.name for row in BACKEND_ROWS if row.source == "crate")
 #: Backends built from `[kernel.reference]` files.
 REFERENCE_BACKENDS = tuple(row.name for row in BACKEND_ROWS if row.source == "reference")
+#: Backends a run includes only when asked for by name.
+ON_DEMAND_BACKENDS = tuple(row.name for row in BACKEND_ROWS if not row.by_default)
 #: Suffixes only a reference backend reads: a crate backend's sources leave them out.
 REFERENCE_ONLY_SUFFIXES = frozenset(s for row in BACKEND_ROWS for s in row.own_suffixes)
 

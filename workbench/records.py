@@ -308,6 +308,9 @@ class RunResult(Record):
     error: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)  # see workbench.provenance
     stale: Stale | None = None
+    #: cpu-sim's checks: `{"findings": [...], "dropped": N, "diagnostics": [...]}`
+    #: (workbench.run.sim_findings.located); None where no checks ran; in `to_json` only when set.
+    findings: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         """One line: backend, device, status, verdict, median (the console prints lists of these)."""
@@ -337,7 +340,7 @@ class RunResult(Record):
     def to_json(self) -> dict[str, Any]:
         """The shape `workbench run --json` prints for one result."""
         throughput = {k: self.throughput.get(k) for k in ("gbps", "gflops", "fraction_of_peak")}
-        return {
+        out = {
             "backend": self.backend,
             "device": self.device,
             "status": self.status,
@@ -352,6 +355,9 @@ class RunResult(Record):
             "reference_failed": self.reference_failed,
             "stale": self.stale.to_dict() if self.stale else None,
         }
+        if self.findings is not None:
+            out["findings"] = self.findings
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:

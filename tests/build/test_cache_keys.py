@@ -126,9 +126,7 @@ def test_an_edited_path_dependency_outside_the_project_rebuilds(example_copy, ca
     (helper / "src" / "lib.rs").write_text("pub fn value() -> u32 { 7 }\n")
     cargo = root / "Cargo.toml"
     cargo.write_text(
-        cargo.read_text().replace(
-            "[features]", '[dependencies]\nhelper = { path = "../helper" }\n\n[features]'
-        )
+        cargo.read_text().replace("[dependencies]", '[dependencies]\nhelper = { path = "../helper" }')
     )
     lib = root / "src" / "lib.rs"
     lib.write_text(

@@ -115,6 +115,6 @@ def test_rust_cuda_builder_turns_on_the_crates_rust_cuda_feature(example_copy):
     assert "NvvmArch::Compute90" in script
     assert '.copy_to(out).build_args(&["--features", "rust-cuda"]).build().unwrap();' in script
     cargo = root / "Cargo.toml"
-    cargo.write_text(cargo.read_text().replace("rust-cuda = []", ""))
+    cargo.write_text(cargo.read_text().replace('rust-cuda = ["gpu_kernel/rust-cuda"]', ""))
     assert "build_args" not in build_script("90", root)
     assert ".copy_to(out).build().unwrap();" in build_script("90", root)

@@ -195,7 +195,7 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     titles = [artifacts.tabs.tabText(i) for i in range(artifacts.tabs.count())]
     assert "saxpy.wgsl" in titles and "Resources" in titles
     assert "fn main" in artifacts.tabs.widget(titles.index("saxpy.wgsl")).toPlainText()
-    assert "saxpy_at" in artifacts.source_view.toPlainText()
+    assert "saxpy_body" in artifacts.source_view.toPlainText()
     assert artifacts.source_view.isReadOnly()
 
     _screenshot(table, test_output_dir, "results_table", (1250, 240))

@@ -18,6 +18,7 @@ from workbench.project import Project
 from workbench.records import RunResult
 from workbench.result_text import check_line, format_gbps, format_time, verdict_cell
 from workbench.run.events import RunBuilding, RunEvent, RunStarted
+from workbench.run.sim_findings import summary
 from workbench.size_values import parse_sizes
 
 
@@ -103,6 +104,12 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def _details(result: RunResult) -> str:
+    """The check's line, after cpu-sim's findings counted ("1 race, 1 out-of-bounds; ...")."""
+    found = summary(result.findings)
+    return f"{found}; {check_line(result)}" if found else check_line(result)
+
+
 def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
     """The readable table of `workbench run`; `host` (the run's `HostLoad` conditions) flags a
     result timed on a busy machine or a throttled GPU in the "conditions" column."""
@@ -119,7 +126,7 @@ def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
         rows.append((
             r.backend, device[:36], r.status, verdict_cell(r), format_time(timing.get("median_s")),
             format_time(timing.get("iqr_s")) if timing else "-", format_gbps(gbps, "-"),
-            ", ".join(flags(host, timing.get("conditions"))) or "-", check_line(r),
+            ", ".join(flags(host, timing.get("conditions"))) or "-", _details(r),
         ))  # fmt: skip
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     widths[-1] = 0  # the last column is not padded
@@ -176,7 +183,24 @@ def run(args) -> int:
         recorder.close()
     if args.json:
         print(json.dumps(_json(repetitions), indent=2))
-    return 0 if all(report.ok for report, _, _ in repetitions) else 1
+    # cpu-sim's checks found a race, a bad index or divergence: a failure, like a failed check.
+    found = any(
+        r.findings and r.findings.get("findings") for report, _, _ in repetitions for r in report.results
+    )
+    return 0 if all(report.ok for report, _, _ in repetitions) and not found else 1
+
+
+def findings_lines(results: list[RunResult]) -> list[str]:
+    """cpu-sim's findings under the table, one compiler-style line each (`FILE:LINE:COL: error[kind]: ...`)."""
+    lines = []
+    for result in results:
+        report = result.findings or {}
+        for diag in report.get("diagnostics", []):
+            where = f"{diag.get('file')}:{diag.get('line')}:{diag.get('column')}"
+            lines.append(f"{where}: {result.backend}: error[{diag.get('code')}]: {diag.get('message')}")
+        if report.get("dropped"):
+            lines.append(f"{result.backend}: {report['dropped']} more findings not kept")
+    return lines
 
 
 def _print_repetition(args, report, host, series, index: int) -> None:
@@ -188,6 +212,8 @@ def _print_repetition(args, report, host, series, index: int) -> None:
         f"{report.project} / {report.kernel}  ({sizes_text}; seed {report.seed}; reference {report.reference}{which})"
     )
     print(table(report.results, host))
+    for line in findings_lines(report.results):
+        print(line)
 
 
 def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any]]:

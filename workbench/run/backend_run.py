@@ -24,6 +24,7 @@ from workbench.manifest import Kernel, Values
 from workbench.project import Project
 from workbench.provenance import provenance
 from workbench.records import CheckRecord, RunResult, TimingStats
+from workbench.run import sim_findings
 from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers
 from workbench.run.build_stage import StagedBuild
@@ -146,7 +147,10 @@ def run_backend(
         )
         worker.request(header, arrays, timeout_s=SETUP_TIMEOUT_S, fds=fds)
         ctx.emit(RunPhase(backend, "launch"))
-        worker.request({"op": "launch", "count": 1}, timeout_s=ctx.timeout_s, phase="the verification launch")
+        launched = worker.request(
+            {"op": "launch", "count": 1}, timeout_s=ctx.timeout_s, phase="the verification launch"
+        )[0]
+        findings = _findings(ctx, launched, backend)
         names = output_names(ctx.kernel)
         ctx.emit(RunPhase(backend, "download"))
         reply, received = worker.request(
@@ -211,7 +215,7 @@ def run_backend(
     result = RunResult(
         backend=backend, device=choice.device, status="ok", verified=verified, check=check,
         timing=stats, throughput=_no_throughput(), error=None,
-        provenance=_provenance(ctx, backend, choice, build, spec, stats),
+        provenance=_provenance(ctx, backend, choice, build, spec, stats), findings=findings,
     )  # fmt: skip
     if stats is not None:
         result.throughput = timing_mod.throughput(
@@ -289,3 +293,11 @@ def verify_while_timing(device: dict[str, Any], outputs: dict[str, np.ndarray]) 
 
 def _no_throughput() -> dict[str, Any]:
     return {"gbps": None, "gflops": None, "fraction_of_peak": None}
+
+
+def _findings(ctx: RunContext, reply: dict[str, Any], backend: str) -> dict[str, Any] | None:
+    """cpu-sim's findings from the verification launch, located in the project (None: no checks)."""
+    report = reply.get("findings")
+    if report is None:
+        return None
+    return sim_findings.located(report, ctx.project.manifest.crate_dir, ctx.project.root, backend)

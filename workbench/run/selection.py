@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.backends import BACKENDS, REFERENCE_BACKENDS, runtime_of
+from workbench.backends import BACKENDS, ON_DEMAND_BACKENDS, REFERENCE_BACKENDS, runtime_of
 from workbench.run.devices import resolve_device_spec
 
 #: wgpu adapter APIs a run picks by default.
@@ -38,14 +38,15 @@ def default_backends(
 ) -> list[str]:
     """The backends a run uses when nobody chose (the command line and the window alike): cpu,
     plus every backend in `have` (toolchain installed, or artifacts at hand) whose runtime is
-    available, less reference-only backends (cuda-c, ...) no kernel has a source for.
+    available, less reference-only backends (cuda-c, ...) no kernel has a source for and the
+    backends run only when asked for (`ON_DEMAND_BACKENDS`: cpu-sim).
 
     A backend whose runtime is missing is left out: its build (a cold nvptx `-Zbuild-std=core`
     takes a minute) would only end in "skipped"."""
     chosen = []
     for backend in BACKENDS:
-        if backend not in have:
-            continue
+        if backend not in have or backend in ON_DEMAND_BACKENDS:
+            continue  # not installed, or a checker run only when asked for (cpu-sim)
         if backend in REFERENCE_BACKENDS and backend not in kernel_references:
             continue  # no reference source to build
         if backend != "cpu" and not runtime_available(runtime_of(backend)):

@@ -145,6 +145,8 @@ def make_launch_spec(
             "entry": entry,
             # Why this name: said by a runtime that cannot find the symbol.
             "entry_origin": kernel.entry_origin(backend),
+            # cpu-sim: the kernel API's race and bounds checks are on (runtimes/cpu_launch.py).
+            **({"checks": True} if artifact.get("checks") else {}),
         },
         "args": args,
         "threads": list(threads),

@@ -121,7 +121,13 @@ class WorkerState:
             count = int(header.get("count", 1))
             if count < 1:
                 raise ValueError(f"launch count must be at least 1, got {count}")
-            return {"seconds": float(self.need_prepared().launch(count)), "count": count}, None
+            prepared = self.need_prepared()
+            reply = {"seconds": float(prepared.launch(count)), "count": count}
+            findings = getattr(prepared, "findings", None)  # cpu-sim's checks (runtimes/cpu_launch.py)
+            report = findings() if findings is not None else None
+            if report is not None:
+                reply["findings"] = report
+            return reply, None
         if op == "measure":
             return self.measure(header, progress), None
         if op == "download":

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from workbench.build.manifest_check import MANIFEST_SOURCE
 from workbench.build.occupancy import result_occupancy
 from workbench.records import BuildResult
+from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
 from workbench.ui import theme
 from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.layout_fit import ElidedLabel, OnResize
@@ -186,6 +187,7 @@ class BuildPanel(QWidget):
         bridge.projectChanged.connect(self._reset)
         bridge.backendsChanged.connect(self._reset)
         bridge.manifestChecked.connect(self.show_manifest_diagnostics)
+        bridge.runFinished.connect(self._on_run_finished)
         self._reset()
 
     # ------------------------------------------------------------------ state
@@ -407,6 +409,17 @@ class BuildPanel(QWidget):
         self._clear_diagnostics(MANIFEST_SOURCE)
         for diagnostic in self._manifest_diagnostics:
             self._add_diagnostic(MANIFEST_SOURCE, diagnostic)
+        self._update_summary()
+
+    def _on_run_finished(self, report: Any) -> None:
+        """cpu-sim's findings (races, bad indexes, divergence) as rows at their Rust lines,
+        replacing the last run's that checked."""
+        found = run_diagnostics(report)
+        if found is None:
+            return
+        self._clear_diagnostics(RUN_SOURCE)
+        for diagnostic in found:
+            self._add_diagnostic(RUN_SOURCE, diagnostic)
         self._update_summary()
 
     def _add_diagnostic(self, backend: str, diagnostic: Any) -> None:

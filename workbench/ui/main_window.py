@@ -30,6 +30,7 @@ from workbench.backends import BACKENDS
 from workbench.build.manifest_check import MANIFEST_SOURCE
 from workbench.errors import WorkbenchError
 from workbench.project import Project
+from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
 from workbench.trust_store import is_bundled, is_declined, is_trusted, set_trusted
 from workbench.ui.editor import EditorTabs
 from workbench.ui.layout_fit import ElidedLabel
@@ -323,6 +324,7 @@ class MainWindow(QMainWindow):
         self.bridge.latencyMeasured.connect(self._on_latency)
         self.bridge.statusMessage.connect(self.show_message)
         self.bridge.runFinished.connect(lambda _r: self.docks["results"].raise_())
+        self.bridge.runFinished.connect(self._on_run_findings)
         self.bridge.backendsChanged.connect(self._sync_backend_actions)
         self.bridge.manifestChecked.connect(self._on_manifest_checked)
         self.bridge.projectChanged.connect(self._on_project_reread)
@@ -563,6 +565,14 @@ class MainWindow(QMainWindow):
                 diags.append({**diag, "backend": diag.get("backend") or backend})
             self._diagnostics[backend] = diags
         self._show_diagnostics()
+
+    def _on_run_findings(self, report) -> None:
+        """cpu-sim's findings underlined at their Rust lines like a compiler's, until a run that
+        checks again (workbench.run.sim_findings)."""
+        found = run_diagnostics(report)
+        if found is not None:
+            self._diagnostics[RUN_SOURCE] = found
+            self._show_diagnostics()
 
     def _on_project_reread(self, project: Project | None) -> None:
         if project is not None and self.project is not None and project.root == self.project.root:

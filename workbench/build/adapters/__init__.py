@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from workbench.build.adapters.base import Adapter, AdapterOutput, BuildRequest
 from workbench.build.adapters.cpu import CpuAdapter
+from workbench.build.adapters.cpu_sim import CpuSimAdapter
 from workbench.build.adapters.cuda_c import CudaCAdapter
 from workbench.build.adapters.nvptx import NvptxAdapter
 from workbench.build.adapters.rust_cuda import RustCudaAdapter
@@ -14,6 +15,7 @@ ADAPTERS: dict[str, Adapter] = {
     a.name: a
     for a in (
         CpuAdapter(),
+        CpuSimAdapter(),
         NvptxAdapter(),
         RustGpuAdapter(),
         RustCudaAdapter(),

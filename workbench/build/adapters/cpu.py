@@ -49,6 +49,10 @@ class CpuAdapter(Adapter):
             flags += ["--target", target]
         return flags
 
+    def kernel_record(self, kernel, artifact: str) -> dict:
+        """build.json's record of one kernel."""
+        return {"artifact": artifact, "entry": kernel.entry_for("cpu"), "kind": self.kind}
+
     def build(self, req: BuildRequest) -> AdapterOutput:
         tc = req.toolchain
         cmd = [tc.details["cargo"], "build", CHECKSUM_FRESHNESS, *req.flags, "--offline",
@@ -69,10 +73,7 @@ class CpuAdapter(Adapter):
                                  "to [lib] in Cargo.toml", "cpu"))  # fmt: skip
             return AdapterOutput(False)
         name = copy_into(libs[0], req.out_dir)
-        kernels = {
-            k.name: {"artifact": name, "entry": k.entry_for("cpu"), "kind": self.kind}
-            for k in req.project.manifest.kernels
-        }
+        kernels = {k.name: self.kernel_record(k, name) for k in req.project.manifest.kernels}
         inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
         # The cpu runtime has no launch threads: only the crate's own reads count.
         req.report_unread(rust_reads(outcome, req), RUST_READ, geometry=False)

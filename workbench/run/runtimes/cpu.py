@@ -1,8 +1,10 @@
 """The cpu runtime: a cdylib loaded with ctypes, its entry called with pointers to numpy arrays.
 
 The entry is `extern "C" fn(args...)` in launch order (buffers as pointers, scalars by value) and
-covers the whole grid itself. A crash inside it kills the worker process; the worker layer reports
-that, this module cannot.
+covers the whole grid itself. An entry of a library built on the kernel API (it exports
+`gpu_kernel_host_abi`) takes a launch record first (`cpu_launch.py`): the grid, the threads and
+every buffer's length, and with cpu-sim's checks a report of what they found.
+A crash inside it kills the worker process; the worker layer reports that, this module cannot.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
+from workbench.run.runtimes.cpu_launch import LaunchRecord, host_abi
 from workbench.run.spec import buffer_args, dtype_of
 
 _CTYPES = {
@@ -45,8 +48,9 @@ def cpu_model() -> str:
 class CpuPrepared(Prepared):
     timer_method = "wall-clock"
 
-    def __init__(self, spec: dict[str, Any], function: Any, library: ctypes.CDLL):
+    def __init__(self, spec: dict[str, Any], function: Any, library: ctypes.CDLL, kernel_api: bool):
         self.spec = spec
+        self._launch = LaunchRecord(spec) if kernel_api else None
         self._function = function
         self._library = library  # keeps the .so loaded while the function is used
         self.timer_resolution_s = time.get_clock_info("perf_counter").resolution
@@ -64,7 +68,7 @@ class CpuPrepared(Prepared):
         self._arrays = dict(check_arrays(self.spec, arrays))
 
     def _call_args(self) -> list[Any]:
-        values: list[Any] = []
+        values: list[Any] = [self._launch.pointer()] if self._launch is not None else []
         for arg in self.spec["args"]:
             if arg["kind"] == "buffer":
                 values.append(ctypes.c_void_p(self._arrays[arg["name"]].ctypes.data))
@@ -80,6 +84,10 @@ class CpuPrepared(Prepared):
         for _ in range(count):
             function(*args)
         return time.perf_counter() - start
+
+    def findings(self) -> dict[str, Any] | None:
+        """What cpu-sim's checks found in the last launch (None: no checks ran)."""
+        return self._launch.findings(self.spec) if self._launch is not None else None
 
     def download(self, names: list[str]) -> dict[str, np.ndarray]:
         missing = [n for n in names if n not in self._arrays]
@@ -133,7 +141,8 @@ class CpuRuntime(Runtime):
                 f"{artifact.get('entry_origin') or 'from the build'}); is it "
                 '`#[unsafe(no_mangle)] pub extern "C"`?'
             ) from None
-        argtypes = []
+        kernel_api = host_abi(library, path)
+        argtypes = [ctypes.c_void_p] if kernel_api else []
         for arg in spec["args"]:
             if arg["kind"] == "buffer":
                 argtypes.append(ctypes.c_void_p)
@@ -143,7 +152,7 @@ class CpuRuntime(Runtime):
                 argtypes.append(_CTYPES[arg["type"]])
         function.argtypes = argtypes
         function.restype = None
-        return CpuPrepared(spec, function, library)
+        return CpuPrepared(spec, function, library, kernel_api)
 
 
 RUNTIME = CpuRuntime()

@@ -2,50 +2,47 @@
 //! demo (LegNeato/rust-gpu-chimera). A full sort of n = 2^p keys runs this step for every stage
 //! k = 2, 4, …, n and, inside each stage, every stride j = k/2, k/4, …, 1.
 //!
-//! The logic is written once (`bitonic_step`); thin entry points wrap it for each backend.
+//! One kernel body (`bitonic_body`), written with the workbench's kernel API (`gpu_kernel`); thin
+//! entry points make its handles on each backend.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
 
-/// Thread `i` of one step (stride `j`, stage `k`), shared by every backend: it owns the pair
-/// (i, i ^ j) when i ^ j > i, and orders it ascending when `i & k == 0`, descending otherwise.
-/// Each pair has one owner, so the threads of a step can run in any order.
+use gpu_kernel::prelude::*;
+
+/// Invocation `i` of one step (stride `j`, stage `k`; `block` invocations per workgroup, the
+/// linear workgroup first): it owns the pair (i, i ^ j) when i ^ j > i, and orders it ascending
+/// when `i & k == 0`, descending otherwise. Each pair has one owner, so the invocations of a step
+/// can run in any order (cpu-sim checks that no two touch one key).
 #[inline(always)]
-pub fn bitonic_step(i: usize, n: u32, j: u32, k: u32, data: &mut [u32]) {
+pub fn bitonic_body(ctx: Ctx, block: usize, n: u32, j: u32, k: u32, mut data: Out<u32>) {
+    let i = ctx.group_linear() * block + ctx.local_id_x();
     let n = n as usize;
     let l = i ^ j as usize;
-    if i < n && l > i && l < n && l < data.len() {
-        let (a, b) = (data[i], data[l]);
+    if i < n && l > i && l < n {
+        let (a, b) = (data.get(i), data.get(l));
         let ascending = (i & k as usize) == 0;
         if (ascending && a > b) || (!ascending && a < b) {
-            data[i] = b;
-            data[l] = a;
+            data.set(i, b);
+            data.set(l, a);
         }
     }
 }
 
-// ---------------------------------------------------------------- cpu: the whole grid, in order
+// ---------------------------------------------------------------- cpu and cpu-sim: the host executor
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn bitonic_cpu(n: u32, j: u32, k: u32, data: *mut u32) {
-    if n == 0 {
-        return;
-    }
-    let data = unsafe { core::slice::from_raw_parts_mut(data, n as usize) };
-    for i in 0..n as usize {
-        bitonic_step(i, n, j, k, data);
-    }
+pub unsafe extern "C" fn bitonic_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, j: u32, k: u32, data: *mut u32) {
+    let kernel = unsafe { gpu_kernel::host::Kernel::new(launch) };
+    let data = unsafe { kernel.output(0, data) };
+    kernel.run(|ctx| bitonic_body(ctx, ctx.group_size_x(), n, j, k, data));
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn bitonic(n: u32, j: u32, k: u32, data: *mut u32) {
-    use core::arch::nvptx::*;
-    let i = unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() } as usize;
-    if i < n as usize {
-        let data = unsafe { core::slice::from_raw_parts_mut(data, n as usize) };
-        bitonic_step(i, n, j, k, data);
-    }
+    let ctx = unsafe { Ctx::new() };
+    unsafe { bitonic_body(ctx, ctx.group_size_x(), n, j, k, Out::new(data)) }
 }
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
@@ -57,6 +54,7 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 // ---------------------------------------------------------------- rust-gpu: SPIR-V via cargo-gpu
 #[cfg(target_arch = "spirv")]
 pub mod spirv_entry {
+    use gpu_kernel::prelude::*;
     use spirv_std::glam::UVec3;
     use spirv_std::spirv;
 
@@ -68,7 +66,7 @@ pub mod spirv_entry {
     }
 
     /// A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large
-    /// grids on wgpu"): the linear workgroup comes from `num_workgroups`.
+    /// grids on wgpu"): `Ctx::group_linear` unfolds it.
     #[spirv(compute(threads(256)))]
     pub fn bitonic_spirv(
         #[spirv(local_invocation_id)] lid: UVec3,
@@ -77,9 +75,8 @@ pub mod spirv_entry {
         #[spirv(uniform, descriptor_set = 0, binding = 0)] params: &Params,
         #[spirv(storage_buffer, descriptor_set = 0, binding = 1)] data: &mut [u32],
     ) {
-        let group = wid.x + groups.x * (wid.y + groups.y * wid.z);
-        let i = (group * 256 + lid.x) as usize;
-        super::bitonic_step(i, params.n, params.j, params.k, data);
+        let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
+        super::bitonic_body(ctx, 256, params.n, params.j, params.k, Out::new(data));
     }
 }
 
@@ -87,15 +84,13 @@ pub mod spirv_entry {
 #[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
 pub mod rust_cuda_entry {
     use cuda_std::prelude::*;
+    use gpu_kernel::prelude::*;
 
     // A raw pointer, not a slice: Rust-CUDA passes a slice as two parameters (pointer, length),
     // and the runners pass one device pointer per buffer.
     #[kernel]
     pub unsafe fn bitonic(n: u32, j: u32, k: u32, data: *mut u32) {
-        let i = (thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x()) as usize;
-        if i < n as usize {
-            let data = unsafe { core::slice::from_raw_parts_mut(data, n as usize) };
-            super::bitonic_step(i, n, j, k, data);
-        }
+        let ctx = unsafe { Ctx::new() };
+        unsafe { super::bitonic_body(ctx, ctx.group_size_x(), n, j, k, Out::new(data)) }
     }
 }

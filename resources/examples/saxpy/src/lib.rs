@@ -1,8 +1,11 @@
 //! SAXPY: y = a * x + y. Memory-bound: 12 bytes moved and 2 flops per element.
 //!
-//! The logic is written once (`saxpy_at`); thin entry points wrap it for each backend.
+//! One kernel body (`saxpy_body`), written with the workbench's kernel API (`gpu_kernel`); thin
+//! entry points make its handles on each backend.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
+
+use gpu_kernel::prelude::*;
 
 /// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
 /// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
@@ -25,42 +28,43 @@ const fn tunable(value: Option<&str>, default: usize) -> usize {
 }
 
 /// Threads per block (`[kernel.tunables] threads`): the nvptx entry indexes with it (a constant in
-/// the PTX, where `blockDim.x` is a register read). The cpu build never reads it, and says so.
+/// the PTX, where `blockDim.x` is a register read). The host builds take the launch's own group
+/// size and never read it, and say so.
 #[cfg(target_arch = "nvptx64")]
 pub const THREADS: usize = tunable(option_env!("WB_TUNABLE_THREADS"), 256);
 
-/// One element of the computation, shared by every backend.
+/// The kernel: invocation `i` (`block` invocations per workgroup, the linear workgroup first, so
+/// a grid wgpu folds into 2-D/3-D keeps its order) computes element i.
 #[inline(always)]
-pub fn saxpy_at(i: usize, n: u32, a: f32, x: &[f32], y: &mut [f32]) {
+pub fn saxpy_body(ctx: Ctx, block: usize, n: u32, a: f32, x: In<f32>, mut y: Out<f32>) {
+    let i = ctx.group_linear() * block + ctx.local_id_x();
     if i < n as usize {
         y[i] = a * x[i] + y[i];
     }
 }
 
-// ---------------------------------------------------------------- cpu: the whole grid, in order
+// ---------------------------------------------------------------- cpu and cpu-sim: the host executor
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn saxpy_cpu(n: u32, a: f32, x: *const f32, y: *mut f32) {
-    let x = unsafe { core::slice::from_raw_parts(x, n as usize) };
-    let y = unsafe { core::slice::from_raw_parts_mut(y, n as usize) };
-    for i in 0..n as usize {
-        saxpy_at(i, n, a, x, y);
-    }
+pub unsafe extern "C" fn saxpy_cpu(
+    launch: *mut gpu_kernel::host::Launch,
+    n: u32,
+    a: f32,
+    x: *const f32,
+    y: *mut f32,
+) {
+    let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
+    let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
+    k.run(|ctx| saxpy_body(ctx, ctx.group_size_x(), n, a, x, y));
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
-    use core::arch::nvptx::*;
-    // The launch's threads per block are THREADS (the manifest's threads = ["threads"]).
-    let i = unsafe { _block_idx_x() as usize * THREADS + _thread_idx_x() as usize };
-    if i < n as usize {
-        // Slices of length n: indexing stays bounds-checked like the other backends.
-        let x = unsafe { core::slice::from_raw_parts(x, n as usize) };
-        let y = unsafe { core::slice::from_raw_parts_mut(y, n as usize) };
-        saxpy_at(i, n, a, x, y);
-    }
+    // The launch's threads per block are THREADS (the manifest's threads = ["threads"]): a
+    // constant in the PTX, where `blockDim.x` is a register read.
+    unsafe { saxpy_body(Ctx::new(), THREADS, n, a, In::new(x), Out::new(y)) }
 }
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
@@ -72,6 +76,7 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 // ---------------------------------------------------------------- rust-gpu: SPIR-V via cargo-gpu
 #[cfg(target_arch = "spirv")]
 pub mod spirv_entry {
+    use gpu_kernel::prelude::*;
     use spirv_std::glam::UVec3;
     use spirv_std::spirv;
 
@@ -92,8 +97,8 @@ pub mod spirv_entry {
         #[spirv(storage_buffer, descriptor_set = 0, binding = 1)] x: &[f32],
         #[spirv(storage_buffer, descriptor_set = 0, binding = 2)] y: &mut [f32],
     ) {
-        let group = wid.x + groups.x * (wid.y + groups.y * wid.z);
-        super::saxpy_at((group * 256 + lid.x) as usize, params.n, params.a, x, y);
+        let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
+        super::saxpy_body(ctx, 256, params.n, params.a, In::new(x), Out::new(y));
     }
 }
 
@@ -101,16 +106,13 @@ pub mod spirv_entry {
 #[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
 pub mod rust_cuda_entry {
     use cuda_std::prelude::*;
+    use gpu_kernel::prelude::*;
 
     // Raw pointers, not slices: Rust-CUDA passes a slice as (pointer, length), which would not
     // match the manifest's launch order.
     #[kernel]
     pub unsafe fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
-        let i = thread::index_1d() as usize;
-        if i < n as usize {
-            let x = unsafe { core::slice::from_raw_parts(x, n as usize) };
-            let y = unsafe { core::slice::from_raw_parts_mut(y, n as usize) };
-            super::saxpy_at(i, n, a, x, y);
-        }
+        let ctx = unsafe { Ctx::new() };
+        unsafe { super::saxpy_body(ctx, ctx.group_size_x(), n, a, In::new(x), Out::new(y)) }
     }
 }

@@ -1,0 +1,393 @@
+//! The executor: workgroups spread over worker threads (one per core), and inside a workgroup
+//! every invocation its own execution context.
+//!
+//! A workgroup starts with its invocations called one after the other on the worker's own stack:
+//! a kernel without barriers costs a function call per invocation. The first barrier turns the
+//! workgroup into fibers: the invocation that reached it stays suspended on the worker's stack, a
+//! scheduler fiber starts the invocations not yet run on stacks of their own, and from then on a
+//! fiber runs until it reaches a barrier or returns. When every fiber has stopped, the barrier
+//! opens (all waiting at it), or the workgroup is done (all returned), or — invocations waiting at
+//! different barriers, or some returned while others wait — the barrier diverged: a `sim` build
+//! reports it, and the waiting fibers are let go, so a divergent kernel never hangs the run.
+//! (Invocations that returned before the first barrier was reached never reach it: divergence.)
+
+use core::cell::{Cell, UnsafeCell};
+use core::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::fiber::{self, Stacks};
+#[cfg(feature = "sim")]
+use super::sim;
+
+#[cfg(feature = "sim")]
+type ChecksPtr = *const sim::Checks;
+#[cfg(not(feature = "sim"))]
+type ChecksPtr = *const ();
+
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Status {
+    Ready,
+    Waiting(&'static Location<'static>),
+    Done,
+}
+
+/// One workgroup's state, reused by a worker thread for every workgroup it runs. Only that
+/// thread touches it (its fibers run one at a time), hence `Cell`s and no locks.
+pub struct Group {
+    pub(crate) size: [u32; 3],
+    pub(crate) grid: [u32; 3],
+    threads: usize,
+    pub(crate) coords: Cell<[u32; 3]>,
+    pub(crate) linear: Cell<u64>,
+    pub(crate) epoch: Cell<u32>,
+    pub(crate) current: Cell<usize>,
+    status: Vec<Cell<Status>>,
+    sp: Vec<Cell<usize>>,
+    sched_sp: Cell<usize>,
+    slot_next: Vec<Cell<u32>>,
+    slots_used: Cell<u32>,
+    slots: UnsafeCell<Vec<Slot>>,
+    #[allow(dead_code)]
+    checks: ChecksPtr,
+    #[cfg(feature = "sim")]
+    diverged: Cell<bool>,
+    /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
+    converted: Cell<bool>,
+    /// The worker's stack, parked while the scheduler fiber finishes a converted workgroup.
+    resume_sp: Cell<usize>,
+    /// Starts the fiber of invocation `u` (monomorphized for the kernel body: `spawn::<F>`).
+    spawn: Cell<Option<unsafe fn(&Group, usize)>>,
+    spawn_data: Cell<[*const u8; 2]>,
+    /// Where the entry called `Kernel::run` (a divergence report's "returned" side).
+    #[allow(dead_code)]
+    pub(crate) entry_at: &'static Location<'static>,
+}
+
+/// A workgroup-shared array's storage (16-byte aligned, zeroed for every workgroup).
+pub(crate) struct Slot {
+    data: Vec<u128>,
+    #[allow(dead_code)]
+    pub(crate) decl: &'static Location<'static>,
+    #[cfg(feature = "sim")]
+    pub(crate) shadow: UnsafeCell<sim::SharedShadow>,
+}
+
+/// An invocation: its indices, the barrier, and workgroup-shared arrays.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    local: [u32; 3],
+    group: &'a Group,
+}
+
+impl<'a> Ctx<'a> {
+    #[inline(always)]
+    pub fn local_id_x(&self) -> usize { self.local[0] as usize }
+    #[inline(always)]
+    pub fn local_id_y(&self) -> usize { self.local[1] as usize }
+    #[inline(always)]
+    pub fn local_id_z(&self) -> usize { self.local[2] as usize }
+    #[inline(always)]
+    pub fn group_id_x(&self) -> usize { self.group.coords.get()[0] as usize }
+    #[inline(always)]
+    pub fn group_id_y(&self) -> usize { self.group.coords.get()[1] as usize }
+    #[inline(always)]
+    pub fn group_id_z(&self) -> usize { self.group.coords.get()[2] as usize }
+    #[inline(always)]
+    pub fn group_size_x(&self) -> usize { self.group.size[0] as usize }
+    #[inline(always)]
+    pub fn group_size_y(&self) -> usize { self.group.size[1] as usize }
+    #[inline(always)]
+    pub fn num_groups_x(&self) -> usize { self.group.grid[0] as usize }
+    #[inline(always)]
+    pub fn num_groups_y(&self) -> usize { self.group.grid[1] as usize }
+    /// The linear workgroup index (x fastest).
+    #[inline(always)]
+    pub fn group_linear(&self) -> usize { self.group.linear.get() as usize }
+    #[inline(always)]
+    pub fn global_id_x(&self) -> usize { self.group_id_x() * self.group_size_x() + self.local_id_x() }
+    #[inline(always)]
+    pub fn global_id_y(&self) -> usize { self.group_id_y() * self.group_size_y() + self.local_id_y() }
+
+    /// Wait until every invocation of the workgroup arrives here; workgroup memory written
+    /// before is visible after.
+    #[inline(never)]
+    #[track_caller]
+    pub fn barrier(&self) {
+        let group = self.group;
+        let me = group.current.get();
+        group.status[me].set(Status::Waiting(Location::caller()));
+        if group.converted.replace(true) {
+            unsafe { fiber::switch(group.sp[me].as_ptr(), group.sched_sp.get()) };
+        } else {
+            // The workgroup's first barrier: this invocation runs on the worker's stack; a
+            // scheduler fiber takes over the workgroup from here (see the module's comment).
+            let [stacks, _] = group.spawn_data.get();
+            let stacks = unsafe { &*(stacks as *const Stacks) };
+            let top = stacks.top(group.threads);
+            let sp = unsafe { fiber::prepare(top, scheduler_main, group as *const Group as *mut u8) };
+            unsafe { fiber::switch(group.sp[me].as_ptr(), sp) };
+        }
+    }
+
+    /// This workgroup's shared array of `N` elements: the k-th `shared` an invocation asks for is
+    /// the workgroup's k-th array (every invocation declares the same arrays in the same order,
+    /// as a GPU kernel's `__shared__` / `.shared` / `#[spirv(workgroup)]` declarations are).
+    #[track_caller]
+    pub fn shared<T: crate::Element, const N: usize>(&self) -> super::Shared<'a, T, N> {
+        let group = self.group;
+        let me = group.current.get();
+        let k = group.slot_next[me].get();
+        group.slot_next[me].set(k + 1);
+        let bytes = N * core::mem::size_of::<T>();
+        let slots = unsafe { &mut *group.slots.get() };
+        if k >= group.slots_used.get() {
+            // The first invocation to ask: this workgroup's array, zeroed.
+            let words = bytes.div_ceil(16);
+            let slot = Slot {
+                data: vec![0u128; words],
+                decl: Location::caller(),
+                #[cfg(feature = "sim")]
+                shadow: UnsafeCell::new(sim::SharedShadow::new(N)),
+            };
+            if (k as usize) < slots.len() {
+                let old = &mut slots[k as usize];
+                if old.data.len() >= words {
+                    old.data.iter_mut().for_each(|w| *w = 0);
+                    old.decl = slot.decl;
+                    #[cfg(feature = "sim")]
+                    old.shadow.get_mut().reset(N);
+                } else {
+                    *old = slot;
+                }
+            } else {
+                slots.push(slot);
+            }
+            group.slots_used.set(k + 1);
+        }
+        let slot = &mut slots[k as usize];
+        if slot.data.len() * 16 < bytes {
+            panic!("gpu_kernel: shared array {k} is declared with different sizes by the invocations of a workgroup");
+        }
+        super::Shared { ptr: slot.data.as_mut_ptr() as *mut T, slot: k, group }
+    }
+}
+
+impl Group {
+    fn new(grid: [u32; 3], size: [u32; 3], checks: ChecksPtr, entry_at: &'static Location<'static>) -> Group {
+        let threads = (size[0] * size[1] * size[2]) as usize;
+        Group {
+            size,
+            grid,
+            threads,
+            coords: Cell::new([0; 3]),
+            linear: Cell::new(0),
+            epoch: Cell::new(0),
+            current: Cell::new(0),
+            status: (0..threads).map(|_| Cell::new(Status::Done)).collect(),
+            sp: (0..threads).map(|_| Cell::new(0)).collect(),
+            sched_sp: Cell::new(0),
+            slot_next: (0..threads).map(|_| Cell::new(0)).collect(),
+            slots_used: Cell::new(0),
+            slots: UnsafeCell::new(Vec::new()),
+            checks,
+            #[cfg(feature = "sim")]
+            diverged: Cell::new(false),
+            converted: Cell::new(false),
+            resume_sp: Cell::new(0),
+            spawn: Cell::new(None),
+            spawn_data: Cell::new([core::ptr::null(); 2]),
+            entry_at,
+        }
+    }
+
+    /// The local coordinates of invocation `t` (x fastest).
+    pub(crate) fn local_coords(&self, t: usize) -> [u32; 3] {
+        let t = t as u32;
+        let (sx, sy) = (self.size[0], self.size[1]);
+        [t % sx, (t / sx) % sy, t / (sx * sy)]
+    }
+
+    #[cfg(feature = "sim")]
+    #[inline(always)]
+    pub(crate) fn checks(&self) -> Option<&sim::Checks> {
+        unsafe { self.checks.as_ref() }
+    }
+
+    #[cfg(feature = "sim")]
+    pub(crate) fn slot(&self, k: u32) -> &Slot {
+        unsafe { &(&*self.slots.get())[k as usize] }
+    }
+
+    fn begin(&self, linear: u64) {
+        let (gx, gy) = (self.grid[0] as u64, self.grid[1] as u64);
+        self.coords.set([(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32]);
+        self.linear.set(linear);
+        self.epoch.set(0);
+        self.slots_used.set(0);
+        self.converted.set(false);
+        for t in 0..self.threads {
+            self.status[t].set(Status::Ready);
+            self.slot_next[t].set(0);
+        }
+        #[cfg(feature = "sim")]
+        self.diverged.set(false);
+    }
+}
+
+struct Start<F> {
+    group: *const Group,
+    local: usize,
+    body: *const F,
+}
+
+extern "C" fn fiber_main<F: Fn(Ctx) + Sync>(arg: *mut u8) -> ! {
+    let start = unsafe { &*(arg as *const Start<F>) };
+    let group = unsafe { &*start.group };
+    let ctx = Ctx { local: group.local_coords(start.local), group };
+    unsafe { (*start.body)(ctx) };
+    group.status[start.local].set(Status::Done);
+    unsafe { fiber::switch(group.sp[start.local].as_ptr(), group.sched_sp.get()) };
+    // A finished fiber is never resumed.
+    std::process::abort()
+}
+
+/// Every workgroup of `grid`, `size` invocations each, spread over `workers` threads (0: one per
+/// core).
+pub(crate) fn run<F: Fn(Ctx) + Sync>(
+    grid: [u32; 3],
+    size: [u32; 3],
+    workers: u32,
+    checks: ChecksPtr,
+    body: &F,
+    entry_at: &'static Location<'static>,
+) {
+    let total = grid[0] as u64 * grid[1] as u64 * grid[2] as u64;
+    let threads = size[0] as usize * size[1] as usize * size[2] as usize;
+    if total == 0 || threads == 0 {
+        return;
+    }
+    if threads > 1024 {
+        panic!("gpu_kernel: {threads} invocations per workgroup; GPUs allow at most 1024");
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = (if workers == 0 { cores } else { workers as usize }).min(total as usize).max(1);
+    let next = AtomicU64::new(0);
+    let checks_addr = checks as usize;
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let next = &next;
+            scope.spawn(move || worker(grid, size, checks_addr as ChecksPtr, body, next, total, entry_at));
+        }
+    });
+}
+
+fn worker<F: Fn(Ctx) + Sync>(
+    grid: [u32; 3],
+    size: [u32; 3],
+    checks: ChecksPtr,
+    body: &F,
+    next: &AtomicU64,
+    total: u64,
+    entry_at: &'static Location<'static>,
+) {
+    let group = Group::new(grid, size, checks, entry_at);
+    let threads = group.threads;
+    // One stack per invocation and one for the scheduler (mapped lazily: untouched when no
+    // invocation ever reaches a barrier).
+    let stacks = Stacks::new(threads + 1);
+    #[cfg(feature = "sim")]
+    sim::enter_group(&group);
+    let starts: Vec<Start<F>> =
+        (0..threads).map(|local| Start { group: &group, local, body: body as *const F }).collect();
+    group.spawn.set(Some(spawn::<F>));
+    group.spawn_data.set([&stacks as *const Stacks as *const u8, starts.as_ptr() as *const u8]);
+    loop {
+        let linear = next.fetch_add(1, Ordering::Relaxed);
+        if linear >= total {
+            break;
+        }
+        group.begin(linear);
+        for t in 0..threads {
+            group.current.set(t);
+            body(Ctx { local: group.local_coords(t), group: &group });
+            group.status[t].set(Status::Done);
+            if group.converted.get() {
+                // Invocation t reached a barrier and has now returned: the scheduler fiber runs
+                // the rest of the workgroup and switches back here when it is done.
+                unsafe { fiber::switch(group.resume_sp.as_ptr(), group.sched_sp.get()) };
+                break;
+            }
+        }
+    }
+    #[cfg(feature = "sim")]
+    sim::leave_group();
+}
+
+/// Start invocation `u`'s fiber (ready to run the body from its beginning).
+unsafe fn spawn<F: Fn(Ctx) + Sync>(group: &Group, u: usize) {
+    let [stacks, starts] = group.spawn_data.get();
+    let stacks = unsafe { &*(stacks as *const Stacks) };
+    let start = unsafe { (starts as *const Start<F>).add(u) };
+    let sp = unsafe { fiber::prepare(stacks.top(u), fiber_main::<F>, start as *mut u8) };
+    group.sp[u].set(sp);
+}
+
+/// The scheduler of a workgroup that reached a barrier: fibers for the invocations not yet run,
+/// then the workgroup to its end, then back to the worker's stack.
+extern "C" fn scheduler_main(arg: *mut u8) -> ! {
+    let group = unsafe { &*(arg as *const Group) };
+    let spawn = group.spawn.get().expect("a worker sets spawn");
+    for u in group.current.get() + 1..group.threads {
+        unsafe { spawn(group, u) };
+    }
+    run_group(group);
+    let mut ignored = 0usize;
+    unsafe { fiber::switch(&mut ignored, group.resume_sp.get()) };
+    std::process::abort()
+}
+
+fn run_group(group: &Group) {
+    loop {
+        for t in 0..group.threads {
+            if group.status[t].get() == Status::Ready {
+                group.current.set(t);
+                unsafe { fiber::switch(group.sched_sp.as_ptr(), group.sp[t].get()) };
+            }
+        }
+        // Every fiber has stopped: at a barrier, or returned.
+        let mut first: Option<(usize, &'static Location<'static>)> = None;
+        let mut other: Option<(usize, Status)> = None;
+        for t in 0..group.threads {
+            match group.status[t].get() {
+                Status::Waiting(loc) => match first {
+                    None => first = Some((t, loc)),
+                    Some((_, at)) if other.is_none() && at != loc => other = Some((t, Status::Waiting(loc))),
+                    _ => {}
+                },
+                Status::Done => {
+                    if other.is_none() {
+                        other = Some((t, Status::Done));
+                    }
+                }
+                Status::Ready => {}
+            }
+        }
+        let Some((waiting, at)) = first else { return };
+        if let Some((_t, _status)) = other {
+            // Divergence: let the waiting go on (a GPU would hang or misbehave; this never hangs).
+            #[cfg(feature = "sim")]
+            if let Some(checks) = group.checks() {
+                if !group.diverged.replace(true) {
+                    checks.divergence(group, waiting, at, _t, _status);
+                }
+            }
+            let _ = (waiting, at);
+        }
+        group.epoch.set(group.epoch.get() + 1);
+        for t in 0..group.threads {
+            if let Status::Waiting(_) = group.status[t].get() {
+                group.status[t].set(Status::Ready);
+            }
+        }
+    }
+}

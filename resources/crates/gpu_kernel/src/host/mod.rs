@@ -1,0 +1,415 @@
+//! The host side: the launch a `cpu` / `cpu-sim` entry receives from the workbench's cpu runtime,
+//! the executor that runs a kernel body with GPU semantics, and the host's memory handles.
+//!
+//! An entry looks like this (the launch first, then the manifest's arguments in order):
+//!
+//! ```ignore
+//! #[unsafe(no_mangle)]
+//! pub unsafe extern "C" fn sum_cpu(launch: *mut Launch, n: u32, x: *const f32, partial: *mut f32) {
+//!     let k = unsafe { Kernel::new(launch) };
+//!     let (x, partial) = unsafe { (k.input(0, x), k.output(1, partial)) };
+//!     k.run(|ctx| {
+//!         let scratch = ctx.shared::<f32, BLOCK>();
+//!         sum(ctx, n, x, partial, scratch)
+//!     });
+//! }
+//! ```
+//!
+//! Buffers are numbered in the manifest's order of buffer arguments (scalars do not count); the
+//! runtime passes each one's length, so every index is checked.
+
+mod exec;
+mod fiber;
+#[cfg(feature = "sim")]
+mod report;
+#[cfg(feature = "sim")]
+mod sim;
+
+use core::marker::PhantomData;
+use core::ops::{Index, IndexMut};
+use core::panic::Location;
+
+pub use exec::Ctx;
+
+use crate::Element;
+
+/// Exported by every cdylib built on the kernel API (the value is the `Launch` layout's version):
+/// the cpu runtime (and the bare timing loop) find it and pass a `Launch` before the manifest's
+/// arguments, whatever wrote the build record.
+#[unsafe(no_mangle)]
+#[used]
+pub static gpu_kernel_host_abi: u32 = 1;
+
+/// What the cpu runtime passes as an entry's first argument (`workbench/run/runtimes/cpu.py`
+/// builds the same layout with ctypes).
+#[repr(C)]
+pub struct Launch {
+    /// Workgroups in x, y, z (the manifest's `grid`).
+    pub grid: [u32; 3],
+    /// Invocations per workgroup in x, y, z (the manifest's `threads`).
+    pub threads: [u32; 3],
+    /// Each buffer's length in elements, in the manifest's order of buffer arguments.
+    pub lens: *const u64,
+    pub nbufs: u32,
+    /// 1: run the simulator's checks (a `sim` build only; the plain host build ignores it).
+    pub checks: u32,
+    /// Worker threads (0: one per core).
+    pub workers: u32,
+    /// Where the findings go, as JSON text (`{"findings": [...], "dropped": N}`).
+    pub report: *mut u8,
+    pub report_cap: u64,
+    /// Bytes written to `report` (0: nothing to report).
+    pub report_len: u64,
+}
+
+/// One launch of a kernel body: the buffers' handles, then `run`.
+pub struct Kernel<'l> {
+    launch: &'l mut Launch,
+    #[cfg(feature = "sim")]
+    checks: Option<Box<sim::Checks>>,
+}
+
+impl<'l> Kernel<'l> {
+    /// # Safety
+    /// `launch` is the runtime's launch record, valid for the call of the entry.
+    pub unsafe fn new(launch: *mut Launch) -> Kernel<'l> {
+        let launch = unsafe { &mut *launch };
+        launch.report_len = 0;
+        #[cfg(feature = "sim")]
+        let checks = (launch.checks != 0).then(|| Box::new(sim::Checks::new(launch.grid, launch.threads)));
+        Kernel {
+            launch,
+            #[cfg(feature = "sim")]
+            checks,
+        }
+    }
+
+    fn len_of(&self, buffer: usize) -> usize {
+        if buffer >= self.launch.nbufs as usize {
+            panic!("gpu_kernel: buffer {buffer} is not in the launch ({} buffers)", self.launch.nbufs);
+        }
+        unsafe { *self.launch.lens.add(buffer) as usize }
+    }
+
+    /// Buffer number `buffer` (manifest order), read-only.
+    ///
+    /// # Safety
+    /// `ptr` is that buffer, as the runtime passed it.
+    pub unsafe fn input<T: Element>(&self, buffer: usize, ptr: *const T) -> In<'l, T> {
+        In {
+            ptr,
+            len: self.len_of(buffer),
+            id: buffer as u32,
+            #[cfg(feature = "sim")]
+            checks: self.checks_ptr(),
+            _life: PhantomData,
+        }
+    }
+
+    /// Buffer number `buffer` (manifest order), written (and maybe read) by the kernel.
+    ///
+    /// # Safety
+    /// `ptr` is that buffer, as the runtime passed it.
+    pub unsafe fn output<T: Element>(&self, buffer: usize, ptr: *mut T) -> Out<'l, T> {
+        let len = self.len_of(buffer);
+        Out {
+            ptr,
+            len,
+            id: buffer as u32,
+            #[cfg(feature = "sim")]
+            checks: self.checks_ptr(),
+            #[cfg(feature = "sim")]
+            shadow: match &self.checks {
+                Some(checks) => checks.global_shadow(buffer as u32, len),
+                None => core::ptr::null(),
+            },
+            _life: PhantomData,
+        }
+    }
+
+    #[cfg(feature = "sim")]
+    fn checks_ptr(&self) -> *const sim::Checks {
+        self.checks.as_deref().map_or(core::ptr::null(), |c| c as *const sim::Checks)
+    }
+
+    /// Run `body` once per invocation of the launch's grid, with GPU semantics; in a `sim` build
+    /// with checks on, the findings go to the launch's report.
+    #[track_caller]
+    pub fn run<F>(self, body: F)
+    where
+        F: Fn(Ctx) + Sync,
+    {
+        #[cfg(feature = "sim")]
+        let checks = self.checks_ptr();
+        #[cfg(not(feature = "sim"))]
+        let checks = core::ptr::null();
+        let at = Location::caller();
+        exec::run(self.launch.grid, self.launch.threads, self.launch.workers, checks, &body, at);
+        #[cfg(feature = "sim")]
+        if let Some(checks) = &self.checks {
+            let cap = self.launch.report_cap as usize;
+            if !self.launch.report.is_null() && cap > 0 {
+                let out = unsafe { core::slice::from_raw_parts_mut(self.launch.report, cap) };
+                self.launch.report_len = report::write(checks, out) as u64;
+            }
+        }
+    }
+}
+
+/// Where a bad index stops a plain host build: the kernel's own line, like a slice's panic.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn out_of_bounds(what: &str, index: usize, len: usize) -> ! {
+    panic!("{what}: index {index} is out of bounds (length {len})")
+}
+
+/// A read-only buffer.
+pub struct In<'a, T> {
+    ptr: *const T,
+    len: usize,
+    id: u32,
+    #[cfg(feature = "sim")]
+    checks: *const sim::Checks,
+    _life: PhantomData<&'a [T]>,
+}
+
+impl<T> Clone for In<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for In<'_, T> {}
+unsafe impl<T: Sync> Send for In<'_, T> {}
+unsafe impl<T: Sync> Sync for In<'_, T> {}
+
+impl<T: Element> In<'_, T> {
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    #[inline(always)]
+    #[track_caller]
+    pub fn get(&self, i: usize) -> T {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
+                return T::default();
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        unsafe { self.ptr.add(i).read() }
+    }
+}
+
+/// A buffer the kernel writes (and may read).
+pub struct Out<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    id: u32,
+    #[cfg(feature = "sim")]
+    checks: *const sim::Checks,
+    #[cfg(feature = "sim")]
+    shadow: *const sim::GlobalShadow,
+    _life: PhantomData<&'a mut [T]>,
+}
+
+impl<T> Clone for Out<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Out<'_, T> {}
+unsafe impl<T: Send> Send for Out<'_, T> {}
+unsafe impl<T: Send> Sync for Out<'_, T> {}
+
+impl<T: Element> Out<'_, T> {
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    #[inline(always)]
+    #[track_caller]
+    pub fn get(&self, i: usize) -> T {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
+                return T::default();
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        #[cfg(feature = "sim")]
+        if !self.shadow.is_null() {
+            unsafe { &*self.shadow }.access(i, false, Location::caller());
+        }
+        // Volatile: two invocations may touch one element (a race the checks report); the
+        // compiler must not assume it alone owns it.
+        unsafe { self.ptr.add(i).read_volatile() }
+    }
+    #[inline(always)]
+    #[track_caller]
+    pub fn set(&mut self, i: usize, value: T) {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, true, Location::caller());
+                return;
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        #[cfg(feature = "sim")]
+        if !self.shadow.is_null() {
+            unsafe { &*self.shadow }.access(i, true, Location::caller());
+        }
+        unsafe { self.ptr.add(i).write_volatile(value) }
+    }
+}
+
+/// A workgroup-shared array of `N` elements: one per workgroup, from [`Ctx::shared`].
+pub struct Shared<'a, T, const N: usize> {
+    ptr: *mut T,
+    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
+    slot: u32,
+    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
+    group: &'a exec::Group,
+}
+
+impl<T, const N: usize> Clone for Shared<'_, T, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const N: usize> Copy for Shared<'_, T, N> {}
+
+impl<T: Element, const N: usize> Shared<'_, T, N> {
+    #[inline(always)]
+    #[track_caller]
+    pub fn get(&self, i: usize) -> T {
+        if i >= N {
+            #[cfg(feature = "sim")]
+            if let Some(checks) = self.group.checks() {
+                checks.out_of_bounds(self.group.shared_array(self.slot), i, N, false, Location::caller());
+                return T::default();
+            }
+            out_of_bounds(&alloc_name("shared array", self.slot), i, N);
+        }
+        #[cfg(feature = "sim")]
+        if self.group.checks().is_some() {
+            self.group.shared_access(self.slot, i, false, Location::caller());
+        }
+        unsafe { self.ptr.add(i).read_volatile() }
+    }
+    #[inline(always)]
+    #[track_caller]
+    pub fn set(&mut self, i: usize, value: T) {
+        if i >= N {
+            #[cfg(feature = "sim")]
+            if let Some(checks) = self.group.checks() {
+                checks.out_of_bounds(self.group.shared_array(self.slot), i, N, true, Location::caller());
+                return;
+            }
+            out_of_bounds(&alloc_name("shared array", self.slot), i, N);
+        }
+        #[cfg(feature = "sim")]
+        if self.group.checks().is_some() {
+            self.group.shared_access(self.slot, i, true, Location::caller());
+        }
+        unsafe { self.ptr.add(i).write_volatile(value) }
+    }
+}
+
+// `x[i]` and `y[i] = v`: the natural form of a kernel line. A read through `Index` is a read, any
+// use of `IndexMut` (`y[i] = v`, `y[i] += v`) counts as a write. An index out of bounds in a sim
+// build is reported like `get`/`set`'s, and the access goes to a spare element instead (reads 0).
+
+impl<T: Element> Index<usize> for In<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, i: usize) -> &T {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
+                return spare_zero();
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        unsafe { &*self.ptr.add(i) }
+    }
+}
+
+impl<T: Element> Index<usize> for Out<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, i: usize) -> &T {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
+                return spare_zero();
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        #[cfg(feature = "sim")]
+        if !self.shadow.is_null() {
+            unsafe { &*self.shadow }.access(i, false, Location::caller());
+        }
+        unsafe { &*self.ptr.add(i) }
+    }
+}
+
+impl<T: Element> IndexMut<usize> for Out<'_, T> {
+    #[inline(always)]
+    #[track_caller]
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, true, Location::caller());
+                return spare_slot();
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        #[cfg(feature = "sim")]
+        if !self.shadow.is_null() {
+            unsafe { &*self.shadow }.access(i, true, Location::caller());
+        }
+        unsafe { &mut *self.ptr.add(i) }
+    }
+}
+
+/// Sixteen zero bytes: an element (every `Element` is at most 8 bytes) an out-of-bounds read sees.
+#[cfg(feature = "sim")]
+static ZERO: [u128; 1] = [0];
+
+#[cfg(feature = "sim")]
+fn spare_zero<T: Element>() -> &'static T {
+    unsafe { &*(ZERO.as_ptr() as *const T) }
+}
+
+#[cfg(feature = "sim")]
+thread_local! {
+    static SPARE: core::cell::UnsafeCell<u128> = const { core::cell::UnsafeCell::new(0) };
+}
+
+/// Where an out-of-bounds write through `IndexMut` goes (this thread's spare element).
+#[cfg(feature = "sim")]
+fn spare_slot<T: Element>() -> &'static mut T {
+    SPARE.with(|s| unsafe { &mut *(s.get() as *mut T) })
+}
+
+fn alloc_name(what: &str, id: u32) -> String {
+    format!("{what} {id}")
+}

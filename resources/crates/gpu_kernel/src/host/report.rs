@@ -1,0 +1,84 @@
+//! The findings as JSON text in the launch's report buffer (the cpu runtime parses it).
+
+use core::panic::Location;
+use std::fmt::Write;
+
+use super::sim::{Access, Array, Checks};
+
+fn location(out: &mut String, at: &Location) {
+    let file: String = at
+        .file()
+        .chars()
+        .flat_map(|c| match c {
+            '"' => vec!['\\', '"'],
+            '\\' => vec!['\\', '\\'],
+            c if (c as u32) < 0x20 => vec!['?'],
+            c => vec![c],
+        })
+        .collect();
+    let _ = write!(out, "\"file\":\"{file}\",\"line\":{},\"column\":{}", at.line(), at.column());
+}
+
+fn access(out: &mut String, a: &Access) {
+    let _ = write!(
+        out,
+        "{{\"group\":[{},{},{}],\"local\":[{},{},{}],\"access\":\"{}\",",
+        a.group[0], a.group[1], a.group[2], a.local[0], a.local[1], a.local[2], a.what
+    );
+    location(out, a.at);
+    out.push('}');
+}
+
+/// Write `{"findings": [...], "dropped": N}` into `out`, leaving out whole findings that do not
+/// fit (counted in `dropped`); returns the bytes written.
+pub fn write(checks: &Checks, out: &mut [u8]) -> usize {
+    let mut dropped = checks.dropped.load(std::sync::atomic::Ordering::Relaxed);
+    let mut text = String::from("{\"findings\":[");
+    let mut any = false;
+    checks.findings(|findings| {
+        for f in findings {
+            let mut one = String::new();
+            let _ = write!(one, "{{\"kind\":\"{}\",", f.kind);
+            match f.array {
+                Array::Buffer(b) => {
+                    let _ = write!(one, "\"array\":\"buffer\",\"buffer\":{b},");
+                }
+                Array::Shared(slot, decl) => {
+                    let _ = write!(one, "\"array\":\"shared\",\"slot\":{slot},\"declared\":{{");
+                    location(&mut one, decl.0);
+                    one.push_str("},");
+                }
+                Array::None => {}
+            }
+            if let Some(i) = f.index {
+                let _ = write!(one, "\"index\":{i},");
+            }
+            if let Some(n) = f.length {
+                let _ = write!(one, "\"length\":{n},");
+            }
+            let _ = write!(one, "\"count\":{},\"accesses\":[", f.count);
+            access(&mut one, &f.first);
+            if let Some(second) = &f.second {
+                one.push(',');
+                access(&mut one, second);
+            }
+            one.push_str("]}");
+            // Room for this finding, a comma and the closing part with a 20-digit count.
+            if text.len() + one.len() + 40 > out.len() {
+                dropped += 1;
+                continue;
+            }
+            if any {
+                text.push(',');
+            }
+            text.push_str(&one);
+            any = true;
+        }
+    });
+    let _ = write!(text, "],\"dropped\":{dropped}}}");
+    if text.len() > out.len() {
+        return 0;
+    }
+    out[..text.len()].copy_from_slice(text.as_bytes());
+    text.len()
+}

@@ -1,0 +1,56 @@
+//! The workbench's kernel API: one kernel body, written once, for every target.
+//!
+//! A kernel body is a plain function taking a [`Ctx`] (the invocation's indices and the
+//! workgroup barrier) and handles to its memory: [`In`] (a read-only buffer), [`Out`] (a buffer
+//! it writes, and may read) and [`Shared`] (a workgroup-shared array). Thin entry points, one per
+//! backend, make those from what the backend passes and call the body:
+//!
+//! | target | `Ctx` | memory |
+//! |---|---|---|
+//! | rustc's NVPTX (`nvptx64`) | `core::arch::nvptx` intrinsics, `_syncthreads` | raw pointers, PTX `.shared` ([`nvptx_shared!`]) |
+//! | rust-gpu (`spirv`) | the entry's builtins (`local_invocation_id`, …), `spirv_std` barrier | the entry's slices, `#[spirv(workgroup)]` arrays |
+//! | Rust-CUDA (`target_os = "cuda"` + feature `rust-cuda`) | `cuda_std::thread` | raw pointers, `shared_array!` |
+//! | the host (`cpu`, `cpu-sim`) | [`host::Kernel::run`]: every invocation its own execution context | the caller's buffers, [`Ctx::shared`] per workgroup |
+//!
+//! On the host, every invocation of a workgroup runs on a stack of its own (a fiber), so a
+//! barrier inside loops and branches suspends it until the whole workgroup arrives; workgroups
+//! are spread over the cores. With the `sim` feature (the `cpu-sim` backend) every access is
+//! checked: races on workgroup and global memory, out-of-bounds indexing, barrier divergence and
+//! reads of workgroup memory nobody wrote are reported with the invocations' coordinates and
+//! the Rust file:line of the accesses (`#[track_caller]`). docs/cpu-sim.md says what is modelled.
+#![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+
+#[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
+mod nvptx;
+#[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
+pub use nvptx::{Ctx, In, Out, Shared, SharedWord};
+
+#[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
+mod rust_cuda;
+#[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
+pub use rust_cuda::{Ctx, In, Out, Shared};
+
+#[cfg(target_arch = "spirv")]
+mod spirv;
+#[cfg(target_arch = "spirv")]
+pub use spirv::{Ctx, In, Out, Shared};
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+pub mod host;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+pub use host::{Ctx, In, Out, Shared};
+
+/// The element types buffers and shared arrays hold (what the manifest's `type` names).
+pub trait Element: Copy + Default + 'static {}
+impl Element for f32 {}
+impl Element for f64 {}
+impl Element for i32 {}
+impl Element for u32 {}
+impl Element for i64 {}
+impl Element for u64 {}
+
+/// What a kernel body needs in one line: `use gpu_kernel::prelude::*;`.
+pub mod prelude {
+    pub use crate::{Ctx, Element, In, Out, Shared};
+}

@@ -1,0 +1,225 @@
+//! rustc's NVPTX backend: indices and the barrier are `core::arch::nvptx` intrinsics; memory is
+//! reached through raw pointers, unchecked, as CUDA C does (the host's checks catch bad indices).
+use core::arch::nvptx::*;
+use core::marker::PhantomData;
+use core::ops::{Index, IndexMut};
+
+use crate::Element;
+
+/// The invocation: on this target a zero-sized token, every index is a special register read.
+#[derive(Clone, Copy)]
+pub struct Ctx {
+    _private: (),
+}
+
+impl Ctx {
+    /// # Safety
+    /// Only inside a `ptx-kernel` entry.
+    #[inline(always)]
+    pub unsafe fn new() -> Self {
+        Ctx { _private: () }
+    }
+    #[inline(always)]
+    pub fn local_id_x(&self) -> usize { unsafe { _thread_idx_x() as usize } }
+    #[inline(always)]
+    pub fn local_id_y(&self) -> usize { unsafe { _thread_idx_y() as usize } }
+    #[inline(always)]
+    pub fn local_id_z(&self) -> usize { unsafe { _thread_idx_z() as usize } }
+    #[inline(always)]
+    pub fn group_id_x(&self) -> usize { unsafe { _block_idx_x() as usize } }
+    #[inline(always)]
+    pub fn group_id_y(&self) -> usize { unsafe { _block_idx_y() as usize } }
+    #[inline(always)]
+    pub fn group_id_z(&self) -> usize { unsafe { _block_idx_z() as usize } }
+    #[inline(always)]
+    pub fn group_size_x(&self) -> usize { unsafe { _block_dim_x() as usize } }
+    #[inline(always)]
+    pub fn group_size_y(&self) -> usize { unsafe { _block_dim_y() as usize } }
+    #[inline(always)]
+    pub fn num_groups_x(&self) -> usize { unsafe { _grid_dim_x() as usize } }
+    #[inline(always)]
+    pub fn num_groups_y(&self) -> usize { unsafe { _grid_dim_y() as usize } }
+    /// The linear workgroup index (x fastest).
+    #[inline(always)]
+    pub fn group_linear(&self) -> usize {
+        unsafe {
+            _block_idx_x() as usize
+                + _grid_dim_x() as usize * (_block_idx_y() as usize + _grid_dim_y() as usize * _block_idx_z() as usize)
+        }
+    }
+    /// `group_id_x * group_size_x + local_id_x`.
+    #[inline(always)]
+    pub fn global_id_x(&self) -> usize {
+        unsafe { _block_idx_x() as usize * _block_dim_x() as usize + _thread_idx_x() as usize }
+    }
+    #[inline(always)]
+    pub fn global_id_y(&self) -> usize {
+        unsafe { _block_idx_y() as usize * _block_dim_y() as usize + _thread_idx_y() as usize }
+    }
+    /// Every invocation of the workgroup arrives before any goes on; workgroup memory written
+    /// before it is visible after it (`bar.sync 0`).
+    #[inline(always)]
+    pub fn barrier(&self) {
+        unsafe { _syncthreads() }
+    }
+}
+
+/// A read-only buffer.
+#[derive(Clone, Copy)]
+pub struct In<'a, T> {
+    ptr: *const T,
+    _life: PhantomData<&'a [T]>,
+}
+
+impl<'a, T: Element> In<'a, T> {
+    /// # Safety
+    /// `ptr` is the launch's buffer, valid for the kernel's reads.
+    #[inline(always)]
+    pub unsafe fn new(ptr: *const T) -> Self {
+        In { ptr, _life: PhantomData }
+    }
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> T {
+        unsafe { *self.ptr.add(i) }
+    }
+}
+
+/// A buffer the kernel writes (and may read).
+pub struct Out<'a, T> {
+    ptr: *mut T,
+    _life: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T: Element> Out<'a, T> {
+    /// # Safety
+    /// `ptr` is the launch's buffer, valid for the kernel's reads and writes.
+    #[inline(always)]
+    pub unsafe fn new(ptr: *mut T) -> Self {
+        Out { ptr, _life: PhantomData }
+    }
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> T {
+        unsafe { *self.ptr.add(i) }
+    }
+    #[inline(always)]
+    pub fn set(&mut self, i: usize, value: T) {
+        unsafe { *self.ptr.add(i) = value }
+    }
+}
+
+impl<T: Element> Index<usize> for In<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T {
+        unsafe { &*self.ptr.add(i) }
+    }
+}
+
+impl<T: Element> Index<usize> for Out<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T {
+        unsafe { &*self.ptr.add(i) }
+    }
+}
+
+impl<T: Element> IndexMut<usize> for Out<'_, T> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        unsafe { &mut *self.ptr.add(i) }
+    }
+}
+
+/// A workgroup-shared array of `N` elements in PTX `.shared` memory, declared by
+/// [`crate::nvptx_shared!`] and reached by its 32-bit address in the shared window with
+/// `ld.shared` / `st.shared`, as nvcc does for `__shared__` arrays: a Rust reference would go
+/// through 64-bit generic addresses (`ld.b32`), paying an address-space check per access.
+#[derive(Clone, Copy)]
+pub struct Shared<'a, T, const N: usize> {
+    addr: u32,
+    _life: PhantomData<&'a mut [T; N]>,
+}
+
+impl<'a, T: SharedWord, const N: usize> Shared<'a, T, N> {
+    /// # Safety
+    /// `addr` is the shared-window address of `N` elements of `.shared` memory.
+    #[inline(always)]
+    pub unsafe fn from_shared_addr(addr: u32) -> Self {
+        Shared { addr, _life: PhantomData }
+    }
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> T {
+        unsafe { T::load(self.addr + (i * core::mem::size_of::<T>()) as u32) }
+    }
+    #[inline(always)]
+    pub fn set(&mut self, i: usize, value: T) {
+        unsafe { T::store(self.addr + (i * core::mem::size_of::<T>()) as u32, value) }
+    }
+}
+
+/// The element types `ld.shared` / `st.shared` move. A load only reads memory (`pure, readonly`),
+/// so the compiler may not move it across `_syncthreads`, which writes memory as far as it knows.
+pub trait SharedWord: Element {
+    /// # Safety
+    /// `addr` is in the shared window.
+    unsafe fn load(addr: u32) -> Self;
+    /// # Safety
+    /// `addr` is in the shared window.
+    unsafe fn store(addr: u32, value: Self);
+}
+
+macro_rules! shared_word {
+    ($t:ty, $ty:literal, $reg:ident) => {
+        impl SharedWord for $t {
+            #[inline(always)]
+            unsafe fn load(addr: u32) -> Self {
+                let value: $t;
+                unsafe {
+                    core::arch::asm!(
+                        concat!("ld.shared.", $ty, " {v}, [{a}];"),
+                        v = out($reg) value,
+                        a = in(reg32) addr,
+                        options(pure, readonly, nostack, preserves_flags),
+                    );
+                }
+                value
+            }
+            #[inline(always)]
+            unsafe fn store(addr: u32, value: Self) {
+                unsafe {
+                    core::arch::asm!(
+                        concat!("st.shared.", $ty, " [{a}], {v};"),
+                        a = in(reg32) addr,
+                        v = in($reg) value,
+                        options(nostack, preserves_flags),
+                    );
+                }
+            }
+        }
+    };
+}
+shared_word!(f32, "f32", reg32);
+shared_word!(u32, "u32", reg32);
+shared_word!(i32, "s32", reg32);
+shared_word!(f64, "f64", reg64);
+shared_word!(u64, "u64", reg64);
+shared_word!(i64, "s64", reg64);
+
+/// `nvptx_shared!(NAME: [T; N])`: a workgroup-shared array in PTX `.shared` memory. Write it in the
+/// `ptx-kernel` entry, once per name and kernel (ptxas refuses a declaration inlined twice); the
+/// kernel crate needs `#![feature(asm_experimental_arch)]` on nvptx64.
+#[macro_export]
+macro_rules! nvptx_shared {
+    ($name:ident : [$t:ty; $n:expr]) => {{
+        let addr: u32;
+        unsafe {
+            core::arch::asm!(
+                concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
+                concat!("mov.u32 {p}, ", stringify!($name), ";"),
+                p = out(reg32) addr,
+                bytes = const ($n * core::mem::size_of::<$t>()),
+            );
+            $crate::Shared::<$t, { $n }>::from_shared_addr(addr)
+        }
+    }};
+}

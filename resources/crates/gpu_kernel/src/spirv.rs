@@ -1,0 +1,107 @@
+//! rust-gpu (SPIR-V): the indices are the entry's builtins, handed to [`Ctx::new`]; memory is the
+//! entry's storage-buffer slices and `#[spirv(workgroup)]` arrays. Not compiled on machines
+//! without cargo-gpu (it needs a pinned nightly): written against `spirv_std` 0.9's API.
+use core::ops::{Index, IndexMut};
+
+use spirv_std::glam::UVec3;
+
+use crate::Element;
+
+#[derive(Clone, Copy)]
+pub struct Ctx {
+    local: UVec3,
+    group: UVec3,
+    groups: UVec3,
+    size: UVec3,
+}
+
+impl Ctx {
+    /// From the entry's `local_invocation_id`, `workgroup_id`, `num_workgroups` and its
+    /// `compute(threads(...))` size.
+    #[inline(always)]
+    pub fn new(local: UVec3, group: UVec3, groups: UVec3, size: UVec3) -> Self {
+        Ctx { local, group, groups, size }
+    }
+    #[inline(always)]
+    pub fn local_id_x(&self) -> usize { self.local.x as usize }
+    #[inline(always)]
+    pub fn local_id_y(&self) -> usize { self.local.y as usize }
+    #[inline(always)]
+    pub fn local_id_z(&self) -> usize { self.local.z as usize }
+    #[inline(always)]
+    pub fn group_id_x(&self) -> usize { self.group.x as usize }
+    #[inline(always)]
+    pub fn group_id_y(&self) -> usize { self.group.y as usize }
+    #[inline(always)]
+    pub fn group_id_z(&self) -> usize { self.group.z as usize }
+    #[inline(always)]
+    pub fn group_size_x(&self) -> usize { self.size.x as usize }
+    #[inline(always)]
+    pub fn group_size_y(&self) -> usize { self.size.y as usize }
+    #[inline(always)]
+    pub fn num_groups_x(&self) -> usize { self.groups.x as usize }
+    #[inline(always)]
+    pub fn num_groups_y(&self) -> usize { self.groups.y as usize }
+    /// The linear workgroup (a grid folded into 2-D/3-D by wgpu's per-dimension limit unfolds here).
+    #[inline(always)]
+    pub fn group_linear(&self) -> usize {
+        (self.group.x + self.groups.x * (self.group.y + self.groups.y * self.group.z)) as usize
+    }
+    #[inline(always)]
+    pub fn global_id_x(&self) -> usize { (self.group.x * self.size.x + self.local.x) as usize }
+    #[inline(always)]
+    pub fn global_id_y(&self) -> usize { (self.group.y * self.size.y + self.local.y) as usize }
+    #[inline(always)]
+    pub fn barrier(&self) {
+        unsafe { spirv_std::arch::workgroup_memory_barrier_with_group_sync() }
+    }
+}
+
+pub struct In<'a, T>(&'a [T]);
+
+impl<'a, T: Element> In<'a, T> {
+    #[inline(always)]
+    pub fn new(slice: &'a [T]) -> Self { In(slice) }
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> T { self.0[i] }
+}
+
+pub struct Out<'a, T>(&'a mut [T]);
+
+impl<'a, T: Element> Out<'a, T> {
+    #[inline(always)]
+    pub fn new(slice: &'a mut [T]) -> Self { Out(slice) }
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> T { self.0[i] }
+    #[inline(always)]
+    pub fn set(&mut self, i: usize, value: T) { self.0[i] = value }
+}
+
+impl<T: Element> Index<usize> for In<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T { &self.0[i] }
+}
+
+impl<T: Element> Index<usize> for Out<'_, T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &T { &self.0[i] }
+}
+
+impl<T: Element> IndexMut<usize> for Out<'_, T> {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut T { &mut self.0[i] }
+}
+
+pub struct Shared<'a, T, const N: usize>(&'a mut [T; N]);
+
+impl<'a, T: Element, const N: usize> Shared<'a, T, N> {
+    /// From the entry's `#[spirv(workgroup)] name: &mut [T; N]` parameter.
+    #[inline(always)]
+    pub fn new(array: &'a mut [T; N]) -> Self { Shared(array) }
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> T { self.0[i] }
+    #[inline(always)]
+    pub fn set(&mut self, i: usize, value: T) { self.0[i] = value }
+}

@@ -1,0 +1,144 @@
+"""cpu-sim: the reduction example's one kernel body run on the CPU with GPU semantics, checked.
+
+Real builds (host cargo, the kernel API crate with and without its `sim` feature) and real runs
+through `workbench run --json`: faults injected into a copy of the example are reported at the
+Rust line that holds them, with the invocations' coordinates; the example as shipped reports
+nothing and gives the plain cpu backend's numbers bit for bit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.build.toolchains import detect
+
+pytestmark = pytest.mark.slow
+
+#: 257 workgroups of 256; (n - 256) is a multiple of 512, so exactly one invocation's `i + BLOCK`
+#: equals n: workgroup 256, local id 0 (what the off-by-one test expects).
+N = 131328
+
+
+def run_json(root: Path, cache: Path, *extra: str) -> tuple[dict, int]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "run", str(root), "--backend", "cpu,cpu-sim", "--size", f"n={N}",
+         "--cache-dir", str(cache), "--no-record", "--json", *extra],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.stdout, proc.stderr
+    report = json.loads(proc.stdout)
+    return {r["backend"]: r for r in report["results"]}, proc.returncode
+
+
+def edit(root: Path, old: str, new: str) -> int:
+    """Replace `old` (once) in src/lib.rs; the 1-based line where `new` begins."""
+    path = root / "src" / "lib.rs"
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    at = text.index(old)
+    path.write_text(text.replace(old, new))
+    return text[:at].count("\n") + 1
+
+
+def line_of(root: Path, snippet: str) -> int:
+    text = (root / "src" / "lib.rs").read_text()
+    assert text.count(snippet) == 1, snippet
+    return text[: text.index(snippet)].count("\n") + 1
+
+
+@pytest.fixture
+def reduction(example_copy):
+    if not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+    return example_copy("reduction")
+
+
+def only(results: dict, kind: str) -> dict:
+    findings = results["cpu-sim"]["findings"]["findings"]
+    chosen = [f for f in findings if f["kind"] == kind]
+    assert chosen, findings
+    return chosen[0]
+
+
+def test_the_example_reports_nothing_and_matches_cpu_bit_for_bit(reduction, shared_cache_dir):
+    results, code = run_json(reduction, shared_cache_dir)
+    sim = results["cpu-sim"]
+    assert sim["status"] == "ok", sim["error"]
+    assert sim["verified"] is True and sim["check"]["max_abs_err"] == 0, sim["check"]
+    assert sim["findings"] == {"findings": [], "dropped": 0, "diagnostics": []}
+    assert "findings" not in results["cpu"]  # the plain host build runs no checks
+    assert code == 0
+
+
+def test_a_missing_barrier_is_a_race_on_workgroup_memory_at_its_lines(reduction, shared_cache_dir):
+    # The barrier between the loads into `scratch` and the first folding step goes.
+    edit(
+        reduction,
+        "        scratch.set(tid, lo + hi);\n    }\n    ctx.barrier();\n",
+        "        scratch.set(tid, lo + hi);\n    }\n",
+    )
+    store = line_of(reduction, "scratch.set(tid, lo + hi);")
+    fold = line_of(reduction, "scratch.set(tid, scratch.get(tid) + scratch.get(tid + stride));")
+    results, code = run_json(reduction, shared_cache_dir)
+    race = only(results, "shared-race")
+    assert race["array"] == "shared" and race["index"] >= 128
+    first, second = race["accesses"]
+    # Invocation 0 read scratch[128] in the folding step before invocation 128 stored it: no barrier.
+    assert (first["access"], first["file"], first["line"], first["local"]) == (
+        "read",
+        "src/lib.rs",
+        fold,
+        [0, 0, 0],
+    )
+    assert (second["access"], second["line"], second["local"]) == ("write", store, [race["index"], 0, 0])
+    assert first["group"] == second["group"] == [0, 0, 0]
+    diagnostic = next(d for d in results["cpu-sim"]["findings"]["diagnostics"] if d["code"] == "shared-race")
+    assert (diagnostic["severity"], diagnostic["file"], diagnostic["line"]) == ("error", "src/lib.rs", store)
+    assert "no barrier between them" in diagnostic["message"]
+    assert code == 1  # a finding fails the run, like a failed check
+
+
+def test_an_off_by_one_is_out_of_bounds_at_its_line_with_the_invocation(reduction, shared_cache_dir):
+    line = edit(reduction, "if i + BLOCK < n { x.get(i + BLOCK) }", "if i + BLOCK <= n { x.get(i + BLOCK) }")
+    results, _ = run_json(reduction, shared_cache_dir)
+    oob = only(results, "out-of-bounds")
+    assert (oob["name"], oob["index"], oob["length"]) == ("x", N, N)
+    (access,) = oob["accesses"]
+    assert (access["access"], access["file"], access["line"]) == ("read", "src/lib.rs", line)
+    assert (access["group"], access["local"]) == ([(N - 256) // 512, 0, 0], [0, 0, 0])
+    assert results["cpu-sim"]["status"] == "ok"  # reported, not crashed: the read gave 0
+
+
+def test_two_writers_of_one_element_are_a_race_on_a_global_buffer(reduction, shared_cache_dir):
+    line = edit(
+        reduction,
+        "    if tid == 0 && block < n.div_ceil(PER_BLOCK) {\n",
+        "    if tid < 2 && block < n.div_ceil(PER_BLOCK) {\n",
+    )
+    results, _ = run_json(reduction, shared_cache_dir)
+    race = only(results, "global-race")
+    assert race["name"] == "partial"
+    first, second = race["accesses"]
+    assert first["access"] == second["access"] == "write"
+    assert first["line"] == second["line"] == line + 1
+    assert sorted([first["local"], second["local"]]) == [[0, 0, 0], [1, 0, 0]]
+    assert first["group"] == second["group"]
+
+
+def test_a_barrier_only_some_invocations_reach_is_divergence_not_a_hang(reduction, shared_cache_dir):
+    line = edit(
+        reduction,
+        "            scratch.set(tid, scratch.get(tid) + scratch.get(tid + stride));\n        }\n        ctx.barrier();\n",
+        "            scratch.set(tid, scratch.get(tid) + scratch.get(tid + stride));\n        }\n        if tid < 32 {\n            ctx.barrier();\n        }\n",
+    )
+    results, _ = run_json(reduction, shared_cache_dir)
+    assert results["cpu-sim"]["status"] == "ok", results["cpu-sim"]["error"]
+    divergence = only(results, "barrier-divergence")
+    waiting, other = divergence["accesses"]
+    assert (waiting["access"], waiting["line"]) == ("barrier", line + 3)
+    assert waiting["local"][0] < 32 and other["local"][0] >= 32
+    assert other["access"] == "return"

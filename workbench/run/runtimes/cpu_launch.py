@@ -1,0 +1,98 @@
+"""The launch record a kernel-API cdylib entry takes first (`gpu_kernel::host::Launch`, the same
+`#[repr(C)]` layout), and reading back the findings the cpu-sim checks wrote into it.
+
+A kernel on the kernel API runs its body once per invocation of the manifest's grid with GPU
+semantics (resources/crates/gpu_kernel), so it needs the launch geometry and each buffer's length;
+the simulator's findings come back as JSON text in a buffer the runtime owns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from typing import Any
+
+from workbench.kernel_api import HOST_ABI_SYMBOL, HOST_ABI_VERSION
+from workbench.run.runtimes.base import RuntimeFailure
+
+#: Bytes for the findings' JSON: the crate keeps 64 findings in full, each well under 1 KiB.
+REPORT_BYTES = 1 << 17
+
+
+class Launch(ctypes.Structure):
+    _fields_ = [
+        ("grid", ctypes.c_uint32 * 3),
+        ("threads", ctypes.c_uint32 * 3),
+        ("lens", ctypes.POINTER(ctypes.c_uint64)),
+        ("nbufs", ctypes.c_uint32),
+        ("checks", ctypes.c_uint32),
+        ("workers", ctypes.c_uint32),
+        ("report", ctypes.c_void_p),
+        ("report_cap", ctypes.c_uint64),
+        ("report_len", ctypes.c_uint64),
+    ]
+
+
+def host_abi(library: ctypes.CDLL, path: str) -> bool:
+    """Whether the library was built on the kernel API (its entries take a launch record first);
+    a newer record layout than this workbench knows is refused by name."""
+    try:
+        version = ctypes.c_uint32.in_dll(library, HOST_ABI_SYMBOL).value
+    except ValueError:
+        return False
+    if version != HOST_ABI_VERSION:
+        raise RuntimeFailure(
+            f"{path} was built on gpu_kernel launch record version {version}; this workbench passes "
+            f"version {HOST_ABI_VERSION}: rebuild the project with the crate this workbench ships"
+        )
+    return True
+
+
+def _three(values: list[int], what: str) -> Any:
+    dims = [int(v) for v in values] + [1] * (3 - len(values))
+    if len(dims) != 3 or any(d < 0 or d >= 1 << 32 for d in dims):
+        raise RuntimeFailure(f"launch {what} {values} does not fit three 32-bit dimensions")
+    return (ctypes.c_uint32 * 3)(*dims)
+
+
+class LaunchRecord:
+    """One prepared kernel's launch record and the memory it points at (kept alive with it)."""
+
+    def __init__(self, spec: dict[str, Any]):
+        lengths = [int(a["length"]) for a in spec["args"] if a["kind"] == "buffer"]
+        self._lens = (ctypes.c_uint64 * max(1, len(lengths)))(*lengths)
+        self._report = ctypes.create_string_buffer(REPORT_BYTES)
+        self.checks = bool(spec["artifact"].get("checks"))
+        self.record = Launch(
+            _three(spec.get("grid") or [1], "grid"),
+            _three(spec.get("threads") or [1], "threads"),
+            self._lens,
+            len(lengths),
+            1 if self.checks else 0,
+            0,
+            ctypes.cast(self._report, ctypes.c_void_p),
+            REPORT_BYTES,
+            0,
+        )
+
+    def pointer(self) -> ctypes.c_void_p:
+        return ctypes.c_void_p(ctypes.addressof(self.record))
+
+    def findings(self, spec: dict[str, Any]) -> dict[str, Any] | None:
+        """The last launch's findings (`{"findings": [...], "dropped": N}`, each buffer finding
+        named after its manifest argument), or None when the checks were off."""
+        if not self.checks:
+            return None
+        size = int(self.record.report_len)
+        if size == 0:
+            return {"findings": [], "dropped": 0}
+        try:
+            report = json.loads(self._report.raw[:size].decode("utf-8", errors="replace"))
+        except ValueError as exc:
+            raise RuntimeFailure(f"the simulator's report is not JSON: {exc}") from None
+        buffers = [a["name"] for a in spec["args"] if a["kind"] == "buffer"]
+        for finding in report.get("findings", []):
+            index = finding.get("buffer")
+            if isinstance(index, int) and 0 <= index < len(buffers):
+                finding["name"] = buffers[index]
+        return report
