@@ -45,7 +45,9 @@ def test_the_reduction_summary_counts_barriers_shared_memory_and_classes_per_bac
     cpu = rows["cpu"]
     assert cpu.form == "x86-64" and cpu.source == "reduction.lines.asm"
     assert cpu.instructions["memory"] > 0 and cpu.instructions["arithmetic"] > 0
-    assert cpu.instructions["control"] > 0 and cpu.instructions["barrier"] == 0
+    # The host build runs the same body: each of its barriers is a call to the kernel API's barrier,
+    # inlined into every host entry (cpu and cpu-sim), so at least as many as the WGSL has.
+    assert cpu.instructions["control"] > 0 and cpu.instructions["barrier"] >= barriers
     for row in rows.values():
         assert row.total == sum(row.instructions[c] for c in CLASSES) > 0
     if "nvptx" in rows:
@@ -86,12 +88,18 @@ def test_two_tunable_values_change_only_the_line_that_reads_the_tunable(example_
     diff = json.loads(capsys.readouterr().out)
     assert diff["a"] == "threads=64" and diff["b"] == "threads=256"
     lines = (root / "src" / "lib.rs").read_text().splitlines()
-    index_line = next(n for n, t in enumerate(lines, 1) if "* THREADS +" in t)
+    index_line = next(n for n, t in enumerate(lines, 1) if "* block +" in t)  # the body's global index
     assert [(c["file"], c["line"]) for c in diff["changed"]] == [("src/lib.rs", index_line)]
     [change] = diff["changed"]
-    # The block size as an immediate: decimal in PTX, hex in SASS (where nvdisasm is present).
-    assert any(" 64" in k or "0x40" in k for k in change["before"]), change
-    assert any(" 256" in k or "0x100" in k for k in change["after"]), change
+    # The block size as an immediate, decimal in PTX, hex in SASS (where nvdisasm is present), or
+    # as its shift (x64 = << 6): a multiply by a power of two may become either.
+    def has_block(side, size):
+        shift = size.bit_length() - 1
+        forms = (f" {size}", hex(size), f" {shift}", hex(shift))
+        return any(k.endswith(forms) or any(f"{form}," in k for form in forms) for k in side)
+
+    assert has_block(change["before"], 64), change
+    assert has_block(change["after"], 256), change
     assert diff["classes_before"] == diff["classes_after"]
     assert diff["note"] == ""  # same sources
     assert (

@@ -76,10 +76,14 @@ _X86_CONTROL = re.compile(r"^(j\w+|call\w*|ret\w*|loop\w*|ud2)$")
 
 
 def _x86_class(op: str, operands: str) -> str:
+    if op.startswith("call") and "barrier" in operands.lower():
+        return "barrier"  # the kernel API's workgroup barrier (`Ctx::barrier`), called by the host build
     if _X86_CONTROL.match(op):
         return "control"
-    if op in {"mfence", "lfence", "sfence", "pause"} or op.startswith("lock"):
+    if op in {"mfence", "lfence", "sfence"}:
         return "barrier"
+    if op.startswith("lock"):
+        return "memory"  # an atomic read-modify-write (reference counts, the executor's counters)
     if "(" in operands and not op.startswith("lea") and not op.startswith("nop"):
         return "memory"
     if op.startswith(("mov", "vmov", "push", "pop", "xchg", "cmov")):
@@ -165,18 +169,28 @@ def sass_instructions(text: str, entry: str | None = None) -> list[Instruction]:
 _X86_LINE = re.compile(r"^\s+([a-z][\w.]*)\s*(.*)$")
 
 
+def _is_entry_or_its_closure(label: str, entry: str) -> bool:
+    """`entry` itself, or a closure defined in it (Rust v0 mangling `_RNC…<len><entry>…`): a kernel-API
+    host entry runs the kernel body as a closure (`Kernel::run(|ctx| body(ctx, …))`), a function of
+    its own that holds the body's instructions."""
+    return label == entry or (label.startswith("_RNC") and f"{len(entry)}{entry}" in label)
+
+
 def x86_instructions(text: str, entry: str | None = None) -> list[Instruction]:
-    """The instructions of function `entry` (from its label to `.Lfunc_end` / `.size`)."""
+    """The instructions of function `entry` and the closures defined in it (each from its label to
+    `.Lfunc_end` / `.size`)."""
     out = []
     inside = entry is None
     for number, line in enumerate(text.splitlines(), start=1):
-        if entry is not None and line.rstrip() == f"{entry}:":
-            inside = True
-            continue
+        if entry is not None and line.endswith(":") and not line.startswith((".", " ", "\t")):
+            if _is_entry_or_its_closure(line[:-1], entry):
+                inside = True
+                continue
         if not inside:
             continue
         if entry is not None and (line.startswith(".Lfunc_end") or line.lstrip().startswith(".size")):
-            break
+            inside = False
+            continue
         code = line.split("#", 1)[0]
         if (m := _X86_LINE.match(code)) and not code.lstrip().startswith("."):
             op, operands = m.group(1), m.group(2)
