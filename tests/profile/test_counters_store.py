@@ -5,6 +5,8 @@ they belong to (by backend and device), read back, and absent where the run took
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -116,6 +118,12 @@ def test_counters_attached_to_a_recorded_run_replace_the_older_and_keep_its_meas
         assert store._query("SELECT status, message FROM counters") == [
             {"status": "absent", "message": "no counters: no ncu"}
         ]
+    show = subprocess.run([sys.executable, "-m", "workbench", "sessions", "show", str(run), "--db", str(path)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert show.returncode == 0, show.stderr
+    lines = show.stdout.splitlines()
+    assert "  counters (absent): no counters: no ncu" in lines
+    assert "  earlier counters: 2 capture(s) kept in the record (sessions export --format json)" in lines
 
 
 def test_counters_for_a_run_that_is_not_there_are_refused_by_its_id(tmp_path, make_report):
