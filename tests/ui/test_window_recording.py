@@ -113,7 +113,8 @@ def test_counters_taken_in_the_window_are_recorded_with_their_runs(
     if not shutil.which("nvcc"):
         pytest.skip("nvcc is not installed here")
     monkeypatch.setenv("WB_NCU", str(_fake_ncu(tmp_path / "bin", NCU_STAND_IN.format(capture=str(CAPTURE)))))
-    window = make_window(example_copy("saxpy"), panels=("results", "counters"))
+    root = example_copy("saxpy")
+    window = make_window(root, panels=("results", "counters"))
     bridge, view = window.bridge, window.panels["counters"]
     bridge.set_sizes({"n": 4096})
     bridge.set_backends(["cpu", "cuda-c"])
@@ -141,10 +142,30 @@ def test_counters_taken_in_the_window_are_recorded_with_their_runs(
     assert show.returncode == 0, show.stderr
     assert f"  counters (ok): {cuda['message']}" in show.stdout.splitlines()
 
+    # A save that breaks cuda-c's build (the window reruns on save): its row is the last good
+    # result, stale, and its counters go to the run that result was recorded as; cpu ran again.
+    cu = root / "reference" / "saxpy.cu"
+    good = cu.read_text()
+    with qtbot.waitSignal(bridge.runRecorded, timeout=300_000) as again:
+        cu.write_text(good + "\nthis does not compile;\n")
+    qtbot.waitUntil(lambda: not bridge.busy, timeout=60_000)
+    assert set(again.args[0]["rows"]) == {("cpu", "cpu")}, again.args[0]
+    cpu_now, cuda_then = bridge.last_report.results
+    assert (cpu_now.stale, cuda_then.stale is not None) == (None, True)
+    cpu_later = bridge.recording_of(cpu_now).result(60)["rows"][("cpu", "cpu")]
+    later = {("cpu", "cpu"): cpu_later, ("cuda-c", "cuda:0"): cuda_id}
+    assert cpu_later > cpu_id and bridge.run_ids() == later
+    with qtbot.waitSignal(bridge.countersRecorded, timeout=300_000) as attached:
+        view.take_button.click()
+    assert attached.args[0] == {"ids": later, "not_recorded": {}}
+    with SessionStore(private_sessions_db) as store:
+        assert [e["message"] for e in store.counters(cuda_id)["earlier"]] == [cuda["message"]]
+
     bridge.recorder.enabled = False  # the Sessions panel's "Record runs" unticked
     with qtbot.waitSignal(bridge.runFinished, timeout=300_000):
-        bridge.run()
+        cu.write_text(good)  # saved: both build and run again, unrecorded
     qtbot.waitUntil(lambda: not bridge.busy and view.take_button.isEnabled(), timeout=60_000)
+    assert [r.stale for r in bridge.last_report.results] == [None, None]
     assert bridge.run_ids() == {}
     with qtbot.waitSignal(bridge.countersRecorded, timeout=300_000):
         view.take_button.click()
@@ -152,7 +173,7 @@ def test_counters_taken_in_the_window_are_recorded_with_their_runs(
         "counters of 1 of 2 result(s); shown, not recorded: recording was off (Record runs) when it ran"
     )
     with SessionStore(private_sessions_db) as store:
-        assert store.count() == 2  # only the first run, with the counters taken of it
+        assert store.count() == 3  # the first run and cpu's second, with the counters taken of them
         assert store._query("SELECT run_id FROM counters ORDER BY run_id") == [
-            {"run_id": i} for i in sorted(rows.values())
+            {"run_id": i} for i in sorted({cpu_id, cuda_id, cpu_later})
         ]
