@@ -91,6 +91,7 @@ def test_two_tunable_values_change_only_the_line_that_reads_the_tunable(example_
     index_line = next(n for n, t in enumerate(lines, 1) if "* block +" in t)  # the body's global index
     assert [(c["file"], c["line"]) for c in diff["changed"]] == [("src/lib.rs", index_line)]
     [change] = diff["changed"]
+
     # The block size as an immediate, decimal in PTX, hex in SASS (where nvdisasm is present), or
     # as its shift (x64 = << 6): a multiply by a power of two may become either.
     def has_block(side, size):

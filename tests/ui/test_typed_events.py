@@ -19,6 +19,7 @@ from workbench.ui.artifacts_view import ArtifactsBridge
 from workbench.ui.build_panel import BuildPanelBridge
 from workbench.ui.ceilings_store import CeilingsOwner
 from workbench.ui.console import ConsoleBridge
+from workbench.ui.counters_view import CountersBridge
 from workbench.ui.device_picker import DevicePickerBridge
 from workbench.ui.plots.panel import PlotsBridge
 from workbench.ui.result_details import DetailsBridge
@@ -27,7 +28,7 @@ from workbench.ui.sessions_panel import SessionsBridge
 from workbench.ui.size_controls import SizeControlsBridge
 from workbench.ui.tuning_panel import TuningBridge
 
-PROTOCOLS = [ArtifactsBridge, BuildPanelBridge, CeilingsOwner, ConsoleBridge, DevicePickerBridge, PlotsBridge,
+PROTOCOLS = [ArtifactsBridge, BuildPanelBridge, CeilingsOwner, ConsoleBridge, CountersBridge, DevicePickerBridge, PlotsBridge,
              DetailsBridge, ResultsBridge, SessionsBridge, SizeControlsBridge, TuningBridge]  # fmt: skip
 UI = Path(__file__).resolve().parents[2] / "workbench" / "ui"
 TIMEOUT_MS = 600_000

@@ -205,8 +205,13 @@ def _show(store, args) -> int:
     resources = detail.get("resources") or {}
     if resources:
         print("  resources " + ", ".join(f"{k} {v}" for k, v in resources.items()))
-    if record.get("counters"):  # `workbench run --counters` (issue 27): its one line
+    if record.get("counters"):  # `workbench run --counters` or the window's (issue 27): its one line
         print(f"  counters ({record['counters'].get('status')}): {record['counters'].get('message')}")
+        earlier = record["counters"].get("earlier") or []
+        if earlier:  # taken again later (`SessionStore.add_counters`): the measurements it replaced
+            print(
+                f"  earlier counters: {len(earlier)} capture(s) kept in the record (sessions export --format json)"
+            )
     if record["error"]:
         print(f"  error: {record['error']}")
     for problem in record.get("invalid") or ():

@@ -14,6 +14,10 @@ the panels through the same signals as the window's Build and Run (`buildFinishe
 Recording is the bridge's, not a panel's: every run it finishes (the window's Run, a save's rerun,
 the console's `run()`) goes to the `SessionRecorder` the composition root hands it, with the
 sources snapshotted when that run's build started; `runRecorded` says how each recording went.
+The bridge keeps, for each result it shows, the recording its run went into (or why it went into
+none), so counters taken afterwards (the Counters dock's *Take counters*) are recorded with that
+run through `record_counters`, behind the recording on the recorder's thread; `countersRecorded`
+says how.
 """
 
 from __future__ import annotations
@@ -84,8 +88,11 @@ class ServiceBridge(QObject):
     manifestChecked = Signal(object)
     #: dict[str, int]: the sizes runs use instead of the manifest's ({}: the manifest's own).
     sizesChanged = Signal(object)
-    #: After each recording of a finished run: {"ids": [...]} or {"error": "..."}.
+    #: After each recording of a finished run: {"ids": [...], "rows": {(backend, device): id},
+    #: "db": file} or {"error": "..."}.
     runRecorded = Signal(object)
+    #: After `record_counters`: {"ids": {key: run id}, "not_recorded": {key: why}} or {"error": ...}.
+    countersRecorded = Signal(object)
 
     def __init__(
         self, parent: QObject | None = None, cache_dir: str | Path | None = None, recorder: Any = None
@@ -111,6 +118,10 @@ class ServiceBridge(QObject):
         #: The `SessionRecorder` every finished run goes to (None: nothing is recorded); closed
         #: by `shutdown()`, after the runs in flight.
         self.recorder = recorder
+        #: id(result.provenance) -> (that provenance, the Future of its run's recording or why
+        #: it was not recorded), for the results shown and the last good ones (a stale row keeps
+        #: its provenance dict: `LastGood.stale_copy` copies the result, not the dict). GUI thread.
+        self._recordings: dict[int, tuple[dict[str, Any], Future | str]] = {}
         #: Live cycle -> the sources snapshotted as its build started (loop thread writes, GUI reads).
         self._cycle_sources: dict[int, Any] = {}
         self._cycle_projects: dict[int, Project | None] = {}
@@ -147,6 +158,7 @@ class ServiceBridge(QObject):
         self.last_build = None
         self.last_report = None
         self.last_good.forget()
+        self._recordings.clear()
         self.loop.agreement.forget()
         self.reference_changed = None
         self.projectChanged.emit(project)
@@ -470,12 +482,71 @@ class ServiceBridge(QObject):
 
     def _record(self, shown: Any, sources: Any) -> None:
         """Hand a finished run to the recorder: only its rows that ran now (stale rows kept from an
-        earlier run were recorded then), with the sources its build read."""
-        if self.recorder is None or not self.recorder.enabled:
-            return
+        earlier run were recorded then), with the sources its build read; note for each row the
+        recording it went into, or why none."""
         fresh = fresh_only(shown)
         if fresh is not None:
-            self.recorder.submit(fresh, sources, on_done=lambda outcome: self._post("recorded", outcome))
+            if self.recorder is None:
+                recording: Future | str = "this window records no runs"
+            elif not self.recorder.enabled:
+                recording = "recording was off (Record runs) when it ran"
+            else:
+                recording = self.recorder.submit(
+                    fresh, sources, on_done=lambda outcome: self._post("recorded", outcome)
+                )
+            for result in fresh.results:
+                if result.provenance is not None:
+                    self._recordings[id(result.provenance)] = (result.provenance, recording)
+        shown_now = [*shown.results, *self.last_good.results.values()]
+        live = {id(r.provenance) for r in shown_now if r.provenance is not None}
+        self._recordings = {k: v for k, v in self._recordings.items() if k in live}
+
+    def recording_of(self, result: Any) -> Future | str:
+        """The recording a shown result's run went into (a Future of the recorder's outcome), or
+        why it went into none."""
+        entry = self._recordings.get(id(result.provenance)) if result.provenance is not None else None
+        if entry is None or entry[0] is not result.provenance:
+            return "it is not a run this window recorded (another project, or from before)"
+        return entry[1]
+
+    def run_ids(self, report: Any = None) -> dict[tuple[str, str], int]:
+        """(backend, device) -> run id of the shown results (default: the last report) whose
+        recording has ended in the database."""
+        from workbench.profile.sessions.record import row_key
+
+        ids: dict[tuple[str, str], int] = {}
+        for result in getattr(report or self.last_report, "results", None) or []:
+            recording = self.recording_of(result)
+            if isinstance(recording, Future) and recording.done():
+                found = recording.result().get("rows", {}).get(row_key(result))
+                if found is not None:
+                    ids[row_key(result)] = found
+        return ids
+
+    def record_counters(self, report: Any, records: dict[tuple[str, str], dict[str, Any]]) -> None:
+        """Record counters taken of a report this bridge showed with each result's run (never
+        waits: queued behind the recordings on the recorder's thread); `countersRecorded` says
+        which runs have them and why the others do not."""
+        from workbench.profile.sessions.record import row_key
+        from workbench.run.counters.nsight import record_key
+
+        runs: dict[tuple[str, str], tuple[Future | str, tuple[str, str]]] = {}
+        for result in getattr(report, "results", None) or []:
+            key = record_key(result)
+            if key in records:
+                runs[key] = (self.recording_of(result), row_key(result))
+        pending = [r for r, _row in runs.values() if isinstance(r, Future)]
+        if not pending or self.recorder is None:
+            why = {
+                key: (r if isinstance(r, str) else "the recorder is gone") for key, (r, _row) in runs.items()
+            }
+            for key in records:
+                why.setdefault(key, "no result of the report has it")
+            self.countersRecorded.emit({"ids": {}, "not_recorded": why})
+            return
+        self.recorder.submit_counters(
+            records, runs, on_done=lambda outcome: self._post("counters-recorded", outcome)
+        )
 
     @Slot(object)
     def _deliver(self, item: LiveEvent | RunEvent | tuple[str, Any]) -> None:
@@ -518,6 +589,8 @@ class ServiceBridge(QObject):
             self.statusMessage.emit("run finished")
         elif kind == "recorded":
             self.runRecorded.emit(payload)
+        elif kind == "counters-recorded":
+            self.countersRecorded.emit(payload)
         elif kind == "job-failed":
             self.statusMessage.emit(payload)
         elif kind == "job-ended":

@@ -6,14 +6,18 @@ differ between the columns is highlighted. A column with no counters says why in
 (`absence.py`'s line). "Take counters" profiles the last run's CUDA results under ncu on a thread
 of its own (`nsight.collect`, the same as `workbench run --counters`); the result comes back as a
 queued signal. What the numbers are relative to the event timing is stated under the table.
+
+The counters are recorded with the runs they were taken of: the view hands them to the bridge
+(`record_counters`; recording is a core duty, the view never opens the database), and the status
+line says which runs have them, or that they are shown but not recorded, and why.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Signal, SignalInstance
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -35,6 +39,35 @@ HIGHLIGHT = QColor(theme.COUNTERS_DIFFER)  # a row whose backends differ
 COLUMN_MAX_PX = 260
 
 
+@runtime_checkable
+class CountersBridge(Protocol):
+    """The bridge members the Counters view uses (`ServiceBridge` has them:
+    tests/ui/test_typed_events.py)."""
+
+    runFinished: SignalInstance
+    countersRecorded: SignalInstance
+    project: Any
+
+    def record_counters(self, report, records) -> None: ...
+
+
+def recording_text(outcome: dict[str, Any]) -> str:
+    """How the counters' recording went, in one line: the runs that have them, or that they are
+    shown but not recorded, and why."""
+    if "error" in outcome:
+        return f"shown, not recorded: {outcome['error']}"
+    ids = outcome.get("ids") or {}
+    why = outcome.get("not_recorded") or {}
+    parts = []
+    if ids:
+        parts.append("recorded with run " + ", ".join(f"#{i}" for i in ids.values()))
+    if why and len(set(why.values())) == 1 and not ids:
+        parts.append(f"shown, not recorded: {next(iter(why.values()))}")
+    else:
+        parts.extend(f"{b} on {d} not recorded: {reason}" for (b, d), reason in why.items())
+    return "; ".join(parts)
+
+
 class CountersView(QWidget):
     #: {(backend, device): record}, from the collecting thread (queued to the GUI thread)
     collected = Signal(object)
@@ -44,7 +77,9 @@ class CountersView(QWidget):
         self.setObjectName("CountersView")
         self.bridge = bridge
         self.report: Any = None
+        self._taking: Any = None  # the report whose counters are being taken
         self.records: dict[tuple[str, str], dict[str, Any]] = {}
+        self._shown = ""  # the status line's first part: what the table shows
         self._rows: list[dict[str, Any]] = []
         self._pool: ThreadPoolExecutor | None = None
 
@@ -71,8 +106,9 @@ class CountersView(QWidget):
         layout.addWidget(self.relation)
 
         self.take_button.clicked.connect(self.take)
-        self.collected.connect(self.show_records)
+        self.collected.connect(self._on_collected)
         bridge.runFinished.connect(self._on_run)
+        bridge.countersRecorded.connect(self._on_recorded)
 
     def _on_run(self, report: Any) -> None:
         self.report = report
@@ -89,10 +125,23 @@ class CountersView(QWidget):
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="wb-counters")
         report, project = self.report, self.bridge.project
+        self._taking = report
         future = self._pool.submit(collect, report, project)
         future.add_done_callback(
             lambda f: self.collected.emit(f.result() if not f.exception() else f.exception())
         )
+
+    def _on_collected(self, records: Any) -> None:
+        """Show what came back, then have it recorded with the runs it was taken of."""
+        self.show_records(records)
+        if isinstance(records, BaseException) or self._taking is None:
+            return
+        report, self._taking = self._taking, None
+        self.status.setText(f"{self._shown}; recording them with their runs ...")
+        self.bridge.record_counters(report, dict(records))
+
+    def _on_recorded(self, outcome: dict[str, Any]) -> None:
+        self.status.setText(f"{self._shown}; {recording_text(outcome)}")
 
     def show_records(self, records: Any) -> None:
         """Fill the table from {(backend, device): record} (a failure of the thread: its message)."""
@@ -139,7 +188,8 @@ class CountersView(QWidget):
                 column, min(max(self.table.sizeHintForColumn(column), 120), COLUMN_MAX_PX)
             )
         ok = sum(1 for r in self.records.values() if r.get("status") == "ok")
-        self.status.setText(f"counters of {ok} of {len(columns)} result(s)")
+        self._shown = f"counters of {ok} of {len(columns)} result(s)"
+        self.status.setText(self._shown)
 
     def table_data(self) -> dict[str, Any]:
         """What the table shows: its columns and rows (label, cell texts, highlighted)."""

@@ -35,7 +35,9 @@ def record_report(
     host: dict[str, Any] | None = None,
     series: dict[str, Any] | None = None,
 ) -> list[int]:
-    """Record every result of one run in one transaction; returns the new run ids.
+    """Record every result of one run in one transaction; returns the new run ids (in the
+    report's order). `record_report_rows` takes the same arguments and also says which
+    (backend, device) each id is.
 
     `report` is a `RunReport` or its JSON dict. `snapshot` is `(hash, {path: text})` of the kernel
     sources (see `sources.snapshot`); with only `project` given it is read now. `keep_outputs` saves
@@ -45,6 +47,36 @@ def record_report(
     `host_conditions`) and `series` `{"id", "index", "of"}` places a `workbench run --repeat`
     repetition in its series; both go into every row's detail.
     """
+    rows = record_report_rows(
+        store, report, project=project, snapshot=snapshot, keep_outputs=keep_outputs,
+        ceilings=ceilings, host=host, series=series,
+    )  # fmt: skip
+    return [run_id for _key, run_id in rows]
+
+
+def row_key(result: Any) -> tuple[str, str]:
+    """(backend, device) of a result's row (a `RunResult` or its dict): the device spec, else the
+    provenance's device; what `record_report_rows` names each id by."""
+    if not isinstance(result, dict):
+        result = {"backend": result.backend, "device": result.device, "provenance": result.provenance}
+    device = result.get("device") or {}
+    prov = result.get("provenance") or {}
+    return str(result.get("backend", "")), str(device.get("spec") or prov.get("device") or "")
+
+
+def record_report_rows(
+    store: SessionStore,
+    report: Any,
+    *,
+    project: Any = None,
+    snapshot: tuple[str, dict[str, str]] | None = None,
+    keep_outputs: bool = False,
+    ceilings: dict[str, Any] | None = None,
+    host: dict[str, Any] | None = None,
+    series: dict[str, Any] | None = None,
+) -> list[tuple[tuple[str, str], int]]:
+    """`record_report`, each new id with the (backend, device) of its row (`row_key`), so that
+    what is learnt about a result later (the window's counters) finds its run."""
     data = report_dict(report)
     if snapshot is None and project is not None:
         from workbench.profile.sessions.sources import snapshot as take_snapshot
@@ -66,11 +98,12 @@ def record_report(
     if keep_outputs:
         written = _save_outputs(store, report, rows)
     try:
-        return store.insert_runs(rows, snapshot)
+        ids = store.insert_runs(rows, snapshot)
     except BaseException:
         for path in written:  # the rows were not recorded: do not leave their arrays behind
             path.unlink(missing_ok=True)
         raise
+    return [((row["backend"], row["device"]), run_id) for row, run_id in zip(rows, ids, strict=True)]
 
 
 def report_dict(report: Any) -> dict[str, Any]:
@@ -138,7 +171,7 @@ def result_row(
         "project": prov.get("project") or report["project"],
         "kernel": prov.get("kernel") or report["kernel"],
         "backend": result.get("backend", ""),
-        "device": device.get("spec") or prov.get("device") or "",
+        "device": row_key(result)[1],
         "device_name": device.get("name") or "",
         "status": result.get("status", ""),
         "verified": result.get("verified"),

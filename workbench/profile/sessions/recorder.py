@@ -11,7 +11,12 @@ bridge) and sweeps (`SweepRunner`) all record through one of these, so the rules
   `submit()` queues the report for the recorder's own thread and connection, so a database locked
   for a moment by another workbench process (`busy_timeout`) never holds up the window's event
   loop. Reports are recorded in the order they came; `on_done` (called on the recorder's thread)
-  gets `{"ids": [...]}` or `{"error": "..."}` for each.
+  gets `{"ids": [...], "rows": {(backend, device): id}, "db": file}` or `{"error": "..."}` for
+  each, and the `Future` `submit()` returns holds the same outcome;
+- `submit_counters()` queues counters taken after their run was recorded (the window's *Take
+  counters*) behind that recording, on the same thread: each record goes to the run id the
+  recording's outcome names for its (backend, device), in the file it was recorded in
+  (`SessionStore.add_counters`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +86,7 @@ class SessionRecorder:
 
         if self._store is None:
             self._store = SessionStore(self.path)
-        return self._record_one(self._store, report, snapshot, options)
+        return [run_id for _key, run_id in self._record_one(self._store, report, snapshot, options)]
 
     def submit(
         self,
@@ -88,17 +94,34 @@ class SessionRecorder:
         snapshot: Snapshot | None = None,
         on_done: Callable[[dict[str, Any]], None] | None = None,
         **options: Any,
-    ) -> None:
+    ) -> Future:
         """Queue one report for the recorder's thread (never blocks); `on_done` (default: the
-        recorder's) hears how it went; `options` go to `record_report`."""
-        if self._closed:
-            return
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._work, name="wb-session-recorder", daemon=True)
-            self._thread.start()
-        with self._idle:
-            self._pending += 1
-        self._queue.put((report, snapshot, on_done or self.on_done, options))
+        recorder's) hears how it went; `options` go to `record_report`. The Future gets the same
+        outcome (`submit_counters` reads it); a closed recorder answers at once with an error."""
+
+        def job(current: Callable[[], Any]) -> dict[str, Any]:
+            store = current()
+            rows = self._record_one(store, report, snapshot, options)
+            return {"ids": [i for _k, i in rows], "rows": dict(rows), "db": str(store.path)}
+
+        return self._enqueue(job, "the run was not recorded", on_done or self.on_done)
+
+    def submit_counters(
+        self,
+        records: dict[tuple[str, str], dict[str, Any]],
+        runs: dict[tuple[str, str], tuple[Future | str, tuple[str, str]]],
+        on_done: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Future:
+        """Queue counters taken after their run was recorded. `records`: {key: counters record}
+        (`nsight.collect`); `runs`: {key: (the Future `submit` gave for its run's recording, or
+        why that run was not recorded; the (backend, device) of its row)}. Queued behind the
+        recordings, so each is done by then. `on_done` and the Future get `{"ids": {key: run
+        id}, "not_recorded": {key: why}}`, or `{"error": ...}` when the database refused."""
+
+        def job(current: Callable[[], Any]) -> dict[str, Any]:
+            return self._attach_counters(current, records, runs)
+
+        return self._enqueue(job, "the counters were not recorded", on_done)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until every submitted report is recorded (or refused); False on timeout."""
@@ -133,11 +156,69 @@ class SessionRecorder:
     # ------------------------------------------------------------------ plumbing
     def _record_one(
         self, store: Any, report: Any, snapshot: Snapshot | None, options: dict[str, Any]
-    ) -> list[int]:
-        from workbench.profile.sessions.record import record_report
+    ) -> list[tuple[tuple[str, str], int]]:
+        from workbench.profile.sessions.record import record_report_rows
 
         options.setdefault("keep_outputs", self.keep_outputs)
-        return record_report(store, report, snapshot=snapshot, **options)
+        return record_report_rows(store, report, snapshot=snapshot, **options)
+
+    def _attach_counters(
+        self, current: Callable[[], Any], records: dict[tuple[str, str], dict[str, Any]],
+        runs: dict[tuple[str, str], tuple[Future | str, tuple[str, str]]],
+    ) -> dict[str, Any]:  # fmt: skip
+        """Recorder thread: each record onto its run, in the file that run was recorded in."""
+        from workbench.profile.sessions.store import SessionStore
+
+        ids: dict[tuple[str, str], int] = {}
+        why: dict[tuple[str, str], str] = {}
+        others: dict[str, Any] = {}  # files recorded into before a `set_path`
+        try:
+            for key, record in records.items():
+                recording, row = runs.get(key, ("no run of this result was recorded", key))
+                if isinstance(recording, str):
+                    why[key] = recording
+                    continue
+                if not recording.done():  # only a recording submitted to another recorder
+                    why[key] = "its run's recording has not ended"
+                    continue
+                outcome = recording.result()
+                if "error" in outcome:
+                    why[key] = outcome["error"]
+                    continue
+                if row not in outcome["rows"]:
+                    why[key] = f"no recorded row of {row[0]} on {row[1]}"
+                    continue
+                try:
+                    if Path(outcome["db"]) == self.database:
+                        target = current()
+                    else:
+                        if outcome["db"] not in others:
+                            others[outcome["db"]] = SessionStore(outcome["db"])
+                        target = others[outcome["db"]]
+                    target.add_counters(outcome["rows"][row], record)
+                except (WorkbenchError, OSError) as exc:  # that run alone (deleted meanwhile, ...)
+                    why[key] = f"the counters were not recorded: {exc}"
+                    continue
+                ids[key] = outcome["rows"][row]
+        finally:
+            for other in others.values():
+                other.close()
+        return {"ids": ids, "not_recorded": why}
+
+    def _enqueue(self, job: Callable[[Any], dict[str, Any]], failed: str, on_done: Any) -> Future:
+        """Queue `job(current)` for the recorder's thread (`current()`: its store, opened on first
+        use); `failed` leads the error it may end in."""
+        future: Future = Future()
+        if self._closed:
+            future.set_result({"error": f"{failed}: the recorder is closed"})
+            return future
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="wb-session-recorder", daemon=True)
+            self._thread.start()
+        with self._idle:
+            self._pending += 1
+        self._queue.put((job, failed, on_done, future))
+        return future
 
     def _stop_thread(self, timeout: float = 60.0) -> None:
         self._closed = True
@@ -157,21 +238,27 @@ class SessionRecorder:
 
         store = None
         work = self._queue
+
+        def current() -> SessionStore:
+            nonlocal store
+            if store is None:
+                store = SessionStore(self.path)
+            return store
+
         try:
             while True:
                 item = work.get()
                 if item is _STOP:
                     return
-                report, snapshot, on_done, options = item
+                job, failed, on_done, future = item
                 try:
-                    if store is None:
-                        store = SessionStore(self.path)
-                    outcome = {"ids": self._record_one(store, report, snapshot, options)}
+                    outcome = job(current)
                 except (WorkbenchError, OSError) as exc:
-                    outcome = {"error": f"the run was not recorded: {exc}"}
+                    outcome = {"error": f"{failed}: {exc}"}
                 except Exception as exc:  # a recording bug must not kill the thread silently
-                    log.exception("recording a run failed")
-                    outcome = {"error": f"the run was not recorded: {type(exc).__name__}: {exc}"}
+                    log.exception("%s", failed)
+                    outcome = {"error": f"{failed}: {type(exc).__name__}: {exc}"}
+                future.set_result(outcome)
                 if on_done is not None:
                     try:
                         on_done(outcome)

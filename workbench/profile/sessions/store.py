@@ -479,15 +479,35 @@ class SessionStore:
         )
         counters = row.get("counters")
         if isinstance(counters, dict):
-            db.execute(
-                "INSERT INTO counters (run_id, status, message, duration_s, data) VALUES (?, ?, ?, ?, ?)",
-                (run_id, str(counters.get("status") or "absent"), str(counters.get("message") or ""),
-                 _number((counters.get("metrics") or {}).get("duration_s")), json.dumps(counters, sort_keys=True)),
-            )  # fmt: skip
+            _write_counters(db, run_id, counters)
         return run_id
 
+    def add_counters(self, run_id: int, record: dict[str, Any]) -> dict[str, Any]:
+        """Attach Nsight Compute counters to a run recorded earlier (the window's *Take counters*,
+        taken after its run was recorded), in one transaction; returns the record as stored.
+
+        A run holds one current record (what `counters(run_id)` and `sessions show` read): the
+        newer capture replaces the older, since it is the one the user just looked at. Nothing
+        measured is lost: a replaced record that holds measurements (status "ok") goes, with the
+        ones it had replaced, into the new record's `earlier` list (newest first); a replaced
+        reason (absent / failed) is only a line the newer capture supersedes. Raises
+        `SessionStoreError` naming the run when there is no such run in this file."""
+        if not isinstance(record, dict):
+            raise SessionStoreError(
+                f"counters for run #{run_id} in {self.path}: expected a record (an object), got "
+                f"{type(record).__name__}"
+            )
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM runs WHERE id = ?", (int(run_id),)).fetchone() is None:
+                raise SessionStoreError(f"no run #{run_id} in {self.path}: its counters were not recorded")
+            found = db.execute("SELECT data FROM counters WHERE run_id = ?", (int(run_id),)).fetchone()
+            stored = _superseding(record, _object(found[0]) if found else None)
+            _write_counters(db, int(run_id), stored)
+        return stored
+
     def counters(self, run_id: int) -> dict[str, Any] | None:
-        """The Nsight Compute record taken with the run (`workbench run --counters`), or None."""
+        """The run's current Nsight Compute record (`workbench run --counters`, or attached later
+        by `add_counters`), or None."""
         rows = self._query("SELECT data FROM counters WHERE run_id = ?", (int(run_id),))
         return _object(rows[0]["data"]) if rows else None
 
@@ -739,6 +759,33 @@ def _object(text: Any) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _write_counters(db: sqlite3.Connection, run_id: int, record: dict[str, Any]) -> None:
+    """The run's counters row: its queryable columns and the whole record (replacing any)."""
+    db.execute(
+        "INSERT OR REPLACE INTO counters (run_id, status, message, duration_s, data) VALUES (?, ?, ?, ?, ?)",
+        (run_id, str(record.get("status") or "absent"), str(record.get("message") or ""),
+         _number((record.get("metrics") or {}).get("duration_s")), json.dumps(record, sort_keys=True)),
+    )  # fmt: skip
+
+
+def _superseding(record: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """`record` as it replaces `previous`: stamped with when it was attached, the measured
+    captures it replaces kept under `earlier`, newest first (`SessionStore.add_counters`)."""
+    stored = {
+        **record,
+        "attached": record.get("attached") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    earlier: list[dict[str, Any]] = []
+    if previous is not None:
+        if previous.get("status") == "ok":
+            earlier.append({k: v for k, v in previous.items() if k != "earlier"})
+        earlier.extend(e for e in previous.get("earlier") or [] if isinstance(e, dict))
+    earlier.extend(e for e in record.get("earlier") or [] if isinstance(e, dict))
+    if earlier:
+        stored["earlier"] = earlier
+    return stored
 
 
 def _number(value: Any) -> float | None:

@@ -54,13 +54,18 @@ def collect(
     out: dict[tuple[str, str], dict[str, Any]] = {}
     ncu = find_ncu()
     for result in report.results:
-        prov = result.provenance or {}
-        key = (result.backend, str(prov.get("device") or (result.device or {}).get("spec") or ""))
+        key = record_key(result)
         record = one(result, project, report, ncu, sizes=sizes, tunables=tunables, timeout_s=timeout_s)
         out[key] = record
         if on_record is not None:
             on_record(key, record)
     return out
+
+
+def record_key(result: Any) -> tuple[str, str]:
+    """(backend, device spec): the key `collect` files a result's record under."""
+    prov = result.provenance or {}
+    return result.backend, str(prov.get("device") or (result.device or {}).get("spec") or "")
 
 
 def _absent(result: Any, message: str) -> dict[str, Any]:
