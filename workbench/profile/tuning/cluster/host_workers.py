@@ -14,7 +14,8 @@ this machine's): the dispatcher puts every input on every worker itself (`replic
 
 Each worker is `python -c <watchdog> …dask_worker args` on the host: the watchdog starts the
 worker and stops it (TERM, then KILL) when the ssh channel closes — on `close()`, on Ctrl-C or an
-error here, or when this process dies — so no worker is left behind on a host.
+error here — so no worker is left behind on a host. (Were this process killed outright, its
+scheduler would go with it, and a worker that loses its scheduler closes by itself.)
 """
 
 from __future__ import annotations
