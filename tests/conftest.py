@@ -170,7 +170,21 @@ def _naga_validator() -> list:
     )
 
 
+def _dask_process_singletons() -> list:
+    """Once a Dask cluster was started in this process (the Tuning panel's cluster sweep), Dask's
+    offload executor (one thread, `distributed.utils._offload_executor`) and multiprocessing's
+    resource tracker (one child, started with the first spawned worker) live for the process's life."""
+    owned: list = []
+    executor = getattr(sys.modules.get("distributed.utils"), "_offload_executor", None)
+    owned += list(getattr(executor, "_threads", ()))
+    tracker = getattr(sys.modules.get("multiprocessing.resource_tracker"), "_resource_tracker", None)
+    if getattr(tracker, "_pid", None):
+        owned.append(tracker._pid)
+    return owned
+
+
 _LONG_LIVED.add(_wgpu_device_pollers)
+_LONG_LIVED.add(_dask_process_singletons)
 _LONG_LIVED.add(_naga_validator)
 _LONG_LIVED.add(_ipython_history_saver)
 

@@ -180,3 +180,52 @@ def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, exampl
     assert ranks == {"one build for all: threads, unroll no effect"}
     assert not panel.apply_button.isEnabled() and panel.apply_best() is None
     assert "Apply refused: cpu@cpu: threads, unroll have no effect on cpu" in panel.status.text()
+
+
+def test_sweep_runs_through_a_local_cluster_of_two_chosen_in_the_panel(
+    make_window, example_copy, qtbot, private_sessions_db
+):
+    window, panel = _window(make_window, example_copy("saxpy"), ["cpu", "wgsl"])
+    panel.rounds.setValue(1)
+    panel.confirm_rounds = 0
+    assert panel.cluster.currentText() == "none" and panel.cluster_spec() is None
+    panel.cluster.setEditText("local:2")
+    assert panel.cluster_spec() == "local:2" and not panel.cluster_error.isVisible()
+    with qtbot.waitSignal(panel.sweepFinished, timeout=600_000) as done:
+        assert panel.start_sweep()
+        assert not panel.cluster.isEnabled()  # the cluster of a running sweep is fixed
+    result = done.args[0]
+    assert result is not None, panel.status.text()
+    # Real Dask worker processes: the sweep's description names two, and the recorded rows say
+    # which of them ran each configuration.
+    workers = {w["worker"] for w in result.cluster["workers"]}
+    assert result.cluster["spec"] == "local:2" and len(workers) == 2
+    assert len(result.entries) == 10 and all(e["status"] == "ok" for e in result.entries)
+    with SessionStore(private_sessions_db) as store:
+        rows = [store.get_run(i, samples=False) for e in result.entries for i in e["run_ids"]]
+    ran_on = {r["detail"]["provenance"]["cluster"]["worker"] for r in rows}
+    assert len(rows) == 10 and ran_on == workers
+    assert panel.status.text().startswith("done: 10 result(s), 0 failed")
+    assert panel.cluster.isEnabled()
+
+
+def test_an_invalid_cluster_spec_is_marked_with_the_parsers_message_and_nothing_starts(
+    make_window, example_copy, private_sessions_db
+):
+    from workbench.profile.tuning.cluster.connect import ClusterError, parse
+
+    window, panel = _window(make_window, example_copy("saxpy"), ["cpu"])
+    panel.cluster.setEditText("tcp://nowhere")
+    try:
+        parse("tcp://nowhere")
+    except ClusterError as exc:
+        message = str(exc)
+    assert "expected local, local:N" in message
+    assert panel.cluster_error.isVisible() and panel.cluster_error.text() == message
+    assert panel.cluster.toolTip() == message and "border" in panel.cluster.lineEdit().styleSheet()
+    assert panel.start_sweep() is False and not panel.running()
+    assert panel.start_size_sweep() is False and not panel.running()
+    assert panel.status.text() == f"not started: {message}"
+    assert not private_sessions_db.exists()  # nothing ran, nothing was recorded
+    panel.cluster.setEditText("none")  # back to the default: the mark goes
+    assert not panel.cluster_error.isVisible() and panel.cluster.lineEdit().styleSheet() == ""

@@ -84,7 +84,8 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--cluster", metavar="SPEC",
         help="run the configurations on a Dask cluster: local (one worker per local device), local:N (N "
-        "workers here) or tcp://HOST:PORT (a running scheduler); builds stay here, results are recorded here",
+        "workers here), tcp://HOST:PORT (a running scheduler) or hosts:NAME[,NAME...] (one worker per device "
+        "of each registered host, started over ssh); builds stay here, results are recorded here",
     )  # fmt: skip
     parser.add_argument(
         "--export-kt", metavar="FILE",
@@ -191,18 +192,13 @@ def run_points(args, project, kernel, backends, devices, points, progress, what:
 
 
 def open_cluster(text: str, project, kernel: str, runner):
-    """The `--cluster` dispatcher of a sweep; the workers refused for its ranking are named."""
-    from workbench.profile.tuning.cluster.connect import parse
-    from workbench.profile.tuning.cluster.dispatch import ClusterDispatcher
+    """The `--cluster` dispatcher of a sweep (`cluster.dispatch.open_dispatcher`, as the Tuning
+    panel's); its notes (refused workers, the admitted ones) go to stderr."""
+    from workbench.profile.tuning.cluster.dispatch import open_dispatcher
 
-    dispatcher = ClusterDispatcher(parse(text), project, kernel, runner.backends,
-                                   local_service=runner.service, cache_dir=runner.cache_dir,
-                                   on_note=lambda text: print(f"cluster: {text}", file=sys.stderr))  # fmt: skip
-    for refused in dispatcher.refused:
-        print(f"cluster: worker {refused['worker']} {refused['reason']}", file=sys.stderr)
-    print(f"cluster: {len(dispatcher.workers)} worker(s) with {dispatcher.model} "
-          f"({dispatcher.resource})", file=sys.stderr)  # fmt: skip
-    return dispatcher
+    return open_dispatcher(
+        text, project, kernel, runner, on_note=lambda text: print(f"cluster: {text}", file=sys.stderr)
+    )
 
 
 def run(args) -> int:

@@ -51,8 +51,11 @@ def control_dir() -> str:
     return os.environ.get("WB_SSH_CONTROL_DIR") or _default_control_dir()
 
 
-def ssh_argv(host: Host, remote_command: str | None = None, *, master: bool = True) -> list[str]:
-    """The `ssh` command line that runs `remote_command` (a shell string) on `host`."""
+def ssh_argv(
+    host: Host, remote_command: str | None = None, *, master: bool = True, forwards: tuple[str, ...] = ()
+) -> list[str]:
+    """The `ssh` command line that runs `remote_command` (a shell string) on `host`; `forwards` are
+    `-R`/`-L` arguments (`("-R", "40001:127.0.0.1:8786")`), and ssh fails when one cannot be set up."""
     argv = ["ssh"]
     if os.environ.get("WB_SSH_CONFIG"):  # a private client config (tests)
         argv += ["-F", os.environ["WB_SSH_CONFIG"]]
@@ -71,6 +74,8 @@ def ssh_argv(host: Host, remote_command: str | None = None, *, master: bool = Tr
             "-o", f"ControlPath={control_dir()}/%C",
             "-o", f"ControlPersist={PERSIST_S}",
         ]  # fmt: skip
+    if forwards:
+        argv += ["-o", "ExitOnForwardFailure=yes", *forwards]
     if host.identity:
         argv += ["-i", str(Path(host.identity).expanduser()), "-o", "IdentitiesOnly=yes"]
     if host.port:

@@ -14,6 +14,11 @@
   heatmap (of the chosen backend × device) for two; failed configurations are red crosses;
 - "Apply" writes the winner of a backend × device the tunables affect into workbench.toml as the
   defaults (only those values; `profile/apply.choose_slot` refuses a slot without one);
+- "Cluster" chooses where a sweep's configurations run: none (this machine's workers, the
+  default), `local:N`, `tcp://HOST:PORT` or `hosts:NAME[,NAME…]`; the text goes to the core the
+  command line's `--cluster` uses (`cluster.connect.parse`, then `cluster.dispatch.open_dispatcher`
+  on the sweep's thread); a spec the parser refuses is framed in the control with its message
+  and no sweep starts;
 - "Size sweep" runs a size range (`n=2^10..2^20`) and draws GB/s against the size, one curve per
   backend × device, with each device's measured copy ceiling as a dashed line.
 """
@@ -46,6 +51,7 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError
 from workbench.profile.tuning import ranking
 from workbench.profile.tuning.apply import choose_slot
+from workbench.remote.hosts import HostStore
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
 from workbench.ui.plots.lanes import FailureLane
@@ -57,6 +63,13 @@ from workbench.units import format_time
 log = logging.getLogger(__name__)
 
 FAILED = theme.FAILED_MARK
+#: The Cluster control's first item: no cluster, this machine's run workers (the default).
+NO_CLUSTER = "none"
+CLUSTER_TIP = (
+    "where a sweep's configurations run: none (here, the default), local:N (N Dask workers here), "
+    "tcp://HOST:PORT (a running Dask scheduler) or hosts:NAME[,NAME…] (one worker per device of each "
+    "registered host, over ssh); as `workbench tune --cluster`"
+)
 COLUMNS = ("configuration", "backend @ device", "verified", "median", "95% CI", "rank")
 
 
@@ -186,6 +199,20 @@ class TuningPanel(QWidget):
         row.addStretch(1)
         layout.addLayout(row)
         row = QHBoxLayout()
+        self.cluster = QComboBox()
+        self.cluster.setObjectName("cluster")
+        self.cluster.setEditable(True)
+        self.cluster.addItems([NO_CLUSTER, "local:2", *(f"hosts:{n}" for n in HostStore().names())])
+        self.cluster.editTextChanged.connect(lambda _t: self._check_cluster())
+        #: The parser's message for a refused spec (empty when the spec is valid).
+        self.cluster_error = wrap_within(QLabel(""))
+        self.cluster_error.setObjectName("cluster-error")
+        row.addWidget(QLabel("cluster"))
+        row.addWidget(self.cluster, 1)
+        layout.addLayout(row)
+        layout.addWidget(self.cluster_error)
+        self._check_cluster()
+        row = QHBoxLayout()
         for widget in (self.sweep_button, self.cancel_button, self.apply_button):
             row.addWidget(widget)
         row.addStretch(1)
@@ -310,10 +337,48 @@ class TuningPanel(QWidget):
         self.bridge.run()
 
     # ================================================================ sweeps
+    def _check_cluster(self) -> tuple[str | None, str]:
+        """(the Cluster control's spec or None for none, the parser's message or ""): a spec the
+        parser (`cluster.connect.parse`, the command line's) refuses is framed, its message shown."""
+        from workbench.profile.tuning.cluster.connect import ClusterError, parse
+
+        text = self.cluster.currentText().strip()
+        spec, error = None, ""
+        try:
+            spec = None if text in ("", NO_CLUSTER) else parse(text).text
+        except ClusterError as exc:
+            error = str(exc)
+        self.cluster.lineEdit().setStyleSheet(
+            f"QLineEdit {{ border: 1px solid {theme.ERROR}; }}" if error else ""
+        )
+        self.cluster.setToolTip(error or CLUSTER_TIP)
+        self.cluster_error.setText(error)
+        self.cluster_error.setVisible(bool(error))
+        return spec, error
+
+    def cluster_spec(self) -> str | None:
+        """The Cluster control's spec (None: none, the embedded default); ClusterError when refused."""
+        from workbench.profile.tuning.cluster.connect import ClusterError
+
+        spec, error = self._check_cluster()
+        if error:
+            raise ClusterError(error)
+        return spec
+
+    def _cluster_or_refuse(self) -> tuple[bool, str | None]:
+        """(True, spec) to start; (False, None) with the parser's message in the status line."""
+        spec, error = self._check_cluster()
+        if error:
+            self.status.setText(f"not started: {error}")
+        return not error, spec
+
     def start_sweep(self) -> bool:
         from workbench.profile.tuning.tune import Point, TuneError, space
 
         if self.project is None or self.kernel is None or self._sweep is not None:
+            return False
+        ok, cluster = self._cluster_or_refuse()
+        if not ok:
             return False
         try:
             budget = self.budget.value() or None
@@ -324,9 +389,11 @@ class TuningPanel(QWidget):
         points = [Point(config, self._sizes()) for config in sp.configs]
         pruned = f"; {len(sp.pruned)} pruned by constraints" if sp.pruned else ""
         self.status.setText(f"sweeping {len(points)} configuration(s){pruned}")
+        if cluster:
+            self.status.setText(f"{self.status.text()} on cluster {cluster}")
         self.entries, self.best = [], {}
         self._size_mode = False
-        self._start(points)
+        self._start(points, cluster)
         return True
 
     def start_size_sweep(self) -> bool:
@@ -334,6 +401,9 @@ class TuningPanel(QWidget):
         from workbench.profile.tuning.tune import TuneError
 
         if self.project is None or self.kernel is None or self._sweep is not None:
+            return False
+        ok, cluster = self._cluster_or_refuse()
+        if not ok:
             return False
         try:
             name, values = parse_size_range(self.size_spec.text())
@@ -344,13 +414,13 @@ class TuningPanel(QWidget):
         self.size_data = {"symbol": name, "curves": {}}
         self._size_mode = True
         self.status.setText(f"size sweep of {name}: {len(points)} point(s)")
-        self._start(points)
+        self._start(points, cluster)
         return True
 
     def _sizes(self) -> dict[str, int] | None:
         return (self.bridge.sizes() or None) if self.bridge is not None else None
 
-    def _start(self, points: list) -> None:
+    def _start(self, points: list, cluster: str | None = None) -> None:
         from workbench.profile.tuning.tune import BackgroundSweep
 
         backends = self.bridge.backends() if self.bridge is not None else None
@@ -376,7 +446,7 @@ class TuningPanel(QWidget):
         self._sweep = BackgroundSweep(
             self.project, self.kernel.name, points, on_event, backends=backends, devices=devices,
             db_path=self.db_path, timing=self.timing, cache_dir=self.cache_dir,
-            rounds=rounds[0], confirm_rounds=rounds[1],
+            rounds=rounds[0], confirm_rounds=rounds[1], cluster=cluster,
         ).start()  # fmt: skip
         self._update_buttons()
 
@@ -397,7 +467,9 @@ class TuningPanel(QWidget):
 
     def _on_event(self, event: dict[str, Any]) -> None:  # the GUI thread
         kind = event["kind"]
-        if kind == "entries":
+        if kind == "note":  # the cluster's: its workers, those refused for the ranking
+            self.status.setText(event["text"])
+        elif kind == "entries":
             self.progress.setRange(0, event["total"])
             self.progress.setValue(event["index"] + 1)
             if self._size_mode:
@@ -608,6 +680,7 @@ class TuningPanel(QWidget):
         self.sweep_button.setEnabled(has_tunables and not running)
         self.size_button.setEnabled(self.kernel is not None and bool(self.kernel.sizes) and not running)
         self.cancel_button.setEnabled(running)
+        self.cluster.setEnabled(not running)
         chosen = self.best.get(self.slot.currentText()) or {}
         self.apply_button.setEnabled(not running and chosen.get("winner") is not None
                                      and chosen.get("verdict") != ranking.NO_EFFECT)  # fmt: skip

@@ -589,7 +589,12 @@ class BackgroundSweep:
     It opens its own sessions store and `RunService` on that thread (SQLite connections and
     workers stay with the thread that made them), runs `points`, and hands every runner event to
     `on_event` from that thread; a final {"kind": "finished", "result": SweepResult | None,
-    "error": str | None} always comes. `cancel()` stops it; `join()` waits."""
+    "error": str | None} always comes. `cancel()` stops it; `join()` waits.
+
+    With `cluster` (a spec `cluster.connect.parse` reads: `local:2`, `tcp://…`, `hosts:…`), the
+    configurations run on that cluster through `cluster.dispatch.open_dispatcher`, as
+    `workbench tune --cluster` runs them; its notes arrive as {"kind": "note", "text"} events and
+    the cluster is stopped when the sweep ends."""
 
     def __init__(
         self,
@@ -605,8 +610,10 @@ class BackgroundSweep:
         cache_dir: str | Path | None = None,
         rounds: int = 1,
         confirm_rounds: int = 0,
+        cluster: str | None = None,
     ) -> None:
         self._args = (project, kernel, points, backends, devices, db_path, timing, cache_dir)
+        self._cluster = cluster
         self._rounds = (rounds, confirm_rounds)
         self._on_event = on_event
         self._runner: SweepRunner | None = None
@@ -635,7 +642,7 @@ class BackgroundSweep:
         project, kernel, points, backends, devices, db_path, timing, cache_dir = self._args
         result, error = None, None
         service = RunService(timing=timing) if timing is not None else RunService()
-        store = None
+        store = dispatcher = None
         try:
             store = SessionStore(db_path)
             with self._lock:
@@ -645,10 +652,21 @@ class BackgroundSweep:
                                            live_ranking=True)  # fmt: skip
                 if self._cancelled.is_set():
                     self._runner.cancel()
+            if self._cluster and not self._cancelled.is_set():
+                from workbench.profile.tuning.cluster.dispatch import open_dispatcher
+
+                note = lambda text: self._on_event({"kind": "note", "text": f"cluster: {text}"})  # noqa: E731
+                dispatcher = self._runner.dispatcher = open_dispatcher(
+                    self._cluster, project, self._runner.kernel.name, self._runner, on_note=note
+                )
             result = self._runner.run(points, on_event=self._on_event)
+            if dispatcher is not None:
+                result.cluster = dispatcher.describe()
         except Exception as exc:  # noqa: BLE001 - reported to the panel, never raised on a thread
             error = str(exc) or type(exc).__name__
         finally:
+            if dispatcher is not None:
+                dispatcher.close()
             service.close()
             if store is not None:
                 store.close()

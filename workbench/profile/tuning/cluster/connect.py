@@ -7,6 +7,12 @@
   Stopped (workers and scheduler) when the sweep ends.
 - `tcp://HOST:PORT`: a running scheduler; its workers were started with
   `WB_CLUSTER_DEVICE=wgpu:0 dask worker tcp://HOST:PORT --resources device:wgpu=1`.
+- `hosts:NAME[,NAME…]`: a scheduler here (127.0.0.1 only) and one `dask worker` per device of
+  each registered host (`workbench hosts`), started over ssh with tunnels (`host_workers.py`);
+  workers, tunnels and scheduler stopped when the sweep ends.
+
+`parse` is the one reader of a spec: the command line's `--cluster` and the Tuning panel's
+Cluster control both call it (and name its message when it refuses).
 """
 
 from __future__ import annotations
@@ -31,9 +37,24 @@ class ClusterError(WorkbenchError):
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    kind: str  # "local" | "scheduler"
+    kind: str  # "local" | "scheduler" | "hosts"
     workers: int | None = None  # local: how many (None: one per device)
     address: str | None = None  # scheduler: tcp://HOST:PORT
+    hosts: tuple[str, ...] = ()  # hosts: the registered hosts' names
+
+    @property
+    def text(self) -> str:
+        """The spec as the user writes it."""
+        if self.kind == "hosts":
+            return "hosts:" + ",".join(self.hosts)
+        if self.kind == "scheduler":
+            return str(self.address)
+        return f"local:{self.workers}" if self.workers else "local"
+
+
+#: The forms a spec may take (the message of every refusal names them).
+FORMS = ("local, local:N (N workers here), tcp://HOST:PORT (a running Dask scheduler) or "
+         "hosts:NAME[,NAME…] (workers on registered hosts, over ssh)")  # fmt: skip
 
 
 def parse(text: str) -> ClusterSpec:
@@ -49,10 +70,14 @@ def parse(text: str) -> ClusterSpec:
         return ClusterSpec("local", workers=count)
     if re.fullmatch(r"tcp://[^\s:/]+:\d{1,5}", text):
         return ClusterSpec("scheduler", address=text)
-    raise ClusterError(
-        f"--cluster {text!r}: expected local, local:N (N workers here) or tcp://HOST:PORT (a running "
-        "Dask scheduler)"
-    )
+    if text.startswith("hosts:"):
+        from .host_workers import parse_names
+
+        try:
+            return ClusterSpec("hosts", hosts=parse_names(text[len("hosts:") :]))
+        except ValueError as exc:
+            raise ClusterError(f"--cluster {text!r}: {exc}; expected hosts:NAME[,NAME…]") from None
+    raise ClusterError(f"--cluster {text!r}: expected {FORMS}")
 
 
 def local_devices(runtime: str, devices: dict[str, Any]) -> list[str]:
@@ -73,6 +98,9 @@ class Cluster:
         self.runtime = runtime
         self.local = None
         self.client = None
+        self.host_workers = None
+        #: Every worker gets every input from here (`hosts`: workers cannot dial each other).
+        self.replicate_inputs = spec.kind == "hosts"
         try:
             self._open(devices, cache_dir)
         except BaseException:
@@ -92,6 +120,9 @@ class Cluster:
             return
         from distributed import LocalCluster
 
+        if self.spec.kind == "hosts":
+            self._open_hosts()
+            return
         count = self.spec.workers or len(devices)
         self.local = LocalCluster(
             n_workers=0, processes=True, threads_per_worker=1, dashboard_address=None,
@@ -113,12 +144,37 @@ class Cluster:
         self.client = Client(self.local, timeout=CONNECT_TIMEOUT_S)
         self.client.wait_for_workers(count, timeout=CONNECT_TIMEOUT_S)
 
+    def _open_hosts(self) -> None:
+        """A scheduler here on 127.0.0.1 and the hosts' workers, which reach it through ssh."""
+        import dask
+        from distributed import Client, LocalCluster
+
+        from .host_workers import HostWorkers, resolve
+
+        try:
+            hosts = resolve(self.spec.hosts)
+        except WorkbenchError as exc:
+            raise ClusterError(f"--cluster {self.spec.text}: {exc}") from None
+        # Inputs are placed on every worker by the dispatcher: no policy may drop those copies.
+        with dask.config.set({"distributed.scheduler.active-memory-manager.start": False}):
+            self.local = LocalCluster(n_workers=0, processes=True, dashboard_address=None, host="127.0.0.1",
+                                      silence_logs=40)  # fmt: skip
+        port = int(self.local.scheduler_address.rsplit(":", 1)[1])
+        self.client = Client(self.local, timeout=CONNECT_TIMEOUT_S)
+        self.host_workers = HostWorkers(hosts, self.runtime, port)
+        self.host_workers.wait(self.client, CONNECT_TIMEOUT_S)
+
     def close(self) -> None:
         """Close the client; stop the local cluster's workers and scheduler (a scheduler we
-        only connected to keeps running)."""
+        only connected to keeps running) and the hosts' workers (their ssh channels end)."""
         client, self.client = self.client, None
         local, self.local = self.local, None
-        if client is not None:
-            client.close()
-        if local is not None:
-            local.close()
+        host_workers, self.host_workers = self.host_workers, None
+        try:
+            if client is not None:
+                client.close()
+            if local is not None:
+                local.close()  # asks every worker to close, the hosts' too
+        finally:
+            if host_workers is not None:
+                host_workers.close()

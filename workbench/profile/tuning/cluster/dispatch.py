@@ -168,10 +168,27 @@ class ClusterDispatcher:
         digest = _digest(data)
         self._data.setdefault(digest, data)
         blob = self._blobs.get(digest)
+        key = f"wb-blob-{digest}"
         if blob is None or blob.status != "finished":  # new, or lost with every worker that held it
-            key = f"wb-blob-{digest}"
-            self._blobs[digest] = self.cluster.client.scatter({key: data}, hash=False)[key]
+            if self.cluster.replicate_inputs:
+                self._blobs[digest] = self._replicate(key, data, None)
+            else:
+                self._blobs[digest] = self.cluster.client.scatter({key: data}, hash=False)[key]
+        elif self.cluster.replicate_inputs:
+            self._replicate(key, data, blob)
         return digest
+
+    def _replicate(self, key: str, data: bytes, blob: Any) -> Any:
+        """`data` on every admitted worker that lacks it, sent from here: a host's workers reach
+        only this machine (`host_workers.py`), never each other, so none may have to fetch an
+        input from another worker."""
+        client = self.cluster.client
+        held = set(client.who_has([blob]).get(key) or ()) if blob is not None else set()
+        future = blob
+        for worker in self.alive():
+            if worker not in held:
+                future = client.scatter({key: data}, hash=False, workers=[worker])[key]
+        return future
 
     def _build(self, config: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
         """({backend: artifact digest} of the builds that succeeded, {backend: error} of the others)."""
@@ -288,11 +305,11 @@ class ClusterDispatcher:
     def describe(self) -> dict[str, Any]:
         """The cluster as a sweep's JSON reports it."""
         return {
-            "spec": self.cluster.spec.address or (f"local:{self.cluster.spec.workers}" if self.cluster.spec.workers
-                                                  else "local"),
+            "spec": self.cluster.spec.text,
             "resource": self.resource,
             "model": self.model,
-            "workers": [{"worker": a, "host": d.get("host"), "device": d.get("owns")}
+            "workers": [{"worker": a, "host": d.get("host"), "device": d.get("owns"),
+                         **({"ssh_host": d["ssh_host"]} if d.get("ssh_host") else {})}
                         for a, d in self.described.items()],
             "refused": self.refused,
         }  # fmt: skip
@@ -303,3 +320,21 @@ class ClusterDispatcher:
             builds.close()
         self._blobs = {}
         self.cluster.close()
+
+
+def open_dispatcher(
+    text: str, project: Project, kernel: str, runner: Any, on_note: Any = None
+) -> ClusterDispatcher:
+    """The dispatcher of a sweep for the cluster spec `text` (`connect.parse`), started for
+    `runner` (a `SweepRunner`: its backends, run service and build cache); the workers refused
+    for its ranking, then the admitted ones, are told to `on_note`. The command line's
+    `--cluster` and the Tuning panel's Cluster control both come here."""
+    from .connect import parse
+
+    note = on_note or (lambda text: None)
+    dispatcher = ClusterDispatcher(parse(text), project, kernel, runner.backends, local_service=runner.service,
+                                   cache_dir=runner.cache_dir, on_note=note)  # fmt: skip
+    for refused in dispatcher.refused:
+        note(f"worker {refused['worker']} {refused['reason']}")
+    note(f"{len(dispatcher.workers)} worker(s) with {dispatcher.model} ({dispatcher.resource})")
+    return dispatcher

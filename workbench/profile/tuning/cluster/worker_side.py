@@ -26,6 +26,8 @@ RESOURCE_PREFIX = "device:"
 #: Environment variable naming the device a worker owns (`wgpu:1`, `cuda:0`, `cpu`).
 DEVICE_ENV = "WB_CLUSTER_DEVICE"
 CACHE_ENV = "WB_CLUSTER_CACHE"
+#: Environment variable naming the registered host (`workbench hosts`) a worker was started on.
+HOST_ENV = "WB_CLUSTER_HOST"
 
 _services: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -119,7 +121,10 @@ def _worker_identity() -> dict[str, Any]:
         address = get_worker().address
     except (ImportError, ValueError):
         address = None
-    return {"worker": address, "host": socket.gethostname(), "pid": os.getpid()}
+    identity = {"worker": address, "host": socket.gethostname(), "pid": os.getpid()}
+    if os.environ.get(HOST_ENV):  # started over ssh by `--cluster hosts:…`: the host's registered name
+        identity["ssh_host"] = os.environ[HOST_ENV]
+    return identity
 
 
 def model_name(device: dict[str, Any]) -> str:
