@@ -13,7 +13,8 @@ import pytest
 
 from workbench.result_text import check_line, stale_label, stale_note, verdict_cell
 from workbench.ui.results_table import COL_STATUS, COL_VERIFIED, ResultsTable
-from workbench.ui.sessions_panel import RUN_COLUMNS, SessionsPanel
+from workbench.ui.sessions_panel import SessionsPanel
+from workbench.ui.sessions_runs_table import RUN_COLUMNS
 
 TIMEOUT_MS = 600_000
 NOT_VERIFIED_REF = "not verified (reference failed)"
