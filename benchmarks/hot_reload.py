@@ -104,7 +104,10 @@ class PhaseClock:
     def __call__(self, event) -> None:
         from workbench.profile.live.live import LiveRunEvent
 
-        kind = "run:" + event.event.kind if isinstance(event, LiveRunEvent) else event.kind
+        # The event's class names it in the timeline; the run's own inside a `LiveRunEvent`.
+        kind = (
+            "run:" + type(event.event).__name__ if isinstance(event, LiveRunEvent) else type(event).__name__
+        )
         with self._lock:
             self.events.append((time.perf_counter(), kind))
 
@@ -121,9 +124,9 @@ def _phases(saved: float, events: list[tuple[float, str]], shown: float) -> dict
     first: dict[str, float] = {}
     for stamp, kind in events:
         first.setdefault(kind, stamp)
-    started = first.get("cycle-started", saved)
-    built = first.get("run:started", first.get("build-finished", started))
-    finished = first.get("cycle-finished", shown)
+    started = first.get("LiveCycleStarted", saved)
+    built = first.get("run:RunStarted", first.get("LiveBuildFinished", started))
+    finished = first.get("LiveCycleFinished", shown)
     return {
         "queue_s": round(started - saved, 4),
         "build_s": round(built - started, 4),
@@ -137,7 +140,7 @@ def _phase_at(stamp: float, saved: float, events: list[tuple[float, str]], shown
     if stamp > shown:
         return "after-result"
     phase = "queue"
-    names = {"cycle-started": "build", "run:started": "run", "cycle-finished": "deliver"}
+    names = {"LiveCycleStarted": "build", "run:RunStarted": "run", "LiveCycleFinished": "deliver"}
     for when, kind in events:
         if when > stamp:
             break

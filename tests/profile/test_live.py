@@ -10,8 +10,11 @@ import pytest
 
 from workbench.build import BuildService
 from workbench.profile.live.live import (
+    LiveBuildFinished,
     LiveCycleFinished,
+    LiveCycleStarted,
     LiveEvent,
+    LiveIdle,
     LiveLoop,
     LiveRunEvent,
     affected_backends,
@@ -31,16 +34,16 @@ class Recorder:
         self.events: list[dict] = []
         self.lock = threading.Lock()
 
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event: LiveEvent) -> None:
         with self.lock:
             self.events.append(event)
 
-    def of(self, kind: str, cycle: int | None = None) -> list[dict]:
+    def of(self, kind: type[LiveEvent], cycle: int | None = None) -> list:
         with self.lock:
-            return [e for e in self.events if e["kind"] == kind and (cycle is None or e["cycle"] == cycle)]
+            return [e for e in self.events if isinstance(e, kind) and (cycle is None or e.cycle == cycle)]
 
-    def finished(self, cycle: int) -> dict:
-        (event,) = self.of("cycle-finished", cycle)
+    def finished(self, cycle: int) -> LiveCycleFinished:
+        (event,) = self.of(LiveCycleFinished, cycle)
         return event
 
 
@@ -81,15 +84,15 @@ def test_saves_rebuild_what_changed_rerun_and_measure_latency(services, example_
     first = loop.on_saved(project, root / "src" / "lib.rs")
     assert loop.wait_idle(600)
     done = events.finished(first)
-    assert done["status"] == "ok", done["error"]
-    assert done["latency_s"] is not None and done["latency_s"] > 0
-    assert loop.last_latency_s == done["latency_s"]
-    by_backend = {r.backend: r for r in done["report"].results}
+    assert done.status == "ok", done.error
+    assert done.latency_s is not None and done.latency_s > 0
+    assert loop.last_latency_s == done.latency_s
+    by_backend = {r.backend: r for r in done.report.results}
     assert set(by_backend) == {"cpu", "wgsl"}
     assert by_backend["wgsl"].verified is True
     assert by_backend["wgsl"].device["spec"].startswith("wgpu")
-    assert set(done["report"].outputs) >= {"cpu", "wgsl"}
-    assert [e["event"]["kind"] for e in events.of("run-event", first)].count("finished") == 2
+    assert set(done.report.outputs) >= {"cpu", "wgsl"}
+    assert [type(e.event) for e in events.of(LiveRunEvent, first)].count(RunFinished) == 2
     # Typed records, one class per kind; the run's own events pass through as the service made them.
     assert events.events and all(isinstance(e, LiveEvent) for e in events.events)
     assert isinstance(done, LiveCycleFinished) and done.report is loop.last_report
@@ -100,19 +103,19 @@ def test_saves_rebuild_what_changed_rerun_and_measure_latency(services, example_
     # Saving without a change: every backend is a cache hit.
     again = loop.on_saved(project, root / "src" / "lib.rs")
     assert loop.wait_idle(600)
-    (built,) = events.of("build-finished", again)
-    assert sorted(built["cached"]) == ["cpu", "wgsl"] and built["rebuilt"] == []
-    assert events.finished(again)["status"] == "ok"
+    (built,) = events.of(LiveBuildFinished, again)
+    assert sorted(built.cached) == ["cpu", "wgsl"] and built.rebuilt == []
+    assert events.finished(again).status == "ok"
 
     # Editing the WGSL reference rebuilds it (and the run checks it again).
     _edit(root / "reference" / "saxpy.wgsl", "edited")
     edited = loop.on_saved(project, root / "reference" / "saxpy.wgsl")
     assert loop.wait_idle(600)
-    (built,) = events.of("build-finished", edited)
-    (started,) = events.of("cycle-started", edited)
-    assert started["affected"] == ["wgsl"]
-    assert "wgsl" in built["rebuilt"]
-    result = {r.backend: r for r in events.finished(edited)["report"].results}["wgsl"]
+    (built,) = events.of(LiveBuildFinished, edited)
+    (started,) = events.of(LiveCycleStarted, edited)
+    assert started.affected == ["wgsl"]
+    assert "wgsl" in built.rebuilt
+    result = {r.backend: r for r in events.finished(edited).report.results}["wgsl"]
     assert result.verified is True
 
 
@@ -136,13 +139,13 @@ def test_a_newer_save_cancels_the_build_in_flight(services, example_copy):
     finally:
         services.build_service.unsubscribe(on_build)
     cancelled = events.finished(first)
-    assert cancelled["status"] == "cancelled"
-    assert cancelled["latency_s"] is None
-    assert cancelled["build"]["cpu"].status == "cancelled"
+    assert cancelled.status == "cancelled"
+    assert cancelled.latency_s is None
+    assert cancelled.build["cpu"].status == "cancelled"
     done = events.finished(second[0])
-    assert done["status"] == "ok", done["error"]
-    assert done["build"]["cpu"].status == "ok"
-    assert done["latency_s"] is not None
+    assert done.status == "ok", done.error
+    assert done.build["cpu"].status == "ok"
+    assert done.latency_s is not None
 
 
 @pytest.mark.slow
@@ -151,12 +154,11 @@ def test_cancelling_a_run_keeps_the_partial_results(services, example_copy):
     project = Project.open(root)
     loop, events = services()
 
-    def cancel_after_cpu(event: dict) -> None:
-        run_event = event.get("event") or {}
+    def cancel_after_cpu(event: LiveEvent) -> None:
         if (
-            event["kind"] == "run-event"
-            and run_event.get("kind") == "finished"
-            and run_event["backend"] == "cpu"
+            isinstance(event, LiveRunEvent)
+            and isinstance(event.event, RunFinished)
+            and event.event.backend == "cpu"
         ):
             loop.cancel()
 
@@ -164,14 +166,14 @@ def test_cancelling_a_run_keeps_the_partial_results(services, example_copy):
     cycle = loop.request_run(project)
     assert loop.wait_idle(600)
     done = events.finished(cycle)
-    assert done["status"] == "cancelled"
-    report = done["report"]
+    assert done.status == "cancelled"
+    report = done.report
     assert report is not None and report.cancelled
     statuses = {r.backend: (r.status, r.error) for r in report.results}
     assert statuses["cpu"][0] == "ok"
     assert statuses["wgsl"] == ("skipped", "cancelled")
     assert loop.results[("cpu", "cpu")].status == "ok"
-    assert done["latency_s"] is None
+    assert done.latency_s is None
 
 
 def test_a_broken_manifest_is_reported_not_raised(services, example_copy):
@@ -183,8 +185,8 @@ def test_a_broken_manifest_is_reported_not_raised(services, example_copy):
     cycle = loop.on_saved(project, manifest)
     assert loop.wait_idle(60)
     done = events.finished(cycle)
-    assert done["status"] == "error"
-    assert "workbench.toml" in done["error"] and "threads" in done["error"]
+    assert done.status == "error"
+    assert "workbench.toml" in done.error and "threads" in done.error
 
 
 def test_affected_backends_follow_the_saved_file(example_copy):
@@ -216,19 +218,19 @@ def test_a_closed_loop_refuses_new_work(services, example_copy):
 
 
 def test_idle_follows_the_last_cycle_once_nothing_is_in_flight(services, example_copy):
-    """Listeners clear their busy state on `idle`: at `cycle-finished` the loop may still count the cycle."""
+    """Listeners clear their busy state on `LiveIdle`: at `LiveCycleFinished` the loop may still count the cycle."""
     root = example_copy("saxpy")
     loop, events = services(backends=["wgsl"], devices=["wgpu:llvmpipe"])
     busy_at_idle: list[bool] = []
-    loop.subscribe(lambda event: event["kind"] == "idle" and busy_at_idle.append(loop.busy))
+    loop.subscribe(lambda event: isinstance(event, LiveIdle) and busy_at_idle.append(loop.busy))
     cycle = loop.on_saved(Project.open(root), root / "reference" / "saxpy.wgsl")
     assert loop.wait_idle(300)
     deadline = time.monotonic() + 10  # `idle` is emitted just after the loop wakes wait_idle
-    while not events.of("idle") and time.monotonic() < deadline:
+    while not events.of(LiveIdle) and time.monotonic() < deadline:
         time.sleep(0.01)
-    kinds = [e["kind"] for e in events.events]
-    assert events.finished(cycle)["status"] == "ok"
-    assert kinds.index("idle") > kinds.index("cycle-finished")
+    kinds = [type(e) for e in events.events]
+    assert events.finished(cycle).status == "ok"
+    assert kinds.index(LiveIdle) > kinds.index(LiveCycleFinished)
     assert busy_at_idle == [False]
 
 
@@ -240,23 +242,23 @@ def test_a_failed_check_names_the_reference_only_when_its_own_source_changed(ser
     lib, shader = root / "src" / "lib.rs", root / "reference" / "saxpy.wgsl"
     body, wgsl_body = "y[i] = a * x[i] + y[i];", "y[i] = params.a * x[i] + y[i];"
 
-    def save(path: Path, old: str, new: str) -> dict:
+    def save(path: Path, old: str, new: str) -> LiveCycleFinished:
         path.write_text(path.read_text().replace(old, new))
         number = loop.on_saved(project, path)
         assert loop.wait_idle(600)
         done = events.finished(number)
-        assert done["status"] == "ok", done["error"]
+        assert done.status == "ok", done.error
         return done
 
     first = save(lib, body, body)  # every backend agrees: the digests are remembered
-    assert first["reference_changed"] is None and loop.agreement.agreed is not None
+    assert first.reference_changed is None and loop.agreement.agreed is not None
     # The WGSL is what changed: the reference (cpu) stands, the blame is wgsl's own.
     broken = save(shader, wgsl_body, "y[i] = params.a * x[i];")
-    assert any(r.verified is False for r in broken["report"].results)
-    assert broken["reference_changed"] is None
+    assert any(r.verified is False for r in broken.report.results)
+    assert broken.reference_changed is None
     save(shader, "y[i] = params.a * x[i];", wgsl_body)
     # The reference's own source changed since all agreed: that is what the failure reports.
     edited = save(lib, body, "y[i] = a * x[i] + 2.0 * y[i];")
-    changed = edited["reference_changed"]
+    changed = edited.reference_changed
     assert changed["message"] == "the reference changed: cpu's source was edited"
     assert changed["failed"] == ["wgsl"] and changed["unchanged"] == ["wgsl"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from workbench.run.events import RunPhase
 from workbench.run.service import RunService
 from workbench.run.timing import TimingOptions
 
@@ -59,7 +60,7 @@ def test_connection_killed_mid_run_is_an_error_naming_the_host_and_the_next_run_
 
     def on_event(event):
         # The wgsl backend has verified and is about to be timed: drop the connection now.
-        if event["kind"] == "phase" and event["backend"] == "wgsl" and event["phase"] == "timing":
+        if isinstance(event, RunPhase) and event.backend == "wgsl" and event.phase == "timing":
             killed.extend(_kill_sessions(sshd))
 
     report = service.run(
@@ -86,7 +87,7 @@ def test_a_host_that_stops_answering_times_out_naming_the_host(service, lo_host,
     stopped = []
 
     def on_event(event):
-        if event["kind"] == "phase" and event["backend"] == "cpu" and event["phase"] == "timing":
+        if isinstance(event, RunPhase) and event.backend == "cpu" and event.phase == "timing":
             stopped.extend(_kill_sessions(sshd, signal.SIGSTOP))
 
     try:
@@ -118,7 +119,7 @@ def test_local_reference_with_remote_backend(service, lo_host, shared_cache_dir)
 
 def test_a_worker_that_dies_on_the_host_is_an_error_naming_the_host(service, lo_host, shared_cache_dir):
     def on_event(event):
-        if event["kind"] == "phase" and event["backend"] == "wgsl" and event["phase"] == "timing":
+        if isinstance(event, RunPhase) and event.backend == "wgsl" and event.phase == "timing":
             worker = service.catalog.pool_for("lo").get("wgpu")
             os.kill(int(worker.info["pid"]), signal.SIGKILL)  # the worker's pid on the host (here)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from workbench.cli.progress import ProgressLine
+from workbench.run.events import RunPhase
 
 
 class Terminal(io.StringIO):
@@ -19,8 +20,8 @@ def test_the_bar_follows_a_real_runs_phases(run_service, example_copy, shared_ca
 
     def on_event(event):
         bar.on_event(event)
-        if event["kind"] == "phase":
-            seen.append((event["phase"], bar.fraction(), stream.getvalue().rsplit("\r\x1b[2K", 1)[-1]))
+        if isinstance(event, RunPhase):
+            seen.append((event.phase, bar.fraction(), stream.getvalue().rsplit("\r\x1b[2K", 1)[-1]))
 
     run_service.run(
         example_copy("saxpy"),

@@ -13,6 +13,7 @@ from workbench.build import build_project, export
 from workbench.project import Project
 from workbench.records import RunResult
 from workbench.run.devices import list_devices
+from workbench.run.events import RunDone, RunFinished, RunPhase, RunStarted
 
 SAXPY_WGSL_LINE = "        y[i] = params.a * x[i] + y[i];"
 
@@ -82,10 +83,10 @@ def test_saxpy_verifies_and_keeps_outputs(run_service, example_copy, shared_cach
     assert x.dtype == np.float32 and x.shape == (65536,)
     np.testing.assert_array_equal(report.outputs["wgsl"]["y"], x)
     assert "outputs" not in report.to_json()
-    kinds = [e["kind"] for e in events]
-    assert kinds.count("started") == 2 and kinds.count("finished") == 2 and kinds[-1] == "done"
-    finished = [e for e in events if e["kind"] == "finished"]
-    assert finished[1]["result"] is wgsl
+    kinds = [type(e) for e in events]
+    assert kinds.count(RunStarted) == 2 and kinds.count(RunFinished) == 2 and kinds[-1] is RunDone
+    finished = [e for e in events if isinstance(e, RunFinished)]
+    assert finished[1].result is wgsl
 
 
 def test_wrong_wgsl_fails_verification_at_its_first_bad_index(run_service, saxpy_variant, shared_cache_dir):
@@ -378,7 +379,7 @@ def test_cancel_stops_a_hung_launch(run_service, saxpy_variant, shared_cache_dir
     root = saxpy_variant(fault="hang", on_call=1)
 
     def on_event(event):
-        if event["kind"] == "phase" and event["backend"] == "cpu":
+        if isinstance(event, RunPhase) and event.backend == "cpu":
             threading.Timer(0.3, run_service.cancel).start()
 
     report = run_service.run(

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from workbench.run import shm
+from workbench.run.events import RunEvent, RunFinished
 from workbench.run.pool import WorkerPool
 from workbench.run.service import RunService
 
@@ -145,9 +146,9 @@ def test_workers_keep_a_runs_input_mappings_between_backends_then_let_go(
         pid = run_service.pool.get(runtime).pid
         return [line for line in Path(f"/proc/{pid}/maps").read_text().splitlines() if "-input-x" in line]
 
-    def on_event(event: dict) -> None:
-        if event["kind"] == "finished":  # the backend's kernel is closed; the run goes on
-            seen[event["backend"]] = input_maps(shm_runtime[event["backend"]])
+    def on_event(event: RunEvent) -> None:
+        if isinstance(event, RunFinished):  # the backend's kernel is closed; the run goes on
+            seen[event.backend] = input_maps(shm_runtime[event.backend])
 
     shm_runtime = {"cpu": "cpu", "wgsl": "wgpu"}
     report = run_service.run(
@@ -214,10 +215,11 @@ def test_a_worker_stuck_in_a_launch_ends_with_its_killed_parent(saxpy_variant, s
     env = dict(os.environ, PYTHONPATH=str(REPO))
     code = (
         "import sys, threading\n"
+        "from workbench.run.events import RunPhase\n"
         "from workbench.run.service import RunService\n"
         "svc = RunService()\n"
         "def report(e):\n"
-        "    if e['kind'] == 'phase' and e['phase'] == 'timing':\n"
+        "    if isinstance(e, RunPhase) and e.phase == 'timing':\n"
         "        print('timing', svc.pool.get('cpu').pid, flush=True)\n"
         f"svc.run({str(root)!r}, backends=['cpu'], sizes={{'n': 4096}}, cache_dir={str(shared_cache_dir)!r},"
         " timeout_s=600, on_event=report)\n"

@@ -7,6 +7,7 @@ nothing is timed."""
 
 from __future__ import annotations
 
+from workbench.run.events import RunBuilt, RunEvent, RunFinished
 from workbench.run.service import RunService
 
 from .conftest import FAST_TIMING
@@ -16,11 +17,10 @@ def test_a_backend_runs_while_another_still_builds(gated_saxpy, shared_cache_dir
     root, gates = gated_saxpy
     events: list[tuple[str, str]] = []
 
-    def on_event(event: dict) -> None:
-        kind = event.get("kind")
-        if kind in ("built", "finished"):
-            events.append((kind, event["backend"]))
-        if (kind, event.get("backend")) == ("finished", "wgsl"):
+    def on_event(event: RunEvent) -> None:
+        if isinstance(event, RunBuilt | RunFinished):
+            events.append(("built" if isinstance(event, RunBuilt) else "finished", event.backend))
+        if isinstance(event, RunFinished) and event.backend == "wgsl":
             assert not gates["host"].exists()  # cpu's build cannot have ended: its gate is shut
             gates["host"].touch()
 

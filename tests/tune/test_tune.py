@@ -70,7 +70,7 @@ def test_resume_skips_recorded_configs(example_copy, tune_service, tmp_path, sha
         points = [Point(c, sizes) for c in space(kernel, {"threads": (64, 128, 256)}).configs]
 
         # An interrupted sweep: cancelled once the first configuration is recorded.
-        def cancel_after_first(event):
+        def cancel_after_first(event: dict) -> None:  # a sweep's progress: still a dict
             if event["kind"] == "entries":
                 runner.cancel()
 

@@ -11,12 +11,26 @@ from __future__ import annotations
 
 import pytest
 
+from workbench.profile.sessions.recorder import SessionRecorder
 from workbench.result_text import check_line, stale_label, stale_note, verdict_cell
 from workbench.ui.results_table import COL_STATUS, COL_VERIFIED, ResultsTable
-from workbench.ui.sessions_panel import RUN_COLUMNS, SessionsPanel
+from workbench.ui.sessions_panel import SessionsPanel
+from workbench.ui.sessions_runs_table import RUN_COLUMNS
 
 TIMEOUT_MS = 600_000
 NOT_VERIFIED_REF = "not verified (reference failed)"
+
+
+@pytest.fixture
+def bridge(shared_cache_dir, tmp_path):
+    """The window's bridge as `ui/app.py` makes it: recording every run it finishes (the panel only
+    shows how that went), into the test's own database."""
+    from workbench.ui.bridge import ServiceBridge
+
+    bridge = ServiceBridge(cache_dir=shared_cache_dir, recorder=SessionRecorder(tmp_path / "sessions.db"))
+    bridge.set_sizes({"n": 4096})
+    yield bridge
+    bridge.shutdown()
 
 
 @pytest.mark.slow

@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
+from workbench.profile.sessions.compare import COLUMNS as COMPARE_COLUMNS
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
 from workbench.project import Project
 from workbench.ui.screenshot import save_screenshot
-from workbench.ui.sessions_panel import COMPARE_COLUMNS, RUN_COLUMNS, SessionsPanel
+from workbench.ui.sessions_panel import SessionsPanel
+from workbench.ui.sessions_runs_table import RUN_COLUMNS
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "resources" / "examples"

@@ -5,16 +5,19 @@ from a console run alike."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import inspect
 import re
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import SignalInstance
 
 from workbench.profile.live.live import LiveEvent
-from workbench.run.events import RunDone, RunEvent, RunFinished, RunPhase
+from workbench.run.events import Event, RunDone, RunEvent, RunFinished, RunPhase
 from workbench.ui.artifacts_view import ArtifactsBridge
 from workbench.ui.build_panel import BuildPanelBridge
 from workbench.ui.ceilings_store import CeilingsOwner
@@ -95,3 +98,128 @@ def test_the_panels_get_the_runs_typed_events_from_the_loop_and_the_console(qtbo
         assert [e.backend for e in run if isinstance(e, RunFinished)] == ["cpu"]
         assert (None, "inputs") in [(e.backend, e.phase) for e in run if isinstance(e, RunPhase)]
     assert [e.result for e in console if isinstance(e, RunFinished)] == report.results
+
+
+# ---------------------------------------------------------------- no event is read as a dict
+REPO = UI.parents[1]
+#: Where events are read: the code, the benchmarks that time it and the tests that drive it.
+SCANNED = ("workbench", "benchmarks", "tests")
+#: What a dict reader calls; an event has none of these.
+DICT_METHODS = {"get", "keys", "items", "values", "to_dict"}
+
+
+def _event_classes() -> list[type]:
+    """Every typed event class: the run's and the live loop's (all derive from `run.events.Event`)."""
+    found, todo = [], [Event]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            found.append(sub)
+            todo.append(sub)
+    return found
+
+
+EVENT_CLASSES = _event_classes()
+EVENT_NAMES = {cls.__name__ for cls in EVENT_CLASSES} | {"Event"}
+
+
+def _names_in(node: ast.AST | None) -> set[str]:
+    """The names an annotation or an isinstance() class argument spells (strings included)."""
+    if node is None:
+        return set()
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            names.add(sub.attr)
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            names.update(re.findall(r"\w+", sub.value))
+    return names
+
+
+def _event_names(function: ast.AST) -> set[str]:
+    """The names that hold an event in `function`: a parameter annotated with an event class, a
+    parameter called `event` that is not declared a dict (a lambda's, an unannotated callback's),
+    and any name an `isinstance(name, <event class>)` in it narrows to an event."""
+    held = set()
+    for arg in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]:
+        declared = _names_in(arg.annotation)
+        if declared & EVENT_NAMES or (arg.arg == "event" and not declared & {"dict", "Mapping"}):
+            held.add(arg.arg)
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and isinstance(node.args[0], ast.Name)
+            and _names_in(node.args[1]) & EVENT_NAMES
+        ):
+            held.add(node.args[0].id)
+    return held
+
+
+def _holds_event(node: ast.AST, held: set[str]) -> bool:
+    """`node` is an event: a held name, or a `LiveRunEvent`'s `.event` of one."""
+    if isinstance(node, ast.Attribute) and node.attr == "event":
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in held
+
+
+def dict_reads(source: str, filename: str) -> list[str]:
+    """Where `source` reads an event as a dict: `event[...]` or `event.get(...)` (and the other
+    dict methods) on a name that holds an event (`_event_names`)."""
+    found: set[tuple[int, str]] = set()
+    for function in ast.walk(ast.parse(source, filename)):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        held = _event_names(function)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Subscript) and _holds_event(node.value, held):
+                found.add((node.lineno, ast.unparse(node)))
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in DICT_METHODS
+                and _holds_event(node.func.value, held)
+            ):
+                found.add((node.lineno, ast.unparse(node)))
+    return [f"{filename}:{line}: {text}" for line, text in sorted(found)]
+
+
+def test_an_event_cannot_be_read_as_a_dict():
+    assert len(EVENT_CLASSES) >= 15  # the eight run events, the live loop's seven and their bases
+    for cls in [Event, *EVENT_CLASSES]:
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
+        # No event leaves its process, so none serializes itself either (`to_dict`).
+        assert not {"__getitem__", *DICT_METHODS} & set(dir(cls)), cls
+    phase = RunPhase("cpu", "timing")
+    with pytest.raises(TypeError):
+        phase["phase"]
+    assert not isinstance(phase, Mapping)
+
+
+def test_the_dict_read_scan_finds_what_it_looks_for():
+    bad = (
+        "def on_event(event):\n    return event['kind']\n"
+        "def typed(e: RunEvent | None):\n    return e.get('backend')\n"
+        "def narrowed(x):\n    if isinstance(x, (RunFinished, RunDone)):\n        return x['result']\n"
+        "def wrapped(e: LiveEvent):\n    return e.event['backend']\n"
+        "subscribe(lambda event: event['kind'] == 'idle')\n"
+    )
+    assert [hit.split(": ", 1)[1] for hit in dict_reads(bad, "bad.py")] == [
+        "event['kind']", "e.get('backend')", "x['result']", "e.event['backend']", "event['kind']"
+    ]  # fmt: skip
+    fine = (
+        "def progress(event: dict[str, Any]):\n    return event['kind']\n"  # a tuning run's progress: a dict
+        "def on_event(event: RunEvent):\n    return event.backend\n"
+        "def rows(entry):\n    return entry['backend']\n"
+    )
+    assert dict_reads(fine, "fine.py") == []
+
+
+def test_no_code_reads_an_event_as_a_dict():
+    sources = [path for top in SCANNED for path in sorted((REPO / top).rglob("*.py"))]
+    assert len(sources) > 100
+    reads = [hit for path in sources for hit in dict_reads(path.read_text(), str(path.relative_to(REPO)))]
+    assert reads == []

@@ -8,6 +8,7 @@ import pytest
 
 from tests.run_runtimes.test_cuda_fault_fake import fake_pycuda_on_path  # noqa: F401
 from workbench.profile.sessions.store import SessionStore
+from workbench.run.events import RunStarted
 
 
 def _cpu_only(window) -> None:
@@ -64,7 +65,7 @@ def test_the_recorded_sources_are_the_ones_built_not_the_ones_saved_meanwhile(
 
     def edit_once_running(event) -> None:
         # The build is done and the run under way: an editor saves the file before the result.
-        if event.get("kind") == "started" and not edited:
+        if isinstance(event, RunStarted) and not edited:
             lib.write_text(built + "\n// saved while the run was going\n")
             edited.append(True)
 

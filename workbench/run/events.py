@@ -6,39 +6,21 @@ build goes and ends; not for prebuilt artifact folders), `RunPhase(None, "inputs
 backend × device `RunStarted`, `RunPhase` (upload, launch, download, verify, timing),
 `RunProgress` (timing heartbeats) and `RunFinished` (its `RunResult`), and last `RunDone` (the
 report). The live loop passes them on inside its `LiveRunEvent`, the window's bridge as they are
-(`ServiceBridge.runEvent`): readers match on the class (`isinstance`, `match`), never on text.
-
-Every event also answers `event["kind"]` / `event.get("backend")`, the dict shape events had
-before they were typed, so a reader written against it still works; new code reads attributes.
+(`ServiceBridge.runEvent`): readers match on the class (`isinstance`, `match`) and read its
+fields as attributes. Events are not dicts and cannot be read as one (no `event["kind"]`, no
+`event.get(...)`: `tests/ui/test_typed_events.py`); none crosses a process boundary, so none has
+a `to_dict()` either (the worker's own messages are `run/protocol.py`'s).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Event:
-    """A typed event (the run's here, the live loop's in `profile/live/live.py`); `kind` names it as
-    the dict events did."""
-
-    kind: ClassVar[str] = ""
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The field `key` (or "kind"), `default` when the event has no such field."""
-        if key == "kind":
-            return self.kind
-        if key in {f.name for f in fields(self)}:
-            return getattr(self, key)
-        return default
-
-    def __getitem__(self, key: str) -> Any:
-        missing = object()
-        value = self.get(key, missing)
-        if value is missing:
-            raise KeyError(key)
-        return value
+    """A typed event: the run's here, the live loop's in `profile/live/live.py`."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +32,6 @@ class RunEvent(Event):
 class RunBuilding(RunEvent):
     """The run's builds are starting (not sent when the run reads prebuilt artifact folders)."""
 
-    kind: ClassVar[str] = "building"
     backends: tuple[str, ...]
 
 
@@ -58,7 +39,6 @@ class RunBuilding(RunEvent):
 class RunBuildEvent(RunEvent):
     """One of the run's own builds reported something (`workbench.build.BuildEvent`)."""
 
-    kind: ClassVar[str] = "build-event"
     event: Any
 
 
@@ -66,7 +46,6 @@ class RunBuildEvent(RunEvent):
 class RunBuilt(RunEvent):
     """A backend's build (or prebuilt folder) is ready for the run: ok, error, cancelled, skipped."""
 
-    kind: ClassVar[str] = "built"
     backend: str
     status: str
 
@@ -75,7 +54,6 @@ class RunBuilt(RunEvent):
 class RunStarted(RunEvent):
     """A backend starts on a device (`device`: the device record a result carries)."""
 
-    kind: ClassVar[str] = "started"
     backend: str
     device: dict[str, Any]
 
@@ -85,7 +63,6 @@ class RunPhase(RunEvent):
     """A backend (None: the run itself, drawing its inputs) enters a phase: inputs, upload,
     launch, download, verify, timing."""
 
-    kind: ClassVar[str] = "phase"
     backend: str | None
     phase: str
 
@@ -94,7 +71,6 @@ class RunPhase(RunEvent):
 class RunProgress(RunEvent):
     """A heartbeat of the worker's timing protocol: how far it is in `phase`."""
 
-    kind: ClassVar[str] = "progress"
     backend: str
     phase: str
     done: Any = None
@@ -104,7 +80,6 @@ class RunProgress(RunEvent):
 class RunFinished(RunEvent):
     """A backend's result on a device, as soon as it is made (the others may still run)."""
 
-    kind: ClassVar[str] = "finished"
     backend: str
     device: dict[str, Any]
     result: Any  # workbench.records.RunResult
@@ -114,12 +89,4 @@ class RunFinished(RunEvent):
 class RunDone(RunEvent):
     """The run is over: its whole report (results in the order asked)."""
 
-    kind: ClassVar[str] = "done"
     report: Any  # workbench.run.service.RunReport
-
-
-#: Every kind of run event, by the name the dict events had.
-RUN_EVENTS: dict[str, type[RunEvent]] = {
-    cls.kind: cls for cls in (RunBuilding, RunBuildEvent, RunBuilt, RunStarted, RunPhase, RunProgress,
-                              RunFinished, RunDone)
-}  # fmt: skip

@@ -1,5 +1,8 @@
 """The Sessions panel: every recorded run, filtered; a run against a baseline; a kernel's history.
 
+The panel composes its parts and owns what they share: the database, the filters, export and
+import, the "Record runs" toggle and the message line.
+
 Recording is not the panel's: the bridge records every run it finishes through the core's
 `SessionRecorder` (with the sources its build read), whether or not this panel exists; the panel
 shows how it went (`bridge.runRecorded`) and its "Record runs" toggle switches the recorder.
@@ -8,12 +11,10 @@ indexed and take milliseconds even with 100,000 runs (benchmarks/sessions.py), a
 writer never blocks them. The panel refreshes when it is on screen; a recording made while it is
 hidden marks it stale.
 
-- the runs table lists the newest runs that pass the filters (kernel, backend, device, date,
-  verified);
-- "Set as baseline" pins the selected run; selecting another run compares the two
-  (`workbench.profile.sessions.compare`, as `sessions compare` does: "Pair whole invocations" is its
-  `--invocation`, on by default; rows that measured different things say what differs; the method
-  is named);
+- the runs table (`sessions_runs_table.RunsTable`) lists the newest runs that pass the filters
+  (kernel, backend, device, date, verified);
+- "Set as baseline" pins the selected run; selecting another run compares the two in the Compare
+  tab (`sessions_compare.SessionCompare`, as `sessions compare` does);
 - the History tab (`sessions_history.SessionHistory`) shows the selected run's kernel: median with
   its interquartile range per backend × device over the edits of its sources; clicking a point
   shows that run's source diff.
@@ -27,20 +28,17 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from PySide6.QtCore import Qt, Signal, SignalInstance
-from PySide6.QtGui import QAction, QColor
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QMenu,
     QPushButton,
     QSplitter,
     QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -48,25 +46,19 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.profile.sessions.compare import COLUMNS as COMPARE_COLUMNS
-from workbench.profile.sessions.compare import cells as compare_cells
-from workbench.profile.sessions.conditions import run_conditions, series_text
+from workbench.profile.sessions.conditions import run_conditions
 from workbench.profile.sessions.store import SessionStore, default_db_path
-from workbench.result_text import cell_of, row_verdict, verdict_tone
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
+from workbench.ui.sessions_compare import SessionCompare
 from workbench.ui.sessions_history import SessionHistory
+from workbench.ui.sessions_runs_table import RunsTable
 from workbench.ui.visibility import follow_dock, on_screen
-from workbench.units import format_time
 
 log = logging.getLogger(__name__)
 
 #: Rows shown in the runs table (the newest that pass the filters).
 LIST_LIMIT = 2000
-RUN_COLUMNS = (
-    "#", "time (UTC)", "kernel", "backend", "device", "verified", "median", "IQR", "n", "sources", "series",
-    "conditions",
-)  # fmt: skip
 SINCE = {
     "any time": None,
     "last hour": 3600,
@@ -74,17 +66,11 @@ SINCE = {
     "last 7 days": 7 * 86400,
     "last 30 days": 30 * 86400,
 }
-VERDICT_COLORS = theme.VERDICT
 EXPORT_FORMATS = {
     "csv": ("CSV", "*.csv"),
     "json": ("JSON bundle", "*.json"),
     "chrome-trace": ("Chrome trace", "*.json"),
 }
-
-
-def verified_text(run: dict[str, Any]) -> str:
-    """A recorded run's verdict cell, as the results table and `sessions list` show it."""
-    return cell_of(row_verdict(run))
 
 
 @runtime_checkable
@@ -113,9 +99,6 @@ class SessionsPanel(QWidget):
         self.bridge = bridge
         self.settings: Any = None
         self.db_path = Path(db_path) if db_path else None
-        self.baseline_id: int | None = None
-        self.runs: list[dict[str, Any]] = []
-        self.compare_result: dict[str, Any] | None = None
         self._store: SessionStore | None = None
         self._stale = True
         self._closed = False
@@ -170,46 +153,18 @@ class SessionsPanel(QWidget):
             row.addStretch(1)
             filters.addLayout(row)
 
-        self.table = QTableWidget(0, len(RUN_COLUMNS))
-        self.table.setHorizontalHeaderLabels(RUN_COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().hide()
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.itemSelectionChanged.connect(self._selection_changed)
-
-        self.baseline_label = QLabel("No baseline: select a run and press “Set as baseline”.")
-        wrap_within(self.baseline_label)
-        self.compare_table = QTableWidget(0, len(COMPARE_COLUMNS))
-        self.compare_table.setHorizontalHeaderLabels(COMPARE_COLUMNS)
-        self.compare_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.compare_table.verticalHeader().hide()
-        self.compare_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.compare_table.horizontalHeader().setStretchLastSection(True)
-        self.method_label = QLabel("")
-        wrap_within(self.method_label)
-        self.invocation_box = QCheckBox("Pair whole invocations")
-        self.invocation_box.setChecked(True)
-        self.invocation_box.setToolTip(
-            "On: the baseline's and the selected run's whole invocations, row by row per backend × device "
-            "(sessions compare --invocation). Off: the two selected rows only."
-        )
-        self.invocation_box.toggled.connect(self._recompare)
-        compare = QWidget()
-        layout = QVBoxLayout(compare)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.addWidget(self.baseline_label)
-        layout.addWidget(self.invocation_box)
-        layout.addWidget(self.compare_table, 1)
-        layout.addWidget(self.method_label)
+        self.table = RunsTable()
+        self.table.currentRunChanged.connect(self._selection_changed)
+        self.compare = SessionCompare()
+        self.compare.failed.connect(lambda text: self.show_message(text, error=True))
+        self.compare.pairingChanged.connect(self._recompare)
 
         self.history = SessionHistory()
         self.history.failed.connect(lambda text: self.show_message(text, error=True))
         self.history.diffShown.connect(lambda _run_id: self.tabs.setCurrentWidget(self.history))
 
         self.tabs = QTabWidget()
-        self.tabs.addTab(compare, "Compare")
+        self.tabs.addTab(self.compare, "Compare")
         self.tabs.addTab(self.history, "History")
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
@@ -311,32 +266,7 @@ class SessionsPanel(QWidget):
         except WorkbenchError as exc:
             self.show_message(str(exc), error=True)
             return
-        selected = set(self.selected_ids())
-        self.runs = runs
-        self.table.blockSignals(True)
-        self.table.setRowCount(len(runs))
-        for row, run in enumerate(runs):
-            cells = (
-                str(run["id"]), run["time"].replace("T", " ").rstrip("Z"), f"{run['project']}/{run['kernel']}",
-                run["backend"], run["device"], verified_text(run),
-                format_time(run["median_s"], "–"), format_time(run["iqr_s"], "–"), str(run["n"] or "–"), (run["snapshot_hash"] or "")[:10],
-                series_text(extras[run["id"]]["series"]), ", ".join(extras[run["id"]]["condition_flags"]),
-            )  # fmt: skip
-            for column, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setData(Qt.ItemDataRole.UserRole, run["id"])
-                if column == 4:
-                    item.setToolTip(run["device_name"])
-                if run.get("invalid"):  # a poisoned row the store sanitised (bundle_check)
-                    item.setToolTip("invalid values, shown as –: " + "; ".join(run["invalid"]))
-                if column == 0 and run["id"] == self.baseline_id:
-                    item.setText(f"{run['id']} ★")
-                if column == 5 and verdict_tone(row_verdict(run)) == "bad":
-                    item.setForeground(QColor(VERDICT_COLORS["slower"]))
-                self.table.setItem(row, column, item)
-            if run["id"] in selected:
-                self.table.selectRow(row)
-        self.table.blockSignals(False)
+        self.table.fill(runs, extras, self.baseline_id)
 
     @staticmethod
     def _fill_combo(box: QComboBox, values: list[str]) -> None:
@@ -359,89 +289,66 @@ class SessionsPanel(QWidget):
         box.setCurrentIndex(max(box.findData(value), 0) if value is not None else 0)
 
     def shown_ids(self) -> list[int]:
-        return [
-            int(self.table.item(row, 0).data(Qt.ItemDataRole.UserRole))
-            for row in range(self.table.rowCount())
-        ]
+        return self.table.shown_ids()
 
     def selected_ids(self) -> list[int]:
-        rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
-        return [int(self.table.item(row, 0).data(Qt.ItemDataRole.UserRole)) for row in rows]
+        return self.table.selected_ids()
 
     def current_id(self) -> int | None:
-        ids = self.selected_ids()
-        return ids[-1] if ids else None
+        return self.table.current_id()
 
     def select_run(self, run_id: int) -> None:
-        for row in range(self.table.rowCount()):
-            if self.table.item(row, 0).data(Qt.ItemDataRole.UserRole) == run_id:
-                self.table.selectRow(row)
-                return
+        self.table.select_run(run_id)
 
-    def _selection_changed(self) -> None:
-        run_id = self.current_id()
-        if run_id is None:
-            return
-        self._update_compare(run_id)
-        run = next((r for r in self.runs if r["id"] == run_id), None)
+    def _selection_changed(self, run_id: int) -> None:
+        self._compare_with_baseline(run_id)
+        run = self.table.shown_run(run_id)
         if run is not None:
             self.show_history(run["project"], run["kernel"])
 
     # ================================================================ compare
     def set_baseline(self, run_id: int | None) -> None:
+        """Pin a run as the baseline the runs selected next are compared against (starred)."""
         store = self.store()
         if run_id is None or store is None:
             return
-        try:
-            run = store.get_run(run_id, samples=False)
-        except WorkbenchError as exc:
-            self.show_message(str(exc), error=True)
-            return
-        self.baseline_id = run_id
-        self.baseline_label.setText(
-            f"Baseline: run #{run_id} — {run['project']}/{run['kernel']}, {run['backend']} on {run['device']}, "
-            f"{run['time']}. Select another run to compare."
-        )
-        self.refresh()
+        if self.compare.set_baseline(store, run_id):
+            self.refresh()
 
-    def _update_compare(self, run_id: int) -> None:
-        if self.baseline_id is None or run_id == self.baseline_id:
-            return
-        from workbench.profile.sessions.compare import compare_runs
-
+    def _compare_with_baseline(self, run_id: int) -> None:
         store = self.store()
-        if store is None:
-            return
-        try:
-            result = compare_runs(store, self.baseline_id, run_id, invocation=self.invocation_box.isChecked())
-        except WorkbenchError as exc:
-            self.show_message(str(exc), error=True)
-            return
-        self.compare_result = result
-        self.compare_table.setRowCount(len(result["rows"]))
-        for row, entry in enumerate(result["rows"]):
-            texts = compare_cells(entry)
-            for column, text in enumerate(texts):
-                item = QTableWidgetItem(text)
-                if column == len(texts) - 1:
-                    item.setToolTip(entry["verdict"])
-                    if entry["outcome"] in VERDICT_COLORS:
-                        item.setForeground(QColor(VERDICT_COLORS[entry["outcome"]]))
-                self.compare_table.setItem(row, column, item)
-        differs = [
-            f"{e['backend']} on {e['device']}: {'; '.join(e['differs'])}"
-            for e in result["rows"]
-            if e["differs"]
-        ]
-        self.method_label.setText(
-            f"Run #{run_id} against baseline #{self.baseline_id}. Method: {result['method']}."
-            + "".join(f"\nDiffers — {line}" for line in differs)
-        )
+        if store is not None:
+            self.compare.compare(store, run_id)
 
     def _recompare(self) -> None:
         run_id = self.current_id()
         if run_id is not None:
-            self._update_compare(run_id)
+            self._compare_with_baseline(run_id)
+
+    # The Compare tab's state, read where the panel was read before the tab was its own widget.
+    @property
+    def baseline_id(self) -> int | None:
+        return self.compare.baseline_id
+
+    @property
+    def compare_result(self) -> dict[str, Any] | None:
+        return self.compare.compare_result
+
+    @property
+    def baseline_label(self) -> QLabel:
+        return self.compare.baseline_label
+
+    @property
+    def invocation_box(self) -> QCheckBox:
+        return self.compare.invocation_box
+
+    @property
+    def compare_table(self) -> QTableWidget:
+        return self.compare.compare_table
+
+    @property
+    def method_label(self) -> QLabel:
+        return self.compare.method_label
 
     # ================================================================ history
     def show_history(self, project: str, kernel: str) -> None:
@@ -505,7 +412,7 @@ class SessionsPanel(QWidget):
     # ================================================================ plumbing
     def show_message(self, text: str, error: bool = False) -> None:
         self.message.setText(text)
-        self.message.setStyleSheet(f"color: {VERDICT_COLORS['slower']};" if error else "")
+        self.message.setStyleSheet(f"color: {theme.VERDICT['slower']};" if error else "")
         if error:
             log.warning("%s", text)
 

@@ -10,7 +10,7 @@ one in flight (its build processes and its run), so a burst of saves costs one b
     loop.wait_idle()
     loop.close()
 
-Events (one frozen record per kind, below; `kind` is the name the dict events had):
+Events (one frozen record per kind, below; read by class and attribute, never as dicts):
 
 - `LiveCycleStarted` (cycle, reason, path, backends, affected)
 - `LiveProject` (cycle, project) — `workbench.toml` changed on disk: the cycle uses it
@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from workbench.build import manifest_check
 from workbench.errors import WorkbenchError
@@ -60,7 +60,8 @@ class LiveEvent(Event):
 
 @dataclass(frozen=True)
 class LiveCycleStarted(LiveEvent):
-    kind: ClassVar[str] = "cycle-started"
+    """A cycle starts: why, the saved file, the backends it builds and runs."""
+
     cycle: int
     reason: str  # save | build | run
     path: str | None
@@ -70,21 +71,24 @@ class LiveCycleStarted(LiveEvent):
 
 @dataclass(frozen=True)
 class LiveProject(LiveEvent):
-    kind: ClassVar[str] = "project"
+    """`workbench.toml` changed on disk: the cycle uses this project."""
+
     cycle: int
     project: Project
 
 
 @dataclass(frozen=True)
 class LiveManifest(LiveEvent):
-    kind: ClassVar[str] = "manifest"
+    """What is wrong with `workbench.toml` as this cycle read it (empty: nothing)."""
+
     cycle: int
     diagnostics: list[Any]  # workbench.records.Diagnostic
 
 
 @dataclass(frozen=True)
 class LiveBuildFinished(LiveEvent):
-    kind: ClassVar[str] = "build-finished"
+    """The cycle's builds done by its run (`background`: those it did not wait for, later)."""
+
     cycle: int
     results: dict[str, Any]  # backend -> BuildResult
     rebuilt: list[str]
@@ -94,14 +98,16 @@ class LiveBuildFinished(LiveEvent):
 
 @dataclass(frozen=True)
 class LiveRunEvent(LiveEvent):
-    kind: ClassVar[str] = "run-event"
+    """An event of the cycle's run, as the run service made it."""
+
     cycle: int
     event: RunEvent
 
 
 @dataclass(frozen=True)
 class LiveCycleFinished(LiveEvent):
-    kind: ClassVar[str] = "cycle-finished"
+    """A cycle is over: ok, error (nothing could run) or cancelled."""
+
     cycle: int
     reason: str
     status: str  # ok | error | cancelled
@@ -116,7 +122,7 @@ class LiveCycleFinished(LiveEvent):
 
 @dataclass(frozen=True)
 class LiveIdle(LiveEvent):
-    kind: ClassVar[str] = "idle"
+    """No request is in flight or pending any more."""
 
 
 LiveListener = Callable[[LiveEvent], None]
@@ -391,8 +397,8 @@ class LiveLoop:
                     self._phase = ""
                     idle = self._pending is None
                     self._lock.notify_all()
-                # After `cycle-finished`, once nothing is in flight: listeners that check `busy`
-                # on `cycle-finished` could still see this cycle as current.
+                # After `LiveCycleFinished`, once nothing is in flight: listeners that check `busy`
+                # on `LiveCycleFinished` could still see this cycle as current.
                 if idle:
                     self._emit(LiveIdle())
 
@@ -510,7 +516,7 @@ class LiveLoop:
         """Builds the run did not wait for (their runtime is unavailable here) go on after the
         cycle, nobody waiting: the next cycles neither wait for them nor restart them (a cold
         nvptx build would never finish under a stream of saves), and when they end their
-        artifacts reach the build panel in a second ``build-finished`` (``background``)."""
+        artifacts reach the build panel in a second ``LiveBuildFinished`` (``background``)."""
         left = [b for b in job.backends if b not in build]
         if not left:
             return
