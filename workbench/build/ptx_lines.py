@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbench.build.source_match import best_match
+
 #: `.file N "path"` (PTX), or `.file N "dir" "name" [md5 …]` (DWARF 5 assembly, e.g. x86-64 from rustc).
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)(?:\s+(\d+))?")
@@ -66,9 +68,9 @@ class PtxLines:
         except OSError:
             resolved = target
         found = {i for i, p in self.files.items() if _same(Path(p), resolved)}
-        if not found:  # built elsewhere (a copied artifact folder): match the path's tail
-            tail = target.parts[-2:]
-            found = {i for i, p in self.files.items() if Path(p).parts[-len(tail) :] == tail}
+        if not found:  # built elsewhere (a copied artifact folder): the best matching tail
+            best = best_match(target, self.files.items())
+            found = {best} if best is not None else set()
         return found
 
     def ptx_lines_for(self, path: str | Path, line: int) -> list[int]:

@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.build.ptx_lines import PtxLines
+from workbench.build.source_match import best_match
 from workbench.build.spirv_lines import NO_LINES_HINT, SpirvLines
 from workbench.ui import ir_panes, theme
 from workbench.ui.editor.code_view import CodeView
@@ -686,12 +687,12 @@ class ArtifactsView(QWidget):
     def _source_index(self, file: str) -> int:
         """The source box entry of a `.file` path (the same file, or the same tail when the build
         ran in another copy of the project)."""
-        target = Path(file)
-        for i in range(self.source_box.count()):
-            path = Path(self.source_box.itemData(i))
-            if path == target or path.parts[-2:] == target.parts[-2:]:
-                return i
-        return -1
+        entries = [(i, self.source_box.itemData(i)) for i in range(self.source_box.count())]
+        same = next((i for i, path in entries if Path(path) == Path(file)), None)
+        if same is not None:
+            return same
+        best = best_match(file, entries)
+        return -1 if best is None else best
 
 
 def _ranges(lines: list[int]) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from workbench.errors import WorkbenchError
 
@@ -57,6 +56,19 @@ FORMS = ("local, local:N (N workers here), tcp://HOST:PORT (a running Dask sched
          "hosts:NAME[,NAME…] (workers on registered hosts, over ssh)")  # fmt: skip
 
 
+def parse_names(text: str) -> tuple[str, ...]:
+    """`gpu1,gpu2` → ("gpu1", "gpu2"); the syntax only (whether they are registered: `resolve`)."""
+    from workbench.remote.hosts import NAME_RE
+
+    names = tuple(n.strip() for n in text.split(","))
+    bad = [n for n in names if not NAME_RE.match(n)]
+    if not names or bad:
+        raise ValueError(f"{', '.join(repr(n) for n in bad) or 'no host'} is not a host name")
+    if len(set(names)) != len(names):
+        raise ValueError("a host is named twice")
+    return names
+
+
 def parse(text: str) -> ClusterSpec:
     """`local`, `local:N` or `tcp://HOST:PORT` → `ClusterSpec`; anything else names the forms."""
     text = (text or "").strip()
@@ -71,23 +83,11 @@ def parse(text: str) -> ClusterSpec:
     if re.fullmatch(r"tcp://[^\s:/]+:\d{1,5}", text):
         return ClusterSpec("scheduler", address=text)
     if text.startswith("hosts:"):
-        from .host_workers import parse_names
-
         try:
             return ClusterSpec("hosts", hosts=parse_names(text[len("hosts:") :]))
         except ValueError as exc:
             raise ClusterError(f"--cluster {text!r}: {exc}; expected hosts:NAME[,NAME…]") from None
     raise ClusterError(f"--cluster {text!r}: expected {FORMS}")
-
-
-def local_devices(runtime: str, devices: dict[str, Any]) -> list[str]:
-    """The specs of this machine's devices of `runtime` (`cpu` for the cpu runtime or none found)."""
-    found = [d for d in devices.get("devices") or [] if d.get("spec")]
-    if runtime == "cpu" or not devices.get("available") or not found:
-        return ["cpu"]
-    # One adapter seen through two APIs (Vulkan and OpenGL) is one device: the first API's only.
-    api = found[0].get("backend_api")
-    return [d["spec"] for d in found if d.get("backend_api") == api]
 
 
 class Cluster:

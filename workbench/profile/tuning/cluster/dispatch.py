@@ -33,7 +33,8 @@ from workbench.backends import runtime_of
 from workbench.project import Project, is_ignored
 
 from . import worker_side
-from .connect import Cluster, ClusterError, ClusterSpec, local_devices
+from .connect import Cluster, ClusterError, ClusterSpec
+from .devices import local_devices
 
 #: Retries of a configuration whose task raised (a worker lost mid-run is rescheduled by Dask).
 RETRIES = 2

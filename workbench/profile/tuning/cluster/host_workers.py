@@ -90,19 +90,6 @@ class HostWorker:
         return f"{self.host.name}/{self.device}"
 
 
-def parse_names(text: str) -> tuple[str, ...]:
-    """`gpu1,gpu2` → ("gpu1", "gpu2"); the syntax only (whether they are registered: `resolve`)."""
-    from workbench.remote.hosts import NAME_RE
-
-    names = tuple(n.strip() for n in text.split(","))
-    bad = [n for n in names if not NAME_RE.match(n)]
-    if not names or bad:
-        raise ValueError(f"{', '.join(repr(n) for n in bad) or 'no host'} is not a host name")
-    if len(set(names)) != len(names):
-        raise ValueError("a host is named twice")
-    return names
-
-
 def resolve(names: tuple[str, ...]) -> list[Host]:
     """The registered hosts of `names` (HostError naming the configured ones otherwise)."""
     store = HostStore()
@@ -150,7 +137,7 @@ def host_devices(host: Host, runtime: str) -> list[str]:
     """The host's devices of `runtime` (`wgpu:0`, …; `cpu` for the cpu runtime), as the probe sees them."""
     from workbench.remote.probe import check
 
-    from .connect import local_devices
+    from .devices import local_devices
 
     devices = check(host)["devices"].get(runtime) or {}
     return [split_spec(spec)[1] for spec in local_devices(runtime, devices)]
