@@ -1,5 +1,6 @@
 """Every bundled example verifies on wgpu (llvmpipe, timestamp timing) and on cpu-sim (its kernel
-body with GPU semantics and checks, which find nothing) against its cpu build."""
+body with GPU semantics and checks, which find nothing) against its cpu build, and its check
+fails an all-zero output (a check an idle kernel passes proves nothing)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from workbench.build.toolchains import detect
 from workbench.kernel_api import uses_kernel_api
-from workbench.project import examples_dir
+from workbench.project import Project, examples_dir
+from workbench.run.service import RunService
+from workbench.run.timing import TimingOptions
+from workbench.run.verify import check_outputs
 
 #: Small sizes: these tests check results, not speed.
 SIZES = {
@@ -19,7 +24,16 @@ SIZES = {
     "reduction": ["n=131072"],
     "matmul": ["m=96", "n=64", "k=80"],
     "bitonic": ["n=65536", "j=8", "k=16"],
+    "histogram": ["n=65536"],
 }
+
+#: One timed sample: the all-zero test needs the reference's outputs, not its speed.
+ONE_SAMPLE = TimingOptions(min_n=1, min_time_s=0.0, warmup_max_n=0, warmup_max_s=0.0, max_time_s=0.1)
+
+
+def test_every_bundled_example_has_test_sizes():
+    bundled = {p.name for p in examples_dir().iterdir() if (p / "workbench.toml").is_file()}
+    assert bundled == set(SIZES)
 
 
 @pytest.mark.slow
@@ -48,3 +62,27 @@ def test_example_verifies_on_llvmpipe_with_timestamps(example, shared_cache_dir)
     assert sim["verified"] is True, sim["check"]
     assert sim["findings"]["findings"] == [], sim["findings"]  # no false positives
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", sorted(SIZES))
+def test_the_check_fails_an_all_zero_output(example, shared_cache_dir):
+    """The example's own tolerances, against its real cpu output at the test sizes."""
+    if not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+    project = Project.open(examples_dir() / example)
+    sizes = {name: int(value) for name, value in (size.split("=") for size in SIZES[example])}
+    service = RunService(timing=ONE_SAMPLE)
+    try:
+        report = service.run(project, backends=["cpu"], sizes=sizes, cache_dir=shared_cache_dir)
+    finally:
+        service.close()
+    assert report.results[0].status == "ok", report.results[0].error
+    reference = report.outputs["cpu"]
+    assert reference
+    check = project.manifest.kernel().check
+    zeros = {name: np.zeros_like(array) for name, array in reference.items()}
+    passed, record = check_outputs(zeros, reference, check.rtol, check.atol, check.max_ulp)
+    assert not passed and record.bad > 0, record
+    passed, record = check_outputs(dict(reference), reference, check.rtol, check.atol, check.max_ulp)
+    assert passed and not record.weak, record  # the same output passes, and not weakly

@@ -107,6 +107,15 @@ impl<'a, T: Element> Out<'a, T> {
     }
 }
 
+impl<'a, T: Atomic> Out<'a, T> {
+    /// Add `value` to element `i` atomically (wrapping) and give the value it held before
+    /// (`atom.add` on the element's generic address, relaxed, as CUDA C's `atomicAdd`).
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        unsafe { T::atomic_add_generic(self.ptr.add(i), value) }
+    }
+}
+
 impl<T: Element> Index<usize> for In<'_, T> {
     type Output = T;
     #[inline(always)]
@@ -154,6 +163,15 @@ impl<'a, T: SharedWord, const N: usize> Shared<'a, T, N> {
     #[inline(always)]
     pub fn set(&mut self, i: usize, value: T) {
         unsafe { T::store(self.addr + (i * core::mem::size_of::<T>()) as u32, value) }
+    }
+}
+
+impl<'a, T: Atomic, const N: usize> Shared<'a, T, N> {
+    /// Add `value` to element `i` atomically (wrapping) and give the value it held before
+    /// (`atom.shared.add` on its shared-window address, as nvcc emits for `atomicAdd` on `__shared__`).
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        unsafe { T::atomic_add_shared(self.addr + (i * core::mem::size_of::<T>()) as u32, value) }
     }
 }
 
@@ -223,3 +241,51 @@ macro_rules! nvptx_shared {
         }
     }};
 }
+
+/// The element types with atomic read-modify-write: `atom.add.u32` / `atom.add.s32`. Neither asm
+/// is `pure`: the compiler treats each as reading and writing memory.
+pub trait Atomic: SharedWord {
+    /// # Safety
+    /// `ptr` is a valid, aligned element of global memory.
+    unsafe fn atomic_add_generic(ptr: *mut Self, value: Self) -> Self;
+    /// # Safety
+    /// `addr` is in the shared window.
+    unsafe fn atomic_add_shared(addr: u32, value: Self) -> Self;
+}
+
+macro_rules! atomic_word {
+    ($t:ty, $ty:literal) => {
+        impl Atomic for $t {
+            #[inline(always)]
+            unsafe fn atomic_add_generic(ptr: *mut Self, value: Self) -> Self {
+                let old: $t;
+                unsafe {
+                    core::arch::asm!(
+                        concat!("atom.add.", $ty, " {o}, [{p}], {v};"),
+                        o = out(reg32) old,
+                        p = in(reg64) ptr,
+                        v = in(reg32) value,
+                        options(nostack, preserves_flags),
+                    );
+                }
+                old
+            }
+            #[inline(always)]
+            unsafe fn atomic_add_shared(addr: u32, value: Self) -> Self {
+                let old: $t;
+                unsafe {
+                    core::arch::asm!(
+                        concat!("atom.shared.add.", $ty, " {o}, [{a}], {v};"),
+                        o = out(reg32) old,
+                        a = in(reg32) addr,
+                        v = in(reg32) value,
+                        options(nostack, preserves_flags),
+                    );
+                }
+                old
+            }
+        }
+    };
+}
+atomic_word!(u32, "u32");
+atomic_word!(i32, "s32");

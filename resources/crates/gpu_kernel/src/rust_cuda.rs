@@ -104,3 +104,38 @@ impl<'a, T: Element, const N: usize> Shared<'a, T, N> {
     #[inline(always)]
     pub fn set(&mut self, i: usize, value: T) { unsafe { *self.ptr.add(i) = value } }
 }
+
+/// The element types with atomic read-modify-write: `core::sync::atomic` on the element's
+/// address, which NVVM lowers to `atom.add` (device scope for buffers; a shared array's generic
+/// address reaches the same instruction on its shared window).
+pub trait Atomic: Element {
+    /// # Safety
+    /// `ptr` is a valid, aligned element.
+    unsafe fn fetch_add(ptr: *mut Self, value: Self) -> Self;
+}
+
+impl Atomic for u32 {
+    #[inline(always)]
+    unsafe fn fetch_add(ptr: *mut u32, value: u32) -> u32 {
+        unsafe { core::sync::atomic::AtomicU32::from_ptr(ptr) }.fetch_add(value, core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Atomic for i32 {
+    #[inline(always)]
+    unsafe fn fetch_add(ptr: *mut i32, value: i32) -> i32 {
+        unsafe { core::sync::atomic::AtomicI32::from_ptr(ptr) }.fetch_add(value, core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl<'a, T: Atomic> Out<'a, T> {
+    /// Add `value` to element `i` atomically (wrapping); the value it held before.
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T { unsafe { T::fetch_add(self.ptr.add(i), value) } }
+}
+
+impl<'a, T: Atomic, const N: usize> Shared<'a, T, N> {
+    /// Add `value` to element `i` atomically (wrapping); the value it held before.
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T { unsafe { T::fetch_add(self.ptr.add(i), value) } }
+}

@@ -105,3 +105,30 @@ impl<'a, T: Element, const N: usize> Shared<'a, T, N> {
     #[inline(always)]
     pub fn set(&mut self, i: usize, value: T) { self.0[i] = value }
 }
+
+/// The element types with atomic read-modify-write: `spirv_std::arch::atomic_i_add`
+/// (`OpAtomicIAdd`, relaxed: no memory semantics), device scope on buffers, workgroup scope on
+/// workgroup arrays.
+pub trait Atomic: Element + spirv_std::integer::Integer {}
+impl Atomic for u32 {}
+impl Atomic for i32 {}
+
+const DEVICE: u32 = spirv_std::memory::Scope::Device as u32;
+const WORKGROUP: u32 = spirv_std::memory::Scope::Workgroup as u32;
+const RELAXED: u32 = spirv_std::memory::Semantics::NONE.bits();
+
+impl<'a, T: Atomic> Out<'a, T> {
+    /// Add `value` to element `i` atomically (wrapping); the value it held before.
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        unsafe { spirv_std::arch::atomic_i_add::<T, DEVICE, RELAXED>(&mut self.0[i], value) }
+    }
+}
+
+impl<'a, T: Atomic, const N: usize> Shared<'a, T, N> {
+    /// Add `value` to element `i` atomically (wrapping); the value it held before.
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        unsafe { spirv_std::arch::atomic_i_add::<T, WORKGROUP, RELAXED>(&mut self.0[i], value) }
+    }
+}
