@@ -74,15 +74,15 @@ def test_every_example_builds_on_cpu_nvptx_cuda_c_and_wgsl(example, example_copy
     for backend in ("cpu", "nvptx", "cuda-c", "wgsl"):
         need(backend)
     project = Project.open(example_copy(example))
-    kernel = project.manifest.kernels[0]
     results = {r.backend: r for r in build_project(project, ["cpu", "nvptx", "cuda-c", "wgsl"], cache)}
     for backend, result in results.items():
         assert result.status == "ok", (backend, result.log[-3000:])
         assert not [d for d in result.diagnostics if d["severity"] == "error"], (backend, result.diagnostics)
     for backend in ("nvptx", "cuda-c"):
-        ptx = open(results[backend].artifacts[0]).read()
-        assert f".entry {kernel.name}(" in ptx, backend
-        assert results[backend].resources[kernel.name]["registers"] > 0  # ptxas -v read it
+        ptx = "".join(open(path).read() for path in results[backend].artifacts)
+        for kernel in project.manifest.kernels:  # scan has two
+            assert f".entry {kernel.name}(" in ptx, (backend, kernel.name)
+            assert results[backend].resources[kernel.name]["registers"] > 0  # ptxas -v read it
     assert "@compute" in open(results["wgsl"].artifacts[0]).read()
 
 

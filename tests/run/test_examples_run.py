@@ -25,7 +25,15 @@ SIZES = {
     "matmul": ["m=96", "n=64", "k=80"],
     "bitonic": ["n=65536", "j=8", "k=16"],
     "histogram": ["n=65536"],
+    "scan": ["n=65536"],
 }
+
+#: Every kernel of every example (scan has two: its two passes).
+KERNELS = [
+    (example, k.name)
+    for example in sorted(SIZES)
+    for k in Project.open(examples_dir() / example).manifest.kernels
+]
 
 #: One timed sample: the all-zero test needs the reference's outputs, not its speed.
 ONE_SAMPLE = TimingOptions(min_n=1, min_time_s=0.0, warmup_max_n=0, warmup_max_s=0.0, max_time_s=0.1)
@@ -37,14 +45,14 @@ def test_every_bundled_example_has_test_sizes():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", sorted(SIZES))
-def test_example_verifies_on_llvmpipe_with_timestamps(example, shared_cache_dir):
+@pytest.mark.parametrize(("example", "kernel"), KERNELS)
+def test_example_verifies_on_llvmpipe_with_timestamps(example, kernel, shared_cache_dir):
     if not detect("cpu").found:
         pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
     sizes = [arg for size in SIZES[example] for arg in ("--size", size)]
     proc = subprocess.run(
         [sys.executable, "-m", "workbench", "run", str(examples_dir() / example), "--backend", "cpu,cpu-sim,wgsl",
-         "--cache-dir", str(shared_cache_dir), "--json", *sizes],
+         "--kernel", kernel, "--cache-dir", str(shared_cache_dir), "--json", *sizes],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.stdout, proc.stderr
@@ -65,8 +73,8 @@ def test_example_verifies_on_llvmpipe_with_timestamps(example, shared_cache_dir)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", sorted(SIZES))
-def test_the_check_fails_an_all_zero_output(example, shared_cache_dir):
+@pytest.mark.parametrize(("example", "kernel"), KERNELS)
+def test_the_check_fails_an_all_zero_output(example, kernel, shared_cache_dir):
     """The example's own tolerances, against its real cpu output at the test sizes."""
     if not detect("cpu").found:
         pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
@@ -74,13 +82,15 @@ def test_the_check_fails_an_all_zero_output(example, shared_cache_dir):
     sizes = {name: int(value) for name, value in (size.split("=") for size in SIZES[example])}
     service = RunService(timing=ONE_SAMPLE)
     try:
-        report = service.run(project, backends=["cpu"], sizes=sizes, cache_dir=shared_cache_dir)
+        report = service.run(
+            project, backends=["cpu"], kernel=kernel, sizes=sizes, cache_dir=shared_cache_dir
+        )
     finally:
         service.close()
     assert report.results[0].status == "ok", report.results[0].error
     reference = report.outputs["cpu"]
     assert reference
-    check = project.manifest.kernel().check
+    check = project.manifest.kernel(kernel).check
     zeros = {name: np.zeros_like(array) for name, array in reference.items()}
     passed, record = check_outputs(zeros, reference, check.rtol, check.atol, check.max_ulp)
     assert not passed and record.bad > 0, record
