@@ -1,0 +1,55 @@
+"""The new examples' cpu results against numpy on the same inputs (fed through `npy`
+initializers): the cpu backend is every other backend's reference, and it runs the same kernel
+body, so this is what ties the body itself to the intended computation. wgsl (llvmpipe) runs in
+the same run and must verify against the cpu."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.build.toolchains import detect
+from workbench.run.service import RunService
+from workbench.run.timing import TimingOptions
+
+pytestmark = pytest.mark.slow
+
+ONE_SAMPLE = TimingOptions(min_n=1, min_time_s=0.0, warmup_max_n=0, warmup_max_s=0.0, max_time_s=0.1)
+
+
+def run_with_input(
+    root: Path, cache: Path, init: str, array: np.ndarray, sizes: dict[str, int]
+) -> dict[str, np.ndarray]:
+    """Replace the manifest's `init` (once) with `array` as x.npy; the cpu backend's outputs."""
+    np.save(root / "input.npy", array)
+    manifest = root / "workbench.toml"
+    text = manifest.read_text()
+    assert text.count(init) == 1, init
+    manifest.write_text(text.replace(init, 'init = { kind = "npy", path = "input.npy" }'))
+    service = RunService(timing=ONE_SAMPLE)
+    try:
+        report = service.run(root, backends=["cpu", "wgsl"], sizes=sizes, cache_dir=cache)
+    finally:
+        service.close()
+    results = {r.backend: r for r in report.results}
+    assert results["cpu"].status == "ok", results["cpu"].error
+    assert results["wgsl"].status == "ok" and results["wgsl"].check.passed, results["wgsl"].check
+    return report.outputs["cpu"]
+
+
+@pytest.fixture(autouse=True)
+def host_cargo():
+    if not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+
+
+def test_histogram_counts_what_bincount_counts(example_copy, shared_cache_dir):
+    n = 100_000
+    # Values beyond a byte too: the kernel bins v % 256; a skewed draw so the bins differ.
+    x = (np.random.default_rng(3).zipf(1.5, n) % 100_000).astype(np.uint32)
+    init = 'init = { kind = "random", low = 0, high = 255 }'
+    out = run_with_input(example_copy("histogram"), shared_cache_dir, init, x, {"n": n})
+    np.testing.assert_array_equal(out["bins"], np.bincount(x % 256, minlength=256).astype(np.uint32))
+
