@@ -53,3 +53,10 @@ def test_histogram_counts_what_bincount_counts(example_copy, shared_cache_dir):
     out = run_with_input(example_copy("histogram"), shared_cache_dir, init, x, {"n": n})
     np.testing.assert_array_equal(out["bins"], np.bincount(x % 256, minlength=256).astype(np.uint32))
 
+
+def test_transpose_is_numpys_transpose(example_copy, shared_cache_dir):
+    m, n = 77, 45
+    a = np.random.default_rng(4).standard_normal((m, n)).astype(np.float32)
+    init = 'init = { kind = "random", low = -1.0, high = 1.0 }'
+    out = run_with_input(example_copy("transpose"), shared_cache_dir, init, a.reshape(-1), {"m": m, "n": n})
+    np.testing.assert_array_equal(out["b"].reshape(n, m), a.T)

@@ -26,6 +26,7 @@ SIZES = {
     "bitonic": ["n=65536", "j=8", "k=16"],
     "histogram": ["n=65536"],
     "scan": ["n=65536"],
+    "transpose": ["m=100", "n=70"],  # not multiples of the tile: partial tiles in both directions
 }
 
 #: Every kernel of every example (scan has two: its two passes).
