@@ -60,3 +60,18 @@ def test_transpose_is_numpys_transpose(example_copy, shared_cache_dir):
     init = 'init = { kind = "random", low = -1.0, high = 1.0 }'
     out = run_with_input(example_copy("transpose"), shared_cache_dir, init, a.reshape(-1), {"m": m, "n": n})
     np.testing.assert_array_equal(out["b"].reshape(n, m), a.T)
+
+
+def test_stencil2d_is_the_five_point_mean_inside_and_a_copy_on_the_boundary(example_copy, shared_cache_dir):
+    width, height = 45, 77  # partial workgroups in both directions
+    grid = np.random.default_rng(5).uniform(-1, 1, (height, width)).astype(np.float32)
+    init = 'init = { kind = "random", low = -1.0, high = 1.0 }'
+    sizes = {"width": width, "height": height}
+    out = run_with_input(example_copy("stencil2d"), shared_cache_dir, init, grid.reshape(-1), sizes)
+    expected = grid.copy()
+    c = grid[1:-1, 1:-1]
+    # The kernel's order of additions, in f32: ((((c + w) + e) + s) + n) / 5.
+    expected[1:-1, 1:-1] = (
+        c + grid[1:-1, :-2] + grid[1:-1, 2:] + grid[2:, 1:-1] + grid[:-2, 1:-1]
+    ) / np.float32(5)
+    np.testing.assert_array_equal(out["x_new"].reshape(height, width), expected)

@@ -27,6 +27,7 @@ SIZES = {
     "histogram": ["n=65536"],
     "scan": ["n=65536"],
     "transpose": ["m=100", "n=70"],  # not multiples of the tile: partial tiles in both directions
+    "stencil2d": ["width=100", "height=70"],
 }
 
 #: Every kernel of every example (scan has two: its two passes).
