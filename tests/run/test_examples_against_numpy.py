@@ -75,3 +75,20 @@ def test_stencil2d_is_the_five_point_mean_inside_and_a_copy_on_the_boundary(exam
         c + grid[1:-1, :-2] + grid[1:-1, 2:] + grid[2:, 1:-1] + grid[:-2, 1:-1]
     ) / np.float32(5)
     np.testing.assert_array_equal(out["x_new"].reshape(height, width), expected)
+
+
+def test_softmax_is_within_a_few_ulp_of_numpys_float64_softmax(example_copy, shared_cache_dir):
+    rows, cols = 20, 700
+    x = np.random.default_rng(6).uniform(-4, 4, (rows, cols)).astype(np.float32)
+    init = 'init = { kind = "random", low = -4.0, high = 4.0 }'
+    out = run_with_input(
+        example_copy("softmax"), shared_cache_dir, init, x.reshape(-1), {"rows": rows, "cols": cols}
+    )
+    shifted = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    expected = (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)
+    got = out["y"].reshape(rows, cols)
+    ulps = np.abs(got.view(np.int32).astype(np.int64) - expected.view(np.int32).astype(np.int64))
+    # expf within 1 ULP; the f32 sum rounds at most 11 times along any path (3 terms per
+    # invocation, 8 tree levels: 5.5 ULP); the division 0.5 ULP.
+    assert ulps.max() <= 8, ulps.max()
+    assert ulps.mean() < 2, ulps.mean()

@@ -28,6 +28,7 @@ SIZES = {
     "scan": ["n=65536"],
     "transpose": ["m=100", "n=70"],  # not multiples of the tile: partial tiles in both directions
     "stencil2d": ["width=100", "height=70"],
+    "softmax": ["rows=64", "cols=1000"],
 }
 
 #: Every kernel of every example (scan has two: its two passes).

@@ -42,6 +42,8 @@ pub mod host;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 pub use host::{Atomic, Ctx, In, Out, Shared};
 
+pub mod math;
+
 /// The element types buffers and shared arrays hold (what the manifest's `type` names).
 pub trait Element: Copy + Default + 'static {}
 impl Element for f32 {}
