@@ -53,7 +53,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--examples", default="saxpy,reduction,matmul,bitonic,histogram,scan,transpose,stencil2d,softmax")
+    parser.add_argument(
+        "--examples",
+        default="saxpy,reduction,matmul,bitonic,histogram,scan,transpose,stencil2d,softmax,warp_reduce",
+    )
     parser.add_argument("--scaling", action="store_true", help="saxpy at workgroup sizes 64..1024 too")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help=OUT_HELP)

@@ -1,6 +1,6 @@
 """cpu-sim: the reduction example's one kernel body run on the CPU with GPU semantics, checked;
-and the histogram example's atomics (two atomics on one element are no race, a plain access in
-their place or beside them is).
+the histogram example's atomics (two atomics on one element are no race, a plain access in
+their place or beside them is); warp_reduce's subgroup shuffles (every invocation must call one).
 
 Real builds (host cargo, the kernel API crate with and without its `sim` feature) and real runs
 through `workbench run --json`: faults injected into a copy of the example are reported at the
@@ -207,3 +207,22 @@ def test_an_atomic_on_unzeroed_workgroup_memory_is_an_uninitialized_read(histogr
     found = only(results, "uninitialized-read")
     (access,) = found["accesses"]
     assert (access["access"], access["line"]) == ("atomic", line)
+
+
+# ---------------------------------------------------------------- subgroup shuffles: warp_reduce
+
+
+def test_a_shuffle_some_invocations_skip_is_a_barrier_divergence_at_its_line(example_copy, shared_cache_dir):
+    if not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+    root = example_copy("warp_reduce")
+    line = edit(
+        root,
+        "        value += ctx.subgroup_shuffle_down(value, offset as u32);",
+        "        if t < 128 {\n            value += ctx.subgroup_shuffle_down(value, offset as u32);\n        }",
+    )
+    results, code = run_json(root, shared_cache_dir)
+    divergence = only(results, "barrier-divergence")
+    lines = {a["line"] for a in divergence["accesses"]}
+    assert line + 1 in lines, divergence  # the shuffle's line: a shuffle waits for the workgroup on the host
+    assert code == 1

@@ -29,6 +29,7 @@ SIZES = {
     "transpose": ["m=100", "n=70"],  # not multiples of the tile: partial tiles in both directions
     "stencil2d": ["width=100", "height=70"],
     "softmax": ["rows=64", "cols=1000"],
+    "warp_reduce": ["n=131072"],
 }
 
 #: Every kernel of every example (scan has two: its two passes).
@@ -99,3 +100,25 @@ def test_the_check_fails_an_all_zero_output(example, kernel, shared_cache_dir):
     assert not passed and record.bad > 0, record
     passed, record = check_outputs(dict(reference), reference, check.rtol, check.atol, check.max_ulp)
     assert passed and not record.weak, record  # the same output passes, and not weakly
+
+
+@pytest.mark.slow
+def test_warp_reduce_says_not_supported_on_an_adapter_without_subgroups(shared_cache_dir):
+    wgpu = pytest.importorskip("wgpu")
+    adapters = wgpu.gpu.enumerate_adapters_sync()
+    without = [k for k, a in enumerate(adapters) if "subgroup" not in a.features]
+    if not without:
+        pytest.skip("every wgpu adapter here has subgroups")
+    index = without[0]
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "run", str(examples_dir() / "warp_reduce"), "--backend", "cpu,wgsl",
+         "--device", f"cpu,wgpu:{index}", "--size", "n=4096", "--cache-dir", str(shared_cache_dir), "--no-record",
+         "--json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    results = {r["backend"]: r for r in json.loads(proc.stdout)["results"]}
+    assert results["cpu"]["status"] == "ok"
+    wgsl = results["wgsl"]
+    assert wgsl["status"] == "error" and wgsl["device"]["name"] == adapters[index].info["device"]
+    assert wgsl["error"].startswith(f"not supported on {adapters[index].info['device']}: "), wgsl["error"]
+    assert "needs the wgpu feature 'subgroup'" in wgsl["error"]

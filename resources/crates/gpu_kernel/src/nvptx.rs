@@ -56,6 +56,35 @@ impl Ctx {
     pub fn global_id_y(&self) -> usize {
         unsafe { _block_idx_y() as usize * _block_dim_y() as usize + _thread_idx_y() as usize }
     }
+    /// A warp: 32 lanes.
+    #[inline(always)]
+    pub fn subgroup_size(&self) -> usize {
+        32
+    }
+    /// This invocation's lane in its warp (`%laneid`).
+    #[inline(always)]
+    pub fn subgroup_invocation_id(&self) -> usize {
+        let lane: u32;
+        unsafe { core::arch::asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane, options(pure, nomem, nostack)) };
+        lane as usize
+    }
+    /// The `value` of the lane `delta` above this one (`shfl.sync.down.b32` over the full warp, as
+    /// `__shfl_down_sync(0xffffffff, value, delta)`); its own value past the warp's end. Every lane
+    /// of the warp must call it.
+    #[inline(always)]
+    pub fn subgroup_shuffle_down<T: Shuffle>(&self, value: T, delta: u32) -> T {
+        let out: u32;
+        unsafe {
+            core::arch::asm!(
+                "shfl.sync.down.b32 {o}, {v}, {d}, 0x1f, 0xffffffff;",
+                o = out(reg32) out,
+                v = in(reg32) value.to_word(),
+                d = in(reg32) delta,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        T::from_word(out)
+    }
     /// Every invocation of the workgroup arrives before any goes on; workgroup memory written
     /// before it is visible after it (`bar.sync 0`).
     #[inline(always)]
@@ -289,3 +318,27 @@ macro_rules! atomic_word {
 }
 atomic_word!(u32, "u32");
 atomic_word!(i32, "s32");
+
+/// The 32-bit element types `shfl.sync` moves.
+pub trait Shuffle: Element {
+    fn to_word(self) -> u32;
+    fn from_word(word: u32) -> Self;
+}
+impl Shuffle for f32 {
+    #[inline(always)]
+    fn to_word(self) -> u32 { self.to_bits() }
+    #[inline(always)]
+    fn from_word(word: u32) -> f32 { f32::from_bits(word) }
+}
+impl Shuffle for u32 {
+    #[inline(always)]
+    fn to_word(self) -> u32 { self }
+    #[inline(always)]
+    fn from_word(word: u32) -> u32 { word }
+}
+impl Shuffle for i32 {
+    #[inline(always)]
+    fn to_word(self) -> u32 { self as u32 }
+    #[inline(always)]
+    fn from_word(word: u32) -> i32 { word as i32 }
+}

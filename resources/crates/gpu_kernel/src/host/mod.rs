@@ -43,6 +43,42 @@ pub trait Atomic: Element {
     unsafe fn fetch_add(ptr: *mut Self, value: Self) -> Self;
 }
 
+/// The element types a subgroup shuffle moves ([`Ctx::subgroup_shuffle_down`]): 32-bit ones, as
+/// CUDA's `__shfl_down_sync` and WGSL's `subgroupShuffleDown` on scalars.
+pub trait Shuffle: Element {
+    #[doc(hidden)]
+    fn to_word(self) -> u64;
+    #[doc(hidden)]
+    fn from_word(word: u64) -> Self;
+}
+
+impl Shuffle for f32 {
+    fn to_word(self) -> u64 {
+        self.to_bits() as u64
+    }
+    fn from_word(word: u64) -> f32 {
+        f32::from_bits(word as u32)
+    }
+}
+
+impl Shuffle for u32 {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(word: u64) -> u32 {
+        word as u32
+    }
+}
+
+impl Shuffle for i32 {
+    fn to_word(self) -> u64 {
+        self as u32 as u64
+    }
+    fn from_word(word: u64) -> i32 {
+        word as u32 as i32
+    }
+}
+
 impl Atomic for u32 {
     #[inline(always)]
     unsafe fn fetch_add(ptr: *mut u32, value: u32) -> u32 {
