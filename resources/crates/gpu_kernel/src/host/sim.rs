@@ -326,7 +326,8 @@ impl Group {
         let this = Access { group, local: self.local_coords(me as usize - 1), what: "atomic", at };
         if !entry.written {
             checks.report("uninitialized-read", array, Some(i as u64), None, this, None);
-        } else if let Some((who, loc, what)) = entry.plain_other_than(me) {
+        } else if let Some((who, loc, what)) = entry.plain_other(me, true) {
+            // An atomic writes: any other invocation's plain access races with it.
             let other = Access { group, local: self.local_coords(who as usize - 1), what, at: location_of(loc) };
             checks.report("shared-race", array, Some(i as u64), None, other, Some(this));
         }
@@ -337,8 +338,8 @@ impl Group {
 }
 
 impl SharedEntry {
-    /// Another invocation's plain write or read (a write when `write` is false: reads share) in
-    /// this epoch.
+    /// Another invocation's plain access in this epoch that conflicts with one by `me`: its
+    /// write, and for a write by `me` its reads too (two reads never conflict).
     fn plain_other(&self, me: u16, write: bool) -> Option<(u16, u16, &'static str)> {
         if self.writer != 0 && self.writer != me {
             return Some((self.writer, self.wloc, "write"));
@@ -359,11 +360,6 @@ impl SharedEntry {
             return Some((self.atomic, self.aloc, "atomic"));
         }
         self.plain_other(me, write)
-    }
-
-    /// What an atomic by `me` races with: any other invocation's plain access (an atomic writes).
-    fn plain_other_than(&self, me: u16) -> Option<(u16, u16, &'static str)> {
-        self.plain_other(me, true)
     }
 
     fn add_reader(&mut self, me: u16, lid: u16) {
