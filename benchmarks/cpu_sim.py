@@ -7,7 +7,7 @@ Goals: every example's default size in ≤ 5 s on cpu-sim here (2 cores), and th
 (cpu-sim median / cpu median) ≤ 5×. `--scaling` reruns saxpy on cpu and cpu-sim at workgroup
 sizes 64, 256 and 1024 (its `threads` tunable) to show how the cost grows with the workgroup.
 
-    python benchmarks/cpu_sim.py [--examples saxpy,reduction,matmul,bitonic] [--scaling] [--json] [--out PATH]
+    python benchmarks/cpu_sim.py [--examples saxpy,reduction,matmul,bitonic,histogram,scan,transpose,stencil2d,softmax] [--scaling] [--json] [--out PATH]
 """
 
 from __future__ import annotations
@@ -53,7 +53,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--examples", default="saxpy,reduction,matmul,bitonic")
+    parser.add_argument(
+        "--examples",
+        default="saxpy,reduction,matmul,bitonic,histogram,scan,transpose,stencil2d,softmax,warp_reduce",
+    )
     parser.add_argument("--scaling", action="store_true", help="saxpy at workgroup sizes 64..1024 too")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help=OUT_HELP)

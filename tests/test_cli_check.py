@@ -27,7 +27,9 @@ def test_version():
     assert result.returncode == 0 and __version__ in result.stdout
 
 
-@pytest.mark.parametrize("name", ["saxpy", "reduction", "matmul", "bitonic"])
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in examples_dir().iterdir() if (p / "workbench.toml").is_file())
+)
 def test_check_json_describes_each_example(name):
     result = workbench("check", examples_dir() / name, "--json")
     assert result.returncode == 0, result.stderr

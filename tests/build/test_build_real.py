@@ -1,4 +1,5 @@
-"""Real builds of the saxpy example: cpu (host cargo), nvptx (rustc -> PTX), cuda-c (nvcc), wgsl."""
+"""Real builds of the saxpy example: cpu (host cargo), nvptx (rustc -> PTX), cuda-c (nvcc), wgsl;
+and of every bundled example on those four backends."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from workbench.build import build_project, detect_toolchains, export, read_build
 from workbench.build.toolchains import detect
-from workbench.project import Project
+from workbench.project import Project, examples_dir
 
 pytestmark = pytest.mark.slow
 
@@ -63,6 +64,26 @@ def test_reference_backends_build(example_copy, cache):
     if detect("cuda-c").found:
         assert results["cuda-c"].status == "ok", results["cuda-c"].log
         assert ".entry saxpy" in open(results["cuda-c"].artifacts[0]).read()
+
+
+@pytest.mark.parametrize(
+    "example", sorted(p.name for p in examples_dir().iterdir() if (p / "workbench.toml").is_file())
+)
+def test_every_example_builds_on_cpu_nvptx_cuda_c_and_wgsl(example, example_copy, cache):
+    """Each kernel entry is in its artifact; ptxas accepted both PTX files (the build runs it)."""
+    for backend in ("cpu", "nvptx", "cuda-c", "wgsl"):
+        need(backend)
+    project = Project.open(example_copy(example))
+    results = {r.backend: r for r in build_project(project, ["cpu", "nvptx", "cuda-c", "wgsl"], cache)}
+    for backend, result in results.items():
+        assert result.status == "ok", (backend, result.log[-3000:])
+        assert not [d for d in result.diagnostics if d["severity"] == "error"], (backend, result.diagnostics)
+    for backend in ("nvptx", "cuda-c"):
+        ptx = "".join(open(path).read() for path in results[backend].artifacts)
+        for kernel in project.manifest.kernels:  # scan has two
+            assert f".entry {kernel.name}(" in ptx, (backend, kernel.name)
+            assert results[backend].resources[kernel.name]["registers"] > 0  # ptxas -v read it
+    assert "@compute" in open(results["wgsl"].artifacts[0]).read()
 
 
 @pytest.mark.parametrize("backend", ["cpu", "nvptx"])

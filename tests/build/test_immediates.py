@@ -18,7 +18,7 @@ import pytest
 from workbench.build import build_project
 from workbench.build.shader_check import naga_diagnostics
 from workbench.build.toolchains import detect
-from workbench.build.wgpu_features import WANTED_FEATURES, explain_missing, granted
+from workbench.build.wgpu_features import WANTED_FEATURES, explain_missing, granted, unsupported_here
 from workbench.project import Project
 
 wgpu = pytest.importorskip("wgpu")
@@ -114,6 +114,21 @@ def test_explain_missing_names_the_feature_and_who_has_it():
         "the wgpu runtime does not request it"
     )
     assert explain_missing("Shader validation error: Function [0] 'main' is invalid", {"A": []}) == ""
+
+
+def test_a_device_without_a_feature_says_not_supported_on_it():
+    # naga's words when a device lacks what a function needs (wgpu-native on llvmpipe's GL adapter).
+    message = "Shader validation error: Entry point main at Compute is invalid\n = Shader requires capability Capabilities(SUBGROUP)"
+    assert unsupported_here(message, "GL llvmpipe", ["timestamp-query"]) == (
+        "not supported on GL llvmpipe: naga capability SUBGROUP needs the wgpu feature 'subgroup', which this "
+        "adapter does not have (run it on a wgpu adapter that has it)"
+    )
+    assert (
+        unsupported_here(message, "Vulkan llvmpipe", ["subgroup"]) == ""
+    )  # it has it: something else failed
+    assert explain_missing(message, {"A": ["subgroup"]}) == (
+        "naga capability SUBGROUP needs the wgpu feature 'subgroup': adapters with it: A"
+    )
 
 
 def test_the_runtime_opens_its_device_with_what_the_validator_grants():

@@ -1,4 +1,6 @@
-"""cpu-sim: the reduction example's one kernel body run on the CPU with GPU semantics, checked.
+"""cpu-sim: the reduction example's one kernel body run on the CPU with GPU semantics, checked;
+the histogram example's atomics (two atomics on one element are no race, a plain access in
+their place or beside them is); warp_reduce's subgroup shuffles (every invocation must call one).
 
 Real builds (host cargo, the kernel API crate with and without its `sim` feature) and real runs
 through `workbench run --json`: faults injected into a copy of the example are reported at the
@@ -142,3 +144,85 @@ def test_a_barrier_only_some_invocations_reach_is_divergence_not_a_hang(reductio
     assert (waiting["access"], waiting["line"]) == ("barrier", line + 3)
     assert waiting["local"][0] < 32 and other["local"][0] >= 32
     assert other["access"] == "return"
+
+
+# ---------------------------------------------------------------- atomics: the histogram example
+
+
+@pytest.fixture
+def histogram(example_copy):
+    if not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+    return example_copy("histogram")
+
+
+def test_the_histograms_atomics_report_nothing_and_count_exactly(histogram, shared_cache_dir):
+    results, code = run_json(histogram, shared_cache_dir)
+    sim = results["cpu-sim"]
+    assert sim["status"] == "ok", sim["error"]
+    assert sim["verified"] is True and sim["check"]["max_abs_err"] == 0, sim["check"]
+    assert sim["findings"] == {"findings": [], "dropped": 0, "diagnostics": []}
+    assert code == 0
+
+
+def test_a_plain_increment_of_a_shared_bin_is_a_race(histogram, shared_cache_dir):
+    line = edit(
+        histogram,
+        "local.atomic_add((x.get(i) % BINS as u32) as usize, 1);",
+        "let bin = (x.get(i) % BINS as u32) as usize;\n            local.set(bin, local.get(bin) + 1);",
+    )
+    results, code = run_json(histogram, shared_cache_dir)
+    race = only(results, "shared-race")
+    assert {a["access"] for a in race["accesses"]} <= {"read", "write"}
+    assert {a["line"] for a in race["accesses"]} == {line + 1}
+    assert code == 1
+
+
+def test_a_plain_add_to_a_global_bin_is_a_race(histogram, shared_cache_dir):
+    line = edit(histogram, "bins.atomic_add(b, count);", "bins[b] += count;")
+    results, code = run_json(histogram, shared_cache_dir)
+    race = only(results, "global-race")
+    assert race["name"] == "bins"
+    assert {a["line"] for a in race["accesses"]} == {line}
+    assert code == 1
+
+
+def test_a_plain_read_beside_other_workgroups_atomics_is_a_race(histogram, shared_cache_dir):
+    line = edit(
+        histogram,
+        "bins.atomic_add(b, count);",
+        "bins.atomic_add(b, count);\n            let _seen = bins.get(b);",
+    )
+    results, _ = run_json(histogram, shared_cache_dir)
+    race = only(results, "global-race")
+    accesses = {(a["access"], a["line"]) for a in race["accesses"]}
+    assert accesses == {("atomic", line), ("read", line + 1)}
+    assert race["accesses"][0]["group"] != race["accesses"][1]["group"]  # two workgroups
+
+
+def test_an_atomic_on_unzeroed_workgroup_memory_is_an_uninitialized_read(histogram, shared_cache_dir):
+    edit(histogram, "        local.set(b, 0);\n", "")
+    line = line_of(histogram, "local.atomic_add(")
+    results, _ = run_json(histogram, shared_cache_dir)
+    found = only(results, "uninitialized-read")
+    (access,) = found["accesses"]
+    assert (access["access"], access["line"]) == ("atomic", line)
+
+
+# ---------------------------------------------------------------- subgroup shuffles: warp_reduce
+
+
+def test_a_shuffle_some_invocations_skip_is_a_barrier_divergence_at_its_line(example_copy, shared_cache_dir):
+    if not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+    root = example_copy("warp_reduce")
+    line = edit(
+        root,
+        "        value += ctx.subgroup_shuffle_down(value, offset as u32);",
+        "        if t < 128 {\n            value += ctx.subgroup_shuffle_down(value, offset as u32);\n        }",
+    )
+    results, code = run_json(root, shared_cache_dir)
+    divergence = only(results, "barrier-divergence")
+    lines = {a["line"] for a in divergence["accesses"]}
+    assert line + 1 in lines, divergence  # the shuffle's line: a shuffle waits for the workgroup on the host
+    assert code == 1

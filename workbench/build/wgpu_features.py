@@ -54,7 +54,12 @@ EXTENSION_FEATURES = {
     "dual_source_blending": "dual-source-blending",
 }
 
-_CAPABILITY = re.compile(r"Capabilit(?:y|ies) Capabilities\(([A-Z0-9_ |]+)\) (?:is|are) not supported")
+# naga says it two ways: at validation ("Capability Capabilities(X) is not supported") and where
+# a device lacks what a function needs ("Shader requires capability Capabilities(X)").
+_CAPABILITY = re.compile(
+    r"Capabilit(?:y|ies) Capabilities\(([A-Z0-9_ |]+)\) (?:is|are) not supported"
+    r"|requires capability Capabilities\(([A-Z0-9_ |]+)\)"
+)
 _EXTENSION = re.compile(r"the `(\w+)` extension is not supported")
 
 
@@ -75,7 +80,7 @@ def missing_features(message: str) -> list[tuple[str, str]]:
     """(what naga named, wgpu feature) for each capability or extension naga says is missing."""
     found: list[tuple[str, str]] = []
     for m in _CAPABILITY.finditer(message):
-        for name in (n.strip() for n in m.group(1).split("|")):
+        for name in (n.strip() for n in (m.group(1) or m.group(2)).split("|")):
             found.append((f"naga capability {name}", CAPABILITY_FEATURES.get(name, "")))
     for m in _EXTENSION.finditer(message):
         found.append((f"WGSL `enable {m.group(1)}`", EXTENSION_FEATURES.get(m.group(1), "")))
@@ -97,3 +102,17 @@ def explain_missing(message: str, adapters: dict[str, Iterable[str]]) -> str:
         asked = "" if feature in WANTED_FEATURES else "; the wgpu runtime does not request it"
         parts.append(f"{what} needs the wgpu feature '{feature}': {where}{asked}")
     return "; ".join(parts)
+
+
+def unsupported_here(message: str, device: str, device_features: Iterable[str]) -> str:
+    """Why a device refused a shader for want of a feature, as one sentence that starts "not
+    supported on DEVICE" ("" when naga's message names no feature the device lacks): a run on an
+    adapter without, say, 'subgroup' says so rather than only quoting naga."""
+    have = set(device_features)
+    lacking = [
+        (what, feature) for what, feature in missing_features(message) if feature and feature not in have
+    ]
+    if not lacking:
+        return ""
+    needs = "; ".join(f"{what} needs the wgpu feature '{feature}'" for what, feature in lacking)
+    return f"not supported on {device}: {needs}, which this adapter does not have (run it on a wgpu adapter that has it)"

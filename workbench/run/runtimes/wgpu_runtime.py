@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.build.wgpu_features import open_device
+from workbench.build.wgpu_features import open_device, unsupported_here
 from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
 from workbench.run.runtimes.shader_info import ShaderInfo, spirv_info, wgsl_info
 from workbench.run.spec import buffer_args, dtype_of, fold_grid, scalar_args
@@ -143,8 +143,11 @@ class WgpuPrepared(Prepared):
         try:
             module = self.device.create_shader_module(label=Path(path).name, code=code)
         except Exception as exc:
+            text = _error_text(exc)
+            name = (self._adapter_info or {}).get("device") or "this device"
+            why = unsupported_here(text, name, self.device.features)
             raise RuntimeFailure(
-                f"naga/wgpu rejected the {kind} module {Path(path).name}:\n{_error_text(exc)}"
+                f"{why + chr(10) if why else ''}naga/wgpu rejected the {kind} module {Path(path).name}:\n{text}"
             ) from None
         return module, info, is_wgsl
 

@@ -2,7 +2,9 @@
 //!
 //! A kernel body is a plain function taking a [`Ctx`] (the invocation's indices and the
 //! workgroup barrier) and handles to its memory: [`In`] (a read-only buffer), [`Out`] (a buffer
-//! it writes, and may read) and [`Shared`] (a workgroup-shared array). Thin entry points, one per
+//! it writes, and may read) and [`Shared`] (a workgroup-shared array); `atomic_add` on the last
+//! two for the [`Atomic`] element types (`u32`, `i32`); subgroup shuffles on [`Ctx`] for the
+//! [`Shuffle`] types (`f32`, `u32`, `i32`). Thin entry points, one per
 //! backend, make those from what the backend passes and call the body:
 //!
 //! | target | `Ctx` | memory |
@@ -20,26 +22,30 @@
 //! the Rust file:line of the accesses (`#[track_caller]`). docs/cpu-sim.md says what is modelled.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+// Rust-CUDA's warp shuffle is NVVM's intrinsic, declared by its LLVM name.
+#![cfg_attr(all(target_os = "cuda", feature = "rust-cuda"), feature(link_llvm_intrinsics), allow(internal_features))]
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 mod nvptx;
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
-pub use nvptx::{Ctx, In, Out, Shared, SharedWord};
+pub use nvptx::{Atomic, Ctx, In, Out, Shared, SharedWord, Shuffle};
 
 #[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
 mod rust_cuda;
 #[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
-pub use rust_cuda::{Ctx, In, Out, Shared};
+pub use rust_cuda::{Atomic, Ctx, In, Out, Shared, Shuffle};
 
 #[cfg(target_arch = "spirv")]
 mod spirv;
 #[cfg(target_arch = "spirv")]
-pub use spirv::{Ctx, In, Out, Shared};
+pub use spirv::{Atomic, Ctx, In, Out, Shared, Shuffle};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 pub mod host;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
-pub use host::{Ctx, In, Out, Shared};
+pub use host::{Atomic, Ctx, In, Out, Shared, Shuffle};
+
+pub mod math;
 
 /// The element types buffers and shared arrays hold (what the manifest's `type` names).
 pub trait Element: Copy + Default + 'static {}
@@ -52,5 +58,5 @@ impl Element for u64 {}
 
 /// What a kernel body needs in one line: `use gpu_kernel::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Ctx, Element, In, Out, Shared};
+    pub use crate::{Atomic, Ctx, Element, In, Out, Shared, Shuffle};
 }

@@ -56,6 +56,35 @@ impl Ctx {
     pub fn global_id_y(&self) -> usize {
         unsafe { _block_idx_y() as usize * _block_dim_y() as usize + _thread_idx_y() as usize }
     }
+    /// A warp: 32 lanes.
+    #[inline(always)]
+    pub fn subgroup_size(&self) -> usize {
+        32
+    }
+    /// This invocation's lane in its warp (`%laneid`).
+    #[inline(always)]
+    pub fn subgroup_invocation_id(&self) -> usize {
+        let lane: u32;
+        unsafe { core::arch::asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane, options(pure, nomem, nostack)) };
+        lane as usize
+    }
+    /// The `value` of the lane `delta` above this one (`shfl.sync.down.b32` over the full warp, as
+    /// `__shfl_down_sync(0xffffffff, value, delta)`); its own value past the warp's end. Every lane
+    /// of the warp must call it.
+    #[inline(always)]
+    pub fn subgroup_shuffle_down<T: Shuffle>(&self, value: T, delta: u32) -> T {
+        let out: u32;
+        unsafe {
+            core::arch::asm!(
+                "shfl.sync.down.b32 {o}, {v}, {d}, 0x1f, 0xffffffff;",
+                o = out(reg32) out,
+                v = in(reg32) value.to_word(),
+                d = in(reg32) delta,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        T::from_word(out)
+    }
     /// Every invocation of the workgroup arrives before any goes on; workgroup memory written
     /// before it is visible after it (`bar.sync 0`).
     #[inline(always)]
@@ -107,6 +136,15 @@ impl<'a, T: Element> Out<'a, T> {
     }
 }
 
+impl<'a, T: Atomic> Out<'a, T> {
+    /// Add `value` to element `i` atomically (wrapping) and give the value it held before
+    /// (`atom.add` on the element's generic address, relaxed, as CUDA C's `atomicAdd`).
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        unsafe { T::atomic_add_generic(self.ptr.add(i), value) }
+    }
+}
+
 impl<T: Element> Index<usize> for In<'_, T> {
     type Output = T;
     #[inline(always)]
@@ -154,6 +192,15 @@ impl<'a, T: SharedWord, const N: usize> Shared<'a, T, N> {
     #[inline(always)]
     pub fn set(&mut self, i: usize, value: T) {
         unsafe { T::store(self.addr + (i * core::mem::size_of::<T>()) as u32, value) }
+    }
+}
+
+impl<'a, T: Atomic, const N: usize> Shared<'a, T, N> {
+    /// Add `value` to element `i` atomically (wrapping) and give the value it held before
+    /// (`atom.shared.add` on its shared-window address, as nvcc emits for `atomicAdd` on `__shared__`).
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        unsafe { T::atomic_add_shared(self.addr + (i * core::mem::size_of::<T>()) as u32, value) }
     }
 }
 
@@ -222,4 +269,76 @@ macro_rules! nvptx_shared {
             $crate::Shared::<$t, { $n }>::from_shared_addr(addr)
         }
     }};
+}
+
+/// The element types with atomic read-modify-write: `atom.add.u32` / `atom.add.s32`. Neither asm
+/// is `pure`: the compiler treats each as reading and writing memory.
+pub trait Atomic: SharedWord {
+    /// # Safety
+    /// `ptr` is a valid, aligned element of global memory.
+    unsafe fn atomic_add_generic(ptr: *mut Self, value: Self) -> Self;
+    /// # Safety
+    /// `addr` is in the shared window.
+    unsafe fn atomic_add_shared(addr: u32, value: Self) -> Self;
+}
+
+macro_rules! atomic_word {
+    ($t:ty, $ty:literal) => {
+        impl Atomic for $t {
+            #[inline(always)]
+            unsafe fn atomic_add_generic(ptr: *mut Self, value: Self) -> Self {
+                let old: $t;
+                unsafe {
+                    core::arch::asm!(
+                        concat!("atom.add.", $ty, " {o}, [{p}], {v};"),
+                        o = out(reg32) old,
+                        p = in(reg64) ptr,
+                        v = in(reg32) value,
+                        options(nostack, preserves_flags),
+                    );
+                }
+                old
+            }
+            #[inline(always)]
+            unsafe fn atomic_add_shared(addr: u32, value: Self) -> Self {
+                let old: $t;
+                unsafe {
+                    core::arch::asm!(
+                        concat!("atom.shared.add.", $ty, " {o}, [{a}], {v};"),
+                        o = out(reg32) old,
+                        a = in(reg32) addr,
+                        v = in(reg32) value,
+                        options(nostack, preserves_flags),
+                    );
+                }
+                old
+            }
+        }
+    };
+}
+atomic_word!(u32, "u32");
+atomic_word!(i32, "s32");
+
+/// The 32-bit element types `shfl.sync` moves.
+pub trait Shuffle: Element {
+    fn to_word(self) -> u32;
+    fn from_word(word: u32) -> Self;
+}
+impl Shuffle for f32 {
+    #[inline(always)]
+    fn to_word(self) -> u32 { self.to_bits() }
+    #[inline(always)]
+    fn from_word(word: u32) -> f32 { f32::from_bits(word) }
+}
+impl Shuffle for u32 {
+    #[inline(always)]
+    fn to_word(self) -> u32 { self }
+    #[inline(always)]
+    fn from_word(word: u32) -> u32 { word }
+}
+impl Shuffle for i32 {
+    #[inline(always)]
+    fn to_word(self) -> u32 { self as u32 }
+    #[inline(always)]
+    fn from_word(word: u32) -> i32 { word as i32 }
 }

@@ -13,6 +13,9 @@ pub struct Ctx {
     group: UVec3,
     groups: UVec3,
     size: UVec3,
+    /// `subgroup_local_invocation_id` and `subgroup_size` (0 until `with_subgroup`).
+    lane: u32,
+    lanes: u32,
 }
 
 impl Ctx {
@@ -20,7 +23,24 @@ impl Ctx {
     /// `compute(threads(...))` size.
     #[inline(always)]
     pub fn new(local: UVec3, group: UVec3, groups: UVec3, size: UVec3) -> Self {
-        Ctx { local, group, groups, size }
+        Ctx { local, group, groups, size, lane: 0, lanes: 0 }
+    }
+    /// The entry's `#[spirv(subgroup_local_invocation_id)]` and `#[spirv(subgroup_size)]`
+    /// builtins, for kernels that use subgroups (the entry must declare them: SPIR-V builtins are
+    /// entry-point inputs).
+    #[inline(always)]
+    pub fn with_subgroup(self, lane: u32, lanes: u32) -> Self {
+        Ctx { lane, lanes, ..self }
+    }
+    #[inline(always)]
+    pub fn subgroup_size(&self) -> usize { self.lanes as usize }
+    #[inline(always)]
+    pub fn subgroup_invocation_id(&self) -> usize { self.lane as usize }
+    /// `OpGroupNonUniformShuffleDown` (`spirv_std::arch::subgroup_shuffle_down`): undefined past
+    /// the subgroup's end.
+    #[inline(always)]
+    pub fn subgroup_shuffle_down<T: Shuffle>(&self, value: T, delta: u32) -> T {
+        spirv_std::arch::subgroup_shuffle_down(value, delta)
     }
     #[inline(always)]
     pub fn local_id_x(&self) -> usize { self.local.x as usize }
@@ -105,3 +125,36 @@ impl<'a, T: Element, const N: usize> Shared<'a, T, N> {
     #[inline(always)]
     pub fn set(&mut self, i: usize, value: T) { self.0[i] = value }
 }
+
+/// The element types with atomic read-modify-write: `spirv_std::arch::atomic_i_add`
+/// (`OpAtomicIAdd`, relaxed: no memory semantics), device scope on buffers, workgroup scope on
+/// workgroup arrays.
+pub trait Atomic: Element + spirv_std::integer::Integer {}
+impl Atomic for u32 {}
+impl Atomic for i32 {}
+
+const DEVICE: u32 = spirv_std::memory::Scope::Device as u32;
+const WORKGROUP: u32 = spirv_std::memory::Scope::Workgroup as u32;
+const RELAXED: u32 = spirv_std::memory::Semantics::NONE.bits();
+
+impl<'a, T: Atomic> Out<'a, T> {
+    /// Add `value` to element `i` atomically (wrapping); the value it held before.
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        unsafe { spirv_std::arch::atomic_i_add::<T, DEVICE, RELAXED>(&mut self.0[i], value) }
+    }
+}
+
+impl<'a, T: Atomic, const N: usize> Shared<'a, T, N> {
+    /// Add `value` to element `i` atomically (wrapping); the value it held before.
+    #[inline(always)]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        unsafe { spirv_std::arch::atomic_i_add::<T, WORKGROUP, RELAXED>(&mut self.0[i], value) }
+    }
+}
+
+/// The 32-bit scalars a subgroup shuffle moves.
+pub trait Shuffle: Element + spirv_std::scalar::Scalar {}
+impl Shuffle for f32 {}
+impl Shuffle for u32 {}
+impl Shuffle for i32 {}

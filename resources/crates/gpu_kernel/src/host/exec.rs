@@ -46,6 +46,8 @@ pub struct Group {
     sched_sp: Cell<usize>,
     slot_next: Vec<Cell<u32>>,
     slots_used: Cell<u32>,
+    /// Each invocation's value in a subgroup shuffle (its bits), read by its neighbours.
+    exchange: Vec<Cell<u64>>,
     slots: UnsafeCell<Vec<Slot>>,
     #[allow(dead_code)]
     checks: ChecksPtr,
@@ -71,6 +73,9 @@ pub(crate) struct Slot {
     #[cfg(feature = "sim")]
     pub(crate) shadow: UnsafeCell<sim::SharedShadow>,
 }
+
+/// Invocations per subgroup on the host (see `Ctx::subgroup_size`).
+pub const SUBGROUP_SIZE: usize = 32;
 
 /// An invocation: its indices, the barrier, and workgroup-shared arrays.
 #[derive(Clone, Copy)]
@@ -127,6 +132,45 @@ impl<'a> Ctx<'a> {
             let sp = unsafe { fiber::prepare(top, scheduler_main, group as *const Group as *mut u8) };
             unsafe { fiber::switch(group.sp[me].as_ptr(), sp) };
         }
+    }
+
+    /// Invocations per subgroup on the host: a CUDA warp's 32 (a GPU's may differ: WGSL's
+    /// `subgroup_size` is 4 to 128; kernels read this instead of assuming one).
+    #[inline(always)]
+    pub fn subgroup_size(&self) -> usize {
+        SUBGROUP_SIZE
+    }
+
+    /// This invocation's lane in its subgroup: subgroups are runs of `subgroup_size` consecutive
+    /// linear local ids (x fastest), as CUDA's warps are.
+    #[inline(always)]
+    pub fn subgroup_invocation_id(&self) -> usize {
+        self.group.current.get() % SUBGROUP_SIZE
+    }
+
+    /// The `value` of the lane `delta` above this one in the subgroup (CUDA `__shfl_down_sync`,
+    /// WGSL `subgroupShuffleDown`); this invocation's own `value` where that lane is past the
+    /// subgroup's end (GPUs leave it undefined there: a kernel must not use it).
+    ///
+    /// On the host the invocations of a workgroup run one at a time, so a shuffle is an exchange
+    /// through the workgroup between two barriers: every invocation of the workgroup must call it
+    /// (stricter than a GPU, where the subgroup's lanes suffice); one that does not is a barrier
+    /// divergence at this call in cpu-sim.
+    #[track_caller]
+    pub fn subgroup_shuffle_down<T: super::Shuffle>(&self, value: T, delta: u32) -> T {
+        let group = self.group;
+        let me = group.current.get();
+        group.exchange[me].set(value.to_word());
+        self.barrier();
+        let lane = me % SUBGROUP_SIZE;
+        let source = me + delta as usize;
+        let word = if lane + (delta as usize) < SUBGROUP_SIZE && source < group.threads {
+            group.exchange[source].get()
+        } else {
+            group.exchange[me].get()
+        };
+        self.barrier(); // every lane has read before any writes its next value
+        T::from_word(word)
     }
 
     /// This workgroup's shared array of `N` elements: the k-th `shared` an invocation asks for is
@@ -188,6 +232,7 @@ impl Group {
             sched_sp: Cell::new(0),
             slot_next: (0..threads).map(|_| Cell::new(0)).collect(),
             slots_used: Cell::new(0),
+            exchange: (0..threads).map(|_| Cell::new(0)).collect(),
             slots: UnsafeCell::new(Vec::new()),
             checks,
             #[cfg(feature = "sim")]

@@ -33,6 +33,66 @@ pub use exec::Ctx;
 
 use crate::Element;
 
+/// The element types with atomic read-modify-write ([`Out::atomic_add`], [`Shared::atomic_add`]):
+/// on the host, `core::sync::atomic` on the element's own address, so concurrent workgroups (one
+/// per worker thread) add without losing an update, exactly as a GPU's `atom.add` does.
+pub trait Atomic: Element {
+    #[doc(hidden)]
+    /// # Safety
+    /// `ptr` is aligned and valid for reads and writes.
+    unsafe fn fetch_add(ptr: *mut Self, value: Self) -> Self;
+}
+
+/// The element types a subgroup shuffle moves ([`Ctx::subgroup_shuffle_down`]): 32-bit ones, as
+/// CUDA's `__shfl_down_sync` and WGSL's `subgroupShuffleDown` on scalars.
+pub trait Shuffle: Element {
+    #[doc(hidden)]
+    fn to_word(self) -> u64;
+    #[doc(hidden)]
+    fn from_word(word: u64) -> Self;
+}
+
+impl Shuffle for f32 {
+    fn to_word(self) -> u64 {
+        self.to_bits() as u64
+    }
+    fn from_word(word: u64) -> f32 {
+        f32::from_bits(word as u32)
+    }
+}
+
+impl Shuffle for u32 {
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(word: u64) -> u32 {
+        word as u32
+    }
+}
+
+impl Shuffle for i32 {
+    fn to_word(self) -> u64 {
+        self as u32 as u64
+    }
+    fn from_word(word: u64) -> i32 {
+        word as u32 as i32
+    }
+}
+
+impl Atomic for u32 {
+    #[inline(always)]
+    unsafe fn fetch_add(ptr: *mut u32, value: u32) -> u32 {
+        unsafe { core::sync::atomic::AtomicU32::from_ptr(ptr) }.fetch_add(value, core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Atomic for i32 {
+    #[inline(always)]
+    unsafe fn fetch_add(ptr: *mut i32, value: i32) -> i32 {
+        unsafe { core::sync::atomic::AtomicI32::from_ptr(ptr) }.fetch_add(value, core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// Exported by every cdylib built on the kernel API (the value is the `Launch` layout's version):
 /// the cpu runtime (and the bare timing loop) find it and pass a `Launch` before the manifest's
 /// arguments, whatever wrote the build record.
@@ -275,6 +335,30 @@ impl<T: Element> Out<'_, T> {
     }
 }
 
+impl<T: Atomic> Out<'_, T> {
+    /// Add `value` to element `i` atomically (wrapping) and give the value it held before: no
+    /// update is lost however many invocations add to the element at once. cpu-sim reports no
+    /// race between two atomics, but does between an atomic and a plain access of the element by
+    /// another invocation with no barrier between them.
+    #[inline(always)]
+    #[track_caller]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        if i >= self.len {
+            #[cfg(feature = "sim")]
+            if !self.checks.is_null() {
+                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, true, Location::caller());
+                return T::default();
+            }
+            out_of_bounds(&alloc_name("buffer", self.id), i, self.len);
+        }
+        #[cfg(feature = "sim")]
+        if !self.shadow.is_null() {
+            unsafe { &*self.shadow }.atomic(i, Location::caller());
+        }
+        unsafe { T::fetch_add(self.ptr.add(i), value) }
+    }
+}
+
 /// A workgroup-shared array of `N` elements: one per workgroup, from [`Ctx::shared`].
 pub struct Shared<'a, T, const N: usize> {
     ptr: *mut T,
@@ -325,6 +409,28 @@ impl<T: Element, const N: usize> Shared<'_, T, N> {
             self.group.shared_access(self.slot, i, true, Location::caller());
         }
         unsafe { self.ptr.add(i).write_volatile(value) }
+    }
+}
+
+impl<T: Atomic, const N: usize> Shared<'_, T, N> {
+    /// Add `value` to element `i` atomically (wrapping) and give the value it held before (see
+    /// [`Out::atomic_add`]; cpu-sim also reports an atomic on an element nobody wrote first).
+    #[inline(always)]
+    #[track_caller]
+    pub fn atomic_add(&mut self, i: usize, value: T) -> T {
+        if i >= N {
+            #[cfg(feature = "sim")]
+            if let Some(checks) = self.group.checks() {
+                checks.out_of_bounds(self.group.shared_array(self.slot), i, N, true, Location::caller());
+                return T::default();
+            }
+            out_of_bounds(&alloc_name("shared array", self.slot), i, N);
+        }
+        #[cfg(feature = "sim")]
+        if self.group.checks().is_some() {
+            self.group.shared_atomic(self.slot, i, Location::caller());
+        }
+        unsafe { T::fetch_add(self.ptr.add(i), value) }
     }
 }
 

@@ -9,6 +9,9 @@
 //!   (workgroup, local id, epoch, location) in atomics, as workgroups run on several threads.
 //!   Accesses of one workgroup separated by a barrier are ordered; anything else by two
 //!   invocations, at least one writing, is a race, whatever order the threads ran in.
+//! - Atomics (`atomic_add`) never race with each other; an atomic and a plain access of one
+//!   element by two unordered invocations do (each element's last atomic is kept beside its
+//!   writer and readers).
 //! - Out-of-bounds indexes of any buffer or shared array (the access is skipped, a read gives 0).
 //! - Barrier divergence (`exec::run_group`).
 //!
@@ -53,7 +56,7 @@ impl core::hash::Hash for Loc {
 pub struct Access {
     pub group: [u32; 3],
     pub local: [u32; 3],
-    /// "read", "write", "barrier" (waiting at one) or "return" (left the kernel).
+    /// "read", "write", "atomic", "barrier" (waiting at one) or "return" (left the kernel).
     pub what: &'static str,
     pub at: &'static Location<'static>,
 }
@@ -233,13 +236,16 @@ fn location_of(id: u16) -> &'static Location<'static> {
 #[derive(Clone, Copy, Default)]
 struct SharedEntry {
     epoch: u32,
-    /// local id + 1 (0: none) and location id of this epoch's writer and first two readers.
+    /// local id + 1 (0: none) and location id of this epoch's writer, first two readers and
+    /// last atomic.
     writer: u16,
     wloc: u16,
     reader: u16,
     rloc: u16,
     reader2: u16,
     r2loc: u16,
+    atomic: u16,
+    aloc: u16,
     written: bool,
 }
 
@@ -282,14 +288,12 @@ impl Group {
         };
         let array = self.shared_array(slot);
         let this = Access { group, local: self.local_coords(me as usize - 1), what: if write { "write" } else { "read" }, at };
+        let race = |other: (u16, u16, &'static str)| {
+            checks.report("shared-race", array, Some(i as u64), None, side(other.0, other.1, other.2), Some(this))
+        };
         if write {
-            if entry.writer != 0 && entry.writer != me {
-                checks.report("shared-race", array, Some(i as u64), None, side(entry.writer, entry.wloc, "write"), Some(this));
-            } else if let Some((r, rl)) = [(entry.reader, entry.rloc), (entry.reader2, entry.r2loc)]
-                .into_iter()
-                .find(|&(r, _)| r != 0 && r != me)
-            {
-                checks.report("shared-race", array, Some(i as u64), None, side(r, rl, "read"), Some(this));
+            if let Some(other) = entry.other_than(me, true) {
+                race(other);
             }
             entry.writer = me;
             entry.wloc = lid;
@@ -297,29 +301,88 @@ impl Group {
         } else {
             if !entry.written {
                 checks.report("uninitialized-read", array, Some(i as u64), None, this, None);
-            } else if entry.writer != 0 && entry.writer != me {
-                checks.report("shared-race", array, Some(i as u64), None, side(entry.writer, entry.wloc, "write"), Some(this));
+            } else if let Some(other) = entry.other_than(me, false) {
+                race(other);
             }
-            if entry.reader == 0 {
-                entry.reader = me;
-                entry.rloc = lid;
-            } else if entry.reader != me && entry.reader2 == 0 {
-                entry.reader2 = me;
-                entry.r2loc = lid;
-            }
+            entry.add_reader(me, lid);
+        }
+    }
+
+    /// An atomic read-modify-write of element `i` of shared array `slot`: it races with another
+    /// invocation's plain access in this epoch, never with an atomic; an atomic on an element no
+    /// invocation wrote is an uninitialized read (GPU workgroup memory starts undefined).
+    pub(crate) fn shared_atomic(&self, slot: u32, i: usize, at: &'static Location<'static>) {
+        let Some(checks) = self.checks() else { return };
+        let shadow = unsafe { &mut *self.slot(slot).shadow.get() };
+        let entry = &mut shadow.entries[i];
+        let epoch = self.epoch.get();
+        if entry.epoch != epoch {
+            let written = entry.written;
+            *entry = SharedEntry { epoch, written, ..SharedEntry::default() };
+        }
+        let me = (self.current.get() + 1) as u16;
+        let group = self.coords.get();
+        let array = self.shared_array(slot);
+        let this = Access { group, local: self.local_coords(me as usize - 1), what: "atomic", at };
+        if !entry.written {
+            checks.report("uninitialized-read", array, Some(i as u64), None, this, None);
+        } else if let Some((who, loc, what)) = entry.plain_other(me, true) {
+            // An atomic writes: any other invocation's plain access races with it.
+            let other = Access { group, local: self.local_coords(who as usize - 1), what, at: location_of(loc) };
+            checks.report("shared-race", array, Some(i as u64), None, other, Some(this));
+        }
+        entry.atomic = me;
+        entry.aloc = location_id(at);
+        entry.written = true;
+    }
+}
+
+impl SharedEntry {
+    /// Another invocation's plain access in this epoch that conflicts with one by `me`: its
+    /// write, and for a write by `me` its reads too (two reads never conflict).
+    fn plain_other(&self, me: u16, write: bool) -> Option<(u16, u16, &'static str)> {
+        if self.writer != 0 && self.writer != me {
+            return Some((self.writer, self.wloc, "write"));
+        }
+        if !write {
+            return None;
+        }
+        [(self.reader, self.rloc), (self.reader2, self.r2loc)]
+            .into_iter()
+            .find(|&(r, _)| r != 0 && r != me)
+            .map(|(r, l)| (r, l, "read"))
+    }
+
+    /// What a plain access by `me` races with: another invocation's atomic, or its conflicting
+    /// plain access.
+    fn other_than(&self, me: u16, write: bool) -> Option<(u16, u16, &'static str)> {
+        if self.atomic != 0 && self.atomic != me {
+            return Some((self.atomic, self.aloc, "atomic"));
+        }
+        self.plain_other(me, write)
+    }
+
+    fn add_reader(&mut self, me: u16, lid: u16) {
+        if self.reader == 0 {
+            self.reader = me;
+            self.rloc = lid;
+        } else if self.reader != me && self.reader2 == 0 {
+            self.reader2 = me;
+            self.r2loc = lid;
         }
     }
 }
 
 // ------------------------------------------------------------------------ global buffers
 
-/// Per element: the last writer and two readers, each `pack`ed (0: none).
+/// Per element: the last writer, two readers and the last atomic, each `pack`ed (0: none).
 pub struct GlobalShadow {
     checks: *const Checks,
     buffer: u32,
     writer: Vec<AtomicU64>,
     reader: Vec<AtomicU64>,
     reader2: Vec<AtomicU64>,
+    atomic: Vec<AtomicU64>,
 }
 
 unsafe impl Send for GlobalShadow {}
@@ -363,7 +426,15 @@ fn same_invocation(a: u64, b: u64) -> bool {
 
 impl GlobalShadow {
     fn new(checks: *const Checks, buffer: u32, len: usize) -> GlobalShadow {
-        GlobalShadow { checks, buffer, writer: zeroed_atomics(len), reader: zeroed_atomics(len), reader2: zeroed_atomics(len) }
+        GlobalShadow {
+            checks,
+            buffer,
+            writer: zeroed_atomics(len),
+            reader: zeroed_atomics(len),
+            reader2: zeroed_atomics(len),
+            // Touched only by kernels that use atomics (calloc'd pages stay unmapped otherwise).
+            atomic: zeroed_atomics(len),
+        }
     }
 
     fn side(&self, word: u64, what: &'static str) -> Access {
@@ -372,17 +443,42 @@ impl GlobalShadow {
         Access { group, local, what, at: location_of(loc) }
     }
 
-    pub fn access(&self, i: usize, write: bool, at: &'static Location<'static>) {
-        let me = CURRENT.with(|g| {
+    /// This invocation, packed (None: a workgroup beyond what the shadow can number).
+    fn me(at: &'static Location<'static>) -> Option<u64> {
+        CURRENT.with(|g| {
             let group = unsafe { &*g.get() };
             let linear = group.linear.get();
             (linear < GROUP_LIMIT).then(|| pack(linear, group.current.get(), group.epoch.get(), location_id(at)))
-        });
-        let Some(me) = me else { return };
+        })
+    }
+
+    /// An atomic read-modify-write of element `i`: it races with another invocation's unordered
+    /// plain write or read, never with another atomic.
+    pub fn atomic(&self, i: usize, at: &'static Location<'static>) {
+        let Some(me) = Self::me(at) else { return };
+        self.atomic[i].store(me, Ordering::Relaxed);
+        let checks = unsafe { &*self.checks };
+        let array = Array::Buffer(self.buffer);
+        let this = || Access { at, ..self.side(me, "atomic") };
+        for (slot, what) in [(&self.writer[i], "write"), (&self.reader[i], "read"), (&self.reader2[i], "read")] {
+            let other = slot.load(Ordering::Relaxed);
+            if conflicts(other, me) {
+                checks.report("global-race", array, Some(i as u64), None, self.side(other, what), Some(this()));
+                return;
+            }
+        }
+    }
+
+    pub fn access(&self, i: usize, write: bool, at: &'static Location<'static>) {
+        let Some(me) = Self::me(at) else { return };
         let checks = unsafe { &*self.checks };
         let array = Array::Buffer(self.buffer);
         // Built only for a report: `side` takes the locations' lock.
         let this = || Access { at, ..self.side(me, if write { "write" } else { "read" }) };
+        let atomic = self.atomic[i].load(Ordering::Relaxed);
+        if conflicts(atomic, me) {
+            checks.report("global-race", array, Some(i as u64), None, self.side(atomic, "atomic"), Some(this()));
+        }
         if write {
             let before = self.writer[i].swap(me, Ordering::Relaxed);
             if conflicts(before, me) {

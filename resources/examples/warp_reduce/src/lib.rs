@@ -1,0 +1,128 @@
+//! Warp reduce: the reduction example's partial sums (`partial[b]` = the sum of 512 consecutive
+//! f32), with subgroup (warp) shuffles instead of a tree in workgroup memory. Each invocation adds
+//! its two elements, each subgroup folds its values with `subgroup_shuffle_down` (offsets
+//! size/2, ..., 1: no workgroup memory, no barrier), lane 0 of every subgroup puts its subgroup's
+//! sum in workgroup memory, one barrier, and invocation 0 adds those few sums.
+//!
+//! Subgroups are 32 lanes in CUDA (a warp) and on the host, and whatever the adapter says in
+//! WGSL (`subgroup_size`: 4 to 128; llvmpipe uses 8 on a 256-bit CPU): the kernel reads the size.
+//! The sums are grouped differently for each size, so the check has a tolerance (as the
+//! reduction example's).
+#![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
+
+use gpu_kernel::prelude::*;
+
+/// Invocations per workgroup (the manifest's `threads`).
+pub const BLOCK: usize = 256;
+/// Elements summed by one workgroup: two per invocation.
+pub const PER_BLOCK: usize = 2 * BLOCK;
+
+/// The kernel. Subgroup k holds the invocations k·size .. (k+1)·size - 1 (linear local ids): CUDA
+/// defines warps so, and every Vulkan and WGSL implementation seen (NVIDIA, AMD, Intel,
+/// llvmpipe) lays them out so; a layout that did not would fail the check.
+#[inline(always)]
+pub fn warp_reduce_body(ctx: Ctx, n: u32, x: In<f32>, mut partial: Out<f32>, mut sums: Shared<f32, BLOCK>) {
+    let n = n as usize;
+    let t = ctx.local_id_x();
+    let block = ctx.group_linear();
+    let i = block * PER_BLOCK + t;
+    let lo = if i < n { x.get(i) } else { 0.0 };
+    let hi = if i + BLOCK < n { x.get(i + BLOCK) } else { 0.0 };
+    let mut value = lo + hi;
+    let size = ctx.subgroup_size();
+    let mut offset = size / 2;
+    while offset > 0 {
+        // Lanes past the subgroup's end get an undefined value; lane 0 never reads one.
+        value += ctx.subgroup_shuffle_down(value, offset as u32);
+        offset /= 2;
+    }
+    if ctx.subgroup_invocation_id() == 0 {
+        sums.set(t / size, value);
+    }
+    ctx.barrier();
+    if t == 0 && block < n.div_ceil(PER_BLOCK) {
+        let mut total = 0.0;
+        let mut k = 0;
+        while k < BLOCK / size {
+            total += sums.get(k);
+            k += 1;
+        }
+        partial.set(block, total);
+    }
+}
+
+// ---------------------------------------------------------------- cpu and cpu-sim: the host executor
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn warp_reduce_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, x: *const f32, partial: *mut f32) {
+    let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
+    let (x, partial) = unsafe { (k.input(0, x), k.output(1, partial)) };
+    k.run(|ctx| {
+        let sums = ctx.shared::<f32, BLOCK>();
+        warp_reduce_body(ctx, n, x, partial, sums)
+    });
+}
+
+// ---------------------------------------------------------------- nvptx: rustc's NVPTX backend
+#[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn warp_reduce(n: u32, x: *const f32, partial: *mut f32) {
+    let sums = gpu_kernel::nvptx_shared!(WARP_REDUCE_SUMS: [f32; BLOCK]);
+    unsafe { warp_reduce_body(Ctx::new(), n, In::new(x), Out::new(partial), sums) }
+}
+
+#[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    unsafe { core::arch::nvptx::trap() }
+}
+
+// ---------------------------------------------------------------- rust-gpu: SPIR-V via cargo-gpu
+#[cfg(target_arch = "spirv")]
+pub mod spirv_entry {
+    use gpu_kernel::prelude::*;
+    use spirv_std::glam::UVec3;
+    use spirv_std::spirv;
+
+    #[repr(C)]
+    pub struct Params {
+        pub n: u32,
+    }
+
+    /// Subgroup builtins are entry-point inputs in SPIR-V: the entry hands them to `Ctx`.
+    #[spirv(compute(threads(256)))]
+    pub fn warp_reduce_spirv(
+        #[spirv(local_invocation_id)] lid: UVec3,
+        #[spirv(workgroup_id)] wid: UVec3,
+        #[spirv(num_workgroups)] groups: UVec3,
+        #[spirv(subgroup_local_invocation_id)] lane: u32,
+        #[spirv(subgroup_size)] lanes: u32,
+        #[spirv(uniform, descriptor_set = 0, binding = 0)] params: &Params,
+        #[spirv(storage_buffer, descriptor_set = 0, binding = 1)] x: &[f32],
+        #[spirv(storage_buffer, descriptor_set = 0, binding = 2)] partial: &mut [f32],
+        #[spirv(workgroup)] sums: &mut [f32; super::BLOCK],
+    ) {
+        let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1)).with_subgroup(lane, lanes);
+        super::warp_reduce_body(ctx, params.n, In::new(x), Out::new(partial), Shared::new(sums));
+    }
+}
+
+// ---------------------------------------------------------------- rust-cuda: rustc_codegen_nvvm
+#[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
+pub mod rust_cuda_entry {
+    use cuda_std::prelude::*;
+    use gpu_kernel::prelude::*;
+    // cuda_std 0.2's `shared_array!` names `MaybeUninit` unqualified (later versions import it).
+    #[allow(unused_imports)]
+    use core::mem::MaybeUninit;
+
+    #[kernel]
+    pub unsafe fn warp_reduce(n: u32, x: *const f32, partial: *mut f32) {
+        let sums = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; super::BLOCK] as *mut f32) };
+        unsafe { super::warp_reduce_body(Ctx::new(), n, In::new(x), Out::new(partial), sums) }
+    }
+}
