@@ -53,18 +53,41 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = ("saxpy", "reduction", "bitonic", "matmul")
+#: The examples the ncu and SASS steps profile (the first four; each capture takes a while).
+PROFILED = ("saxpy", "reduction", "bitonic", "matmul")
+#: Every example the examples step runs (EVIDENCE_EXAMPLES=a,b picks some).
+EXAMPLES = tuple(filter(None, os.environ.get("EVIDENCE_EXAMPLES", "").split(","))) or PROFILED + (
+    "histogram",
+    "scan",
+    "transpose",
+    "stencil2d",
+    "softmax",
+    "warp_reduce",
+)
 LARGE = {
     "saxpy": {"n": 1 << 28},
     "reduction": {"n": 1 << 28},
     "bitonic": {"n": 1 << 28},
     "matmul": {"m": 4096, "n": 4096, "k": 4096},
+    "histogram": {"n": 1 << 28},
+    # scan_add sums the tile totals before its tile: O(tiles^2) reads, so 2^22 (8192 tiles), not 2^28
+    "scan": {"n": 1 << 22},
+    "transpose": {"m": 8192, "n": 8192},
+    "stencil2d": {"width": 8192, "height": 8192},
+    "softmax": {"rows": 65536, "cols": 1000},
+    "warp_reduce": {"n": 1 << 28},
 }
 SMALL = {
     "saxpy": {"n": 1 << 18},
     "reduction": {"n": 1 << 18},
     "bitonic": {"n": 1 << 18},
     "matmul": {"m": 128, "n": 128, "k": 128},
+    "histogram": {"n": 1 << 18},
+    "scan": {"n": 1 << 18},
+    "transpose": {"m": 256, "n": 384},
+    "stencil2d": {"width": 512, "height": 256},
+    "softmax": {"rows": 256, "cols": 1000},
+    "warp_reduce": {"n": 1 << 18},
 }
 STEPS = (
     "device",
@@ -326,7 +349,7 @@ class Run:
         from workbench.project import Project
 
         out: dict[str, Any] = {}
-        for example in EXAMPLES:
+        for example in PROFILED:
             kernel = Project.open(REPO / "resources" / "examples" / example).manifest.kernel()
             for backend in ("cuda-c", "nvptx"):
                 if self.left() < 20 or backend not in self.backends:
@@ -351,7 +374,7 @@ class Run:
             return {"skipped": "ptxas or cuobjdump is missing"}
         out: dict[str, Any] = {}
         log = self.out / "logs" / "sass.log"
-        for example in EXAMPLES:
+        for example in PROFILED:
             for backend in ("cuda-c", "nvptx"):
                 folder = self.artifacts / example / backend
                 if not (folder / "build.json").is_file():

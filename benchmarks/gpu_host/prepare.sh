@@ -18,7 +18,7 @@ shared=$repo/../shared
 rm -rf "$artifacts"
 mkdir -p "$artifacts"
 
-for ex in saxpy reduction matmul bitonic; do
+for ex in $(ls resources/examples | grep -v README); do  # every bundled example
   "$py" -m workbench build "resources/examples/$ex" --backend nvptx,cuda-c,wgsl --target 9.0 \
     --export "$artifacts/$ex"
   # cpu too (the host's x86-64; --target names the GPU's): the scaling step times saxpy with its
