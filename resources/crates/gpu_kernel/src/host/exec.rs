@@ -51,6 +51,9 @@ pub struct Group {
     checks: ChecksPtr,
     #[cfg(feature = "sim")]
     diverged: Cell<bool>,
+    /// Location ids of workgroup-memory accesses (`sim`), cached per worker.
+    #[cfg(feature = "sim")]
+    pub(crate) location_ids: sim::FastIds,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
     /// The worker's stack, parked while the scheduler fiber finishes a converted workgroup.
@@ -192,6 +195,8 @@ impl Group {
             checks,
             #[cfg(feature = "sim")]
             diverged: Cell::new(false),
+            #[cfg(feature = "sim")]
+            location_ids: sim::NO_IDS,
             converted: Cell::new(false),
             resume_sp: Cell::new(0),
             spawn: Cell::new(None),

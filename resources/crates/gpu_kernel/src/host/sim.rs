@@ -100,12 +100,13 @@ impl Checks {
     }
 
     pub fn global_shadow(&self, buffer: u32, len: usize) -> *const GlobalShadow {
-        let shadow = Box::new(GlobalShadow::new(self as *const Checks, buffer, len));
+        let shadow = GlobalShadow::take(self as *const Checks, buffer, len);
         let ptr = &*shadow as *const GlobalShadow;
         self.shadows.lock().unwrap().push(shadow);
         ptr
     }
 
+    #[cold]
     fn report(&self, kind: &'static str, array: Array, index: Option<u64>, length: Option<u64>, first: Access, second: Option<Access>) {
         let key = (kind, array, Loc(first.at), second.map(|s| Loc(s.at)));
         let mut guard = self.findings.lock().unwrap();
@@ -137,8 +138,8 @@ impl Checks {
 
     /// The invocation running on this thread now.
     fn me(&self, what: &'static str, at: &'static Location<'static>) -> Access {
-        CURRENT.with(|g| {
-            let group = unsafe { &*g.get() };
+        WORKER.with(|w| {
+            let group = unsafe { &*w.group.get() };
             Access { group: group.coords.get(), local: group.local_coords(group.current.get()), what, at }
         })
     }
@@ -159,46 +160,79 @@ impl Checks {
     }
 }
 
-thread_local! {
+impl Drop for Checks {
+    fn drop(&mut self) {
+        for shadow in self.shadows.get_mut().unwrap().drain(..) {
+            GlobalShadow::give_back(shadow);
+        }
+    }
+}
+
+/// A direct-mapped cache of location ids: a kernel's accesses come from a handful of lines, and
+/// a hash map lookup per access was most of the checks' cost.
+const FAST_SLOTS: usize = 64;
+
+/// Location ids by location address, direct-mapped (a worker thread's own: in `WORKER` and in
+/// its `Group`, so workgroup-memory accesses, which have the group at hand, need no TLS lookup).
+pub(crate) type FastIds = [Cell<(usize, u16)>; FAST_SLOTS];
+pub(crate) const NO_IDS: FastIds = [const { Cell::new((0, 0)) }; FAST_SLOTS];
+
+/// What a worker thread's accesses to global buffers read, in one thread-local (one TLS lookup
+/// per access: in a cdylib each one is a call to `__tls_get_addr`).
+struct Worker {
     /// The workgroup this worker thread runs (the fibers' accesses find their invocation here).
-    static CURRENT: Cell<*const Group> = const { Cell::new(core::ptr::null()) };
+    group: Cell<*const Group>,
+    fast: FastIds,
+}
+
+thread_local! {
+    static WORKER: Worker = const { Worker { group: Cell::new(core::ptr::null()), fast: NO_IDS } };
     /// Location ids of this thread (a cache of `LOCATIONS`).
     static LOCAL_IDS: RefCell<HashMap<usize, u16>> = RefCell::new(HashMap::new());
 }
 
 pub(crate) fn enter_group(group: &Group) {
-    CURRENT.with(|c| c.set(group));
+    WORKER.with(|w| w.group.set(group));
 }
 
 pub(crate) fn leave_group() {
-    CURRENT.with(|c| c.set(core::ptr::null()));
+    WORKER.with(|w| w.group.set(core::ptr::null()));
 }
 
-/// Every location an access came from, by id (0: none). At most 65,534 distinct locations.
+/// The invocation running on this thread: (linear workgroup, local index, epoch, location id of
+/// `at`); None outside a workgroup.
+#[inline(always)]
+fn whoami(at: &'static Location<'static>) -> Option<(u64, usize, u32, u16)> {
+    WORKER.with(|w| {
+        let group = w.group.get();
+        if group.is_null() {
+            return None;
+        }
+        let group = unsafe { &*group };
+        Some((group.linear.get(), group.current.get(), group.epoch.get(), fast_location_id(w, at)))
+    })
+}
+
+/// Every location an access came from, by id (0: none). At most `LOCATION_LIMIT` distinct
+/// locations (the global shadow keeps 12 bits of it).
 static LOCATIONS: Mutex<Vec<&'static Location<'static>>> = Mutex::new(Vec::new());
 const NO_LOCATION: u16 = 0;
 
-/// A direct-mapped cache in front of `LOCAL_IDS`: a kernel's accesses come from a handful of
-/// lines, and a hash map lookup per access was most of the checks' cost.
-const FAST_SLOTS: usize = 64;
-
-thread_local! {
-    static FAST_IDS: [Cell<(usize, u16)>; FAST_SLOTS] = const { [const { Cell::new((0, 0)) }; FAST_SLOTS] };
+#[inline(always)]
+fn fast_location_id(w: &Worker, at: &'static Location<'static>) -> u16 {
+    cached_location_id(&w.fast, at)
 }
 
 #[inline(always)]
-fn location_id(at: &'static Location<'static>) -> u16 {
+fn cached_location_id(fast: &FastIds, at: &'static Location<'static>) -> u16 {
     let key = at as *const Location as usize;
     let slot = (key >> 3) % FAST_SLOTS;
-    let hit = FAST_IDS.with(|fast| {
-        let (k, id) = fast[slot].get();
-        (k == key).then_some(id)
-    });
-    if let Some(id) = hit {
+    let (k, id) = fast[slot].get();
+    if k == key {
         return id;
     }
     let id = location_id_slow(at);
-    FAST_IDS.with(|fast| fast[slot].set((key, id)));
+    fast[slot].set((key, id));
     id
 }
 
@@ -212,7 +246,7 @@ fn location_id_slow(at: &'static Location<'static>) -> u16 {
         let mut all = LOCATIONS.lock().unwrap();
         let id = match all.iter().position(|l| core::ptr::eq(*l, at)) {
             Some(k) => (k + 1) as u16,
-            None if all.len() < u16::MAX as usize - 1 => {
+            None if all.len() < LOCATION_LIMIT => {
                 all.push(at);
                 all.len() as u16
             }
@@ -272,7 +306,7 @@ impl Group {
             *entry = SharedEntry { epoch, written, ..SharedEntry::default() };
         }
         let me = (self.current.get() + 1) as u16;
-        let lid = location_id(at);
+        let lid = cached_location_id(&self.location_ids, at);
         let group = self.coords.get();
         let side = |who: u16, loc: u16, what: &'static str| Access {
             group,
@@ -280,25 +314,26 @@ impl Group {
             what,
             at: location_of(loc),
         };
-        let array = self.shared_array(slot);
-        let this = Access { group, local: self.local_coords(me as usize - 1), what: if write { "write" } else { "read" }, at };
+        // Built only for a report.
+        let array = || self.shared_array(slot);
+        let this = || Access { group, local: self.local_coords(me as usize - 1), what: if write { "write" } else { "read" }, at };
         if write {
             if entry.writer != 0 && entry.writer != me {
-                checks.report("shared-race", array, Some(i as u64), None, side(entry.writer, entry.wloc, "write"), Some(this));
+                checks.report("shared-race", array(), Some(i as u64), None, side(entry.writer, entry.wloc, "write"), Some(this()));
             } else if let Some((r, rl)) = [(entry.reader, entry.rloc), (entry.reader2, entry.r2loc)]
                 .into_iter()
                 .find(|&(r, _)| r != 0 && r != me)
             {
-                checks.report("shared-race", array, Some(i as u64), None, side(r, rl, "read"), Some(this));
+                checks.report("shared-race", array(), Some(i as u64), None, side(r, rl, "read"), Some(this()));
             }
             entry.writer = me;
             entry.wloc = lid;
             entry.written = true;
         } else {
             if !entry.written {
-                checks.report("uninitialized-read", array, Some(i as u64), None, this, None);
+                checks.report("uninitialized-read", array(), Some(i as u64), None, this(), None);
             } else if entry.writer != 0 && entry.writer != me {
-                checks.report("shared-race", array, Some(i as u64), None, side(entry.writer, entry.wloc, "write"), Some(this));
+                checks.report("shared-race", array(), Some(i as u64), None, side(entry.writer, entry.wloc, "write"), Some(this()));
             }
             if entry.reader == 0 {
                 entry.reader = me;
@@ -313,57 +348,111 @@ impl Group {
 
 // ------------------------------------------------------------------------ global buffers
 
-/// Per element: the last writer and two readers, each `pack`ed (0: none).
+/// One element's shadow: the last writer and two readers, each `pack`ed (0 or another launch's
+/// generation: none). Side by side, so an access touches one or two cache lines, not three arrays.
+#[repr(C)]
+pub struct Cell3 {
+    writer: AtomicU64,
+    reader: AtomicU64,
+    reader2: AtomicU64,
+}
+
+/// A global buffer's shadow. Kept between launches (`POOL`): every launch takes a new generation
+/// number, and words of another generation count as empty, so a launch neither allocates nor
+/// clears 24 bytes per element (at 2^20 elements, clearing and faulting in a fresh shadow cost
+/// more than the checks themselves); it is cleared once every 255 launches, when the number wraps.
 pub struct GlobalShadow {
     checks: *const Checks,
     buffer: u32,
-    writer: Vec<AtomicU64>,
-    reader: Vec<AtomicU64>,
-    reader2: Vec<AtomicU64>,
+    generation: u64,
+    cells: Vec<Cell3>,
 }
 
 unsafe impl Send for GlobalShadow {}
 unsafe impl Sync for GlobalShadow {}
 
-fn zeroed_atomics(len: usize) -> Vec<AtomicU64> {
+/// Shadows of finished launches, for the next launch with a buffer of the same length.
+static POOL: Mutex<Vec<Box<GlobalShadow>>> = Mutex::new(Vec::new());
+/// The most shadow memory kept between launches (bytes); larger shadows are freed.
+const POOL_BYTES: usize = 1 << 30;
+
+fn zeroed_cells(len: usize) -> Vec<Cell3> {
     // vec![0; n] comes from calloc: pages of a large buffer's shadow are only touched where used.
-    let mut plain = core::mem::ManuallyDrop::new(vec![0u64; len]);
-    unsafe { Vec::from_raw_parts(plain.as_mut_ptr() as *mut AtomicU64, plain.len(), plain.capacity()) }
+    let mut plain = core::mem::ManuallyDrop::new(vec![0u64; len * 3]);
+    unsafe { Vec::from_raw_parts(plain.as_mut_ptr() as *mut Cell3, len, len) }
 }
 
-// (workgroup + 1: 28 bits) (local id: 11 bits) (epoch mod 512: 9 bits) (location id: 16 bits)
-const GROUP_LIMIT: u64 = (1 << 28) - 1;
+// (generation: 8 bits) (workgroup + 1: 24 bits) (local id: 11 bits) (epoch mod 512: 9 bits)
+// (location id: 12 bits)
+const GROUP_LIMIT: u64 = (1 << 24) - 1;
+pub(crate) const LOCATION_LIMIT: usize = (1 << 12) - 1;
 
-fn pack(group: u64, local: usize, epoch: u32, loc: u16) -> u64 {
-    ((group + 1) << 36) | ((local as u64) << 25) | (((epoch & 0x1FF) as u64) << 16) | loc as u64
+fn pack(generation: u64, group: u64, local: usize, epoch: u32, loc: u16) -> u64 {
+    (generation << 56) | ((group + 1) << 32) | ((local as u64) << 21) | (((epoch & 0x1FF) as u64) << 12) | (loc as u64 & 0xFFF)
 }
 
 fn unpack(word: u64) -> (u64, u32, u32, u16) {
-    ((word >> 36) - 1, ((word >> 25) & 0x7FF) as u32, ((word >> 16) & 0x1FF) as u32, (word & 0xFFFF) as u16)
+    (((word >> 32) & 0xFF_FFFF) - 1, ((word >> 21) & 0x7FF) as u32, ((word >> 12) & 0x1FF) as u32, (word & 0xFFF) as u16)
 }
 
-/// Whether `earlier` and an access by `me` (both packed) are unordered and by two invocations.
+/// Whether `earlier` (a word of this launch's generation) and an access by `me` are unordered
+/// and by two invocations.
+#[inline(always)]
 fn conflicts(earlier: u64, me: u64) -> bool {
-    if earlier == 0 {
-        return false;
-    }
-    let (g0, l0, e0, _) = unpack(earlier);
-    let (g1, l1, e1, _) = unpack(me);
-    if g0 != g1 {
+    // Same workgroup and same epoch (bits 12..55 but the local id): two invocations of one
+    // workgroup between the same two barriers; another workgroup: always.
+    const GROUP: u64 = 0xFF_FFFF << 32;
+    const EPOCH: u64 = 0x1FF << 12;
+    const LOCAL: u64 = 0x7FF << 21;
+    if (earlier ^ me) & GROUP != 0 {
         return true;
     }
-    l0 != l1 && e0 == e1 // one workgroup: a barrier between the two orders them
+    (earlier ^ me) & LOCAL != 0 && (earlier ^ me) & EPOCH == 0
 }
 
+#[inline(always)]
 fn same_invocation(a: u64, b: u64) -> bool {
-    let (g0, l0, _, _) = unpack(a);
-    let (g1, l1, _, _) = unpack(b);
-    g0 == g1 && l0 == l1
+    const WHO: u64 = (0xFF_FFFF << 32) | (0x7FF << 21);
+    (a ^ b) & WHO == 0
 }
 
 impl GlobalShadow {
-    fn new(checks: *const Checks, buffer: u32, len: usize) -> GlobalShadow {
-        GlobalShadow { checks, buffer, writer: zeroed_atomics(len), reader: zeroed_atomics(len), reader2: zeroed_atomics(len) }
+    /// A shadow for `len` elements: a pooled one of that length with the next generation, or a
+    /// new one.
+    pub(crate) fn take(checks: *const Checks, buffer: u32, len: usize) -> Box<GlobalShadow> {
+        let pooled = {
+            let mut pool = POOL.lock().unwrap();
+            pool.iter().position(|s| s.cells.len() == len).map(|k| pool.swap_remove(k))
+        };
+        let mut shadow = match pooled {
+            Some(mut shadow) => {
+                shadow.generation += 1;
+                if shadow.generation > 0xFF {
+                    // The generation wraps: words of 255 launches ago would look current.
+                    for cell in &mut shadow.cells {
+                        *cell.writer.get_mut() = 0;
+                        *cell.reader.get_mut() = 0;
+                        *cell.reader2.get_mut() = 0;
+                    }
+                    shadow.generation = 1;
+                }
+                shadow
+            }
+            None => Box::new(GlobalShadow { checks, buffer, generation: 1, cells: zeroed_cells(len) }),
+        };
+        shadow.checks = checks;
+        shadow.buffer = buffer;
+        shadow
+    }
+
+    /// Back to the pool for the next launch (within `POOL_BYTES`; the oldest go first).
+    pub(crate) fn give_back(shadow: Box<GlobalShadow>) {
+        let mut pool = POOL.lock().unwrap();
+        pool.push(shadow);
+        let bytes = |pool: &Vec<Box<GlobalShadow>>| pool.iter().map(|s| s.cells.len() * 24).sum::<usize>();
+        while bytes(&pool) > POOL_BYTES {
+            pool.remove(0);
+        }
     }
 
     fn side(&self, word: u64, what: &'static str) -> Access {
@@ -372,41 +461,61 @@ impl GlobalShadow {
         Access { group, local, what, at: location_of(loc) }
     }
 
+    /// The word of this launch in `slot` (0: none, or another launch's).
+    #[inline(always)]
+    fn current(&self, slot: &AtomicU64) -> u64 {
+        let word = slot.load(Ordering::Relaxed);
+        if word >> 56 == self.generation { word } else { 0 }
+    }
+
+    #[inline(always)]
     pub fn access(&self, i: usize, write: bool, at: &'static Location<'static>) {
-        let me = CURRENT.with(|g| {
-            let group = unsafe { &*g.get() };
-            let linear = group.linear.get();
-            (linear < GROUP_LIMIT).then(|| pack(linear, group.current.get(), group.epoch.get(), location_id(at)))
-        });
-        let Some(me) = me else { return };
-        let checks = unsafe { &*self.checks };
-        let array = Array::Buffer(self.buffer);
-        // Built only for a report: `side` takes the locations' lock.
-        let this = || Access { at, ..self.side(me, if write { "write" } else { "read" }) };
+        let Some((linear, local, epoch, lid)) = whoami(at) else { return };
+        if linear >= GROUP_LIMIT {
+            return;
+        }
+        let me = pack(self.generation, linear, local, epoch, lid);
+        let cell = &self.cells[i];
         if write {
-            let before = self.writer[i].swap(me, Ordering::Relaxed);
-            if conflicts(before, me) {
-                checks.report("global-race", array, Some(i as u64), None, self.side(before, "write"), Some(this()));
+            // Another writer, or a reader, not ordered before this write: a race. The swap makes
+            // two writers on two threads see each other whatever the timing; a writer that wrote
+            // this element already (same word) needs no atomic.
+            let seen = cell.writer.load(Ordering::Relaxed);
+            let before = if seen == me { seen } else { cell.writer.swap(me, Ordering::Relaxed) };
+            let before = if before >> 56 == self.generation { before } else { 0 };
+            if before != 0 && conflicts(before, me) {
+                self.race(i, before, "write", me, write, at);
                 return;
             }
-            for slot in [&self.reader[i], &self.reader2[i]] {
-                let reader = slot.load(Ordering::Relaxed);
-                if conflicts(reader, me) {
-                    checks.report("global-race", array, Some(i as u64), None, self.side(reader, "read"), Some(this()));
+            for slot in [&cell.reader, &cell.reader2] {
+                let reader = self.current(slot);
+                if reader != 0 && conflicts(reader, me) {
+                    self.race(i, reader, "read", me, write, at);
                     return;
                 }
             }
         } else {
-            let writer = self.writer[i].load(Ordering::Relaxed);
-            if conflicts(writer, me) {
-                checks.report("global-race", array, Some(i as u64), None, self.side(writer, "write"), Some(this()));
+            let writer = self.current(&cell.writer);
+            if writer != 0 && conflicts(writer, me) {
+                self.race(i, writer, "write", me, write, at);
             }
-            let first = &self.reader[i];
-            match first.compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => {}
-                Err(other) if !same_invocation(other, me) => self.reader2[i].store(me, Ordering::Relaxed),
-                Err(_) => {}
+            // Readers are kept to find a later write's race; two reads never race, so a plain
+            // store suffices (two readers on two threads at the same instant may keep only one).
+            // The second slot keeps the latest reader other than the first.
+            let first = self.current(&cell.reader);
+            if first == 0 {
+                cell.reader.store(me, Ordering::Relaxed);
+            } else if !same_invocation(first, me) && self.current(&cell.reader2) != me {
+                cell.reader2.store(me, Ordering::Relaxed);
             }
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn race(&self, i: usize, earlier: u64, what: &'static str, me: u64, write: bool, at: &'static Location<'static>) {
+        let checks = unsafe { &*self.checks };
+        let this = Access { at, ..self.side(me, if write { "write" } else { "read" }) };
+        checks.report("global-race", Array::Buffer(self.buffer), Some(i as u64), None, self.side(earlier, what), Some(this));
     }
 }
