@@ -48,6 +48,11 @@ impl Ctx {
     pub fn global_id_y(&self) -> usize { self.group_id_y() * self.group_size_y() + self.local_id_y() }
     #[inline(always)]
     pub fn barrier(&self) { thread::sync_threads() }
+
+    /// Record `value` under `name` for the invocation a cpu-sim run traces
+    /// (docs/cpu-sim.md, "Tracing one invocation"); nothing on this target.
+    #[inline(always)]
+    pub fn trace<T: crate::Trace>(&self, _name: &'static str, _value: T) {}
 }
 
 #[derive(Clone, Copy)]

@@ -68,9 +68,24 @@ pub struct Finding {
     pub count: u64,
 }
 
+/// One `Ctx::trace` call of the traced invocation.
+pub struct TraceRecord {
+    pub name: &'static str,
+    pub value: super::Traced,
+    pub epoch: u32,
+    pub at: &'static Location<'static>,
+}
+
+/// Trace records kept per launch (a loop that traces more is cut there; `trace_dropped` counts).
+const MAX_TRACE: usize = 4096;
+
 pub struct Checks {
     grid: [u32; 3],
     size: [u32; 3],
+    /// The invocation traced (workgroup, local id), if any.
+    traced: Option<([u32; 3], [u32; 3])>,
+    pub(crate) traces: Mutex<Vec<TraceRecord>>,
+    pub(crate) trace_dropped: AtomicU64,
     findings: Mutex<(Vec<Finding>, HashMap<(&'static str, Array, Loc, Option<Loc>), usize>)>,
     shadows: Mutex<Vec<Box<GlobalShadow>>>,
     pub(crate) dropped: AtomicU64,
@@ -85,14 +100,37 @@ fn order(access: &Access) -> ([u32; 3], [u32; 3]) {
 const MAX_FINDINGS: usize = 64;
 
 impl Checks {
-    pub fn new(grid: [u32; 3], size: [u32; 3]) -> Checks {
+    pub fn new(grid: [u32; 3], size: [u32; 3], traced: Option<([u32; 3], [u32; 3])>) -> Checks {
         Checks {
             grid,
             size,
+            traced,
+            traces: Mutex::new(Vec::new()),
+            trace_dropped: AtomicU64::new(0),
             findings: Mutex::new((Vec::new(), HashMap::new())),
             shadows: Mutex::new(Vec::new()),
             dropped: AtomicU64::new(0),
         }
+    }
+
+    pub fn is_tracing(&self) -> bool {
+        self.traced.is_some()
+    }
+
+    /// Whether the invocation (workgroup, local id) is the one traced.
+    #[inline(always)]
+    pub fn tracing(&self, group: [u32; 3], local: [u32; 3]) -> bool {
+        matches!(self.traced, Some((g, l)) if g == group && l == local)
+    }
+
+    #[cold]
+    pub fn trace(&self, name: &'static str, value: super::Traced, epoch: u32, at: &'static Location<'static>) {
+        let mut traces = self.traces.lock().unwrap();
+        if traces.len() >= MAX_TRACE {
+            self.trace_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        traces.push(TraceRecord { name, value, epoch, at });
     }
 
     pub fn findings<R>(&self, read: impl FnOnce(&[Finding]) -> R) -> R {
