@@ -386,13 +386,14 @@ impl Group {
 
 // ------------------------------------------------------------------------ global buffers
 
-/// One element's shadow: the last writer and two readers, each `pack`ed (0 or another launch's
-/// generation: none). Side by side, so an access touches one or two cache lines, not three arrays.
-#[repr(C)]
-pub struct Cell3 {
+/// One element's shadow: the last writer and the first reader, each `pack`ed (0 or another
+/// launch's generation: none), side by side in 16 bytes (four a cache line: an access misses
+/// once). A second reader, rare, is kept apart (`GlobalShadow::others`), flagged in the first's
+/// word (`SECOND`), so the common access never touches it.
+#[repr(C, align(16))]
+pub struct Cell2 {
     writer: AtomicU64,
     reader: AtomicU64,
-    reader2: AtomicU64,
 }
 
 /// A global buffer's shadow. Kept between launches (`POOL`): every launch takes a new generation
@@ -403,7 +404,9 @@ pub struct GlobalShadow {
     checks: *const Checks,
     buffer: u32,
     generation: u64,
-    cells: Vec<Cell3>,
+    cells: Vec<Cell2>,
+    /// Per element, the latest reader other than the first (read only where `SECOND` says so).
+    others: Vec<AtomicU64>,
 }
 
 unsafe impl Send for GlobalShadow {}
@@ -414,23 +417,37 @@ static POOL: Mutex<Vec<Box<GlobalShadow>>> = Mutex::new(Vec::new());
 /// The most shadow memory kept between launches (bytes); larger shadows are freed.
 const POOL_BYTES: usize = 1 << 30;
 
-fn zeroed_cells(len: usize) -> Vec<Cell3> {
-    // vec![0; n] comes from calloc: pages of a large buffer's shadow are only touched where used.
-    let mut plain = core::mem::ManuallyDrop::new(vec![0u64; len * 3]);
-    unsafe { Vec::from_raw_parts(plain.as_mut_ptr() as *mut Cell3, len, len) }
+fn zeroed_cells(len: usize) -> Vec<Cell2> {
+    // alloc_zeroed is calloc: pages of a large buffer's shadow are only touched where used.
+    if len == 0 {
+        return Vec::new();
+    }
+    let layout = std::alloc::Layout::array::<Cell2>(len).expect("shadow size");
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut Cell2;
+    if ptr.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    unsafe { Vec::from_raw_parts(ptr, len, len) }
+}
+
+fn zeroed_words(len: usize) -> Vec<AtomicU64> {
+    let mut plain = core::mem::ManuallyDrop::new(vec![0u64; len]);
+    unsafe { Vec::from_raw_parts(plain.as_mut_ptr() as *mut AtomicU64, plain.len(), plain.capacity()) }
 }
 
 // (generation: 8 bits) (workgroup + 1: 24 bits) (local id: 11 bits) (epoch mod 512: 9 bits)
-// (location id: 12 bits)
+// (SECOND: 1 bit, in a first reader's word) (location id: 11 bits)
 const GROUP_LIMIT: u64 = (1 << 24) - 1;
-pub(crate) const LOCATION_LIMIT: usize = (1 << 12) - 1;
+pub(crate) const LOCATION_LIMIT: usize = (1 << 11) - 1;
+/// In the first reader's word: another invocation read the element too (`others`).
+const SECOND: u64 = 1 << 11;
 
 fn pack(generation: u64, group: u64, local: usize, epoch: u32, loc: u16) -> u64 {
-    (generation << 56) | ((group + 1) << 32) | ((local as u64) << 21) | (((epoch & 0x1FF) as u64) << 12) | (loc as u64 & 0xFFF)
+    (generation << 56) | ((group + 1) << 32) | ((local as u64) << 21) | (((epoch & 0x1FF) as u64) << 12) | (loc as u64 & 0x7FF)
 }
 
 fn unpack(word: u64) -> (u64, u32, u32, u16) {
-    (((word >> 32) & 0xFF_FFFF) - 1, ((word >> 21) & 0x7FF) as u32, ((word >> 12) & 0x1FF) as u32, (word & 0xFFF) as u16)
+    (((word >> 32) & 0xFF_FFFF) - 1, ((word >> 21) & 0x7FF) as u32, ((word >> 12) & 0x1FF) as u32, (word & 0x7FF) as u16)
 }
 
 /// Whether `earlier` (a word of this launch's generation) and an access by `me` are unordered
@@ -470,13 +487,15 @@ impl GlobalShadow {
                     for cell in &mut shadow.cells {
                         *cell.writer.get_mut() = 0;
                         *cell.reader.get_mut() = 0;
-                        *cell.reader2.get_mut() = 0;
+                    }
+                    for word in &mut shadow.others {
+                        *word.get_mut() = 0;
                     }
                     shadow.generation = 1;
                 }
                 shadow
             }
-            None => Box::new(GlobalShadow { checks, buffer, generation: 1, cells: zeroed_cells(len) }),
+            None => Box::new(GlobalShadow { checks, buffer, generation: 1, cells: zeroed_cells(len), others: zeroed_words(len) }),
         };
         shadow.checks = checks;
         shadow.buffer = buffer;
@@ -525,11 +544,15 @@ impl GlobalShadow {
                 self.race(i, before, "write", me, write, at);
                 return;
             }
-            for slot in [&cell.reader, &cell.reader2] {
-                let reader = self.current(slot);
-                if reader != 0 && conflicts(reader, me) {
-                    self.race(i, reader, "read", me, write, at);
-                    return;
+            let reader = self.current(&cell.reader);
+            if reader != 0 && conflicts(reader, me) {
+                self.race(i, reader, "read", me, write, at);
+                return;
+            }
+            if reader & SECOND != 0 {
+                let other = self.current(&self.others[i]);
+                if other != 0 && conflicts(other, me) {
+                    self.race(i, other, "read", me, write, at);
                 }
             }
         } else {
@@ -543,8 +566,14 @@ impl GlobalShadow {
             let first = self.current(&cell.reader);
             if first == 0 {
                 cell.reader.store(me, Ordering::Relaxed);
-            } else if !same_invocation(first, me) && self.current(&cell.reader2) != me {
-                cell.reader2.store(me, Ordering::Relaxed);
+            } else if !same_invocation(first, me) {
+                if first & SECOND == 0 {
+                    cell.reader.store(first | SECOND, Ordering::Relaxed);
+                }
+                let other = &self.others[i];
+                if self.current(other) != me {
+                    other.store(me, Ordering::Relaxed);
+                }
             }
         }
     }
