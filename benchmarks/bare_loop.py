@@ -68,12 +68,14 @@ def make_inputs(launch: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 class _KernelApiLaunch(ctypes.Structure):
-    """`gpu_kernel::host::Launch` (version 1): grid, threads, buffer lengths, no checks, no report."""
+    """`gpu_kernel::host::Launch` (version 2): grid, threads, buffer lengths, no checks, no report,
+    no trace."""
 
     _fields_ = [
         ("grid", ctypes.c_uint32 * 3), ("threads", ctypes.c_uint32 * 3), ("lens", ctypes.POINTER(ctypes.c_uint64)),
         ("nbufs", ctypes.c_uint32), ("checks", ctypes.c_uint32), ("workers", ctypes.c_uint32),
         ("report", ctypes.c_void_p), ("report_cap", ctypes.c_uint64), ("report_len", ctypes.c_uint64),
+        ("trace", ctypes.c_uint32), ("trace_group", ctypes.c_uint32 * 3), ("trace_local", ctypes.c_uint32 * 3),
     ]  # fmt: skip
 
     def __init__(self, launch: dict[str, Any]):

@@ -22,7 +22,7 @@ CRATE_NAME = "gpu_kernel"
 #: The symbol (a u32: the launch record's version) every cdylib built on the kernel API exports.
 HOST_ABI_SYMBOL = "gpu_kernel_host_abi"
 #: The launch record's version this workbench passes.
-HOST_ABI_VERSION = 1
+HOST_ABI_VERSION = 2
 #: The cargo feature that turns on the simulator's checks (the `cpu-sim` backend builds with it).
 SIM_FEATURE = f"{CRATE_NAME}/sim"
 

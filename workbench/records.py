@@ -311,6 +311,9 @@ class RunResult(Record):
     #: cpu-sim's checks: `{"findings": [...], "dropped": N, "diagnostics": [...]}`
     #: (workbench.run.sim_findings.located); None where no checks ran; in `to_json` only when set.
     findings: dict[str, Any] | None = None
+    #: cpu-sim's trace of one invocation: `{"group", "local", "records": [...], "dropped": N}`
+    #: (workbench.run.sim_trace.located); None where none was asked for; in `to_json` only when set.
+    trace: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         """One line: backend, device, status, verdict, median (the console prints lists of these)."""
@@ -357,6 +360,8 @@ class RunResult(Record):
         }
         if self.findings is not None:
             out["findings"] = self.findings
+        if self.trace is not None:
+            out["trace"] = self.trace
         return out
 
     @classmethod

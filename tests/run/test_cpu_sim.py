@@ -200,6 +200,24 @@ def test_a_plain_read_beside_other_workgroups_atomics_is_a_race(histogram, share
     assert race["accesses"][0]["group"] != race["accesses"][1]["group"]  # two workgroups
 
 
+def test_a_plain_read_of_a_shared_bin_beside_other_invocations_atomics_is_a_race(histogram, shared_cache_dir):
+    # Invocations of a workgroup run one after another here: a later one's atomic on a bin meets
+    # an earlier one's read of it in the same epoch (the workgroup-memory shadow's atomic slot).
+    line = edit(
+        histogram,
+        "local.atomic_add((x.get(i) % BINS as u32) as usize, 1);",
+        "let bin = (x.get(i) % BINS as u32) as usize;\n"
+        "            local.atomic_add(bin, 1);\n"
+        "            let _seen = local.get(bin);",
+    )
+    results, code = run_json(histogram, shared_cache_dir)
+    race = only(results, "shared-race")
+    accesses = {(a["access"], a["line"]) for a in race["accesses"]}
+    assert accesses == {("read", line + 2), ("atomic", line + 1)}
+    assert race["accesses"][0]["local"] != race["accesses"][1]["local"]  # two invocations
+    assert code == 1
+
+
 def test_an_atomic_on_unzeroed_workgroup_memory_is_an_uninitialized_read(histogram, shared_cache_dir):
     edit(histogram, "        local.set(b, 0);\n", "")
     line = line_of(histogram, "local.atomic_add(")

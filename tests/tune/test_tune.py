@@ -157,3 +157,31 @@ def test_random_strategy_draws_a_seeded_budget_of_valid_configs(example_copy):
     assert [c["tile"] for c in space(kernel, params, budget=2).configs] == [4, 8]  # grid: the first two
     with pytest.raises(TuneError, match="has no tunable tiles; its tunables: tile"):
         space(kernel, {"tiles": (8,)})
+
+
+def test_tune_on_cpu_sim_records_each_configuration_with_its_findings(
+    example_copy, workbench_cli, tmp_path, shared_cache_dir
+):
+    # The host entry indexes with 64 whatever the workgroup: right at threads=64; at 128 two
+    # workgroups write one element (a global race cpu-sim finds).
+    root = example_copy("saxpy")
+    lib = root / "src" / "lib.rs"
+    text = lib.read_text()
+    call = "k.run(|ctx| saxpy_body(ctx, ctx.group_size_x(), n, a, x, y));"
+    assert text.count(call) == 1
+    lib.write_text(text.replace(call, call.replace("ctx.group_size_x()", "64")))
+    db = tmp_path / "s.db"
+    proc = workbench_cli("tune", str(root), "--param", "threads=64,128", "--backend", "cpu-sim",
+                         "--size", "n=4096", "--db", str(db), "--cache-dir", str(shared_cache_dir), "--json")  # fmt: skip
+    data = json.loads(proc.stdout)
+    by_threads = {e["config"]["threads"]: e for e in data["configs"]}
+    assert set(by_threads) == {64, 128} and {e["backend"] for e in data["configs"]} == {"cpu-sim"}
+    assert by_threads[64]["findings"] == 0 and by_threads[64]["verified"] is True
+    assert by_threads[128]["findings"] >= 1  # the race, counted
+    best = data["best"]["cpu-sim@cpu"]
+    assert best["config"] == {"threads": 64}
+    with SessionStore(db) as store:  # every round recorded, the findings with it
+        assert store.count() == sum(len(e["rounds"]) for e in data["configs"])
+        racy = store.get_run(by_threads[128]["run_id"], samples=False)["detail"]["findings"]
+        assert {f["kind"] for f in racy["findings"]} == {"global-race"}
+        assert store.get_run(by_threads[64]["run_id"], samples=False)["detail"]["findings"]["findings"] == []

@@ -29,10 +29,11 @@ from workbench.ui.result_details import DetailsBridge
 from workbench.ui.results_table import ResultsBridge
 from workbench.ui.sessions_panel import SessionsBridge
 from workbench.ui.size_controls import SizeControlsBridge
+from workbench.ui.trace_view import TraceBridge
 from workbench.ui.tuning_panel import TuningBridge
 
 PROTOCOLS = [ArtifactsBridge, BuildPanelBridge, CeilingsOwner, ConsoleBridge, CountersBridge, DevicePickerBridge, PlotsBridge,
-             DetailsBridge, ResultsBridge, SessionsBridge, SizeControlsBridge, TuningBridge]  # fmt: skip
+             DetailsBridge, ResultsBridge, SessionsBridge, SizeControlsBridge, TraceBridge, TuningBridge]  # fmt: skip
 UI = Path(__file__).resolve().parents[2] / "workbench" / "ui"
 TIMEOUT_MS = 600_000
 

@@ -11,6 +11,7 @@ import sys
 import uuid
 from typing import Any
 
+from workbench.backends import parse_backends
 from workbench.cli import arg_types
 from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
@@ -19,6 +20,8 @@ from workbench.records import RunResult
 from workbench.result_text import check_line, format_gbps, format_time, verdict_cell
 from workbench.run.events import RunBuilding, RunEvent, RunStarted
 from workbench.run.sim_findings import summary
+from workbench.run.sim_trace import lines as trace_lines
+from workbench.run.sim_trace import parse_point
 from workbench.size_values import parse_sizes
 
 
@@ -101,6 +104,11 @@ def register(subparsers) -> None:
         "repetition in fresh worker processes and recorded as its own invocation of one series: "
         "the independent measurements `sessions compare` rests a verdict on (default 1)",
     )  # fmt: skip
+    parser.add_argument(
+        "--trace", metavar="GX,GY:LX,LY",
+        help="cpu-sim: record the ctx.trace(name, value) calls of one invocation (its workgroup, then "
+        "its local id; y and z default to 0) and print them under the table (--json: results[].trace)",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -160,6 +168,11 @@ def run(args) -> int:
         raise WorkbenchError(f"--timeout must be positive, got {args.timeout}")
     if args.repeat < 1:
         raise WorkbenchError(f"--repeat must be at least 1, got {args.repeat}")
+    args.trace_point = parse_point(args.trace) if args.trace else None
+    if args.trace_point is not None and "cpu-sim" not in parse_backends(args.backend or ""):
+        raise WorkbenchError(
+            f"--trace {args.trace}: only cpu-sim traces; add it to --backend (e.g. cpu,cpu-sim)"
+        )
 
     from workbench.profile.sessions.recorder import SessionRecorder
 
@@ -214,6 +227,9 @@ def _print_repetition(args, report, host, series, index: int) -> None:
     print(table(report.results, host))
     for line in findings_lines(report.results):
         print(line)
+    for result in report.results:
+        if result.trace is not None:
+            print("\n".join(f"{result.backend}: {line}" for line in trace_lines(result.trace)))
 
 
 def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any]]:
@@ -241,7 +257,7 @@ def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any
         report = service.run(
             project, kernel=args.kernel, backends=args.backend, devices=devices, sizes=sizes,
             timeout_s=args.timeout, artifacts_dir=args.artifacts, on_event=progress, seed=args.seed,
-            cache_dir=args.cache_dir, reference=args.reference,
+            cache_dir=args.cache_dir, reference=args.reference, trace=args.trace_point,
             # Only a recording with --keep-outputs reads every backend's arrays: the others are let
             # go once verified, so a run at 2^28 holds one backend's outputs at a time.
             keep_outputs=bool(args.keep_outputs and not args.no_record),

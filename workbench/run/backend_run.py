@@ -24,7 +24,7 @@ from workbench.manifest import Kernel, Values
 from workbench.project import Project
 from workbench.provenance import provenance
 from workbench.records import CheckRecord, RunResult, TimingStats
-from workbench.run import sim_findings
+from workbench.run import sim_findings, sim_trace
 from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers
 from workbench.run.build_stage import StagedBuild
@@ -74,6 +74,8 @@ class RunContext:
     spare: dict = field(default_factory=dict)
     #: The worker in conversation now: `RunService.cancel` kills it (from another thread).
     active: WorkerProcess | None = None
+    #: The invocation cpu-sim traces (`sim_trace.TracePoint`; None: none).
+    trace: Any = None
 
     @cached_property
     def source_hash(self) -> str | None:
@@ -115,7 +117,7 @@ def run_backend(
     try:
         spec = make_launch_spec(
             ctx.kernel, backend, kernels[ctx.kernel.name], ctx.symbols, choice.index, build.folder,
-            values=ctx.values,
+            values=ctx.values, trace=ctx.trace,
         )  # fmt: skip
     except (ValueError, WorkbenchError) as exc:
         return error(ctx, backend, choice, build, str(exc)), None
@@ -150,6 +152,7 @@ def run_backend(
         launched = worker.request(
             {"op": "launch", "count": 1}, timeout_s=ctx.timeout_s, phase="the verification launch"
         )[0]
+        trace = _trace(ctx, launched)
         findings = _findings(ctx, launched, backend)
         names = output_names(ctx.kernel)
         ctx.emit(RunPhase(backend, "download"))
@@ -215,7 +218,7 @@ def run_backend(
     result = RunResult(
         backend=backend, device=choice.device, status="ok", verified=verified, check=check,
         timing=stats, throughput=_no_throughput(), error=None,
-        provenance=_provenance(ctx, backend, choice, build, spec, stats), findings=findings,
+        provenance=_provenance(ctx, backend, choice, build, spec, stats), findings=findings, trace=trace,
     )  # fmt: skip
     if stats is not None:
         result.throughput = timing_mod.throughput(
@@ -293,6 +296,16 @@ def verify_while_timing(device: dict[str, Any], outputs: dict[str, np.ndarray]) 
 
 def _no_throughput() -> dict[str, Any]:
     return {"gbps": None, "gflops": None, "fraction_of_peak": None}
+
+
+def _trace(ctx: RunContext, reply: dict[str, Any]) -> dict[str, Any] | None:
+    """The traced invocation's values from the verification launch (taken out of the report the
+    findings come in), located in the project; None when nothing was traced."""
+    report = reply.get("findings")
+    if report is None or ctx.trace is None or "trace" not in report:
+        return None
+    records, dropped = report.pop("trace") or [], report.pop("trace_dropped", 0)
+    return sim_trace.located(records, dropped, ctx.trace, ctx.project.manifest.crate_dir, ctx.project.root)
 
 
 def _findings(ctx: RunContext, reply: dict[str, Any], backend: str) -> dict[str, Any] | None:

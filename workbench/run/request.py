@@ -43,6 +43,8 @@ class RunRequest:
     reference: str | None = None
     #: False: only the reference's outputs stay in the report (the command line).
     keep_outputs: bool = True
+    #: The invocation whose `ctx.trace` values cpu-sim records (`sim_trace.TracePoint`); None: none.
+    trace: Any = None
 
     @classmethod
     def of(

@@ -189,6 +189,7 @@ class RunService:
         reference: str | None = None,
         keep_outputs: bool = True,
         build_job: Any = None,
+        trace: Any = None,
     ) -> RunReport:
         """Build (unless `artifacts_dir`), run, verify and time `kernel` on `backends`.
 
@@ -204,6 +205,9 @@ class RunService:
         (the live loop): the run takes its builds as they finish and never waits for those whose
         runtime is unavailable (they go on building, for inspection; their rows say so).
 
+        `trace` (a `sim_trace.TracePoint`): the invocation whose `ctx.trace` values a cpu-sim
+        result carries (`RunResult.trace`).
+
         `on_event(event)` is called from this thread with the run's events (`events.py`, one
         record per kind): `RunBuilding`, `RunBuildEvent`, `RunBuilt`, `RunStarted`, `RunPhase`,
         `RunProgress`, `RunFinished` (with the `RunResult`) and `RunDone` (with the report)."""
@@ -211,6 +215,7 @@ class RunService:
             project, backends, devices, kernel=kernel, sizes=sizes, timeout_s=timeout_s,
             artifacts_dir=artifacts_dir, build_service=build_service, seed=seed, cache_dir=cache_dir,
             tunables=tunables, reference=reference, keep_outputs=keep_outputs, build_job=build_job,
+            trace=trace,
         )  # fmt: skip
         return self.execute(request, on_event)
 
@@ -262,6 +267,7 @@ class RunService:
             tunables={name: symbols[name] for name in k.tunables},
             seed=run_seed, timeout_s=float(request.timeout_s), timing=self.timing,
             catalog=self.catalog, input_cache=self.inputs, cancelled=self._cancel, emit=emit,
+            trace=request.trace,
         )  # fmt: skip
         reference_choice = request.reference
         if reference_choice is not None and reference_choice not in BACKENDS:

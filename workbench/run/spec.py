@@ -91,6 +91,7 @@ def make_launch_spec(
     device_index: int,
     artifact_dir: str | Path | None = None,
     values: Values | None = None,
+    trace: Any = None,
 ) -> dict[str, Any]:
     """Build the launch spec of `kernel` on `backend` for one problem size.
 
@@ -147,6 +148,8 @@ def make_launch_spec(
             "entry_origin": kernel.entry_origin(backend),
             # cpu-sim: the kernel API's race and bounds checks are on (runtimes/cpu_launch.py).
             **({"checks": True} if artifact.get("checks") else {}),
+            # ... and records the `ctx.trace` values of this invocation (`sim_trace.TracePoint`).
+            **({"trace": trace.to_json()} if trace is not None and artifact.get("checks") else {}),
         },
         "args": args,
         "threads": list(threads),

@@ -229,6 +229,14 @@ class ServiceBridge(QObject):
     def devices(self) -> list[str]:
         return list(self.loop.devices)
 
+    def set_trace(self, point: Any) -> None:
+        """The invocation whose `ctx.trace` values cpu-sim records in the next runs
+        (`run.sim_trace.TracePoint`; None: none)."""
+        self.loop.trace = point
+
+    def trace(self) -> Any:
+        return self.loop.trace
+
     def set_sizes(self, sizes: dict[str, int] | None) -> None:
         """Problem sizes for runs (None: the manifest's defaults)."""
         self.loop.sizes = dict(sizes) if sizes else None

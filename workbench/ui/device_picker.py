@@ -3,7 +3,11 @@ device's properties below, its measured ceilings (`workbench ceilings`) beside t
 
 wgpu adapters are named with their graphics API ("llvmpipe · Vulkan", "… · OpenGL"): one driver
 often appears once per API. A row shows the short name (without the parenthesised details, as the
-results table does), elided in the middle if it is still too long; the full name is its tooltip."""
+results table does), elided in the middle if it is still too long; the full name is its tooltip.
+
+Under the CPU, the CPU "with GPU semantics" (`workbench.run.sim_device`): not a device of its own
+but the cpu-sim backend on the CPU; its box adds the backend to the runs (as the toolbar's
+cpu-sim button does) and its properties say what it models and what it does not."""
 
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from PySide6.QtWidgets import (
 from workbench.build.occupancy import device_rows
 from workbench.records import BuildResult
 from workbench.run.labels import short_name
+from workbench.run.sim_device import SIM_BACKEND, sim_devices
 from workbench.runtimes_table import RUNTIMES, runtime_title
 from workbench.ui import theme
 from workbench.ui.ceilings_store import store_for
@@ -40,6 +45,8 @@ from workbench.ui.layout_fit import OnResize
 WGPU_APIS = ("Vulkan", "Metal", "DX12", "OpenGL")
 SPEC_ROLE = Qt.ItemDataRole.UserRole
 DEVICE_ROLE = Qt.ItemDataRole.UserRole + 1
+#: The backend a row stands for (the CPU with GPU semantics: cpu-sim); such a row has no spec.
+BACKEND_ROLE = Qt.ItemDataRole.UserRole + 2
 MUTED = QColor(theme.MUTED)
 #: The most rows the device list makes room for before it scrolls.
 TREE_ROWS = 10
@@ -87,6 +94,10 @@ PROPERTY_LABELS = {
     "timestamp_query": "Timestamp queries",
     "peak_gbps": "Datasheet GB/s",
     "peak_gflops": "Datasheet GFLOP/s",
+    "backend": "Backend",
+    "semantics": "Semantics",
+    "checks": "Checks",
+    "not_modelled": "Does not model",
 }
 
 
@@ -113,7 +124,7 @@ def device_properties(
     """(label, text) rows for a device dict: known keys first (the measured ceilings right after
     the datasheet peaks), nested dicts (limits) flattened, the long feature list last."""
     rows = [(label, _property_text(device[key])) for key, label in PROPERTY_LABELS.items() if key in device]
-    if device.get("spec"):
+    if device.get("spec") and not device.get("backend"):  # a backend's row: the device's ceilings
         after = [i + 1 for i, (label, _) in enumerate(rows) if label.startswith("Datasheet")]
         at = after[-1] if after else len(rows)
         rows[at:at] = ceiling_rows(ceilings, measuring, error)
@@ -147,11 +158,14 @@ class DevicePickerBridge(Protocol):
     (`ServiceBridge` has them: tests/ui/test_typed_events.py)."""
 
     devicesListed: SignalInstance
+    backendsChanged: SignalInstance
     devices_info: dict[str, Any] | None
     cache_dir: Any
 
     def devices(self) -> list[str]: ...
     def set_devices(self, specs: list[str]) -> None: ...
+    def backends(self) -> list[str]: ...
+    def set_backends(self, backends: list[str] | None) -> None: ...
     def refresh_devices(self, refresh: bool = False) -> None: ...
 
 
@@ -165,6 +179,7 @@ class DevicePicker(QWidget):
         self.ceilings = store_for(bridge)
         self._updating = False
         self._builds: dict[str, Any] = {}  # the last BuildResult per backend: occupancy on a CUDA device
+        self._backends: list[str] = bridge.backends()  # the runs' backends as last shown (defaults too)
 
         self.tree = QTreeWidget()
         self.tree.setObjectName("devices")
@@ -228,6 +243,7 @@ class DevicePicker(QWidget):
         self.measure_button.clicked.connect(self.measure_selected)
         self.ceilings.changed.connect(self._ceilings_changed)
         bridge.devicesListed.connect(self.populate)
+        bridge.backendsChanged.connect(self._on_backends)
         bridge.buildFinished.connect(self._on_builds)
         bridge.projectChanged.connect(lambda *_: self._builds.clear())
         if bridge.devices_info is not None:
@@ -334,6 +350,9 @@ class DevicePicker(QWidget):
                 checked = item.data(0, SPEC_ROLE) in chosen if chosen else position == 0
                 item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
                 count += 1
+            if runtime == "cpu":
+                for device in sim_devices(info):
+                    group.addChild(self._sim_item(device))
         count += self._fill_hosts(info.get("hosts") or {}, chosen, bold)  # GPU hosts, after this machine
         return count
 
@@ -363,6 +382,51 @@ class DevicePicker(QWidget):
         item.setToolTip(1, f"device spec for --device: {spec}")
         return item
 
+    def _sim_item(self, device: dict[str, Any]) -> QTreeWidgetItem:
+        """The CPU with GPU semantics: checked when the runs include the cpu-sim backend."""
+        item = QTreeWidgetItem([device_label(device), SIM_BACKEND])
+        item.setFlags(
+            Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable
+        )
+        item.setData(0, BACKEND_ROLE, SIM_BACKEND)
+        item.setData(0, DEVICE_ROLE, dict(device))
+        checked = SIM_BACKEND in self._backends
+        item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+        item.setToolTip(
+            0,
+            f"{device_label(device, full=True)}\nthe kernel body with workgroups, barriers and shared "
+            f"memory on the CPU, every access checked (the {SIM_BACKEND} backend; check to include it in runs)",
+        )
+        item.setToolTip(1, f"backend for --backend: {SIM_BACKEND} (on the cpu device)")
+        return item
+
+    def sim_item(self) -> QTreeWidgetItem | None:
+        """The row of the CPU with GPU semantics (None before the devices are listed)."""
+        cpu = self.group_item(runtime_title("cpu"))
+        children = [cpu.child(i) for i in range(cpu.childCount())] if cpu is not None else []
+        return next((c for c in children if c.data(0, BACKEND_ROLE)), None)
+
+    def _on_backends(self, backends: list[str]) -> None:
+        """The runs' backends changed (the toolbar, settings, the defaults found): the row follows."""
+        self._backends = list(backends)
+        item = self.sim_item()
+        if item is not None:
+            self._updating = True
+            try:
+                checked = SIM_BACKEND in self._backends
+                item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+            finally:
+                self._updating = False
+
+    def _toggle_sim(self, item: QTreeWidgetItem) -> None:
+        """The user checked or unchecked the CPU with GPU semantics: cpu-sim joins or leaves the
+        runs' backends (the others stay; none known yet: cpu beside it)."""
+        current = [b for b in (self._backends or self.bridge.backends() or ["cpu"]) if b != SIM_BACKEND]
+        if item.checkState(0) == Qt.CheckState.Checked:
+            current.append(SIM_BACKEND)
+        self._backends = current
+        self.bridge.set_backends(current)
+
     def _device_items(self) -> list[QTreeWidgetItem]:
         items = []
         stack = [self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())]
@@ -391,6 +455,8 @@ class DevicePicker(QWidget):
     def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
         if not self._updating and column == 0 and item.data(0, SPEC_ROLE):
             self._sync_bridge()
+        elif not self._updating and column == 0 and item.data(0, BACKEND_ROLE):
+            self._toggle_sim(item)
 
     def _sync_bridge(self) -> None:
         self.bridge.set_devices(self.checked_specs())

@@ -29,7 +29,9 @@ from PySide6.QtWidgets import (
 from workbench.result_text import ELEMENT_DIGITS, check_line, format_number, stale_note, verdict
 from workbench.run.labels import device_label
 from workbench.run.mismatches import BufferMismatches, result_mismatches
+from workbench.run.sim_device import SIM_BACKEND
 from workbench.ui import theme
+from workbench.ui.trace_view import TraceBridge, TraceView
 from workbench.units import format_tolerance
 
 MISMATCH_COLUMNS = ("Index", "Expected", "Got", "Abs error", "Rel error", "ULP", "Never written")
@@ -43,9 +45,9 @@ def _num(value: Any) -> str:
 
 
 @runtime_checkable
-class DetailsBridge(Protocol):
-    """The bridge members the details dialog uses (`ServiceBridge` has them:
-    tests/ui/test_typed_events.py)."""
+class DetailsBridge(TraceBridge, Protocol):
+    """The bridge members the details dialog uses, its Trace tab's with them (`ServiceBridge` has
+    them: tests/ui/test_typed_events.py)."""
 
     reference_changed: dict[str, Any] | None
 
@@ -77,6 +79,10 @@ class ResultDetails(QDialog):
             empty.setWordWrap(True)
             empty.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
             self.tabs.addTab(empty, "Elements")
+        self.trace: TraceView | None = None
+        if result.backend == SIM_BACKEND:  # one invocation's ctx.trace values, and which to trace
+            self.trace = TraceView(result, bridge)
+            self.tabs.addTab(self.trace, "Trace")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.close)
         layout = QVBoxLayout(self)

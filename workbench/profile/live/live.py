@@ -237,6 +237,8 @@ class LiveLoop:
         self.timeout_s = timeout_s
         #: The user's choice of reference backend (None: the kernel's [kernel.check] reference).
         self.reference: str | None = None
+        #: The invocation cpu-sim traces (`run.sim_trace.TracePoint`; None: none).
+        self.trace: Any = None
         #: Latest RunResult per (backend, device spec): kept across cancelled cycles.
         self.results: dict[tuple[str, str], Any] = {}
         self.last_build: dict[str, Any] | None = None
@@ -477,6 +479,7 @@ class LiveLoop:
                 build_job=job,
                 on_event=on_event,
                 reference=self.reference,
+                trace=self.trace,
             )
         except WorkbenchError as exc:
             error = str(exc)

@@ -208,6 +208,8 @@ def result_row(
             "provenance": prov,
             "resources": resources,
             "stale": result.get("stale"),  # a result kept from an earlier run (`RunResult.stale`)
+            # cpu-sim's checks (None: none ran): a tuning sweep never ranks a configuration with findings.
+            "findings": result.get("findings"),
         },
     }
 

@@ -67,8 +67,9 @@ def round_medians(entry: dict[str, Any]) -> dict[int, float]:
 
 
 def rankable(entry: dict[str, Any]) -> bool:
-    """Whether a sweep entry may be ranked: it ran, it was verified, it has a timed round."""
-    return outcome(entry) == "ok" and bool(round_medians(entry))
+    """Whether a sweep entry may be ranked: it ran, it was verified, it has a timed round, and
+    cpu-sim's checks (where they ran) found nothing."""
+    return outcome(entry) == "ok" and bool(round_medians(entry)) and not entry.get("findings")
 
 
 def slot(entry: dict[str, Any]) -> str:

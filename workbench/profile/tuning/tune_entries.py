@@ -72,7 +72,16 @@ def entry_of(result: Any, config: dict[str, Any], sizes: dict[str, int], run_id:
         "resumed": resumed,
         "round": round_,
         "build": build,
+        "findings": finding_count(result.findings),
     }
+
+
+def finding_count(findings: dict[str, Any] | None) -> int | None:
+    """How many distinct findings cpu-sim's checks made (None: no checks ran): a configuration
+    with a race or a bad index is never ranked (`ranking.rankable`), however fast."""
+    if findings is None:
+        return None
+    return len(findings.get("findings") or []) + int(findings.get("dropped") or 0)
 
 
 def entry_from_row(row: dict[str, Any], samples: np.ndarray) -> dict[str, Any]:
@@ -101,6 +110,7 @@ def entry_from_row(row: dict[str, Any], samples: np.ndarray) -> dict[str, Any]:
         "resumed": True,
         "round": int(tuning.get("round") or 1),
         "build": tuning.get("build"),
+        "findings": finding_count(detail.get("findings")),
     }
 
 
@@ -144,6 +154,7 @@ def merge(runs: list[dict[str, Any]], confirm_from: int | None = None) -> list[d
             "run_id": first["run_id"], "run_ids": [r["run_id"] for r in rounds],
             "resumed": all(r["resumed"] for r in rounds),
             "build": next((r["build"] for r in rounds if r.get("build")), None),
+            "findings": max((r["findings"] for r in rounds if r.get("findings") is not None), default=None),
             "rounds": [{"round": r["round"], "median_s": (r.get("timing") or {}).get("median_s"),
                         "run_id": r["run_id"], "resumed": r["resumed"], "status": r["status"],
                         "verified": r["verified"],

@@ -15,8 +15,9 @@ from typing import Any
 from workbench.kernel_api import HOST_ABI_SYMBOL, HOST_ABI_VERSION
 from workbench.run.runtimes.base import RuntimeFailure
 
-#: Bytes for the findings' JSON: the crate keeps 64 findings in full, each well under 1 KiB.
-REPORT_BYTES = 1 << 17
+#: Bytes for the findings' JSON (the crate keeps 64 findings in full, each well under 1 KiB) and a
+#: traced invocation's records (up to 4096, about 120 bytes each; half the room when tracing).
+REPORT_BYTES = 1 << 20
 
 
 class Launch(ctypes.Structure):
@@ -30,6 +31,10 @@ class Launch(ctypes.Structure):
         ("report", ctypes.c_void_p),
         ("report_cap", ctypes.c_uint64),
         ("report_len", ctypes.c_uint64),
+        # cpu-sim's trace of one invocation (`workbench.run.sim_trace`): on, workgroup, local id.
+        ("trace", ctypes.c_uint32),
+        ("trace_group", ctypes.c_uint32 * 3),
+        ("trace_local", ctypes.c_uint32 * 3),
     ]
 
 
@@ -74,6 +79,11 @@ class LaunchRecord:
             REPORT_BYTES,
             0,
         )
+        trace = spec["artifact"].get("trace") if self.checks else None
+        if trace:
+            self.record.trace = 1
+            self.record.trace_group = _three(trace["group"], "trace workgroup")
+            self.record.trace_local = _three(trace["local"], "trace local id")
 
     def pointer(self) -> ctypes.c_void_p:
         return ctypes.c_void_p(ctypes.addressof(self.record))

@@ -56,7 +56,39 @@ impl Element for u32 {}
 impl Element for i64 {}
 impl Element for u64 {}
 
+/// The values [`Ctx::trace`] takes: every `Element`, `usize` and `bool`. cpu-sim records them for
+/// the invocation a run traces; every GPU target compiles the call away.
+pub trait Trace: Copy {
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+    #[doc(hidden)]
+    fn traced(self) -> host::Traced;
+}
+
+macro_rules! trace_impl {
+    ($($t:ty => |$v:ident| $e:expr),* $(,)?) => {
+        $(impl Trace for $t {
+            #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+            #[inline(always)]
+            fn traced(self) -> host::Traced {
+                let $v = self;
+                $e
+            }
+        })*
+    };
+}
+
+trace_impl! {
+    f32 => |v| host::Traced::F32(v),
+    f64 => |v| host::Traced::F64(v),
+    i32 => |v| host::Traced::Int(v as i64, "i32"),
+    i64 => |v| host::Traced::Int(v, "i64"),
+    u32 => |v| host::Traced::Uint(v as u64, "u32"),
+    u64 => |v| host::Traced::Uint(v, "u64"),
+    usize => |v| host::Traced::Uint(v as u64, "usize"),
+    bool => |v| host::Traced::Bool(v),
+}
+
 /// What a kernel body needs in one line: `use gpu_kernel::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Atomic, Ctx, Element, In, Out, Shared, Shuffle};
+    pub use crate::{Atomic, Ctx, Element, In, Out, Shared, Shuffle, Trace};
 }

@@ -91,6 +91,11 @@ impl Ctx {
     pub fn barrier(&self) {
         unsafe { _syncthreads() }
     }
+
+    /// Record `value` under `name` for the invocation a cpu-sim run traces
+    /// (docs/cpu-sim.md, "Tracing one invocation"); nothing on this target.
+    #[inline(always)]
+    pub fn trace<T: crate::Trace>(&self, _name: &'static str, _value: T) {}
 }
 
 /// A read-only buffer.

@@ -62,6 +62,11 @@ impl Ctx {
     pub fn subgroup_shuffle_down<T: Shuffle>(&self, value: T, delta: u32) -> T {
         T::from_word(unsafe { shfl_sync_down_i32(0xffff_ffff, value.to_word() as i32, delta, 0x1f) } as u32)
     }
+
+    /// Record `value` under `name` for the invocation a cpu-sim run traces
+    /// (docs/cpu-sim.md, "Tracing one invocation"); nothing on this target.
+    #[inline(always)]
+    pub fn trace<T: crate::Trace>(&self, _name: &'static str, _value: T) {}
 }
 
 #[derive(Clone, Copy)]

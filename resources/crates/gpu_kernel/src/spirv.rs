@@ -75,6 +75,11 @@ impl Ctx {
     pub fn barrier(&self) {
         unsafe { spirv_std::arch::workgroup_memory_barrier_with_group_sync() }
     }
+
+    /// Record `value` under `name` for the invocation a cpu-sim run traces
+    /// (docs/cpu-sim.md, "Tracing one invocation"); nothing on this target.
+    #[inline(always)]
+    pub fn trace<T: crate::Trace>(&self, _name: &'static str, _value: T) {}
 }
 
 pub struct In<'a, T>(&'a [T]);

@@ -53,6 +53,9 @@ pub struct Group {
     checks: ChecksPtr,
     #[cfg(feature = "sim")]
     diverged: Cell<bool>,
+    /// Location ids of workgroup-memory accesses (`sim`), cached per worker.
+    #[cfg(feature = "sim")]
+    pub(crate) location_ids: sim::FastIds,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
     /// The worker's stack, parked while the scheduler fiber finishes a converted workgroup.
@@ -173,6 +176,22 @@ impl<'a> Ctx<'a> {
         T::from_word(word)
     }
 
+    /// Record `value` under `name` if this is the invocation a cpu-sim run traces (workgroup and
+    /// local id chosen at launch: `workbench run --trace GX,GY:LX,LY`); in order, with this line
+    /// and the barriers passed. A no-op in a plain host build and on every GPU target.
+    #[inline(always)]
+    #[track_caller]
+    pub fn trace<T: crate::Trace>(&self, name: &'static str, value: T) {
+        #[cfg(feature = "sim")]
+        if let Some(checks) = self.group.checks() {
+            if checks.tracing(self.group.coords.get(), self.local) {
+                checks.trace(name, value.traced(), self.group.epoch.get(), Location::caller());
+            }
+        }
+        #[cfg(not(feature = "sim"))]
+        let _ = (name, value);
+    }
+
     /// This workgroup's shared array of `N` elements: the k-th `shared` an invocation asks for is
     /// the workgroup's k-th array (every invocation declares the same arrays in the same order,
     /// as a GPU kernel's `__shared__` / `.shared` / `#[spirv(workgroup)]` declarations are).
@@ -237,6 +256,8 @@ impl Group {
             checks,
             #[cfg(feature = "sim")]
             diverged: Cell::new(false),
+            #[cfg(feature = "sim")]
+            location_ids: sim::NO_IDS,
             converted: Cell::new(false),
             resume_sp: Cell::new(0),
             spawn: Cell::new(None),

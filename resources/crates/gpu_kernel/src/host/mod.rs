@@ -98,7 +98,7 @@ impl Atomic for i32 {
 /// arguments, whatever wrote the build record.
 #[unsafe(no_mangle)]
 #[used]
-pub static gpu_kernel_host_abi: u32 = 1;
+pub static gpu_kernel_host_abi: u32 = 2;
 
 /// What the cpu runtime passes as an entry's first argument (`workbench/run/runtimes/cpu.py`
 /// builds the same layout with ctypes).
@@ -120,6 +120,21 @@ pub struct Launch {
     pub report_cap: u64,
     /// Bytes written to `report` (0: nothing to report).
     pub report_len: u64,
+    /// 1: record the `Ctx::trace` values of the invocation below (with the checks, in the report).
+    pub trace: u32,
+    pub trace_group: [u32; 3],
+    pub trace_local: [u32; 3],
+}
+
+/// A value [`Ctx::trace`] recorded (`crate::Trace`).
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub enum Traced {
+    F32(f32),
+    F64(f64),
+    Int(i64, &'static str),
+    Uint(u64, &'static str),
+    Bool(bool),
 }
 
 /// One launch of a kernel body: the buffers' handles, then `run`.
@@ -136,7 +151,11 @@ impl<'l> Kernel<'l> {
         let launch = unsafe { &mut *launch };
         launch.report_len = 0;
         #[cfg(feature = "sim")]
-        let checks = (launch.checks != 0).then(|| Box::new(sim::Checks::new(launch.grid, launch.threads)));
+        let checks = (launch.checks != 0).then(|| {
+            // Read only with the checks on: a record without them may end before these fields.
+            let traced = (launch.trace != 0).then_some((launch.trace_group, launch.trace_local));
+            Box::new(sim::Checks::new(launch.grid, launch.threads, traced))
+        });
         Kernel {
             launch,
             #[cfg(feature = "sim")]

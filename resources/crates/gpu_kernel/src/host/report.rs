@@ -4,6 +4,31 @@ use core::panic::Location;
 use std::fmt::Write;
 
 use super::sim::{Access, Array, Checks};
+use super::Traced;
+
+fn escaped(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c {
+            '"' => vec!['\\', '"'],
+            '\\' => vec!['\\', '\\'],
+            c if (c as u32) < 0x20 => vec!['?'],
+            c => vec![c],
+        })
+        .collect()
+}
+
+/// A traced value as JSON: a number (floats that are not finite as a string), or a boolean.
+fn value(out: &mut String, value: &Traced) {
+    match *value {
+        Traced::F32(v) if v.is_finite() => { let _ = write!(out, "\"type\":\"f32\",\"value\":{v:?}"); }
+        Traced::F32(v) => { let _ = write!(out, "\"type\":\"f32\",\"value\":\"{v}\""); }
+        Traced::F64(v) if v.is_finite() => { let _ = write!(out, "\"type\":\"f64\",\"value\":{v:?}"); }
+        Traced::F64(v) => { let _ = write!(out, "\"type\":\"f64\",\"value\":\"{v}\""); }
+        Traced::Int(v, t) => { let _ = write!(out, "\"type\":\"{t}\",\"value\":{v}"); }
+        Traced::Uint(v, t) => { let _ = write!(out, "\"type\":\"{t}\",\"value\":{v}"); }
+        Traced::Bool(v) => { let _ = write!(out, "\"type\":\"bool\",\"value\":{v}"); }
+    }
+}
 
 fn location(out: &mut String, at: &Location) {
     let file: String = at
@@ -29,9 +54,45 @@ fn access(out: &mut String, a: &Access) {
     out.push('}');
 }
 
-/// Write `{"findings": [...], "dropped": N}` into `out`, leaving out whole findings that do not
-/// fit (counted in `dropped`); returns the bytes written.
+/// Write `{"findings": [...], "dropped": N}` into `out` — with a traced invocation also
+/// `"trace": [...], "trace_dropped": N` — leaving out whole findings and records that do not fit
+/// (counted); returns the bytes written. Findings take at most half the room when tracing.
 pub fn write(checks: &Checks, out: &mut [u8]) -> usize {
+    let room = if checks.is_tracing() { out.len() / 2 } else { out.len() };
+    let mut text = findings(checks, room);
+    if checks.is_tracing() {
+        let mut dropped = checks.trace_dropped.load(std::sync::atomic::Ordering::Relaxed);
+        text.push_str(",\"trace\":[");
+        let mut any = false;
+        for record in checks.traces.lock().unwrap().iter() {
+            let mut one = format!("{{\"name\":\"{}\",", escaped(record.name));
+            value(&mut one, &record.value);
+            let _ = write!(one, ",\"epoch\":{},", record.epoch);
+            location(&mut one, record.at);
+            one.push('}');
+            if text.len() + one.len() + 60 > out.len() {
+                dropped += 1;
+                continue;
+            }
+            if any {
+                text.push(',');
+            }
+            text.push_str(&one);
+            any = true;
+        }
+        let _ = write!(text, "],\"trace_dropped\":{dropped}");
+    }
+    text.push('}');
+    if text.len() > out.len() {
+        return 0;
+    }
+    out[..text.len()].copy_from_slice(text.as_bytes());
+    text.len()
+}
+
+/// `{"findings": [...], "dropped": N` (not closed), within `room` bytes.
+fn findings(checks: &Checks, room: usize) -> String {
+    let out_len = room;
     let mut dropped = checks.dropped.load(std::sync::atomic::Ordering::Relaxed);
     let mut text = String::from("{\"findings\":[");
     let mut any = false;
@@ -64,7 +125,7 @@ pub fn write(checks: &Checks, out: &mut [u8]) -> usize {
             }
             one.push_str("]}");
             // Room for this finding, a comma and the closing part with a 20-digit count.
-            if text.len() + one.len() + 40 > out.len() {
+            if text.len() + one.len() + 40 > out_len {
                 dropped += 1;
                 continue;
             }
@@ -75,10 +136,6 @@ pub fn write(checks: &Checks, out: &mut [u8]) -> usize {
             any = true;
         }
     });
-    let _ = write!(text, "],\"dropped\":{dropped}}}");
-    if text.len() > out.len() {
-        return 0;
-    }
-    out[..text.len()].copy_from_slice(text.as_bytes());
-    text.len()
+    let _ = write!(text, "],\"dropped\":{dropped}");
+    text
 }

@@ -10,8 +10,8 @@
 //!   Accesses of one workgroup separated by a barrier are ordered; anything else by two
 //!   invocations, at least one writing, is a race, whatever order the threads ran in.
 //! - Atomics (`atomic_add`) never race with each other; an atomic and a plain access of one
-//!   element by two unordered invocations do (each element's last atomic is kept beside its
-//!   writer and readers).
+//!   element by two unordered invocations do (each element's last atomic is kept apart from its
+//!   writer and readers: `SharedEntry::atomic`, `GlobalShadow::atomics`).
 //! - Out-of-bounds indexes of any buffer or shared array (the access is skipped, a read gives 0).
 //! - Barrier divergence (`exec::run_group`).
 //!
@@ -71,9 +71,24 @@ pub struct Finding {
     pub count: u64,
 }
 
+/// One `Ctx::trace` call of the traced invocation.
+pub struct TraceRecord {
+    pub name: &'static str,
+    pub value: super::Traced,
+    pub epoch: u32,
+    pub at: &'static Location<'static>,
+}
+
+/// Trace records kept per launch (a loop that traces more is cut there; `trace_dropped` counts).
+const MAX_TRACE: usize = 4096;
+
 pub struct Checks {
     grid: [u32; 3],
     size: [u32; 3],
+    /// The invocation traced (workgroup, local id), if any.
+    traced: Option<([u32; 3], [u32; 3])>,
+    pub(crate) traces: Mutex<Vec<TraceRecord>>,
+    pub(crate) trace_dropped: AtomicU64,
     findings: Mutex<(Vec<Finding>, HashMap<(&'static str, Array, Loc, Option<Loc>), usize>)>,
     shadows: Mutex<Vec<Box<GlobalShadow>>>,
     pub(crate) dropped: AtomicU64,
@@ -88,14 +103,37 @@ fn order(access: &Access) -> ([u32; 3], [u32; 3]) {
 const MAX_FINDINGS: usize = 64;
 
 impl Checks {
-    pub fn new(grid: [u32; 3], size: [u32; 3]) -> Checks {
+    pub fn new(grid: [u32; 3], size: [u32; 3], traced: Option<([u32; 3], [u32; 3])>) -> Checks {
         Checks {
             grid,
             size,
+            traced,
+            traces: Mutex::new(Vec::new()),
+            trace_dropped: AtomicU64::new(0),
             findings: Mutex::new((Vec::new(), HashMap::new())),
             shadows: Mutex::new(Vec::new()),
             dropped: AtomicU64::new(0),
         }
+    }
+
+    pub fn is_tracing(&self) -> bool {
+        self.traced.is_some()
+    }
+
+    /// Whether the invocation (workgroup, local id) is the one traced.
+    #[inline(always)]
+    pub fn tracing(&self, group: [u32; 3], local: [u32; 3]) -> bool {
+        matches!(self.traced, Some((g, l)) if g == group && l == local)
+    }
+
+    #[cold]
+    pub fn trace(&self, name: &'static str, value: super::Traced, epoch: u32, at: &'static Location<'static>) {
+        let mut traces = self.traces.lock().unwrap();
+        if traces.len() >= MAX_TRACE {
+            self.trace_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        traces.push(TraceRecord { name, value, epoch, at });
     }
 
     pub fn findings<R>(&self, read: impl FnOnce(&[Finding]) -> R) -> R {
@@ -103,12 +141,13 @@ impl Checks {
     }
 
     pub fn global_shadow(&self, buffer: u32, len: usize) -> *const GlobalShadow {
-        let shadow = Box::new(GlobalShadow::new(self as *const Checks, buffer, len));
+        let shadow = GlobalShadow::take(self as *const Checks, buffer, len);
         let ptr = &*shadow as *const GlobalShadow;
         self.shadows.lock().unwrap().push(shadow);
         ptr
     }
 
+    #[cold]
     fn report(&self, kind: &'static str, array: Array, index: Option<u64>, length: Option<u64>, first: Access, second: Option<Access>) {
         let key = (kind, array, Loc(first.at), second.map(|s| Loc(s.at)));
         let mut guard = self.findings.lock().unwrap();
@@ -140,8 +179,8 @@ impl Checks {
 
     /// The invocation running on this thread now.
     fn me(&self, what: &'static str, at: &'static Location<'static>) -> Access {
-        CURRENT.with(|g| {
-            let group = unsafe { &*g.get() };
+        WORKER.with(|w| {
+            let group = unsafe { &*w.group.get() };
             Access { group: group.coords.get(), local: group.local_coords(group.current.get()), what, at }
         })
     }
@@ -162,46 +201,79 @@ impl Checks {
     }
 }
 
-thread_local! {
+impl Drop for Checks {
+    fn drop(&mut self) {
+        for shadow in self.shadows.get_mut().unwrap().drain(..) {
+            GlobalShadow::give_back(shadow);
+        }
+    }
+}
+
+/// A direct-mapped cache of location ids: a kernel's accesses come from a handful of lines, and
+/// a hash map lookup per access was most of the checks' cost.
+const FAST_SLOTS: usize = 64;
+
+/// Location ids by location address, direct-mapped (a worker thread's own: in `WORKER` and in
+/// its `Group`, so workgroup-memory accesses, which have the group at hand, need no TLS lookup).
+pub(crate) type FastIds = [Cell<(usize, u16)>; FAST_SLOTS];
+pub(crate) const NO_IDS: FastIds = [const { Cell::new((0, 0)) }; FAST_SLOTS];
+
+/// What a worker thread's accesses to global buffers read, in one thread-local (one TLS lookup
+/// per access: in a cdylib each one is a call to `__tls_get_addr`).
+struct Worker {
     /// The workgroup this worker thread runs (the fibers' accesses find their invocation here).
-    static CURRENT: Cell<*const Group> = const { Cell::new(core::ptr::null()) };
+    group: Cell<*const Group>,
+    fast: FastIds,
+}
+
+thread_local! {
+    static WORKER: Worker = const { Worker { group: Cell::new(core::ptr::null()), fast: NO_IDS } };
     /// Location ids of this thread (a cache of `LOCATIONS`).
     static LOCAL_IDS: RefCell<HashMap<usize, u16>> = RefCell::new(HashMap::new());
 }
 
 pub(crate) fn enter_group(group: &Group) {
-    CURRENT.with(|c| c.set(group));
+    WORKER.with(|w| w.group.set(group));
 }
 
 pub(crate) fn leave_group() {
-    CURRENT.with(|c| c.set(core::ptr::null()));
+    WORKER.with(|w| w.group.set(core::ptr::null()));
 }
 
-/// Every location an access came from, by id (0: none). At most 65,534 distinct locations.
+/// The invocation running on this thread: (linear workgroup, local index, epoch, location id of
+/// `at`); None outside a workgroup.
+#[inline(always)]
+fn whoami(at: &'static Location<'static>) -> Option<(u64, usize, u32, u16)> {
+    WORKER.with(|w| {
+        let group = w.group.get();
+        if group.is_null() {
+            return None;
+        }
+        let group = unsafe { &*group };
+        Some((group.linear.get(), group.current.get(), group.epoch.get(), fast_location_id(w, at)))
+    })
+}
+
+/// Every location an access came from, by id (0: none). At most `LOCATION_LIMIT` distinct
+/// locations (the global shadow keeps 12 bits of it).
 static LOCATIONS: Mutex<Vec<&'static Location<'static>>> = Mutex::new(Vec::new());
 const NO_LOCATION: u16 = 0;
 
-/// A direct-mapped cache in front of `LOCAL_IDS`: a kernel's accesses come from a handful of
-/// lines, and a hash map lookup per access was most of the checks' cost.
-const FAST_SLOTS: usize = 64;
-
-thread_local! {
-    static FAST_IDS: [Cell<(usize, u16)>; FAST_SLOTS] = const { [const { Cell::new((0, 0)) }; FAST_SLOTS] };
+#[inline(always)]
+fn fast_location_id(w: &Worker, at: &'static Location<'static>) -> u16 {
+    cached_location_id(&w.fast, at)
 }
 
 #[inline(always)]
-fn location_id(at: &'static Location<'static>) -> u16 {
+fn cached_location_id(fast: &FastIds, at: &'static Location<'static>) -> u16 {
     let key = at as *const Location as usize;
     let slot = (key >> 3) % FAST_SLOTS;
-    let hit = FAST_IDS.with(|fast| {
-        let (k, id) = fast[slot].get();
-        (k == key).then_some(id)
-    });
-    if let Some(id) = hit {
+    let (k, id) = fast[slot].get();
+    if k == key {
         return id;
     }
     let id = location_id_slow(at);
-    FAST_IDS.with(|fast| fast[slot].set((key, id)));
+    fast[slot].set((key, id));
     id
 }
 
@@ -215,7 +287,7 @@ fn location_id_slow(at: &'static Location<'static>) -> u16 {
         let mut all = LOCATIONS.lock().unwrap();
         let id = match all.iter().position(|l| core::ptr::eq(*l, at)) {
             Some(k) => (k + 1) as u16,
-            None if all.len() < u16::MAX as usize - 1 => {
+            None if all.len() < LOCATION_LIMIT => {
                 all.push(at);
                 all.len() as u16
             }
@@ -268,8 +340,11 @@ impl Group {
         Array::Shared(slot, Loc(self.slot(slot).decl))
     }
 
-    pub(crate) fn shared_access(&self, slot: u32, i: usize, write: bool, at: &'static Location<'static>) {
-        let Some(checks) = self.checks() else { return };
+    /// This epoch's entry of element `i` of shared array `slot` (an entry of an earlier epoch is
+    /// emptied, keeping whether the element was ever written).
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    fn shared_entry(&self, slot: u32, i: usize) -> &mut SharedEntry {
         let shadow = unsafe { &mut *self.slot(slot).shadow.get() };
         let entry = &mut shadow.entries[i];
         let epoch = self.epoch.get();
@@ -277,19 +352,31 @@ impl Group {
             let written = entry.written;
             *entry = SharedEntry { epoch, written, ..SharedEntry::default() };
         }
+        entry
+    }
+
+    /// One side of a workgroup-memory finding: the invocation `who` (local id + 1) of this
+    /// workgroup at location id `loc` (built only for a report: `location_of` takes a lock).
+    #[cold]
+    fn shared_side(&self, who: u16, loc: u16, what: &'static str) -> Access {
+        Access { group: self.coords.get(), local: self.local_coords(who as usize - 1), what, at: location_of(loc) }
+    }
+
+    pub(crate) fn shared_access(&self, slot: u32, i: usize, write: bool, at: &'static Location<'static>) {
+        let Some(checks) = self.checks() else { return };
+        let entry = self.shared_entry(slot, i);
         let me = (self.current.get() + 1) as u16;
-        let lid = location_id(at);
-        let group = self.coords.get();
-        let side = |who: u16, loc: u16, what: &'static str| Access {
-            group,
-            local: self.local_coords(who as usize - 1),
-            what,
-            at: location_of(loc),
+        let lid = cached_location_id(&self.location_ids, at);
+        // Built only for a report.
+        let array = || self.shared_array(slot);
+        let this = || Access {
+            group: self.coords.get(),
+            local: self.local_coords(me as usize - 1),
+            what: if write { "write" } else { "read" },
+            at,
         };
-        let array = self.shared_array(slot);
-        let this = Access { group, local: self.local_coords(me as usize - 1), what: if write { "write" } else { "read" }, at };
-        let race = |other: (u16, u16, &'static str)| {
-            checks.report("shared-race", array, Some(i as u64), None, side(other.0, other.1, other.2), Some(this))
+        let race = |(who, loc, what): (u16, u16, &'static str)| {
+            checks.report("shared-race", array(), Some(i as u64), None, self.shared_side(who, loc, what), Some(this()))
         };
         if write {
             if let Some(other) = entry.other_than(me, true) {
@@ -300,7 +387,7 @@ impl Group {
             entry.written = true;
         } else {
             if !entry.written {
-                checks.report("uninitialized-read", array, Some(i as u64), None, this, None);
+                checks.report("uninitialized-read", array(), Some(i as u64), None, this(), None);
             } else if let Some(other) = entry.other_than(me, false) {
                 race(other);
             }
@@ -313,26 +400,17 @@ impl Group {
     /// invocation wrote is an uninitialized read (GPU workgroup memory starts undefined).
     pub(crate) fn shared_atomic(&self, slot: u32, i: usize, at: &'static Location<'static>) {
         let Some(checks) = self.checks() else { return };
-        let shadow = unsafe { &mut *self.slot(slot).shadow.get() };
-        let entry = &mut shadow.entries[i];
-        let epoch = self.epoch.get();
-        if entry.epoch != epoch {
-            let written = entry.written;
-            *entry = SharedEntry { epoch, written, ..SharedEntry::default() };
-        }
+        let entry = self.shared_entry(slot, i);
         let me = (self.current.get() + 1) as u16;
-        let group = self.coords.get();
-        let array = self.shared_array(slot);
-        let this = Access { group, local: self.local_coords(me as usize - 1), what: "atomic", at };
+        let this = || Access { group: self.coords.get(), local: self.local_coords(me as usize - 1), what: "atomic", at };
         if !entry.written {
-            checks.report("uninitialized-read", array, Some(i as u64), None, this, None);
+            checks.report("uninitialized-read", self.shared_array(slot), Some(i as u64), None, this(), None);
         } else if let Some((who, loc, what)) = entry.plain_other(me, true) {
             // An atomic writes: any other invocation's plain access races with it.
-            let other = Access { group, local: self.local_coords(who as usize - 1), what, at: location_of(loc) };
-            checks.report("shared-race", array, Some(i as u64), None, other, Some(this));
+            checks.report("shared-race", self.shared_array(slot), Some(i as u64), None, self.shared_side(who, loc, what), Some(this()));
         }
         entry.atomic = me;
-        entry.aloc = location_id(at);
+        entry.aloc = cached_location_id(&self.location_ids, at);
         entry.written = true;
     }
 }
@@ -340,6 +418,7 @@ impl Group {
 impl SharedEntry {
     /// Another invocation's plain access in this epoch that conflicts with one by `me`: its
     /// write, and for a write by `me` its reads too (two reads never conflict).
+    #[inline(always)]
     fn plain_other(&self, me: u16, write: bool) -> Option<(u16, u16, &'static str)> {
         if self.writer != 0 && self.writer != me {
             return Some((self.writer, self.wloc, "write"));
@@ -355,6 +434,7 @@ impl SharedEntry {
 
     /// What a plain access by `me` races with: another invocation's atomic, or its conflicting
     /// plain access.
+    #[inline(always)]
     fn other_than(&self, me: u16, write: bool) -> Option<(u16, u16, &'static str)> {
         if self.atomic != 0 && self.atomic != me {
             return Some((self.atomic, self.aloc, "atomic"));
@@ -362,6 +442,7 @@ impl SharedEntry {
         self.plain_other(me, write)
     }
 
+    #[inline(always)]
     fn add_reader(&mut self, me: u16, lid: u16) {
         if self.reader == 0 {
             self.reader = me;
@@ -375,66 +456,158 @@ impl SharedEntry {
 
 // ------------------------------------------------------------------------ global buffers
 
-/// Per element: the last writer, two readers and the last atomic, each `pack`ed (0: none).
+/// One element's shadow: the last writer and the first reader, each `pack`ed (0 or another
+/// launch's generation: none), side by side in 16 bytes (four a cache line: an access misses
+/// once). A second reader, rare, is kept apart (`GlobalShadow::others`), flagged in the first's
+/// word (`SECOND`), so the common access never touches it.
+#[repr(C, align(16))]
+pub struct Cell2 {
+    writer: AtomicU64,
+    reader: AtomicU64,
+}
+
+/// A global buffer's shadow. Kept between launches (`POOL`): every launch takes a new generation
+/// number, and words of another generation count as empty, so a launch neither allocates nor
+/// clears 24 bytes per element (at 2^20 elements, clearing and faulting in a fresh shadow cost
+/// more than the checks themselves); it is cleared once every 255 launches, when the number wraps.
 pub struct GlobalShadow {
     checks: *const Checks,
     buffer: u32,
-    writer: Vec<AtomicU64>,
-    reader: Vec<AtomicU64>,
-    reader2: Vec<AtomicU64>,
-    atomic: Vec<AtomicU64>,
+    generation: u64,
+    cells: Vec<Cell2>,
+    /// Per element, the latest reader other than the first (read only where `SECOND` says so).
+    others: Vec<AtomicU64>,
+    /// Per element, the last atomic (`pack`ed, generations as in `cells`). calloc'd and touched
+    /// only by kernels that use atomics: a plain access reads it only in a launch whose atomics
+    /// touched this buffer (`atomic_generation`), so other kernels pay one compare per access.
+    atomics: Vec<AtomicU64>,
+    /// The generation of the last launch with an atomic on this buffer (0: none since the
+    /// last clearing, so `atomics` is all zero).
+    atomic_generation: AtomicU64,
 }
 
 unsafe impl Send for GlobalShadow {}
 unsafe impl Sync for GlobalShadow {}
 
-fn zeroed_atomics(len: usize) -> Vec<AtomicU64> {
-    // vec![0; n] comes from calloc: pages of a large buffer's shadow are only touched where used.
+/// Shadows of finished launches, for the next launch with a buffer of the same length.
+static POOL: Mutex<Vec<Box<GlobalShadow>>> = Mutex::new(Vec::new());
+/// The most shadow memory kept between launches (bytes); larger shadows are freed.
+const POOL_BYTES: usize = 1 << 30;
+
+fn zeroed_cells(len: usize) -> Vec<Cell2> {
+    // alloc_zeroed is calloc: pages of a large buffer's shadow are only touched where used.
+    if len == 0 {
+        return Vec::new();
+    }
+    let layout = std::alloc::Layout::array::<Cell2>(len).expect("shadow size");
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut Cell2;
+    if ptr.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    unsafe { Vec::from_raw_parts(ptr, len, len) }
+}
+
+fn zeroed_words(len: usize) -> Vec<AtomicU64> {
     let mut plain = core::mem::ManuallyDrop::new(vec![0u64; len]);
     unsafe { Vec::from_raw_parts(plain.as_mut_ptr() as *mut AtomicU64, plain.len(), plain.capacity()) }
 }
 
-// (workgroup + 1: 28 bits) (local id: 11 bits) (epoch mod 512: 9 bits) (location id: 16 bits)
-const GROUP_LIMIT: u64 = (1 << 28) - 1;
+// (generation: 8 bits) (workgroup + 1: 24 bits) (local id: 11 bits) (epoch mod 512: 9 bits)
+// (SECOND: 1 bit, in a first reader's word) (location id: 11 bits)
+const GROUP_LIMIT: u64 = (1 << 24) - 1;
+pub(crate) const LOCATION_LIMIT: usize = (1 << 11) - 1;
+/// In the first reader's word: another invocation read the element too (`others`).
+const SECOND: u64 = 1 << 11;
 
-fn pack(group: u64, local: usize, epoch: u32, loc: u16) -> u64 {
-    ((group + 1) << 36) | ((local as u64) << 25) | (((epoch & 0x1FF) as u64) << 16) | loc as u64
+fn pack(generation: u64, group: u64, local: usize, epoch: u32, loc: u16) -> u64 {
+    (generation << 56) | ((group + 1) << 32) | ((local as u64) << 21) | (((epoch & 0x1FF) as u64) << 12) | (loc as u64 & 0x7FF)
 }
 
 fn unpack(word: u64) -> (u64, u32, u32, u16) {
-    ((word >> 36) - 1, ((word >> 25) & 0x7FF) as u32, ((word >> 16) & 0x1FF) as u32, (word & 0xFFFF) as u16)
+    (((word >> 32) & 0xFF_FFFF) - 1, ((word >> 21) & 0x7FF) as u32, ((word >> 12) & 0x1FF) as u32, (word & 0x7FF) as u16)
 }
 
-/// Whether `earlier` and an access by `me` (both packed) are unordered and by two invocations.
+/// Whether `earlier` (a word of this launch's generation) and an access by `me` are unordered
+/// and by two invocations.
+#[inline(always)]
 fn conflicts(earlier: u64, me: u64) -> bool {
-    if earlier == 0 {
-        return false;
-    }
-    let (g0, l0, e0, _) = unpack(earlier);
-    let (g1, l1, e1, _) = unpack(me);
-    if g0 != g1 {
+    // Same workgroup and same epoch (bits 12..55 but the local id): two invocations of one
+    // workgroup between the same two barriers; another workgroup: always.
+    const GROUP: u64 = 0xFF_FFFF << 32;
+    const EPOCH: u64 = 0x1FF << 12;
+    const LOCAL: u64 = 0x7FF << 21;
+    if (earlier ^ me) & GROUP != 0 {
         return true;
     }
-    l0 != l1 && e0 == e1 // one workgroup: a barrier between the two orders them
+    (earlier ^ me) & LOCAL != 0 && (earlier ^ me) & EPOCH == 0
 }
 
+#[inline(always)]
 fn same_invocation(a: u64, b: u64) -> bool {
-    let (g0, l0, _, _) = unpack(a);
-    let (g1, l1, _, _) = unpack(b);
-    g0 == g1 && l0 == l1
+    const WHO: u64 = (0xFF_FFFF << 32) | (0x7FF << 21);
+    (a ^ b) & WHO == 0
 }
 
 impl GlobalShadow {
-    fn new(checks: *const Checks, buffer: u32, len: usize) -> GlobalShadow {
-        GlobalShadow {
-            checks,
-            buffer,
-            writer: zeroed_atomics(len),
-            reader: zeroed_atomics(len),
-            reader2: zeroed_atomics(len),
-            // Touched only by kernels that use atomics (calloc'd pages stay unmapped otherwise).
-            atomic: zeroed_atomics(len),
+    /// A shadow for `len` elements: a pooled one of that length with the next generation, or a
+    /// new one.
+    pub(crate) fn take(checks: *const Checks, buffer: u32, len: usize) -> Box<GlobalShadow> {
+        let pooled = {
+            let mut pool = POOL.lock().unwrap();
+            pool.iter().position(|s| s.cells.len() == len).map(|k| pool.swap_remove(k))
+        };
+        let mut shadow = match pooled {
+            Some(mut shadow) => {
+                shadow.generation += 1;
+                if shadow.generation > 0xFF {
+                    // The generation wraps: words of 255 launches ago would look current.
+                    for cell in &mut shadow.cells {
+                        *cell.writer.get_mut() = 0;
+                        *cell.reader.get_mut() = 0;
+                    }
+                    for word in &mut shadow.others {
+                        *word.get_mut() = 0;
+                    }
+                    if *shadow.atomic_generation.get_mut() != 0 {
+                        for word in &mut shadow.atomics {
+                            *word.get_mut() = 0;
+                        }
+                        *shadow.atomic_generation.get_mut() = 0;
+                    }
+                    shadow.generation = 1;
+                }
+                shadow
+            }
+            None => Box::new(GlobalShadow {
+                checks,
+                buffer,
+                generation: 1,
+                cells: zeroed_cells(len),
+                others: zeroed_words(len),
+                atomics: zeroed_words(len),
+                atomic_generation: AtomicU64::new(0),
+            }),
+        };
+        shadow.checks = checks;
+        shadow.buffer = buffer;
+        shadow
+    }
+
+    /// Back to the pool for the next launch (within `POOL_BYTES`; the oldest go first).
+    pub(crate) fn give_back(shadow: Box<GlobalShadow>) {
+        let mut pool = POOL.lock().unwrap();
+        pool.push(shadow);
+        let bytes = |pool: &Vec<Box<GlobalShadow>>| pool.iter().map(|s| s.bytes()).sum::<usize>();
+        while bytes(&pool) > POOL_BYTES {
+            pool.remove(0);
         }
+    }
+
+    /// Shadow memory this shadow holds: its cells and `others`, and `atomics` where a kernel
+    /// touched them (untouched calloc'd pages are not memory yet).
+    fn bytes(&self) -> usize {
+        let atomics = if self.atomic_generation.load(Ordering::Relaxed) != 0 { 8 } else { 0 };
+        self.cells.len() * (24 + atomics)
     }
 
     fn side(&self, word: u64, what: &'static str) -> Access {
@@ -443,66 +616,120 @@ impl GlobalShadow {
         Access { group, local, what, at: location_of(loc) }
     }
 
-    /// This invocation, packed (None: a workgroup beyond what the shadow can number).
-    fn me(at: &'static Location<'static>) -> Option<u64> {
-        CURRENT.with(|g| {
-            let group = unsafe { &*g.get() };
-            let linear = group.linear.get();
-            (linear < GROUP_LIMIT).then(|| pack(linear, group.current.get(), group.epoch.get(), location_id(at)))
-        })
+    /// The word of this launch in `slot` (0: none, or another launch's).
+    #[inline(always)]
+    fn current(&self, slot: &AtomicU64) -> u64 {
+        let word = slot.load(Ordering::Relaxed);
+        if word >> 56 == self.generation { word } else { 0 }
     }
 
-    /// An atomic read-modify-write of element `i`: it races with another invocation's unordered
-    /// plain write or read, never with another atomic.
-    pub fn atomic(&self, i: usize, at: &'static Location<'static>) {
-        let Some(me) = Self::me(at) else { return };
-        self.atomic[i].store(me, Ordering::Relaxed);
-        let checks = unsafe { &*self.checks };
-        let array = Array::Buffer(self.buffer);
-        let this = || Access { at, ..self.side(me, "atomic") };
-        for (slot, what) in [(&self.writer[i], "write"), (&self.reader[i], "read"), (&self.reader2[i], "read")] {
-            let other = slot.load(Ordering::Relaxed);
-            if conflicts(other, me) {
-                checks.report("global-race", array, Some(i as u64), None, self.side(other, what), Some(this()));
-                return;
-            }
-        }
-    }
-
+    #[inline(always)]
     pub fn access(&self, i: usize, write: bool, at: &'static Location<'static>) {
-        let Some(me) = Self::me(at) else { return };
-        let checks = unsafe { &*self.checks };
-        let array = Array::Buffer(self.buffer);
-        // Built only for a report: `side` takes the locations' lock.
-        let this = || Access { at, ..self.side(me, if write { "write" } else { "read" }) };
-        let atomic = self.atomic[i].load(Ordering::Relaxed);
-        if conflicts(atomic, me) {
-            checks.report("global-race", array, Some(i as u64), None, self.side(atomic, "atomic"), Some(this()));
+        let Some((linear, local, epoch, lid)) = whoami(at) else { return };
+        if linear >= GROUP_LIMIT {
+            return;
+        }
+        let me = pack(self.generation, linear, local, epoch, lid);
+        let cell = &self.cells[i];
+        if self.atomic_generation.load(Ordering::Relaxed) == self.generation {
+            // Atomics touched this buffer in this launch: another invocation's unordered atomic
+            // races with this plain access (and the checks below still run).
+            let atomic = self.current(&self.atomics[i]);
+            if atomic != 0 && conflicts(atomic, me) {
+                self.race(i, atomic, "atomic", me, write, at);
+            }
         }
         if write {
-            let before = self.writer[i].swap(me, Ordering::Relaxed);
-            if conflicts(before, me) {
-                checks.report("global-race", array, Some(i as u64), None, self.side(before, "write"), Some(this()));
+            // Another writer, or a reader, not ordered before this write: a race. The swap makes
+            // two writers on two threads see each other whatever the timing; a writer that wrote
+            // this element already (same word) needs no atomic.
+            let seen = cell.writer.load(Ordering::Relaxed);
+            let before = if seen == me { seen } else { cell.writer.swap(me, Ordering::Relaxed) };
+            let before = if before >> 56 == self.generation { before } else { 0 };
+            if before != 0 && conflicts(before, me) {
+                self.race(i, before, "write", me, write, at);
                 return;
             }
-            for slot in [&self.reader[i], &self.reader2[i]] {
-                let reader = slot.load(Ordering::Relaxed);
-                if conflicts(reader, me) {
-                    checks.report("global-race", array, Some(i as u64), None, self.side(reader, "read"), Some(this()));
-                    return;
+            let reader = self.current(&cell.reader);
+            if reader != 0 && conflicts(reader, me) {
+                self.race(i, reader, "read", me, write, at);
+                return;
+            }
+            if reader & SECOND != 0 {
+                let other = self.current(&self.others[i]);
+                if other != 0 && conflicts(other, me) {
+                    self.race(i, other, "read", me, write, at);
                 }
             }
         } else {
-            let writer = self.writer[i].load(Ordering::Relaxed);
-            if conflicts(writer, me) {
-                checks.report("global-race", array, Some(i as u64), None, self.side(writer, "write"), Some(this()));
+            let writer = self.current(&cell.writer);
+            if writer != 0 && conflicts(writer, me) {
+                self.race(i, writer, "write", me, write, at);
             }
-            let first = &self.reader[i];
-            match first.compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => {}
-                Err(other) if !same_invocation(other, me) => self.reader2[i].store(me, Ordering::Relaxed),
-                Err(_) => {}
+            // Readers are kept to find a later write's race; two reads never race, so a plain
+            // store suffices (two readers on two threads at the same instant may keep only one).
+            // The second slot keeps the latest reader other than the first.
+            let first = self.current(&cell.reader);
+            if first == 0 {
+                cell.reader.store(me, Ordering::Relaxed);
+            } else if !same_invocation(first, me) {
+                if first & SECOND == 0 {
+                    cell.reader.store(first | SECOND, Ordering::Relaxed);
+                }
+                let other = &self.others[i];
+                if self.current(other) != me {
+                    other.store(me, Ordering::Relaxed);
+                }
             }
         }
+    }
+
+    /// An atomic read-modify-write of element `i`: it races with another invocation's unordered
+    /// plain write or read (first reader, and the second where `SECOND` says so), never with
+    /// another atomic.
+    #[inline(always)]
+    pub fn atomic(&self, i: usize, at: &'static Location<'static>) {
+        let Some((linear, local, epoch, lid)) = whoami(at) else { return };
+        if linear >= GROUP_LIMIT {
+            return;
+        }
+        let me = pack(self.generation, linear, local, epoch, lid);
+        // Once per launch and buffer (a load after that), so plain accesses start reading `atomics`.
+        if self.atomic_generation.load(Ordering::Relaxed) != self.generation {
+            self.atomic_generation.store(self.generation, Ordering::Relaxed);
+        }
+        let slot = &self.atomics[i];
+        if slot.load(Ordering::Relaxed) != me {
+            slot.store(me, Ordering::Relaxed);
+        }
+        let cell = &self.cells[i];
+        let writer = self.current(&cell.writer);
+        if writer != 0 && conflicts(writer, me) {
+            return self.report_race(i, writer, "write", me, "atomic", at);
+        }
+        let reader = self.current(&cell.reader);
+        if reader != 0 && conflicts(reader, me) {
+            return self.report_race(i, reader, "read", me, "atomic", at);
+        }
+        if reader & SECOND != 0 {
+            let other = self.current(&self.others[i]);
+            if other != 0 && conflicts(other, me) {
+                self.report_race(i, other, "read", me, "atomic", at);
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn race(&self, i: usize, earlier: u64, what: &'static str, me: u64, write: bool, at: &'static Location<'static>) {
+        self.report_race(i, earlier, what, me, if write { "write" } else { "read" }, at);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn report_race(&self, i: usize, earlier: u64, what: &'static str, me: u64, mine: &'static str, at: &'static Location<'static>) {
+        let checks = unsafe { &*self.checks };
+        let this = Access { at, ..self.side(me, mine) };
+        checks.report("global-race", Array::Buffer(self.buffer), Some(i as u64), None, self.side(earlier, what), Some(this));
     }
 }
