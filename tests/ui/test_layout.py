@@ -205,3 +205,19 @@ def test_reset_layout_restores_a_usable_layout_after_any_arrangement(make_window
     assert window.dockWidgetArea(results) == Qt.DockWidgetArea.BottomDockWidgetArea
     assert results.width() >= 0.35 * 1280, results.width()
     assert window.editor_tabs.width() >= 0.3 * 1280
+
+
+def test_the_trust_bar_never_widens_the_window(make_window, example_copy):
+    """A copied project opens read-only with the trust bar above the editor; its question (the
+    project's name and why) wraps inside the window instead of widening it (seen at 1280×800:
+    1651 px wide under X11)."""
+    window = make_window(example_copy("saxpy"), trust=False)
+    assert window.trust_bar.isVisible()
+    for width, height in SIZES:
+        window.resize(width, height)
+        window.reset_layout()
+        settle()
+        assert (window.width(), window.height()) == (width, height)
+        assert window.minimumSizeHint().width() <= width
+        label = window.trust_bar.label
+        assert label.wordWrap() and label.width() <= window.trust_bar.width()
