@@ -74,6 +74,9 @@ def show_linked(shots, window, backend: str, picture: str, kind: str | None = No
     # And back: the first of those IR lines selects the Rust line.
     _put_cursor(ir, expected[0])
     assert view.source_view.linked == [line], view.source_view.linked
+    # ... in the kernel's own src/lib.rs, not another crate's file of that name (gpu_kernel's).
+    shown_file = view.source_box.currentText()
+    assert shown_file == "src/lib.rs", f"the Rust pane shows {shown_file}, not the kernel's src/lib.rs"
     ir_to_rust = view.lines_note.text()
     ir_lines = ir.toPlainText().splitlines()
     return {
@@ -219,9 +222,11 @@ def sass_linked(shots) -> dict:
     first = facts["ir_lines"][0]
     ptx_line = sass.line_map.ptx_line_of[first]
     assert ptx.linked == [ptx_line], (ptx.linked, ptx_line)  # the SASS line's PTX line is highlighted too
-    assert (
-        view.lines_note.text() == f"SASS line {first} ← PTX line {ptx_line} ← src/lib.rs:{facts['rust_line']}"
+    note = view.lines_note.text()
+    assert note.startswith(f"SASS line {first} ← PTX line {ptx_line}") and f":{facts['rust_line']}" in note, (
+        note
     )
+    facts["note_sass_to_rust"] = note
     facts["ptx_line"] = ptx_line
     facts["ptx_text"] = ptx.toPlainText().splitlines()[ptx_line - 1].strip()
     facts["nvdisasm"] = str(nvdisasm())

@@ -129,6 +129,7 @@ class Shots:
         self.work = Path(tempfile.mkdtemp(prefix=f"wb-{name}-"))
         self.windows: list = []
         self.records: dict[str, dict] = {}
+        self.only: list[str] | None = None
         self.app = None
 
     # ---------------------------------------------------------------- set-up
@@ -275,6 +276,19 @@ class Shots:
             **extra,
             "states": self.records,
         }
+        if self.only and path.is_file():  # a partial rerun: the other states keep their record
+            earlier = json.loads(path.read_text())
+            data["states"] = {**earlier.get("states", {}), **self.records}
+            data["reruns"] = [
+                *earlier.get("reruns", []),
+                {
+                    "states": sorted(self.records),
+                    "date": data["date"],
+                    "uptime": data["uptime"],
+                    "command": data["command"],
+                },
+            ]
+            data = {**earlier, **{k: v for k, v in data.items() if k in ("states", "reruns")}}
         path.write_text(json.dumps(data, indent=2, default=str) + "\n")
         return path
 
@@ -297,6 +311,7 @@ def main(states: dict[str, State], description: str, name: str, argv: list[str] 
     if code is not None:
         return code
     shots = Shots(Path(args.out_dir), Path(args.cache_dir), name)
+    shots.only = args.only.split(",") if args.only else None
     shots.start()
     uptime_before = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     try:
