@@ -181,3 +181,20 @@ def test_an_unknown_template_lists_the_known_ones(tmp_path, config_dir):
     assert result.returncode == 2 and "blank" in result.stderr and "saxpy" in result.stderr
     with pytest.raises(WorkbenchError, match=re.escape("unknown template 'nope'; choose one of: blank, ")):
         create_project("vadd", "nope", tmp_path / "x")
+
+
+@pytest.mark.parametrize(
+    ("template", "name"), [("blank", "vadd"), ("saxpy", "aaa")]
+)  # after / before gpu_kernel
+def test_the_first_build_leaves_the_new_cargo_lock_as_it_is(tmp_path, config_dir, template, name):
+    """Cargo keeps Cargo.lock's packages sorted by name: a renamed package left where the
+    template's name was made the first build rewrite the file, which the window's folder watch
+    took for an edit, restarting (cancelling) the new project's first Run."""
+    from workbench.build import build_project
+    from workbench.project import Project
+
+    root = create_project(name, template, tmp_path / name)
+    before = (root / "Cargo.lock").read_text()
+    (result,) = build_project(Project.open(root), ["cpu"], tmp_path / "cache")
+    assert result.status == "ok", result.diagnostics
+    assert (root / "Cargo.lock").read_text() == before

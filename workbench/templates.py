@@ -145,6 +145,7 @@ def create_project(
         work = staging / "project"
         shutil.copytree(source, work, ignore=IGNORED)
         _rename_tree(work, old, name)
+        _sort_lock_packages(work / "Cargo.lock")
         if destination.is_dir():  # empty (checked above): kept, so a shell inside it stays there
             for entry in work.iterdir():
                 os.rename(entry, destination / entry.name)
@@ -161,6 +162,26 @@ def create_project(
 
 def _project_name(root: Path) -> str:
     return load_manifest(root / MANIFEST_NAME).name
+
+
+def _sort_lock_packages(lock: Path) -> None:
+    """Put Cargo.lock's `[[package]]` entries back in cargo's order (by name, then version) after
+    the rename: left where the template's name sorted, cargo rewrites the file at the first build,
+    and the window's folder watch takes that for an edit and restarts the first Run."""
+    if not lock.is_file():
+        return
+    head, found, rest = lock.read_text(encoding="utf-8").partition("\n[[package]]\n")
+    if not found:
+        return
+    entries = ("[[package]]\n" + rest).rstrip("\n").split("\n\n")
+    if not all(entry.startswith("[[package]]\n") for entry in entries):
+        return  # not the shape cargo writes (e.g. a [metadata] table): left as it is
+
+    def key(entry: str) -> tuple[str, str]:
+        fields = dict(re.findall(r'(?m)^(name|version) = "([^"]*)"$', entry))
+        return fields.get("name", ""), fields.get("version", "")
+
+    lock.write_text(head + "\n" + "\n\n".join(sorted(entries, key=key)) + "\n", encoding="utf-8")
 
 
 def _rename_tree(root: Path, old: str, new: str) -> None:

@@ -46,3 +46,20 @@ def test_a_changed_source_gets_no_assembly_of_the_old_build(example_copy, cache)
     source.write_text(source.read_text() + "\n// edited\n")
     with pytest.raises(LineInfoError, match="sources changed"):
         ensure_line_table(Project.open(root), result.artifact_dir)
+
+
+def test_a_relative_cache_folder_gets_this_builds_assembly(example_copy, tmp_path, monkeypatch):
+    """`--cache-dir .wb-cache` as a user types it: cargo runs in the crate's folder, so a relative
+    target dir landed inside the project while the listing was looked for from the working
+    directory, where an earlier build's `saxpy.s` was shown as this build's assembly."""
+    monkeypatch.chdir(tmp_path)
+    stale = tmp_path / "rel-cache" / "targets" / "cpu-asm" / "release" / "deps" / "saxpy.s"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("an earlier build's listing\n")
+    root = example_copy("saxpy", unique=True)
+    project = Project.open(root)
+    [result] = build_project(project, ["cpu"], cache_dir="rel-cache")
+    assert result.status == "ok", result
+    listing = ensure_line_table(project, result.artifact_dir)
+    assert "saxpy_cpu" in listing.read_text()
+    assert not (root / "rel-cache").exists()  # nothing of the cache inside the project

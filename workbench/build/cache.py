@@ -40,11 +40,12 @@ KEY_FORMAT = 2  # bump when the build recipe changes, so old entries are not reu
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
-    """`cache_dir`, else $WB_CACHE_DIR, else the user cache dir (~/.cache/rust-gpu-workbench)."""
+    """`cache_dir`, else $WB_CACHE_DIR, else the user cache dir (~/.cache/rust-gpu-workbench);
+    absolute: cargo runs in the crate's folder, where a relative target dir would land."""
     if cache_dir:
-        return Path(cache_dir).expanduser()
+        return Path(cache_dir).expanduser().absolute()
     if os.environ.get("WB_CACHE_DIR"):
-        return Path(os.environ["WB_CACHE_DIR"]).expanduser()
+        return Path(os.environ["WB_CACHE_DIR"]).expanduser().absolute()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "rust-gpu-workbench"
 

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QProgressBar,
+    QTabBar,
     QToolBar,
     QVBoxLayout,
     QWidget,
@@ -127,6 +128,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self._default_state = self.saveState(LAYOUT_VERSION)
         self._restore_layout()
+        self._hide_stray_tab_bars()  # a restored layout's, too
         self._update_actions()
 
     # ================================================================ construction
@@ -153,8 +155,20 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.docks["plots"], self.docks["counters"])
         self.docks["build"].raise_()
         self.docks["plots"].raise_()
+        self._hide_stray_tab_bars()
         self.resize(1600, 1000)
         self._sized = False
+
+    def _hide_stray_tab_bars(self) -> None:
+        """Qt 6.11 keeps a tab bar of an earlier step of the tabifying above that its layout no
+        longer uses but shows with the window, at a stale place over another dock (a second
+        Plots | Artifacts over the results). A dock is in one tab group: a bar whose tabs are all in
+        a larger bar is that stray one."""
+        bars = [b for b in self.findChildren(QTabBar) if b.parent() is self and not b.isHidden()]
+        tabs = {bar: {bar.tabText(i) for i in range(bar.count())} for bar in bars}
+        for bar in bars:
+            if any(other is not bar and tabs[bar] < tabs[other] for other in bars):
+                bar.hide()
 
     def _apply_default_sizes(self) -> None:
         """Dock sizes for a first start or a reset layout, in proportion to the window (1280×800 and
@@ -688,6 +702,7 @@ class MainWindow(QMainWindow):
         self.restoreState(self._default_state, LAYOUT_VERSION)
         for dock in self.docks.values():
             dock.show()
+        self._hide_stray_tab_bars()
         self._apply_default_sizes()
 
     def save_layout(self) -> None:

@@ -13,6 +13,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
 
 from workbench.ui import theme
+from workbench.ui.layout_fit import wrap_within
 
 
 class TrustBar(QFrame):
@@ -30,7 +31,9 @@ class TrustBar(QFrame):
         )
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
-        self.label = QLabel("This project can run code when built. Trust it?")
+        # Wrapped: the question names the project, and a label asks for its whole text as its
+        # minimum width, which would widen the window.
+        self.label = wrap_within(QLabel("This project can run code when built. Trust it?"))
         self.trust_button = QPushButton("Trust")
         self.read_only_button = QPushButton("Stay read-only")
         layout.addWidget(self.label, 1)
