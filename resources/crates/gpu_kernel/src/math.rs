@@ -19,7 +19,51 @@ pub fn exp(x: f32) -> f32 {
         x.exp()
     };
     #[cfg(target_arch = "nvptx64")]
-    return exp_portable(x);
+    return exp_nvptx(x);
+}
+
+/// `e^x` on NVPTX as CUDA's `expf` computes it (no `--use_fast_math`): x = j·ln 2 + f with j
+/// rounded by the 1.5·2^23 trick and f reduced by two fused multiply-adds (Cody–Waite), e^f =
+/// 2^(f·log2 e) by the hardware's `ex2.approx` (|f·log2 e| ≤ 1/2: about 2 ULP there), times 2^j
+/// in two factors. `exp_portable`'s degree-8 polynomial costs 1.49× cuda-c's softmax on the H200
+/// (benchmarks/results/h200-2026-12-02/parity.md); this is the SFU's one instruction.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn exp_nvptx(x: f32) -> f32 {
+    const LOG2_E: f32 = core::f32::consts::LOG2_E;
+    const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23: adding it rounds to an integer
+    if x != x {
+        return x; // NaN
+    }
+    if x > 88.722_84 {
+        return f32::INFINITY;
+    }
+    if x < -103.972_08 {
+        return 0.0;
+    }
+    let j = fma(x, LOG2_E, ROUND) - ROUND;
+    let f = fma(j, -0.693_145_75, x);
+    let f = fma(j, -1.428_606_8e-6, f);
+    let e: f32;
+    unsafe {
+        core::arch::asm!("ex2.approx.ftz.f32 {e}, {a};", e = out(reg32) e, a = in(reg32) f * LOG2_E,
+                         options(pure, nomem, nostack, preserves_flags));
+    }
+    let n = j as i32;
+    let half = n / 2;
+    let scale = |k: i32| f32::from_bits(((k + 127) as u32) << 23);
+    e * scale(half) * scale(n - half)
+}
+
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn fma(a: f32, b: f32, c: f32) -> f32 {
+    let d: f32;
+    unsafe {
+        core::arch::asm!("fma.rn.f32 {d}, {a}, {b}, {c};", d = out(reg32) d, a = in(reg32) a, b = in(reg32) b,
+                         c = in(reg32) c, options(pure, nomem, nostack, preserves_flags));
+    }
+    d
 }
 
 /// `e^x` without a math library, within about 2 ULP of the correctly rounded value: x = n·ln 2 + r
