@@ -206,6 +206,14 @@ class DevicePicker(QWidget):
         self.properties.setWordWrap(False)
         self.properties.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.properties.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft)
+        # At the least its header and one property (it scrolls): the device list above keeps every
+        # device in view, and the window still fits 1100×700 with a row more (the CPU with GPU
+        # semantics) than the scroll area's default minimum allowed.
+        self.properties.setMinimumHeight(
+            self.properties.horizontalHeader().sizeHint().height()
+            + self.properties.verticalHeader().defaultSectionSize()
+            + 2 * self.properties.frameWidth()
+        )
         # Fitted again whenever the panel is resized: fitted once, while the dock was still being
         # laid out, the names were cut ("Datash…FLOP/s").
         self._property_fitter = OnResize(self._fit_property_column, self.properties.viewport())
