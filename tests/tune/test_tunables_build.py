@@ -100,7 +100,7 @@ def test_wgsl_workgroup_follows_the_tunable_in_a_run(example_copy, tune_service,
                               cache_dir=shared_cache_dir)  # fmt: skip
     (result,) = report.results
     assert result.status == "ok" and result.verified is True
-    assert result.provenance["tunables"] == {"threads": 64}
+    assert result.provenance["tunables"] == {"threads": 64, "vector": 4}  # vector: its default
 
 
 @pytest.mark.parametrize("tile", [8, 32, 12])
@@ -233,3 +233,55 @@ def test_bad_constraint_names_the_line(tmp_path):
     (tmp_path / "workbench.toml").write_text(text.replace("block_size_x * 2", "block_size_y <= 4"))
     with pytest.raises(ManifestError, match="unknown name block_size_y"):
         load_manifest(tmp_path / "workbench.toml")
+
+
+#: Each variant the examples' tunables select (issue 26, "at the limit"), at sizes that are no
+#: multiple of 4 nor of a workgroup: the vector forms' scalar tails and partial tiles run.
+VARIANTS = [
+    ("saxpy", {"vector": 4}, {"n": 1}),
+    ("saxpy", {"vector": 4}, {"n": 4099}),
+    ("saxpy", {"vector": 4, "threads": 64}, {"n": 1027}),
+    ("saxpy", {"vector": 1}, {"n": 4099}),
+]
+
+
+@pytest.mark.parametrize(("example", "tunables", "sizes"), VARIANTS, ids=lambda v: str(v))
+def test_each_variant_verifies_on_cpu_sim_and_wgsl_at_odd_sizes(example, tunables, sizes, example_copy,
+                                                                tune_service, shared_cache_dir):  # fmt: skip
+    """cpu-sim (the kernel body with its checks: no findings) and the WGSL reference agree with the
+    cpu build of the same configuration."""
+    project = Project.open(example_copy(example))
+    report = tune_service.run(project, backends=["cpu", "cpu-sim", "wgsl"], sizes=sizes, tunables=tunables,
+                              reference="cpu", cache_dir=shared_cache_dir)  # fmt: skip
+    results = {r.backend: r for r in report.results}
+    assert results["cpu"].status == "ok", results["cpu"].error
+    for backend in ("cpu-sim", "wgsl"):
+        assert results[backend].status == "ok", (backend, results[backend].error)
+        assert results[backend].verified is True, (backend, results[backend].check)
+        assert tunables.items() <= results[backend].provenance["tunables"].items()
+    assert results["cpu-sim"].findings["findings"] == [], results["cpu-sim"].findings
+
+
+#: (example, tunables, what the PTX of nvptx and cuda-c holds): the 16-byte forms' vector
+#: accesses are really in the code ptxas compiles.
+VECTOR_PTX = [
+    ("saxpy", {"vector": 4}, ["ld.global.v4.f32", "st.global.v4.f32"]),
+]
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "cuda-c"])
+@pytest.mark.parametrize(("example", "tunables", "wanted"), VECTOR_PTX, ids=lambda v: str(v))
+def test_vector_forms_move_16_bytes_per_access_in_the_ptx(backend, example, tunables, wanted, example_copy,
+                                                         shared_cache_dir):  # fmt: skip
+    needs(backend)
+    project = Project.open(example_copy(example))
+    (vector,) = build_project(project, [backend], shared_cache_dir, tunables=tunables)
+    assert vector.status == "ok", vector.diagnostics
+    assert vector.resources[example]["registers"] > 0  # ptxas compiled it
+    ptx = artifact(vector).read_text()
+    for instruction in wanted:
+        assert instruction in ptx, instruction
+    assert not warnings(vector)  # every tunable is read
+    (scalar,) = build_project(project, [backend], shared_cache_dir, tunables={**tunables, "vector": 1})
+    assert scalar.status == "ok", scalar.diagnostics
+    assert ".v4." not in artifact(scalar).read_text()  # the plain form: 4-byte accesses

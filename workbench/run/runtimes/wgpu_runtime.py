@@ -166,7 +166,7 @@ class WgpuPrepared(Prepared):
         for arg in buffer_args(spec):
             name, length, dtype = arg["name"], int(arg["length"]), dtype_of(arg["type"])
             size = max(length * dtype.itemsize, 16)
-            size += -size % 4
+            size += -size % 16  # a multiple of 16: a shader may view any buffer as vec4<f32>
             buffer = device.create_buffer(
                 label=name,
                 size=size,
