@@ -381,7 +381,7 @@ class _Reader:
         return Launch(threads=out[0], grid=out[1], backends=own)
 
     def check(self, data: dict, at: tuple) -> Check:
-        self.check_keys(data, at, ("reference", "rtol", "atol", "max_ulp"))
+        self.check_keys(data, at, ("reference", "rtol", "atol", "max_ulp", "outputs_follow_tunables"))
         reference = self.string(data, at, "reference", "cpu")
         if reference not in BACKENDS:
             raise self.fail(
@@ -395,7 +395,18 @@ class _Reader:
         for key, value in (("rtol", rtol), ("atol", atol)):
             if value < 0:
                 raise self.fail((*at, key), "must not be negative")
-        return Check(reference=reference, rtol=float(rtol), atol=float(atol), max_ulp=max_ulp)
+        follow = data.get("outputs_follow_tunables", False)
+        if not isinstance(follow, bool):
+            raise self.fail(
+                (*at, "outputs_follow_tunables"), f"expected true or false, got {toml_value(follow)}"
+            )
+        return Check(
+            reference=reference,
+            rtol=float(rtol),
+            atol=float(atol),
+            max_ulp=max_ulp,
+            outputs_follow_tunables=follow,
+        )
 
     def wgpu(self, data: dict, at: tuple, args: tuple[Arg, ...]) -> WgpuScalars:
         self.check_keys(data, at, ("scalars", "params_binding", "override_ids"))

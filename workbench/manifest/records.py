@@ -74,6 +74,9 @@ class Check:
     rtol: float = 1e-5
     atol: float = 1e-6
     max_ulp: int | None = None
+    #: The outputs' layout follows the tunables (a reduction's partials, one per workgroup): `tune`
+    #: then checks each configuration against its own reference only, never against the default's.
+    outputs_follow_tunables: bool = False
 
 
 @dataclass(frozen=True)

@@ -219,6 +219,27 @@ impl<'a, T: SharedWord, const N: usize> Shared<'a, T, N> {
     }
 }
 
+impl<const N: usize> Shared<'_, f32, N> {
+    /// Elements `i .. i + 4` in one 16-byte `ld.shared.v4.f32` (`i` a multiple of 4; the array is
+    /// declared `.align 16`): a quarter of the load instructions in a register-blocked inner loop.
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        unsafe {
+            core::arch::asm!(
+                "ld.shared.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+                p = in(reg32) self.addr + (i * 4) as u32,
+                a = out(reg32) a,
+                b = out(reg32) b,
+                c = out(reg32) c,
+                d = out(reg32) d,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+        [a, b, c, d]
+    }
+}
+
 /// The element types `ld.shared` / `st.shared` move. A load only reads memory (`pure, readonly`),
 /// so the compiler may not move it across `_syncthreads`, which writes memory as far as it knows.
 pub trait SharedWord: Element {

@@ -122,3 +122,10 @@ impl<'a, T: Element, const N: usize> Shared<'a, T, N> {
     #[inline(always)]
     pub fn set(&mut self, i: usize, value: T) { unsafe { *self.ptr.add(i) = value } }
 }
+
+impl<const N: usize> Shared<'_, f32, N> {
+    /// Elements `i .. i + 4` (`i` a multiple of 4): four loads (`shared_array!` promises no
+    /// 16-byte alignment).
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] { [self.get(i), self.get(i + 1), self.get(i + 2), self.get(i + 3)] }
+}

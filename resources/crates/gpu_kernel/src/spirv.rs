@@ -124,3 +124,9 @@ impl<'a, T: Element, const N: usize> Shared<'a, T, N> {
     #[inline(always)]
     pub fn set(&mut self, i: usize, value: T) { self.0[i] = value }
 }
+
+impl<const N: usize> Shared<'_, f32, N> {
+    /// Elements `i .. i + 4` (`i` a multiple of 4): four loads.
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] { [self.0[i], self.0[i + 1], self.0[i + 2], self.0[i + 3]] }
+}

@@ -1,9 +1,9 @@
 // Hand-written CUDA C++ SAXPY, the same computation as src/lib.rs. `vector` is the manifest's
-// tunable (the workbench passes -Dvector=VALUE; 4 without it): 4 moves a float4 (16 bytes, one
-// ld.global.v4.f32) per access, four elements per thread, and the last thread does the n % 4 left
-// over one by one; 1 is the plain form, one element per thread.
+// tunable (the workbench passes -Dvector=VALUE; 1 without it): 1 is the plain form, one element
+// per thread; 4 moves a float4 (16 bytes, one ld.global.v4.f32) per access, four elements per
+// thread, and the last thread does the n % 4 left over one by one.
 #ifndef vector
-#define vector 4
+#define vector 1
 #endif
 
 extern "C" __global__ void saxpy(unsigned int n, float a, const float *x, float *y) {

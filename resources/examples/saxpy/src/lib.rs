@@ -1,10 +1,10 @@
 //! SAXPY: y = a * x + y. Memory-bound: 12 bytes moved and 2 flops per element.
 //!
 //! One kernel body (`saxpy_body`), written with the workbench's kernel API (`gpu_kernel`); thin
-//! entry points make its handles on each backend. Two forms, chosen by the tunable `vector`: 4
-//! (the default) moves 16 bytes per access, four elements per invocation (`get4` / `set4`:
-//! `ld.global.v4.f32` on nvptx), with a scalar tail for the last n % 4; 1 is the plain form, one
-//! element and 4-byte accesses per invocation, the one to read first.
+//! entry points make its handles on each backend. Two forms, chosen by the tunable `vector`: 1
+//! (the default) is the plain form, one element and 4-byte accesses per invocation, the one to
+//! read first; 4 moves 16 bytes per access, four elements per invocation (`get4` / `set4`:
+//! `ld.global.v4.f32` on nvptx), with a scalar tail for the last n % 4.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
 
@@ -35,9 +35,9 @@ const fn tunable(value: Option<&str>, default: usize) -> usize {
 #[cfg(target_arch = "nvptx64")]
 pub const THREADS: usize = tunable(option_env!("WB_TUNABLE_THREADS"), 256);
 
-/// Elements per invocation (`[kernel.tunables] vector`): 4 (16-byte accesses) or 1. Every entry
+/// Elements per invocation (`[kernel.tunables] vector`): 1 or 4 (16-byte accesses). Every entry
 /// reads it, the host's too: the launch's grid (`ceil_div(n, threads * vector)`) follows it.
-pub const VECTOR: usize = tunable(option_env!("WB_TUNABLE_VECTOR"), 4);
+pub const VECTOR: usize = tunable(option_env!("WB_TUNABLE_VECTOR"), 1);
 const _: () = assert!(VECTOR == 1 || VECTOR == 4, "vector is 1 or 4");
 
 /// The kernel: invocation `i` (`block` invocations per workgroup, the linear workgroup first, so

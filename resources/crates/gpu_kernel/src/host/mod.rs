@@ -375,6 +375,19 @@ impl<T: Element, const N: usize> Shared<'_, T, N> {
     }
 }
 
+impl<const N: usize> Shared<'_, f32, N> {
+    /// Elements `i .. i + 4` (one 16-byte load on a GPU); `i` is a multiple of 4. Four element
+    /// reads here, each checked as `get`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get4(&self, i: usize) -> [f32; 4] {
+        if i % 4 != 0 {
+            misaligned(&alloc_name("shared array", self.slot), i);
+        }
+        [self.get(i), self.get(i + 1), self.get(i + 2), self.get(i + 3)]
+    }
+}
+
 // `x[i]` and `y[i] = v`: the natural form of a kernel line. A read through `Index` is a read, any
 // use of `IndexMut` (`y[i] = v`, `y[i] += v`) counts as a write. An index out of bounds in a sim
 // build is reported like `get`/`set`'s, and the access goes to a spare element instead (reads 0).
