@@ -68,7 +68,6 @@ PLAN: dict[str, tuple[dict[str, int], dict[str, int], list[tuple[str, dict[str, 
 BACKENDS = ["cuda-c", "nvptx", "wgsl"]
 #: What a row's figure means beyond its variant's name (backend, example, tunable -> note).
 NOTES = {
-    ("wgsl", "matmul"): "WGSL is the tiled form at every per_thread",
     ("wgsl", "saxpy"): "WGSL vector 4: a vec4 gathered from four 4-byte loads",
 }
 #: What prepare builds: the run's backends, and cpu for a dry run here (`--backends cpu,wgsl`).

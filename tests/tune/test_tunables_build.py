@@ -255,6 +255,7 @@ VARIANTS = [
     ("matmul", {"per_thread": 8}, {"m": 132, "n": 136, "k": 20}),  # 16-byte loads and stores
     ("matmul", {"per_thread": 4, "tile": 8}, {"m": 37, "n": 44, "k": 9}),
     ("matmul", {"per_thread": 1, "tile": 8}, {"m": 37, "n": 44, "k": 9}),
+    ("matmul", {"per_thread": 4, "tile": 32}, {"m": 132, "n": 136, "k": 20}),
 ]
 
 
