@@ -66,10 +66,6 @@ PLAN: dict[str, tuple[dict[str, int], dict[str, int], list[tuple[str, dict[str, 
     ),
 }
 BACKENDS = ["cuda-c", "nvptx", "wgsl"]
-#: What a row's figure means beyond its variant's name (backend, example, tunable -> note).
-NOTES = {
-    ("wgsl", "saxpy"): "WGSL vector 4: a vec4 gathered from four 4-byte loads",
-}
 #: What prepare builds: the run's backends, and cpu for a dry run here (`--backends cpu,wgsl`).
 PREPARED = ["cpu", *BACKENDS]
 
@@ -168,8 +164,6 @@ def run(args: argparse.Namespace) -> int:
                     "bound_by": kind, "achieved": achieved, "ceiling": ceiling,
                     "fraction": achieved / ceiling if achieved and ceiling else None,
                     "error": result.error, "wall_s": round(time.monotonic() - t0, 1),
-                    "note": NOTES.get((result.backend, example), "")
-                    if tunables.get("vector", tunables.get("per_thread", 1)) != 1 else "",
                 })  # fmt: skip
             save(out, data)
             print(table_rows([r for r in data["rows"] if r["example"] == example and r["variant"] == name]),
@@ -203,7 +197,7 @@ def table_rows(rows: list[dict[str, Any]]) -> str:
         achieved, ceiling = figure(r["achieved"]), figure(r["ceiling"])
         share = f"{100 * r['fraction']:.1f} %" if r["fraction"] else "-"
         verified = {True: "yes", False: "NO", None: "ref" if r["status"] == "ok" else "-"}[r["verified"]]
-        note = r["error"] or r.get("note") or ""
+        note = r["error"] or ""
         lines.append(f"| {r['example']} | {r['variant']} | {r['backend']} | {verified} | {median} | "
                      f"{achieved} {UNIT[r['bound_by']]} | {r['bound_by']} {ceiling} | {share} | {note[:80]} |")  # fmt: skip
     return "\n".join(lines)

@@ -28,8 +28,24 @@ def test_saxpy_spec_is_plain_json(saxpy_kernel, tmp_path):
     assert spec["args"] == [
         {"name": "n", "kind": "scalar", "type": "u32", "value": 1000},
         {"name": "a", "kind": "scalar", "type": "f32", "value": 2.5},
-        {"name": "x", "kind": "buffer", "type": "f32", "length": 1000, "direction": "in", "binding": 1},
-        {"name": "y", "kind": "buffer", "type": "f32", "length": 1000, "direction": "inout", "binding": 2},
+        {
+            "name": "x",
+            "kind": "buffer",
+            "type": "f32",
+            "length": 1000,
+            "direction": "in",
+            "binding": 1,
+            "views": [3],
+        },
+        {
+            "name": "y",
+            "kind": "buffer",
+            "type": "f32",
+            "length": 1000,
+            "direction": "inout",
+            "binding": 2,
+            "views": [4],
+        },
     ]
     assert spec["threads"] == [256, 1, 1] and spec["grid"] == [4, 1, 1]
     assert spec["wgpu"] == {"mode": "uniform", "params_binding": 0, "override_ids": {}}

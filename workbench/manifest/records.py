@@ -42,6 +42,9 @@ class BufferArg:
     direction: str  # in | out | inout
     init: Init
     binding: int | None = None  # wgpu binding in group 0
+    #: Further wgpu bindings of the same buffer: a shader may view it under another type there
+    #: (`array<vec4<f32>>` beside `array<f32>`: 16-byte accesses where a binding has one type).
+    views: tuple[int, ...] = ()
     kind: str = "buffer"
 
     @property

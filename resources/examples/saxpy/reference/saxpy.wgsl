@@ -33,21 +33,18 @@ fn main(
 // by one.
 override vector: u32 = 1u;
 
-// x and y are arrays of f32 (a binding has one type, and WGSL cannot view an array<f32> as
-// vec4s), so the vec4 is gathered from four adjacent loads at a 16-byte-aligned offset, which a
-// GPU compiler may merge into one 16-byte access; the reduction's WGSL binds vec4s instead.
+// x and y again, as vec4<f32>: the manifest's `views` bind the same buffers here too (a binding
+// has one type; the wgpu runtime sizes every storage buffer to a multiple of 16 bytes).
+@group(0) @binding(3) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> y4: array<vec4<f32>>;
+
+// One 16-byte load of each and one 16-byte store: elements 4i .. 4i + 4; the last invocation does
+// the n % 4 left over through the f32 views.
 fn saxpy4(i: u32) {
-    let j = 4u * i;
-    if (j + 4u <= params.n) {
-        let xv = vec4<f32>(x[j], x[j + 1u], x[j + 2u], x[j + 3u]);
-        let yv = vec4<f32>(y[j], y[j + 1u], y[j + 2u], y[j + 3u]);
-        let r = params.a * xv + yv;
-        y[j] = r.x;
-        y[j + 1u] = r.y;
-        y[j + 2u] = r.z;
-        y[j + 3u] = r.w;
-    } else {
-        for (var k = j; k < params.n; k++) {
+    if (i < params.n / 4u) {
+        y4[i] = params.a * x4[i] + y4[i];
+    } else if (i == params.n / 4u) {
+        for (var k = 4u * i; k < params.n; k++) {
             y[k] = params.a * x[k] + y[k];
         }
     }

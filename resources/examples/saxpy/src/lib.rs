@@ -110,7 +110,8 @@ pub mod spirv_entry {
 
     /// A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large
     /// grids on wgpu"): the linear workgroup comes from `num_workgroups`. The buffers are f32
-    /// slices, so `vector` 4 makes four 4-byte accesses here (gpu_kernel's spirv `get4`).
+    /// slices, so `vector` 4 makes four 4-byte accesses here (gpu_kernel's spirv `get4`; the
+    /// WGSL reference reads the manifest's vec4 `views` of them instead).
     #[spirv(compute(threads(256)))]
     pub fn saxpy_spirv(
         #[spirv(local_invocation_id)] lid: UVec3,
