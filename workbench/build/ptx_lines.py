@@ -66,9 +66,10 @@ class PtxLines:
         except OSError:
             resolved = target
         found = {i for i, p in self.files.items() if _same(Path(p), resolved)}
-        if not found:  # built elsewhere (a copied artifact folder): match the path's tail
-            tail = target.parts[-2:]
-            found = {i for i, p in self.files.items() if Path(p).parts[-len(tail) :] == tail}
+        if not found:  # built elsewhere (a copied artifact folder): the longest common tail
+            tails = {i: common_tail(Path(p), target) for i, p in self.files.items()}
+            best = max(tails.values(), default=0)
+            found = {i for i, n in tails.items() if n == best and n >= 2}
         return found
 
     def ptx_lines_for(self, path: str | Path, line: int) -> list[int]:
@@ -87,6 +88,18 @@ class PtxLines:
         """Every line of `path` that has generated code."""
         indices = self._indices(path)
         return {src for f, src in self.line_of.values() if f in indices}
+
+
+def common_tail(a: Path, b: Path) -> int:
+    """How many trailing path parts `a` and `b` share: the one rule for finding a project's file
+    in a listing built from another copy of the project ("saxpy/src/lib.rs" is closer to another
+    saxpy's "src/lib.rs" than its "gpu_kernel/src/lib.rs" is)."""
+    n = 0
+    for x, y in zip(reversed(a.parts), reversed(b.parts), strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _same(a: Path, b: Path) -> bool:

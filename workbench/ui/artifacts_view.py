@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.build.ptx_lines import PtxLines
+from workbench.build.ptx_lines import PtxLines, common_tail
 from workbench.build.spirv_lines import NO_LINES_HINT, SpirvLines
 from workbench.ui import ir_panes, theme
 from workbench.ui.editor.code_view import CodeView
@@ -684,14 +684,14 @@ class ArtifactsView(QWidget):
         self.lines_note.setText(f"{kind} line {number} ← {self.source_box.currentText()}:{line}")
 
     def _source_index(self, file: str) -> int:
-        """The source box entry of a `.file` path (the same file, or the same tail when the build
-        ran in another copy of the project)."""
+        """The source box entry of a `.file` path (the same file, or the longest common tail, at
+        least file and folder, when the build ran in another copy of the project)."""
         target = Path(file)
-        for i in range(self.source_box.count()):
-            path = Path(self.source_box.itemData(i))
-            if path == target or path.parts[-2:] == target.parts[-2:]:
-                return i
-        return -1
+        tails = [
+            common_tail(Path(self.source_box.itemData(i)), target) for i in range(self.source_box.count())
+        ]
+        best = max(tails, default=0)
+        return tails.index(best) if best >= 2 else -1
 
 
 def _ranges(lines: list[int]) -> str:
