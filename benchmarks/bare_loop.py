@@ -219,11 +219,14 @@ class WgpuLoop:
         for arg in launch["args"]:
             if arg["kind"] == "buffer":
                 data = arrays[arg["name"]]
+                # A multiple of 16 bytes: a shader may view the buffer as vec4s (at its `views`).
                 buffer = self.device.create_buffer(
-                    size=max(data.nbytes, 16), usage=usage.STORAGE | usage.COPY_DST | usage.COPY_SRC
+                    size=-(-max(data.nbytes, 16) // 16) * 16,
+                    usage=usage.STORAGE | usage.COPY_DST | usage.COPY_SRC,
                 )
                 self.device.queue.write_buffer(buffer, 0, data)
-                entries.append({"binding": arg["binding"], "resource": {"buffer": buffer}})
+                for binding in [arg["binding"], *arg.get("views", [])]:
+                    entries.append({"binding": binding, "resource": {"buffer": buffer}})
         scalars = b"".join(
             np.array(a["value"], dtype=DTYPES[a["type"]]).tobytes()
             for a in launch["args"]

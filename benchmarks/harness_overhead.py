@@ -66,7 +66,7 @@ def launch_description(kernel, backend: str, folder: Path, sizes: dict, device: 
     for arg in kernel.args:
         if isinstance(arg, BufferArg):
             args.append({"name": arg.name, "kind": "buffer", "type": arg.type, "length": lengths[arg.name],
-                         "binding": arg.binding})  # fmt: skip
+                         "binding": arg.binding, **({"views": list(arg.views)} if arg.views else {})})  # fmt: skip
         else:
             args.append({"name": arg.name, "kind": "scalar", "type": arg.type, "value": scalars[arg.name]})
     threads, grid = kernel.geometry(symbols, backend)

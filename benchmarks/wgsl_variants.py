@@ -59,6 +59,8 @@ class Example:
     name: str
     reference_wgsl: str  # relative to the example
     sizes: Callable[[int], dict[str, int]]  # --size -> the kernel's sizes
+    #: The configuration the variants were written for (built and run with it; the rest default).
+    tunables: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def root(self) -> Path:
@@ -71,7 +73,14 @@ class Example:
 
 EXAMPLES = {
     "matmul": Example("matmul", "reference/matmul.wgsl", lambda size: {"m": size, "n": size, "k": size}),
-    "reduction": Example("reduction", "reference/reduction.wgsl", lambda size: {"n": size}),
+    # The one-chunk-per-workgroup form (vector 1, a grid never capped) the variants change one thing
+    # in; the example's default became the grid-stride float4 form (issue 26).
+    "reduction": Example(
+        "reduction",
+        "reference/reduction.wgsl",
+        lambda size: {"n": size},
+        {"vector": 1, "max_groups": 1048576},
+    ),
 }
 
 #: CHECKED again with some of wgpu's shader runtime checks off (wgpu-native's
@@ -100,14 +109,18 @@ def header(path: Path) -> str:
     return " ".join(lines)
 
 
-def _build(project_dir: Path, backends: list[str], cache_dir: str | None) -> list[Any]:
+def _build(
+    project_dir: Path, backends: list[str], cache_dir: str | None, tunables: dict | None = None
+) -> list[Any]:
     """One build per backend: cuda-c for sm_90 (the H200, as benchmarks/gpu_host/prepare.sh)."""
     from workbench.build import build_project
 
     return [
         r
         for b in backends
-        for r in build_project(project_dir, [b], cache_dir=cache_dir, target="9.0" if b == "cuda-c" else None)
+        for r in build_project(
+            project_dir, [b], cache_dir=cache_dir, target="9.0" if b == "cuda-c" else None, tunables=tunables
+        )
     ]
 
 
@@ -119,7 +132,7 @@ def prepare(
 
     dest.mkdir(parents=True, exist_ok=True)
     wanted = reference_backends or (["cpu", "cuda-c"] if shutil.which("nvcc") else ["cpu"])
-    refs = _build(example.root, wanted, cache_dir)
+    refs = _build(example.root, wanted, cache_dir, example.tunables)
     ref_dir = dest / "_reference"
     export(refs, ref_dir)
     ref_ok = [r.backend for r in refs if r.status == "ok"]
@@ -132,7 +145,7 @@ def prepare(
             copy = Path(tmp) / name
             shutil.copytree(example.root, copy, ignore=shutil.ignore_patterns("target", ".workbench*"))
             shutil.copyfile(source, copy / example.reference_wgsl)
-            (result,) = _build(copy, ["wgsl"], cache_dir)
+            (result,) = _build(copy, ["wgsl"], cache_dir, example.tunables)
             if result.status != "ok":
                 raise WorkbenchError(f"variant {name} ({source}): the wgsl build failed: {result.hint}")
             export([result], dest / name)
@@ -197,7 +210,8 @@ def measure(
     from workbench.run.service import RunService
 
     info = json.loads((artifacts / "variants.json").read_text())
-    project = Project.open(EXAMPLES[info["example"]].root)
+    example = EXAMPLES[info["example"]]
+    project = Project.open(example.root)
     devices = [device] if device else None
     rows: list[dict[str, Any]] = []
     v0_c: list[Any] = []
@@ -205,7 +219,8 @@ def measure(
     def wgsl_row(service: Any, name: str, folder: str, changes: str) -> dict[str, Any]:
         print(f"running {name} ...", file=sys.stderr)
         report = service.run(project, backends=["wgsl"], devices=devices, sizes=sizes, seed=seed,
-                             reference=reference, artifacts_dir=artifacts / folder, timeout_s=120.0)  # fmt: skip
+                             reference=reference, artifacts_dir=artifacts / folder, timeout_s=120.0,
+                             tunables=example.tunables)  # fmt: skip
         (res,) = report.results
         outputs = report.outputs.get("wgsl") or {}
         c = next(iter(outputs.values()), None) if len(outputs) == 1 else None
@@ -225,7 +240,7 @@ def measure(
     try:
         if time_reference and reference in info["reference_backends"] and reference != "cpu":
             report = service.run(project, backends=[reference], sizes=sizes, seed=seed, reference=reference,
-                                 artifacts_dir=artifacts / V0, timeout_s=120.0)  # fmt: skip
+                                 artifacts_dir=artifacts / V0, timeout_s=120.0, tunables=example.tunables)  # fmt: skip
             (res,) = report.results
             rows.append({"variant": reference, "backend": reference, "status": res.status,
                          "device": _device(res), "verified": "reference", "median_s": _median(res),

@@ -11,6 +11,7 @@ every test's recordings in its own temporary folder.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from workbench import childproc
+from workbench.manifest import load_manifest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
@@ -49,11 +51,23 @@ def example_copy(tmp_path):
 
     Build keys do not contain the project's folder, so a copy of an example built before is a
     cache hit; `unique=True` appends a fresh comment to every source (Rust, CUDA, WGSL) so that
-    the copy builds for real on every backend."""
+    the copy builds for real on every backend. `tunables=("threads",)` keeps only those tunables in
+    the copy's `[kernel.tunables]` (the others take their defaults): the tuning tests sweep saxpy's
+    `threads` alone, whatever else the example offers (the others at their defaults)."""
 
-    def make(name: str, unique: bool = False) -> Path:
+    def make(name: str, unique: bool = False, tunables: tuple[str, ...] | None = None) -> Path:
         dest = tmp_path / name
         shutil.copytree(EXAMPLES / name, dest, ignore=shutil.ignore_patterns("target"))
+        if tunables is not None:
+            # A dropped tunable is replaced by its default wherever an expression names it.
+            manifest = dest / "workbench.toml"
+            defaults = load_manifest(dest).kernel().default_tunables()
+            text = manifest.read_text()
+            for name, value in defaults.items():
+                if name not in tunables:
+                    text = re.sub(rf"(?m)^{name} = \[.*\n", "", text)
+                    text = re.sub(rf"\b{name}\b", str(value), text)
+            manifest.write_text(text)
         if unique:
             token = uuid.uuid4().hex
             for path in [

@@ -129,8 +129,8 @@ def test_bad_values_also_stop_a_run_before_building(saxpy, capsys, arg, key, val
 def test_an_unclosed_array_is_reported_where_it_opened(saxpy, capsys):
     root, edit = saxpy
     line = edit(
-        'threads = ["threads"]\ngrid = ["ceil_div(n, threads)"]',
-        'threads = ["threads"\ngrid = ["ceil_div(n, threads)"]',
+        'threads = ["threads"]\ngrid = ["ceil_div(n, threads * vector)"]',
+        'threads = ["threads"\ngrid = ["ceil_div(n, threads * vector)"]',
     )
     code, err = check(root, capsys)
     assert code == 2 and located(err) == line, err

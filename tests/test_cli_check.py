@@ -91,7 +91,7 @@ def _line(text, needle, after=1):
 def test_a_buffer_without_binding_is_an_error_at_its_table_while_wgsl_is_a_backend(example_copy):
     project = example_copy("saxpy")
     manifest = project / "workbench.toml"
-    text = manifest.read_text().replace("binding = 2\n", "")
+    text = manifest.read_text().replace("binding = 2\nviews = [4]\n", "")
     manifest.write_text(text)
     table = _line(text, "[[kernel.arg]]", after=_line(text, 'name = "x"') + 1)  # y's table
     result = workbench("check", project)

@@ -59,8 +59,8 @@ def _line_of(text: str, needle: str) -> int:
     [
         ('direction = "inout"', 'direction = "sideways"', "arg[3].direction", "valid: in, out, inout"),
         (
-            'grid = ["ceil_div(n, threads)"]',
-            'grid = ["ceil_div(m, threads)"]',
+            'grid = ["ceil_div(n, threads * vector)"]',
+            'grid = ["ceil_div(m, threads * vector)"]',
             "launch.grid",
             "known names: n, threads",
         ),
@@ -129,3 +129,30 @@ def test_timing_fresh_inputs(tmp_path):
         )
     error = info.value
     assert error.key.endswith("timing.fresh_inputs") and "expected true or false" in error.message
+
+
+def test_check_outputs_follow_tunables(tmp_path):
+    assert load_manifest(EXAMPLES / "saxpy").kernel().check.outputs_follow_tunables is False
+    assert load_manifest(EXAMPLES / "reduction").kernel().check.outputs_follow_tunables is True
+    where = EXAMPLES / "saxpy" / "workbench.toml"
+    text = SAXPY.replace("[kernel.check]\n", '[kernel.check]\noutputs_follow_tunables = "yes"\n')
+    assert text != SAXPY
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(text, where)
+    error = info.value
+    assert error.key.endswith("check.outputs_follow_tunables") and "expected true or false" in error.message
+
+
+def test_buffer_views_are_further_bindings_of_the_same_buffer():
+    kernel = load_manifest(EXAMPLES / "saxpy").kernel()
+    assert {b.name: (b.binding, b.views) for b in kernel.buffers} == {"x": (1, (3,)), "y": (2, (4,))}
+    where = EXAMPLES / "saxpy" / "workbench.toml"
+    for old, new, fragment in [
+        ("views = [4]", "views = [3]", "binding 3 is used twice"),
+        ("views = [4]", "views = [0]", "binding 0 is used twice"),  # the scalars' uniform buffer
+        ("views = [4]", 'views = "4"', "expected an array of bindings"),
+        ("views = [4]", "views = [-4]", "arg[3].views"),
+    ]:
+        with pytest.raises(ManifestError) as info:
+            parse_manifest(SAXPY.replace(old, new), where)
+        assert fragment in f"{info.value.key} {info.value.message}", (new, info.value)

@@ -342,7 +342,9 @@ class RunResult(Record):
 
     def to_json(self) -> dict[str, Any]:
         """The shape `workbench run --json` prints for one result."""
-        throughput = {k: self.throughput.get(k) for k in ("gbps", "gflops", "fraction_of_peak")}
+        throughput = {
+            k: self.throughput.get(k) for k in ("gbps", "gflops", "fraction_of_peak", "memory_roof")
+        }
         out = {
             "backend": self.backend,
             "device": self.device,

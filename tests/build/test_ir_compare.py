@@ -86,7 +86,7 @@ def test_two_tunable_values_change_only_the_line_that_reads_the_tunable(example_
                  "--cache-dir", str(cache), "--json"])  # fmt: skip
     assert code == 0
     diff = json.loads(capsys.readouterr().out)
-    assert diff["a"] == "threads=64" and diff["b"] == "threads=256"
+    assert diff["a"] == "threads=64 vector=1" and diff["b"] == "threads=256 vector=1"  # vector: its default
     lines = (root / "src" / "lib.rs").read_text().splitlines()
     index_line = next(n for n, t in enumerate(lines, 1) if "* block +" in t)  # the body's global index
     assert [(c["file"], c["line"]) for c in diff["changed"]] == [("src/lib.rs", index_line)]
@@ -107,7 +107,7 @@ def test_two_tunable_values_change_only_the_line_that_reads_the_tunable(example_
         main(["ir", "diff", str(root), "--backend", "nvptx", "--a", "block=3", "--cache-dir", str(cache)])
         == 2
     )
-    assert "'block' is not a tunable of saxpy (tunables: threads)" in capsys.readouterr().err
+    assert "'block' is not a tunable of saxpy (tunables: threads, vector)" in capsys.readouterr().err
 
 
 def test_an_edit_shows_the_rust_line_whose_cpu_instructions_changed(example_copy, cache):

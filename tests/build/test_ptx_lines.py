@@ -42,3 +42,17 @@ def test_loc_lines_map_both_ways_and_skip_labels_line_zero_and_sections(tmp_path
     assert lines.source_for(12)[1] == 62 and "core" in lines.source_for(12)[0]
     assert lines.source_lines(here) == {11, 29}
     assert not PtxLines.parse(PTX.replace(".loc", "// loc")).has_lines
+
+
+def test_a_copy_is_matched_by_its_longest_common_tail_never_another_crates_lib_rs(tmp_path):
+    """A listing built from another copy names two `src/lib.rs`: the kernel's and the kernel API
+    crate's inside it. A file of this copy is the one with most trailing path parts in common."""
+    text = PTX.replace(
+        '\t.file\t1 "/usr/lib/rustlib/src/rust/library/core/src/nvptx/mod.rs"',
+        '\t.file\t1 "/build/elsewhere/saxpy/gpu_kernel/src/lib.rs"',
+    )
+    lines = PtxLines.parse(text)
+    assert lines.ptx_lines_for(tmp_path / "saxpy" / "src" / "lib.rs", 11) == [9, 14]
+    assert lines.ptx_lines_for(tmp_path / "saxpy" / "gpu_kernel" / "src" / "lib.rs", 62) == [12]
+    assert lines.ptx_lines_for(tmp_path / "saxpy" / "gpu_kernel" / "src" / "lib.rs", 11) == []
+    assert lines.ptx_lines_for(tmp_path / "other" / "main.rs", 11) == []  # a file name alone is not enough

@@ -16,3 +16,7 @@ def test_the_nested_crates_file_is_found_by_its_longer_tail():
 
 def test_another_file_name_matches_nothing():
     assert best_match("/tmp/copy/src/main.rs", PROJECT) is None
+
+
+def test_a_file_name_alone_is_not_enough():
+    assert best_match("/tmp/elsewhere/lib.rs", PROJECT) is None

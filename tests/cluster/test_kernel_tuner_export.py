@@ -39,7 +39,7 @@ def _slow_wgsl_at(root, threads: int, iterations: int = 2000) -> None:
 def test_cluster_sweep_exports_kernel_tuner_caches_with_the_failed_configuration_marked(
     example_copy, tune_cli, tmp_path
 ):
-    project, db = example_copy("saxpy", unique=True), tmp_path / "s.db"
+    project, db = example_copy("saxpy", unique=True, tunables=("threads",)), tmp_path / "s.db"
     _break_wgsl_at(project, 128)
     _slow_wgsl_at(project, 256)
     proc = tune_cli(str(project), "--backend", "cpu,wgsl", "--size", "n=4096", "--rounds", "2", "--confirm", "1",

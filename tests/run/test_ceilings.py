@@ -31,6 +31,7 @@ def test_cpu_and_llvmpipe_ceilings_are_positive_and_cached(tmp_path):
     first = ceilings_for(devices, cache_dir=tmp_path)
     for ceilings in first:
         assert ceilings.copy_gbps and ceilings.copy_gbps > 0.1, ceilings
+        assert ceilings.read_gbps and ceilings.read_gbps > 0.1, ceilings  # the read stream
         assert ceilings.fma_gflops_f32 and ceilings.fma_gflops_f32 > 0.1, ceilings
         assert ceilings.measured.endswith("Z") and ceilings.method
     assert first[0].fma_gflops_f64 and first[0].fma_gflops_f64 > 0  # every x86/ARM CPU has f64 FMA
@@ -61,7 +62,9 @@ def test_cuda_probes_are_ptx_that_ptxas_accepts(tmp_path):
     if ptxas is None:
         pytest.skip("ptxas not installed")
     device = {"runtime": "cuda", "index": 0, "spec": "cuda:0", "name": "test"}
-    for probe in probes(device, tmp_path):
+    found = probes(device, tmp_path)
+    assert [p.what for p in found] == ["copy", "read", "f32", "f64"]
+    for probe in found:
         assert probe.spec["artifact"]["kind"] == "ptx" and probe.work > 0
         done = subprocess.run([ptxas, "-arch=sm_80", probe.spec["artifact"]["path"], "-o", str(tmp_path / "o")],
                               capture_output=True, text=True)  # fmt: skip
@@ -80,6 +83,7 @@ def test_cli_ceilings_json(tmp_path):
         "spec",
         "name",
         "copy_gbps",
+        "read_gbps",
         "fma_gflops_f32",
         "fma_gflops_f64",
         "measured",
@@ -88,3 +92,17 @@ def test_cli_ceilings_json(tmp_path):
     assert Ceilings.from_dict(entry).name == entry["name"]
     bad = subprocess.run([*command[:-1], "nosuch:3"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "nosuch" in bad.stderr
+
+
+def test_the_memory_roof_of_a_read_stream_is_the_read_ceiling():
+    """A kernel that writes at most 1/16 of what it reads (the reduction's partial sums) is held
+    against the read ceiling; one that writes as much as it reads (saxpy) against the copy ceiling."""
+    from workbench.manifest import load_manifest
+    from workbench.project import examples_dir
+    from workbench.run.ceilings import memory_roof
+
+    for example, sizes, roof in (("reduction", {"n": 1 << 20}, "read"), ("saxpy", {"n": 1 << 20}, "copy"),
+                                 ("matmul", {"m": 64, "n": 64, "k": 64}, "copy")):  # fmt: skip
+        kernel = load_manifest(examples_dir() / example).kernel()
+        values = kernel.evaluate(kernel.symbols(sizes))
+        assert memory_roof(kernel, values) == roof, example

@@ -20,8 +20,9 @@ from workbench.build.toolchains import detect
 
 pytestmark = pytest.mark.slow
 
-#: 257 workgroups of 256; (n - 256) is a multiple of 512, so exactly one invocation's `i + BLOCK`
-#: equals n: workgroup 256, local id 0 (what the off-by-one test expects).
+#: 65 workgroups of 256 at the default tunables (float4 loads, 2048 elements a chunk): the last
+#: chunk holds n % 2048 = 256 elements, so exactly one invocation's first element is n itself:
+#: workgroup 64, local id 64 (what the off-by-one test expects).
 N = 131328
 
 
@@ -80,10 +81,10 @@ def test_a_missing_barrier_is_a_race_on_workgroup_memory_at_its_lines(reduction,
     # The barrier between the loads into `scratch` and the first folding step goes.
     edit(
         reduction,
-        "        scratch.set(tid, lo + hi);\n    }\n    ctx.barrier();\n",
-        "        scratch.set(tid, lo + hi);\n    }\n",
+        "        scratch.set(tid, sum);\n    }\n    ctx.barrier();\n",
+        "        scratch.set(tid, sum);\n    }\n",
     )
-    store = line_of(reduction, "scratch.set(tid, lo + hi);")
+    store = line_of(reduction, "scratch.set(tid, sum);")
     fold = line_of(reduction, "scratch.set(tid, scratch.get(tid) + scratch.get(tid + stride));")
     results, code = run_json(reduction, shared_cache_dir)
     race = only(results, "shared-race")
@@ -105,21 +106,21 @@ def test_a_missing_barrier_is_a_race_on_workgroup_memory_at_its_lines(reduction,
 
 
 def test_an_off_by_one_is_out_of_bounds_at_its_line_with_the_invocation(reduction, shared_cache_dir):
-    line = edit(reduction, "if i + BLOCK < n { x.get(i + BLOCK) }", "if i + BLOCK <= n { x.get(i + BLOCK) }")
+    line = edit(reduction, "while j < n && j < i + vector {", "while j <= n && j < i + vector {") + 1
     results, _ = run_json(reduction, shared_cache_dir)
     oob = only(results, "out-of-bounds")
     assert (oob["name"], oob["index"], oob["length"]) == ("x", N, N)
     (access,) = oob["accesses"]
     assert (access["access"], access["file"], access["line"]) == ("read", "src/lib.rs", line)
-    assert (access["group"], access["local"]) == ([(N - 256) // 512, 0, 0], [0, 0, 0])
+    assert (access["group"], access["local"]) == ([N // 2048, 0, 0], [(N % 2048) // 4, 0, 0])
     assert results["cpu-sim"]["status"] == "ok"  # reported, not crashed: the read gave 0
 
 
 def test_two_writers_of_one_element_are_a_race_on_a_global_buffer(reduction, shared_cache_dir):
     line = edit(
         reduction,
-        "    if tid == 0 && block < n.div_ceil(PER_BLOCK) {\n",
-        "    if tid < 2 && block < n.div_ceil(PER_BLOCK) {\n",
+        "    if tid == 0 && block < groups {\n",
+        "    if tid < 2 && block < groups {\n",
     )
     results, _ = run_json(reduction, shared_cache_dir)
     race = only(results, "global-race")

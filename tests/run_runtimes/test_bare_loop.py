@@ -28,8 +28,8 @@ def _launch(folder: Path, n: int, device: str = "") -> dict:
         "backend": "x", "folder": str(folder), "kernel": "saxpy", "device": device, "seed": 1,
         "args": [{"name": "n", "kind": "scalar", "type": "u32", "value": n},
                  {"name": "a", "kind": "scalar", "type": "f32", "value": 2.5},
-                 {"name": "x", "kind": "buffer", "type": "f32", "length": n, "binding": 1},
-                 {"name": "y", "kind": "buffer", "type": "f32", "length": n, "binding": 2}],
+                 {"name": "x", "kind": "buffer", "type": "f32", "length": n, "binding": 1, "views": [3]},
+                 {"name": "y", "kind": "buffer", "type": "f32", "length": n, "binding": 2, "views": [4]}],
         "threads": [256, 1, 1], "grid": [-(-n // 256), 1, 1], "params_binding": 0,
     }  # fmt: skip
 

@@ -7,6 +7,8 @@ out through the JSON bundle and CSV, and into a second database."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import stat
@@ -130,9 +132,9 @@ shutil.copy({str(CAPTURE)!r}, log)
         assert runs["cpu"]["counters"]["status"] == "absent"
         bundle = tmp_path / "bundle.json"
         bundle.write_text(render(store, "json", ids))
-        csv_text = render(store, "csv", ids).splitlines()
-    header = csv_text[0].split(",")
-    nvptx_line = next(line for line in csv_text[1:] if ",nvptx," in line).split(",")
+        csv_rows = list(csv.reader(io.StringIO(render(store, "csv", ids))))
+    header = csv_rows[0]  # read as CSV: the tunables' JSON holds commas (saxpy has two tunables)
+    nvptx_line = next(row for row in csv_rows[1:] if "nvptx" in row)
     assert nvptx_line[header.index("counters_status")] == "ok"
     assert float(nvptx_line[header.index("ncu_l2_pct")]) == 75.13
     with SessionStore(tmp_path / "b.db") as other:

@@ -28,12 +28,28 @@ def test_saxpy_spec_is_plain_json(saxpy_kernel, tmp_path):
     assert spec["args"] == [
         {"name": "n", "kind": "scalar", "type": "u32", "value": 1000},
         {"name": "a", "kind": "scalar", "type": "f32", "value": 2.5},
-        {"name": "x", "kind": "buffer", "type": "f32", "length": 1000, "direction": "in", "binding": 1},
-        {"name": "y", "kind": "buffer", "type": "f32", "length": 1000, "direction": "inout", "binding": 2},
+        {
+            "name": "x",
+            "kind": "buffer",
+            "type": "f32",
+            "length": 1000,
+            "direction": "in",
+            "binding": 1,
+            "views": [3],
+        },
+        {
+            "name": "y",
+            "kind": "buffer",
+            "type": "f32",
+            "length": 1000,
+            "direction": "inout",
+            "binding": 2,
+            "views": [4],
+        },
     ]
     assert spec["threads"] == [256, 1, 1] and spec["grid"] == [4, 1, 1]
     assert spec["wgpu"] == {"mode": "uniform", "params_binding": 0, "override_ids": {}}
-    assert spec["constants"] == {"threads": 256}  # the tunable, for the WGSL override
+    assert spec["constants"] == {"threads": 256, "vector": 1}  # the tunables, for the WGSL overrides
 
 
 def test_spec_maps_backends_to_runtimes(saxpy_kernel):
@@ -82,8 +98,8 @@ def test_a_backend_can_have_its_own_launch_geometry(tmp_path):
     example = Path(__file__).resolve().parents[2] / "resources/examples/saxpy"
     text = (example / "workbench.toml").read_text()
     own = text.replace(
-        '[kernel.launch]\nthreads = ["threads"]\ngrid = ["ceil_div(n, threads)"]\n',
-        '[kernel.launch]\nthreads = ["threads"]\ngrid = ["ceil_div(n, threads)"]\n\n'
+        '[kernel.launch]\nthreads = ["threads"]\ngrid = ["ceil_div(n, threads * vector)"]\n',
+        '[kernel.launch]\nthreads = ["threads"]\ngrid = ["ceil_div(n, threads * vector)"]\n\n'
         '[kernel.launch.wgsl]\nthreads = [64]\ngrid = ["ceil_div(n, 64)", 1]\n',
     )
     assert own != text

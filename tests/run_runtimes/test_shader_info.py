@@ -19,8 +19,14 @@ def test_spirv_info_of_real_rust_gpu_modules(rust_gpu_spirv):
 def test_wgsl_info_of_saxpy(saxpy_dir, shaders_dir):
     info = wgsl_info((saxpy_dir / "reference" / "saxpy.wgsl").read_text())
     assert info.entry_points == ["main"]
-    assert info.bindings == {0: "uniform", 1: "read-only-storage", 2: "storage"}
-    assert info.names == {0: "params", 1: "x", 2: "y"}
+    assert info.bindings == {
+        0: "uniform",
+        1: "read-only-storage",
+        2: "storage",
+        3: "read-only-storage",
+        4: "storage",
+    }
+    assert info.names == {0: "params", 1: "x", 2: "y", 3: "x4", 4: "y4"}  # x4, y4: the vec4 views
     push = wgsl_info((shaders_dir / "scale_push.wgsl").read_text())
     assert push.uses_immediates and push.bindings == {0: "read-only-storage", 1: "storage"}
     overrides = wgsl_info((shaders_dir / "scale_override.wgsl").read_text())

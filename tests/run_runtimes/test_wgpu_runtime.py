@@ -249,8 +249,10 @@ def test_a_grid_beyond_65535_workgroups_is_folded_and_verifies(
     )
     n = 70_001
     if example == "saxpy":
+        # x and y also at their vec4 views (the manifest's `views`: bindings 3 and 4)
         args = [_scalar("n", "u32", n), _scalar("a", "f32", 2.5),
-                _buffer("x", "f32", n, "in", 1), _buffer("y", "f32", n, "inout", 2)]  # fmt: skip
+                {**_buffer("x", "f32", n, "in", 1), "views": [3]},
+                {**_buffer("y", "f32", n, "inout", 2), "views": [4]}]  # fmt: skip
         inputs = {
             "x": rng.uniform(-1, 1, n).astype(np.float32),
             "y": rng.uniform(-1, 1, n).astype(np.float32),

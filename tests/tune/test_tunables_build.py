@@ -5,6 +5,7 @@ is its own cache key and artifact; a tunable a backend never reads is reported."
 from __future__ import annotations
 
 import ctypes
+import json
 import re
 from pathlib import Path
 
@@ -100,7 +101,7 @@ def test_wgsl_workgroup_follows_the_tunable_in_a_run(example_copy, tune_service,
                               cache_dir=shared_cache_dir)  # fmt: skip
     (result,) = report.results
     assert result.status == "ok" and result.verified is True
-    assert result.provenance["tunables"] == {"threads": 64}
+    assert result.provenance["tunables"] == {"threads": 64, "vector": 1}  # vector: its default
 
 
 @pytest.mark.parametrize("tile", [8, 32, 12])
@@ -113,7 +114,7 @@ def test_matmul_wgsl_reference_verifies_at_each_tile(tile, example_copy, tune_se
     wgsl = next(r for r in report.results if r.backend == "wgsl")
     assert wgsl.status == "ok", wgsl.error
     assert wgsl.verified is True, wgsl.check
-    assert wgsl.provenance["tunables"] == {"tile": tile}
+    assert wgsl.provenance["tunables"] == {"tile": tile, "per_thread": 1}
 
 
 KERNEL_TUNER_CU = """\
@@ -213,11 +214,15 @@ def test_unread_tunable_is_reported_on_every_backend(example_copy, shared_cache_
 def test_constraints_prune_configurations(example_copy):
     project = Project.open(example_copy("matmul"))
     kernel = project.manifest.kernel()
-    assert kernel.constraints == ("tile * tile <= 1024",)
-    sp = space(kernel, {"tile": (8, 16, 32, 64)})
-    assert [c["tile"] for c in sp.configs] == [8, 16, 32]
-    assert sp.pruned == [{"config": {"tile": 64}, "constraint": "tile * tile <= 1024"}]
-    assert sp.total == 4
+    assert kernel.constraints == ("tile * tile <= 1024", "per_thread == 1 or tile * per_thread <= 128")
+    sp = space(kernel, {"tile": (8, 16, 32, 64), "per_thread": (1, 8)})
+    assert [(c["tile"], c["per_thread"]) for c in sp.configs] == [(8, 1), (8, 8), (16, 1), (16, 8), (32, 1)]
+    assert [(p["config"], p["constraint"]) for p in sp.pruned] == [
+        ({"tile": 32, "per_thread": 8}, "per_thread == 1 or tile * per_thread <= 128"),
+        ({"tile": 64, "per_thread": 1}, "tile * tile <= 1024"),
+        ({"tile": 64, "per_thread": 8}, "tile * tile <= 1024"),
+    ]
+    assert sp.total == 8
 
 
 def test_bad_constraint_names_the_line(tmp_path):
@@ -233,3 +238,81 @@ def test_bad_constraint_names_the_line(tmp_path):
     (tmp_path / "workbench.toml").write_text(text.replace("block_size_x * 2", "block_size_y <= 4"))
     with pytest.raises(ManifestError, match="unknown name block_size_y"):
         load_manifest(tmp_path / "workbench.toml")
+
+
+#: Each variant the examples' tunables select (issue 26, "at the limit"), at sizes that are no
+#: multiple of 4 nor of a workgroup: the vector forms' scalar tails and partial tiles run.
+VARIANTS = [
+    ("saxpy", {"vector": 4}, {"n": 1}),
+    ("saxpy", {"vector": 4}, {"n": 4099}),
+    ("saxpy", {"vector": 4, "threads": 64}, {"n": 1027}),
+    ("saxpy", {"vector": 1}, {"n": 4099}),
+    ("reduction", {"vector": 4, "max_groups": 3}, {"n": 10001}),  # 3 groups, each loops over chunks
+    ("reduction", {"vector": 4}, {"n": 3}),
+    ("reduction", {"vector": 1, "max_groups": 1048576}, {"n": 10001}),  # one chunk per group
+    ("reduction", {"vector": 1, "max_groups": 2}, {"n": 2051}),
+    ("matmul", {"per_thread": 8}, {"m": 67, "n": 45, "k": 53}),  # partial blocks, scalar loads
+    ("matmul", {"per_thread": 8}, {"m": 132, "n": 136, "k": 20}),  # 16-byte loads and stores
+    ("matmul", {"per_thread": 4, "tile": 8}, {"m": 37, "n": 44, "k": 9}),
+    ("matmul", {"per_thread": 1, "tile": 8}, {"m": 37, "n": 44, "k": 9}),
+    ("matmul", {"per_thread": 4, "tile": 32}, {"m": 132, "n": 136, "k": 20}),
+]
+
+
+@pytest.mark.parametrize(("example", "tunables", "sizes"), VARIANTS, ids=lambda v: str(v))
+def test_each_variant_verifies_on_cpu_sim_and_wgsl_at_odd_sizes(example, tunables, sizes, example_copy,
+                                                                tune_service, shared_cache_dir):  # fmt: skip
+    """cpu-sim (the kernel body with its checks: no findings) and the WGSL reference agree with the
+    cpu build of the same configuration."""
+    project = Project.open(example_copy(example))
+    report = tune_service.run(project, backends=["cpu", "cpu-sim", "wgsl"], sizes=sizes, tunables=tunables,
+                              reference="cpu", cache_dir=shared_cache_dir)  # fmt: skip
+    results = {r.backend: r for r in report.results}
+    assert results["cpu"].status == "ok", results["cpu"].error
+    for backend in ("cpu-sim", "wgsl"):
+        assert results[backend].status == "ok", (backend, results[backend].error)
+        assert results[backend].verified is True, (backend, results[backend].check)
+        assert tunables.items() <= results[backend].provenance["tunables"].items()
+    assert results["cpu-sim"].findings["findings"] == [], results["cpu-sim"].findings
+
+
+#: (example, tunables, the plain form's, what the PTX of nvptx and cuda-c holds): the 16-byte
+#: forms' vector accesses are really in the code ptxas compiles, and not in the plain forms'.
+VECTOR_PTX = [
+    ("saxpy", {"vector": 4}, {"vector": 1}, ["ld.global.v4.f32", "st.global.v4.f32"]),
+    ("reduction", {"vector": 4}, {"vector": 1}, ["ld.global.v4.f32"]),
+    ("matmul", {"per_thread": 8}, {"per_thread": 1}, ["ld.global.v4.f32", "ld.shared.v4.f32"]),
+]
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "cuda-c"])
+@pytest.mark.parametrize(("example", "tunables", "plain", "wanted"), VECTOR_PTX, ids=lambda v: str(v))
+def test_vector_forms_move_16_bytes_per_access_in_the_ptx(backend, example, tunables, plain, wanted, example_copy,
+                                                         shared_cache_dir):  # fmt: skip
+    needs(backend)
+    project = Project.open(example_copy(example))
+    (vector,) = build_project(project, [backend], shared_cache_dir, tunables=tunables)
+    assert vector.status == "ok", vector.diagnostics
+    assert vector.resources[example]["registers"] > 0  # ptxas compiled it
+    assert vector.resources[example]["spills"] == 0
+    ptx = artifact(vector).read_text()
+    for instruction in wanted:
+        assert instruction in ptx, instruction
+    assert not warnings(vector)  # every tunable is read
+    (scalar,) = build_project(project, [backend], shared_cache_dir, tunables=plain)
+    assert scalar.status == "ok", scalar.diagnostics
+    assert ".v4." not in artifact(scalar).read_text()  # the plain form: 4-byte accesses
+
+
+def test_tune_checks_a_reduction_against_the_reference_of_each_configuration(example_copy, workbench_cli,
+                                                                             tmp_path):  # fmt: skip
+    """The reduction's partials differ by configuration (`outputs_follow_tunables`): every form is
+    verified against its own cpu build and ranked, none "failed" against the default's partials."""
+    root = example_copy("reduction")
+    proc = workbench_cli("tune", str(root), "--param", "vector=4,1", "--param", "max_groups=2,1048576",
+                         "--backend", "cpu,wgsl", "--size", "n=5001", "--rounds", "1", "--confirm", "0",
+                         "--db", str(tmp_path / "s.db"), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout[proc.stdout.index("{") :])
+    assert report["counts"] == {"ok": 8, "failed": 0, "skipped": 0, "not verified": 0}, report["configs"]
+    assert all(entry["verified"] is True for entry in report["configs"])

@@ -17,7 +17,7 @@ from workbench.project import Project
 
 
 def test_tune_json_shape_every_config_verified(example_copy, workbench_cli, tmp_path, shared_cache_dir):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     db = tmp_path / "s.db"
     proc = workbench_cli("tune", str(root), "--param", "threads=64,128", "--backend", "cpu,wgsl",
                          "--size", "n=4096", "--db", str(db), "--cache-dir", str(shared_cache_dir), "--json")  # fmt: skip
@@ -46,7 +46,7 @@ def test_tune_json_shape_every_config_verified(example_copy, workbench_cli, tmp_
 def test_failing_config_is_flagged_and_never_ranked(
     example_copy, workbench_cli, tmp_path, shared_cache_dir, break_wgsl_at
 ):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     break_wgsl_at(root, 64)
     proc = workbench_cli("tune", str(root), "--param", "threads=64,128", "--backend", "wgsl", "--size", "n=2048",
                          "--db", str(tmp_path / "s.db"), "--cache-dir", str(shared_cache_dir), "--json")  # fmt: skip
@@ -61,7 +61,7 @@ def test_failing_config_is_flagged_and_never_ranked(
 
 
 def test_resume_skips_recorded_configs(example_copy, tune_service, tmp_path, shared_cache_dir):
-    project = Project.open(example_copy("saxpy"))
+    project = Project.open(example_copy("saxpy", tunables=("threads",)))
     kernel = project.manifest.kernel()
     sizes = {"n": 2048}
     with SessionStore(tmp_path / "s.db") as store:
@@ -90,7 +90,7 @@ def test_resume_skips_recorded_configs(example_copy, tune_service, tmp_path, sha
 
 
 def test_apply_rewrites_only_the_value(example_copy, workbench_cli, tmp_path, shared_cache_dir):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     toml = root / "workbench.toml"
     before = toml.read_text()
     proc = workbench_cli("tune", str(root), "--param", "threads=128", "--backend", "wgsl", "--size", "n=1024",
@@ -128,7 +128,7 @@ def test_bad_params_are_named():
 
 
 def test_sweep_cli_curves_per_backend(example_copy, workbench_cli, tmp_path, shared_cache_dir):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     db = tmp_path / "s.db"
     args = ("sweep", str(root), "--size", "n=2^10..2^12", "--backend", "cpu,wgsl", "--db", str(db),
             "--cache-dir", str(shared_cache_dir), "--json")  # fmt: skip

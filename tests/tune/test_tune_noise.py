@@ -26,7 +26,7 @@ def _tune(workbench_cli, root, db, cache, *extra: str):
 def test_an_unread_tunable_is_one_point_and_a_read_one_is_ranked_and_applied(
     example_copy, workbench_cli, tmp_path, shared_cache_dir, slow_wgsl_at
 ):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     slow_wgsl_at(root, 64)  # the WGSL reads threads, and 64 is far slower: a real winner
     db = tmp_path / "s.db"
     proc = _tune(workbench_cli, root, db, shared_cache_dir, "--backend", "cpu,wgsl", "--json")
@@ -82,7 +82,7 @@ def test_an_unread_tunable_is_one_point_and_a_read_one_is_ranked_and_applied(
 def test_a_correct_backend_under_a_broken_reference_is_not_verified_never_no(
     example_copy, workbench_cli, tmp_path, shared_cache_dir, break_wgsl_at
 ):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     toml = root / "workbench.toml"
     toml.write_text(toml.read_text().replace('reference = "cpu"', 'reference = "wgsl"'))
     break_wgsl_at(root, 64)  # the reference itself is wrong at threads=64
@@ -105,7 +105,7 @@ def test_a_correct_backend_under_a_broken_reference_is_not_verified_never_no(
 def test_resume_reruns_a_failure_once_the_timeout_changed(
     example_copy, tune_service, tmp_path, shared_cache_dir, slow_wgsl_at
 ):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     # llvmpipe caps how long one invocation's loop runs (more iterations stopped adding time past
     # ~60,000 here), so the launch is made slow by its size: at n=16384 it outlasts 0.4 s by far
     # (timed out at once here), while threads=128 takes well under a millisecond.
@@ -146,7 +146,7 @@ def test_resume_reruns_a_failure_once_the_timeout_changed(
 def test_skipped_is_counted_as_skipped_never_as_failed(
     example_copy, workbench_cli, tmp_path, shared_cache_dir
 ):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     args = ("--backend", "cpu,cuda-c", "--rounds", "1", "--confirm", "0")
     proc = _tune(workbench_cli, root, tmp_path / "s.db", shared_cache_dir, *args, "--json")
     data = json.loads(proc.stdout)

@@ -15,7 +15,7 @@ def test_a_second_device_of_the_reference_keeps_the_engines_verdict(
     example_copy, tune_service, shared_cache_dir, break_wgsl_at
 ):
     devices = ["wgpu:0", "wgpu:1"]
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     toml = root / "workbench.toml"
     toml.write_text(toml.read_text().replace('reference = "cpu"', 'reference = "wgsl"', 1))
     break_wgsl_at(root, 64)  # wrong at threads=64 on every device alike

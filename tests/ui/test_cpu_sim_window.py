@@ -11,7 +11,7 @@ from workbench.run.sim_findings import RUN_SOURCE
 from workbench.ui.screenshot import save_screenshot
 
 TIMEOUT_MS = 600_000
-STORE = "        scratch.set(tid, lo + hi);\n    }\n"
+STORE = "        scratch.set(tid, sum);\n    }\n"
 
 
 @pytest.mark.slow
@@ -23,7 +23,7 @@ def test_a_race_found_by_cpu_sim_is_a_diagnostic_at_its_line(
     text = lib.read_text()
     assert text.count(STORE + "    ctx.barrier();\n") == 1
     lib.write_text(text.replace(STORE + "    ctx.barrier();\n", STORE))
-    line = next(i for i, t in enumerate(lib.read_text().splitlines(), 1) if "scratch.set(tid, lo + hi);" in t)
+    line = next(i for i, t in enumerate(lib.read_text().splitlines(), 1) if "scratch.set(tid, sum);" in t)
 
     window = make_window(root, panels=("build", "results"))
     window.hot_reload_action.setChecked(False)

@@ -115,6 +115,37 @@ def test_timing_rows_and_roofline_model_follow_the_results():
     assert _contains(x_range, roof.ridge) and _contains(y_range, roof.flops_per_s)
 
 
+def test_a_read_stream_is_held_against_the_read_roof():
+    """A result the run marks `memory_roof` "read" (a reduction) gets the device's measured read
+    ceiling as its memory roof, a second curve beside the copy roof; without a read ceiling it
+    falls back to the copy roof."""
+    reduction = _result("cuda-c", "cuda:0", 1e-3, [1e-3], gflops=400.0, gbps=1600.0)
+    reduction.throughput["memory_roof"] = "read"
+    saxpy = _result("nvptx", "cuda:0", 1e-3, [1e-3], gflops=500.0, gbps=3000.0)
+    saxpy.throughput["memory_roof"] = "copy"
+
+    class Report:
+        reference = "cpu"
+        results = [reduction, saxpy]
+
+    class Ceil:
+        copy_gbps, read_gbps, fma_gflops_f32 = 4000.0, 4500.0, 61000.0
+
+    points, roofs = roofline_model(Report, lambda d: Ceil)
+    assert {r.key: r.bytes_per_s for r in roofs} == {"cuda:0 read": 4500e9, "cuda:0": 4000e9}
+    by = {p.backend: p for p in points}
+    assert by["cuda-c"].roof_memory == "read" and by["nvptx"].roof_memory == "copy"
+    assert by["cuda-c"].fraction_of_roof == pytest.approx(1600 / 4500)
+    assert by["nvptx"].fraction_of_roof == pytest.approx(3000 / 4000)
+
+    class CopyOnly:
+        copy_gbps, read_gbps, fma_gflops_f32 = 4000.0, None, 61000.0
+
+    points, roofs = roofline_model(Report, lambda d: CopyOnly)
+    assert [r.key for r in roofs] == ["cuda:0"]
+    assert {p.roof_memory for p in points} == {"copy"}
+
+
 def test_outputs_mark_unwritten_elements_ulps_and_exact_matches():
     from workbench.run.inputs import poison_value
 

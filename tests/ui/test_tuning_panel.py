@@ -29,7 +29,7 @@ def test_before_any_sweep_no_empty_bar_or_chooser_shows(make_window, example_cop
 
     from workbench.ui.screenshot import save_screenshot
 
-    window, panel = _window(make_window, example_copy("saxpy"), ["cpu"])
+    window, panel = _window(make_window, example_copy("saxpy", tunables=("threads",)), ["cpu"])
     assert panel.isVisible()
     assert [w for w in panel.findChildren(QProgressBar) if w.isVisible()] == []
     empty = [w.toolTip() for w in panel.findChildren(QComboBox) if w.isVisible() and w.count() == 0]
@@ -38,7 +38,7 @@ def test_before_any_sweep_no_empty_bar_or_chooser_shows(make_window, example_cop
 
 
 def test_changing_a_control_rebuilds_and_reruns(make_window, example_copy, qtbot):
-    window, panel = _window(make_window, example_copy("saxpy"), ["cpu", "wgsl"])
+    window, panel = _window(make_window, example_copy("saxpy", tunables=("threads",)), ["cpu", "wgsl"])
     control = panel.controls["threads"]
     assert [control.itemData(i) for i in range(control.count())] == [256, 64, 128, 512, 1024]
     with qtbot.waitSignal(window.bridge.runFinished, timeout=120_000) as done:
@@ -55,7 +55,7 @@ def test_changing_a_control_rebuilds_and_reruns(make_window, example_copy, qtbot
 def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
     make_window, example_copy, qtbot, private_sessions_db
 ):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     wgsl = root / "reference" / "saxpy.wgsl"
     # 512 writes a wrong value; every configuration but 128 does correct but slow extra work.
     slow = "var acc = 0.0; for (var k = 0u; k < 2000u; k++) { acc = acc + sin(f32(k) + x[i]); }"
@@ -133,7 +133,7 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
 
 
 def test_size_sweep_draws_one_curve_per_backend(make_window, example_copy, qtbot):
-    window, panel = _window(make_window, example_copy("saxpy"), ["cpu", "wgsl"])
+    window, panel = _window(make_window, example_copy("saxpy", tunables=("threads",)), ["cpu", "wgsl"])
     panel.size_spec.setText("n=2^10..2^11")
     with qtbot.waitSignal(panel.sweepFinished, timeout=120_000):
         assert panel.start_size_sweep()
@@ -150,7 +150,7 @@ def test_size_sweep_draws_one_curve_per_backend(make_window, example_copy, qtbot
 
 
 def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, example_copy, qtbot):
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     toml = root / "workbench.toml"
     toml.write_text(
         toml.read_text().replace(

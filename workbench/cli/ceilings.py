@@ -1,5 +1,5 @@
-"""`workbench ceilings [--device LIST] [--refresh] [--json]`: measured copy bandwidth and FMA
-throughput of every device (the roofs of the roofline), cached per device + driver."""
+"""`workbench ceilings [--device LIST] [--refresh] [--json]`: measured copy and read bandwidth and
+FMA throughput of every device (the roofs of the roofline), cached per device + driver."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from workbench.cli import EXIT_FAILED, EXIT_OK
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "ceilings",
-        help="measure each device's copy bandwidth and FMA throughput (the roofline's roofs)",
-        description="Measure each device's copy bandwidth (bytes read + written per second) and FMA "
+        help="measure each device's copy and read bandwidth and FMA throughput (the roofline's roofs)",
+        description="Measure each device's copy bandwidth (bytes read + written per second), read "
+        "bandwidth (bytes read per second: the roof of a kernel that mostly reads, such as a reduction) and FMA "
         "throughput (f32, and f64 where the device has it) with the workbench's own small kernels, "
         "run through the same runtimes as a kernel. Results are cached per device and driver in the "
         "user cache; --refresh measures again.",
@@ -75,10 +76,12 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"devices": [c.to_json() for c in results] + failed}, indent=2))
     else:
-        print(f"{'device':<8} {'name':<36} {'copy':>12} {'FMA f32':>16} {'FMA f64':>16}  measured")
+        print(
+            f"{'device':<8} {'name':<36} {'copy':>12} {'read':>12} {'FMA f32':>16} {'FMA f64':>16}  measured"
+        )
         for c in results:
             print(
-                f"{c.spec:<8} {c.name[:36]:<36} {_fmt(c.copy_gbps, 'GB/s'):>12} "
+                f"{c.spec:<8} {c.name[:36]:<36} {_fmt(c.copy_gbps, 'GB/s'):>12} {_fmt(c.read_gbps, 'GB/s'):>12} "
                 f"{_fmt(c.fma_gflops_f32, 'GFLOP/s'):>16} {_fmt(c.fma_gflops_f64, 'GFLOP/s'):>16}  {c.measured}"
             )
             if c.notes:

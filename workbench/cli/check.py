@@ -66,6 +66,7 @@ def describe(project: Project) -> dict:
                 args.append({
                     "name": arg.name, "kind": "buffer", "type": arg.type, "length": arg.length,
                     "elements": lengths[arg.name], "direction": arg.direction, "binding": arg.binding,
+                    **({"views": list(arg.views)} if arg.views else {}),
                     "init": arg.init.kind,
                 })  # fmt: skip
             else:
@@ -129,6 +130,8 @@ def run(args) -> int:
         for a in k["args"]:
             if a["kind"] == "buffer":
                 binding = f" @binding {a['binding']}" if a["binding"] is not None else ""
+                if a.get("views"):
+                    binding += f" (views {', '.join(str(v) for v in a['views'])})"
                 print(f"    {a['name']:<10} {a['direction']:<5} {a['type']}[{a['length']} = {a['elements']}]"
                       f"  init {a['init']}{binding}")  # fmt: skip
             else:

@@ -238,10 +238,16 @@ class _Reader:
             )
         bindings: dict[int, str] = {}
         for i, a in enumerate(args):
-            if isinstance(a, BufferArg) and a.binding is not None:
-                if a.binding in bindings or a.binding == wgpu.params_binding:
-                    raise self.fail((*at, "arg", i, "binding"), f"binding {a.binding} is used twice")
-                bindings[a.binding] = a.name
+            if not isinstance(a, BufferArg):
+                continue
+            if a.views and a.binding is None:
+                raise self.fail((*at, "arg", i, "views"), "views are further bindings: set `binding` too")
+            for key, number in [("binding", a.binding)] + [("views", v) for v in a.views]:
+                if number is None:
+                    continue
+                if number in bindings or number == wgpu.params_binding:
+                    raise self.fail((*at, "arg", i, key), f"binding {number} is used twice")
+                bindings[number] = a.name
         keys: dict[tuple[str, ...], tuple[int | None, str]] = {}
         for i, a in enumerate(args):
             for key in ("length", "value", "init", "binding"):
@@ -278,7 +284,9 @@ class _Reader:
             value = self.expression(data["value"], (*at, "value"), symbols)
             return ScalarArg(name=name, type=type_, value=value)
         if kind == "buffer":
-            self.check_keys(data, at, ("name", "kind", "type", "length", "direction", "binding", "init"))
+            self.check_keys(
+                data, at, ("name", "kind", "type", "length", "direction", "binding", "views", "init")
+            )
             type_ = self.string(data, at, "type")
             if type_ not in ELEMENT_TYPES:
                 raise self.fail(
@@ -295,10 +303,16 @@ class _Reader:
             binding = data.get("binding")
             if binding is not None:
                 self.natural(binding, (*at, "binding"))
+            views = data.get("views", [])
+            if not isinstance(views, list):
+                raise self.fail((*at, "views"), f"expected an array of bindings, got {toml_value(views)}")
+            for view in views:
+                self.natural(view, (*at, "views"))
             init = self.init(data.get("init"), (*at, "init"), direction)
             return BufferArg(
-                name=name, type=type_, length=length, direction=direction, init=init, binding=binding
-            )
+                name=name, type=type_, length=length, direction=direction, init=init, binding=binding,
+                views=tuple(views),
+            )  # fmt: skip
         raise self.fail((*at, "kind"), f"unknown kind {toml_value(kind)}; valid: buffer, scalar")
 
     def init(self, data: Any, at: tuple, direction: str) -> Init:
@@ -381,7 +395,7 @@ class _Reader:
         return Launch(threads=out[0], grid=out[1], backends=own)
 
     def check(self, data: dict, at: tuple) -> Check:
-        self.check_keys(data, at, ("reference", "rtol", "atol", "max_ulp"))
+        self.check_keys(data, at, ("reference", "rtol", "atol", "max_ulp", "outputs_follow_tunables"))
         reference = self.string(data, at, "reference", "cpu")
         if reference not in BACKENDS:
             raise self.fail(
@@ -395,7 +409,18 @@ class _Reader:
         for key, value in (("rtol", rtol), ("atol", atol)):
             if value < 0:
                 raise self.fail((*at, key), "must not be negative")
-        return Check(reference=reference, rtol=float(rtol), atol=float(atol), max_ulp=max_ulp)
+        follow = data.get("outputs_follow_tunables", False)
+        if not isinstance(follow, bool):
+            raise self.fail(
+                (*at, "outputs_follow_tunables"), f"expected true or false, got {toml_value(follow)}"
+            )
+        return Check(
+            reference=reference,
+            rtol=float(rtol),
+            atol=float(atol),
+            max_ulp=max_ulp,
+            outputs_follow_tunables=follow,
+        )
 
     def wgpu(self, data: dict, at: tuple, args: tuple[Arg, ...]) -> WgpuScalars:
         self.check_keys(data, at, ("scalars", "params_binding", "override_ids"))

@@ -42,6 +42,9 @@ class BufferArg:
     direction: str  # in | out | inout
     init: Init
     binding: int | None = None  # wgpu binding in group 0
+    #: Further wgpu bindings of the same buffer: a shader may view it under another type there
+    #: (`array<vec4<f32>>` beside `array<f32>`: 16-byte accesses where a binding has one type).
+    views: tuple[int, ...] = ()
     kind: str = "buffer"
 
     @property
@@ -74,6 +77,9 @@ class Check:
     rtol: float = 1e-5
     atol: float = 1e-6
     max_ulp: int | None = None
+    #: The outputs' layout follows the tunables (a reduction's partials, one per workgroup): `tune`
+    #: then checks each configuration against its own reference only, never against the default's.
+    outputs_follow_tunables: bool = False
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from workbench.run import sim_findings, sim_trace
 from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers
 from workbench.run.build_stage import StagedBuild
+from workbench.run.ceilings import memory_roof
 from workbench.run.device_catalog import DeviceCatalog
 from workbench.run.events import RunEvent, RunPhase, RunProgress
 from workbench.run.inputs import InputCache, output_names
@@ -224,6 +225,8 @@ def run_backend(
         result.throughput = timing_mod.throughput(
             stats.median_s, ctx.values.metrics.get("bytes"), ctx.values.metrics.get("flops"), choice.device
         )
+        # Which measured memory ceiling the roofline holds this kernel against (copy or read).
+        result.throughput["memory_roof"] = memory_roof(ctx.kernel, ctx.values)
     return result, outputs
 
 

@@ -1,9 +1,11 @@
-"""Measured device ceilings: copy bandwidth and FMA throughput, by the workbench's own kernels.
+"""Measured device ceilings: copy and read bandwidth and FMA throughput, by the workbench's own
+kernels.
 
 A roofline needs a device's memory and compute roofs. Datasheet figures are often missing
 (a CPU, llvmpipe) or out of reach of real code, so the workbench measures them: a copy kernel
-(bytes read + written per second) and an FMA loop (2 FLOP per fused multiply-add; f64 where the
-device has it), written in `ceilings_kernels.py` and run like a user's kernel — prepared, uploaded
+(bytes read + written per second), a read stream (bytes read per second: the roof of a kernel that
+reads far more than it writes, such as a reduction; `memory_roof` says which one bounds a kernel)
+and an FMA loop (2 FLOP per fused multiply-add; f64 where the device has it), written in `ceilings_kernels.py` and run like a user's kernel — prepared, uploaded
 and timed by the runtime's worker process (`pool.WorkerProcess`), so a crash cannot reach the caller:
 
 - cpu: a std-only Rust cdylib built once with the host rustc (cached by source and rustc version),
@@ -36,7 +38,7 @@ from workbench.run import ceilings_kernels as kernels
 from workbench.runtimes_table import RUNTIME_TABLE, RUNTIMES
 
 CEILINGS_FILE = "ceilings.json"
-FORMAT = 1
+FORMAT = 2  # 2: read_gbps (entries without it are measured again)
 #: A short timing run per kernel: the ceilings of one device take a few seconds at most.
 TIMING = {"min_n": 5, "min_time_s": 0.05, "max_time_s": 0.5, "warmup_max_n": 3, "warmup_max_s": 0.2}
 TIMEOUT_S = 60.0
@@ -60,6 +62,7 @@ class Ceilings(Record):
     runtime: str = ""
     driver: str = ""
     notes: str = ""  # why a figure is missing
+    read_gbps: float | None = None  # the read stream: bytes read per second
 
     def to_json(self) -> dict[str, Any]:
         """The shape `workbench ceilings --json` prints for one device."""
@@ -67,6 +70,7 @@ class Ceilings(Record):
             "spec": self.spec,
             "name": self.name,
             "copy_gbps": self.copy_gbps,
+            "read_gbps": self.read_gbps,
             "fma_gflops_f32": self.fma_gflops_f32,
             "fma_gflops_f64": self.fma_gflops_f64,
             "measured": self.measured,
@@ -236,6 +240,13 @@ def probes(device: dict[str, Any], cache_dir: str | Path | None = None) -> list[
             _scalar("threads", threads),
         ]
         out.append(_Probe("copy", _spec("cpu", 0, "cdylib", library, "wb_copy", copy_args), 8.0 * n))
+        read_args = [
+            _buffer("src", n, 0, "in"),
+            _buffer("sums", threads, 1),
+            _scalar("n", n),
+            _scalar("threads", threads),
+        ]
+        out.append(_Probe("read", _spec("cpu", 0, "cdylib", library, "wb_read", read_args), 4.0 * n))
         iters = 1 << 16
         for kind in ("f32", "f64"):
             args = [
@@ -258,6 +269,15 @@ def probes(device: dict[str, Any], cache_dir: str | Path | None = None) -> list[
                 "copy",
                 _spec("wgpu", index, "wgsl", path, "wb_copy", args, _grid(n // 4 // 256), (256, 1, 1)),
                 8.0 * n,
+            )
+        )
+        path = _write_kernel(cache_dir, "wgpu", "read.wgsl", kernels.WGSL_READ)
+        args = [_buffer("src", n, 0, "in"), _buffer("dst", 4, 1)]
+        out.append(
+            _Probe(
+                "read",
+                _spec("wgpu", index, "wgsl", path, "wb_read", args, _grid(n // 4 // 256), (256, 1, 1)),
+                4.0 * n,
             )
         )
         groups, iters = (4096, 1024) if gpu_like else (64, 256)
@@ -284,6 +304,15 @@ def probes(device: dict[str, Any], cache_dir: str | Path | None = None) -> list[
                 "copy",
                 _spec("cuda", index, "ptx", path, "wb_copy", args, (n // 4 // 256, 1, 1), (256, 1, 1)),
                 8.0 * n,
+            )
+        )
+        path = _write_kernel(cache_dir, "cuda", "read.ptx", kernels.PTX_READ)
+        args = [_buffer("src", n, 0, "in"), _buffer("dst", 4, 1), _scalar("n4", n // 4)]
+        out.append(
+            _Probe(
+                "read",
+                _spec("cuda", index, "ptx", path, "wb_read", args, (n // 4 // 256, 1, 1), (256, 1, 1)),
+                4.0 * n,
             )
         )
         groups, iters = 8192, 4096
@@ -317,7 +346,7 @@ def measure(
 
     own_pool = pool is None
     pool = pool or WorkerPool()
-    figures: dict[str, float | None] = {"copy": None, "f32": None, "f64": None}
+    figures: dict[str, float | None] = {"copy": None, "read": None, "f32": None, "f64": None}
     notes, timers = [], set()
     try:
         worker = pool.get(str(device.get("runtime")))
@@ -345,13 +374,14 @@ def measure(
     row = RUNTIME_TABLE.get(runtime)
     kernel_text = row.ceilings_kernels if row else runtime
     method = (
-        f"{kernel_text}: copy (bytes read + written) and FMA loop (2 FLOP each); "
+        f"{kernel_text}: copy (bytes read + written), read stream (bytes read) and FMA loop (2 FLOP each); "
         f"best of {TIMING['min_n']}+ samples; timer {', '.join(sorted(timers)) or 'none'}"
     )
     return Ceilings(
         spec=str(device.get("spec") or runtime),
         name=str(device.get("name") or ""),
         copy_gbps=figures["copy"],
+        read_gbps=figures["read"],
         fma_gflops_f32=figures["f32"],
         fma_gflops_f64=figures["f64"],
         measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -398,3 +428,24 @@ def ceilings_for(
 def all_devices(info: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Every device of a `list_devices()` answer, in the runtime table's order (cpu first)."""
     return [d for runtime in RUNTIMES for d in (info.get(runtime) or {}).get("devices") or []]
+
+
+#: A kernel writing at most this fraction of what it reads is a read stream: its memory roof is
+#: the read ceiling (a reduction's partial sums), not the copy ceiling.
+READ_STREAM_WRITES = 1 / 16
+
+
+def memory_roof(kernel: Any, values: Any) -> str:
+    """Which measured memory ceiling bounds `kernel` at `values` (its evaluated lengths): "read"
+    when its buffers written (out, inout) hold at most `READ_STREAM_WRITES` of the bytes of those
+    read (in, inout), else "copy"."""
+    from workbench.run.spec import dtype_of
+
+    read = written = 0
+    for arg in kernel.buffers:
+        size = int(values.lengths.get(arg.name, 0)) * dtype_of(arg.type).itemsize
+        if arg.direction in ("in", "inout"):
+            read += size
+        if arg.direction in ("out", "inout"):
+            written += size
+    return "read" if read and written <= READ_STREAM_WRITES * read else "copy"

@@ -1,4 +1,5 @@
-"""The built-in kernels that measure device ceilings: a copy and an FMA loop per runtime.
+"""The built-in kernels that measure device ceilings: a copy, a read stream and an FMA loop per
+runtime.
 
 Each kernel is plain text here (Rust for the cpu runtime, WGSL for wgpu, PTX for CUDA), written to
 the cache and run through the same runtimes and worker processes as a user's kernel. The FLOP and
@@ -27,6 +28,29 @@ pub unsafe extern "C" fn wb_copy(src: *const f32, dst: *mut f32, n: u32, threads
     thread::scope(|s| {
         for (d, c) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
             s.spawn(move || d.copy_from_slice(c));
+        }
+    });
+}
+
+/// The read stream: every thread sums its chunk; the sums (one per thread) are the only writes.
+#[no_mangle]
+pub unsafe extern "C" fn wb_read(src: *const f32, out: *mut f32, n: u32, threads: u32) {
+    let n = n as usize;
+    let threads = (threads as usize).max(1);
+    let src = std::slice::from_raw_parts(src, n);
+    let out = std::slice::from_raw_parts_mut(out, threads);
+    let chunk = n.div_ceil(threads);
+    thread::scope(|s| {
+        for (slot, c) in out.iter_mut().zip(src.chunks(chunk)) {
+            s.spawn(move || {
+                let mut lanes = [0f32; 16];
+                for block in c.chunks(16) {
+                    for (l, v) in lanes.iter_mut().zip(block) {
+                        *l += *v;
+                    }
+                }
+                *slot = lanes.iter().sum();
+            });
         }
     });
 }
@@ -73,6 +97,24 @@ fn wb_copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     let i = gid.x + gid.y * groups.x * 256u;
     if (i < arrayLength(&dst)) {
         dst[i] = src[i];
+    }
+}
+"""
+
+#: WGSL read stream: one 16-byte load per invocation, stored only when the sum is a value the
+#: zero-filled input never gives (the load must happen; the store never does).
+WGSL_READ = """
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+
+@compute @workgroup_size(256)
+fn wb_read(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = gid.x + gid.y * groups.x * 256u;
+    if (i < arrayLength(&src)) {
+        let v = src[i];
+        if (v.x + v.y + v.z + v.w == 12345.0) {
+            dst[0] = v.x;
+        }
     }
 }
 """
@@ -136,6 +178,44 @@ PTX_COPY = (
     add.s64 %rd7, %rd4, %rd5;
     ld.global.v4.f32 {%f0, %f1, %f2, %f3}, [%rd6];
     st.global.v4.f32 [%rd7], {%f0, %f1, %f2, %f3};
+DONE:
+    ret;
+}
+"""
+)
+
+
+#: PTX read stream: one 16-byte load per thread, stored only when the sum is a value the
+#: zero-filled input never gives (the load must happen; the store never does).
+PTX_READ = (
+    PTX_HEADER
+    + """
+.visible .entry wb_read(.param .u64 src, .param .u64 dst, .param .u32 n4)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<6>;
+    .reg .f32 %f<7>;
+    ld.param.u64 %rd1, [src];
+    ld.param.u64 %rd2, [dst];
+    ld.param.u32 %r1, [n4];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p0, %r5, %r1;
+    @%p0 bra DONE;
+    cvta.to.global.u64 %rd3, %rd1;
+    mul.wide.u32 %rd4, %r5, 16;
+    add.s64 %rd5, %rd3, %rd4;
+    ld.global.v4.f32 {%f0, %f1, %f2, %f3}, [%rd5];
+    add.f32 %f4, %f0, %f1;
+    add.f32 %f5, %f2, %f3;
+    add.f32 %f6, %f4, %f5;
+    setp.neu.f32 %p1, %f6, 0f4640E400;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd3, %rd2;
+    st.global.f32 [%rd3], %f6;
 DONE:
     ret;
 }

@@ -130,6 +130,7 @@ def make_launch_spec(
                     "length": lengths[arg.name],
                     "direction": arg.direction,
                     "binding": arg.binding,
+                    **({"views": list(arg.views)} if arg.views else {}),
                 }
             )
         else:

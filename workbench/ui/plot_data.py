@@ -432,18 +432,26 @@ class RoofPoint:
     roof_flops_per_s: float | None = None  # what the device's roofs allow at this intensity
     fraction_of_roof: float | None = None
     roof_source: str = ""  # "measured" (ceilings) or "datasheet"
+    roof_memory: str = ""  # the memory roof it is held against: "copy" or "read" (a read stream)
     marks: Marks = field(default_factory=Marks)
 
 
 @dataclass
 class Roof:
-    """A device's memory and compute roofs (from its measured ceilings)."""
+    """A device's memory and compute roofs (from its measured ceilings). `memory` names the memory
+    roof: "copy" (bytes read + written), or "read" for kernels that mostly read (`memory_roof`)."""
 
     device: str
     name: str
     bytes_per_s: float | None
     flops_per_s: float | None
     source: str = "measured"
+    memory: str = "copy"
+
+    @property
+    def key(self) -> str:
+        """One curve per device and memory roof: "cuda:0", "cuda:0 read"."""
+        return self.device if self.memory == "copy" else f"{self.device} {self.memory}"
 
     def attainable(self, intensity: float) -> float | None:
         limits = [v for v in (self.bytes_per_s and self.bytes_per_s * intensity, self.flops_per_s) if v]
@@ -457,16 +465,20 @@ class Roof:
         return None
 
 
-def roof_of(device: dict[str, Any], ceilings: Any) -> Roof | None:
-    """The roofs of a result's device: its measured ceilings, else its datasheet peaks."""
+def roof_of(device: dict[str, Any], ceilings: Any, memory: str = "copy") -> Roof | None:
+    """The roofs of a result's device: its measured ceilings, else its datasheet peaks. `memory`
+    "read" takes the measured read ceiling where there is one (a read stream's roof)."""
     spec = str(device.get("spec") or device.get("runtime") or "?")
     if ceilings is not None and (ceilings.copy_gbps or ceilings.fma_gflops_f32):
+        read = getattr(ceilings, "read_gbps", None) if memory == "read" else None
+        bandwidth = read or ceilings.copy_gbps
         return Roof(
             spec,
             str(device.get("name") or ""),
-            ceilings.copy_gbps * 1e9 if ceilings.copy_gbps else None,
+            bandwidth * 1e9 if bandwidth else None,
             ceilings.fma_gflops_f32 * 1e9 if ceilings.fma_gflops_f32 else None,
             "measured",
+            "read" if read else "copy",
         )
     if device.get("peak_gbps") or device.get("peak_gflops"):
         bw, fl = device.get("peak_gbps"), device.get("peak_gflops")
@@ -489,11 +501,13 @@ def roofline_model(report: Any, ceilings_of) -> tuple[list[RoofPoint], list[Roof
         if result.status != "ok" or not gflops or not gbps:
             continue
         device = result.device or {}
-        roof = roofs.get(str(device.get("spec")))
+        memory = throughput.get("memory_roof") or "copy"
+        slot = (str(device.get("spec")), memory)
+        roof = roofs.get(slot)
         if roof is None:
-            roof = roof_of(device, ceilings_of(device))
+            roof = roof_of(device, ceilings_of(device), memory)
             if roof is not None:
-                roofs[roof.device] = roof
+                roofs[slot] = roof
         point = RoofPoint(
             series_name(result),
             result.backend,
@@ -505,11 +519,13 @@ def roofline_model(report: Any, ceilings_of) -> tuple[list[RoofPoint], list[Roof
         )
         if roof is not None:
             point.roof_source = roof.source
+            point.roof_memory = roof.memory
             point.roof_flops_per_s = roof.attainable(point.intensity)
             if point.roof_flops_per_s:
                 point.fraction_of_roof = point.flops_per_s / point.roof_flops_per_s
         points.append(point)
-    return points, list(roofs.values())
+    unique = {roof.key: roof for roof in roofs.values()}  # a read roof not measured is the copy roof
+    return points, list(unique.values())
 
 
 def roofline_ranges(

@@ -13,7 +13,9 @@ interleaved rounds, recorded in the sessions store as it finishes, and ranked (`
   at the manifest's default configuration (the baseline; same inputs, same seed), so a
   configuration that breaks the reference itself is flagged too; the other backends are compared
   with the reference of the same configuration, as in every run, and are "not verified
-  (reference failed)" when that reference is the broken one.
+  (reference failed)" when that reference is the broken one. A kernel whose outputs follow the
+  tunables (`[kernel.check] outputs_follow_tunables`, e.g. one partial sum per workgroup) has no
+  baseline: each configuration's reference stands for itself.
 - Resume: each recorded row carries `provenance.tuning` = {"key", "config", "round", "confirm",
   "build", "settings"}; `key` hashes what decides the result (the kernel's sources but the tunables'
   default order, the sizes, the configuration, the backend). A round of a configuration whose
@@ -507,10 +509,13 @@ class SweepRunner:
             return
         defaults = self.kernel.default_tunables()
         sizes_key = tuple(sorted(report.sizes.items()))
-        if point.config == defaults:
-            self._baseline.setdefault(sizes_key, report.outputs[ref])
+        if point.config == defaults or self.kernel.check.outputs_follow_tunables:
+            # The baseline itself (the reference at the default configuration), or a kernel whose
+            # outputs differ by configuration: each configuration's reference is its own baseline.
+            if point.config == defaults:
+                self._baseline.setdefault(sizes_key, report.outputs[ref])
             for r in mine:
-                r.verified = True  # the baseline itself: the reference at the default configuration
+                r.verified = True
             return
         baseline = self._baseline.get(sizes_key)
         if baseline is None:

@@ -93,6 +93,14 @@ def _pick_entry(entry: str, info: ShaderInfo, path: str, origin: str = "") -> st
     )
 
 
+def declared_of(info: Any, binding: int, arg: dict[str, Any]) -> str | None:
+    """The layout type of `binding` as the shader declares it; None where a shader that declares
+    its bindings does not use this one; the buffer's direction where nothing is declared."""
+    if info.bindings:
+        return info.bindings.get(binding)
+    return "read-only-storage" if arg["direction"] == "in" else "storage"
+
+
 class WgpuPrepared(Prepared):
     """A compute pipeline with its buffers and bind group on one wgpu device."""
 
@@ -169,7 +177,7 @@ class WgpuPrepared(Prepared):
         for arg in buffer_args(spec):
             name, length, dtype = arg["name"], int(arg["length"]), dtype_of(arg["type"])
             size = max(length * dtype.itemsize, 16)
-            size += -size % 4
+            size += -size % 16  # a multiple of 16: a shader may view any buffer as vec4<f32>
             buffer = device.create_buffer(
                 label=name,
                 size=size,
@@ -180,17 +188,18 @@ class WgpuPrepared(Prepared):
             binding = arg.get("binding")
             if binding is None:
                 raise RuntimeFailure(f"buffer {name!r} has no wgpu binding (set `binding` in workbench.toml)")
-            if info.bindings and binding not in info.bindings:
-                continue  # the shader does not use it: it stays out of the layout
-            declared = info.bindings.get(binding)
-            if declared is None:
-                declared = "read-only-storage" if arg["direction"] == "in" else "storage"
-            if declared == "read-only-storage" and arg["direction"] != "in":
-                raise RuntimeFailure(
-                    f"buffer {name!r} is {arg['direction']!r} but the shader declares binding {binding} "
-                    "read-only"
-                )
-            entries.append({"binding": binding, "type": declared, "buffer": buffer, "size": size})
+            # The buffer at its binding, and at its further bindings (`views`), where the shader
+            # views the same memory under another type (array<vec4<f32>> beside array<f32>).
+            for number in [binding, *(arg.get("views") or ())]:
+                declared = declared_of(info, number, arg)
+                if declared is None:
+                    continue  # the shader does not use it: it stays out of the layout
+                if number == binding and declared == "read-only-storage" and arg["direction"] != "in":
+                    raise RuntimeFailure(
+                        f"buffer {name!r} is {arg['direction']!r} but the shader declares binding {binding} "
+                        "read-only"
+                    )
+                entries.append({"binding": number, "type": declared, "buffer": buffer, "size": size})
 
         scalars = scalar_args(spec)
         wgpu_opts = spec.get("wgpu") or {}

@@ -97,20 +97,20 @@ class RooflineTab(PlotTab):
         seen_roofs = set()
         for roof in roofs:
             color = ROOF_COLORS[len(self.roof_curves) % len(ROOF_COLORS)]
-            curve = self.roof_curves.get(roof.device)
+            curve = self.roof_curves.get(roof.key)
             if curve is None:
-                curve = self.roof_curves[roof.device] = pg.PlotDataItem(
+                curve = self.roof_curves[roof.key] = pg.PlotDataItem(
                     pen=pg.mkPen(color, width=2, style=Qt.PenStyle.DashLine)
                 )
                 plot.addItem(curve)
-                label = self.roof_labels[roof.device] = pg.TextItem("", color=color, anchor=(1, 1.1))
+                label = self.roof_labels[roof.key] = pg.TextItem("", color=color, anchor=(1, 1.1))
                 plot.addItem(label, ignoreBounds=True)
             xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 96)
             ys = np.array([roof.attainable(x) for x in xs], dtype=np.float64)
             curve.setData(np.log10(xs), np.log10(ys))
-            self.roof_labels[roof.device].setText(roof.device)  # the figures are in the legend below
-            self.roof_labels[roof.device].setPos(math.log10(x_hi), math.log10(roof.attainable(x_hi)))
-            seen_roofs.add(roof.device)
+            self.roof_labels[roof.key].setText(roof.key)  # the figures are in the legend below
+            self.roof_labels[roof.key].setPos(math.log10(x_hi), math.log10(roof.attainable(x_hi)))
+            seen_roofs.add(roof.key)
         for device, curve in self.roof_curves.items():
             if device not in seen_roofs:
                 curve.setData([], [])
@@ -158,10 +158,10 @@ class RooflineTab(PlotTab):
             )
         roof_lines = []
         for roof in roofs:
-            color = self.roof_curves[roof.device].opts["pen"].color().name()
-            figures = f"{format_si(roof.bytes_per_s, 'B/s')} · {format_si(roof.flops_per_s, 'FLOP/s')} f32"
+            color = self.roof_curves[roof.key].opts["pen"].color().name()
+            figures = f"{format_si(roof.bytes_per_s, 'B/s')} {roof.memory} · {format_si(roof.flops_per_s, 'FLOP/s')} f32"
             roof_lines.append(
-                f'<span style="color:{color}">╌</span>&nbsp;{html.escape(roof.device)} roof: {figures} ({roof.source})'
+                f'<span style="color:{color}">╌</span>&nbsp;{html.escape(roof.key)} roof: {figures} ({roof.source})'
             )
         self.roofline_legend.setText(
             self.colors.legend_html([p.series for p in points])
@@ -183,7 +183,8 @@ class RooflineTab(PlotTab):
                     "flops_per_s": r.flops_per_s,
                     "ridge_intensity": r.ridge,
                     "source": r.source,
-                    "drawn": r.device in seen_roofs and count(self.roof_curves[r.device].getData()[0]) > 1,
+                    "memory": r.memory,
+                    "drawn": r.key in seen_roofs and count(self.roof_curves[r.key].getData()[0]) > 1,
                 }
                 for r in roofs
             ],
@@ -208,6 +209,7 @@ class RooflineTab(PlotTab):
                     "gbps": flops / intensity / 1e9,
                     "fraction_of_roof": point.fraction_of_roof,
                     "roof_source": point.roof_source or None,
+                    "roof_memory": point.roof_memory or None,
                     "stale": point.marks.stale,
                     "check_failed": point.marks.check_failed,
                 }
@@ -220,9 +222,10 @@ class RooflineTab(PlotTab):
         for point in points:
             if point.fraction_of_roof is not None:
                 source = sources.get(point.device, "")
-                text = f"{point.series}: {100 * point.fraction_of_roof:.1f} % of the {source} roof"
+                memory = point.roof_memory or "copy"
+                text = f"{point.series}: {100 * point.fraction_of_roof:.1f} % of the {source} {memory} roof"
                 if point.fraction_of_roof > 1.05:
-                    text += " (above the copy roof: its data fits in a cache)"
+                    text += f" (above the {memory} roof: its data fits in a cache)"
                 notes.append(text)
         roofed = {r.device for r in roofs}
         for result in getattr(report, "results", None) or ():

@@ -150,6 +150,68 @@ impl<'a, T: Atomic> Out<'a, T> {
     }
 }
 
+/// 16-byte accesses: four consecutive f32 at element `i` (a multiple of 4; the buffer's start is
+/// 16-byte aligned, as cudaMalloc's always is) in one `ld.global.v4.f32` / `st.global.v4.f32`,
+/// the width nvcc gives a `float4`. rustc would split `[f32; 4]` into four 4-byte accesses, so the
+/// instruction is written here; the generic pointer goes to the global window first
+/// (`cvta.to.global`), as nvcc does for a kernel's pointer parameters.
+#[inline(always)]
+unsafe fn load4(ptr: *const f32) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    unsafe {
+        core::arch::asm!(
+            "cvta.to.global.u64 {g}, {p};",
+            "ld.global.v4.f32 {{{a}, {b}, {c}, {d}}}, [{g}];",
+            p = in(reg64) ptr,
+            g = out(reg64) _,
+            a = out(reg32) a,
+            b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
+            options(pure, readonly, nostack, preserves_flags),
+        );
+    }
+    [a, b, c, d]
+}
+
+#[inline(always)]
+unsafe fn store4(ptr: *mut f32, v: [f32; 4]) {
+    unsafe {
+        core::arch::asm!(
+            "cvta.to.global.u64 {g}, {p};",
+            "st.global.v4.f32 [{g}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) ptr,
+            g = out(reg64) _,
+            a = in(reg32) v[0],
+            b = in(reg32) v[1],
+            c = in(reg32) v[2],
+            d = in(reg32) v[3],
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+impl In<'_, f32> {
+    /// Elements `i .. i + 4` in one 16-byte load; `i` is a multiple of 4.
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] {
+        unsafe { load4(self.ptr.add(i)) }
+    }
+}
+
+impl Out<'_, f32> {
+    /// Elements `i .. i + 4` in one 16-byte load; `i` is a multiple of 4.
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] {
+        unsafe { load4(self.ptr.add(i)) }
+    }
+    /// Elements `i .. i + 4` in one 16-byte store; `i` is a multiple of 4.
+    #[inline(always)]
+    pub fn set4(&mut self, i: usize, value: [f32; 4]) {
+        unsafe { store4(self.ptr.add(i), value) }
+    }
+}
+
 impl<T: Element> Index<usize> for In<'_, T> {
     type Output = T;
     #[inline(always)]
@@ -206,6 +268,27 @@ impl<'a, T: Atomic, const N: usize> Shared<'a, T, N> {
     #[inline(always)]
     pub fn atomic_add(&mut self, i: usize, value: T) -> T {
         unsafe { T::atomic_add_shared(self.addr + (i * core::mem::size_of::<T>()) as u32, value) }
+    }
+}
+
+impl<const N: usize> Shared<'_, f32, N> {
+    /// Elements `i .. i + 4` in one 16-byte `ld.shared.v4.f32` (`i` a multiple of 4; the array is
+    /// declared `.align 16`): a quarter of the load instructions in a register-blocked inner loop.
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        unsafe {
+            core::arch::asm!(
+                "ld.shared.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+                p = in(reg32) self.addr + (i * 4) as u32,
+                a = out(reg32) a,
+                b = out(reg32) b,
+                c = out(reg32) c,
+                d = out(reg32) d,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+        [a, b, c, d]
     }
 }
 

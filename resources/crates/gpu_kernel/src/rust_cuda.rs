@@ -94,6 +94,24 @@ impl<'a, T: Element> Out<'a, T> {
     pub fn set(&mut self, i: usize, value: T) { unsafe { *self.ptr.add(i) = value } }
 }
 
+// 16-byte accesses (`i` a multiple of 4): an aligned `[f32; 4]` read, which NVVM may make one
+// `ld.global.v4.f32`; not compiled here (no Rust-CUDA toolchain), written against cuda_std 0.2.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct Quad([f32; 4]);
+
+impl In<'_, f32> {
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] { unsafe { (*(self.ptr.add(i) as *const Quad)).0 } }
+}
+
+impl Out<'_, f32> {
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] { unsafe { (*(self.ptr.add(i) as *const Quad)).0 } }
+    #[inline(always)]
+    pub fn set4(&mut self, i: usize, value: [f32; 4]) { unsafe { *(self.ptr.add(i) as *mut Quad) = Quad(value) } }
+}
+
 impl<T: Element> Index<usize> for In<'_, T> {
     type Output = T;
     #[inline(always)]
@@ -180,4 +198,11 @@ impl Shuffle for u32 {
 impl Shuffle for i32 {
     fn to_word(self) -> u32 { self as u32 }
     fn from_word(word: u32) -> i32 { word as i32 }
+}
+
+impl<const N: usize> Shared<'_, f32, N> {
+    /// Elements `i .. i + 4` (`i` a multiple of 4): four loads (`shared_array!` promises no
+    /// 16-byte alignment).
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] { [self.get(i), self.get(i + 1), self.get(i + 2), self.get(i + 3)] }
 }

@@ -102,6 +102,25 @@ impl<'a, T: Element> Out<'a, T> {
     pub fn set(&mut self, i: usize, value: T) { self.0[i] = value }
 }
 
+// 16-byte accesses (`i` a multiple of 4): the entry's slices are of f32, so four loads; an
+// entry wanting one vector access binds its buffer as `&[Vec4]` itself.
+impl In<'_, f32> {
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] { [self.0[i], self.0[i + 1], self.0[i + 2], self.0[i + 3]] }
+}
+
+impl Out<'_, f32> {
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] { [self.0[i], self.0[i + 1], self.0[i + 2], self.0[i + 3]] }
+    #[inline(always)]
+    pub fn set4(&mut self, i: usize, value: [f32; 4]) {
+        self.0[i] = value[0];
+        self.0[i + 1] = value[1];
+        self.0[i + 2] = value[2];
+        self.0[i + 3] = value[3];
+    }
+}
+
 impl<T: Element> Index<usize> for In<'_, T> {
     type Output = T;
     #[inline(always)]
@@ -163,3 +182,9 @@ pub trait Shuffle: Element + spirv_std::scalar::Scalar {}
 impl Shuffle for f32 {}
 impl Shuffle for u32 {}
 impl Shuffle for i32 {}
+
+impl<const N: usize> Shared<'_, f32, N> {
+    /// Elements `i .. i + 4` (`i` a multiple of 4): four loads.
+    #[inline(always)]
+    pub fn get4(&self, i: usize) -> [f32; 4] { [self.0[i], self.0[i + 1], self.0[i + 2], self.0[i + 3]] }
+}

@@ -1,6 +1,11 @@
 //! Matrix multiply: C = A · B, f32, row-major, A is m×k, B is k×n, C is m×n. Compute-bound:
-//! 2·m·n·k flops over 4·(m·k + k·n + m·n) bytes. The GPU entries stage 16×16 tiles of A and B in
-//! block-shared memory; each thread accumulates one element of C.
+//! 2·m·n·k flops over 4·(m·k + k·n + m·n) bytes. Two forms, chosen by the tunable `per_thread`:
+//! 1 (the default, the one to read first) stages tile×tile tiles of A and B in block-shared memory
+//! and each thread accumulates one element of C (`matmul_body`); 4 or 8 is register blocking
+//! (`matmul_blocked_body`): each thread accumulates per_thread × per_thread elements of C in
+//! registers from (tile·per_thread)×8 slices of A and B that the workgroup loads in 16-byte
+//! accesses, reading them back from shared memory 16 bytes at a time, so each value loaded feeds
+//! per_thread fused multiply-adds.
 //!
 //! One kernel body (`matmul_body`), written with the workbench's kernel API (`gpu_kernel`), the
 //! tiles in workgroup memory and barriers inside; thin entry points make its handles on each
@@ -21,8 +26,7 @@ use gpu_kernel::prelude::*;
 
 /// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
 /// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
-/// Only the nvptx entries read tunables here (cfg: the other targets never see the parser).
-#[cfg(target_arch = "nvptx64")]
+#[allow(dead_code)]
 const fn tunable(value: Option<&str>, default: usize) -> usize {
     let digits = match value {
         Some(text) => text.as_bytes(),
@@ -44,6 +48,22 @@ const fn tunable(value: Option<&str>, default: usize) -> usize {
 /// host entry takes the launch's own.
 #[cfg(target_arch = "nvptx64")]
 pub const TILE: usize = tunable(option_env!("WB_TUNABLE_TILE"), 16);
+
+/// Elements of C per invocation along each axis (`[kernel.tunables] per_thread`): 1 (the tiled
+/// form), 4 or 8 (register blocking). Every Rust entry but rust-gpu's reads it (the host's too: the
+/// launch's grid, `ceil_div(n, tile * per_thread)`, follows it).
+pub const PER_THREAD: usize = tunable(option_env!("WB_TUNABLE_PER_THREAD"), 1);
+const _: () = assert!(PER_THREAD == 1 || PER_THREAD == 4 || PER_THREAD == 8, "per_thread is 1, 4 or 8");
+
+/// k per step of the register-blocked form: each step stages (tile·per_thread)×STEP of A and
+/// STEP×(tile·per_thread) of B.
+pub const STEP: usize = 8;
+
+/// Shared-memory elements each of the two tiles needs (the larger of the two forms').
+pub const fn tile_elements(tile: usize, per_thread: usize) -> usize {
+    let blocked = STEP * tile * per_thread;
+    if per_thread > 1 && blocked > tile * tile { blocked } else { tile * tile }
+}
 
 /// `acc + Σ a(t)·b(t)` for t = 0, 1, …, len-1 in that order, shared by every backend: `a(t)` is
 /// element t of a stretch of a row of A, `b(t)` the matching element of a column of B, read from
@@ -124,7 +144,139 @@ pub fn matmul_body<const TT: usize>(
     }
 }
 
-/// The largest tile × tile a workgroup holds (1024 invocations): the host's tiles are this long.
+/// Four elements of a row of A or B from `base`, of which `avail` exist (the rest 0): one 16-byte
+/// load where all four exist and `aligned` (the row length a multiple of 4), else one by one.
+#[inline(always)]
+fn quad(x: &In<f32>, base: usize, avail: usize, aligned: bool) -> [f32; 4] {
+    if aligned && avail >= 4 {
+        return x.get4(base);
+    }
+    // Written out, not a loop over an array index: a GPU keeps the four in registers.
+    let at = |t: usize| if t < avail { x.get(base + t) } else { 0.0 };
+    [at(0), at(1), at(2), at(3)]
+}
+
+/// The register-blocked kernel, for `tile` × `tile` workgroups and `R` (= per_thread, 4 or 8):
+/// workgroup (bx, by) computes the edge × edge block of C at (by·edge, bx·edge), edge = tile·R.
+/// Invocation (tx, ty) owns rows ty·4 + g·4·tile + (0..4) and columns tx·4 + g·4·tile + (0..4) of
+/// it (g < R/4), so the 16-byte reads of the shared tiles by neighbouring invocations are
+/// neighbouring. Per step of STEP along k the workgroup stages A's edge × STEP slice (k-major:
+/// transposed) and B's STEP × edge slice (16-byte global loads, missing elements 0), waits, and
+/// every invocation does R·R fused multiply-adds per k from 2·R/4 16-byte shared reads. Each
+/// element's chain runs k ascending from 0, one fused multiply-add a step, as `matmul_body`'s:
+/// the two forms agree bit for bit.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_blocked_body<const R: usize, const TT: usize>(
+    ctx: Ctx,
+    tile: usize,
+    m: u32,
+    n: u32,
+    k: u32,
+    a: In<f32>,
+    b: In<f32>,
+    mut c: Out<f32>,
+    mut a_tile: Shared<f32, TT>,
+    mut b_tile: Shared<f32, TT>,
+) {
+    let (tx, ty) = (ctx.local_id_x(), ctx.local_id_y());
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let edge = tile * R;
+    let (row0, col0) = (ctx.group_id_y() * edge, ctx.group_id_x() * edge);
+    let threads = tile * tile;
+    let tid = ty * tile + tx;
+    let in_tile = tx < tile && ty < tile; // a wider launch: the extra invocations only join the barriers
+    let mut acc = [[0.0f32; R]; R];
+    let mut k0 = 0;
+    while k0 < k {
+        if in_tile {
+            let mut q = tid;
+            while q < edge * STEP / 4 {
+                let (r, kq) = (q / (STEP / 4), (q % (STEP / 4)) * 4);
+                let avail = if row0 + r < m { k.saturating_sub(k0 + kq) } else { 0 };
+                let v = quad(&a, (row0 + r) * k + k0 + kq, avail, k % 4 == 0);
+                for t in 0..4 {
+                    a_tile.set((kq + t) * edge + r, v[t]);
+                }
+                q += threads;
+            }
+            let mut q = tid;
+            while q < STEP * edge / 4 {
+                let (r, cq) = (q / (edge / 4), (q % (edge / 4)) * 4);
+                let avail = if k0 + r < k { n.saturating_sub(col0 + cq) } else { 0 };
+                let v = quad(&b, (k0 + r) * n + col0 + cq, avail, n % 4 == 0);
+                for t in 0..4 {
+                    b_tile.set(r * edge + cq + t, v[t]);
+                }
+                q += threads;
+            }
+        }
+        ctx.barrier();
+        if in_tile {
+            for kk in 0..STEP {
+                let (mut av, mut bv) = ([0.0f32; R], [0.0f32; R]);
+                for g in 0..R / 4 {
+                    let a4 = a_tile.get4(kk * edge + g * 4 * tile + ty * 4);
+                    let b4 = b_tile.get4(kk * edge + g * 4 * tile + tx * 4);
+                    for t in 0..4 {
+                        av[g * 4 + t] = a4[t];
+                        bv[g * 4 + t] = b4[t];
+                    }
+                }
+                for i in 0..R {
+                    for j in 0..R {
+                        acc[i][j] = fused_multiply_add(av[i], bv[j], acc[i][j]);
+                    }
+                }
+            }
+        }
+        ctx.barrier();
+        k0 += STEP;
+    }
+    if in_tile {
+        for i in 0..R {
+            let row = row0 + (i / 4) * 4 * tile + ty * 4 + i % 4;
+            for g in 0..R / 4 {
+                let col = col0 + g * 4 * tile + tx * 4;
+                let v = [acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]];
+                if row < m && n % 4 == 0 && col + 4 <= n {
+                    c.set4(row * n + col, v);
+                } else if row < m {
+                    for t in 0..4 {
+                        if col + t < n {
+                            c.set(row * n + col + t, v[t]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The kernel in the form `PER_THREAD` chooses (a constant: the other form is not in the code).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_kernel<const TT: usize>(
+    ctx: Ctx,
+    tile: usize,
+    m: u32,
+    n: u32,
+    k: u32,
+    a: In<f32>,
+    b: In<f32>,
+    c: Out<f32>,
+    a_tile: Shared<f32, TT>,
+    b_tile: Shared<f32, TT>,
+) {
+    match PER_THREAD {
+        4 => matmul_blocked_body::<4, TT>(ctx, tile, m, n, k, a, b, c, a_tile, b_tile),
+        8 => matmul_blocked_body::<8, TT>(ctx, tile, m, n, k, a, b, c, a_tile, b_tile),
+        _ => matmul_body::<TT>(ctx, tile, m, n, k, a, b, c, a_tile, b_tile),
+    }
+}
+
+/// The largest tile a workgroup holds: tile × tile ≤ 1024 invocations, and (tile · per_thread) ×
+/// STEP ≤ 1024 (the manifest's constraints): the host's tiles are this long.
 pub const MAX_TILE_ELEMENTS: usize = 1024;
 
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
@@ -146,7 +298,7 @@ pub unsafe extern "C" fn matmul_cpu(
     kernel.run(|ctx| {
         let a_tile = ctx.shared::<f32, MAX_TILE_ELEMENTS>();
         let b_tile = ctx.shared::<f32, MAX_TILE_ELEMENTS>();
-        matmul_body(ctx, tile, m, n, k, a, b, c, a_tile, b_tile)
+        matmul_kernel(ctx, tile, m, n, k, a, b, c, a_tile, b_tile)
     });
 }
 
@@ -154,11 +306,12 @@ pub unsafe extern "C" fn matmul_cpu(
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn matmul(m: u32, n: u32, k: u32, a: *const f32, b: *const f32, c: *mut f32) {
-    // Two TILE × TILE f32 tiles of block-shared memory, declared in PTX once each.
-    let a_tile = gpu_kernel::nvptx_shared!(MATMUL_A_TILE: [f32; TILE * TILE]);
-    let b_tile = gpu_kernel::nvptx_shared!(MATMUL_B_TILE: [f32; TILE * TILE]);
+    // Two f32 tiles of block-shared memory (TILE × TILE, or (TILE · PER_THREAD) × STEP), declared
+    // in PTX once each.
+    let a_tile = gpu_kernel::nvptx_shared!(MATMUL_A_TILE: [f32; tile_elements(TILE, PER_THREAD)]);
+    let b_tile = gpu_kernel::nvptx_shared!(MATMUL_B_TILE: [f32; tile_elements(TILE, PER_THREAD)]);
     let (a, b, c) = unsafe { (In::new(a), In::new(b), Out::new(c)) };
-    unsafe { matmul_body(Ctx::new(), TILE, m, n, k, a, b, c, a_tile, b_tile) }
+    unsafe { matmul_kernel(Ctx::new(), TILE, m, n, k, a, b, c, a_tile, b_tile) }
 }
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
@@ -181,8 +334,8 @@ pub mod spirv_entry {
         pub k: u32,
     }
 
-    /// rust-gpu's `threads(..)` takes literals, so this entry keeps 16 × 16 tiles whatever the
-    /// `tile` tunable says (its launch is `[kernel.launch.rust-gpu]`).
+    /// rust-gpu's `threads(..)` takes literals, so this entry keeps 16 × 16 tiles and the tiled
+    /// form whatever the `tile` and `per_thread` tunables say (its launch is `[kernel.launch.rust-gpu]`).
     const TILE: usize = 16;
 
     #[spirv(compute(threads(16, 16)))]
@@ -207,7 +360,7 @@ pub mod spirv_entry {
 // ---------------------------------------------------------------- rust-cuda: rustc_codegen_nvvm
 #[cfg(all(target_os = "cuda", feature = "rust-cuda"))]
 pub mod rust_cuda_entry {
-    use super::TILE;
+    use super::{tile_elements, PER_THREAD, TILE};
     use cuda_std::prelude::*;
     use gpu_kernel::prelude::*;
     // cuda_std 0.2's `shared_array!` names `MaybeUninit` unqualified (later versions import it).
@@ -218,9 +371,9 @@ pub mod rust_cuda_entry {
     // and the runners pass one device pointer per buffer.
     #[kernel]
     pub unsafe fn matmul(m: u32, n: u32, k: u32, a: *const f32, b: *const f32, c: *mut f32) {
-        let a_tile = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; TILE * TILE] as *mut f32) };
-        let b_tile = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; TILE * TILE] as *mut f32) };
+        let a_tile = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; tile_elements(TILE, PER_THREAD)] as *mut f32) };
+        let b_tile = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; tile_elements(TILE, PER_THREAD)] as *mut f32) };
         let (a, b, c) = unsafe { (In::new(a), In::new(b), Out::new(c)) };
-        unsafe { super::matmul_body(Ctx::new(), TILE, m, n, k, a, b, c, a_tile, b_tile) }
+        unsafe { super::matmul_kernel(Ctx::new(), TILE, m, n, k, a, b, c, a_tile, b_tile) }
     }
 }

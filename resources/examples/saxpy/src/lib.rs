@@ -1,7 +1,10 @@
 //! SAXPY: y = a * x + y. Memory-bound: 12 bytes moved and 2 flops per element.
 //!
 //! One kernel body (`saxpy_body`), written with the workbench's kernel API (`gpu_kernel`); thin
-//! entry points make its handles on each backend.
+//! entry points make its handles on each backend. Two forms, chosen by the tunable `vector`: 1
+//! (the default) is the plain form, one element and 4-byte accesses per invocation, the one to
+//! read first; 4 moves 16 bytes per access, four elements per invocation (`get4` / `set4`:
+//! `ld.global.v4.f32` on nvptx), with a scalar tail for the last n % 4.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
 
@@ -9,8 +12,7 @@ use gpu_kernel::prelude::*;
 
 /// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
 /// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
-/// Only the nvptx entries read tunables here (cfg: the other targets never see the parser).
-#[cfg(target_arch = "nvptx64")]
+#[allow(dead_code)]
 const fn tunable(value: Option<&str>, default: usize) -> usize {
     let digits = match value {
         Some(text) => text.as_bytes(),
@@ -33,12 +35,32 @@ const fn tunable(value: Option<&str>, default: usize) -> usize {
 #[cfg(target_arch = "nvptx64")]
 pub const THREADS: usize = tunable(option_env!("WB_TUNABLE_THREADS"), 256);
 
+/// Elements per invocation (`[kernel.tunables] vector`): 1 or 4 (16-byte accesses). Every entry
+/// reads it, the host's too: the launch's grid (`ceil_div(n, threads * vector)`) follows it.
+pub const VECTOR: usize = tunable(option_env!("WB_TUNABLE_VECTOR"), 1);
+const _: () = assert!(VECTOR == 1 || VECTOR == 4, "vector is 1 or 4");
+
 /// The kernel: invocation `i` (`block` invocations per workgroup, the linear workgroup first, so
-/// a grid wgpu folds into 2-D/3-D keeps its order) computes element i.
+/// a grid wgpu folds into 2-D/3-D keeps its order) computes element i (`vector` 1), or elements
+/// 4i .. 4i + 4 in 16-byte accesses (`vector` 4), the last invocation the 1 to 3 left over one by
+/// one.
 #[inline(always)]
-pub fn saxpy_body(ctx: Ctx, block: usize, n: u32, a: f32, x: In<f32>, mut y: Out<f32>) {
+pub fn saxpy_body(ctx: Ctx, block: usize, vector: usize, n: u32, a: f32, x: In<f32>, mut y: Out<f32>) {
     let i = ctx.group_linear() * block + ctx.local_id_x();
-    if i < n as usize {
+    let n = n as usize;
+    if vector == 4 {
+        let first = 4 * i;
+        if first + 4 <= n {
+            let (xv, yv) = (x.get4(first), y.get4(first));
+            y.set4(first, [a * xv[0] + yv[0], a * xv[1] + yv[1], a * xv[2] + yv[2], a * xv[3] + yv[3]]);
+        } else {
+            let mut j = first; // the scalar tail: n % 4 elements, one invocation
+            while j < n {
+                y[j] = a * x[j] + y[j];
+                j += 1;
+            }
+        }
+    } else if i < n {
         y[i] = a * x[i] + y[i];
     }
 }
@@ -55,7 +77,7 @@ pub unsafe extern "C" fn saxpy_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
-    k.run(|ctx| saxpy_body(ctx, ctx.group_size_x(), n, a, x, y));
+    k.run(|ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend
@@ -64,7 +86,7 @@ pub unsafe extern "C" fn saxpy_cpu(
 pub unsafe extern "ptx-kernel" fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
     // The launch's threads per block are THREADS (the manifest's threads = ["threads"]): a
     // constant in the PTX, where `blockDim.x` is a register read.
-    unsafe { saxpy_body(Ctx::new(), THREADS, n, a, In::new(x), Out::new(y)) }
+    unsafe { saxpy_body(Ctx::new(), THREADS, VECTOR, n, a, In::new(x), Out::new(y)) }
 }
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
@@ -87,7 +109,9 @@ pub mod spirv_entry {
     }
 
     /// A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large
-    /// grids on wgpu"): the linear workgroup comes from `num_workgroups`.
+    /// grids on wgpu"): the linear workgroup comes from `num_workgroups`. The buffers are f32
+    /// slices, so `vector` 4 makes four 4-byte accesses here (gpu_kernel's spirv `get4`; the
+    /// WGSL reference reads the manifest's vec4 `views` of them instead).
     #[spirv(compute(threads(256)))]
     pub fn saxpy_spirv(
         #[spirv(local_invocation_id)] lid: UVec3,
@@ -98,7 +122,7 @@ pub mod spirv_entry {
         #[spirv(storage_buffer, descriptor_set = 0, binding = 2)] y: &mut [f32],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
-        super::saxpy_body(ctx, 256, params.n, params.a, In::new(x), Out::new(y));
+        super::saxpy_body(ctx, 256, super::VECTOR, params.n, params.a, In::new(x), Out::new(y));
     }
 }
 
@@ -113,6 +137,6 @@ pub mod rust_cuda_entry {
     #[kernel]
     pub unsafe fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
         let ctx = unsafe { Ctx::new() };
-        unsafe { super::saxpy_body(ctx, ctx.group_size_x(), n, a, In::new(x), Out::new(y)) }
+        unsafe { super::saxpy_body(ctx, ctx.group_size_x(), super::VECTOR, n, a, In::new(x), Out::new(y)) }
     }
 }

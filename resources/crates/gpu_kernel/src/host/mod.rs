@@ -378,6 +378,53 @@ impl<T: Atomic> Out<'_, T> {
     }
 }
 
+// 16-byte accesses, `get4` / `set4`: elements `i .. i + 4` as one access on the GPU targets
+// (`ld.global.v4.f32`). Here four element accesses, each checked as `get` / `set` (a sim build
+// reports the first one out of bounds at the caller's line); an `i` that is not a multiple of 4
+// stops the kernel, as the misaligned address would fault on a GPU.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn misaligned(what: &str, index: usize) -> ! {
+    panic!("{what}: a 16-byte access at element {index}, which is not a multiple of 4")
+}
+
+impl In<'_, f32> {
+    /// Elements `i .. i + 4` (one 16-byte load on a GPU); `i` is a multiple of 4.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get4(&self, i: usize) -> [f32; 4] {
+        if i % 4 != 0 {
+            misaligned(&alloc_name("buffer", self.id), i);
+        }
+        [self.get(i), self.get(i + 1), self.get(i + 2), self.get(i + 3)]
+    }
+}
+
+impl Out<'_, f32> {
+    /// Elements `i .. i + 4` (one 16-byte load on a GPU); `i` is a multiple of 4.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get4(&self, i: usize) -> [f32; 4] {
+        if i % 4 != 0 {
+            misaligned(&alloc_name("buffer", self.id), i);
+        }
+        [self.get(i), self.get(i + 1), self.get(i + 2), self.get(i + 3)]
+    }
+    /// Elements `i .. i + 4` (one 16-byte store on a GPU); `i` is a multiple of 4.
+    #[inline(always)]
+    #[track_caller]
+    pub fn set4(&mut self, i: usize, value: [f32; 4]) {
+        if i % 4 != 0 {
+            misaligned(&alloc_name("buffer", self.id), i);
+        }
+        self.set(i, value[0]);
+        self.set(i + 1, value[1]);
+        self.set(i + 2, value[2]);
+        self.set(i + 3, value[3]);
+    }
+}
+
 /// A workgroup-shared array of `N` elements: one per workgroup, from [`Ctx::shared`].
 pub struct Shared<'a, T, const N: usize> {
     ptr: *mut T,
@@ -450,6 +497,19 @@ impl<T: Atomic, const N: usize> Shared<'_, T, N> {
             self.group.shared_atomic(self.slot, i, Location::caller());
         }
         unsafe { T::fetch_add(self.ptr.add(i), value) }
+    }
+}
+
+impl<const N: usize> Shared<'_, f32, N> {
+    /// Elements `i .. i + 4` (one 16-byte load on a GPU); `i` is a multiple of 4. Four element
+    /// reads here, each checked as `get`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get4(&self, i: usize) -> [f32; 4] {
+        if i % 4 != 0 {
+            misaligned(&alloc_name("shared array", self.slot), i);
+        }
+        [self.get(i), self.get(i + 1), self.get(i + 2), self.get(i + 3)]
     }
 }
 
