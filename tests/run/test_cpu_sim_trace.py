@@ -26,7 +26,7 @@ TRACED = (
     '        ctx.trace("after", y[i]);\n'
     '        ctx.trace("last", i + 1 == n as usize);\n'
 )
-GUARD = "    if i < n as usize {\n"
+GUARD = "    let n = n as usize;\n"  # right after the index: every invocation traces it
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def traced_saxpy(example_copy):
     lib = root / "src" / "lib.rs"
     text = lib.read_text()
     assert text.count(BODY) == 1 and text.count(GUARD) == 1
-    lib.write_text(text.replace(BODY, TRACED).replace(GUARD, '    ctx.trace("i", i);\n' + GUARD))
+    lib.write_text(text.replace(BODY, TRACED).replace(GUARD, GUARD + '    ctx.trace("i", i);\n'))
     return root
 
 
