@@ -24,7 +24,7 @@ def _sweep_rows(rows: list[dict]) -> set[tuple]:
 def test_local_cluster_of_two_uses_both_workers_records_every_configuration_and_resumes(
     example_copy, tune_cli, tmp_path
 ):
-    project, db = example_copy("saxpy"), tmp_path / "s.db"
+    project, db = example_copy("saxpy", tunables=("threads",)), tmp_path / "s.db"
     args = [
         str(project),
         *SWEEP,
@@ -67,7 +67,7 @@ def test_scheduler_sweep_survives_a_worker_killed_with_sigkill(
     address = dask_processes.scheduler()
     victim, victim_address = dask_processes.worker("a")
     _survivor, survivor_address = dask_processes.worker("b")
-    project, db = example_copy("saxpy"), tmp_path / "s.db"
+    project, db = example_copy("saxpy", tunables=("threads",)), tmp_path / "s.db"
     proc = tune_cli(str(project), "--backend", "cpu,wgsl", "--size", "n=262144", "--rounds", "2", "--confirm", "0",
                     "--param", "threads=64,128,256,512", "--db", str(db), "--cluster", address)  # fmt: skip
     seen = []
@@ -100,7 +100,7 @@ def test_worker_with_a_different_device_model_is_refused(example_copy, tune_cli,
     _same, same_address = dask_processes.worker("same")
     # llvmpipe with 128-bit vectors is another device model (its name says so), as another GPU would be.
     _other, other_address = dask_processes.worker("other", env={"LP_NATIVE_VECTOR_WIDTH": "128"})
-    project, db = example_copy("saxpy"), tmp_path / "s.db"
+    project, db = example_copy("saxpy", tunables=("threads",)), tmp_path / "s.db"
     code, out, err = _finish(tune_cli(str(project), *SWEEP, "--param", "threads=64,128", "--db", str(db),
                                       "--cluster", address, "--json"))  # fmt: skip
     assert code == 0, err
@@ -115,7 +115,7 @@ def test_worker_with_a_different_device_model_is_refused(example_copy, tune_cli,
 
 
 def test_a_bad_cluster_spec_is_named(example_copy, tune_cli, tmp_path):
-    code, _out, err = _finish(tune_cli(str(example_copy("saxpy")), "--db", str(tmp_path / "s.db"),
+    code, _out, err = _finish(tune_cli(str(example_copy("saxpy", tunables=("threads",))), "--db", str(tmp_path / "s.db"),
                                        "--cluster", "tcp://nowhere"))  # fmt: skip
     assert code == 2
     assert "--cluster 'tcp://nowhere': expected local, local:N" in err and "Traceback" not in err
@@ -128,7 +128,7 @@ def test_a_scheduler_that_does_not_answer_is_named(example_copy, tune_cli, tmp_p
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    code, _out, err = _finish(tune_cli(str(example_copy("saxpy")), "--backend", "cpu", "--db",
+    code, _out, err = _finish(tune_cli(str(example_copy("saxpy", tunables=("threads",))), "--backend", "cpu", "--db",
                                        str(tmp_path / "s.db"), "--cluster", f"tcp://127.0.0.1:{port}"))  # fmt: skip
     assert code == 2
     assert f"--cluster tcp://127.0.0.1:{port}: no Dask scheduler answers" in err and "Traceback" not in err

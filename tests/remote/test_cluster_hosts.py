@@ -50,7 +50,7 @@ def test_hosts_cluster_runs_every_configuration_on_the_hosts_workers_and_leaves_
     name = f"gpuhost-{os.getpid()}"  # its workers are named after it: the check below finds only those
     HostStore().add(sshd.host(name), replace=True)
     try:
-        project, db = example_copy("saxpy"), tmp_path / "s.db"
+        project, db = example_copy("saxpy", tunables=("threads",)), tmp_path / "s.db"
         done = _tune(str(project), *SWEEP, "--param", "threads=64,128", "--db", str(db),
                      "--cluster", f"hosts:{name}", "--json", cache_dir=shared_cache_dir)  # fmt: skip
         assert done.returncode == 0, done.stderr
@@ -83,7 +83,7 @@ def test_a_host_without_dask_is_named_with_the_cause(sshd, example_copy, shared_
     (shadow / "__init__.py").write_text("raise ImportError(\"No module named 'distributed'\")\n")
     HostStore().add(sshd.host(name, python=python), replace=True)
     try:
-        done = _tune(str(example_copy("saxpy")), "--backend", "cpu", "--db", str(tmp_path / "s.db"),
+        done = _tune(str(example_copy("saxpy", tunables=("threads",))), "--backend", "cpu", "--db", str(tmp_path / "s.db"),
                      "--cluster", f"hosts:{name}", cache_dir=shared_cache_dir)  # fmt: skip
     finally:
         HostStore().remove(name)
@@ -98,7 +98,7 @@ def test_a_host_without_dask_is_named_with_the_cause(sshd, example_copy, shared_
 def test_an_unregistered_host_and_a_refused_connection_are_named(
     sshd, example_copy, shared_cache_dir, tmp_path
 ):
-    project = example_copy("saxpy")
+    project = example_copy("saxpy", tunables=("threads",))
     done = _tune(str(project), "--backend", "cpu", "--db", str(tmp_path / "s.db"), "--cluster", "hosts:nosuch",
                  cache_dir=shared_cache_dir)  # fmt: skip
     assert done.returncode == 2 and "no host named 'nosuch'" in done.stderr, done.stderr
@@ -129,7 +129,7 @@ def test_ctrl_c_mid_sweep_stops_the_hosts_workers(sshd, example_copy, shared_cac
     HostStore().add(sshd.host(name), replace=True)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "workbench", "tune", str(example_copy("saxpy")), *SWEEP, "--param",
+            [sys.executable, "-m", "workbench", "tune", str(example_copy("saxpy", tunables=("threads",))), *SWEEP, "--param",
              "threads=64,128,256,512", "--db", str(tmp_path / "s.db"), "--cluster", f"hosts:{name}",
              "--cache-dir", str(shared_cache_dir)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,

@@ -148,7 +148,7 @@ def test_sweep_cli_curves_per_backend(example_copy, workbench_cli, tmp_path, sha
 
 
 def test_random_strategy_draws_a_seeded_budget_of_valid_configs(example_copy):
-    kernel = Project.open(example_copy("matmul")).manifest.kernel()
+    kernel = Project.open(example_copy("matmul", tunables=("tile",))).manifest.kernel()
     params = {"tile": (4, 8, 16, 32, 64)}  # 64 breaks tile * tile <= 1024
     first = space(kernel, params, strategy="random", budget=3, seed=7)
     again = space(kernel, params, strategy="random", budget=3, seed=7)
@@ -164,10 +164,10 @@ def test_tune_on_cpu_sim_records_each_configuration_with_its_findings(
 ):
     # The host entry indexes with 64 whatever the workgroup: right at threads=64; at 128 two
     # workgroups write one element (a global race cpu-sim finds).
-    root = example_copy("saxpy")
+    root = example_copy("saxpy", tunables=("threads",))
     lib = root / "src" / "lib.rs"
     text = lib.read_text()
-    call = "k.run(|ctx| saxpy_body(ctx, ctx.group_size_x(), n, a, x, y));"
+    call = "k.run(|ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));"
     assert text.count(call) == 1
     lib.write_text(text.replace(call, call.replace("ctx.group_size_x()", "64")))
     db = tmp_path / "s.db"

@@ -185,7 +185,7 @@ def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, exampl
 def test_sweep_runs_through_a_local_cluster_of_two_chosen_in_the_panel(
     make_window, example_copy, qtbot, private_sessions_db
 ):
-    window, panel = _window(make_window, example_copy("saxpy"), ["cpu", "wgsl"])
+    window, panel = _window(make_window, example_copy("saxpy", tunables=("threads",)), ["cpu", "wgsl"])
     panel.rounds.setValue(1)
     panel.confirm_rounds = 0
     assert panel.cluster.currentText() == "none" and panel.cluster_spec() is None
@@ -214,7 +214,7 @@ def test_an_invalid_cluster_spec_is_marked_with_the_parsers_message_and_nothing_
 ):
     from workbench.profile.tuning.cluster.connect import ClusterError, parse
 
-    window, panel = _window(make_window, example_copy("saxpy"), ["cpu"])
+    window, panel = _window(make_window, example_copy("saxpy", tunables=("threads",)), ["cpu"])
     panel.cluster.setEditText("tcp://nowhere")
     try:
         parse("tcp://nowhere")
