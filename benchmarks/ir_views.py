@@ -136,8 +136,8 @@ def build_diff(shots) -> dict:
     window.show_artifacts("cpu")
     wait_until(lambda: view.line_views(), BUILD_TIMEOUT_S, "the first build's assembly")
     lib = root / "src" / "lib.rs"
-    line, _ = store_line(lib.read_text())
-    lib.write_text(with_store_changed(lib.read_text(), lambda v: f"({v}) * 1.5"))
+    line, _ = store_line(lib.read_text(), last=True)
+    lib.write_text(with_store_changed(lib.read_text(), lambda v: f"({v}) * 1.5", last=True))
     (after,) = build_project(Project.open(root), ["cpu"], shots.cache_dir)
     assert after.status == "ok" and after.key != before.key
     view.set_results({"cpu": after})

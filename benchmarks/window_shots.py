@@ -328,14 +328,17 @@ def main(states: dict[str, State], description: str, name: str, argv: list[str] 
 STORE = re.compile(r"(?m)^(?P<lead>\s*)(?P<target>\w+\[[^\]]+\])\s*=\s*(?P<value>[^;=]+);")
 
 
-def store_line(text: str) -> tuple[int, re.Match]:
-    """The first `name[index] = value;` statement (the kernel's store) and its 1-based line."""
-    match = STORE.search(text)
-    assert match, "no `name[index] = value;` statement found"
+def store_line(text: str, last: bool = False) -> tuple[int, re.Match]:
+    """The first (or `last`) `name[index] = value;` statement (the kernel's store) and its 1-based
+    line. saxpy's plain form, the one built by default, is its last store (the first is the
+    `vector = 4` form's scalar tail, compiled out at `vector = 1`)."""
+    found = list(STORE.finditer(text))
+    assert found, "no `name[index] = value;` statement found"
+    match = found[-1] if last else found[0]
     return text.count("\n", 0, match.start("target")) + 1, match
 
 
-def with_store_changed(text: str, change: Callable[[str], str]) -> str:
-    """`text` with the first store's value replaced by `change(value)`."""
-    _, match = store_line(text)
+def with_store_changed(text: str, change: Callable[[str], str], last: bool = False) -> str:
+    """`text` with the first (or `last`) store's value replaced by `change(value)`."""
+    _, match = store_line(text, last)
     return text[: match.start("value")] + change(match.group("value")) + text[match.end("value") :]

@@ -93,7 +93,7 @@ def test_a_manifest_broken_on_disk_is_a_diagnostic_at_its_line_until_fixed(
 
     # Open now, so the editor's own watch reloads it; a buffer without its binding is next
     # (wgsl is a backend of saxpy): reported at that buffer's table.
-    unbound = good.replace("binding = 2\n", "")
+    unbound = good.replace("binding = 2\nviews = [4]\n", "")  # its views need a binding too
     table = next(
         i
         for i in range(_line_of(unbound, 'name = "y"'), 0, -1)
