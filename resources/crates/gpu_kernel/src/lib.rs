@@ -90,5 +90,25 @@ trace_impl! {
 
 /// What a kernel body needs in one line: `use gpu_kernel::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Atomic, Ctx, Element, In, Out, Shared, Shuffle, Trace};
+    pub use crate::{Atomic, Ctx, Element, In, Out, Shared, Shuffle, Trace, tunable};
+}
+
+/// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
+/// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
+/// Called as `tunable(option_env!("WB_TUNABLE_THREADS"), 256)` in the kernel's own crate, whose
+/// build the variable is set for.
+pub const fn tunable(value: Option<&str>, default: usize) -> usize {
+    let digits = match value {
+        Some(text) => text.as_bytes(),
+        None => return default,
+    };
+    assert!(!digits.is_empty(), "a tunable must be a whole number");
+    let mut out = 0usize;
+    let mut i = 0;
+    while i < digits.len() {
+        assert!(digits[i].is_ascii_digit(), "a tunable must be a whole number");
+        out = out * 10 + (digits[i] - b'0') as usize;
+        i += 1;
+    }
+    out
 }

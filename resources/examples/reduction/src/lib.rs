@@ -21,25 +21,6 @@
 
 use gpu_kernel::prelude::*;
 
-/// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
-/// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
-#[allow(dead_code)]
-const fn tunable(value: Option<&str>, default: usize) -> usize {
-    let digits = match value {
-        Some(text) => text.as_bytes(),
-        None => return default,
-    };
-    assert!(!digits.is_empty(), "a tunable must be a whole number");
-    let mut out = 0usize;
-    let mut i = 0;
-    while i < digits.len() {
-        assert!(digits[i].is_ascii_digit(), "a tunable must be a whole number");
-        out = out * 10 + (digits[i] - b'0') as usize;
-        i += 1;
-    }
-    out
-}
-
 /// Invocations per workgroup (the manifest's `threads`).
 pub const BLOCK: usize = 256;
 /// Elements per load (`[kernel.tunables] vector`): 4 (16-byte loads) or 1.

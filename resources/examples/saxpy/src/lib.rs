@@ -10,25 +10,6 @@
 
 use gpu_kernel::prelude::*;
 
-/// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
-/// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
-#[allow(dead_code)]
-const fn tunable(value: Option<&str>, default: usize) -> usize {
-    let digits = match value {
-        Some(text) => text.as_bytes(),
-        None => return default,
-    };
-    assert!(!digits.is_empty(), "a tunable must be a whole number");
-    let mut out = 0usize;
-    let mut i = 0;
-    while i < digits.len() {
-        assert!(digits[i].is_ascii_digit(), "a tunable must be a whole number");
-        out = out * 10 + (digits[i] - b'0') as usize;
-        i += 1;
-    }
-    out
-}
-
 /// Threads per block (`[kernel.tunables] threads`): the nvptx entry indexes with it (a constant in
 /// the PTX, where `blockDim.x` is a register read). The host builds take the launch's own group
 /// size and never read it, and say so.

@@ -15,26 +15,6 @@
 
 use gpu_kernel::prelude::*;
 
-/// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
-/// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
-/// Only the nvptx entry reads tunables (constants in its PTX); the others take the launch's size.
-#[cfg(target_arch = "nvptx64")]
-const fn tunable(value: Option<&str>, default: usize) -> usize {
-    let digits = match value {
-        Some(text) => text.as_bytes(),
-        None => return default,
-    };
-    assert!(!digits.is_empty(), "a tunable must be a whole number");
-    let mut out = 0usize;
-    let mut i = 0;
-    while i < digits.len() {
-        assert!(digits[i].is_ascii_digit(), "a tunable must be a whole number");
-        out = out * 10 + (digits[i] - b'0') as usize;
-        i += 1;
-    }
-    out
-}
-
 /// The workgroup's width and height (Kernel Tuner's `block_size_x` / `block_size_y`).
 #[cfg(target_arch = "nvptx64")]
 pub const BLOCK_SIZE_X: usize = tunable(option_env!("WB_TUNABLE_BLOCK_SIZE_X"), 32);

@@ -17,24 +17,6 @@
 
 use gpu_kernel::prelude::*;
 
-/// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each
-/// configuration it builds (docs/manifest.md, "Tunables"); a plain `cargo build` gets `default`.
-const fn tunable(value: Option<&str>, default: usize) -> usize {
-    let digits = match value {
-        Some(text) => text.as_bytes(),
-        None => return default,
-    };
-    assert!(!digits.is_empty(), "a tunable must be a whole number");
-    let mut out = 0usize;
-    let mut i = 0;
-    while i < digits.len() {
-        assert!(digits[i].is_ascii_digit(), "a tunable must be a whole number");
-        out = out * 10 + (digits[i] - b'0') as usize;
-        i += 1;
-    }
-    out
-}
-
 /// Tile edge (`[kernel.tunables] tile`): the workgroup is TILE invocations wide (the manifest's
 /// `threads = ["tile", "block_rows"]`). The rust-gpu entry keeps 32: its `threads(..)` takes literals.
 pub const TILE: usize = tunable(option_env!("WB_TUNABLE_TILE"), 32);
