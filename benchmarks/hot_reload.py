@@ -7,10 +7,12 @@ build), it edits lib.rs, saves it through the window (as Ctrl+S does) and waits 
 
     python benchmarks/hot_reload.py [--json] [--iterations 8] [--cache-dir DIR | --cold] [--diagnose]
 
-Goals (2-core machine): median edit-to-result ≤ 1.0 s, longest event-loop stall ≤ 50 ms, both
-over the hot-reload cycles and while the console's `build('cpu')` (a real cargo build of an
-edited source) and `run('wgsl')` are in flight (the figure tests/ui/test_console.py once asserted;
-tests assert no durations). The first Run (cold with `--cold`: a fresh build cache, so nvptx
+Goals (issue 21, a quiet 2-core machine): median edit-to-result ≤ 0.3 s, longest event-loop stall
+≤ 30 ms, both over the hot-reload cycles and while the console's `build('cpu')` (a real cargo build of
+an edited source) and `run('wgsl')` are in flight (tests assert no durations). Results stream in, so
+each cycle also reports when the first backend's result was shown and each backend's median;
+`--backends` picks other backends than cpu, nvptx, wgsl. Each run's edits are its own (a nonce), so a
+kept cache never serves them. The first Run (cold with `--cold`: a fresh build cache, so nvptx
 builds `core`) reports when each backend's result arrived: results stream in, the first never
 waits for the slowest build, and a backend whose runtime is unavailable builds in the background.
 
@@ -44,8 +46,8 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_output import OUT_HELP, write_json  # noqa: E402
 
-GOAL_MEDIAN_S = 1.0
-GOAL_STALL_S = 0.050
+GOAL_MEDIAN_S = 0.3
+GOAL_STALL_S = 0.030
 #: Event-loop gaps longer than this are listed (with their phase) in the diagnostics.
 REPORTED_STALL_S = 0.020
 BACKENDS = ["cpu", "nvptx", "wgsl"]
@@ -212,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--out", metavar="PATH", help=OUT_HELP)
     parser.add_argument("--iterations", type=int, default=8)
+    parser.add_argument(
+        "--backends", default=",".join(BACKENDS), help="comma-separated (default: %(default)s)"
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="per step, seconds")
     parser.add_argument("--cache-dir", help="build cache (default: REPO/.wb-cache/bench, kept between runs)")
     parser.add_argument(
@@ -275,7 +280,7 @@ def _measure(project: Path, cache: Path, args) -> dict:
     from workbench.ui.settings import Settings
 
     app = create_application()
-    settings = Settings(backends=BACKENDS, devices=DEVICES)
+    settings = Settings(backends=args.backends.split(","), devices=DEVICES)
     set_trusted(project)
     window = create_window(cache_dir=cache, settings=settings)
     window.persist_settings = False
@@ -306,7 +311,6 @@ def _measure(project: Path, cache: Path, args) -> dict:
     if first_report is None:
         raise SystemExit(f"warm-up run did not finish within {args.timeout} s")
     warmup_s = time.perf_counter() - warm_start
-    bridge.runEvent.disconnect(on_run_event)
     first_run = {
         "cold": bool(args.cold),
         "first_result_s": min(arrived.values()) if arrived else None,
@@ -338,17 +342,27 @@ def _measure(project: Path, cache: Path, args) -> dict:
         sampler.start()
     if profiler is not None:
         profiler.enable()
+    nonce = time.time_ns()
+    per_backend: dict[str, list[float]] = {}  # backend → each cycle's save → its result shown
+    first_shown: list[float] = []  # each cycle's save → the first backend's result shown
     for i in range(args.iterations):
         cursor = editor.textCursor()
         cursor.movePosition(QTextCursor.MoveOperation.End)
-        cursor.insertText(f"// hot-reload edit {i}\n")
+        # Unique per run: an edit a kept cache has seen would be served from it, not rebuilt.
+        cursor.insertText(f"// hot-reload edit {i} {nonce}\n")
         clock.take()
         gaps_before = len(meter.gaps)
-        start = time.perf_counter()
+        arrived.clear()
+        verified.clear()
+        start = warm_start = time.perf_counter()  # on_run_event stamps results from the save
         window.save_current()
         report = wait_for(bridge.runFinished, args.timeout)
         shown = time.perf_counter()
         wall.append(shown - start)
+        for backend, at in arrived.items():
+            per_backend.setdefault(backend, []).append(at)
+        if arrived:
+            first_shown.append(min(arrived.values()))
         if report is None:
             raise SystemExit(f"iteration {i}: no result within {args.timeout} s")
         statuses.append({r.backend: r.status for r in report.results})
@@ -372,6 +386,7 @@ def _measure(project: Path, cache: Path, args) -> dict:
     if sampler is not None:
         sampler.stop()
     meter.stop()
+    bridge.runEvent.disconnect(on_run_event)
     bridge.loop.unsubscribe(clock)
     console = _console_stall(window, editor, args.timeout)
     window.close()
@@ -380,13 +395,19 @@ def _measure(project: Path, cache: Path, args) -> dict:
     return {
         "benchmark": "hot_reload",
         "project": "saxpy",
-        "backends": BACKENDS,
+        "backends": args.backends.split(","),
         "devices": DEVICES,
         "iterations": args.iterations,
         "warmup_s": round(warmup_s, 3),
         "edit_to_result_s": [round(s, 4) for s in wall],
         "edit_to_result_median_s": round(median, 4),
         "bridge_latency_s": [round(s, 4) for s in reported],
+        # Results stream in: the first backend's result is shown before the cycle's last one.
+        "edit_to_first_result_s": [round(s, 4) for s in first_shown],
+        "edit_to_first_result_median_s": round(statistics.median(first_shown), 4) if first_shown else None,
+        "edit_to_backend_result_median_s": {
+            backend: round(statistics.median(times), 4) for backend, times in per_backend.items()
+        },
         "max_event_loop_stall_s": round(meter.max_gap_s, 4),
         "first_run": first_run,
         "console": console,
@@ -460,6 +481,7 @@ def table(result: dict) -> str:
     sec = lambda s: f"{s:.2f} s" if isinstance(s, int | float) else "-"  # noqa: E731
     rows = [
         ("edit → result, median", sec(result["edit_to_result_median_s"]), f"≤ {GOAL_MEDIAN_S} s"),
+        ("edit → first result shown, median", sec(result.get("edit_to_first_result_median_s")), ""),
         ("event-loop stall, hot reload", ms(result["max_event_loop_stall_s"]), f"≤ {GOAL_STALL_S * 1000:.0f} ms"),
         ("event-loop stall, console build + run", ms(console.get("max_event_loop_stall_s")),
          f"≤ {GOAL_STALL_S * 1000:.0f} ms"),

@@ -88,6 +88,10 @@ GATED_BUILD_RS = """fn main() {{
     // A safety valve, not a measurement: the test opens the gate long before.
     for _ in 0..12000 {{
         if std::path::Path::new(gate).exists() {{
+            // The build script's own /proc stat (its niceness among it), for tests of priority.
+            if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {{
+                let _ = std::fs::write(format!("{{}}.stat", gate), stat);
+            }}
             return;
         }}
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -97,10 +101,16 @@ GATED_BUILD_RS = """fn main() {{
 """
 
 
+def niceness_of_stat(stat: str) -> int:
+    """The niceness in a /proc/<pid>/stat line (field 19; the name in parentheses may hold spaces)."""
+    return int(stat.rsplit(")", 1)[1].split()[16])
+
+
 @pytest.fixture
 def gated_saxpy(example_copy, tmp_path):
     """A saxpy copy (sources made unique: real builds) whose cargo builds wait in build.rs until
     the test opens their gate: `gates["host"]` (cpu) or `gates["nvptx"]`. Returns (root, gates).
+    Once let go, each build script leaves its /proc/self/stat beside its gate (`<gate>.stat`).
     A slow build made certain: tests assert the order of events a gate forces, never durations."""
     root = example_copy("saxpy", unique=True)
     gates = {"host": tmp_path / "open-host", "nvptx": tmp_path / "open-nvptx"}

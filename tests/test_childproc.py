@@ -89,3 +89,23 @@ def test_leak_check_reports_threads_and_child_processes():
         proc.stdout.close()
         proc.stderr.close()
     assert _leaks(threads_before, pids_before) == ([], [])
+
+
+def test_a_niceness_lowers_the_childs_priority_and_its_children_inherit_it():
+    """A background build's commands (Budget.niceness) yield the cores: the leader is reniced as
+    it starts and a process it starts afterwards (rustc under cargo) runs at that priority too."""
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    # The grandchild starts after a pause, as cargo starts rustc after reading its manifests.
+    script = (
+        "import subprocess, sys, time; time.sleep(0.3); "
+        "subprocess.run([sys.executable, '-c', 'import os; print(os.getpriority(os.PRIO_PROCESS, 0))'])"
+    )
+    done = childproc.stream([sys.executable, "-c", script], niceness=5)
+    assert done.returncode == 0 and done.stdout == [str(min(19, base + 5))]
+    plain = childproc.stream([sys.executable, "-c", "import os; print(os.getpriority(os.PRIO_PROCESS, 0))"])
+    assert plain.stdout == [str(base)]
+    proc = childproc.spawn([sys.executable, "-c", "import time; time.sleep(30)"], niceness=7)
+    try:
+        assert psutil.Process(proc.pid).nice() == min(19, base + 7)
+    finally:
+        childproc.stop_tree(proc, grace_s=0.5)

@@ -42,12 +42,14 @@ def spawn(
     env: dict[str, str] | None = None,
     stdin: int | None = subprocess.DEVNULL,
     pass_fds: tuple[int, ...] = (),
+    niceness: int = 0,
 ) -> subprocess.Popen:
     """Start `cmd` in a new session (its own process group) with stdout and stderr piped;
-    `pass_fds` stay open in the child (a worker's shared-memory channel).
+    `pass_fds` stay open in the child (a worker's shared-memory channel); `niceness` > 0 lowers
+    its CPU priority (the processes it starts inherit it).
 
     Raises FileNotFoundError / PermissionError when the program cannot be started."""
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         cmd,
         cwd=cwd,
         env=env,
@@ -57,6 +59,14 @@ def spawn(
         start_new_session=True,
         pass_fds=pass_fds,
     )
+    if niceness > 0 and hasattr(os, "setpriority"):
+        # Set from here, not in a preexec_fn (unsafe with threads): cargo reads its manifests
+        # for milliseconds before it starts rustc, which then inherits the priority.
+        try:
+            os.setpriority(os.PRIO_PROCESS, proc.pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness))
+        except OSError:
+            pass  # it already exited, or the platform refuses: it runs at normal priority
+    return proc
 
 
 def pump_lines(stream, on_line: Callable[[str | None], None], name: str = "wb-pipe") -> threading.Thread:
@@ -166,6 +176,7 @@ def stream(
     on_line: Callable[[str, str], None] | None = None,
     grace_s: float = GRACE_S,
     stdin: str | Path | None = None,
+    niceness: int = 0,
 ) -> Completed:
     """Run `cmd`, calling `on_line(stream_name, line)` for each stdout/stderr line as it arrives.
 
@@ -178,9 +189,9 @@ def stream(
     check()
     if stdin is not None:
         with open(stdin, "rb") as source:  # the child holds its own copy of the descriptor
-            proc = spawn(cmd, cwd=cwd, env=env, stdin=source.fileno())
+            proc = spawn(cmd, cwd=cwd, env=env, stdin=source.fileno(), niceness=niceness)
     else:
-        proc = spawn(cmd, cwd=cwd, env=env)
+        proc = spawn(cmd, cwd=cwd, env=env, niceness=niceness)
     lines: queue.Queue = queue.Queue()
     for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         pump_lines(pipe, lambda line, _n=name: lines.put((_n, line)), name=f"wb-{name}-{proc.pid}")

@@ -8,8 +8,13 @@ that a gate makes certain, never a duration."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
+from tests.conftest import niceness_of_stat
+from workbench.build.service import BACKGROUND_NICENESS
 from workbench.build.toolchains import detect
 from workbench.project import Project
 from workbench.run.service import BACKGROUND_BUILD_NOTE
@@ -79,6 +84,10 @@ def test_results_stream_in_and_an_unrunnable_backend_builds_in_the_background(
     assert bridge.last_build["nvptx"].status == "ok" and bridge.last_build["cpu"].status == "ok"
     assert any(m.startswith("built in the background, for inspection: nvptx ok") for m in messages)
     assert len(finished) == 2  # the background build did not rerun or re-report anything
+    # Nobody waited for nvptx: its build ran below the priority of cpu's, the result's path.
+    host = niceness_of_stat(Path(f"{gates['host']}.stat").read_text())
+    background = niceness_of_stat(Path(f"{gates['nvptx']}.stat").read_text())
+    assert host == os.getpriority(os.PRIO_PROCESS, 0) and background == min(19, host + BACKGROUND_NICENESS)
 
 
 def test_the_window_defaults_to_the_command_lines_backends(qtbot, bridge, example_copy):

@@ -35,11 +35,14 @@ class Budget:
     cancel: threading.Event = field(default_factory=threading.Event)
     deadline: float | None = None  # time.monotonic() value
     timeout_s: float | None = None
+    #: Added to the commands' CPU niceness: a build nobody waits for (its runtime is unavailable
+    #: here) yields the cores to those on the path to the next result.
+    niceness: int = 0
 
     @classmethod
-    def with_timeout(cls, timeout_s: float | None) -> Budget:
+    def with_timeout(cls, timeout_s: float | None, niceness: int = 0) -> Budget:
         deadline = time.monotonic() + timeout_s if timeout_s else None
-        return cls(deadline=deadline, timeout_s=timeout_s)
+        return cls(deadline=deadline, timeout_s=timeout_s, niceness=niceness)
 
     def check(self) -> None:
         if self.cancel.is_set():
@@ -62,4 +65,6 @@ def run_command(
     FileNotFoundError when the program does not exist.
     """
     budget = budget or Budget()
-    return childproc.stream(cmd, cwd=cwd, env=env, check=budget.check, on_line=on_line)
+    return childproc.stream(
+        cmd, cwd=cwd, env=env, check=budget.check, on_line=on_line, niceness=budget.niceness
+    )

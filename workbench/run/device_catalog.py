@@ -53,6 +53,13 @@ class DeviceCatalog:
                 self._devices[runtime] = info
             return self._devices[runtime]
 
+    def known_unavailable(self, runtime: str) -> bool:
+        """True only when an earlier probe found `runtime` unavailable here: answered from the
+        cache, never starting a worker (a caller deciding how to build must not wait on a probe)."""
+        with self._devices_lock:
+            info = self._devices.get(runtime)
+        return info is not None and not info.get("available")
+
     def probe(self, runtimes: set[str]) -> None:
         """Ask every runtime not probed yet for its devices, side by side: each probe starts a
         worker (importing pycuda and creating a context, or enumerating Vulkan adapters takes a

@@ -154,6 +154,13 @@ class RunService:
         """{"available", "reason", "devices"} of one runtime, as its worker sees it (cached)."""
         return self.catalog.devices(runtime, refresh)
 
+    def cannot_run_here(self, backends: list[str], devices: list[str] | None = None) -> list[str]:
+        """Those of `backends` a run would not wait for: their runtime was found unavailable here
+        (from the cache: no probe) and no GPU host is among `devices` (a `host/…` spec)."""
+        if any("/" in spec for spec in devices or ()):
+            return []
+        return [b for b in backends if self.catalog.known_unavailable(runtime_of(b))]
+
     def host_devices(self, name: str, refresh: bool = False) -> dict[str, dict[str, Any]]:
         """A configured host's devices by runtime (specs `NAME/cpu` …), probed over ssh (cached)."""
         return self.catalog.host_devices(name, refresh)

@@ -439,7 +439,10 @@ class LiveLoop:
                 to_build.append(reference)  # what the others are checked against
         with self._lock:
             self._cycle_builds = list(to_build)
-        job = self.build_service.submit(project, to_build, tunables=self.tunables)
+        # A build whose result cannot run here goes on at a lower priority, off the cores of
+        # those the run waits for (known from an earlier cycle's probe; the first cycle's are not).
+        background = self.run_service.cannot_run_here(to_build, self.devices) if request.run else []
+        job = self.build_service.submit(project, to_build, tunables=self.tunables, background=background)
         if request.cancelled.is_set():  # cancelled between entering the phase and submitting
             for backend in to_build:
                 self.build_service.cancel(backend)
