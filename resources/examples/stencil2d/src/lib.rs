@@ -39,31 +39,42 @@ pub fn stencil2d_body(
     mut x_new: Out<f32>,
     mut tile: Shared<f32, HALO_ELEMENTS>,
 ) {
-    let (width, height) = (width as usize, height as usize);
-    let (lx, ly) = (ctx.local_id_x(), ctx.local_id_y());
-    let x0 = ctx.group_id_x() * bx;
-    let y0 = ctx.group_id_y() * by;
+    // Coordinates in u32, as the CUDA C++ reference's `unsigned int` (width and height are u32);
+    // only the linear buffer index is a usize. In usize, rustc's NVPTX build does every compare,
+    // add and multiply of this index math in 64 bits (two SASS instructions each, three for a
+    // multiply), and this kernel's time is largely instruction issue, not memory bandwidth.
+    let (bx, by) = (bx as u32, by as u32);
+    let (lx, ly) = (ctx.local_id_x() as u32, ctx.local_id_y() as u32);
+    let x0 = ctx.group_id_x() as u32 * bx;
+    let y0 = ctx.group_id_y() as u32 * by;
     let row = bx + 2;
     // The block and its halo: point (tx, ty) of the tile is grid point (x0 + tx - 1, y0 + ty - 1).
     let mut k = ly * bx + lx;
     while k < row * (by + 2) {
         let (tx, ty) = (k % row, k / row);
-        let inside = x0 + tx >= 1 && y0 + ty >= 1 && x0 + tx - 1 < width && y0 + ty - 1 < height;
-        let value = if inside { x_old.get((y0 + ty - 1) * width + x0 + tx - 1) } else { 0.0 };
-        tile.set(k, value);
+        // x0 + tx >= 1 && x0 + tx - 1 < width as one compare (0 - 1 wraps past width), the same
+        // for y: rustc kept the four-way `&&` as three branches around the load, and ptxas then
+        // neither predicated the load nor unrolled the loop, so an invocation with two tile points
+        // waited for its first load before issuing its second. With one condition ptxas predicates
+        // the load and unrolls the loop as it does nvcc's: both loads are in flight together.
+        let (gx, gy) = ((x0 + tx).wrapping_sub(1), (y0 + ty).wrapping_sub(1));
+        let inside = gx < width && gy < height;
+        let value = if inside { x_old.get(gy as usize * width as usize + gx as usize) } else { 0.0 };
+        tile.set(k as usize, value);
         k += bx * by;
     }
     ctx.barrier();
     let (x, y) = (x0 + lx, y0 + ly);
     if x < width && y < height {
-        let at = (ly + 1) * row + lx + 1;
+        let at = ((ly + 1) * row + lx + 1) as usize;
+        let row = row as usize;
         let c = tile.get(at);
         let value = if x > 0 && y > 0 && x + 1 < width && y + 1 < height {
             (c + tile.get(at - 1) + tile.get(at + 1) + tile.get(at + row) + tile.get(at - row)) / 5.0
         } else {
             c // the boundary keeps its value
         };
-        x_new.set(y * width + x, value);
+        x_new.set(y as usize * width as usize + x as usize, value);
     }
 }
 
