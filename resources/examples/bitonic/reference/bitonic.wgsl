@@ -18,11 +18,15 @@ fn main(
 ) {
     let i = (wid.x + groups.x * (wid.y + groups.y * wid.z)) * 256u + lid.x;
     let l = i ^ params.j;
-    if (i < params.n && l > i && l < params.n) {
+    // `&` and `|`, not `&&` and `||`: WGSL's `&&` and `||` short-circuit, and naga makes each one
+    // an if/else in the SPIR-V (7 conditional branches in this function, 2 with `&` and `|`).
+    // Every operand is a plain compare, so evaluating them all gives the same result, and the swap
+    // test is no branch on `ascending`, which differs between neighbouring invocations.
+    if ((i < params.n) & (l > i) & (l < params.n)) {
         let a = data[i];
         let b = data[l];
         let ascending = (i & params.k) == 0u;
-        if ((ascending && a > b) || (!ascending && a < b)) {
+        if ((ascending & (a > b)) | (!ascending & (a < b))) {
             data[i] = b;
             data[l] = a;
         }

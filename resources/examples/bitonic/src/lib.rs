@@ -16,14 +16,23 @@ use gpu_kernel::prelude::*;
 #[inline(always)]
 pub fn bitonic_body(ctx: Ctx, block: usize, n: u32, j: u32, k: u32, mut data: Out<u32>) {
     let i = ctx.group_linear() * block + ctx.local_id_x();
-    let n = n as usize;
-    let l = i ^ j as usize;
-    if i < n && l > i && l < n {
-        let (a, b) = (data.get(i), data.get(l));
-        let ascending = (i & k as usize) == 0;
-        if (ascending && a > b) || (!ascending && a < b) {
-            data.set(i, b);
-            data.set(l, a);
+    if i >= n as usize {
+        return;
+    }
+    // i < n, a u32: the pair's arithmetic fits in 32 bits, as in the CUDA reference. In usize
+    // the NVPTX build compared in 64 bits (two SASS instructions per compare).
+    let i = i as u32;
+    let l = i ^ j;
+    if l > i && l < n {
+        let (a, b) = (data.get(i as usize), data.get(l as usize));
+        let ascending = (i & k) == 0;
+        // `&` and `|`, not `&&` and `||`: both compares are made and the swap is one predicate,
+        // as nvcc makes it. The short-circuit form became a branch on `ascending`, which differs
+        // between lanes of a warp when k < 32 (it flips every k invocations): the warp split in
+        // two paths and met again before the stores (BSSY/BSYNC in the NVPTX build's SASS).
+        if (ascending & (a > b)) | (!ascending & (a < b)) {
+            data.set(i as usize, b);
+            data.set(l as usize, a);
         }
     }
 }
@@ -41,7 +50,8 @@ pub unsafe extern "C" fn bitonic_cpu(launch: *mut gpu_kernel::host::Launch, n: u
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn bitonic(n: u32, j: u32, k: u32, data: *mut u32) {
-    let ctx = unsafe { Ctx::new() };
+    // The manifest's grid is 1-D: `group_linear` is `%ctaid.x`, nvcc's `blockIdx.x`.
+    let ctx = unsafe { Ctx::new_1d() };
     unsafe { bitonic_body(ctx, ctx.group_size_x(), n, j, k, Out::new(data)) }
 }
 
