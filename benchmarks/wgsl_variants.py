@@ -11,9 +11,9 @@ for bit. v0_loop also runs with wgpu's shader runtime checks off (CHECK_MODES).
 Two steps, so the GPU host needs no Rust:
 
     python benchmarks/wgsl_variants.py --prepare DIR
-        builds, for matmul and reduction, each variant as a wgsl artifact folder of a copy of the
-        example project and the reference backends (cpu, and cuda-c for sm_90 where nvcc is found)
-        from the example itself: DIR/<example>/<variant>/<backend>/build.json and
+        builds, for matmul, reduction, softmax and scan, each variant as a wgsl artifact folder of
+        a copy of the example project and the reference backends (cpu, and cuda-c for sm_90 where
+        nvcc is found) from the example itself: DIR/<example>/<variant>/<backend>/build.json and
         DIR/<example>/variants.json.
     python benchmarks/wgsl_variants.py --artifacts DIR --example matmul --size 2048 --device wgpu:0 --reference-backend cuda-c
         runs each variant through the workbench's RunService (its worker, warm-up and timing
@@ -81,7 +81,14 @@ EXAMPLES = {
         lambda size: {"n": size},
         {"vector": 1, "max_groups": 1048576},
     ),
+    # --size is the number of rows; cols stays the manifest's 1000 (not a multiple of 256: every
+    # sweep has a partial trip).
+    "softmax": Example("softmax", "reference/softmax.wgsl", lambda size: {"rows": size, "cols": 1000}),
+    # Pass 1 (the project's first kernel, the one `workbench run` times).
+    "scan": Example("scan", "reference/scan.wgsl", lambda size: {"n": size}),
 }
+#: --size when none is given.
+DEFAULT_SIZE = {"matmul": 256, "reduction": 1 << 20, "softmax": 4096, "scan": 1 << 22}
 
 #: CHECKED again with some of wgpu's shader runtime checks off (wgpu-native's
 #: wgpuDeviceCreateShaderModuleTrusted, through the start-up hook in HOOK_DIR): the same WGSL, so
@@ -222,13 +229,16 @@ def measure(
                              reference=reference, artifacts_dir=artifacts / folder, timeout_s=120.0,
                              tunables=example.tunables)  # fmt: skip
         (res,) = report.results
+        # Every output buffer (scan writes two: y and sums), by name, compared as raw 32-bit words.
         outputs = report.outputs.get("wgsl") or {}
-        c = next(iter(outputs.values()), None) if len(outputs) == 1 else None
+        c = [np.asarray(outputs[k]).view(np.uint32) for k in sorted(outputs)] or None
         if name == V0 and c is not None:
-            v0_c.append(np.asarray(c))
+            v0_c.append(c)
         same = None
         if c is not None and v0_c:
-            same = bool(np.array_equal(np.asarray(c).view(np.uint32), v0_c[0].view(np.uint32)))
+            same = len(c) == len(v0_c[0]) and all(
+                np.array_equal(a, b) for a, b in zip(c, v0_c[0], strict=True)
+            )
         return {"variant": name, "backend": "wgsl", "status": res.status, "device": _device(res),
                 "verified": res.verified, "bit_identical_to_v0": same, "median_s": _median(res),
                 "changes": changes, "error": res.error or ""}  # fmt: skip
@@ -312,7 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--example", choices=sorted(EXAMPLES), default="matmul", help="default matmul")
     parser.add_argument(
-        "--size", type=int, help="matmul: m = n = k (default 256); reduction: n (default 2^20)"
+        "--size",
+        type=int,
+        help="matmul: m = n = k (default 256); reduction and scan: n (default 2^20, 2^22); softmax: rows "
+        "(default 4096)",
     )
     parser.add_argument("--device", help="device spec, e.g. wgpu:0 (default: the workbench's choice)")
     parser.add_argument(
@@ -337,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"prepared {example.name}: {names} (+ {refs}) in {args.prepare}/{example.name}")
             return 0
         example = EXAMPLES[args.example]
-        size = args.size or (256 if example.name == "matmul" else 1 << 20)
+        size = args.size or DEFAULT_SIZE[example.name]
         timing = TimingOptions(min_time_s=args.min_time, max_time_s=max(2.0, 4 * args.min_time))
         sizes = example.sizes(size)
         with tempfile.TemporaryDirectory(prefix="wgsl-variants-run-") as tmp:

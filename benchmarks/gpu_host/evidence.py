@@ -22,8 +22,8 @@ skipped and says so):
 - `ncu`: Nsight Compute's kernel duration of nvptx and cuda-c at the large sizes (defaults: base
   clocks, caches flushed; and with clock and cache control off), beside the cold and warm medians;
 - `sass`: ptxas + cuobjdump of every PTX artifact: registers and an instruction histogram;
-- `wgsl-variants`: benchmarks/wgsl_variants.py, matmul and reduction WGSL variants on the Vulkan
-  adapter (what naga's bounds clamps and loop counters cost);
+- `wgsl-variants`: benchmarks/wgsl_variants.py, matmul, reduction, softmax and scan WGSL variants
+  on the Vulkan adapter (what naga's bounds clamps and loop counters cost);
 - `scaling` (issue 15): benchmarks/run_scaling.py warm and cold, and `workbench run` of saxpy at
   2^28 timed as a user starts it (wall, CPU time, peak memory);
 - `cold`: every example again with `--l2 cold` alone (only when asked for: `examples` has both).
@@ -103,7 +103,7 @@ STEPS = (
 )
 #: Rough seconds each step needs on an H200 (a step starts only if this much budget is left).
 NEEDS = {"device": 15, "examples": 180, "gpu-tests": 40, "rust-gpu": 30, "harness": 100, "cold": 120,
-         "ncu": 60, "sass": 10, "scaling": 120, "wgsl-variants": 90}  # fmt: skip
+         "ncu": 60, "sass": 10, "scaling": 120, "wgsl-variants": 180}  # fmt: skip
 #: saxpy at 2^28 through the command line, as a user starts it (issue 15's 8 s goal): the three GPU
 #: backends, then with the cpu backend timed too.
 CLI_RUNS = {"gpu3": "nvptx,cuda-c,wgsl", "all4": "cpu,nvptx,cuda-c,wgsl"}
@@ -314,15 +314,16 @@ class Run:
 
     def step_wgsl_variants(self) -> dict[str, Any]:
         """benchmarks/wgsl_variants.py (issue 13: which of naga's additions costs what): matmul
-        2048³ and reduction 2^26, each variant verified against cuda-c and timed on the Vulkan
+        2048³, reduction 2^26, softmax 65536 rows and scan 2^22 (issue 26), each variant verified against cuda-c and timed on the Vulkan
         adapter; artifacts from `wgsl_variants.py --prepare .gpu-artifacts/wgsl-variants`."""
         folder = self.artifacts / "wgsl-variants"
         if not folder.is_dir():
             return {"skipped": f"{folder} is absent (run prepare.sh)"}
-        small = {"matmul": "128", "reduction": str(1 << 16)}
-        large = {"matmul": "2048", "reduction": str(1 << 26)}
+        small = {"matmul": "128", "reduction": str(1 << 16), "softmax": "64", "scan": "70000"}
+        large = {"matmul": "2048", "reduction": str(1 << 26), "softmax": str(LARGE["softmax"]["rows"]),
+                 "scan": str(LARGE["scan"]["n"])}  # fmt: skip
         data: dict[str, Any] = {}
-        for example in ("matmul", "reduction"):
+        for example in ("matmul", "reduction", "softmax", "scan"):
             if self.left() < 40:
                 data[example] = {"skipped": "out of budget"}
                 continue
@@ -500,6 +501,11 @@ def assemble(dirs: list[Path], artifacts: Path) -> dict[str, Any]:
                 "reference": (r.get("check") or {}).get("reference"),
                 "check": {k: (r.get("check") or {}).get(k) for k in ("max_abs_err", "max_ulp_err", "bad", "note")},
                 "timing": r.get("timing"),
+                # Launches per warm sample: a kernel shorter than 100 ticks of its timer is timed in
+                # batches (CUDA events: 0.5 µs ticks, so under 50 µs; wgpu timestamps: 1 ns), which
+                # divide the per-sample fixed cost; ratios across different batches are not kernel
+                # ratios (parity.md, scan).
+                "timing_batch": (r.get("provenance") or {}).get("timing_batch"),
                 "throughput": r.get("throughput"),
                 "registers": _registers(example, r["backend"], artifacts),
                 "l2_cold": None if not cold_timing else {

@@ -1,8 +1,9 @@
 """benchmarks/wgsl_variants.py, the experiment behind issue 13's WGSL gap: every variant of the
-matmul and reduction reference WGSL builds as the GPU host gets it (an exported artifact folder),
-runs on llvmpipe through the RunService, verifies against the CPU build and gives output bit for bit
-equal to V0's (the reference); so does the loop form it replaced (v0_loop) created with some of
-wgpu's shader runtime checks off (the start-up hook in benchmarks/wgsl_variants/runtime_checks/)."""
+matmul, reduction, softmax and scan reference WGSL builds as the GPU host gets it (an exported
+artifact folder), runs on llvmpipe through the RunService, verifies against the CPU build and gives
+output bit for bit equal to V0's (the reference); so does the loop form it replaced (v0_loop)
+created with some of wgpu's shader runtime checks off (the start-up hook in
+benchmarks/wgsl_variants/runtime_checks/)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,12 @@ def _script():
 VARIANTS = _script()
 
 #: Small sizes that are not multiples of the tile / block: partial tiles and blocks are exercised.
-SIZES = {"matmul": {"m": 40, "n": 48, "k": 40}, "reduction": {"n": 5000}}
+SIZES = {
+    "matmul": {"m": 40, "n": 48, "k": 40},
+    "reduction": {"n": 5000},
+    "softmax": {"rows": 6, "cols": 1000},
+    "scan": {"n": 70000},
+}
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS.EXAMPLES))

@@ -2,6 +2,14 @@
 // invocations per row; the row's max, then the sum of exp(x - max), each a workgroup-memory tree
 // reduction, then y = exp(x - max) / sum. WGSL's exp is within 3 + 2 |x| ULP, its division within
 // 2.5 ULP: the manifest's check counts ULPs.
+//
+// Written out where nvcc unrolls reference/softmax.cu (its SASS: the stride loops gone, the max and
+// sum sweeps four columns per trip, the quotient sweep a loop): naga, wgpu's WGSL compiler, gives
+// every loop a 64-bit iteration counter (force_loop_bounding), which kept NVIDIA's Vulkan driver
+// from unrolling the reduction's and matmul's loops (benchmarks/results/wgsl-spirv/README.md). The
+// loop form this replaced is benchmarks/wgsl_variants/softmax/v0_loop.wgsl (1.22x cuda-c on the
+// H200); the variants beside it take one step each. Same additions in the same order as the loop
+// form: the output is bit for bit the same.
 struct Params {
     rows: u32,
     cols: u32,
@@ -13,17 +21,28 @@ struct Params {
 
 var<workgroup> red: array<f32, 256>;
 
-// Fold red into red[0] (max or sum), then give it to every invocation; the barrier after the read
-// keeps the next sweep's writes after everyone's read. Called from uniform control flow only.
-fn workgroup_reduce(t: u32, is_max: bool) -> f32 {
-    for (var stride = 128u; stride > 0u; stride >>= 1u) {
-        if (t < stride) {
-            let a = red[t];
-            let b = red[t + stride];
-            red[t] = select(a + b, select(a, b, b > a), is_max);
-        }
-        workgroupBarrier();
+// One step of the tree: red[t] takes red[t + stride] in (max or sum), then everyone waits.
+// Called from uniform control flow only.
+fn fold(t: u32, stride: u32, is_max: bool) {
+    if (t < stride) {
+        let a = red[t];
+        let b = red[t + stride];
+        red[t] = select(a + b, select(a, b, b > a), is_max);
     }
+    workgroupBarrier();
+}
+
+// Fold red into red[0] (max or sum), the strides written out, then give it to every invocation;
+// the barrier after the read keeps the next sweep's writes after everyone's read.
+fn workgroup_reduce(t: u32, is_max: bool) -> f32 {
+    fold(t, 128u, is_max);
+    fold(t, 64u, is_max);
+    fold(t, 32u, is_max);
+    fold(t, 16u, is_max);
+    fold(t, 8u, is_max);
+    fold(t, 4u, is_max);
+    fold(t, 2u, is_max);
+    fold(t, 1u, is_max);
     let all = red[0];
     workgroupBarrier();
     return all;
@@ -44,21 +63,46 @@ fn main(
         cols = 0u;
     }
     let base = row * params.cols;
+    // The max and sum sweeps take columns j, j + 256, j + 512, j + 768 per trip while all four
+    // exist (four loads in flight, as nvcc's), then the rest one at a time.
     var max = -3.40282347e38;  // WGSL has no infinity literal; the lowest finite f32 does the same here
-    for (var j = t; j < cols; j += 256u) {
-        max = select(max, x[base + j], x[base + j] > max);
+    var j = t;
+    for (; j + 768u < cols; j += 1024u) {
+        let a = x[base + j];
+        let b = x[base + j + 256u];
+        let c = x[base + j + 512u];
+        let d = x[base + j + 768u];
+        max = select(max, a, a > max);
+        max = select(max, b, b > max);
+        max = select(max, c, c > max);
+        max = select(max, d, d > max);
+    }
+    for (; j < cols; j += 256u) {
+        let v = x[base + j];
+        max = select(max, v, v > max);
     }
     red[t] = max;
     workgroupBarrier();
     let row_max = workgroup_reduce(t, true);
     var sum = 0.0;
-    for (var j = t; j < cols; j += 256u) {
+    j = t;
+    for (; j + 768u < cols; j += 1024u) {
+        let a = x[base + j];
+        let b = x[base + j + 256u];
+        let c = x[base + j + 512u];
+        let d = x[base + j + 768u];
+        sum += exp(a - row_max);
+        sum += exp(b - row_max);
+        sum += exp(c - row_max);
+        sum += exp(d - row_max);
+    }
+    for (; j < cols; j += 256u) {
         sum += exp(x[base + j] - row_max);
     }
     red[t] = sum;
     workgroupBarrier();
     let total = workgroup_reduce(t, false);
-    for (var j = t; j < cols; j += 256u) {
-        y[base + j] = exp(x[base + j] - row_max) / total;
+    for (var k = t; k < cols; k += 256u) {
+        y[base + k] = exp(x[base + k] - row_max) / total;
     }
 }

@@ -5,8 +5,8 @@
 //! same result.
 //!
 //! One kernel body (`softmax_body`) on the workbench's kernel API; `exp` is
-//! `gpu_kernel::math::exp`, each target's own (the C library's `expf` on the host, a portable
-//! routine on NVPTX, GLSL's `Exp` on rust-gpu; CUDA's `expf` and WGSL's `exp` in the references),
+//! `gpu_kernel::math::exp`, each target's own (the C library's `expf` on the host, CUDA's `expf`
+//! scheme on NVPTX, GLSL's `Exp` on rust-gpu; CUDA's `expf` and WGSL's `exp` in the references),
 //! so the backends agree within a few ULP, not bit for bit: the manifest's check is ULP-based.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(
@@ -40,19 +40,22 @@ fn workgroup_reduce<F: Fn(f32, f32) -> f32>(ctx: &Ctx, t: usize, red: &mut Share
 /// The kernel: workgroup r softmaxes row r; invocation t handles columns t, t + 256, ...
 #[inline(always)]
 pub fn softmax_body(ctx: Ctx, rows: u32, cols: u32, x: In<f32>, mut y: Out<f32>, mut red: Shared<f32, BLOCK>) {
-    let cols = cols as usize;
     let t = ctx.local_id_x();
     let row = ctx.group_linear();
     let live = row < rows as usize && t < BLOCK; // spare workgroups of a folded grid, spare invocations
-    let base = row * cols;
+    let base = row * cols as usize;
+    // The column index in 32 bits, the element's index in 64 (base + j), as reference/softmax.cu:
+    // a 64-bit j costs a register pair per unrolled load on NVPTX.
+    let first = t as u32;
+    let step = BLOCK as u32;
     let mut max = f32::NEG_INFINITY;
-    let mut j = t;
+    let mut j = first;
     while live && j < cols {
-        let v = x.get(base + j);
+        let v = x.get(base + j as usize);
         if v > max {
             max = v;
         }
-        j += BLOCK;
+        j += step;
     }
     if t < BLOCK {
         red.set(t, max);
@@ -60,20 +63,20 @@ pub fn softmax_body(ctx: Ctx, rows: u32, cols: u32, x: In<f32>, mut y: Out<f32>,
     ctx.barrier();
     let max = workgroup_reduce(&ctx, t, &mut red, |a, b| if b > a { b } else { a });
     let mut sum = 0.0;
-    let mut j = t;
+    let mut j = first;
     while live && j < cols {
-        sum += exp(x.get(base + j) - max);
-        j += BLOCK;
+        sum += exp(x.get(base + j as usize) - max);
+        j += step;
     }
     if t < BLOCK {
         red.set(t, sum);
     }
     ctx.barrier();
     let total = workgroup_reduce(&ctx, t, &mut red, |a, b| a + b);
-    let mut j = t;
+    let mut j = first;
     while live && j < cols {
-        y.set(base + j, exp(x.get(base + j) - max) / total);
-        j += BLOCK;
+        y.set(base + j as usize, exp(x.get(base + j as usize) - max) / total);
+        j += step;
     }
 }
 
