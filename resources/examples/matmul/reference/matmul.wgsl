@@ -126,9 +126,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 // not an array: a function-local array indexed in loops may live in memory. Each element's chain
 // runs k ascending, one fma a step, as the tiled form's.
 const STEP: u32 = 8u;
-// Room for the largest edge the manifest allows (tile * per_thread <= 128): 8 x 128 floats each.
-var<workgroup> a_blk: array<vec4<f32>, 256>;
-var<workgroup> b_blk: array<vec4<f32>, 256>;
+// STEP x edge floats each, edge = tile * per_thread (at most 128: 256 vec4s), sized by the overrides.
+// At a fixed 256 the tiled form (per_thread 1), which never touches them, held 8 KiB more workgroup
+// memory; the reference with them ran 1.34x cuda-c at 2048^3 on the H200 where the one before them
+// ran 1.06x (benchmarks/wgsl_variants/matmul/v7_fixed_blk.wgsl keeps that form to measure the sizing).
+override blk_len: u32 = STEP * tile * per_thread / 4u;
+var<workgroup> a_blk: array<vec4<f32>, blk_len>;
+var<workgroup> b_blk: array<vec4<f32>, blk_len>;
 
 // Element (r, c) of a row-major rows x cols matrix, 0 outside it.
 fn a_at(r: u32, c: u32) -> f32 {
