@@ -59,14 +59,33 @@ def spawn(
         start_new_session=True,
         pass_fds=pass_fds,
     )
-    if niceness > 0 and hasattr(os, "setpriority"):
-        # Set from here, not in a preexec_fn (unsafe with threads): cargo reads its manifests
-        # for milliseconds before it starts rustc, which then inherits the priority.
-        try:
-            os.setpriority(os.PRIO_PROCESS, proc.pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness))
-        except OSError:
-            pass  # it already exited, or the platform refuses: it runs at normal priority
+    if niceness > 0:
+        lower_priority(proc.pid, niceness)
     return proc
+
+
+def lower_priority(pid: int, niceness: int) -> None:
+    """Lower the CPU priority of `pid` (a child that leads its own session, see `spawn`) and of
+    every process it started so far by `niceness`; processes it starts later inherit it. Set from
+    the parent, not in a preexec_fn (unsafe with threads): cargo reads its manifests for
+    milliseconds before it starts rustc. Where Linux groups sessions for the scheduler (autogroup)
+    a nice value only orders processes within their group: the group's own niceness is what yields
+    the cores to other sessions (the window's, the other builds'), so both are set."""
+    target = min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness) if hasattr(os, "getpriority") else 0
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return  # it already exited
+    for proc in procs:
+        try:
+            proc.nice(max(target, proc.nice()))
+        except (psutil.Error, OSError):
+            pass  # exited meanwhile, or the platform refuses: it runs at its priority
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as group:
+            group.write(str(min(19, niceness)))
+    except OSError:
+        pass  # no autogroup (other platforms, or scheduling groups off): the nice values alone
 
 
 def pump_lines(stream, on_line: Callable[[str | None], None], name: str = "wb-pipe") -> threading.Thread:
@@ -177,11 +196,13 @@ def stream(
     grace_s: float = GRACE_S,
     stdin: str | Path | None = None,
     niceness: int = 0,
+    running: set[int] | None = None,
 ) -> Completed:
     """Run `cmd`, calling `on_line(stream_name, line)` for each stdout/stderr line as it arrives.
 
     `stdin` names a file whose contents become the child's standard input (e.g. a tar archive
-    sent over ssh); without it the child reads /dev/null.
+    sent over ssh); without it the child reads /dev/null. `niceness` lowers its priority from the
+    start; `running` holds the child's pid while it runs (whoever may lower it later reads it).
 
     `check()` is called every 50 ms and whenever a line arrives; whatever it raises (a cancel, a
     deadline) stops the whole tree and propagates. A leader that exits while a straggler of its
@@ -192,6 +213,8 @@ def stream(
             proc = spawn(cmd, cwd=cwd, env=env, stdin=source.fileno(), niceness=niceness)
     else:
         proc = spawn(cmd, cwd=cwd, env=env, niceness=niceness)
+    if running is not None:
+        running.add(proc.pid)
     lines: queue.Queue = queue.Queue()
     for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         pump_lines(pipe, lambda line, _n=name: lines.put((_n, line)), name=f"wb-{name}-{proc.pid}")
@@ -218,10 +241,14 @@ def stream(
                 on_line(name, line)
     except BaseException:
         stop_tree(proc, grace_s)
+        if running is not None:
+            running.discard(proc.pid)
         raise
     result.returncode = proc.wait()
     if _group_alive(proc.pid):  # a daemonized child of a finished leader
         stop_tree(proc, grace_s=0.5)
+    if running is not None:
+        running.discard(proc.pid)
     return result
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +109,24 @@ def test_watcher_debounces_a_burst_into_one_build(example_copy, cache):
         assert root / "src" / "lib.rs" in [p.resolve() for p in calls[0]]
         (result,) = builds[0].wait(timeout=300).values()
         assert result.status == "ok" and not result.cached
+
+
+def test_lower_priority_reaches_a_build_already_running_and_what_it_starts(gated_saxpy, cache):
+    """A build found to be unneeded for the run (its runtime is unavailable) goes on at the
+    background priority: the cargo tree already running (here held in its build script) is reniced."""
+    from tests.conftest import niceness_of_stat
+    from workbench.build.service import BACKGROUND_NICENESS
+
+    root, gates = gated_saxpy
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    with BuildService(cache_dir=cache) as service:
+        job = service.submit(Project.open(root), ["cpu"])
+        # The build script is running (waiting at its gate) before the priority is lowered.
+        assert wait_until(
+            lambda: processes_with("build-script-build") or processes_with("build_script_build"), 300
+        )
+        service.lower_priority(["cpu"])
+        gates["host"].touch()
+        result = job.wait()["cpu"]
+    assert result.status == "ok", result.log
+    assert niceness_of_stat(Path(f"{gates['host']}.stat").read_text()) == min(19, base + BACKGROUND_NICENESS)

@@ -38,11 +38,20 @@ class Budget:
     #: Added to the commands' CPU niceness: a build nobody waits for (its runtime is unavailable
     #: here) yields the cores to those on the path to the next result.
     niceness: int = 0
+    #: The pids of the commands running under this budget (`lower_priority` reaches them).
+    running: set[int] = field(default_factory=set)
 
     @classmethod
     def with_timeout(cls, timeout_s: float | None, niceness: int = 0) -> Budget:
         deadline = time.monotonic() + timeout_s if timeout_s else None
         return cls(deadline=deadline, timeout_s=timeout_s, niceness=niceness)
+
+    def lower_priority(self, niceness: int) -> None:
+        """From now on run at `niceness`: the commands running already (and what they started)
+        too, the ones started later from the beginning."""
+        self.niceness = max(self.niceness, niceness)
+        for pid in list(self.running):
+            childproc.lower_priority(pid, niceness)
 
     def check(self) -> None:
         if self.cancel.is_set():
@@ -66,5 +75,11 @@ def run_command(
     """
     budget = budget or Budget()
     return childproc.stream(
-        cmd, cwd=cwd, env=env, check=budget.check, on_line=on_line, niceness=budget.niceness
+        cmd,
+        cwd=cwd,
+        env=env,
+        check=budget.check,
+        on_line=on_line,
+        niceness=budget.niceness,
+        running=budget.running,
     )

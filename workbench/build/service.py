@@ -176,6 +176,14 @@ class BuildService:
         task.job._set(backend, result)
         self._emit(BuildEvent("finished", name, backend, result=result))
 
+    def lower_priority(self, backends: list[str] | tuple[str, ...]) -> None:
+        """The running builds of `backends` go on at `BACKGROUND_NICENESS` (nobody waits for them
+        any more: their runtime turned out to be unavailable once the run probed it)."""
+        with self._lock:
+            tasks = [t for b, t in self._active.items() if b in backends]
+        for task in tasks:
+            task.budget.lower_priority(BACKGROUND_NICENESS)
+
     def cancel(self, backend: str | None = None) -> None:
         """Cancel the running build of `backend` (all when None); its processes are killed."""
         with self._lock:

@@ -526,6 +526,9 @@ class LiveLoop:
         left = [b for b in job.backends if b not in build]
         if not left:
             return
+        # Started at normal priority when this cycle began (their runtime was not probed yet):
+        # from here on they yield the cores to the next cycles' builds.
+        self.build_service.lower_priority(left)
         with self._lock:
             self._background.update(left)
 
