@@ -316,7 +316,7 @@ def _measure(project: Path, cache: Path, args) -> dict:
         "first_result_s": min(arrived.values()) if arrived else None,
         "first_verified_s": min(verified.values()) if verified else None,
         "all_results_s": round(warmup_s, 3),
-        "result_at_s": arrived,
+        "result_at_s": dict(arrived),  # a copy: each cycle below refills `arrived`
         "statuses": {r.backend: r.status for r in first_report.results},
     }
     _settle(bridge, args.timeout)
