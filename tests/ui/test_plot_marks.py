@@ -9,10 +9,11 @@ import dataclasses
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QPointF, Qt
 
 from workbench.ui.plot_data import timing_rows
 from workbench.ui.plots import PlotsPanel
+from workbench.ui.results_table import ResultsTable
 
 RUN_TIMEOUT_MS = 600_000
 LINE = "        y[i] = params.a * x[i] + y[i];"
@@ -136,8 +137,10 @@ def test_series_keep_their_order_whatever_order_the_results_arrive_in(
     qtbot, make_widget, bridge, example_copy
 ):
     """Two runs whose results came in opposite orders and with other timings: the same rows, the
-    same order, in the comparison, the spread, the roofline and the history."""
+    same order, in the comparison, the spread, the roofline, the history and the results table
+    (which sorts by a column only once the user clicks one)."""
     plots = make_widget(PlotsPanel, bridge, show=True)
+    table = make_widget(ResultsTable, bridge, show=True)
     bridge.set_project(example_copy("saxpy"))
     bridge.set_backends(["cpu", "wgsl"])
     bridge.set_devices(["cpu", "wgpu:llvmpipe"])
@@ -166,9 +169,15 @@ def test_series_keep_their_order_whatever_order_the_results_arrive_in(
                 [p["backend"] for p in data["roofline"]["points"]],
                 list(data["timing"]["history"]["series"]),
                 plots.tab("timing").compare_plot.getPlotItem().getAxis("left").names,
+                [row["Backend"] for row in table.row_texts()],
+                [table.result_at(row).backend for row in range(2)],
             )
         )
-    assert orders[0] == orders[1] and orders[0][0] == ["cpu", "wgsl"]
+    assert orders[0] == orders[1] and orders[0][0] == ["cpu", "wgsl"] == orders[0][-1] == orders[0][-2]
+    # Sorting by a column (what a click on its header does) still reorders the rows and their results.
+    table.table.sortByColumn(0, Qt.SortOrder.DescendingOrder)
+    assert [row["Backend"] for row in table.row_texts()] == ["wgsl", "cpu"]
+    assert [table.result_at(row).backend for row in range(2)] == ["wgsl", "cpu"]
     assert [r.backend for r in timing_rows(flipped)] == ["cpu", "wgsl"]
     medians = {r["backend"]: r["median_s"] for r in plots.plots_data()["timing"]["rows"]}
     assert medians["wgsl"] < medians["cpu"]  # the numbers did change: only the order stayed

@@ -38,6 +38,7 @@ from workbench.run.labels import device_label
 from workbench.run.service import RunReport
 from workbench.ui import theme
 from workbench.ui.layout_fit import ElidedLabel, OnResize
+from workbench.ui.plot_marks import result_order_key
 from workbench.ui.result_details import ResultDetails
 from workbench.units import format_tolerance
 
@@ -124,6 +125,10 @@ class ResultsTable(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
+        # No column sorts until the user clicks one: Qt's default (the first column, descending)
+        # listed wgsl, nvptx, cpu where every plot lists the reference first, then the backend
+        # table's order (`plot_marks.result_order_key`, the order rows are filled in).
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         header.setMaximumSectionSize(MAX_COLUMN_WIDTH)
         for col in range(len(COLUMNS) - 1):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
@@ -199,7 +204,7 @@ class ResultsTable(QWidget):
         self._reference = self.bridge.expected_reference() or getattr(report, "reference", "") or ""
         self._reference_failed = bool(getattr(report, "reference_failed", False))
         self._changed = self.bridge.reference_changed or {}
-        # Rows are refilled in report order; sorting is off meanwhile (a sort would move them).
+        # Rows are refilled in the plots' order; sorting is off meanwhile (a sort would move them).
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(results))
         # Each item change would re-run the resize-to-contents columns (~0.3 ms a cell): the
@@ -207,9 +212,10 @@ class ResultsTable(QWidget):
         model = self.table.model()
         model.blockSignals(True)
         try:
-            for row, result in enumerate(results):
-                self._fill_row(row, result, builds.get(result.backend))
-                self._set(row, COL_BACKEND, Qt.ItemDataRole.UserRole, row)
+            order = sorted(range(len(results)), key=lambda i: result_order_key(results[i], self._reference))
+            for row, index in enumerate(order):
+                self._fill_row(row, results[index], builds.get(results[index].backend))
+                self._set(row, COL_BACKEND, Qt.ItemDataRole.UserRole, index)
         finally:
             model.blockSignals(False)
         if results:
