@@ -127,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
         data["ceilings_error"] = str(exc)
     service = RunService()
     longest = 0.0
-    order = [(ex, i) for i in (0, 1) for ex in PLAN] + [
-        (ex, i) for ex in PLAN for i in range(2, len(PLAN[ex][2]))
+    chosen = [ex for ex in PLAN if ex in args.examples.split(",")]
+    order = [(ex, i) for i in (0, 1) for ex in chosen] + [
+        (ex, i) for ex in chosen for i in range(2, len(PLAN[ex][2]))
     ]
     try:
         for example, index in order:
@@ -231,6 +232,7 @@ def main() -> int:
     r.add_argument("--devices", default="cuda:0,wgpu:0")
     r.add_argument("--backends", default=",".join(BACKENDS))
     r.add_argument("--small", action="store_true", help="small odd sizes (a dry run)")
+    r.add_argument("--examples", default=",".join(PLAN), help="comma-separated (default: %(default)s)")
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(Path(args.out))
