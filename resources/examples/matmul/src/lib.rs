@@ -125,6 +125,29 @@ pub fn matmul_body<const TT: usize>(
     }
 }
 
+/// `unroll!(i < N, { body })` runs `body` for `i` = 0, 1, …, N-1 (N ≤ 8, a constant: `STEP`, `R`
+/// or `R / 4`), written out once per `i` rather than looped, so every index into the accumulators
+/// is a constant in the compiled code on every backend. A loop leaves that to LLVM's unroller: at
+/// per_thread = 8 the k step (8 × 64 fused multiply-adds) is above its size threshold, so rustc
+/// kept that loop, and the write-back's loop over rows, which indexes `acc` by a variable and so
+/// put the 64 accumulators in local memory (256 B of stack, all 64 stored to it after every k
+/// step). Written out, they are 64 registers, as nvcc's `#pragma unroll` makes them. The `if`s on
+/// constants fold away: no test is left in the code.
+macro_rules! unroll {
+    ($i:ident < $n:expr, $body:block) => {
+        unroll!(@each $i, $n, $body, 0 1 2 3 4 5 6 7)
+    };
+    (@each $i:ident, $n:expr, $body:block, $($at:literal)*) => {
+        $(
+            if $at < $n {
+                let $i: usize = $at;
+                $body
+            }
+        )*
+    };
+}
+const _: () = assert!(STEP <= 8 && PER_THREAD <= 8, "unroll! writes out at most 8 steps");
+
 /// Four elements of a row of A or B from `base`, of which `avail` exist (the rest 0): one 16-byte
 /// load where all four exist and `aligned` (the row length a multiple of 4), else one by one.
 #[inline(always)]
@@ -194,43 +217,43 @@ pub fn matmul_blocked_body<const R: usize, const TT: usize>(
         }
         ctx.barrier();
         if in_tile {
-            for kk in 0..STEP {
+            unroll!(kk < STEP, {
                 let (mut av, mut bv) = ([0.0f32; R], [0.0f32; R]);
-                for g in 0..R / 4 {
+                unroll!(g < R / 4, {
                     let a4 = a_tile.get4(kk * edge + g * 4 * tile + ty * 4);
                     let b4 = b_tile.get4(kk * edge + g * 4 * tile + tx * 4);
-                    for t in 0..4 {
+                    unroll!(t < 4, {
                         av[g * 4 + t] = a4[t];
                         bv[g * 4 + t] = b4[t];
-                    }
-                }
-                for i in 0..R {
-                    for j in 0..R {
+                    });
+                });
+                unroll!(i < R, {
+                    unroll!(j < R, {
                         acc[i][j] = fused_multiply_add(av[i], bv[j], acc[i][j]);
-                    }
-                }
-            }
+                    });
+                });
+            });
         }
         ctx.barrier();
         k0 += STEP;
     }
     if in_tile {
-        for i in 0..R {
+        unroll!(i < R, {
             let row = row0 + (i / 4) * 4 * tile + ty * 4 + i % 4;
-            for g in 0..R / 4 {
+            unroll!(g < R / 4, {
                 let col = col0 + g * 4 * tile + tx * 4;
                 let v = [acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]];
                 if row < m && n % 4 == 0 && col + 4 <= n {
                     c.set4(row * n + col, v);
                 } else if row < m {
-                    for t in 0..4 {
+                    unroll!(t < 4, {
                         if col + t < n {
                             c.set(row * n + col + t, v[t]);
                         }
-                    }
+                    });
                 }
-            }
-        }
+            });
+        });
     }
 }
 
