@@ -28,13 +28,14 @@ interleaved rounds, recorded in the sessions store as it finishes, and ranked (`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -363,20 +364,7 @@ class SweepRunner:
         dead: set[int] = set()  # points none of whose results can be ranked: not run again
         for round_ in range(1, self.rounds + 1):
             order = list(enumerate(points)) if round_ % 2 else list(enumerate(points))[::-1]
-            if self.dispatcher is not None:
-                self._cluster_round(order, round_, step, dead, progress, snap)
-                continue
-            for index, point in order:
-                if self._cancel.is_set():
-                    break
-                if index in dead:
-                    progress.drop()
-                    continue
-                entries = step(point, round_, False)
-                if entries is None:
-                    break
-                if not any(ranking.outcome(e) == "ok" for e in entries):
-                    dead.add(index)
+            self._round(order, round_, step, dead, progress, snap)
         if not self._cancel.is_set() and self.confirm_rounds:
             self._confirm(result, points, step, progress)
         result.cancelled = self._cancel.is_set()
@@ -387,21 +375,48 @@ class SweepRunner:
     def _keys(self, point: Point, snap) -> dict[str, str]:
         return {b: resume_key(self.project, self.kernel, point, b, snap[1]) for b in self.backends}
 
-    def _cluster_round(self, order, round_: int, step, dead: set[int], progress: SweepProgress, snap) -> None:
-        """One round on a cluster: what is recorded is read back, the rest submitted at once (each
-        built here while the workers measure the earlier ones), then taken as it finishes (the
-        default configuration first: its reference output is the others' baseline)."""
+    def _round(self, order, round_: int, step, dead: set[int], progress: SweepProgress, snap) -> None:
+        """One round, the rule both paths share: the points are visited in `order` (`_visit`), each
+        run taken is recorded with its entries (`step`), a point none of whose results can be
+        ranked is dead from then on (not run in later rounds), and a run cancelled part-way ends
+        the round. Only where the runs come from differs: here, each run by `step` when its turn
+        comes; on a cluster, submitted together and taken as they finish (`_cluster_runs`)."""
+        visiting = self._visit(order, dead, progress)
+        if self.dispatcher is not None:
+            runs = self._cluster_runs(visiting, round_, snap)
+        else:
+            runs = ((index, point, None) for index, point in visiting)
+        with contextlib.closing(runs):  # a round ended early cancels what a cluster still has pending
+            for index, point, report in runs:
+                entries = step(point, round_, False, report)
+                if entries is None:
+                    break
+                if not any(ranking.outcome(e) == "ok" for e in entries):
+                    dead.add(index)
+
+    def _visit(self, order, dead: set[int], progress: SweepProgress) -> Iterator[tuple[int, Point]]:
+        """The points a round visits, in `order`: none once the sweep is cancelled; a dead point is
+        passed over and its run leaves the plan."""
+        for index, point in order:
+            if self._cancel.is_set():
+                return
+            if index in dead:
+                progress.drop()
+                continue
+            yield index, point
+
+    def _cluster_runs(self, visiting, round_: int, snap) -> Iterator[tuple[int, Point, Any]]:
+        """A round's runs on a cluster, as (index, point, report): a point whose round is recorded
+        comes at once with no report (`step` reads it back), the rest are submitted together (each
+        built here while the workers measure the earlier ones) and come as each finishes, the
+        default configuration first (its reference output is the others' baseline). It stops at a
+        run cancelled meanwhile; what is still pending when it stops or is closed is cancelled."""
         pending: list[tuple[int, Point, Any]] = []
         try:
-            for index, point in order:
-                if self._cancel.is_set():
-                    break
-                if index in dead:
-                    progress.drop()
-                    continue
+            for index, point in visiting:
                 if self.resume and self.store is not None and self._recorded(self._keys(point, snap), point,
                                                                              round_) is not None:  # fmt: skip
-                    step(point, round_, False)
+                    yield index, point, None
                     continue
                 pending.append((index, point, self.dispatcher.submit(point, self._cluster_request())))
             defaults = self.kernel.default_tunables()
@@ -410,13 +425,11 @@ class SweepRunner:
             rest = self.dispatcher.as_completed([p[2] for p in pending if p not in first])
             for index, point, future in [*first, *(by_future[f] for f in rest)]:
                 report = self.dispatcher.result(future, lambda: self._cancel.is_set())
-                entries = step(point, round_, False, report) if report is not None else None
                 pending.remove((index, point, future))
                 del by_future[future]  # taken: the worker may let its result go
-                if entries is None:
-                    break
-                if not any(ranking.outcome(e) == "ok" for e in entries):
-                    dead.add(index)
+                if report is None:  # cancelled while it ran
+                    return
+                yield index, point, report
         finally:
             for _index, _point, future in pending:
                 future.cancel()
