@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -43,6 +44,20 @@ if not os.environ.get("WB_CONFIG_DIR"):
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "resources" / "examples"
 SHARED_SPIRV = REPO.parent / "shared" / "data" / "rust-gpu-spirv"
+
+
+def cli(
+    *args: object, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """`python -m workbench ARGS` in a child process, as a user runs it: the output captured, a
+    non-zero exit returned (not raised). This checkout's workbench, also in the processes the
+    child starts (its run workers): run from the repository with it on PYTHONPATH; `env` adds
+    variables to this process's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, cwd=REPO, check=False,
+        env=dict(os.environ, PYTHONPATH=str(REPO), **(env or {})),
+    )  # fmt: skip
 
 
 @pytest.fixture

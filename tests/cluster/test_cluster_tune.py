@@ -7,6 +7,8 @@ import json
 import os
 import signal
 
+from tests.tune.conftest import _break_wgsl_at
+
 from .conftest import recorded_rows
 
 SWEEP = ["--backend", "cpu,wgsl", "--size", "n=4096", "--rounds", "2", "--confirm", "0"]
@@ -59,6 +61,23 @@ def test_local_cluster_of_two_uses_both_workers_records_every_configuration_and_
     assert code == 0, err
     assert all(entry["resumed"] for entry in json.loads(out)["configs"])
     assert len(recorded_rows(db)) == 12
+
+
+def test_a_point_read_back_dead_is_not_run_in_later_rounds_on_a_cluster(example_copy, tune_cli, tmp_path):
+    # The round rule a local sweep follows (tests/tune: "never run again"), on a cluster also
+    # for a point whose round is read back from the store: threads=64 fails in a one-round
+    # sweep; a three-round rerun reads its round 1 back and never runs it in rounds 2 and 3.
+    project, db = example_copy("saxpy", tunables=("threads",)), tmp_path / "s.db"
+    _break_wgsl_at(project, 64)
+    args = [str(project), "--backend", "wgsl", "--size", "n=4096", "--param", "threads=64,128", "--confirm", "0",
+            "--db", str(db), "--cluster", "local:2", "--json"]  # fmt: skip
+    code, _out, err = _finish(tune_cli(*args, "--rounds", "1"))
+    assert code == 1, err  # the broken configuration fails verification
+    code, out, err = _finish(tune_cli(*args, "--rounds", "3"))
+    assert code == 1, err
+    assert _sweep_rows(recorded_rows(db)) == {(64, "wgsl", 1), *((128, "wgsl", r) for r in (1, 2, 3))}
+    by_threads = {e["config"]["threads"]: e for e in json.loads(out)["configs"]}
+    assert [r["round"] for r in by_threads[64]["rounds"]] == [1] and by_threads[64]["resumed"]
 
 
 def test_scheduler_sweep_survives_a_worker_killed_with_sigkill(

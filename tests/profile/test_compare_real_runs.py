@@ -4,16 +4,18 @@ process, as a user records them; A/A, a slowed WGSL kernel, unlike sizes, unlike
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli as run_cli
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "resources" / "examples"
+#: Real runs of saxpy (cpu + wgsl, repeated): a longer deadline than the helper's 300 s.
+cli = partial(run_cli, timeout=600)
 WGSL_LINE = "        y[i] = params.a * x[i] + y[i];"
 #: 256 extra loads per element, and a test the compiler cannot drop that is never true.
 SLOW_BODY = (
@@ -22,13 +24,6 @@ SLOW_BODY = (
     "        y[i] = params.a * x[i] + y[i];\n"
     "        if (acc == 1234567.0) { y[i] = 0.0; }"
 )
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *args],
-        capture_output=True, text=True, timeout=600, cwd=REPO, env=dict(os.environ), check=False,
-    )  # fmt: skip
 
 
 def copy_saxpy(dest: Path, slow: bool = False) -> Path:

@@ -8,25 +8,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli
 from workbench.profile.sessions.store import SessionStore
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "resources" / "examples"
-
-
-def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *args],
-        capture_output=True, text=True, timeout=300, cwd=REPO, env=env or dict(os.environ), check=False,
-    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -18,20 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import cli
 from workbench.profile.sessions import db_errors
 from workbench.profile.sessions.export import render
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore, SessionStoreError
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *args],
-        capture_output=True, text=True, timeout=300, cwd=REPO, env=env, check=False,
-    )  # fmt: skip
 
 
 def digest(path: Path) -> str:

@@ -15,21 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import cli
 from workbench.profile.sessions.export import ExportError, render, write_text
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.sources import snapshot_hash
 from workbench.profile.sessions.store import SessionStore
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO)
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *args],
-        capture_output=True, text=True, timeout=300, cwd=REPO, env=env, check=False,
-    )  # fmt: skip
 
 
 def digest(path: Path) -> str:

@@ -3,13 +3,11 @@ protocol, the command line as a user runs it, and saxpy variants."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli
 from workbench.run.service import RunService
 from workbench.run.timing import TimingOptions
 
@@ -30,16 +28,9 @@ def tune_service(long_lived):
 
 @pytest.fixture(scope="session")
 def workbench_cli(shared_cache_dir):
-    """`python -m workbench ARGS` in a child process, with the session's build cache."""
-
-    def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        env = dict(os.environ)
-        return subprocess.run(
-            [sys.executable, "-m", "workbench", *args],
-            capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env, check=False,
-        )  # fmt: skip
-
-    return run
+    """`python -m workbench ARGS` in a child process (`tests.conftest.cli`), once the session's
+    build cache is set up."""
+    return cli
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import pytest
 from workbench.profile.sessions.store import SessionStore
 from workbench.profile.tuning import ranking
 from workbench.profile.tuning.apply import ApplyError, apply_config
+from workbench.profile.tuning.events import SweepEntries, SweepEvent
 from workbench.profile.tuning.tune import Point, SweepRunner, TuneError, parse_param, space
 from workbench.project import Project
 
@@ -70,8 +71,8 @@ def test_resume_skips_recorded_configs(example_copy, tune_service, tmp_path, sha
         points = [Point(c, sizes) for c in space(kernel, {"threads": (64, 128, 256)}).configs]
 
         # An interrupted sweep: cancelled once the first configuration is recorded.
-        def cancel_after_first(event: dict) -> None:  # a sweep's progress: still a dict
-            if event["kind"] == "entries":
+        def cancel_after_first(event: SweepEvent) -> None:
+            if isinstance(event, SweepEntries):
                 runner.cancel()
 
         first = runner.run(points, on_event=cancel_after_first)
@@ -81,7 +82,7 @@ def test_resume_skips_recorded_configs(example_copy, tune_service, tmp_path, sha
 
         events = []
         second = runner.run(points, on_event=events.append)
-        resumed = [e["resumed"] for e in events if e["kind"] == "entries"]
+        resumed = [event.resumed for event in events if isinstance(event, SweepEntries)]
         assert resumed == [True, False, False]
         assert store.count() == 6  # only the two missing configurations ran
         assert [e["run_id"] for e in second.entries[:2]] == [e["run_id"] for e in first.entries]

@@ -14,6 +14,7 @@ import pytest
 from workbench.profile.sessions.store import SessionStore
 from workbench.profile.tuning import ranking
 from workbench.profile.tuning.apply import ApplyError, choose_slot, winner_config
+from workbench.profile.tuning.events import SweepEntries
 from workbench.profile.tuning.tune import Point, SweepRunner
 from workbench.project import Project
 
@@ -124,7 +125,9 @@ def test_resume_reruns_a_failure_once_the_timeout_changed(
         events = []
         result = runner.run(points, on_event=events.append)
         resumed = {
-            tuple(e["entries"][0]["config"].values()): e["resumed"] for e in events if e["kind"] == "entries"
+            tuple(event.entries[0]["config"].values()): event.resumed
+            for event in events
+            if isinstance(event, SweepEntries)
         }
         return {(e["backend"], e["config"]["threads"]): e for e in result.entries}, resumed
 

@@ -17,6 +17,7 @@ import pytest
 from PySide6.QtCore import SignalInstance
 
 from workbench.profile.live.live import LiveEvent
+from workbench.profile.tuning.events import SweepEntries, SweepEvent
 from workbench.run.events import Event, RunDone, RunEvent, RunFinished, RunPhase
 from workbench.ui.artifacts_view import ArtifactsBridge
 from workbench.ui.build_panel import BuildPanelBridge
@@ -110,7 +111,8 @@ DICT_METHODS = {"get", "keys", "items", "values", "to_dict"}
 
 
 def _event_classes() -> list[type]:
-    """Every typed event class: the run's and the live loop's (all derive from `run.events.Event`)."""
+    """Every typed event class: the run's, the live loop's and a sweep's (all derive from
+    `run.events.Event`)."""
     found, todo = [], [Event]
     while todo:
         for sub in todo.pop().__subclasses__():
@@ -189,7 +191,9 @@ def dict_reads(source: str, filename: str) -> list[str]:
 
 
 def test_an_event_cannot_be_read_as_a_dict():
-    assert len(EVENT_CLASSES) >= 15  # the eight run events, the live loop's seven and their bases
+    # The eight run events, the live loop's seven, a sweep's five and their bases.
+    assert len(EVENT_CLASSES) >= 20
+    assert issubclass(SweepEntries, SweepEvent) and SweepEntries in EVENT_CLASSES
     for cls in [Event, *EVENT_CLASSES]:
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls
         # No event leaves its process, so none serializes itself either (`to_dict`).
@@ -212,7 +216,7 @@ def test_the_dict_read_scan_finds_what_it_looks_for():
         "event['kind']", "e.get('backend')", "x['result']", "e.event['backend']", "event['kind']"
     ]  # fmt: skip
     fine = (
-        "def progress(event: dict[str, Any]):\n    return event['kind']\n"  # a tuning run's progress: a dict
+        "def progress(event: dict[str, Any]):\n    return event['kind']\n"  # declared a dict: not an event
         "def on_event(event: RunEvent):\n    return event.backend\n"
         "def rows(entry):\n    return entry['backend']\n"
     )

@@ -69,6 +69,7 @@ def table(data: dict[str, Any]) -> str:
 
 def run(args) -> int:
     from workbench.cli.tune import run_points
+    from workbench.profile.tuning.events import SweepEntries, SweepEvent
     from workbench.profile.tuning.size_sweep import copy_ceilings, curves, parse_size_range, size_points
     from workbench.size_values import parse_sizes
 
@@ -87,13 +88,10 @@ def run(args) -> int:
     backends = [b.strip() for b in args.backend.split(",") if b.strip()] if args.backend else None
     devices = [d.strip() for spec in args.device for d in spec.split(",") if d.strip()]
 
-    def progress(event: dict[str, Any]) -> None:
-        if event["kind"] == "entries" and not args.json:
-            how = "resumed" if event["resumed"] else "ran"
-            print(
-                f"[{event['index'] + 1}/{event['total']}] {how} {name}={values[event['index']]}",
-                file=sys.stderr,
-            )
+    def progress(event: SweepEvent) -> None:
+        if isinstance(event, SweepEntries) and not args.json:
+            how = "resumed" if event.resumed else "ran"
+            print(f"[{event.index + 1}/{event.total}] {how} {name}={values[event.index]}", file=sys.stderr)
 
     result = run_points(args, project, kernel, backends, devices, points, progress, "points")
     if isinstance(result, int):

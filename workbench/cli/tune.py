@@ -202,6 +202,7 @@ def open_cluster(text: str, project, kernel: str, runner):
 
 
 def run(args) -> int:
+    from workbench.profile.tuning.events import SweepEntries, SweepEvent
     from workbench.profile.tuning.tune import Point, parse_param, space
     from workbench.size_values import parse_sizes
 
@@ -218,13 +219,12 @@ def run(args) -> int:
     devices = [d.strip() for spec in args.device for d in spec.split(",") if d.strip()]
     points = [Point(config, sizes) for config in sp.configs]
 
-    def progress(event: dict[str, Any]) -> None:
-        if event["kind"] == "entries" and not args.json:
-            done = event["index"] + 1
-            how = "resumed" if event["resumed"] else "ran"
-            config = _config_text(event["entries"][0]["config"]) if event["entries"] else ""
-            stage = "side by side" if event["confirm"] else "round"
-            print(f"[{done}/{event['total']}] {stage} {event['round']}: {how} {config}", file=sys.stderr)
+    def progress(event: SweepEvent) -> None:
+        if isinstance(event, SweepEntries) and not args.json:
+            how = "resumed" if event.resumed else "ran"
+            config = _config_text(event.entries[0]["config"]) if event.entries else ""
+            stage = "side by side" if event.confirm else "round"
+            print(f"[{event.index + 1}/{event.total}] {stage} {event.round}: {how} {config}", file=sys.stderr)
 
     result = run_points(args, project, kernel, backends, devices, points, progress, "configurations")
     if isinstance(result, int):

@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -51,6 +52,7 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError
 from workbench.profile.tuning import ranking
 from workbench.profile.tuning.apply import choose_slot
+from workbench.profile.tuning.events import SweepDone, SweepEntries, SweepEvent, SweepFinished, SweepNote
 from workbench.remote.hosts import HostStore
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
@@ -100,6 +102,14 @@ def _rank_text(entry: dict[str, Any], best: dict[str, Any] | None) -> str:
     if any(config == t["config"] or config in t["same_build_as"] for t in best["tied_with"]):
         return "tied (no unique winner)"
     return ""
+
+
+@dataclass(frozen=True)
+class _CopyCeilings:
+    """A size sweep's devices' copy ceilings (GB/s), measured on the sweep's thread once it is
+    done: the panel's own message on its relay, after the sweep's `SweepDone`."""
+
+    ceilings: dict[str, Any]
 
 
 class _Relay(QObject):
@@ -430,17 +440,17 @@ class TuningPanel(QWidget):
         self.progress.show()
         size_mode = self._size_mode
 
-        def on_event(event: dict[str, Any]) -> None:  # the sweep thread
-            if size_mode and event["kind"] == "done":
+        def on_event(event: SweepEvent) -> None:  # the sweep thread
+            self._relay.posted.emit(event)
+            if size_mode and isinstance(event, SweepDone):
+                # Measured here, off the GUI thread, before the sweep's thread reports it finished.
                 from workbench.profile.tuning.size_sweep import copy_ceilings
 
                 try:
-                    event["ceilings"] = copy_ceilings(
-                        {e["device"] for e in event["result"].entries}, self.cache_dir
-                    )
+                    ceilings = copy_ceilings({e["device"] for e in event.result.entries}, self.cache_dir)
                 except Exception:  # noqa: BLE001 - a guide line only
-                    event["ceilings"] = {}
-            self._relay.posted.emit(event)
+                    ceilings = {}
+                self._relay.posted.emit(_CopyCeilings(ceilings))
 
         rounds = (1, 0) if size_mode else (self.rounds.value(), self.confirm_rounds)
         self._sweep = BackgroundSweep(
@@ -465,28 +475,27 @@ class TuningPanel(QWidget):
     def running(self) -> bool:
         return self._sweep is not None
 
-    def _on_event(self, event: dict[str, Any]) -> None:  # the GUI thread
-        kind = event["kind"]
-        if kind == "note":  # the cluster's: its workers, those refused for the ranking
-            self.status.setText(event["text"])
-        elif kind == "entries":
-            self.progress.setRange(0, event["total"])
-            self.progress.setValue(event["index"] + 1)
+    def _on_event(self, event: SweepEvent | _CopyCeilings) -> None:  # the GUI thread
+        if isinstance(event, SweepNote):  # the cluster's: its workers, those refused for the ranking
+            self.status.setText(event.text)
+        elif isinstance(event, SweepEntries):
+            self.progress.setRange(0, event.total)
+            self.progress.setValue(event.index + 1)
             if self._size_mode:
-                self._add_size_entries(event["entries"])
+                self._add_size_entries(event.entries)
             else:
-                self.entries, self.best = event["merged"], event["best"]
+                self.entries, self.best = event.merged, event.best
                 self._redraw()
-        elif kind == "done" and self._size_mode:
-            self.size_data["ceilings"] = event.get("ceilings") or {}
+        elif isinstance(event, _CopyCeilings) and self._size_mode:
+            self.size_data["ceilings"] = event.ceilings or {}
             self._draw_sizes()
-        elif kind == "finished":
+        elif isinstance(event, SweepFinished):
             if self._sweep is not None:
                 self._sweep.join(5)
             self._sweep = None
-            result = event.get("result")
-            if event.get("error"):
-                self.status.setText(f"sweep failed: {event['error']}")
+            result = event.result
+            if event.error:
+                self.status.setText(f"sweep failed: {event.error}")
             elif result is not None:
                 entries = result.entries
                 if not self._size_mode:  # the final ranking: after the leaders were re-timed

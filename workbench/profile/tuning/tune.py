@@ -28,13 +28,14 @@ interleaved rounds, recorded in the sessions store as it finishes, and ranked (`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,15 @@ from workbench import expr
 from workbench.errors import WorkbenchError
 from workbench.manifest import Kernel
 from workbench.profile.tuning import ranking, tune_entries
+from workbench.profile.tuning.events import (
+    SweepDone,
+    SweepEntries,
+    SweepEvent,
+    SweepFinished,
+    SweepNote,
+    SweepPoint,
+    SweepProgress,
+)
 from workbench.project import Project
 
 STRATEGIES = ("grid", "random")
@@ -222,11 +232,10 @@ class SweepRunner:
     the runner-up are re-timed side by side for `confirm_rounds` more rounds (alternating which
     goes first, never resumed) before a winner is named (`ranking.rank`).
 
-    `on_event(dict)` is called from the calling thread: {"kind": "point", "index", "total",
-    "point", "round"} before a run, {"kind": "entries", "index", "total", "entries" (this run's),
-    "resumed", "round", "confirm", and with `live_ranking` "merged" and "best"} after it, {"kind": "done", "result":
-    SweepResult}. `cancel()` (any thread) stops the run in flight and the rest; what finished
-    stays recorded.
+    `on_event(SweepEvent)` is called from the calling thread (`events.py`): `SweepPoint` before a
+    run, `SweepEntries` after it (this run's entries, and with `live_ranking` the merge and
+    ranking so far), `SweepDone` (the `SweepResult`) last. `cancel()` (any thread) stops the run
+    in flight and the rest; what finished stays recorded.
 
     With a `dispatcher` (`profile/cluster`), each round's configurations are built here and
     measured side by side on a cluster's devices, taken (verified, recorded, ranked) as each
@@ -314,9 +323,7 @@ class SweepRunner:
             "timing": options_to_dict(timing) if timing is not None else None,
         }
 
-    def run(
-        self, points: list[Point], on_event: Callable[[dict[str, Any]], None] | None = None
-    ) -> SweepResult:
+    def run(self, points: list[Point], on_event: Callable[[SweepEvent], None] | None = None) -> SweepResult:
         from workbench.profile.sessions.sources import snapshot
 
         emit = on_event or (lambda event: None)
@@ -330,11 +337,10 @@ class SweepRunner:
             self.project
         )  # the sources as built: read before the first build, kept with every row
         self._rows = {}
-        progress = {"step": 0, "total": len(points) * self.rounds}
+        progress = SweepProgress(total=len(points) * self.rounds)
 
         def step(point: Point, round_: int, confirm: bool, report: Any = None) -> list[dict[str, Any]] | None:
-            emit({"kind": "point", "index": progress["step"], "total": progress["total"], "point": point,
-                  "round": round_})  # fmt: skip
+            emit(SweepPoint(index=progress.step, total=progress.total, point=point, round=round_))
             keys = self._keys(point, snap)
             entries = None
             if report is None and self.resume and not confirm and self.store is not None:
@@ -345,60 +351,72 @@ class SweepRunner:
                 if entries is None:  # cancelled part-way: nothing of this run is kept
                     return None
             result.runs.extend(entries)
-            event = {"kind": "entries", "index": progress["step"], "total": progress["total"],
-                     "entries": entries, "resumed": resumed, "round": round_, "confirm": confirm}  # fmt: skip
+            merged = best = None
             if self.live_ranking:  # the merge and ranking so far, for a view that draws them as they come
-                event["merged"] = result.entries
-                event["best"] = ranking.rank(event["merged"], min_effect=self.min_effect,
-                                             confirmed=result.confirmed, defaults=defaults)  # fmt: skip
-            emit(event)
-            progress["step"] += 1
+                merged = result.entries
+                best = ranking.rank(merged, min_effect=self.min_effect, confirmed=result.confirmed,
+                                    defaults=defaults)  # fmt: skip
+            emit(SweepEntries(index=progress.step, total=progress.total, entries=entries, resumed=resumed,
+                              round=round_, confirm=confirm, merged=merged, best=best))  # fmt: skip
+            progress.advance()
             return entries
 
         dead: set[int] = set()  # points none of whose results can be ranked: not run again
         for round_ in range(1, self.rounds + 1):
             order = list(enumerate(points)) if round_ % 2 else list(enumerate(points))[::-1]
-            if self.dispatcher is not None:
-                self._cluster_round(order, round_, step, dead, progress, snap)
-                continue
-            for index, point in order:
-                if self._cancel.is_set():
-                    break
-                if index in dead:
-                    progress["total"] -= 1
-                    continue
-                entries = step(point, round_, False)
-                if entries is None:
-                    break
-                if not any(ranking.outcome(e) == "ok" for e in entries):
-                    dead.add(index)
+            self._round(order, round_, step, dead, progress, snap)
         if not self._cancel.is_set() and self.confirm_rounds:
             self._confirm(result, points, step, progress)
         result.cancelled = self._cancel.is_set()
         result.seconds = time.perf_counter() - started
-        emit({"kind": "done", "result": result})
+        emit(SweepDone(result))
         return result
 
     def _keys(self, point: Point, snap) -> dict[str, str]:
         return {b: resume_key(self.project, self.kernel, point, b, snap[1]) for b in self.backends}
 
-    def _cluster_round(
-        self, order, round_: int, step, dead: set[int], progress: dict[str, int], snap
-    ) -> None:
-        """One round on a cluster: what is recorded is read back, the rest submitted at once (each
-        built here while the workers measure the earlier ones), then taken as it finishes (the
-        default configuration first: its reference output is the others' baseline)."""
+    def _round(self, order, round_: int, step, dead: set[int], progress: SweepProgress, snap) -> None:
+        """One round, the rule both paths share: the points are visited in `order` (`_visit`), each
+        run taken is recorded with its entries (`step`), a point none of whose results can be
+        ranked is dead from then on (not run in later rounds), and a run cancelled part-way ends
+        the round. Only where the runs come from differs: here, each run by `step` when its turn
+        comes; on a cluster, submitted together and taken as they finish (`_cluster_runs`)."""
+        visiting = self._visit(order, dead, progress)
+        if self.dispatcher is not None:
+            runs = self._cluster_runs(visiting, round_, snap)
+        else:
+            runs = ((index, point, None) for index, point in visiting)
+        with contextlib.closing(runs):  # a round ended early cancels what a cluster still has pending
+            for index, point, report in runs:
+                entries = step(point, round_, False, report)
+                if entries is None:
+                    break
+                if not any(ranking.outcome(e) == "ok" for e in entries):
+                    dead.add(index)
+
+    def _visit(self, order, dead: set[int], progress: SweepProgress) -> Iterator[tuple[int, Point]]:
+        """The points a round visits, in `order`: none once the sweep is cancelled; a dead point is
+        passed over and its run leaves the plan."""
+        for index, point in order:
+            if self._cancel.is_set():
+                return
+            if index in dead:
+                progress.drop()
+                continue
+            yield index, point
+
+    def _cluster_runs(self, visiting, round_: int, snap) -> Iterator[tuple[int, Point, Any]]:
+        """A round's runs on a cluster, as (index, point, report): a point whose round is recorded
+        comes at once with no report (`step` reads it back), the rest are submitted together (each
+        built here while the workers measure the earlier ones) and come as each finishes, the
+        default configuration first (its reference output is the others' baseline). It stops at a
+        run cancelled meanwhile; what is still pending when it stops or is closed is cancelled."""
         pending: list[tuple[int, Point, Any]] = []
         try:
-            for index, point in order:
-                if self._cancel.is_set():
-                    break
-                if index in dead:
-                    progress["total"] -= 1
-                    continue
+            for index, point in visiting:
                 if self.resume and self.store is not None and self._recorded(self._keys(point, snap), point,
                                                                              round_) is not None:  # fmt: skip
-                    step(point, round_, False)
+                    yield index, point, None
                     continue
                 pending.append((index, point, self.dispatcher.submit(point, self._cluster_request())))
             defaults = self.kernel.default_tunables()
@@ -407,13 +425,11 @@ class SweepRunner:
             rest = self.dispatcher.as_completed([p[2] for p in pending if p not in first])
             for index, point, future in [*first, *(by_future[f] for f in rest)]:
                 report = self.dispatcher.result(future, lambda: self._cancel.is_set())
-                entries = step(point, round_, False, report) if report is not None else None
                 pending.remove((index, point, future))
                 del by_future[future]  # taken: the worker may let its result go
-                if entries is None:
-                    break
-                if not any(ranking.outcome(e) == "ok" for e in entries):
-                    dead.add(index)
+                if report is None:  # cancelled while it ran
+                    return
+                yield index, point, report
         finally:
             for _index, _point, future in pending:
                 future.cancel()
@@ -438,7 +454,7 @@ class SweepRunner:
             timeout_s=self.timeout_s, seed=self.seed, cache_dir=self.cache_dir, tunables=point.config,
         )  # fmt: skip
 
-    def _confirm(self, result: SweepResult, points: list[Point], step, progress: dict[str, int]) -> None:
+    def _confirm(self, result: SweepResult, points: list[Point], step, progress: SweepProgress) -> None:
         """Re-time each slot's leader and runner-up side by side before a winner is named."""
         prelim = ranking.rank(result.entries, min_effect=self.min_effect, confirmed=set(),
                               defaults=result.defaults)  # fmt: skip
@@ -451,7 +467,7 @@ class SweepRunner:
                 if text in by_config:
                     chosen.setdefault(text, by_config[text])
         pair = list(chosen.values())
-        progress["total"] += len(pair) * self.confirm_rounds
+        progress.plan(len(pair) * self.confirm_rounds)
         if self.dispatcher is not None:  # side by side means on one device
             self._pinned_worker = self.dispatcher.first_worker()
         for extra in range(self.confirm_rounds):
@@ -593,12 +609,12 @@ class BackgroundSweep:
 
     It opens its own sessions store and `RunService` on that thread (SQLite connections and
     workers stay with the thread that made them), runs `points`, and hands every runner event to
-    `on_event` from that thread; a final {"kind": "finished", "result": SweepResult | None,
-    "error": str | None} always comes. `cancel()` stops it; `join()` waits.
+    `on_event` from that thread; a final `SweepFinished` (the `SweepResult` or None, the error or
+    None) always comes. `cancel()` stops it; `join()` waits.
 
     With `cluster` (a spec `cluster.connect.parse` reads: `local:2`, `tcp://…`, `hosts:…`), the
     configurations run on that cluster through `cluster.dispatch.open_dispatcher`, as
-    `workbench tune --cluster` runs them; its notes arrive as {"kind": "note", "text"} events and
+    `workbench tune --cluster` runs them; its notes arrive as `SweepNote` events and
     the cluster is stopped when the sweep ends."""
 
     def __init__(
@@ -606,7 +622,7 @@ class BackgroundSweep:
         project: Project,
         kernel: str | None,
         points: list[Point],
-        on_event: Callable[[dict[str, Any]], None],
+        on_event: Callable[[SweepEvent], None],
         *,
         backends: list[str] | None = None,
         devices: list[str] | None = None,
@@ -660,7 +676,7 @@ class BackgroundSweep:
             if self._cluster and not self._cancelled.is_set():
                 from workbench.profile.tuning.cluster.dispatch import open_dispatcher
 
-                note = lambda text: self._on_event({"kind": "note", "text": f"cluster: {text}"})  # noqa: E731
+                note = lambda text: self._on_event(SweepNote(f"cluster: {text}"))  # noqa: E731
                 dispatcher = self._runner.dispatcher = open_dispatcher(
                     self._cluster, project, self._runner.kernel.name, self._runner, on_note=note
                 )
@@ -675,4 +691,4 @@ class BackgroundSweep:
             service.close()
             if store is not None:
                 store.close()
-        self._on_event({"kind": "finished", "result": result, "error": error})
+        self._on_event(SweepFinished(result, error))
