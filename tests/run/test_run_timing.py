@@ -57,12 +57,19 @@ def test_choose_batch():
     assert choose_batch(1e-6, 1e-6, 100, 1 << 20) == 100
     assert choose_batch(0.0, 1e-6, 100, 4096) == 4096  # a launch below one tick
     assert choose_batch(1e-9, 1.0, 100, 4096) == 4096  # capped
+    # A fine timer (wgpu's 1 ns) no longer exempts a short kernel: it is batched to span the floor,
+    # as a CUDA event (0.5 µs ticks) batches it.
+    assert choose_batch(18e-6, 1e-9, 100, 1 << 20) == 1
+    assert choose_batch(18e-6, 1e-9, 100, 1 << 20, 200e-6) == 12
+    assert choose_batch(18e-6, 0.5e-6, 100, 1 << 20, 200e-6) == 12
+    assert choose_batch(250e-6, 1e-9, 100, 1 << 20, 200e-6) == 1  # long enough: one launch a sample
 
 
 def test_real_launches_warm_up_and_sample_until_count_and_time(cpu_saxpy_worker):
     worker, prepare = cpu_saxpy_worker
     reply = prepare(65536)
-    options = TimingOptions(min_n=12, min_time_s=0.05, warmup_max_n=8, warmup_max_s=0.5)
+    # No floor on a sample's duration: one launch per sample (the floor has its own test).
+    options = TimingOptions(min_n=12, min_time_s=0.05, warmup_max_n=8, warmup_max_s=0.5, min_sample_s=0.0)
     started = time.perf_counter()
     stats = measure(_launcher(worker), reply["timer_resolution_s"], reply["timer_method"], options)
     elapsed = time.perf_counter() - started
@@ -84,6 +91,26 @@ def test_a_launch_short_against_the_timer_is_timed_in_batches(cpu_saxpy_worker):
     assert stats.batch > 1
     assert stats.n >= 5
     assert len(stats.samples_s) == stats.n  # per-launch times: each sample divided by the batch
+
+
+def test_a_short_launch_is_batched_to_the_sample_floor_even_on_a_fine_timer():
+    """The same rule on every runtime: a launch shorter than `min_sample_s` is batched until a
+    sample lasts that long, whatever the timer's resolution (here 1 ns, as wgpu's timestamps).
+    The launch is 20 µs of real busy time each (the cpu runtime's launches last milliseconds)."""
+
+    def launch(count: int) -> float:
+        start = time.perf_counter()
+        while time.perf_counter() - start < 20e-6 * count:
+            pass
+        return time.perf_counter() - start
+
+    options = TimingOptions(min_n=5, min_time_s=0.0, warmup_max_n=5, warmup_max_s=0.2)
+    stats = measure(launch, 1e-9, "wall-clock", options)
+    # 200 µs of 20 µs launches: about 10 per sample (a preempted warm-up launch can make it fewer)
+    assert 2 <= stats.batch <= 11
+    assert stats.median_s >= 20e-6 and len(stats.samples_s) == stats.n >= 5
+    no_floor = measure(launch, 1e-9, "wall-clock", TimingOptions(min_n=5, min_time_s=0.0, min_sample_s=0.0))
+    assert no_floor.batch == 1
 
 
 def test_summary_and_throughput():

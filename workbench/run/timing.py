@@ -5,8 +5,8 @@ request, a runtime's `Prepared.launch`, a bare loop):
 
 1. warm-up: single launches until two consecutive times agree within `settle_rtol` (twice in a
    row), bounded by `warmup_max_n` launches and `warmup_max_s` seconds;
-2. batching: when one launch is shorter than `min_ticks` × the timer's resolution, each sample
-   times `count` back-to-back launches and divides by `count`;
+2. batching: when one launch is shorter than `min_ticks` × the timer's resolution or than
+   `min_sample_s`, each sample times `count` back-to-back launches and divides by `count`;
 3. samples until both `min_n` samples and `min_time_s` seconds are reached (stopping anyway at
    `max_n` samples or after `max_time_s` with at least 3 samples).
 
@@ -41,6 +41,13 @@ class TimingOptions:
     settle_rtol: float = 0.10
     #: A sample must span at least this many timer ticks, else launches are batched.
     min_ticks: float = 100.0
+    #: ... and last at least this long whatever the timer. A sample's fixed cost (the timer pair,
+    #: the first launch's latency: about 8 µs with CUDA events on the H200) adds F / batch to each
+    #: launch; with 100 ticks alone an 18 µs kernel was batched 2-4 times on CUDA (0.5 µs ticks)
+    #: and never on wgpu (1 ns), so scan's backends were compared under 0-22 % of different
+    #: overheads. A 200 µs floor batches every backend's short kernel alike and bounds the share
+    #: at F / 200 µs; the examples at their large sizes (218 µs and up) are not batched.
+    min_sample_s: float = 200e-6
     max_batch: int = 1 << 20
     #: "warm" (default): launches follow each other, caches keep what the last one left.
     #: "cold": the worker flushes the device's caches before every sample, outside the timed region
@@ -97,9 +104,11 @@ def settled(times: list[float], rtol: float, resolution_s: float) -> bool:
     return close(a, b) and close(b, c)
 
 
-def choose_batch(single_s: float, resolution_s: float, min_ticks: float, max_batch: int) -> int:
-    """How many launches one sample must hold to span `min_ticks` timer ticks."""
-    target = min_ticks * resolution_s
+def choose_batch(
+    single_s: float, resolution_s: float, min_ticks: float, max_batch: int, min_sample_s: float = 0.0
+) -> int:
+    """How many launches one sample must hold to span `min_ticks` timer ticks and `min_sample_s`."""
+    target = max(min_ticks * resolution_s, min_sample_s)
     if single_s >= target:
         return 1
     if single_s <= 0:
@@ -143,15 +152,20 @@ def measure(
     # 2. batching: grow the batch until a sample spans enough ticks (a timer may read 0 for
     # sub-tick launches, so the estimate is refined from batched samples, not trusted once).
     single = float(np.median(warm[-3:]))
-    batch = 1 if opts.l2 != "warm" else choose_batch(single, resolution_s, opts.min_ticks, opts.max_batch)
+    target = max(opts.min_ticks * resolution_s, opts.min_sample_s)
+    batch = (
+        1
+        if opts.l2 != "warm"
+        else choose_batch(single, resolution_s, opts.min_ticks, opts.max_batch, opts.min_sample_s)
+    )
     while batch > 1:
         check()
         total = float(launch(batch))
         check("batch", batch)
-        if total >= opts.min_ticks * resolution_s or batch >= opts.max_batch:
+        if total >= target or batch >= opts.max_batch:
             break
         per = total / batch
-        grown = choose_batch(per, resolution_s, opts.min_ticks, opts.max_batch)
+        grown = choose_batch(per, resolution_s, opts.min_ticks, opts.max_batch, opts.min_sample_s)
         batch = min(opts.max_batch, max(batch * 2, grown))
 
     # 3. samples
