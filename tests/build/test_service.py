@@ -130,3 +130,28 @@ def test_lower_priority_reaches_a_build_already_running_and_what_it_starts(gated
         result = job.wait()["cpu"]
     assert result.status == "ok", result.log
     assert niceness_of_stat(Path(f"{gates['host']}.stat").read_text()) == min(19, base + BACKGROUND_NICENESS)
+
+
+def test_a_held_background_build_starts_only_when_released(example_copy, cache):
+    """`hold_background`: a build nobody waits for starts (no event, no process) only once the
+    caller releases it; the job is not done before; its timeout counts from the release; a
+    cancel while held ends it as cancelled without starting a compiler."""
+    project = Project.open(example_copy("saxpy", unique=True))
+    events: list[tuple[str, str]] = []
+    with BuildService(cache_dir=cache) as service:
+        service.subscribe(lambda e: events.append((e.kind, e.backend)))
+        job = service.submit(project, ["wgsl", "cpu"], background=["cpu"], hold_background=True)
+        assert job.wait_any(["wgsl"], timeout=300) == "wgsl"
+        held = service._active["cpu"]
+        assert ("finished", "wgsl") in events and ("started", "cpu") not in events
+        assert not job.done and not processes_with(str(cache))  # no compiler under this cache
+        deadline_before = held.budget.deadline
+        job.release_background()
+        result = job.wait(timeout=300)["cpu"]
+        assert result.status == "ok", result.log
+        assert events.index(("started", "cpu")) > events.index(("finished", "wgsl"))
+        assert held.budget.deadline > deadline_before  # the clock started again at the release
+
+        again = service.submit(project, ["cpu"], background=["cpu"], hold_background=True)
+        service.cancel("cpu")
+        assert again.wait(timeout=60)["cpu"].status == "cancelled"

@@ -262,3 +262,48 @@ def test_a_failed_check_names_the_reference_only_when_its_own_source_changed(ser
     changed = edited.reference_changed
     assert changed["message"] == "the reference changed: cpu's source was edited"
     assert changed["failed"] == ["wgsl"] and changed["unchanged"] == ["wgsl"]
+
+
+@pytest.mark.slow
+def test_a_build_that_cannot_run_here_waits_until_the_runs_are_timed(services, example_copy):
+    """Once the loop knows a backend cannot run here (nvptx without CUDA), the next cycles build
+    it only after their runs: it never shares the cores with the first result or a timing."""
+    from workbench.build.toolchains import detect
+
+    if not detect("nvptx").found:
+        pytest.skip(f"no nvptx toolchain: {detect('nvptx').hint}")
+    loop, events = services(backends=["cpu", "wgsl", "nvptx"])
+    if loop.run_service.devices("cuda").get("available"):
+        pytest.skip("CUDA is available here: nvptx runs, it is not built in the background")
+    project = Project.open(example_copy("saxpy"))
+    first = loop.request_run(project)
+    assert loop.wait_idle(600) and events.finished(first).status == "ok"
+    assert _wait(lambda: not loop.background, 600)
+
+    order: list[tuple[str, str]] = []  # build events and run results of the second cycle, in order
+    loop.build_service.subscribe(lambda e: order.append((f"build {e.kind}", e.backend)))
+    loop.subscribe(
+        lambda e: (
+            isinstance(e, LiveRunEvent)
+            and isinstance(e.event, RunFinished)
+            and order.append(("result", e.event.result.backend))
+        )
+    )
+    second = loop.request_run(project)
+    assert loop.wait_idle(600) and events.finished(second).status == "ok"
+    assert _wait(lambda: ("build finished", "nvptx") in order, 600)
+    results = [i for i, (kind, _) in enumerate(order) if kind == "result"]
+    assert {order[i][1] for i in results} == {"cpu", "wgsl", "nvptx"}
+    timed = [i for i in results if order[i][1] != "nvptx"]  # nvptx's row: skipped, not run
+    assert order.index(("build started", "nvptx")) > max(timed), order
+    background = events.of(LiveBuildFinished, second)
+    assert any(e.background and e.results["nvptx"].status == "ok" for e in background)
+
+
+def _wait(predicate, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()

@@ -46,6 +46,11 @@ class Budget:
         deadline = time.monotonic() + timeout_s if timeout_s else None
         return cls(deadline=deadline, timeout_s=timeout_s, niceness=niceness)
 
+    def restart_clock(self) -> None:
+        """The deadline counts from now (a build that waited for its turn)."""
+        if self.timeout_s:
+            self.deadline = time.monotonic() + self.timeout_s
+
     def lower_priority(self, niceness: int) -> None:
         """From now on run at `niceness`: the commands running already (and what they started)
         too, the ones started later from the beginning."""

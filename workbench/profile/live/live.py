@@ -439,10 +439,19 @@ class LiveLoop:
                 to_build.append(reference)  # what the others are checked against
         with self._lock:
             self._cycle_builds = list(to_build)
-        # A build whose result cannot run here goes on at a lower priority, off the cores of
-        # those the run waits for (known from an earlier cycle's probe; the first cycle's are not).
+        # A build whose result cannot run here (known from an earlier cycle's probe; the first
+        # cycle's are not) waits until this cycle's runs are timed, then goes on at a lower
+        # priority: it is never on the cores the first result or a timing needs.
         background = self.run_service.cannot_run_here(to_build, self.devices) if request.run else []
-        job = self.build_service.submit(project, to_build, tunables=self.tunables, background=background)
+        job = self.build_service.submit(
+            project, to_build, tunables=self.tunables, background=background, hold_background=True
+        )
+        try:
+            self._build_and_run(request, project, backends, to_build, job)
+        finally:
+            job.release_background()  # whatever ended the cycle
+
+    def _build_and_run(self, request: _Request, project: Project, backends, to_build, job) -> None:
         if request.cancelled.is_set():  # cancelled between entering the phase and submitting
             for backend in to_build:
                 self.build_service.cancel(backend)
@@ -454,6 +463,7 @@ class LiveLoop:
             self._emit(self._finished(request, status, build, None, None))
             return
         if not self._set_phase(request, "run"):
+            job.release_background()  # no run to wait for: else the wait below never ends
             job.wait()
             self._emit(self._finished(request, "cancelled", job.finished(), None, None))
             return
@@ -486,6 +496,7 @@ class LiveLoop:
             )
         except WorkbenchError as exc:
             error = str(exc)
+        job.release_background()  # the timed runs are over
         build = job.finished()
         self.last_build = build
         self._emit(self._build_finished(request, build))
