@@ -38,6 +38,7 @@ __all__ = [
     "row_verdict",
     "stale_label",
     "stale_note",
+    "TIMING_PENDING",
     "timing_line",
     "verdict",
     "verdict_cell",
@@ -47,6 +48,9 @@ __all__ = [
 #: `CheckRecord.unverified` when the run's reference produced no outputs to compare with (set by
 #: `run.reference.ReferencePolicy`); the verdict reads "not verified (reference failed)".
 REFERENCE_FAILED = "reference failed"
+
+#: A result's median while its samples are taken (its verdict is shown already: `RunVerified`).
+TIMING_PENDING = "timing…"
 
 REFERENCE, VERIFIED, WEAK, FAILED, NOT_VERIFIED = "reference", "verified", "weak", "failed", "not verified"
 

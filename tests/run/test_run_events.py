@@ -18,6 +18,7 @@ from workbench.run.events import (
     RunPhase,
     RunProgress,
     RunStarted,
+    RunVerified,
 )
 from workbench.run.service import RunService
 from workbench.run.timing import TimingOptions
@@ -27,7 +28,9 @@ REPO = Path(__file__).resolve().parents[2]
 #: Long enough for the worker's timing heartbeats (every 0.1 s) to come through as `RunProgress`.
 HEARTBEAT_TIMING = TimingOptions(min_n=5, min_time_s=0.5, warmup_max_n=6, warmup_max_s=0.3, max_time_s=2.0)
 #: Every kind of run event.
-RUN_EVENTS = {RunBuilding, RunBuildEvent, RunBuilt, RunStarted, RunPhase, RunProgress, RunFinished, RunDone}
+RUN_EVENTS = {
+    RunBuilding, RunBuildEvent, RunBuilt, RunStarted, RunPhase, RunVerified, RunProgress, RunFinished, RunDone,
+}  # fmt: skip
 
 
 def test_every_event_of_a_real_run_is_a_typed_record(example_copy, shared_cache_dir):
@@ -64,6 +67,19 @@ def test_every_event_of_a_real_run_is_a_typed_record(example_copy, shared_cache_
     assert [e.backend for e in started] == ["cpu", "wgsl"] and all(e.device["spec"] for e in started)
     finished = [e for e in events if isinstance(e, RunFinished)]
     assert [e.result for e in finished] == report.results  # the very results of the report
+    # Each verdict before its timing (the check ends before the samples on the CPU and llvmpipe):
+    # the same verdict and check as the final result, no timing yet.
+    verified = [e for e in events if isinstance(e, RunVerified)]
+    assert [e.backend for e in verified] == ["cpu", "wgsl"]
+    for early, final in zip(verified, finished, strict=True):
+        at = events.index(early)
+        assert events[at - 1] == RunPhase(early.backend, "verify")
+        assert events[at + 1] == RunPhase(early.backend, "timing")
+        assert early.result.timing is None and final.result.timing is not None
+        assert early.result.status == final.result.status == "ok"
+        assert (early.result.verified, early.result.check) == (final.result.verified, final.result.check)
+        assert early.device == final.device
+    assert verified[1].result.verified is True  # wgsl checked against cpu's output
     assert isinstance(events[-1], RunDone) and events[-1].report is report
     # Fields only: an event read as a dict fails (tests/ui/test_typed_events.py holds every reader to it).
     with pytest.raises(TypeError):

@@ -123,3 +123,40 @@ def test_the_windows_backend_menu_shows_the_default_and_keeps_it_nobodys_choice(
     window.persist_settings = True
     window.close()
     assert load_settings().backends == []
+
+
+def test_a_rows_verdict_is_shown_before_its_timing(qtbot, make_widget, bridge, example_copy):
+    """Each row shows its verdict as soon as its output is checked, its median reading "timing…"
+    while the samples are taken; the finished run's rows all carry their timing."""
+    from workbench.result_text import TIMING_PENDING
+    from workbench.run.events import RunFinished, RunVerified
+
+    bridge.set_project(example_copy("saxpy"))
+    bridge.set_backends(["cpu", "wgsl"])
+    bridge.set_devices(["cpu", "wgpu:0"])
+    bridge.set_sizes({"n": 4096})
+    table = make_widget(ResultsTable, bridge, show=True)
+    seen: list[tuple[str, str, dict]] = []  # (event, backend, that backend's row as then shown)
+    # Connected after the table: its slot has run when this one reads the rows.
+    bridge.runEvent.connect(
+        lambda e: (
+            isinstance(e, RunVerified | RunFinished)
+            and seen.append(
+                (type(e).__name__, e.backend, next(r for r in table.row_texts() if r["Backend"] == e.backend))
+            )
+        )
+    )
+    with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS):
+        bridge.run()
+    assert [(kind, backend) for kind, backend, _ in seen] == [
+        ("RunVerified", "cpu"),
+        ("RunFinished", "cpu"),
+        ("RunVerified", "wgsl"),
+        ("RunFinished", "wgsl"),
+    ]
+    early = {backend: row for kind, backend, row in seen if kind == "RunVerified"}
+    assert early["cpu"]["Median"] == TIMING_PENDING and early["cpu"]["Verified"] == "reference"
+    assert early["wgsl"]["Median"] == TIMING_PENDING and early["wgsl"]["Verified"] == "✓ yes"
+    rows = table.row_texts()
+    assert {r["Backend"] for r in rows} == {"cpu", "wgsl"}
+    assert all(r["Median"] not in ("", TIMING_PENDING) and r["Median"][0].isdigit() for r in rows), rows

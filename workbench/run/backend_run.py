@@ -30,7 +30,7 @@ from workbench.run.buffers import BackendBuffers
 from workbench.run.build_stage import StagedBuild
 from workbench.run.ceilings import memory_roof
 from workbench.run.device_catalog import DeviceCatalog
-from workbench.run.events import RunEvent, RunPhase, RunProgress
+from workbench.run.events import RunEvent, RunPhase, RunProgress, RunVerified
 from workbench.run.inputs import InputCache, output_names
 from workbench.run.pool import SETUP_TIMEOUT_S, RequestFailed, WorkerError, WorkerProcess
 from workbench.run.reference import ReferencePolicy
@@ -170,6 +170,9 @@ def run_backend(
             pending = checker.submit(policy.check, backend, outputs, ctx.kernel)
         else:
             verified, check = policy.check(backend, outputs, ctx.kernel)
+            if timed:  # the verdict now, the timing after its samples
+                early = _result(ctx, backend, choice, build, spec, verified, check, None, findings, trace)
+                ctx.emit(RunVerified(backend, choice.device, early))
         try:
             if timed:
                 ctx.emit(RunPhase(backend, "timing"))
@@ -216,6 +219,12 @@ def run_backend(
     finally:
         ctx.active = None
 
+    return _result(ctx, backend, choice, build, spec, verified, check, stats, findings, trace), outputs
+
+
+def _result(ctx, backend, choice, build, spec, verified, check, stats, findings, trace) -> RunResult:
+    """The result of a backend that ran: its verdict, and its timing when `stats` (the early
+    result of `RunVerified` has none)."""
     result = RunResult(
         backend=backend, device=choice.device, status="ok", verified=verified, check=check,
         timing=stats, throughput=_no_throughput(), error=None,
@@ -227,7 +236,7 @@ def run_backend(
         )
         # Which measured memory ceiling the roofline holds this kernel against (copy or read).
         result.throughput["memory_roof"] = memory_roof(ctx.kernel, ctx.values)
-    return result, outputs
+    return result
 
 
 def skipped(ctx: RunContext, backend: str, choice: DeviceChoice, reason: str, build) -> RunResult:

@@ -4,8 +4,8 @@
 each run: `RunBuilding` (once builds start), `RunBuildEvent` / `RunBuilt` (per backend, as its
 build goes and ends; not for prebuilt artifact folders), `RunPhase(None, "inputs")`, then per
 backend × device `RunStarted`, `RunPhase` (upload, launch, download, verify, timing),
-`RunProgress` (timing heartbeats) and `RunFinished` (its `RunResult`), and last `RunDone` (the
-report). The live loop passes them on inside its `LiveRunEvent`, the window's bridge as they are
+`RunVerified` (its output checked, the timing to come), `RunProgress` (timing heartbeats) and
+`RunFinished` (its `RunResult`), and last `RunDone` (the report). The live loop passes them on inside its `LiveRunEvent`, the window's bridge as they are
 (`ServiceBridge.runEvent`): readers match on the class (`isinstance`, `match`) and read its
 fields as attributes. Events are not dicts and cannot be read as one (no `event["kind"]`, no
 `event.get(...)`: `tests/ui/test_typed_events.py`); none crosses a process boundary, so none has
@@ -74,6 +74,18 @@ class RunProgress(RunEvent):
     backend: str
     phase: str
     done: Any = None
+
+
+@dataclass(frozen=True)
+class RunVerified(RunEvent):
+    """A backend's output is checked and its timing follows: `result` is the `RunResult` without
+    timing (its verdict, check, findings are final). Sent only when the check ends before the
+    timing starts (where the host compares while a GPU is timed, the verdict comes with the timing
+    in `RunFinished`), so an edit's verdict is shown without waiting for the samples."""
+
+    backend: str
+    device: dict[str, Any]
+    result: Any  # workbench.records.RunResult, timing None
 
 
 @dataclass(frozen=True)

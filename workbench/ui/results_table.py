@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.result_text import (
+    TIMING_PENDING,
     buffer_lines,
     check_line,
     format_gbps,
@@ -32,7 +33,7 @@ from workbench.result_text import (
     verdict_cell,
     verdict_tone,
 )
-from workbench.run.events import RunEvent, RunFinished
+from workbench.run.events import RunEvent, RunFinished, RunVerified
 from workbench.run.host_load import describe, run_conditions
 from workbench.run.labels import device_label
 from workbench.run.service import RunReport
@@ -111,6 +112,7 @@ class ResultsTable(QWidget):
         self.bridge = bridge
         self.report: Any = None
         self.conditions: list[str] = []  # "busy" / "throttled" of the report shown (run_conditions)
+        self._timing_pending: set[tuple[str, str]] = set()  # rows verified, their samples still taken
         # One line, elided (the tooltip has it whole): a wrapped caption took the rows' height.
         self.caption = ElidedLabel("No run yet: press Run, or save a source file.")
         self.caption.setObjectName("resultsCaption")
@@ -160,13 +162,14 @@ class ResultsTable(QWidget):
             lambda: self.details_button.setEnabled(self.table.currentRow() >= 0 and self.report is not None)
         )
         self.details_button.clicked.connect(lambda: self.show_details(self.table.currentRow()))
-        bridge.runFinished.connect(self.show_report)
+        bridge.runFinished.connect(self._show_final)
         bridge.runEvent.connect(self._on_run_event)
         bridge.projectChanged.connect(self._clear)
         if bridge.last_report is not None:
             self.show_report(bridge.last_report)
 
     def _clear(self, *_: Any) -> None:
+        self._timing_pending.clear()
         self.table.setRowCount(0)
         self.report = None
         self.conditions: list[str] = []
@@ -175,9 +178,19 @@ class ResultsTable(QWidget):
 
     def _on_run_event(self, event: RunEvent) -> None:
         """A result streams in as soon as its backend ran (the run does not wait for every build):
-        its row replaces the one of the same backend × device; the others stay until the run ends."""
-        if isinstance(event, RunFinished):
+        its row replaces the one of the same backend × device; the others stay until the run ends.
+        Its verdict comes first (`RunVerified`: the median reads "timing…"), then its timing."""
+        if isinstance(event, RunVerified):
+            self._timing_pending.add(_result_key(event.result))
             self.show_report(streamed_report(self.report, event.result))
+        elif isinstance(event, RunFinished):
+            self._timing_pending.discard(_result_key(event.result))
+            self.show_report(streamed_report(self.report, event.result))
+
+    def _show_final(self, report: Any) -> None:
+        """The run's (or cycle's) report: every row final."""
+        self._timing_pending.clear()
+        self.show_report(report)
 
     def result_at(self, row: int) -> Any:
         """The RunResult shown in a table row (rows may be sorted)."""
@@ -263,7 +276,9 @@ class ResultsTable(QWidget):
             COL_DEVICE: device_label(device),
             COL_STATUS: stale_label(stale) if stale else status,
             COL_VERIFIED: verdict_cell(result),
-            COL_MEDIAN: format_time(timing.get("median_s"), ""),
+            COL_MEDIAN: TIMING_PENDING
+            if _result_key(result) in self._timing_pending
+            else format_time(timing.get("median_s"), ""),
             COL_SPREAD: format_time(timing.get("iqr_s"), ""),
             COL_GBPS: format_gbps(throughput.get("gbps")),
             COL_PEAK: format_percent(throughput.get("fraction_of_peak")),
