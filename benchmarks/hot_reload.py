@@ -268,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"edit → result median: {result['edit_to_result_median_s']:.3f} s (goal ≤ {GOAL_MEDIAN_S} s)")
         print(f"  each: {', '.join(f'{s:.3f}' for s in result['edit_to_result_s'])}")
-        print(f"longest event-loop stall: {result['max_event_loop_stall_s'] * 1000:.1f} ms (goal ≤ {GOAL_STALL_S * 1000:.0f} ms)")
+        print(
+            f"longest event-loop stall: {result['max_event_loop_stall_s'] * 1000:.1f} ms (goal ≤ {GOAL_STALL_S * 1000:.0f} ms)"
+        )
         print(table(result))
         for name, values in result["breakdown"].items():
             print(f"  {name}: median {statistics.median(values) * 1000:.0f} ms")
