@@ -24,7 +24,8 @@ HOLD_POLL_S = 0.05
 
 @dataclass
 class BuildEvent:
-    """`kind`: started | output | diagnostic | finished. Delivered on service threads."""
+    """`kind`: queued (a held background build waiting for its release) | started | output |
+    diagnostic | finished. Delivered on service threads."""
 
     kind: str
     project: str
@@ -176,6 +177,7 @@ class BuildService:
     def _run(self, task: _Task, project: Project, backend: str, tunables, target) -> None:
         name = project.name
         if task.held and not task.job._released.is_set():
+            self._emit(BuildEvent("queued", name, backend))
             while not task.job._released.wait(HOLD_POLL_S) and not task.budget.cancel.is_set():
                 pass
             task.budget.restart_clock()  # its timeout is for building, not for waiting

@@ -31,6 +31,8 @@ from workbench.ui.layout_fit import ElidedLabel, OnResize
 #: State -> (label, colour) shown in the State column.
 STATES = {
     "idle": ("idle", theme.MUTED),
+    # A build whose runtime is unavailable here waits for the cycle's runs (BuildService's hold).
+    "waiting": ("waiting for the runs", theme.MUTED),
     "building": ("building…", theme.BUSY),
     "ok": ("ok", theme.GOOD),
     "error": ("error", theme.BAD),
@@ -192,7 +194,8 @@ class BuildPanel(QWidget):
 
     # ------------------------------------------------------------------ state
     def state(self, backend: str) -> str:
-        """The backend's row state (`idle`, `building`, `ok`, `error`, `skipped`, `cancelled`)."""
+        """The backend's row state (`idle`, `waiting`, `building`, `ok`, `error`, `skipped`,
+        `cancelled`)."""
         row = self._rows.get(backend)
         return row.state if row else ""
 
@@ -269,7 +272,11 @@ class BuildPanel(QWidget):
         backend = _field(event, "backend") or ""
         kind = _field(event, "kind")
         row = self._row(backend)
-        if kind == "started":
+        if kind == "queued":
+            self._set_state(
+                row, "waiting", "its runtime is unavailable here: it builds once the results are in"
+            )
+        elif kind == "started":
             row.log = []
             row.result = None
             if self._selected_backend() == backend:
@@ -355,9 +362,9 @@ class BuildPanel(QWidget):
     def _on_busy(self, busy: bool) -> None:
         self.cancel_button.setEnabled(busy)
         if not busy:
-            # Anything still "building" when the bridge goes idle was abandoned (cancelled).
+            # Anything still "building" (or waiting to) when the bridge goes idle was abandoned.
             for row in self._rows.values():
-                if row.state == "building":
+                if row.state in ("building", "waiting"):
                     self._set_state(row, "cancelled")
             self._ticker.stop()
 
