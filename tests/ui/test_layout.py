@@ -226,21 +226,39 @@ def test_the_trust_bar_never_widens_the_window(make_window, example_copy):
 def test_no_stray_tab_bar_is_drawn_over_the_docks(make_window, example_copy):
     """Qt 6.11 keeps a tab bar of an earlier step of tabifying the docks and shows it with the
     window at a stale place: a second Plots | Artifacts drawn over the Results caption (seen in the
-    issue-21 screenshots). No visible tab bar holds only some of another visible one's tabs, at
-    both sizes and after Reset layout."""
+    issue-21 screenshots), and after each Reset layout the previous layout's bars, identical, at
+    their old places. No visible tab bar holds only some or all of another visible one's tabs, and
+    each lies along the dock it shows, at both sizes and after repeated resets."""
     from PySide6.QtWidgets import QTabBar
 
     window = make_window(example_copy("saxpy"))
 
-    def stray() -> list[list[str]]:
-        bars = [b for b in window.findChildren(QTabBar) if b.parent() is window and b.isVisible()]
-        tabs = [{b.tabText(i) for i in range(b.count())} for b in bars]
-        return [sorted(t) for t in tabs if any(t < other for other in tabs)]
+    def bars() -> list:
+        return [b for b in window.findChildren(QTabBar) if b.parent() is window and b.isVisible()]
 
-    for width, height in SIZES:
-        window.resize(width, height)
-        settle()
-        assert stray() == []
-        window.reset_layout()
-        settle()
-        assert stray() == []
+    def stray() -> list[list[str]]:
+        tabs = [{b.tabText(i) for i in range(b.count())} for b in bars()]
+        return [sorted(t) for i, t in enumerate(tabs) if any(t <= o for j, o in enumerate(tabs) if j != i)]
+
+    def misplaced() -> list[str]:
+        """Bars that do not span their current dock (the dock of the selected tab)."""
+        titles = {dock.windowTitle(): dock for dock in window.docks.values()}
+        out = []
+        for bar in bars():
+            dock = titles[bar.tabText(bar.currentIndex())]
+            if (bar.geometry().left(), bar.geometry().width()) != (
+                dock.geometry().left(),
+                dock.geometry().width(),
+            ):
+                out.append(f"{bar.tabText(bar.currentIndex())}: bar {bar.geometry()} dock {dock.geometry()}")
+        return out
+
+    for _ in range(2):
+        for width, height in SIZES:
+            window.resize(width, height)
+            settle()
+            assert stray() == [] and misplaced() == []
+            window.reset_layout()
+            settle()
+            assert stray() == [] and misplaced() == []
+            assert len(bars()) == 2  # build | console, and plots | artifacts | sessions | tuning | counters

@@ -160,15 +160,40 @@ class MainWindow(QMainWindow):
         self._sized = False
 
     def _hide_stray_tab_bars(self) -> None:
-        """Qt 6.11 keeps a tab bar of an earlier step of the tabifying above that its layout no
-        longer uses but shows with the window, at a stale place over another dock (a second
-        Plots | Artifacts over the results). A dock is in one tab group: a bar whose tabs are all in
-        a larger bar is that stray one."""
+        """Qt 6.11 keeps tab bars its layout no longer uses and shows them with the window, at
+        stale places over other docks: one of an earlier step of the tabifying above (a second
+        Plots | Artifacts over the results), and after `restoreState` (Reset layout) every bar of
+        the layout before, beside the new ones with the same tabs. A dock is in one tab group: a
+        bar whose tabs are all in a larger bar is stray; of bars with the same tabs, the newest that
+        lies along its group's dock is the layout's and the others are stray (decided once laid
+        out: `reset_layout` activates the layout first, `showEvent` looks again)."""
         bars = [b for b in self.findChildren(QTabBar) if b.parent() is self and not b.isHidden()]
-        tabs = {bar: {bar.tabText(i) for i in range(bar.count())} for bar in bars}
+        tabs = {bar: frozenset(bar.tabText(i) for i in range(bar.count())) for bar in bars}
         for bar in bars:
             if any(other is not bar and tabs[bar] < tabs[other] for other in bars):
                 bar.hide()
+        groups: dict[frozenset[str], list[QTabBar]] = {}
+        for bar in bars:
+            if not bar.isHidden():
+                groups.setdefault(tabs[bar], []).append(bar)
+        for same in groups.values():
+            if len(same) > 1:
+                placed = [bar for bar in same if self._lies_along_its_dock(bar)]
+                if not placed:
+                    continue  # not laid out yet: hiding the layout's own bar would lose the tabs
+                # Where a stale bar lies on the layout's (same window size), Qt's newest is the
+                # layout's: each restore made new bars and reused none (seen in 6.11).
+                for bar in same:
+                    if bar is not placed[-1]:
+                        bar.hide()
+
+    def _lies_along_its_dock(self, bar: QTabBar) -> bool:
+        """The bar spans the dock of its selected tab (the layout places its bar there)."""
+        title = bar.tabText(bar.currentIndex())
+        dock = next((d for d in self.docks.values() if d.windowTitle() == title), None)
+        if dock is None or not dock.isVisible():
+            return False
+        return (bar.x(), bar.width()) == (dock.x(), dock.width())
 
     def _apply_default_sizes(self) -> None:
         """Dock sizes for a first start or a reset layout, in proportion to the window (1280×800 and
@@ -197,6 +222,8 @@ class MainWindow(QMainWindow):
                 # After the events queued by now: a resize right after show() (`gui
                 # --window-size`) is the size the docks are proportioned to, not 1600x1000.
                 QTimer.singleShot(0, self, self._apply_default_sizes)
+            # A restored layout's bars twice over are told apart once laid out.
+            QTimer.singleShot(0, self, self._hide_stray_tab_bars)
 
     def _action(self, text: str, slot=None, shortcut=None, checkable=False, tip: str = "") -> QAction:
         action = QAction(text, self)
@@ -702,8 +729,9 @@ class MainWindow(QMainWindow):
         self.restoreState(self._default_state, LAYOUT_VERSION)
         for dock in self.docks.values():
             dock.show()
-        self._hide_stray_tab_bars()
         self._apply_default_sizes()
+        self.layout().activate()  # the bars and docks at their new places: which bar is whose
+        self._hide_stray_tab_bars()
 
     def save_layout(self) -> None:
         """Put the window's state (layout, open files, choices) into the settings and write them."""
