@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -140,6 +141,10 @@ def test_gui_run_builds_a_project_trusted_on_the_command_line(example_copy, conf
     result = workbench(*gui_run)
     assert result.returncode == 0, result.stderr + result.stdout
     assert shot.stat().st_size > 0 and f"screenshot written to {shot}" in result.stdout
+    # The picture is the default window, not the offscreen screen's 800x800 (nor 1600x1259).
+    from workbench.ui.main_window import DEFAULT_SIZE
+
+    assert struct.unpack(">II", shot.read_bytes()[16:24]) == DEFAULT_SIZE  # the PNG's IHDR width, height
     rows = json.loads(plots.read_text())["timing"]["rows"]
     assert [(row["backend"], row["median_s"] > 0) for row in rows] == [("cpu", True)]  # it ran
 

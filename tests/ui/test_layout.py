@@ -149,6 +149,27 @@ def _screen_area(window) -> QRect:
     return window.screen().availableGeometry()
 
 
+def test_a_first_start_is_the_default_size_brought_inside_the_screen(qtbot, make_window):
+    """No saved geometry: the window is DEFAULT_SIZE before it is shown (the docks' stale layout
+    minimum had held it at 1600x1259), and once shown it lies inside the screen (here the
+    offscreen platform's 800x800, as a 1366x768 laptop is smaller than the default)."""
+    from workbench.ui.app import create_window
+    from workbench.ui.main_window import DEFAULT_SIZE
+    from workbench.ui.settings import load_settings
+
+    unshown = create_window(settings=load_settings(), panels=("results", "build"))
+    qtbot.addWidget(unshown)
+    assert (unshown.width(), unshown.height()) == DEFAULT_SIZE
+    unshown.close()
+
+    window = make_window(None, panels=("results", "build"))
+    area = _screen_area(window)
+    frame = window.frameGeometry()
+    assert area.contains(frame), (frame.getRect(), area.getRect())
+    if area.width() >= DEFAULT_SIZE[0] + 50 and area.height() >= DEFAULT_SIZE[1] + 50:
+        assert (window.width(), window.height()) == DEFAULT_SIZE  # room enough: left as it is
+
+
 def test_a_saved_geometry_larger_than_the_screen_is_restored_inside_it(make_window):
     first = make_window(None, panels=("results", "build"))
     area = _screen_area(first)

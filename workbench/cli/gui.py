@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     try:
         from workbench.ui.app import create_application, create_window
+        from workbench.ui.main_window import DEFAULT_SIZE
         from workbench.ui.settings import Settings
     except ImportError as exc:
         raise WorkbenchError(
@@ -111,9 +112,11 @@ def run(args: argparse.Namespace) -> int:
             f"`workbench trust {project.root}` (or open it in the window and choose Trust), then use --run"
         )
     window.show()
-    if args.window_size is not None:
+    # A picture is the default size unless told otherwise, whatever the screen (offscreen: 800x800).
+    size = args.window_size or (DEFAULT_SIZE if args.screenshot is not None else None)
+    if size is not None:
         # After show(): showing grows a window to its size hint (1280x800 became 1280x1022).
-        window.resize(*args.window_size)
+        window.resize(*size)
     if args.tab is not None:
         show_tab(window, args.tab)
     session = _Session(app, window, args)

@@ -64,6 +64,9 @@ DOCKS = {
 #: (an older window's docks) is not restored: the default layout is used instead, never a broken one.
 #: 3: the bottom row (build, results) runs under the left column too, wide enough for the numbers.
 LAYOUT_VERSION = 3
+#: The window's size on a first start (then brought inside the screen, `fit_to_screen`) and that
+#: of `workbench gui --screenshot` pictures without `--window-size`.
+DEFAULT_SIZE = (1600, 1000)
 
 
 def placeholder(text: str) -> QLabel:
@@ -156,7 +159,10 @@ class MainWindow(QMainWindow):
         self.docks["build"].raise_()
         self.docks["plots"].raise_()
         self._hide_stray_tab_bars()
-        self.resize(1600, 1000)
+        # The docks' layout first: else its minimum, stale from the docks added one by one above,
+        # holds the window at a height of its own (1600x1259 instead of 1600x1000).
+        self.layout().activate()
+        self.resize(*DEFAULT_SIZE)
         self._sized = False
 
     def _hide_stray_tab_bars(self) -> None:
@@ -216,8 +222,9 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._sized:
             self._sized = True
-            if self.settings.window_geometry:
-                self.fit_to_screen()  # again, now that the window's frame is known
+            # Inside the screen, now that the window's frame is known: a saved geometry from a
+            # larger screen, or the default 1600x1000 on a smaller one (a 1366x768 laptop).
+            self.fit_to_screen()
             if not self._layout_restored:
                 # After the events queued by now: a resize right after show() (`gui
                 # --window-size`) is the size the docks are proportioned to, not 1600x1000.
