@@ -219,6 +219,14 @@ class Shots:
         from PySide6.QtGui import QImage
 
         settle()
+        # The plots are redrawn by a timer, one plot a tick (ui/plots/panel.py): the picture waits
+        # for the tab on screen to be drawn, as a user would see it a moment later.
+        panels = getattr(widget, "panels", None)
+        plots = panels.get("plots") if isinstance(panels, dict) else None
+        timer = getattr(plots, "timer", None)
+        if timer is not None:
+            wait_until(lambda: not timer.isActive(), 30, f"{name}: the plots drawn")
+            settle()
         image = widget.grab().toImage()
         assert not image.isNull() and image.width() > 50 and image.height() > 50, f"{name}: nothing drawn"
         stats = pixel_stats(image)
