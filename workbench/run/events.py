@@ -1,15 +1,16 @@
 """What a run reports while it goes: one frozen record per kind of event (Qt-free).
 
-`RunService.run(on_event=fn)` calls `fn` from the run's thread with these, in this order for
-each run: `RunBuilding` (once builds start), `RunBuildEvent` / `RunBuilt` (per backend, as its
-build goes and ends; not for prebuilt artifact folders), `RunPhase(None, "inputs")`, then per
-backend × device `RunStarted`, `RunPhase` (upload, launch, download, verify, timing),
-`RunVerified` (its output checked, the timing to come), `RunProgress` (timing heartbeats) and
-`RunFinished` (its `RunResult`), and last `RunDone` (the report). The live loop passes them on inside its `LiveRunEvent`, the window's bridge as they are
-(`ServiceBridge.runEvent`): readers match on the class (`isinstance`, `match`) and read its
-fields as attributes. Events are not dicts and cannot be read as one (no `event["kind"]`, no
-`event.get(...)`: `tests/ui/test_typed_events.py`); none crosses a process boundary, so none has
-a `to_dict()` either (the worker's own messages are `run/protocol.py`'s).
+`RunService.run(on_event=fn)` calls `fn` from the run's thread with these, in this order for each
+run: `RunBuilding` (once builds start), `RunBuildEvent` / `RunBuilt` (per backend, as its build
+goes and ends; not for prebuilt artifact folders), `RunPhase(None, "inputs")`, then per backend ×
+device `RunStarted`, `RunPhase` (upload, launch, download, verify, timing), `RunVerified` (its
+output checked, the timing to come), `RunProgress` (timing heartbeats) and `RunFinished` (its
+`RunResult`), and last `RunDone` (the report). The live loop passes them on inside its
+`LiveRunEvent`, the window's bridge as they are (`ServiceBridge.runEvent`): readers match on the
+class (`isinstance`, `match`) and read its fields as attributes. Events are not dicts and cannot be
+read as one (no `event["kind"]`, no `event.get(...)`: `tests/ui/test_typed_events.py`); none
+crosses a process boundary, so none has a `to_dict()` either (the worker's own messages are
+`run/protocol.py`'s).
 """
 
 from __future__ import annotations
