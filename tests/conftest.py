@@ -46,6 +46,17 @@ EXAMPLES = REPO / "resources" / "examples"
 SHARED_SPIRV = REPO.parent / "shared" / "data" / "rust-gpu-spirv"
 
 
+def wait_until(predicate: Callable[[], object], timeout: float = 60.0) -> bool:
+    """Poll `predicate` every 50 ms until it is truthy (True) or `timeout` seconds pass (False):
+    for threads and processes outside Qt (windows wait with qtbot)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def cli(
     *args: object, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess:

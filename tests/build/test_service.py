@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import wait_until
 from workbench.build import BuildService, ProjectWatcher
 from workbench.build.toolchains import detect
 from workbench.project import Project
@@ -16,15 +17,6 @@ from workbench.project import Project
 from .conftest import processes_with
 
 pytestmark = pytest.mark.slow
-
-
-def wait_until(predicate, timeout=60.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import wait_until
 from workbench.build import BuildService
 from workbench.profile.live.live import (
     LiveBuildFinished,
@@ -278,7 +279,7 @@ def test_a_build_that_cannot_run_here_waits_until_the_runs_are_timed(services, e
     project = Project.open(example_copy("saxpy"))
     first = loop.request_run(project)
     assert loop.wait_idle(600) and events.finished(first).status == "ok"
-    assert _wait(lambda: not loop.background, 600)
+    assert wait_until(lambda: not loop.background, 600)
 
     order: list[tuple[str, str]] = []  # build events and run results of the second cycle, in order
     loop.build_service.subscribe(lambda e: order.append((f"build {e.kind}", e.backend)))
@@ -291,19 +292,10 @@ def test_a_build_that_cannot_run_here_waits_until_the_runs_are_timed(services, e
     )
     second = loop.request_run(project)
     assert loop.wait_idle(600) and events.finished(second).status == "ok"
-    assert _wait(lambda: ("build finished", "nvptx") in order, 600)
+    assert wait_until(lambda: ("build finished", "nvptx") in order, 600)
     results = [i for i, (kind, _) in enumerate(order) if kind == "result"]
     assert {order[i][1] for i in results} == {"cpu", "wgsl", "nvptx"}
     timed = [i for i in results if order[i][1] != "nvptx"]  # nvptx's row: skipped, not run
     assert order.index(("build started", "nvptx")) > max(timed), order
     background = events.of(LiveBuildFinished, second)
     assert any(e.background and e.results["nvptx"].status == "ok" for e in background)
-
-
-def _wait(predicate, timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
