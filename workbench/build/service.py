@@ -52,6 +52,19 @@ class BuildJob:
         """Let the background builds a `submit(hold_background=True)` held back start now."""
         self._released.set()
 
+    def _hold(self) -> None:
+        """Held from now until `release_background` (set at creation: nothing is held)."""
+        self._released.clear()
+
+    @property
+    def holding(self) -> bool:
+        return not self._released.is_set()
+
+    def wait_released(self, cancel: threading.Event) -> None:
+        """Block until `release_background` or `cancel` (looked at every HOLD_POLL_S)."""
+        while not self._released.wait(HOLD_POLL_S) and not cancel.is_set():
+            pass
+
     def _set(self, backend: str, result: BuildResult) -> None:
         with self._cond:
             self._results[backend] = result
@@ -158,7 +171,7 @@ class BuildService:
             raise RuntimeError("BuildService is closed")
         job = BuildJob(project.name, backends)
         if hold_background and background & set(backends):
-            job._released.clear()
+            job._hold()
         for backend in backends:
             niceness = BACKGROUND_NICENESS if backend in background else 0
             task = _Task(job, Budget.with_timeout(self.timeout_s, niceness), held=backend in background)
@@ -176,10 +189,9 @@ class BuildService:
 
     def _run(self, task: _Task, project: Project, backend: str, tunables, target) -> None:
         name = project.name
-        if task.held and not task.job._released.is_set():
+        if task.held and task.job.holding:
             self._emit(BuildEvent("queued", name, backend))
-            while not task.job._released.wait(HOLD_POLL_S) and not task.budget.cancel.is_set():
-                pass
+            task.job.wait_released(task.budget.cancel)
             task.budget.restart_clock()  # its timeout is for building, not for waiting
         if task.budget.cancel.is_set():  # before it started (held): nothing to stop or report
             self._end(
