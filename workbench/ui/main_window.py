@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QProgressBar,
-    QTabBar,
     QToolBar,
     QVBoxLayout,
     QWidget,
@@ -40,6 +39,7 @@ from workbench.ui.project_tree import ProjectTree
 from workbench.ui.project_watch import ProjectFilesWatch
 from workbench.ui.settings import Settings, load_settings, save_settings
 from workbench.ui.size_controls import SizeControls
+from workbench.ui.stray_tab_bars import hide_stray_tab_bars
 from workbench.ui.trust import TrustBar
 from workbench.user_folders import needs_user_copy, user_copy
 
@@ -166,40 +166,7 @@ class MainWindow(QMainWindow):
         self._sized = False
 
     def _hide_stray_tab_bars(self) -> None:
-        """Qt 6.11 keeps tab bars its layout no longer uses and shows them with the window, at
-        stale places over other docks: one of an earlier step of the tabifying above (a second
-        Plots | Artifacts over the results), and after `restoreState` (Reset layout) every bar of
-        the layout before, beside the new ones with the same tabs. A dock is in one tab group: a
-        bar whose tabs are all in a larger bar is stray; of bars with the same tabs, the newest that
-        lies along its group's dock is the layout's and the others are stray (decided once laid
-        out: `reset_layout` activates the layout first, `showEvent` looks again)."""
-        bars = [b for b in self.findChildren(QTabBar) if b.parent() is self and not b.isHidden()]
-        tabs = {bar: frozenset(bar.tabText(i) for i in range(bar.count())) for bar in bars}
-        for bar in bars:
-            if any(other is not bar and tabs[bar] < tabs[other] for other in bars):
-                bar.hide()
-        groups: dict[frozenset[str], list[QTabBar]] = {}
-        for bar in bars:
-            if not bar.isHidden():
-                groups.setdefault(tabs[bar], []).append(bar)
-        for same in groups.values():
-            if len(same) > 1:
-                placed = [bar for bar in same if self._lies_along_its_dock(bar)]
-                if not placed:
-                    continue  # not laid out yet: hiding the layout's own bar would lose the tabs
-                # Where a stale bar lies on the layout's (same window size), Qt's newest is the
-                # layout's: each restore made new bars and reused none (seen in 6.11).
-                for bar in same:
-                    if bar is not placed[-1]:
-                        bar.hide()
-
-    def _lies_along_its_dock(self, bar: QTabBar) -> bool:
-        """The bar spans the dock of its selected tab (the layout places its bar there)."""
-        title = bar.tabText(bar.currentIndex())
-        dock = next((d for d in self.docks.values() if d.windowTitle() == title), None)
-        if dock is None or not dock.isVisible():
-            return False
-        return (bar.x(), bar.width()) == (dock.x(), dock.width())
+        hide_stray_tab_bars(self, self.docks.values())  # Qt 6.11's leftovers (`stray_tab_bars`)
 
     def _apply_default_sizes(self) -> None:
         """Dock sizes for a first start or a reset layout, in proportion to the window (1280×800 and
