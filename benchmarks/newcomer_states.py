@@ -25,6 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.window_shots import (  # noqa: E402
     main,
+    plots_drawn,
     settle,
     wait_signal,
     wait_until,
@@ -109,9 +110,8 @@ def first_run_streaming(shots) -> dict:
         assert rows["nvptx"]["Status"] == "skipped" and BACKGROUND_BUILD_NOTE in rows["nvptx"]["Check"]
         wait_until(lambda: any("in the background" in m for m in messages), 30, "the background note")
         window.docks["results"].raise_()
-        plots = window.panels["plots"]  # redrawn by its timer, one plot a tick: drawn before the picture
-        wait_until(lambda: not plots.timer.isActive(), 30, "the timing plots drawn")
-        medians, _ = plots.curve_data()["compare"]["medians"]
+        plots_drawn(window, "01-first-run-streaming")
+        medians, _ = window.panels["plots"].curve_data()["compare"]["medians"]
         compared = len(medians) if medians is not None else 0
         assert compared == 2, f"the comparison plot shows {compared} medians, not cpu's and wgsl's"
         picture = shots.shot(window, "01-first-run-streaming")

@@ -59,6 +59,16 @@ def settle(rounds: int = 4) -> None:
         QApplication.processEvents()
 
 
+def plots_drawn(window, what: str) -> None:
+    """Wait until `window`'s plots (when it has them) have drawn the tab on screen: they are
+    redrawn by a timer, one plot a tick (ui/plots/panel.py), as a user sees them a moment later."""
+    panels = getattr(window, "panels", None)
+    timer = getattr(panels.get("plots") if isinstance(panels, dict) else None, "timer", None)
+    if timer is not None:
+        wait_until(lambda: not timer.isActive(), 30, f"{what}: the plots drawn")
+        settle()
+
+
 def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
     """Spin the event loop until `predicate()` is truthy; AssertionError naming `what` on timeout."""
     from PySide6.QtCore import QCoreApplication, QEventLoop, QThread
@@ -219,14 +229,7 @@ class Shots:
         from PySide6.QtGui import QImage
 
         settle()
-        # The plots are redrawn by a timer, one plot a tick (ui/plots/panel.py): the picture waits
-        # for the tab on screen to be drawn, as a user would see it a moment later.
-        panels = getattr(widget, "panels", None)
-        plots = panels.get("plots") if isinstance(panels, dict) else None
-        timer = getattr(plots, "timer", None)
-        if timer is not None:
-            wait_until(lambda: not timer.isActive(), 30, f"{name}: the plots drawn")
-            settle()
+        plots_drawn(widget, name)
         image = widget.grab().toImage()
         assert not image.isNull() and image.width() > 50 and image.height() > 50, f"{name}: nothing drawn"
         stats = pixel_stats(image)
