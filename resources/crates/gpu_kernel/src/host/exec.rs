@@ -268,9 +268,7 @@ impl Group {
 
     /// The local coordinates of invocation `t` (x fastest).
     pub(crate) fn local_coords(&self, t: usize) -> [u32; 3] {
-        let t = t as u32;
-        let (sx, sy) = (self.size[0], self.size[1]);
-        [t % sx, (t / sx) % sy, t / (sx * sy)]
+        local_coords(t, self.size)
     }
 
     #[cfg(feature = "sim")]
@@ -300,22 +298,47 @@ impl Group {
     }
 }
 
-struct Start<F> {
+/// The local coordinates of invocation `t` in a workgroup of `size` (x fastest).
+#[inline(always)]
+fn local_coords(t: usize, size: [u32; 3]) -> [u32; 3] {
+    let t = t as u32;
+    let (sx, sy) = (size[0], size[1]);
+    [t % sx, (t / sx) % sy, t / (sx * sy)]
+}
+
+/// What a fiber needs to start invocation `local` (the body is the kernel's closure, behind a
+/// thin pointer: `fiber_main::<F>` knows its type).
+struct Start {
     group: *const Group,
     local: usize,
-    body: *const F,
+    body: *const u8,
 }
 
 extern "C" fn fiber_main<F: Fn(Ctx) + Sync>(arg: *mut u8) -> ! {
-    let start = unsafe { &*(arg as *const Start<F>) };
+    let start = unsafe { &*(arg as *const Start) };
     let group = unsafe { &*start.group };
     let ctx = Ctx { local: group.local_coords(start.local), group };
-    unsafe { (*start.body)(ctx) };
+    unsafe { (*(start.body as *const F))(ctx) };
     group.status[start.local].set(Status::Done);
     unsafe { fiber::switch(group.sp[start.local].as_ptr(), group.sched_sp.get()) };
     // A finished fiber is never resumed.
     std::process::abort()
 }
+
+/// The kernel-specific part of a launch, the only code monomorphized for each kernel body: the
+/// invocations of one workgroup (`group`: the body inlined into their loop) and the start of one
+/// invocation's fiber (`spawn`). The threads, the workgroup loop and the barrier scheduler are
+/// compiled once, in this crate: a kernel crate's cpu build (the edit → result loop's) compiles
+/// its body and little else. With `std::thread::scope` monomorphized for each body, saxpy's
+/// took 0.29 s; now 0.15 s (benchmarks/kernel_crate_ab.py), its kernel as fast as before.
+struct KernelCode {
+    body: *const u8,
+    group: unsafe fn(&Group, *const u8),
+    spawn: unsafe fn(&Group, usize),
+}
+
+// The body is `Sync` (`run`'s bound); the pointer is only its address.
+unsafe impl Sync for KernelCode {}
 
 /// Every workgroup of `grid`, `size` invocations each, spread over `workers` threads (0: one per
 /// core).
@@ -325,6 +348,37 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
     workers: u32,
     checks: ChecksPtr,
     body: &F,
+    entry_at: &'static Location<'static>,
+) {
+    let kernel = KernelCode { body: body as *const F as *const u8, group: run_invocations::<F>, spawn: spawn::<F> };
+    run_grid(grid, size, workers, checks, &kernel, entry_at);
+}
+
+/// A workgroup's invocations one after the other on the worker's stack, until one reaches a
+/// barrier (see the module's comment).
+unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
+    let body = unsafe { &*(body as *const F) };
+    // Read once: the body is opaque to the optimizer, and `Group`'s cells could change under it.
+    let (threads, size) = (group.threads, group.size);
+    for t in 0..threads {
+        group.current.set(t);
+        body(Ctx { local: local_coords(t, size), group });
+        group.status[t].set(Status::Done);
+        if group.converted.get() {
+            // Invocation t reached a barrier and has now returned: the scheduler fiber runs
+            // the rest of the workgroup and switches back here when it is done.
+            unsafe { fiber::switch(group.resume_sp.as_ptr(), group.sched_sp.get()) };
+            break;
+        }
+    }
+}
+
+fn run_grid(
+    grid: [u32; 3],
+    size: [u32; 3],
+    workers: u32,
+    checks: ChecksPtr,
+    kernel: &KernelCode,
     entry_at: &'static Location<'static>,
 ) {
     let total = grid[0] as u64 * grid[1] as u64 * grid[2] as u64;
@@ -342,16 +396,16 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let next = &next;
-            scope.spawn(move || worker(grid, size, checks_addr as ChecksPtr, body, next, total, entry_at));
+            scope.spawn(move || worker(grid, size, checks_addr as ChecksPtr, kernel, next, total, entry_at));
         }
     });
 }
 
-fn worker<F: Fn(Ctx) + Sync>(
+fn worker(
     grid: [u32; 3],
     size: [u32; 3],
     checks: ChecksPtr,
-    body: &F,
+    kernel: &KernelCode,
     next: &AtomicU64,
     total: u64,
     entry_at: &'static Location<'static>,
@@ -363,9 +417,8 @@ fn worker<F: Fn(Ctx) + Sync>(
     let stacks = Stacks::new(threads + 1);
     #[cfg(feature = "sim")]
     sim::enter_group(&group);
-    let starts: Vec<Start<F>> =
-        (0..threads).map(|local| Start { group: &group, local, body: body as *const F }).collect();
-    group.spawn.set(Some(spawn::<F>));
+    let starts: Vec<Start> = (0..threads).map(|local| Start { group: &group, local, body: kernel.body }).collect();
+    group.spawn.set(Some(kernel.spawn));
     group.spawn_data.set([&stacks as *const Stacks as *const u8, starts.as_ptr() as *const u8]);
     loop {
         let linear = next.fetch_add(1, Ordering::Relaxed);
@@ -373,17 +426,7 @@ fn worker<F: Fn(Ctx) + Sync>(
             break;
         }
         group.begin(linear);
-        for t in 0..threads {
-            group.current.set(t);
-            body(Ctx { local: group.local_coords(t), group: &group });
-            group.status[t].set(Status::Done);
-            if group.converted.get() {
-                // Invocation t reached a barrier and has now returned: the scheduler fiber runs
-                // the rest of the workgroup and switches back here when it is done.
-                unsafe { fiber::switch(group.resume_sp.as_ptr(), group.sched_sp.get()) };
-                break;
-            }
-        }
+        unsafe { (kernel.group)(&group, kernel.body) };
     }
     #[cfg(feature = "sim")]
     sim::leave_group();
@@ -393,7 +436,7 @@ fn worker<F: Fn(Ctx) + Sync>(
 unsafe fn spawn<F: Fn(Ctx) + Sync>(group: &Group, u: usize) {
     let [stacks, starts] = group.spawn_data.get();
     let stacks = unsafe { &*(stacks as *const Stacks) };
-    let start = unsafe { (starts as *const Start<F>).add(u) };
+    let start = unsafe { (starts as *const Start).add(u) };
     let sp = unsafe { fiber::prepare(stacks.top(u), fiber_main::<F>, start as *mut u8) };
     group.sp[u].set(sp);
 }

@@ -1,0 +1,167 @@
+"""The kernel API crate (`resources/crates/gpu_kernel`) of this tree against that of another revision:
+what a kernel crate's cpu build costs after an edit, and how fast each example's cpu kernel runs.
+
+A change to the host executor moves work between the kernel crate's build (the edit → result
+loop waits for it) and the kernel's run (what the cpu backend times). This measures both, for the
+crate as it is here ("head") and as it was at `--base` ("base"), each example a copy linking one
+of the two:
+
+- build: saxpy's kernel line edited (a different factor each time, so nothing is served from a
+  cache), then `cargo build` as the cpu adapter runs it, the crate's dependencies already built;
+  the two crates alternate, `--build-reps` times each;
+- run: `workbench run --backend cpu` of each example's prebuilt artifacts, the two crates
+  alternating in separate processes, `--reps` times each; the median of each crate's medians and
+  their ratio (head / base). Between processes this machine varies by several per cent: read a
+  ratio beside its spread.
+
+    .venv/bin/python benchmarks/kernel_crate_ab.py --base REV [--examples saxpy,reduction]
+                                                   [--reps 3] [--build-reps 7] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_output import OUT_HELP, machine, write_json  # noqa: E402
+
+CRATE = "resources/crates/gpu_kernel"
+EXAMPLES = REPO / "resources" / "examples"
+#: The saxpy line the build measure edits (the kernel body: the edit a user makes).
+KERNEL_LINE = "y[i] = a * x[i] + y[i];"
+
+
+def crate_at(rev: str, into: Path) -> Path:
+    """The kernel API crate as it was at `rev` (git archive), under `into`."""
+    tar = subprocess.run(["git", "-C", str(REPO), "archive", rev, CRATE], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
+        archive.extractall(into, filter="data")
+    return into / CRATE
+
+
+def project_copy(example: str, crate: Path, into: Path) -> Path:
+    """`example` copied under `into`, its `gpu_kernel` path dependency pointing at `crate`."""
+    copy = into / example
+    shutil.copytree(EXAMPLES / example, copy, symlinks=True)
+    link = copy / "gpu_kernel"
+    link.unlink()
+    link.symlink_to(crate.resolve(), target_is_directory=True)
+    return copy
+
+
+def workbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *args], capture_output=True, text=True, env=env, cwd=REPO
+    )
+
+
+def cargo_build_times(projects: dict[str, Path], reps: int, target: Path) -> dict[str, list[float]]:
+    """Seconds of `cargo build` (the cpu adapter's command) after an edit of saxpy's kernel line,
+    the crates alternating; each its own target folder, warmed by one build first."""
+    from workbench.build.adapters.host_rust import cargo, rustc
+
+    env = {**os.environ, "RUSTC": rustc() or "rustc", "RUSTC_BOOTSTRAP": "1"}
+    times: dict[str, list[float]] = {name: [] for name in projects}
+    sources = {name: (p / "src" / "lib.rs").read_text() for name, p in projects.items()}
+    for rep in range(reps + 1):
+        for name, project in projects.items():
+            edited = sources[name].replace(KERNEL_LINE, f"y[i] = a * x[i] + y[i] * {rep + 1}.0{rep};")
+            if edited == sources[name]:
+                raise SystemExit(f"saxpy's kernel line ({KERNEL_LINE!r}) is not in its lib.rs")
+            (project / "src" / "lib.rs").write_text(edited)
+            cmd = [cargo() or "cargo", "build", "--release", "--lib", "--offline", "--quiet",
+                   "--target-dir", str(target / name)]  # fmt: skip
+            start = time.perf_counter()
+            subprocess.run(cmd, cwd=project, env=env, check=True, capture_output=True)
+            if rep:  # the first is the warm-up: the dependencies' own build
+                times[name].append(time.perf_counter() - start)
+    for name, project in projects.items():
+        (project / "src" / "lib.rs").write_text(sources[name])
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--base", required=True, help="the revision to compare with (e.g. HEAD~1)")
+    parser.add_argument("--examples", default=",".join(sorted(p.parent.name for p in EXAMPLES.glob("*/workbench.toml"))))
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--build-reps", type=int, default=7)
+    parser.add_argument("--out", help=OUT_HELP)
+    args = parser.parse_args(argv)
+    examples = [e for e in args.examples.split(",") if e]
+
+    with tempfile.TemporaryDirectory(prefix="wb-crate-ab-") as tmp:
+        tmp = Path(tmp)
+        crates = {"base": crate_at(args.base, tmp / "base-crate"), "head": tmp / "head-crate" / "gpu_kernel"}
+        shutil.copytree(REPO / CRATE, crates["head"])
+        env = {**os.environ, "WB_CONFIG_DIR": str(tmp / "config"), "WB_CACHE_DIR": str(tmp / "cache")}
+        copies = {(ex, name): project_copy(ex, crate, tmp / name) for ex in examples for name, crate in crates.items()}
+
+        build = None
+        if "saxpy" in examples:
+            build_copies = {name: project_copy("saxpy", crate, tmp / f"build-{name}") for name, crate in crates.items()}
+            build = cargo_build_times(build_copies, args.build_reps, tmp / "targets")
+
+        runs: dict[str, dict[str, list[float]]] = {}
+        for (ex, name), project in copies.items():
+            workbench("trust", str(project), env=env)
+            built = workbench("build", str(project), "--backend", "cpu", "--export", str(project / "art"), env=env)
+            if built.returncode:
+                raise SystemExit(f"{ex} ({name}) did not build:\n{built.stdout}{built.stderr}")
+        for _ in range(args.reps):
+            for ex in examples:
+                for name in crates:
+                    project = copies[(ex, name)]
+                    ran = workbench("run", str(project), "--backend", "cpu", "--artifacts", str(project / "art"),
+                                    "--no-record", "--json", env=env)  # fmt: skip
+                    report = json.loads(ran.stdout)
+                    cpu = next(r for r in report["results"] if r["backend"] == "cpu")
+                    if cpu["status"] != "ok" or not cpu.get("timing"):
+                        raise SystemExit(f"{ex} ({name}) did not run: {cpu.get('status')} {cpu.get('error')}")
+                    runs.setdefault(ex, {}).setdefault(name, []).append(cpu["timing"]["median_s"])
+
+    result = {
+        "benchmark": "kernel_crate_ab",
+        "base": subprocess.run(["git", "-C", str(REPO), "rev-parse", args.base], capture_output=True,
+                               text=True).stdout.strip(),  # fmt: skip
+        "head": "working tree",
+        "build_s": build and {name: [round(t, 4) for t in ts] for name, ts in build.items()},
+        "build_median_s": build and {name: round(statistics.median(ts), 4) for name, ts in build.items()},
+        "run_median_s": {ex: {name: [round(t, 6) for t in ts] for name, ts in by.items()} for ex, by in runs.items()},
+        "run_ratio": {ex: round(statistics.median(by["head"]) / statistics.median(by["base"]), 3) for ex, by in runs.items()},
+        "machine": machine(),
+    }
+    path = write_json(args.out, "kernel_crate_ab.json", result)
+    print(table(result))
+    print(f"wrote {path}")
+    return 0
+
+
+def table(result: dict) -> str:
+    lines = [f"gpu_kernel: this tree (head) against {result['base'][:10]} (base)", ""]
+    if result["build_median_s"]:
+        b = result["build_median_s"]
+        lines.append(f"saxpy cpu build after a kernel edit: base {b['base']:.3f} s, head {b['head']:.3f} s")
+        lines.append("")
+    lines.append(f"{'example':<12} {'base ms (each run)':<28} {'head ms (each run)':<28} head/base")
+    for ex, by in result["run_median_s"].items():
+        cells = [", ".join(f"{t * 1e3:.2f}" for t in by[name]) for name in ("base", "head")]
+        lines.append(f"{ex:<12} {cells[0]:<28} {cells[1]:<28} {result['run_ratio'][ex]:.3f}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
