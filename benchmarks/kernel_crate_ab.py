@@ -96,7 +96,9 @@ def cargo_build_times(projects: dict[str, Path], reps: int, target: Path) -> dic
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", required=True, help="the revision to compare with (e.g. HEAD~1)")
-    parser.add_argument("--examples", default=",".join(sorted(p.parent.name for p in EXAMPLES.glob("*/workbench.toml"))))
+    parser.add_argument(
+        "--examples", default=",".join(sorted(p.parent.name for p in EXAMPLES.glob("*/workbench.toml")))
+    )
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--build-reps", type=int, default=7)
     parser.add_argument("--out", help=OUT_HELP)
@@ -108,17 +110,25 @@ def main(argv: list[str] | None = None) -> int:
         crates = {"base": crate_at(args.base, tmp / "base-crate"), "head": tmp / "head-crate" / "gpu_kernel"}
         shutil.copytree(REPO / CRATE, crates["head"])
         env = {**os.environ, "WB_CONFIG_DIR": str(tmp / "config"), "WB_CACHE_DIR": str(tmp / "cache")}
-        copies = {(ex, name): project_copy(ex, crate, tmp / name) for ex in examples for name, crate in crates.items()}
+        copies = {
+            (ex, name): project_copy(ex, crate, tmp / name)
+            for ex in examples
+            for name, crate in crates.items()
+        }
 
         build = None
         if "saxpy" in examples:
-            build_copies = {name: project_copy("saxpy", crate, tmp / f"build-{name}") for name, crate in crates.items()}
+            build_copies = {
+                name: project_copy("saxpy", crate, tmp / f"build-{name}") for name, crate in crates.items()
+            }
             build = cargo_build_times(build_copies, args.build_reps, tmp / "targets")
 
         runs: dict[str, dict[str, list[float]]] = {}
         for (ex, name), project in copies.items():
             workbench("trust", str(project), env=env)
-            built = workbench("build", str(project), "--backend", "cpu", "--export", str(project / "art"), env=env)
+            built = workbench(
+                "build", str(project), "--backend", "cpu", "--export", str(project / "art"), env=env
+            )
             if built.returncode:
                 raise SystemExit(f"{ex} ({name}) did not build:\n{built.stdout}{built.stderr}")
         for _ in range(args.reps):
@@ -135,13 +145,19 @@ def main(argv: list[str] | None = None) -> int:
 
     result = {
         "benchmark": "kernel_crate_ab",
-        "base": subprocess.run(["git", "-C", str(REPO), "rev-parse", args.base], capture_output=True,
-                               text=True).stdout.strip(),  # fmt: skip
+        "base": subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", args.base], capture_output=True, text=True
+        ).stdout.strip(),  # fmt: skip
         "head": "working tree",
         "build_s": build and {name: [round(t, 4) for t in ts] for name, ts in build.items()},
         "build_median_s": build and {name: round(statistics.median(ts), 4) for name, ts in build.items()},
-        "run_median_s": {ex: {name: [round(t, 6) for t in ts] for name, ts in by.items()} for ex, by in runs.items()},
-        "run_ratio": {ex: round(statistics.median(by["head"]) / statistics.median(by["base"]), 3) for ex, by in runs.items()},
+        "run_median_s": {
+            ex: {name: [round(t, 6) for t in ts] for name, ts in by.items()} for ex, by in runs.items()
+        },
+        "run_ratio": {
+            ex: round(statistics.median(by["head"]) / statistics.median(by["base"]), 3)
+            for ex, by in runs.items()
+        },
         "machine": machine(),
     }
     path = write_json(args.out, "kernel_crate_ab.json", result)
