@@ -113,6 +113,33 @@ def test_a_manifest_broken_on_disk_is_a_diagnostic_at_its_line_until_fixed(
     qtbot.waitUntil(lambda: not editor.live_diagnostics(), timeout=10_000)
 
 
+def test_the_manifest_state_is_said_when_it_changes_not_at_every_re_read(bridge, example_copy):
+    # Every save and every console build() / run() re-reads workbench.toml; the panels redraw
+    # their diagnostics only when what is wrong with it changed.
+    root = example_copy("saxpy")
+    manifest = root / "workbench.toml"
+    good = manifest.read_text()
+    said: list[list[dict]] = []
+    bridge.manifestChecked.connect(said.append)
+    bridge.set_project(root)
+    assert said == [[]]  # a newly opened project says its state, even "nothing wrong"
+    for _ in range(3):
+        assert bridge.check_manifest() is bridge.project
+    assert said == [[]]
+
+    manifest.write_text(good.replace('direction = "inout"', 'direction = "sideways"'))
+    assert bridge.check_manifest() is None
+    bridge.check_manifest()
+    assert len(said) == 2 and "sideways" in said[1][0]["message"]
+    assert bridge.manifest_diagnostics and "sideways" in bridge.manifest_diagnostics[0].rendered
+
+    manifest.write_text(good)
+    assert bridge.check_manifest() is not None
+    assert said[2:] == [[]] and bridge.manifest_diagnostics == []
+    bridge.set_project(root)  # opened again: said again
+    assert said[3:] == [[]]
+
+
 @pytest.mark.slow
 def test_a_reference_edited_on_disk_while_not_open_rebuilds_its_backend(make_window, example_copy, qtbot):
     root = example_copy("saxpy")

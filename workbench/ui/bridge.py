@@ -112,6 +112,7 @@ class ServiceBridge(QObject):
         self.reference_changed: dict[str, Any] | None = None
         #: What is wrong with workbench.toml as `check_manifest` last read it (Diagnostic records).
         self.manifest_diagnostics: list[Any] = []
+        self._published_manifest: list[dict] | None = None  # what `manifestChecked` last said
         #: "save" (edit → result) or "run" (run → result): what `latencyMeasured` measured.
         self.last_latency_reason = ""
         self.cache_dir = cache_dir
@@ -162,8 +163,9 @@ class ServiceBridge(QObject):
         self.loop.agreement.forget()
         self.reference_changed = None
         self.projectChanged.emit(project)
+        self._published_manifest = None  # the new project's state is said even when it matches
         if project is None:
-            self.manifestChecked.emit([])
+            self._publish_manifest([])
         else:
             self.check_manifest()  # what its sources contradict shows before anything builds
         if not self.loop.backends:
@@ -182,8 +184,18 @@ class ServiceBridge(QObject):
             self.project = fresh
             self.projectChanged.emit(fresh)
         self.manifest_diagnostics = diagnostics
-        self.manifestChecked.emit([d.to_dict() for d in diagnostics])
+        self._publish_manifest([d.to_dict() for d in diagnostics])
         return fresh
+
+    def _publish_manifest(self, diagnostics: list[dict]) -> None:
+        """`manifestChecked`, when what is wrong with workbench.toml differs from what was last
+        said. Every save and every console `build()` / `run()` re-reads the manifest; saying
+        the same again would redo the diagnostics list and every editor's markers on the GUI
+        thread (about 2 ms a check) for nothing."""
+        if diagnostics == self._published_manifest:
+            return
+        self._published_manifest = diagnostics
+        self.manifestChecked.emit(diagnostics)
 
     def set_backends(self, backends: list[str] | None) -> None:
         """The backends to build and run; empty: the command line's default (cpu plus every
@@ -615,7 +627,8 @@ class ServiceBridge(QObject):
                 self.project = event.project
                 self.projectChanged.emit(self.project)
             case LiveManifest():
-                self.manifestChecked.emit([d.to_dict() for d in event.diagnostics])
+                self.manifest_diagnostics = list(event.diagnostics)
+                self._publish_manifest([d.to_dict() for d in event.diagnostics])
             case LiveBuildFinished():
                 if event.background:  # builds an earlier cycle left going: added to the last
                     self.last_build = {**(self.last_build or {}), **event.results}
