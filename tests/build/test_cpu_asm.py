@@ -63,3 +63,21 @@ def test_a_relative_cache_folder_gets_this_builds_assembly(example_copy, tmp_pat
     listing = ensure_line_table(project, result.artifact_dir)
     assert "saxpy_cpu" in listing.read_text()
     assert not (root / "rel-cache").exists()  # nothing of the cache inside the project
+
+
+def test_the_entrys_code_includes_the_executor_instances_that_hold_its_body(example_copy, cache):
+    # The kernel body is inlined into gpu_kernel's run_invocations::<closure> (and fiber_main::<…>
+    # after a barrier): the IR views read those too, and nothing instantiated for another entry.
+    from workbench.build.ir_instructions import _holds_entry_code, x86_instructions
+
+    root = example_copy("saxpy", unique=True)
+    project = Project.open(root)
+    [result] = build_project(project, ["cpu"], cache_dir=cache)
+    text = ensure_line_table(project, result.artifact_dir).read_text()
+    labels = [ln[:-1] for ln in text.splitlines() if ln.endswith(":") and not ln.startswith((".", " ", "\t"))]
+    held = [label for label in labels if _holds_entry_code(label, "saxpy_cpu")]
+    assert "saxpy_cpu" in held
+    assert any("15run_invocations" in label for label in held)
+    assert not any(_holds_entry_code(label, "saxpy") for label in held if label != "saxpy")
+    # The multiply-add of the body line is among the entry's instructions.
+    assert any(i.opcode == "mulss" for i in x86_instructions(text, "saxpy_cpu"))

@@ -169,21 +169,32 @@ def sass_instructions(text: str, entry: str | None = None) -> list[Instruction]:
 _X86_LINE = re.compile(r"^\s+([a-z][\w.]*)\s*(.*)$")
 
 
-def _is_entry_or_its_closure(label: str, entry: str) -> bool:
-    """`entry` itself, or a closure defined in it (Rust v0 mangling `_RNC…<len><entry>…`): a kernel-API
-    host entry runs the kernel body as a closure (`Kernel::run(|ctx| body(ctx, …))`), a function of
-    its own that holds the body's instructions."""
-    return label == entry or (label.startswith("_RNC") and f"{len(entry)}{entry}" in label)
+def _holds_entry_code(label: str, entry: str) -> bool:
+    """`entry` itself, a closure defined in it (Rust v0 mangling `_RNC…<len><entry>…`), or a generic
+    function instantiated for such a closure (`_RIN…NCNv…<len><entry>…`). A kernel-API host entry
+    runs the kernel body as a closure (`Kernel::run(|ctx| body(ctx, …))`); the executor's per-kernel
+    code is generic over it, and the body is inlined there: `run_invocations::<closure>` (a
+    workgroup's invocations) and `fiber_main::<closure>` (after a barrier), or stays the closure's
+    own function when too large to inline."""
+    if label == entry:
+        return True
+    if not label.startswith(("_RNC", "_RIN")):
+        return False
+    # The closure's path: `NC`, the entry's (`Nv`, its crate, `<len><entry>`), then the closure's
+    # empty name `0` (after a disambiguator `s…_` when there are several): so a crate named like
+    # the entry (`5saxpy9saxpy_cpu0`) is not taken for an entry `saxpy`.
+    closure = rf"NCNv\w*?(?<!\d){len(entry)}{re.escape(entry)}(?:s[0-9A-Za-z]*_)?0"
+    return re.search(closure, label) is not None
 
 
 def x86_instructions(text: str, entry: str | None = None) -> list[Instruction]:
-    """The instructions of function `entry` and the closures defined in it (each from its label to
-    `.Lfunc_end` / `.size`)."""
+    """The instructions of function `entry`, the closures defined in it and the generic code
+    instantiated for them (`_holds_entry_code`; each from its label to `.Lfunc_end` / `.size`)."""
     out = []
     inside = entry is None
     for number, line in enumerate(text.splitlines(), start=1):
         if entry is not None and line.endswith(":") and not line.startswith((".", " ", "\t")):
-            if _is_entry_or_its_closure(line[:-1], entry):
+            if _holds_entry_code(line[:-1], entry):
                 inside = True
                 continue
         if not inside:
