@@ -293,7 +293,7 @@ def _measure(project: Path, cache: Path, args) -> dict:
 
     from workbench.run.events import RunEvent, RunFinished, RunVerified
     from workbench.trust_store import set_trusted
-    from workbench.ui.app import create_application, create_window
+    from workbench.ui.app import create_application, create_window, settle_heap
     from workbench.ui.settings import Settings
 
     app = create_application()
@@ -310,6 +310,7 @@ def _measure(project: Path, cache: Path, args) -> dict:
         raise SystemExit("the service bridge is not available")
     assert window.open_project(project)
     app.processEvents()
+    settle_heap()  # as `workbench gui` does once the window is up
 
     warm_start = time.perf_counter()
     arrived: dict[str, float] = {}  # backend → seconds after Run when its result was shown

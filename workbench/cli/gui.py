@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.screenshot is not None and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     try:
-        from workbench.ui.app import create_application, create_window
+        from workbench.ui.app import create_application, create_window, settle_heap
         from workbench.ui.main_window import DEFAULT_SIZE
         from workbench.ui.settings import Settings
     except ImportError as exc:
@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         show_tab(window, args.tab)
     session = _Session(app, window, args)
     session.start()
+    settle_heap()  # the window is up: what it holds now stays out of the collector's walks
     code = app.exec()
     return session.exit_code if session.exit_code is not None else code
 
