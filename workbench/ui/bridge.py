@@ -2,12 +2,14 @@
 
 `ServiceBridge` owns a `BuildService`, a `RunService` and a `LiveLoop` (all Qt-free). Their work
 happens on their own threads and child processes; what they report is posted to the GUI thread
-through a queued signal and re-emitted there as the bridge's public signals, so widgets are only
-ever touched from the GUI thread (pyqtgraph#1398). Nothing here waits on a process or a thread
+(`paced_relay.PacedRelay`: in order, a few milliseconds of it per turn of the event loop) and
+re-emitted there as the bridge's public signals, so widgets are only ever touched from the GUI
+thread (pyqtgraph#1398). Nothing here waits on a process or a thread
 while the event loop runs, except `shutdown()`, which waits for every thread it started.
 
 The console's `build()` / `run()` go through `start_build` / `start_run`: they return a
-`concurrent.futures.Future` at once and do the work on a thread of their own; the results reach
+`concurrent.futures.Future` at once and do the work on a thread of their own, started on the next
+turn of the event loop (at once when the result is waited for); the results reach
 the panels through the same signals as the window's Build and Run (`buildFinished`, `runEvent`,
 `runFinished`).
 
@@ -29,7 +31,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from workbench.backends import BACKENDS
 from workbench.errors import WorkbenchError
@@ -47,6 +49,7 @@ from workbench.profile.live.live import (
 )
 from workbench.project import Project
 from workbench.run.events import RunEvent, RunPhase
+from workbench.ui.paced_relay import PacedRelay
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +64,35 @@ def background_status(builds: dict[str, Any]) -> str:
     return f"built in the background, for inspection: {done}"
 
 
-class _Relay(QObject):
-    """Carries typed events (the live loop's, a console run's) and the bridge's own (kind,
-    payload) items from service threads to the GUI thread (queued connection)."""
+class _JobFuture(Future):
+    """A console job's Future: its thread starts on the next turn of the event loop, so the typed
+    statement returns (and the console draws its prompt) before the job's Python work competes
+    with it for the interpreter; or at once when something waits for its result."""
 
-    posted = Signal(object)
+    def __init__(self, thread: threading.Thread):
+        super().__init__()
+        self.thread = thread
+        self._lock = threading.Lock()
+        self._started = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        self.thread.start()
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def result(self, timeout: float | None = None) -> Any:
+        self.start()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self.start()
+        return super().exception(timeout)
 
 
 class ServiceBridge(QObject):
@@ -129,13 +156,14 @@ class ServiceBridge(QObject):
         self._busy = False
         self._closed = False
         self._device_thread: threading.Thread | None = None
-        self._job_threads: list[threading.Thread] = []
+        self._jobs: list[_JobFuture] = []  # console builds and runs (each its thread)
         self._jobs_running = 0  # console builds and runs in flight (GUI thread's count)
         self._line_threads: dict[str, threading.Thread] = {}
         self._line_budget = None  # the Budget of the line-table builds (cancelled at shutdown)
 
-        self._relay = _Relay()
-        self._relay.posted.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+        # Typed events and the bridge's own (kind, payload) items, from service threads to the
+        # GUI thread: in order, a few milliseconds of delivery per turn of the event loop.
+        self._relay = PacedRelay(self._deliver, self)
         self.build_service = BuildService(cache_dir=cache_dir)
         # Interactive timing: the edit-to-result loop favours latency (see timing.INTERACTIVE).
         self.run_service = RunService(timing=INTERACTIVE)
@@ -396,8 +424,8 @@ class ServiceBridge(QObject):
         return self.start_run(backends, devices).result()
 
     def _start_job(self, what: str, work) -> Future:
-        future: Future = Future()
-        future.set_running_or_notify_cancel()
+        """`work()` on a thread of its own, started on the next turn of the event loop (or when
+        its result is waited for: `_JobFuture`); the Future gets what it returns."""
 
         def body() -> None:
             try:
@@ -410,10 +438,11 @@ class ServiceBridge(QObject):
 
         self._jobs_running += 1
         self._set_busy(True)
-        self._job_threads = [t for t in self._job_threads if t.is_alive()]
-        thread = threading.Thread(target=body, name=f"wb-console-{what}", daemon=True)
-        self._job_threads.append(thread)
-        thread.start()
+        self._jobs = [f for f in self._jobs if not f.started or f.thread.is_alive()]
+        future = _JobFuture(threading.Thread(target=body, name=f"wb-console-{what}", daemon=True))
+        future.set_running_or_notify_cancel()
+        self._jobs.append(future)
+        QTimer.singleShot(0, lambda: None if self._closed else future.start())
         return future
 
     def shutdown(self) -> None:
@@ -437,11 +466,12 @@ class ServiceBridge(QObject):
             self._line_budget.cancel.set()  # kills a line-table build in flight
         for thread in self._line_threads.values():
             thread.join(30.0)
-        for thread in self._job_threads:
-            thread.join(30.0)  # the services are closed: their waits end
+        for job in self._jobs:
+            if job.started:  # one whose turn never came has no thread to wait for
+                job.thread.join(30.0)  # the services are closed: their waits end
         if self.recorder is not None:
             self.recorder.close()  # what is queued is recorded first
-        self._relay.posted.disconnect(self._deliver)
+        self._relay.close()
         self._set_busy(False)
 
     @property
@@ -472,12 +502,12 @@ class ServiceBridge(QObject):
     def _post(self, kind: str, payload: Any) -> None:
         """From any thread: hand (kind, payload) to the GUI thread."""
         if not self._closed:
-            self._relay.posted.emit((kind, payload))
+            self._relay.post((kind, payload))
 
     def _post_event(self, event: LiveEvent | RunEvent) -> None:
         """From any thread: hand a live-loop or run event, as it is, to the GUI thread."""
         if not self._closed:
-            self._relay.posted.emit(event)
+            self._relay.post(event)
 
     def _on_build_event(self, event: Any) -> None:
         self._post("build", event)
