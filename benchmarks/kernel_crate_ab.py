@@ -7,7 +7,7 @@ crate as it is here ("head") and as it was at `--base` ("base"), each example a 
 of the two:
 
 - build: saxpy's kernel line edited (a different factor each time, so nothing is served from a
-  cache), then `cargo build` as the cpu adapter runs it, the crate's dependencies already built;
+  cache), then `cargo build` with the cpu adapter's flags, the crate's dependencies already built;
   the two crates alternate, `--build-reps` times each;
 - run: `workbench run --backend cpu` of each example's prebuilt artifacts, the two crates
   alternating in separate processes, `--reps` times each; the median of each crate's medians and
@@ -69,8 +69,9 @@ def workbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def cargo_build_times(projects: dict[str, Path], reps: int, target: Path) -> dict[str, list[float]]:
-    """Seconds of `cargo build` (the cpu adapter's command) after an edit of saxpy's kernel line,
-    the crates alternating; each its own target folder, warmed by one build first."""
+    """Seconds of `cargo build --release --lib` (the cpu adapter's flags, without its JSON
+    messages and `-Zchecksum-freshness`) after an edit of saxpy's kernel line, the crates
+    alternating; each its own target folder, warmed by one build first."""
     from workbench.build.adapters.host_rust import cargo, rustc
 
     env = {**os.environ, "RUSTC": rustc() or "rustc", "RUSTC_BOOTSTRAP": "1"}

@@ -4,13 +4,13 @@
 happens on their own threads and child processes; what they report is posted to the GUI thread
 (`paced_relay.PacedRelay`: in order, a few milliseconds of it per turn of the event loop) and
 re-emitted there as the bridge's public signals, so widgets are only ever touched from the GUI
-thread (pyqtgraph#1398). Nothing here waits on a process or a thread
-while the event loop runs, except `shutdown()`, which waits for every thread it started.
+thread (pyqtgraph#1398). Nothing here waits on a process or a thread while the event loop runs,
+except `shutdown()`, which waits for every thread it started.
 
 The console's `build()` / `run()` go through `start_build` / `start_run`: they return a
 `concurrent.futures.Future` at once and do the work on a thread of their own, started on the next
-turn of the event loop (at once when the result is waited for); the results reach
-the panels through the same signals as the window's Build and Run (`buildFinished`, `runEvent`,
+turn of the event loop (at once when the result is waited for); the results reach the panels
+through the same signals as the window's Build and Run (`buildFinished`, `runEvent`,
 `runFinished`).
 
 Recording is the bridge's, not a panel's: every run it finishes (the window's Run, a save's rerun,
