@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import EXAMPLES
 from workbench.backends import (
     BACKEND_ROWS,
     BACKENDS,
@@ -126,3 +127,38 @@ def test_a_listed_environment_variable_changes_a_real_cpu_builds_key(
         "CARGO_INCREMENTAL": "0",
         "CARGO_PROFILE_RELEASE_CODEGEN_UNITS": "4",
     }
+
+
+def test_the_driver_fields_of_each_runtime_are_what_its_probe_reports():
+    """The ceilings' cache key reads a device's driver from the fields the runtime row names
+    (`driver_fields`): each available runtime's probe must report at least one of them, or a new
+    driver would silently reuse the old driver's ceilings."""
+    from workbench.run.ceilings import driver_of
+
+    devices = list_devices()
+    for row in RUNTIME_ROWS:
+        assert row.driver_fields, f"{row.name}: no driver_fields"
+        for device in devices[row.name].get("devices") or []:
+            assert any(device.get(f) for f in row.driver_fields), (row.name, device)
+            assert driver_of(device), (row.name, device)
+
+
+@pytest.mark.parametrize("row", RUNTIME_ROWS, ids=lambda row: row.name)
+def test_every_runtime_has_ceiling_kernels(row, tmp_path):
+    from workbench.run.ceilings import probes
+
+    device = {"runtime": row.name, "index": 0, "cores": 2, "adapter_type": "CPU", "features": []}
+    found = {p.what for p in probes(device, cache_dir=tmp_path)}
+    assert {"copy", "read", "f32"} <= found, (row.name, found)
+
+
+def test_the_manifest_asks_for_bindings_of_every_backend_whose_runtime_binds_buffers(tmp_path):
+    from workbench.build.manifest_check import wgpu_backends
+    from workbench.manifest import load_manifest
+
+    binding = [row for row in BACKEND_ROWS if RUNTIME_TABLE[row.runtime].buffer_bindings]
+    assert {row.name for row in binding} == {"wgsl", "rust-gpu"}  # wgpu's today
+    manifest = load_manifest(EXAMPLES / "saxpy")
+    kernel = manifest.kernels[0]
+    listed = wgpu_backends(manifest, kernel)
+    assert "wgsl" in listed and all(RUNTIME_TABLE[BACKENDS[b]].buffer_bindings for b in listed)

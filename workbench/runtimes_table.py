@@ -21,13 +21,35 @@ class RuntimeRow:
     artifact_kinds: tuple[str, ...]
     #: What its ceilings probe runs (`workbench.run.ceilings`), as the ceilings' notes say it.
     ceilings_kernels: str
+    #: The fields of a probed device (`list_devices()`) that name its driver, in order: a new
+    #: driver may move the ceilings, so they key the ceilings' cache (`ceilings.driver_of`). The
+    #: first present field is taken, or all present ones joined when `driver_joined`.
+    driver_fields: tuple[str, ...] = ()
+    driver_joined: bool = False
+    #: How the driver reads in the cache key (`{}`: the value).
+    driver_format: str = "{}"
+    #: Whether every buffer of a kernel it runs needs a `binding` in the manifest (wgpu places
+    #: each buffer at its binding in bind group 0; `build.manifest_check` says so when missing).
+    buffer_bindings: bool = False
 
 
 #: In display order: the device picker's groups, `workbench doctor`'s devices, the probe's answer.
 RUNTIME_ROWS: tuple[RuntimeRow, ...] = (
-    RuntimeRow("cpu", "CPU", "cpu", ("cdylib",), "Rust cdylib on every core"),
-    RuntimeRow("cuda", "CUDA", "cuda", ("ptx",), "PTX"),
-    RuntimeRow("wgpu", "wgpu", "wgpu_runtime", ("spirv", "wgsl"), "WGSL"),
+    # The cpu's "driver" is its thread count (`cores`): the ceilings scale with it.
+    RuntimeRow(
+        "cpu", "CPU", "cpu", ("cdylib",), "Rust cdylib on every core", ("cores",), driver_format="{} threads"
+    ),
+    RuntimeRow("cuda", "CUDA", "cuda", ("ptx",), "PTX", ("driver_version", "driver")),
+    RuntimeRow(
+        "wgpu",
+        "wgpu",
+        "wgpu_runtime",
+        ("spirv", "wgsl"),
+        "WGSL",
+        ("backend_api", "description"),
+        driver_joined=True,
+        buffer_bindings=True,
+    ),
 )
 RUNTIME_TABLE: dict[str, RuntimeRow] = {row.name: row for row in RUNTIME_ROWS}
 RUNTIMES: tuple[str, ...] = tuple(RUNTIME_TABLE)

@@ -19,16 +19,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from workbench.backends import BACKEND_ROWS
 from workbench.errors import ManifestError, WorkbenchError
 from workbench.manifest import MANIFEST_NAME, Kernel, Manifest
 from workbench.project import Project
 from workbench.records import Diagnostic
+from workbench.runtimes_table import RUNTIME_TABLE
 
 #: The `backend` of manifest diagnostics: the Diagnostics list groups rows by it.
 MANIFEST_SOURCE = "manifest"
 
-#: Backends that run on wgpu, where every buffer needs its `binding`.
-_WGPU_BACKENDS = ("wgsl", "rust-gpu")
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _WORKGROUP = re.compile(r"@\s*workgroup_size\s*\(([^)]*)\)((?:\s*@\s*\w+(?:\s*\([^)]*\))?)*)\s*fn\s+(\w+)")
@@ -78,13 +78,20 @@ def workgroup_size(
 
 
 def wgpu_backends(manifest: Manifest, kernel: Kernel) -> list[str]:
-    """The wgpu backends `kernel` lists: a WGSL reference, a rust-gpu entry or prebuilt SPIR-V."""
+    """The backends `kernel` lists whose runtime places buffers at bindings (the runtime table's
+    `buffer_bindings`: wgpu): a reference it names (WGSL), a crate entry (rust-gpu) or prebuilt
+    artifacts; references first, as the message names them."""
     listed = []
-    if "wgsl" in kernel.reference:
-        listed.append("wgsl")
-    if "rust-gpu" in kernel.entry or manifest.backend_settings("rust-gpu").get("prebuilt"):
-        listed.append("rust-gpu")
-    return [b for b in _WGPU_BACKENDS if b in listed]
+    for row in sorted(BACKEND_ROWS, key=lambda r: r.source != "reference"):
+        if not RUNTIME_TABLE[row.runtime].buffer_bindings:
+            continue
+        if row.source == "reference":
+            named = row.name in kernel.reference
+        else:
+            named = row.name in kernel.entry or bool(manifest.backend_settings(row.name).get("prebuilt"))
+        if named:
+            listed.append(row.name)
+    return listed
 
 
 def _binding_problems(manifest: Manifest, kernel: Kernel) -> list[ManifestError]:

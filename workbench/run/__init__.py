@@ -16,7 +16,6 @@ _EXPORTS = {
     "RunService": "workbench.run.service",
     "RunReport": "workbench.run.service",
     "RunError": "workbench.run.service",
-    "result_json": "workbench.run.service",
     "list_devices": "workbench.run.devices",
     "resolve_device_spec": "workbench.run.devices",
     "DeviceNotFound": "workbench.run.devices",

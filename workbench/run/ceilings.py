@@ -85,12 +85,15 @@ class Ceilings(Record):
 
 def driver_of(device: dict[str, Any]) -> str:
     """The driver part of a device's identity: a new driver may move the ceilings."""
-    runtime = device.get("runtime")
-    if runtime == "wgpu":
-        return f"{device.get('backend_api', '')} {device.get('description', '')}".strip()
-    if runtime == "cuda":
-        return str(device.get("driver_version") or device.get("driver") or "")
-    return f"{device.get('cores') or os.cpu_count()} threads"
+    row = RUNTIME_TABLE.get(str(device.get("runtime")))
+    if row is None:
+        return ""
+    # A device probed without its `cores` runs on this machine's.
+    found = {f: device.get(f) or (os.cpu_count() if f == "cores" else None) for f in row.driver_fields}
+    values = [str(v) for v in found.values() if v]
+    if not values:
+        return ""
+    return row.driver_format.format(" ".join(values) if row.driver_joined else values[0])
 
 
 def device_key(device: dict[str, Any]) -> str:

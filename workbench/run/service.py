@@ -35,7 +35,7 @@ import numpy as np
 
 from workbench.backends import BACKENDS, parse_backends, runtime_of
 from workbench.project import Project
-from workbench.records import RunResult, TimingStats
+from workbench.records import RunResult
 from workbench.run import timing as timing_mod
 from workbench.run.backend_run import RunContext, run_backend, skipped
 from workbench.run.buffers import host_memory_bytes, memory_plan
@@ -48,9 +48,8 @@ from workbench.run.pool import WorkerPool
 from workbench.run.reference import ReferencePolicy
 from workbench.run.request import RunError, RunRequest
 
-__all__ = ["BACKGROUND_BUILD_NOTE", "RunError", "RunReport", "RunRequest", "RunService", "result_json"]
+__all__ = ["BACKGROUND_BUILD_NOTE", "RunError", "RunReport", "RunRequest", "RunService"]
 
-TIMING_KEYS = TimingStats.JSON_KEYS
 #: What a skipped row says of a backend whose runtime is unavailable while the caller (the
 #: window) builds it anyway, for its artifacts: the run does not wait for that build.
 BACKGROUND_BUILD_NOTE = "built in the background for inspection, not run"
@@ -103,11 +102,6 @@ class RunReport:
 
 def _unverifiable(result: RunResult) -> bool:
     return result.verified is None and not result.check.is_reference
-
-
-def result_json(result: RunResult) -> dict[str, Any]:
-    """The JSON shape of one result (`workbench run --json`); see `RunResult.to_json`."""
-    return result.to_json()
 
 
 class RunService:
