@@ -1,5 +1,5 @@
 """Two different projects built at the same time, on every backend that builds here, each get their own
-artifacts: no build writes into a folder another build reads (ARCHITECTURE.md, "Build keys")."""
+artifacts: no build writes into a folder another build reads (docs/contracts.md, "Build keys")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The build service: toolchain adapters, content-addressed cache, concurrent builds, watcher.
 
-Public API (ARCHITECTURE.md, "Build service API"): `detect_toolchains`, `BuildService`,
+Public API (docs/contracts.md, "Build service API"): `detect_toolchains`, `BuildService`,
 `BuildJob`, `BuildEvent`, `build_project`, `ProjectWatcher`; `workbench.build.artifacts.read_build`.
 """
 

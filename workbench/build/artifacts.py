@@ -1,4 +1,4 @@
-"""Artifact folders and their `build.json` (ARCHITECTURE.md, "Build artifacts"): write, read, export."""
+"""Artifact folders and their `build.json` (docs/contracts.md, "Build artifacts"): write, read, export."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ Layout under the cache root:
                                a build holds its lock (`target_lock`) while it uses the folder
   work/<backend>-<id>/         one build's private scratch folder, removed when it ends
 
-Keys are two-level (ARCHITECTURE.md, "Build keys"):
+Keys are two-level (docs/contracts.md, "Build keys"):
 - the **pre-key** covers what is known before compiling: the backend's sources
   (`Project.backend_sources`, paths relative to the project), the `.cargo/config*` and
   `rust-toolchain*` files of the crate folder and its parents (and $CARGO_HOME's), the

@@ -1,5 +1,5 @@
 """Make-style dep-info files (`cargo`'s `<artifact>.d`, rustc's `deps/*.d`, `nvcc -MD`): the files a
-compiler read, which the build cache keys the next build on (ARCHITECTURE.md, "Build keys")."""
+compiler read, which the build cache keys the next build on (docs/contracts.md, "Build keys")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The run engine: device registry, worker processes and their protocol, runtimes, inputs,
-timing, verification and the run service (ARCHITECTURE.md, "Run service API").
+timing, verification and the run service (docs/contracts.md, "Run service API").
 
     from workbench.run import RunService, list_devices
     report = RunService().run("resources/examples/saxpy", backends=["cpu", "wgsl"])
