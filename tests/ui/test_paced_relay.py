@@ -1,6 +1,6 @@
 """Items from service threads reach the GUI thread in order and a few milliseconds at a time
 (`paced_relay.PacedRelay`); a console job starts after its statement returns, or at once when
-waited for (`bridge._JobFuture`). Real threads, a real Qt event loop; nothing timed against a
+waited for (`profile.live.console_jobs.JobFuture`). Real threads, a real Qt event loop; nothing timed against a
 budget: the assertions count turns of the loop and check order."""
 
 from __future__ import annotations
