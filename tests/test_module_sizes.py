@@ -18,8 +18,6 @@ LIMIT = 500
 
 #: Module (relative to the repository) -> the split it waits for.
 WAITING: dict[str, str] = {
-    "workbench/ui/bridge.py": "the WindowSession (issue 38 item 1): the live loop, selection, console "
-    "jobs, recordings and last-good merging move to a Qt-free profile/live/ object; the bridge relays",
     "workbench/ui/main_window.py": "layout (docks, menus, geometry) apart from the project lifecycle "
     "(open, copy, trust, watch)",
     "workbench/profile/sessions/store.py": "opening, recovery and migration apart from writes and queries",
