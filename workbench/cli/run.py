@@ -19,6 +19,7 @@ from workbench.project import Project
 from workbench.records import RunResult
 from workbench.result_text import check_line, format_gbps, format_time, verdict_cell
 from workbench.run.events import RunBuilding, RunEvent, RunStarted
+from workbench.run.request import RunRequest
 from workbench.run.sim_findings import summary
 from workbench.run.sim_trace import lines as trace_lines
 from workbench.run.sim_trace import parse_point
@@ -254,14 +255,15 @@ def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any
 
     service = RunService(timing=TimingOptions(l2=args.l2))
     try:
-        report = service.run(
-            project, kernel=args.kernel, backends=args.backend, devices=devices, sizes=sizes,
-            timeout_s=args.timeout, artifacts_dir=args.artifacts, on_event=progress, seed=args.seed,
+        request = RunRequest.of(
+            project, args.backend, devices, kernel=args.kernel, sizes=sizes,
+            timeout_s=args.timeout, artifacts_dir=args.artifacts, seed=args.seed,
             cache_dir=args.cache_dir, reference=args.reference, trace=args.trace_point,
             # Only a recording with --keep-outputs reads every backend's arrays: the others are let
             # go once verified, so a run at 2^28 holds one backend's outputs at a time.
             keep_outputs=bool(args.keep_outputs and not args.no_record),
         )  # fmt: skip
+        report = service.execute(request, on_event=progress)
         host = report.host_conditions
     finally:
         bar.close()

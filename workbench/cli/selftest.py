@@ -27,6 +27,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.frozen import install_dir, is_frozen, python_command
+from workbench.run.request import RunRequest
 from workbench.units import format_sizes
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -216,10 +217,10 @@ def build_and_run(project_dir: Path, cache_dir: Path, build_timeout_s: float) ->
         timing = TimingOptions(min_n=3, min_time_s=0.01, max_time_s=2.0, warmup_max_n=2, warmup_max_s=0.1)
         run_service = RunService(timing=timing)
         try:
-            report = run_service.run(
-                project, backends=runnable, sizes=SIZES, cache_dir=cache_dir, timeout_s=60.0,
-                reference=reference,
-            )  # fmt: skip
+            request = RunRequest.of(
+                project, runnable, sizes=SIZES, cache_dir=cache_dir, timeout_s=60.0, reference=reference
+            )
+            report = run_service.execute(request)
         except Exception as exc:  # a run error is a failed check, reported, not a crash
             for backend in runnable:
                 backends[backend].update(status=FAIL, run=FAIL, reason=f"run failed: {exc}")

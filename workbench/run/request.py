@@ -1,7 +1,9 @@
 """What one run is asked to do (`RunRequest`), and the error for a run that cannot start.
 
-`RunService.run(...)` takes these as keywords and makes the record; the run's order reads it
-(`RunService.execute`), so the arguments travel as one value instead of fourteen.
+Every caller in the workbench (the command line, the live loop, the window's session, sweeps, a
+cluster worker, the self-test) builds one with `RunRequest.of(...)` and hands it to
+`RunService.execute`, so the arguments travel as one value instead of fourteen;
+`RunService.run(...)` takes the same as keywords, for scripts and tests.
 """
 
 from __future__ import annotations

@@ -51,6 +51,7 @@ from workbench.build import manifest_check
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.run.events import Event, RunEvent, RunFinished
+from workbench.run.request import RunRequest
 
 
 @dataclass(frozen=True)
@@ -480,20 +481,20 @@ class LiveLoop:
         # build events): a backend runs as soon as its own build is done, and one whose runtime
         # cannot run here goes on building in the background without holding the results back.
         try:
-            report = self.run_service.run(
+            request = RunRequest.of(
                 project,
+                backends,
+                self.devices or None,
                 kernel=self.kernel,
-                backends=backends,
-                devices=self.devices or None,
                 sizes=self.sizes,
                 tunables=self.tunables,
                 timeout_s=self.timeout_s,
                 build_service=self.build_service,
                 build_job=job,
-                on_event=on_event,
                 reference=self.reference,
                 trace=self.trace,
             )
+            report = self.run_service.execute(request, on_event=on_event)
         except WorkbenchError as exc:
             error = str(exc)
         job.release_background()  # the timed runs are over

@@ -35,6 +35,7 @@ from workbench.profile.live.live import LiveCycleStarted, LiveEvent, LiveLoop, L
 from workbench.profile.live.recordings import Recordings
 from workbench.profile.live.session_delivery import SessionDelivery
 from workbench.project import Project
+from workbench.run.request import RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -364,10 +365,11 @@ class WindowSession(SessionDelivery):
         """Build and run now, off the owner's thread (the console's `run()`); the Future gets the
         RunReport, and `RunEventSeen` / `RunFinished` carry its progress and results."""
         project = self._require_project()
-        options = dict(
+        request = RunRequest.of(
+            project,
+            backends or self.backends(),
+            devices or self.devices() or None,
             kernel=self.loop.kernel,
-            backends=backends or self.backends(),
-            devices=devices or self.devices() or None,
             sizes=self.loop.sizes,
             timeout_s=self.loop.timeout_s,
             build_service=self.build_service,
@@ -376,7 +378,7 @@ class WindowSession(SessionDelivery):
 
         def work() -> Any:
             sources = self.recorder.begin(project) if self.recorder is not None else None
-            report = self.run_service.run(project, on_event=self._post, **options)
+            report = self.run_service.execute(request, on_event=self._post)
             self._post(("job-run", (report, sources)))
             return report
 

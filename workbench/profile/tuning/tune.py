@@ -56,6 +56,7 @@ from workbench.profile.tuning.events import (
     SweepProgress,
 )
 from workbench.project import Project
+from workbench.run.request import RunRequest
 
 STRATEGIES = ("grid", "random")
 
@@ -449,10 +450,11 @@ class SweepRunner:
                 point, self._cluster_request(backends), worker=self._pinned_worker
             )
             return self.dispatcher.result(future, lambda: self._cancel.is_set())
-        return self.service.run(
-            self.project, self.kernel.name, backends, devices, point.sizes,
+        request = RunRequest.of(
+            self.project, backends, devices, kernel=self.kernel.name, sizes=point.sizes,
             timeout_s=self.timeout_s, seed=self.seed, cache_dir=self.cache_dir, tunables=point.config,
         )  # fmt: skip
+        return self.service.execute(request)
 
     def _confirm(self, result: SweepResult, points: list[Point], step, progress: SweepProgress) -> None:
         """Re-time each slot's leader and runner-up side by side before a winner is named."""

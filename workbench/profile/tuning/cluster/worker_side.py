@@ -182,10 +182,14 @@ def run_configuration(request: dict[str, Any], blobs: dict[str, bytes]) -> Any:
         from workbench.run.timing import options_from_dict
 
         service.timing = options_from_dict(request["timing"])
-    report = service.run(
-        str(project_dir), request["kernel"], request["backends"], devices, request["sizes"],
-        timeout_s=request["timeout_s"], artifacts_dir=str(run_dir), seed=request["seed"],
-        tunables=request["config"], keep_outputs=False,
+    from workbench.run.request import RunRequest
+
+    report = service.execute(
+        RunRequest.of(
+            str(project_dir), request["backends"], devices, kernel=request["kernel"], sizes=request["sizes"],
+            timeout_s=request["timeout_s"], artifacts_dir=str(run_dir), seed=request["seed"],
+            tunables=request["config"], keep_outputs=False,
+        )
     )  # fmt: skip
     identity = {**_worker_identity(), "owns": spec, "fetched": fetched}
     for result in report.results:
