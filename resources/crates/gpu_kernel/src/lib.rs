@@ -25,6 +25,10 @@
 // Rust-CUDA's warp shuffle is NVVM's intrinsic, declared by its LLVM name.
 #![cfg_attr(all(target_os = "cuda", feature = "rust-cuda"), feature(link_llvm_intrinsics), allow(internal_features))]
 
+// Both PTX targets (rustc's NVPTX backend, Rust-CUDA) take the launch's raw pointers.
+#[cfg(target_arch = "nvptx64")]
+mod raw;
+
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 mod nvptx;
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]

@@ -2,8 +2,8 @@
 //! reached through raw pointers, unchecked, as CUDA C does (the host's checks catch bad indices).
 use core::arch::nvptx::*;
 use core::marker::PhantomData;
-use core::ops::{Index, IndexMut};
 
+pub use crate::raw::{In, Out};
 use crate::Element;
 
 /// The invocation: every index is a special register read. It holds one flag, known where the
@@ -115,49 +115,6 @@ impl Ctx {
     pub fn trace<T: crate::Trace>(&self, _name: &'static str, _value: T) {}
 }
 
-/// A read-only buffer.
-#[derive(Clone, Copy)]
-pub struct In<'a, T> {
-    ptr: *const T,
-    _life: PhantomData<&'a [T]>,
-}
-
-impl<'a, T: Element> In<'a, T> {
-    /// # Safety
-    /// `ptr` is the launch's buffer, valid for the kernel's reads.
-    #[inline(always)]
-    pub unsafe fn new(ptr: *const T) -> Self {
-        In { ptr, _life: PhantomData }
-    }
-    #[inline(always)]
-    pub fn get(&self, i: usize) -> T {
-        unsafe { *self.ptr.add(i) }
-    }
-}
-
-/// A buffer the kernel writes (and may read).
-pub struct Out<'a, T> {
-    ptr: *mut T,
-    _life: PhantomData<&'a mut [T]>,
-}
-
-impl<'a, T: Element> Out<'a, T> {
-    /// # Safety
-    /// `ptr` is the launch's buffer, valid for the kernel's reads and writes.
-    #[inline(always)]
-    pub unsafe fn new(ptr: *mut T) -> Self {
-        Out { ptr, _life: PhantomData }
-    }
-    #[inline(always)]
-    pub fn get(&self, i: usize) -> T {
-        unsafe { *self.ptr.add(i) }
-    }
-    #[inline(always)]
-    pub fn set(&mut self, i: usize, value: T) {
-        unsafe { *self.ptr.add(i) = value }
-    }
-}
-
 impl<'a, T: Atomic> Out<'a, T> {
     /// Add `value` to element `i` atomically (wrapping) and give the value it held before
     /// (`atom.add` on the element's generic address, relaxed, as CUDA C's `atomicAdd`).
@@ -226,29 +183,6 @@ impl Out<'_, f32> {
     #[inline(always)]
     pub fn set4(&mut self, i: usize, value: [f32; 4]) {
         unsafe { store4(self.ptr.add(i), value) }
-    }
-}
-
-impl<T: Element> Index<usize> for In<'_, T> {
-    type Output = T;
-    #[inline(always)]
-    fn index(&self, i: usize) -> &T {
-        unsafe { &*self.ptr.add(i) }
-    }
-}
-
-impl<T: Element> Index<usize> for Out<'_, T> {
-    type Output = T;
-    #[inline(always)]
-    fn index(&self, i: usize) -> &T {
-        unsafe { &*self.ptr.add(i) }
-    }
-}
-
-impl<T: Element> IndexMut<usize> for Out<'_, T> {
-    #[inline(always)]
-    fn index_mut(&mut self, i: usize) -> &mut T {
-        unsafe { &mut *self.ptr.add(i) }
     }
 }
 

@@ -2,10 +2,10 @@
 //! through raw pointers, shared arrays from `cuda_std::shared_array!` in the entry. Not compiled on
 //! machines without Rust-CUDA (pinned nightly, LLVM 7, libNVVM): written against cuda_std 0.2.
 use core::marker::PhantomData;
-use core::ops::{Index, IndexMut};
 
 use cuda_std::thread;
 
+pub use crate::raw::{In, Out};
 use crate::Element;
 
 #[derive(Clone, Copy)]
@@ -69,31 +69,6 @@ impl Ctx {
     pub fn trace<T: crate::Trace>(&self, _name: &'static str, _value: T) {}
 }
 
-#[derive(Clone, Copy)]
-pub struct In<'a, T> { ptr: *const T, _life: PhantomData<&'a [T]> }
-
-impl<'a, T: Element> In<'a, T> {
-    /// # Safety
-    /// `ptr` is the launch's buffer.
-    #[inline(always)]
-    pub unsafe fn new(ptr: *const T) -> Self { In { ptr, _life: PhantomData } }
-    #[inline(always)]
-    pub fn get(&self, i: usize) -> T { unsafe { *self.ptr.add(i) } }
-}
-
-pub struct Out<'a, T> { ptr: *mut T, _life: PhantomData<&'a mut [T]> }
-
-impl<'a, T: Element> Out<'a, T> {
-    /// # Safety
-    /// `ptr` is the launch's buffer.
-    #[inline(always)]
-    pub unsafe fn new(ptr: *mut T) -> Self { Out { ptr, _life: PhantomData } }
-    #[inline(always)]
-    pub fn get(&self, i: usize) -> T { unsafe { *self.ptr.add(i) } }
-    #[inline(always)]
-    pub fn set(&mut self, i: usize, value: T) { unsafe { *self.ptr.add(i) = value } }
-}
-
 // 16-byte accesses (`i` a multiple of 4): an aligned `[f32; 4]` read, which NVVM may make one
 // `ld.global.v4.f32`; not compiled here (no Rust-CUDA toolchain), written against cuda_std 0.2.
 #[repr(C, align(16))]
@@ -110,23 +85,6 @@ impl Out<'_, f32> {
     pub fn get4(&self, i: usize) -> [f32; 4] { unsafe { (*(self.ptr.add(i) as *const Quad)).0 } }
     #[inline(always)]
     pub fn set4(&mut self, i: usize, value: [f32; 4]) { unsafe { *(self.ptr.add(i) as *mut Quad) = Quad(value) } }
-}
-
-impl<T: Element> Index<usize> for In<'_, T> {
-    type Output = T;
-    #[inline(always)]
-    fn index(&self, i: usize) -> &T { unsafe { &*self.ptr.add(i) } }
-}
-
-impl<T: Element> Index<usize> for Out<'_, T> {
-    type Output = T;
-    #[inline(always)]
-    fn index(&self, i: usize) -> &T { unsafe { &*self.ptr.add(i) } }
-}
-
-impl<T: Element> IndexMut<usize> for Out<'_, T> {
-    #[inline(always)]
-    fn index_mut(&mut self, i: usize) -> &mut T { unsafe { &mut *self.ptr.add(i) } }
 }
 
 pub struct Shared<'a, T, const N: usize> { ptr: *mut T, _life: PhantomData<&'a mut [T; N]> }
