@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +34,9 @@ def test_cpu_and_llvmpipe_ceilings_are_positive_and_cached(tmp_path):
     for ceilings in first:
         assert ceilings.copy_gbps and ceilings.copy_gbps > 0.1, ceilings
         assert ceilings.read_gbps and ceilings.read_gbps > 0.1, ceilings  # the read stream
+        assert ceilings.write_gbps and ceilings.write_gbps > 0.1, ceilings  # the write stream
+        # Each stream's figure names the variant that won it.
+        assert {"copy", "read", "write", "f32"} <= set(ceilings.variants or {}), ceilings.variants
         assert ceilings.fma_gflops_f32 and ceilings.fma_gflops_f32 > 0.1, ceilings
         assert ceilings.measured.endswith("Z") and ceilings.method
     assert first[0].fma_gflops_f64 and first[0].fma_gflops_f64 > 0  # every x86/ARM CPU has f64 FMA
@@ -48,9 +53,13 @@ def test_cpu_and_llvmpipe_ceilings_are_positive_and_cached(tmp_path):
 
 def test_a_failing_kernel_is_a_note_not_a_crash(tmp_path, monkeypatch):
     device = _device("wgpu", "llvmpipe")
-    monkeypatch.setattr(ceilings_kernels, "WGSL_COPY", "this is not WGSL")
+    real = ceilings_kernels.wgsl_stream
+    monkeypatch.setattr(
+        ceilings_kernels, "wgsl_stream", lambda s: "this is not WGSL" if s.what == "copy" else real(s)
+    )
     result = measure(device, cache_dir=tmp_path)
     assert result.copy_gbps is None and "copy:" in result.notes and "wgsl" in result.notes.lower()
+    assert result.read_gbps and result.write_gbps  # the other streams still ran
     assert result.fma_gflops_f32 and result.fma_gflops_f32 > 0  # the other kernels still ran
 
 
@@ -63,12 +72,50 @@ def test_cuda_probes_are_ptx_that_ptxas_accepts(tmp_path):
         pytest.skip("ptxas not installed")
     device = {"runtime": "cuda", "index": 0, "spec": "cuda:0", "name": "test"}
     found = probes(device, tmp_path)
-    assert [p.what for p in found] == ["copy", "read", "f32", "f64"]
-    for probe in found:
-        assert probe.spec["artifact"]["kind"] == "ptx" and probe.work > 0
-        done = subprocess.run([ptxas, "-arch=sm_80", probe.spec["artifact"]["path"], "-o", str(tmp_path / "o")],
+    whats = [p.what for p in found]
+    assert set(whats) == {"copy", "read", "write", "f32", "f64"}
+    # Every access width and the grid-stride forms of each stream, each a different launch.
+    assert whats.count("copy") == whats.count("read") == whats.count("write") == 15
+    for path in {p.spec["artifact"]["path"] for p in found}:
+        done = subprocess.run([ptxas, "-arch=sm_80", path, "-o", str(tmp_path / "o")],
                               capture_output=True, text=True)  # fmt: skip
         assert done.returncode == 0, done.stderr
+    for probe in found:
+        assert probe.spec["artifact"]["kind"] == "ptx" and probe.work > 0
+        entry = probe.spec["artifact"]["entry"]
+        text = open(probe.spec["artifact"]["path"]).read()
+        assert f".entry {entry}(" in text, entry
+
+
+def test_the_cuda_streams_are_the_ptx_nvcc_makes_of_their_source(tmp_path):
+    """`resources/ceilings/ceilings.ptx` is what nvcc makes of `ceilings.cu` (with the header the
+    source's comment says), so the source and the kernels the workbench runs never drift."""
+    import shutil
+
+    from tests.conftest import REPO
+
+    nvcc = shutil.which("nvcc") or (
+        "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None
+    )
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    folder = REPO / "resources" / "ceilings"
+    out = tmp_path / "ceilings.ptx"
+    done = subprocess.run([nvcc, "-ptx", "-arch=compute_75", "-O3", "-o", str(out), str(folder / "ceilings.cu")],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    made = (
+        out.read_text()
+        .replace(".version 9.0\n", ".version 7.0\n")
+        .replace(".target sm_75\n", ".target sm_52\n")
+    )
+    committed = (folder / "ceilings.ptx").read_text()
+    entries = lambda text: re.findall(r"^\.visible \.entry (\w+)\(", text, re.M)  # noqa: E731
+    assert entries(made) == entries(committed) and len(entries(made)) == 18
+    release = lambda text: re.search(r"^// Cuda compilation tools, (.*)$", text, re.M).group(1)  # noqa: E731
+    if release(made) == release(committed):  # the same nvcc: the same code, line for line
+        strip = lambda text: [ln for ln in text.splitlines() if not ln.startswith("//")]  # noqa: E731
+        assert strip(made) == strip(committed)
 
 
 def test_cli_ceilings_json(tmp_path):
@@ -106,3 +153,17 @@ def test_the_memory_roof_of_a_read_stream_is_the_read_ceiling():
         kernel = load_manifest(examples_dir() / example).kernel()
         values = kernel.evaluate(kernel.symbols(sizes))
         assert memory_roof(kernel, values) == roof, example
+
+
+def test_datasheets_name_known_gpus_and_estimate_the_cpu():
+    from workbench.run.datasheets import cpu_estimate, gpu_datasheet
+
+    h200 = gpu_datasheet("NVIDIA H200")
+    assert h200 is not None and h200.memory_gbps == 4800 and h200.fp32_gflops == 67000
+    assert gpu_datasheet("NVIDIA H100 PCIe").memory_gbps == 2000  # the PCIe form, not the SXM's
+    assert gpu_datasheet("llvmpipe (LLVM 15.0.6, 256 bits)") is None
+    info = "processor\t: 0\ncpu MHz\t\t: 3000.000\nflags\t\t: fpu sse avx2 fma\n"
+    estimate = cpu_estimate(threads=4, cpuinfo=info)
+    assert estimate.fp32_gflops == 4 * 3.0 * 8 * 2 * 2 and estimate.fp64_gflops == estimate.fp32_gflops / 2
+    assert "4 threads" in estimate.source and estimate.memory_gbps is None
+    assert cpu_estimate(threads=2, cpuinfo="flags : avx512f\n") is None  # no clock reported: no guess

@@ -77,13 +77,21 @@ def run(args) -> int:
         print(json.dumps({"devices": [c.to_json() for c in results] + failed}, indent=2))
     else:
         print(
-            f"{'device':<8} {'name':<36} {'copy':>12} {'read':>12} {'FMA f32':>16} {'FMA f64':>16}  measured"
+            f"{'device':<8} {'name':<36} {'copy':>12} {'read':>12} {'write':>12} {'FMA f32':>16} {'FMA f64':>16}  measured"
         )
         for c in results:
             print(
                 f"{c.spec:<8} {c.name[:36]:<36} {_fmt(c.copy_gbps, 'GB/s'):>12} {_fmt(c.read_gbps, 'GB/s'):>12} "
+                f"{_fmt(c.write_gbps, 'GB/s'):>12} "
                 f"{_fmt(c.fma_gflops_f32, 'GFLOP/s'):>16} {_fmt(c.fma_gflops_f64, 'GFLOP/s'):>16}  {c.measured}"
             )
+            sheet = c.datasheet or {}
+            if sheet:
+                print(
+                    f"{'':<8} datasheet: {_fmt(sheet.get('memory_gbps'), 'GB/s')} memory, "
+                    f"{_fmt(sheet.get('fp32_gflops'), 'GFLOP/s')} f32, {_fmt(sheet.get('fp64_gflops'), 'GFLOP/s')} f64"
+                    f" ({sheet.get('source')})"
+                )
             if c.notes:
                 print(f"{'':<8} note: {c.notes}")
     missing = [c.spec for c in results if not c.copy_gbps and not c.fma_gflops_f32]

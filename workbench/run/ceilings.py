@@ -38,7 +38,7 @@ from workbench.run import ceilings_kernels as kernels
 from workbench.runtimes_table import RUNTIME_TABLE, RUNTIMES
 
 CEILINGS_FILE = "ceilings.json"
-FORMAT = 2  # 2: read_gbps (entries without it are measured again)
+FORMAT = 3  # 2: read_gbps; 3: write_gbps and the winning variants (older entries are measured again)
 #: A short timing run per kernel: the ceilings of one device take a few seconds at most.
 TIMING = {"min_n": 5, "min_time_s": 0.05, "max_time_s": 0.5, "warmup_max_n": 3, "warmup_max_s": 0.2}
 TIMEOUT_S = 60.0
@@ -63,6 +63,11 @@ class Ceilings(Record):
     driver: str = ""
     notes: str = ""  # why a figure is missing
     read_gbps: float | None = None  # the read stream: bytes read per second
+    write_gbps: float | None = None  # the write stream: bytes written per second
+    #: Which variant won each figure ("copy" -> "16-byte accesses, 4 in flight, grid-stride, ...").
+    variants: dict[str, str] | None = None
+    #: The vendor's figures for the device where known (`datasheets.py`): shown beside the measured.
+    datasheet: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The shape `workbench ceilings --json` prints for one device."""
@@ -71,12 +76,15 @@ class Ceilings(Record):
             "name": self.name,
             "copy_gbps": self.copy_gbps,
             "read_gbps": self.read_gbps,
+            "write_gbps": self.write_gbps,
             "fma_gflops_f32": self.fma_gflops_f32,
             "fma_gflops_f64": self.fma_gflops_f64,
             "measured": self.measured,
             "method": self.method,
             "driver": self.driver,
             "notes": self.notes,
+            "variants": dict(self.variants or {}),
+            "datasheet": self.datasheet,
         }
 
 
@@ -126,7 +134,15 @@ def cached(device: dict[str, Any], cache_dir: str | Path | None = None) -> Ceili
         return None
     ceilings = Ceilings.from_dict(entry)
     ceilings.spec = str(device.get("spec") or ceilings.spec)
+    ceilings.datasheet = _datasheet(device)  # the table's figures now, not when it was measured
     return ceilings
+
+
+def _datasheet(device: dict[str, Any]) -> dict[str, Any] | None:
+    from workbench.run.datasheets import datasheet_of
+
+    found = datasheet_of(device)
+    return found.to_json() if found is not None else None
 
 
 def _store(device: dict[str, Any], ceilings: Ceilings, cache_dir: str | Path | None) -> None:
@@ -217,121 +233,110 @@ def _spec(runtime, index, kind, path, entry, args, grid=(1, 1, 1), threads=(1, 1
 class _Probe:
     """One built-in kernel: its launch spec and the work one launch does."""
 
-    what: str  # "copy", "f32", "f64"
+    what: str  # "copy", "read", "write", "f32", "f64"
     spec: dict[str, Any]
-    work: float  # bytes moved (copy) or FLOP (fma) per launch
+    work: float  # bytes moved (copy, read, write) or FLOP (fma) per launch
+    variant: str = ""  # which variant of `what` (a stream's access width, unroll, grid)
 
 
 def _grid(groups: int) -> tuple[int, int, int]:
-    """Workgroups as x × y with x ≤ 65535 (the WGSL copy kernel folds y back into its index)."""
+    """Workgroups as x × y with x ≤ 65535 (the WGSL kernels fold y back into their index)."""
     x = min(groups, 32768)
     return x, -(-groups // x), 1
 
 
-def probes(device: dict[str, Any], cache_dir: str | Path | None = None) -> list[_Probe]:
-    """The built-in kernels for one device, sized for its kind."""
-    runtime, index = device.get("runtime"), int(device.get("index", 0))
-    out: list[_Probe] = []
-    if runtime == "cpu":
-        library = cpu_library(cache_dir)
-        threads = int(device.get("cores") or os.cpu_count() or 1)
-        n = 1 << 23  # 32 MiB per buffer: past the caches of most CPUs
-        copy_args = [
-            _buffer("src", n, 0, "in"),
-            _buffer("dst", n, 1),
-            _scalar("n", n),
-            _scalar("threads", threads),
-        ]
-        out.append(_Probe("copy", _spec("cpu", 0, "cdylib", library, "wb_copy", copy_args), 8.0 * n))
-        read_args = [
-            _buffer("src", n, 0, "in"),
-            _buffer("sums", threads, 1),
-            _scalar("n", n),
-            _scalar("threads", threads),
-        ]
-        out.append(_Probe("read", _spec("cpu", 0, "cdylib", library, "wb_read", read_args), 4.0 * n))
-        iters = 1 << 16
-        for kind in ("f32", "f64"):
-            args = [
-                _buffer("out", threads, 0, "out", kind),
-                _scalar("iters", iters),
-                _scalar("threads", threads),
-            ]
-            flops = 2.0 * iters * kernels.CPU_LANES * threads
-            out.append(_Probe(kind, _spec("cpu", 0, "cdylib", library, f"wb_fma_{kind}", args), flops))
-        return out
+#: Bytes per element of each stream: copy reads and writes one, read and write one each.
+_STREAM_BYTES = {"copy": 8.0, "read": 4.0, "write": 4.0}
+
+
+def _cpu_probes(device: dict[str, Any], cache_dir) -> list[_Probe]:
+    library = cpu_library(cache_dir)
+    threads = int(device.get("cores") or os.cpu_count() or 1)
+    n = 1 << 23  # 32 MiB per buffer: past the caches of most CPUs
+    src, count = _buffer("src", n, 0, "in"), [_scalar("n", n), _scalar("threads", threads)]
+    streams = {
+        "copy": [src, _buffer("dst", n, 1), *count],
+        "read": [src, _buffer("sums", threads, 1), *count],
+        "write": [_buffer("dst", n, 0), *count],
+    }
+    out = [
+        _Probe(what, _spec("cpu", 0, "cdylib", library, f"wb_{what}", args), _STREAM_BYTES[what] * n,
+               f"{threads} threads")
+        for what, args in streams.items()
+    ]  # fmt: skip
+    iters = 1 << 16
+    for kind in ("f32", "f64"):
+        args = [_buffer("out", threads, 0, "out", kind), _scalar("iters", iters), _scalar("threads", threads)]
+        flops = 2.0 * iters * kernels.CPU_LANES * threads
+        out.append(_Probe(kind, _spec("cpu", 0, "cdylib", library, f"wb_fma_{kind}", args), flops,
+                          f"{kernels.CPU_LANES} chains × {threads} threads"))  # fmt: skip
+    return out
+
+
+def _wgpu_probes(device: dict[str, Any], cache_dir) -> list[_Probe]:
+    index = int(device.get("index", 0))
     gpu_like = str(device.get("adapter_type", "")).upper() not in ("CPU", "")
-    if runtime == "wgpu":
-        limit = int((device.get("limits") or {}).get("max-storage-buffer-binding-size") or 1 << 27)
-        n = min(1 << (24 if gpu_like else 22), limit // 4)
-        n -= n % 1024
-        path = _write_kernel(cache_dir, "wgpu", "copy.wgsl", kernels.WGSL_COPY)
-        args = [_buffer("src", n, 0, "in"), _buffer("dst", n, 1)]
-        out.append(
-            _Probe(
-                "copy",
-                _spec("wgpu", index, "wgsl", path, "wb_copy", args, _grid(n // 4 // 256), (256, 1, 1)),
-                8.0 * n,
-            )
-        )
-        path = _write_kernel(cache_dir, "wgpu", "read.wgsl", kernels.WGSL_READ)
-        args = [_buffer("src", n, 0, "in"), _buffer("dst", 4, 1)]
-        out.append(
-            _Probe(
-                "read",
-                _spec("wgpu", index, "wgsl", path, "wb_read", args, _grid(n // 4 // 256), (256, 1, 1)),
-                4.0 * n,
-            )
-        )
-        groups, iters = (4096, 1024) if gpu_like else (64, 256)
-        kinds = ["f32"] + (["f64"] if "shader-f64" in (device.get("features") or []) else [])
-        for kind in kinds:
-            text = kernels.wgsl_fma(kind, iters)
-            path = _write_kernel(cache_dir, "wgpu", f"fma_{kind}.wgsl", text)
-            args = [_buffer("result", groups * 256, 0, "out", kind)]
-            flops = 2.0 * iters * kernels.GPU_LANES * groups * 256
-            out.append(
-                _Probe(
-                    kind,
-                    _spec("wgpu", index, "wgsl", path, "wb_fma", args, (groups, 1, 1), (256, 1, 1)),
-                    flops,
-                )
-            )
-        return out
-    if runtime == "cuda":
-        n = 1 << 26
-        path = _write_kernel(cache_dir, "cuda", "copy.ptx", kernels.PTX_COPY)
-        args = [_buffer("src", n, 0, "in"), _buffer("dst", n, 1), _scalar("n4", n // 4)]
-        out.append(
-            _Probe(
-                "copy",
-                _spec("cuda", index, "ptx", path, "wb_copy", args, (n // 4 // 256, 1, 1), (256, 1, 1)),
-                8.0 * n,
-            )
-        )
-        path = _write_kernel(cache_dir, "cuda", "read.ptx", kernels.PTX_READ)
-        args = [_buffer("src", n, 0, "in"), _buffer("dst", 4, 1), _scalar("n4", n // 4)]
-        out.append(
-            _Probe(
-                "read",
-                _spec("cuda", index, "ptx", path, "wb_read", args, (n // 4 // 256, 1, 1), (256, 1, 1)),
-                4.0 * n,
-            )
-        )
-        groups, iters = 8192, 4096
-        for kind in ("f32", "f64"):
-            path = _write_kernel(cache_dir, "cuda", f"fma_{kind}.ptx", kernels.ptx_fma(kind))
-            args = [_buffer("out", groups * 256, 0, "out", kind), _scalar("iters", iters)]
-            flops = 2.0 * iters * kernels.GPU_LANES * groups * 256
-            out.append(
-                _Probe(
-                    kind,
-                    _spec("cuda", index, "ptx", path, "wb_fma", args, (groups, 1, 1), (256, 1, 1)),
-                    flops,
-                )
-            )
-        return out
-    raise CeilingsError(f"no ceiling kernels for runtime {runtime!r}")
+    limit = int((device.get("limits") or {}).get("max-storage-buffer-binding-size") or 1 << 27)
+    n = min(1 << (24 if gpu_like else 22), limit // 4)  # f32 elements per buffer
+    n -= n % 1024
+    out: list[_Probe] = []
+    for stream in kernels.wgpu_streams(gpu_like):
+        text = kernels.wgsl_stream(stream)
+        path = _write_kernel(cache_dir, "wgpu", f"{stream.what}.wgsl", text)
+        per = stream.width // 4  # f32 per access
+        if stream.what == "write":
+            args = [_buffer("dst", n, 0)]
+        else:
+            dst = 4 if stream.what == "read" else n
+            args = [_buffer("src", n, 0, "in"), _buffer("dst", dst, 1)]
+        grid = _grid(-(-n // per // 256)) if stream.per_access else (stream.groups_per_unit, 1, 1)
+        spec = _spec("wgpu", index, "wgsl", path, "wb_stream", args, grid, (256, 1, 1))
+        out.append(_Probe(stream.what, spec, _STREAM_BYTES[stream.what] * n, stream.label))
+    groups, iters = (4096, 1024) if gpu_like else (64, 256)
+    kinds = ["f32"] + (["f64"] if "shader-f64" in (device.get("features") or []) else [])
+    for kind in kinds:
+        path = _write_kernel(cache_dir, "wgpu", f"fma_{kind}.wgsl", kernels.wgsl_fma(kind, iters))
+        args = [_buffer("result", groups * 256, 0, "out", kind)]
+        flops = 2.0 * iters * kernels.GPU_LANES * groups * 256
+        spec = _spec("wgpu", index, "wgsl", path, "wb_fma", args, (groups, 1, 1), (256, 1, 1))
+        out.append(_Probe(kind, spec, flops, f"{kernels.GPU_LANES} chains × {groups} groups of 256"))
+    return out
+
+
+def _cuda_probes(device: dict[str, Any], cache_dir) -> list[_Probe]:
+    index = int(device.get("index", 0))
+    sms = int(device.get("sm_count") or 132)
+    n = 1 << 26  # f32 elements per buffer (256 MiB: far past any L2)
+    path = _write_kernel(cache_dir, "cuda", "streams.ptx", kernels.cuda_ptx())
+    out: list[_Probe] = []
+    for stream in kernels.cuda_streams():
+        count = n // (stream.width // 4)  # accesses of the stream's width
+        dst = 4 if stream.what == "read" else n
+        args = [_buffer("src", n, 0, "in"), _buffer("dst", dst, 1), _scalar("n", count)]
+        grid = -(-count // 256) if stream.per_access else sms * stream.groups_per_unit
+        spec = _spec("cuda", index, "ptx", path, kernels.cuda_entry(stream), args, (grid, 1, 1), (256, 1, 1))
+        label = stream.label.replace("groups", "blocks per SM") if not stream.per_access else stream.label
+        out.append(_Probe(stream.what, spec, _STREAM_BYTES[stream.what] * n, label))
+    groups, iters = 8192, 4096
+    for kind in ("f32", "f64"):
+        fma = _write_kernel(cache_dir, "cuda", f"fma_{kind}.ptx", kernels.ptx_fma(kind))
+        args = [_buffer("out", groups * 256, 0, "out", kind), _scalar("iters", iters)]
+        flops = 2.0 * iters * kernels.GPU_LANES * groups * 256
+        spec = _spec("cuda", index, "ptx", fma, "wb_fma", args, (groups, 1, 1), (256, 1, 1))
+        out.append(_Probe(kind, spec, flops, f"{kernels.GPU_LANES} chains × {groups} blocks of 256"))
+    return out
+
+
+#: Runtime -> its ceiling kernels (a runtime without a row here has no ceilings: a table test).
+PROBES = {"cpu": _cpu_probes, "wgpu": _wgpu_probes, "cuda": _cuda_probes}
+
+
+def probes(device: dict[str, Any], cache_dir: str | Path | None = None) -> list[_Probe]:
+    """The built-in kernels for one device, sized for its kind: every variant of each stream."""
+    runtime = device.get("runtime")
+    if runtime not in PROBES:
+        raise CeilingsError(f"no ceiling kernels for runtime {runtime!r}")
+    return PROBES[runtime](device, cache_dir)
 
 
 def _zeros(spec: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -349,7 +354,9 @@ def measure(
 
     own_pool = pool is None
     pool = pool or WorkerPool()
-    figures: dict[str, float | None] = {"copy": None, "read": None, "f32": None, "f64": None}
+    figures: dict[str, float | None] = {"copy": None, "read": None, "write": None, "f32": None, "f64": None}
+    winners: dict[str, str] = {}
+    failed: dict[str, list[str]] = {}
     notes, timers = [], set()
     try:
         worker = pool.get(str(device.get("runtime")))
@@ -362,11 +369,13 @@ def measure(
                 stats = worker.request({"op": "measure", "options": TIMING}, timeout_s=TIMEOUT_S)[0]["stats"]
                 worker.request({"op": "close"}, timeout_s=TIMEOUT_S)
             except WorkerError as exc:
-                notes.append(f"{probe.what}: {str(exc).splitlines()[0]}")
+                failed.setdefault(probe.what, []).append(f"{probe.variant}: {str(exc).splitlines()[0]}")
                 continue
             best = min(stats["samples_s"]) if stats.get("samples_s") else stats["median_s"]
-            if best > 0:
-                figures[probe.what] = probe.work / best / 1e9
+            figure = probe.work / best / 1e9 if best > 0 else None
+            if figure is not None and figure > (figures[probe.what] or 0.0):  # the best variant wins
+                figures[probe.what] = figure
+                winners[probe.what] = probe.variant
             timers.add(reply.get("timer_method", stats.get("method", "?")))
     except WorkerError as exc:
         raise CeilingsError(f"measuring {device.get('spec')}: {exc}") from None
@@ -376,8 +385,16 @@ def measure(
     runtime = str(device.get("runtime"))
     row = RUNTIME_TABLE.get(runtime)
     kernel_text = row.ceilings_kernels if row else runtime
+    for (
+        what,
+        reasons,
+    ) in failed.items():  # a variant that failed is a note; all failing, the figure is missing
+        notes.append(
+            f"{what}: {reasons[0]}" + (f" (and {len(reasons) - 1} more variants)" if len(reasons) > 1 else "")
+        )
     method = (
-        f"{kernel_text}: copy (bytes read + written), read stream (bytes read) and FMA loop (2 FLOP each); "
+        f"{kernel_text}: copy (bytes read + written), read and write streams (bytes read or written), each "
+        f"the best of its variants (access width, accesses in flight, grid), and FMA loops (2 FLOP each); "
         f"best of {TIMING['min_n']}+ samples; timer {', '.join(sorted(timers)) or 'none'}"
     )
     return Ceilings(
@@ -385,6 +402,8 @@ def measure(
         name=str(device.get("name") or ""),
         copy_gbps=figures["copy"],
         read_gbps=figures["read"],
+        write_gbps=figures["write"],
+        variants=winners,
         fma_gflops_f32=figures["f32"],
         fma_gflops_f64=figures["f64"],
         measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -392,6 +411,7 @@ def measure(
         runtime=runtime,
         driver=driver_of(device),
         notes="; ".join(notes),
+        datasheet=_datasheet(device),
     )
 
 
@@ -434,14 +454,15 @@ def all_devices(info: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 #: A kernel writing at most this fraction of what it reads is a read stream: its memory roof is
-#: the read ceiling (a reduction's partial sums), not the copy ceiling.
+#: the read ceiling (a reduction's partial sums), not the copy ceiling; and the other way round, a
+#: kernel reading at most this fraction of what it writes is held against the write ceiling.
 READ_STREAM_WRITES = 1 / 16
 
 
 def memory_roof(kernel: Any, values: Any) -> str:
     """Which measured memory ceiling bounds `kernel` at `values` (its evaluated lengths): "read"
     when its buffers written (out, inout) hold at most `READ_STREAM_WRITES` of the bytes of those
-    read (in, inout), else "copy"."""
+    read (in, inout), "write" the other way round, else "copy"."""
     from workbench.run.spec import dtype_of
 
     read = written = 0
@@ -451,4 +472,16 @@ def memory_roof(kernel: Any, values: Any) -> str:
             read += size
         if arg.direction in ("out", "inout"):
             written += size
-    return "read" if read and written <= READ_STREAM_WRITES * read else "copy"
+    if read and written <= READ_STREAM_WRITES * read:
+        return "read"
+    if written and read <= READ_STREAM_WRITES * written:
+        return "write"
+    return "copy"
+
+
+def roof_gbps(ceilings: Ceilings | None, roof: str) -> float | None:
+    """The measured ceiling of a memory roof ("copy", "read", "write"), or the copy ceiling when
+    that one was not measured (an entry from before the read or write stream)."""
+    if ceilings is None:
+        return None
+    return getattr(ceilings, f"{roof}_gbps", None) or ceilings.copy_gbps

@@ -1,14 +1,18 @@
-"""The built-in kernels that measure device ceilings: a copy, a read stream and an FMA loop per
-runtime.
+"""The built-in kernels that measure device ceilings: copy, read and write streams and an FMA loop
+per runtime, the streams in several variants (access width, accesses in flight per invocation,
+occupancy), so a ceiling is the best the device did, not one kernel's figure.
 
-Each kernel is plain text here (Rust for the cpu runtime, WGSL for wgpu, PTX for CUDA), written to
-the cache and run through the same runtimes and worker processes as a user's kernel. The FLOP and
-byte counts `ceilings.py` divides by are stated next to each kernel.
+Each kernel is plain text here (Rust for the cpu runtime, WGSL for wgpu) or a file beside the
+examples (CUDA: `resources/ceilings/ceilings.ptx`, compiled from `ceilings.cu` by nvcc, no GPU
+needed), written to the cache and run through the same runtimes and worker processes as a user's
+kernel. The FLOP and byte counts `ceilings.py` divides by are stated next to each kernel.
 """
 
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
+from pathlib import Path
 
 #: FMA chains per CPU thread: enough independent chains to cover the FMA latency on two ports.
 CPU_LANES = 64
@@ -55,6 +59,20 @@ pub unsafe extern "C" fn wb_read(src: *const f32, out: *mut f32, n: u32, threads
     });
 }
 
+/// The write stream: every thread fills its chunk.
+#[no_mangle]
+pub unsafe extern "C" fn wb_write(dst: *mut f32, n: u32, threads: u32) {
+    let n = n as usize;
+    let threads = (threads as usize).max(1);
+    let dst = std::slice::from_raw_parts_mut(dst, n);
+    let chunk = n.div_ceil(threads);
+    thread::scope(|s| {
+        for d in dst.chunks_mut(chunk) {
+            s.spawn(move || d.fill(1.0));
+        }
+    });
+}
+
 macro_rules! fma_kernel {
     ($name:ident, $t:ty, $a:expr, $b:expr) => {
         #[no_mangle]
@@ -85,39 +103,6 @@ const LANES: usize = %LANES%;
 fma_kernel!(wb_fma_f32, f32, 0.999_999, 1e-7);
 fma_kernel!(wb_fma_f64, f64, 0.999_999_999, 1e-9);
 """.replace("%LANES%", str(CPU_LANES))
-
-#: WGSL: 16-byte loads and stores, one vec4 per invocation; a 2-D grid when it needs more than
-#: 65535 workgroups in x.
-WGSL_COPY = """
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
-
-@compute @workgroup_size(256)
-fn wb_copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = gid.x + gid.y * groups.x * 256u;
-    if (i < arrayLength(&dst)) {
-        dst[i] = src[i];
-    }
-}
-"""
-
-#: WGSL read stream: one 16-byte load per invocation, stored only when the sum is a value the
-#: zero-filled input never gives (the load must happen; the store never does).
-WGSL_READ = """
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
-
-@compute @workgroup_size(256)
-fn wb_read(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = gid.x + gid.y * groups.x * 256u;
-    if (i < arrayLength(&src)) {
-        let v = src[i];
-        if (v.x + v.y + v.z + v.w == 12345.0) {
-            dst[0] = v.x;
-        }
-    }
-}
-"""
 
 #: FMA lanes per invocation in the WGSL and PTX kernels (independent chains).
 GPU_LANES = 16
@@ -151,76 +136,6 @@ fn wb_fma(@builtin(global_invocation_id) gid: vec3<u32>) {{
 
 
 PTX_HEADER = ".version 7.0\n.target sm_52\n.address_size 64\n"
-
-#: PTX copy: one 16-byte load and store per thread.
-PTX_COPY = (
-    PTX_HEADER
-    + """
-.visible .entry wb_copy(.param .u64 src, .param .u64 dst, .param .u32 n4)
-{
-    .reg .pred %p;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<8>;
-    .reg .f32 %f<4>;
-    ld.param.u64 %rd1, [src];
-    ld.param.u64 %rd2, [dst];
-    ld.param.u32 %r1, [n4];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.s32 %r5, %r2, %r3, %r4;
-    setp.ge.u32 %p, %r5, %r1;
-    @%p bra DONE;
-    cvta.to.global.u64 %rd3, %rd1;
-    cvta.to.global.u64 %rd4, %rd2;
-    mul.wide.u32 %rd5, %r5, 16;
-    add.s64 %rd6, %rd3, %rd5;
-    add.s64 %rd7, %rd4, %rd5;
-    ld.global.v4.f32 {%f0, %f1, %f2, %f3}, [%rd6];
-    st.global.v4.f32 [%rd7], {%f0, %f1, %f2, %f3};
-DONE:
-    ret;
-}
-"""
-)
-
-
-#: PTX read stream: one 16-byte load per thread, stored only when the sum is a value the
-#: zero-filled input never gives (the load must happen; the store never does).
-PTX_READ = (
-    PTX_HEADER
-    + """
-.visible .entry wb_read(.param .u64 src, .param .u64 dst, .param .u32 n4)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<6>;
-    .reg .f32 %f<7>;
-    ld.param.u64 %rd1, [src];
-    ld.param.u64 %rd2, [dst];
-    ld.param.u32 %r1, [n4];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.s32 %r5, %r2, %r3, %r4;
-    setp.ge.u32 %p0, %r5, %r1;
-    @%p0 bra DONE;
-    cvta.to.global.u64 %rd3, %rd1;
-    mul.wide.u32 %rd4, %r5, 16;
-    add.s64 %rd5, %rd3, %rd4;
-    ld.global.v4.f32 {%f0, %f1, %f2, %f3}, [%rd5];
-    add.f32 %f4, %f0, %f1;
-    add.f32 %f5, %f2, %f3;
-    add.f32 %f6, %f4, %f5;
-    setp.neu.f32 %p1, %f6, 0f4640E400;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd3, %rd2;
-    st.global.f32 [%rd3], %f6;
-DONE:
-    ret;
-}
-"""
-)
 
 
 def _ptx_float(value: float, kind: str) -> str:
@@ -277,3 +192,116 @@ def ptx_fma(kind: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ stream variants
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One variant of a memory stream: `what` (copy, read, write), the bytes of one access
+    (`width`: 4, 8, 16), the accesses in flight per invocation and iteration (`unroll`), and
+    whether the grid covers the buffer one access per invocation (`per_access`) or strides over it
+    with `groups_per_unit` workgroups per SM (CUDA) or in all (wgpu)."""
+
+    what: str
+    width: int
+    unroll: int
+    per_access: bool
+    groups_per_unit: int = 0
+
+    @property
+    def label(self) -> str:
+        shape = (
+            "one access per invocation" if self.per_access else f"grid-stride, {self.groups_per_unit} groups"
+        )
+        return f"{self.width}-byte accesses, {self.unroll} in flight, {shape}"
+
+
+def cuda_streams() -> list[Stream]:
+    """Every CUDA variant: 4, 8 and 16-byte accesses; one per thread, or grid-stride at 2, 4 and 8
+    blocks of 256 per SM (512 to 2,048 threads: the occupancies that matter) with 4 in flight."""
+    out = []
+    for what in ("copy", "read", "write"):
+        for width in (4, 8, 16):
+            out.append(Stream(what, width, 1, True))
+            out.append(Stream(what, width, 1, False, 8))
+            out += [Stream(what, width, 4, False, k) for k in (2, 4, 8)]
+    return out
+
+
+def cuda_entry(stream: Stream) -> str:
+    """The entry of `ceilings.ptx` for a variant: `wb_<what>_w<width>_u<unroll>`."""
+    return f"wb_{stream.what}_w{stream.width}_u{stream.unroll}"
+
+
+def cuda_ptx() -> str:
+    """The CUDA ceiling kernels (`resources/ceilings/ceilings.ptx`, generated from `ceilings.cu`)."""
+    from workbench.project import examples_dir
+
+    return (Path(examples_dir()).parent / "ceilings" / "ceilings.ptx").read_text(encoding="utf-8")
+
+
+def wgpu_streams(gpu_like: bool) -> list[Stream]:
+    """wgpu variants: scalar and vec4 accesses one per invocation, and vec4 grid-stride with 4 in
+    flight (4,096 workgroups on a GPU; 64 on a CPU adapter such as llvmpipe, where each variant
+    costs real seconds)."""
+    groups = 4096 if gpu_like else 64
+    out = []
+    for what in ("copy", "read", "write"):
+        out += [Stream(what, 4, 1, True), Stream(what, 16, 1, True), Stream(what, 16, 4, False, groups)]
+        if gpu_like:
+            out += [Stream(what, 8, 1, True), Stream(what, 16, 4, False, groups * 4)]
+    return out
+
+
+_WGSL_TYPE = {4: "f32", 8: "vec2<f32>", 16: "vec4<f32>"}
+_WGSL_SUM = {4: "v", 8: "v.x + v.y", 16: "v.x + v.y + v.z + v.w"}
+
+
+def wgsl_stream(stream: Stream) -> str:
+    """The WGSL of a stream variant: entry `wb_stream`; `src` at binding 0 and `dst` at 1 (a write
+    stream has `dst` alone, at 0; a read stream's `dst` is one f32, stored only when the sum is a
+    value the zero-filled input never gives). Grid-stride variants take the invocation count from
+    `num_workgroups`."""
+    ty = _WGSL_TYPE[stream.width]
+    dst_ty = "f32" if stream.what == "read" else ty
+    body_of = {
+        "copy": "dst[j] = src[j];",
+        "read": f"let v = src[j]; acc = acc + {_WGSL_SUM[stream.width]};",
+        "write": f"dst[j] = {ty}(1.0);" if stream.width != 4 else "dst[j] = 1.0;",
+    }
+    n = "arrayLength(&dst)" if stream.what == "write" else "arrayLength(&src)"
+    if stream.what == "write":  # no source: `dst` alone, at binding 0
+        buffers = [f"@group(0) @binding(0) var<storage, read_write> dst: array<{ty}>;"]
+    else:
+        buffers = [
+            f"@group(0) @binding(0) var<storage, read> src: array<{ty}>;",
+            f"@group(0) @binding(1) var<storage, read_write> dst: array<{dst_ty}>;",
+        ]
+    lines = [
+        *buffers,
+        "",
+        "@compute @workgroup_size(256)",
+        "fn wb_stream(@builtin(global_invocation_id) gid: vec3<u32>,"
+        " @builtin(num_workgroups) groups: vec3<u32>) {",
+        f"    let n = {n};",
+        "    let first = gid.x + gid.y * groups.x * 256u;",
+        "    var acc = 0.0;",
+    ]
+    if stream.per_access:
+        lines += ["    let j = first;", f"    if (j < n) {{ {body_of[stream.what]} }}"]
+    else:
+        lines += [
+            "    let stride = groups.x * groups.y * 256u;",
+            f"    for (var i = first; i < n; i = i + stride * {stream.unroll}u) {{",
+        ]
+        for u in range(stream.unroll):
+            lines.append(f"        {{ let j = i + stride * {u}u; if (j < n) {{ {body_of[stream.what]} }} }}")
+        lines.append("    }")
+    if stream.what == "read":
+        lines.append("    if (acc == 12345.0) { dst[0] = acc; }")
+    else:
+        lines.append("    _ = acc;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
