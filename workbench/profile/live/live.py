@@ -481,7 +481,7 @@ class LiveLoop:
         # build events): a backend runs as soon as its own build is done, and one whose runtime
         # cannot run here goes on building in the background without holding the results back.
         try:
-            request = RunRequest.of(
+            asked = RunRequest.of(
                 project,
                 backends,
                 self.devices or None,
@@ -494,7 +494,7 @@ class LiveLoop:
                 reference=self.reference,
                 trace=self.trace,
             )
-            report = self.run_service.execute(request, on_event=on_event)
+            report = self.run_service.execute(asked, on_event=on_event)
         except WorkbenchError as exc:
             error = str(exc)
         job.release_background()  # the timed runs are over
