@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from workbench.cli import arg_types
 from workbench.errors import WorkbenchError
 from workbench.result_text import cell_of, row_verdict
 from workbench.units import format_sizes, format_time
@@ -40,12 +41,17 @@ def register(subparsers) -> None:
         "--verified", choices=("yes", "no"), help="only verified (or reference) runs, or only the others"
     )
     p.add_argument("--since", metavar="DATE", help="only runs at or after DATE (YYYY-MM-DD, UTC)")
-    p.add_argument("--limit", type=int, default=1000, help="at most this many runs (default 1000; 0: all)")
+    p.add_argument(
+        "--limit",
+        type=arg_types.count(0, arg_types.INTEGER_LIMIT - 1),
+        default=1000,
+        help="at most this many runs (default 1000; 0: all)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_db(p)
 
     p = sub.add_parser("show", help="everything recorded about one run")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=arg_types.run_id, help="run id (as `sessions list` shows)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_db(p)
 
@@ -61,8 +67,8 @@ def register(subparsers) -> None:
         "ambiguous, from a 95% interval of the change in per-invocation medians (widened by the "
         "device's A/A noise floor) against ±--min-effect (docs/compare.md).",
     )
-    p.add_argument("baseline", type=int, help="baseline run id")
-    p.add_argument("run", type=int, help="run id")
+    p.add_argument("baseline", type=arg_types.run_id, help="baseline run id")
+    p.add_argument("run", type=arg_types.run_id, help="run id")
     p.add_argument(
         "--invocation", action="store_true",
         help="compare the two ids' whole invocations, row by row per backend x device",
@@ -79,12 +85,27 @@ def register(subparsers) -> None:
     _add_db(p)
 
     p = sub.add_parser("export", help="write runs as CSV, a JSON bundle or a Chrome trace")
-    p.add_argument("ids", nargs="*", type=int, metavar="ID", help="runs to export (default: all)")
+    p.add_argument(
+        "ids", nargs="*", type=arg_types.run_id, metavar="ID", help="runs to export (default: all)"
+    )
     p.add_argument("--format", choices=("csv", "json", "chrome-trace"), default="json")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    p.add_argument(
+        "-o", "--output", metavar="FILE",
+        help="write to this new file (default: standard output); devices, FIFOs, sockets, folders, "
+        "symbolic links and SQLite databases are refused and left as they are",
+    )  # fmt: skip
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let -o replace an existing regular file (never anything else)",
+    )
     _add_db(p)
 
-    p = sub.add_parser("import", help="add a JSON bundle's runs (duplicates skipped by run UUID)")
+    p = sub.add_parser(
+        "import", help="add a JSON bundle's runs (duplicates skipped by run UUID)",
+        description="Reads a regular file of at most 256 MiB, nested at most 64 deep; anything else is "
+        "refused before it is read.",
+    )  # fmt: skip
     p.add_argument("file", help="a bundle from `sessions export --format json` (or `workbench run --json`)")
     _add_db(p)
 
@@ -255,7 +276,7 @@ def _export(store, args) -> int:
 
     text = render(store, args.format, args.ids)
     if args.output:
-        write_text(args.output, text)
+        write_text(args.output, text, overwrite=args.overwrite)
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
