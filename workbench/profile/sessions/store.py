@@ -352,6 +352,9 @@ class SessionStore:
         if found is not None and found == write_check.sealed(self.path):
             return found
         try:
+            # Pages this connection holds in memory are as they were before the change: let them
+            # go, so the check (and the write after it) reads what is on disk now.
+            self._db.execute("PRAGMA shrink_memory")
             result = str(self._db.execute("PRAGMA quick_check(1)").fetchone()[0])
         except sqlite3.Error as exc:  # SQLite may answer "corrupt" instead of listing a finding
             if not describe(self.path, exc).damaged:
