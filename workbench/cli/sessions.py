@@ -294,11 +294,19 @@ def _check(store, args) -> int:
         if not exc.damaged:
             raise
         result = exc.code
+    read_only = " (on a read-only file system: checked as it is, nothing written)" if store.read_only else ""
+    note = note_path(store.path)
     if result != "ok":
-        print(f"{store.path} is not sound: {result}; it stays marked damaged — keep a copy and try "
+        stays = "it stays marked damaged" if note.exists() else f"it could not be marked damaged ({note})"
+        print(f"{store.path} is not sound: {result}; {stays}{read_only} — keep a copy and try "
               f"`sqlite3 {store.path} .recover`")  # fmt: skip
         return 1
-    print(f"{store.path}: ok ({store.count()} runs)" + ("; the damaged mark was lifted" if marked else ""))
+    if marked and note.exists():  # sound, but the mark could not be removed (a read-only mount)
+        print(f"{store.path}: ok ({store.count()} runs){read_only}; its damaged mark {note} could not be "
+              "removed here — run `workbench sessions check` where its folder is writable, or remove it")  # fmt: skip
+        return 0
+    lifted = "; the damaged mark was lifted" if marked else ""
+    print(f"{store.path}: ok ({store.count()} runs){lifted}{read_only}")
     return 0
 
 
