@@ -178,8 +178,9 @@ def write_text(path: str | Path, text: str, *, overwrite: bool = False) -> None:
 
 def import_bundle(store: SessionStore, path: str | Path) -> tuple[int, int]:
     """Add a bundle's runs (or a `workbench run --json` report) to `store`; (added, skipped).
-    Only a regular file of at most `outside_files.MAX_BUNDLE_BYTES` is read. Every field is checked first (`bundle_check`): a bad one rejects the whole file, naming the
-    field, and nothing is added."""
+    Only a regular file of at most `outside_files.MAX_BUNDLE_BYTES`, nested at most `MAX_DEPTH`
+    deep, is read. Every field is checked first (`bundle_check`): a bad one rejects the whole
+    file, naming the field, and nothing is added."""
     path = Path(path).expanduser()
     data = parse_json(read_bounded(path), path)  # a regular file, bounded in size and nesting
     try:
