@@ -195,6 +195,7 @@ def main() -> int:
                          "rows": len(found)})  # fmt: skip
         integrity = store.integrity_check() if total <= 200_000 else "skipped"
 
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     width = max(len(r["operation"]) for r in rows)
     print(f"{'operation'.ljust(width)}  median ms  goal ms  rows  ok")
     for r in rows:
@@ -206,6 +207,7 @@ def main() -> int:
         "benchmark": "sessions", "runs": total, "samples_per_filler_run": args.samples, "reps": args.reps,
         "db_bytes": path.stat().st_size, "fill_s": fill_s, "integrity_check": integrity,
         "host": socket.gethostname(), "python": platform.python_version(), "cpus": os.cpu_count(),
+        "load_average_1_5_15": os.getloadavg(),  # a loaded machine slows every row, not the goals
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": rows,
         "all_ok": all(r["ok"] is not False for r in rows),
     }  # fmt: skip

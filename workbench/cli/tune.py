@@ -40,7 +40,9 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--strategy", choices=("grid", "random"), default="grid", help="grid (default) or random"
     )
-    parser.add_argument("--budget", type=arg_types.count(1, 1_000_000), metavar="N", help="at most N configurations")
+    parser.add_argument(
+        "--budget", type=arg_types.count(1, 1_000_000), metavar="N", help="at most N configurations"
+    )
     parser.add_argument("--backend", help="comma-separated backends (default: as `workbench run`)")
     parser.add_argument(
         "--device", action="append", default=[], metavar="SPEC", help="device(s), as `workbench run`"
