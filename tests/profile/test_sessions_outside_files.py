@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli
-from workbench.profile.sessions.outside_files import MAX_BUNDLE_BYTES, MAX_DEPTH, nesting
+from workbench.profile.sessions.outside_files import MAX_BUNDLE_BYTES, MAX_CONTAINERS, MAX_DEPTH, nesting
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
 
@@ -151,6 +151,16 @@ def test_import_of_a_bundle_nested_200000_deep_is_a_clear_error(db, tmp_path):
     )
     with SessionStore(db) as store:
         assert store.count() == 2
+
+
+def test_import_of_a_bundle_of_too_many_arrays_is_refused_before_parsing(db, tmp_path):
+    flat = tmp_path / "flat.json"
+    flat.write_text("[" + "[]," * MAX_CONTAINERS + "[]]")  # 24 MB: shallow, but 8 million lists
+    done = cli("sessions", "import", flat, "--db", db, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert (
+        f"{flat} holds {MAX_CONTAINERS + 2} objects and arrays, more than the {MAX_CONTAINERS}" in done.stderr
+    )
 
 
 def test_nesting_leaves_strings_out_and_a_real_bundle_passes(db, tmp_path):

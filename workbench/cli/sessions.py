@@ -273,6 +273,7 @@ def _compare(store, args) -> int:
 
 def _export(store, args) -> int:
     from workbench.profile.sessions.export import render, write_text
+    from workbench.profile.sessions.outside_files import MAX_BUNDLE_BYTES
 
     text = render(store, args.format, args.ids)
     if args.output:
@@ -280,6 +281,10 @@ def _export(store, args) -> int:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    if args.format == "json" and len(text) > MAX_BUNDLE_BYTES:  # characters: at least that many bytes
+        print(f"warning: this bundle is larger than the {MAX_BUNDLE_BYTES >> 20} MiB `sessions import` reads; "
+              "export the runs in parts (`sessions export ID...`) to bring them into another database",
+              file=sys.stderr)  # fmt: skip
     return 0
 
 
