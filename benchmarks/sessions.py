@@ -10,8 +10,10 @@ repeated and reported as the median:
   saxpy), with its source snapshot — goal <= 5 ms;
 - comparing two such runs' invocations per backend x device (`compare_runs(..., invocation=True)`:
   the A/A history read for the noise floor, the verdict, the within-run bootstrap) — goal <= 50 ms;
-- `PRAGMA quick_check` of the whole file and of the runs table (measured only: whether a check
-  before a process's first write would be cheap; it is not).
+- the check before a write (`write_check`), measured only, as it adds to recording: on a file as a
+  workbench left it (a `stat`, the seal read, the seal written: every record pays it), and a
+  record after the file changed outside the workbench (its `PRAGMA quick_check` first: paid once
+  per such change); and `PRAGMA quick_check` of the whole file and of the runs table alone.
 
     .venv/bin/python benchmarks/sessions.py [--runs N] [--samples K] [--db FILE] [--out FILE.json]
 
@@ -38,6 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_output import write_json  # noqa: E402
+from workbench.profile.sessions import write_check  # noqa: E402
 from workbench.profile.sessions.compare import compare_runs  # noqa: E402
 from workbench.profile.sessions.record import record_report, result_row  # noqa: E402
 from workbench.profile.sessions.sources import snapshot_hash  # noqa: E402
@@ -169,10 +172,22 @@ def main() -> int:
         )
         rows.append({"operation": "compare two runs (2 rows, 10,000 samples each)", "median_ms": ms,
                      "goal_ms": GOALS_MS["compare"], "rows": len(result["rows"])})  # fmt: skip
-        # Would a `PRAGMA quick_check` before a process's first write be cheap enough to catch a
-        # damaged file early (issue 20)? Measured, not a goal: against the record goal it is not
-        # (2026-12-01, this VM at 100,000 runs: 528 ms whole file, 228 ms the runs table only), so
-        # the store relies on SQLite's answers on the pages each write touches instead.
+        # The check before a write (issue 35): what every record pays on a sealed file, and what
+        # a record pays once after another program changed the file (a quick_check first). A
+        # quick_check before *every* first write would cost the latter per `workbench run`.
+        ms, _ = timed(lambda: (write_check.unchanged(path), write_check.identity(path)), args.reps * 20)
+        rows.append({"operation": "write check per record, file as sealed (2 stats, seal read)", "median_ms": ms,
+                     "goal_ms": None, "rows": 0})  # fmt: skip
+        changed = []
+        for _ in range(3):
+            info = path.stat()
+            os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000))  # "another program"
+            data = report("saxpy", pair, 10_000, rng, time.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            start = time.perf_counter()
+            record_report(store, data)
+            changed.append((time.perf_counter() - start) * 1000)
+        rows.append({"operation": "record one run after an outside change (quick_check first)",
+                     "median_ms": statistics.median(changed), "goal_ms": None, "rows": 2})  # fmt: skip
         for name, sql in (("quick_check, whole file", "PRAGMA quick_check"),
                           ("quick_check, runs table only", "PRAGMA quick_check(runs)")):  # fmt: skip
             ms, found = timed(lambda sql=sql: store._query(sql), 3)
@@ -180,6 +195,7 @@ def main() -> int:
                          "rows": len(found)})  # fmt: skip
         integrity = store.integrity_check() if total <= 200_000 else "skipped"
 
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     width = max(len(r["operation"]) for r in rows)
     print(f"{'operation'.ljust(width)}  median ms  goal ms  rows  ok")
     for r in rows:
@@ -191,6 +207,7 @@ def main() -> int:
         "benchmark": "sessions", "runs": total, "samples_per_filler_run": args.samples, "reps": args.reps,
         "db_bytes": path.stat().st_size, "fill_s": fill_s, "integrity_check": integrity,
         "host": socket.gethostname(), "python": platform.python_version(), "cpus": os.cpu_count(),
+        "load_average_1_5_15": os.getloadavg(),  # a loaded machine slows every row, not the goals
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": rows,
         "all_ok": all(r["ok"] is not False for r in rows),
     }  # fmt: skip

@@ -173,4 +173,6 @@ def test_repeat_json_keeps_the_report_shape_and_adds_the_repetitions(recorded, t
     )
     assert single["series"] is None and "repetitions" not in single
     bad = cli("run", str(root), "--backend", "cpu", *cache, "--no-record", "--repeat", "0")
-    assert bad.returncode == 2 and "--repeat must be at least 1, got 0" in bad.stderr
+    assert (
+        bad.returncode == 2 and "argument --repeat: expected an integer from 1 to 1000, got 0" in bad.stderr
+    )

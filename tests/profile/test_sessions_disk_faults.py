@@ -169,9 +169,10 @@ def test_a_damaged_page_stops_the_write_and_every_later_one(tmp_path, make_repor
 
     first, second = SessionStore(path), SessionStore(path)  # opening reads only the schema page
     try:
-        with pytest.raises(SessionStoreError, match="is corrupt") as caught:
-            record_report(first, make_report(seed=99))  # the insert meets the damaged index page
+        with pytest.raises(SessionStoreError, match="quick check finds it corrupt") as caught:
+            record_report(first, make_report(seed=99))  # changed since sealed: checked before writing
         assert caught.value.damaged and caught.value.code.startswith("SQLITE_CORRUPT")
+        assert "Page 11" in str(caught.value) and "workbench sessions check" in str(caught.value)
         assert first.damaged() and second.damaged()  # the whole process knows
         for store in (first, second):
             with pytest.raises(SessionStoreError, match="not written: .*corrupt"):
@@ -182,7 +183,7 @@ def test_a_damaged_page_stops_the_write_and_every_later_one(tmp_path, make_repor
         first.close()
         second.close()
     assert digest(path) == damaged  # nothing more was written into it
-    assert (tmp_path / "s.db.damaged").read_text().count("is corrupt") == 1
+    assert (tmp_path / "s.db.damaged").read_text().count("quick check finds it corrupt") == 1
 
     # The next process does not write into it either, though its write would touch no bad page.
     bundle = tmp_path / "bundle.json"

@@ -69,10 +69,15 @@ def test_export_onto_another_sqlite_file_or_a_wal_is_refused(recorded_db, tmp_pa
         with pytest.raises(ExportError, match="refusing to export over"):  # its log while it is open
             write_text(f"{recorded_db}-wal", render(store, "csv", None))
         assert Path(f"{recorded_db}-wal").exists()
-    # An earlier export (not a database) is replaced, as asked.
+    # An earlier export (not a database) is replaced only when asked to.
     target = tmp_path / "runs.csv"
     target.write_text("old export\n")
     done = cli("sessions", "export", "--format", "csv", "--db", str(recorded_db), "-o", str(target))
+    assert done.returncode == 2 and "pass --overwrite to replace it" in done.stderr, done.stderr
+    assert target.read_text() == "old export\n"
+    done = cli(
+        "sessions", "export", "--format", "csv", "--db", str(recorded_db), "-o", str(target), "--overwrite"
+    )
     assert done.returncode == 0, done.stderr
     assert target.read_text().startswith("id,uuid,")
     assert sorted(p.name for p in tmp_path.iterdir() if ".tmp" in p.name) == []
@@ -274,6 +279,8 @@ def test_poisoned_rows_are_listed_and_shown_as_invalid_never_a_crash(recorded_db
         ("--timeout", "inf", "finite number of seconds > 0"),
         ("--timeout", "0", "finite number of seconds > 0"),
         ("--timeout", "soon", "expected a number of seconds"),
+        ("--timeout", "1e10", "at most 86400 seconds (a day)"),
+        ("--timeout", "86401", "at most 86400 seconds (a day)"),
     ],
 )
 @pytest.mark.parametrize("command", ["run", "tune", "sweep"])

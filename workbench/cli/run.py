@@ -100,7 +100,7 @@ def register(subparsers) -> None:
         "record its counters with the run (docs: workbench/run/counters/metrics.py)",
     )  # fmt: skip
     parser.add_argument(
-        "--repeat", type=int, default=1, metavar="N",
+        "--repeat", type=arg_types.count(1, 1000), default=1, metavar="N",
         help="run the whole set of backends N times, interleaved (all backends, then all again), each "
         "repetition in fresh worker processes and recorded as its own invocation of one series: "
         "the independent measurements `sessions compare` rests a verdict on (default 1)",

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from workbench.cli import arg_types
 from workbench.errors import WorkbenchError
 from workbench.result_text import cell_of, row_verdict
 from workbench.units import format_sizes, format_time
@@ -40,12 +41,17 @@ def register(subparsers) -> None:
         "--verified", choices=("yes", "no"), help="only verified (or reference) runs, or only the others"
     )
     p.add_argument("--since", metavar="DATE", help="only runs at or after DATE (YYYY-MM-DD, UTC)")
-    p.add_argument("--limit", type=int, default=1000, help="at most this many runs (default 1000; 0: all)")
+    p.add_argument(
+        "--limit",
+        type=arg_types.count(0, arg_types.INTEGER_LIMIT - 1),
+        default=1000,
+        help="at most this many runs (default 1000; 0: all)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_db(p)
 
     p = sub.add_parser("show", help="everything recorded about one run")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=arg_types.run_id, help="run id (as `sessions list` shows)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_db(p)
 
@@ -61,8 +67,8 @@ def register(subparsers) -> None:
         "ambiguous, from a 95% interval of the change in per-invocation medians (widened by the "
         "device's A/A noise floor) against ±--min-effect (docs/compare.md).",
     )
-    p.add_argument("baseline", type=int, help="baseline run id")
-    p.add_argument("run", type=int, help="run id")
+    p.add_argument("baseline", type=arg_types.run_id, help="baseline run id")
+    p.add_argument("run", type=arg_types.run_id, help="run id")
     p.add_argument(
         "--invocation", action="store_true",
         help="compare the two ids' whole invocations, row by row per backend x device",
@@ -79,12 +85,27 @@ def register(subparsers) -> None:
     _add_db(p)
 
     p = sub.add_parser("export", help="write runs as CSV, a JSON bundle or a Chrome trace")
-    p.add_argument("ids", nargs="*", type=int, metavar="ID", help="runs to export (default: all)")
+    p.add_argument(
+        "ids", nargs="*", type=arg_types.run_id, metavar="ID", help="runs to export (default: all)"
+    )
     p.add_argument("--format", choices=("csv", "json", "chrome-trace"), default="json")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    p.add_argument(
+        "-o", "--output", metavar="FILE",
+        help="write to this new file (default: standard output); devices, FIFOs, sockets, folders, "
+        "symbolic links and SQLite databases are refused and left as they are",
+    )  # fmt: skip
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let -o replace an existing regular file (never anything else)",
+    )
     _add_db(p)
 
-    p = sub.add_parser("import", help="add a JSON bundle's runs (duplicates skipped by run UUID)")
+    p = sub.add_parser(
+        "import", help="add a JSON bundle's runs (duplicates skipped by run UUID)",
+        description="Reads a regular file of at most 256 MiB, nested at most 64 deep; anything else is "
+        "refused before it is read.",
+    )  # fmt: skip
     p.add_argument("file", help="a bundle from `sessions export --format json` (or `workbench run --json`)")
     _add_db(p)
 
@@ -252,13 +273,18 @@ def _compare(store, args) -> int:
 
 def _export(store, args) -> int:
     from workbench.profile.sessions.export import render, write_text
+    from workbench.profile.sessions.outside_files import MAX_BUNDLE_BYTES
 
     text = render(store, args.format, args.ids)
     if args.output:
-        write_text(args.output, text)
+        write_text(args.output, text, overwrite=args.overwrite)
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    if args.format == "json" and len(text) > MAX_BUNDLE_BYTES:  # characters: at least that many bytes
+        print(f"warning: this bundle is larger than the {MAX_BUNDLE_BYTES >> 20} MiB `sessions import` reads; "
+              "export the runs in parts (`sessions export ID...`) to bring them into another database",
+              file=sys.stderr)  # fmt: skip
     return 0
 
 
@@ -273,11 +299,19 @@ def _check(store, args) -> int:
         if not exc.damaged:
             raise
         result = exc.code
+    read_only = " (on a read-only file system: checked as it is, nothing written)" if store.read_only else ""
+    note = note_path(store.path)
     if result != "ok":
-        print(f"{store.path} is not sound: {result}; it stays marked damaged — keep a copy and try "
+        stays = "it stays marked damaged" if note.exists() else f"it could not be marked damaged ({note})"
+        print(f"{store.path} is not sound: {result}; {stays}{read_only} — keep a copy and try "
               f"`sqlite3 {store.path} .recover`")  # fmt: skip
         return 1
-    print(f"{store.path}: ok ({store.count()} runs)" + ("; the damaged mark was lifted" if marked else ""))
+    if marked and note.exists():  # sound, but the mark could not be removed (a read-only mount)
+        print(f"{store.path}: ok ({store.count()} runs){read_only}; its damaged mark {note} could not be "
+              "removed here — run `workbench sessions check` where its folder is writable, or remove it")  # fmt: skip
+        return 0
+    lifted = "; the damaged mark was lifted" if marked else ""
+    print(f"{store.path}: ok ({store.count()} runs){lifted}{read_only}")
     return 0
 
 

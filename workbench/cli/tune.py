@@ -40,7 +40,9 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--strategy", choices=("grid", "random"), default="grid", help="grid (default) or random"
     )
-    parser.add_argument("--budget", type=int, metavar="N", help="at most N configurations")
+    parser.add_argument(
+        "--budget", type=arg_types.count(1, 1_000_000), metavar="N", help="at most N configurations"
+    )
     parser.add_argument("--backend", help="comma-separated backends (default: as `workbench run`)")
     parser.add_argument(
         "--device", action="append", default=[], metavar="SPEC", help="device(s), as `workbench run`"
@@ -62,15 +64,15 @@ def register(subparsers) -> None:
         help="per-launch timeout (default 10)",
     )
     parser.add_argument(
-        "--rounds", type=int, default=3, metavar="N",
+        "--rounds", type=arg_types.count(1, 1000), default=3, metavar="N",
         help="interleaved rounds: every configuration measured once per round (default 3)",
     )  # fmt: skip
     parser.add_argument(
-        "--confirm", type=int, default=2, metavar="N",
+        "--confirm", type=arg_types.count(0, 1000), default=2, metavar="N",
         help="rounds re-timing a would-be winner side by side with the runner-up (default 2; 0: none)",
     )  # fmt: skip
     parser.add_argument(
-        "--min-effect", type=float, default=MIN_EFFECT, metavar="F",
+        "--min-effect", type=arg_types.fraction, default=MIN_EFFECT, metavar="F",
         help=f"a winner is faster than every other point by more than this fraction (default {MIN_EFFECT})",
     )  # fmt: skip
     parser.add_argument("--db", metavar="FILE", help="sessions database (default: the user data folder)")

@@ -50,9 +50,12 @@ def write_note(db: str | Path, reason: str) -> None:
 
 
 def clear_note(db: str | Path) -> bool:
-    """Remove the note; True when there was one."""
+    """Remove the note; True when there was one. A note that cannot be removed (a read-only
+    mount) stays: `sessions check` says so."""
     try:
         note_path(db).unlink()
     except FileNotFoundError:
+        return False
+    except OSError:  # EROFS even where there is no note: tell the two apart
         return False
     return True

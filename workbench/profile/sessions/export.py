@@ -10,14 +10,19 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import WorkbenchError
 from workbench.profile.sessions.bundle_check import BundleError, check_bundle, check_report
+from workbench.profile.sessions.outside_files import (
+    ExportError,
+    parse_json,
+    read_bounded,
+    refuse_unless_regular,
+    write_file,
+)
 from workbench.profile.sessions.store import (
     ALL_COLUMNS,
     SUMMARY_COLUMNS,
@@ -43,10 +48,6 @@ def _counter_cells(run: dict[str, Any]) -> dict[str, Any]:
     cells.update({f"ncu_{m.key}": metrics.get(m.key) for m in METRICS})
     cells["ncu_top_stalls"] = "; ".join(f"{r} {v:g}" for r, v in record.get("stalls") or []) or None
     return cells
-
-
-class ExportError(WorkbenchError):
-    """An export or import could not be done; the message names the file."""
 
 
 def select_runs(store: SessionStore, ids: Sequence[int] | None) -> list[dict[str, Any]]:
@@ -148,9 +149,12 @@ def render(store: SessionStore, fmt: str, ids: Sequence[int] | None) -> str:
 
 
 def check_target(path: str | Path) -> None:
-    """Refuse an export target that is a SQLite database (a sessions database, the one open here
-    included, or any other) or one's `-wal` / `-shm`: an export never replaces recorded data."""
+    """Refuse an export target that is not a regular file (`outside_files`: a device, FIFO,
+    socket, folder or symbolic link), or is a SQLite database (a sessions database, the one open
+    here included, or any other) or one's `-wal` / `-shm`: an export never replaces recorded data.
+    The kind is read with `lstat` first: opening a FIFO to look for SQLite's header would hang."""
     path = Path(path).expanduser()
+    refuse_unless_regular(path)
     try:
         sqlite = is_sqlite_file(path)
     except OSError as exc:
@@ -161,38 +165,24 @@ def check_target(path: str | Path) -> None:
             f"refusing to export over {path}: it is {which} (or a file of one), and an export "
             "never replaces a database; choose another output file"
         )
-    if path.is_dir():
-        raise ExportError(f"cannot write {path}: it is a folder; name a file")
 
 
-def write_text(path: str | Path, text: str) -> None:
-    """Write atomically (temp file, then rename: a failed export leaves the old target as it was);
-    a SQLite file as target or an unwritable place is an `ExportError`."""
+def write_text(path: str | Path, text: str, *, overwrite: bool = False) -> None:
+    """Write atomically to a new file, or over an existing regular file when `overwrite`
+    (`outside_files.write_file`: devices, FIFOs, sockets, folders and links are refused and left
+    as they were); a SQLite file as target or an unwritable place is an `ExportError`."""
     path = Path(path).expanduser()
     check_target(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_file(path, text, overwrite=overwrite)
 
 
 def import_bundle(store: SessionStore, path: str | Path) -> tuple[int, int]:
     """Add a bundle's runs (or a `workbench run --json` report) to `store`; (added, skipped).
-    Every field is checked first (`bundle_check`): a bad one rejects the whole file, naming the
-    field, and nothing is added."""
+    Only a regular file of at most `outside_files.MAX_BUNDLE_BYTES`, nested at most `MAX_DEPTH`
+    deep, is read. Every field is checked first (`bundle_check`): a bad one rejects the whole
+    file, naming the field, and nothing is added."""
     path = Path(path).expanduser()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ExportError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ExportError(f"{path} is not JSON: {exc}") from None
+    data = parse_json(read_bounded(path), path)  # a regular file, bounded in size and nesting
     try:
         if isinstance(data, dict) and "results" in data and "format" not in data:
             from workbench.profile.sessions.record import record_report

@@ -23,9 +23,9 @@ schema is copied to `<file>.v<N>.bak` before its migrations run. SQLite's errors
 `db_errors.describe` (corrupt, read-only, full disk, I/O error, locked, constraint, cannot open);
 once a file answered "corrupt", no store of this process writes into it again. On a read-only
 mount where SQLite cannot make the `-shm`, a database with no pending log is read as immutable
-(`read_only`; every write answers read-only). There is no
-`PRAGMA quick_check` before a first write: it reads the whole file (528 ms at 100,000 runs against
-the 5 ms recording goal, `benchmarks/sessions.py`); SQLite checks each page a write touches, and
+(`read_only`; every write answers read-only). A file changed outside the workbench since one last
+left it is quick-checked inside the write transaction before anything is written
+(`write_check`: its `<db>.sealed` identity); SQLite checks each page a write touches, and
 `integrity_check()` is there to ask for the whole.
 """
 
@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.profile.sessions import damage_note
+from workbench.profile.sessions import damage_note, write_check
 from workbench.profile.sessions.bundle_check import sanitize, shown
 from workbench.profile.sessions.db_errors import (
     BUSY,
@@ -330,6 +330,7 @@ class SessionStore:
         with self._guard():
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                before = self._verify_before_write()
                 yield self._db
                 self._db.execute("COMMIT")  # a full disk or an I/O error may answer here too
             except BaseException:
@@ -339,13 +340,49 @@ class SessionStore:
                     except sqlite3.Error:
                         pass  # SQLite rolled back already; the first error is the one to report
                 raise
+        after = write_check.identity(self.path)
+        if after != before:  # a checkpoint wrote the main file: sealed as this workbench left it
+            write_check.seal(self.path, after)
+
+    def _verify_before_write(self) -> write_check.Identity | None:
+        """Inside the write lock: a file changed since a workbench last left it (`write_check`) is
+        quick-checked before anything goes in; damage marks it and refuses the write. Returns the
+        file's identity, as sealed."""
+        found = write_check.identity(self.path)
+        if found is not None and found == write_check.sealed(self.path):
+            return found
+        try:
+            # Pages this connection holds in memory are as they were before the change: let them
+            # go, so the check (and the write after it) reads what is on disk now.
+            self._db.execute("PRAGMA shrink_memory")
+            result = str(self._db.execute("PRAGMA quick_check(1)").fetchone()[0])
+        except sqlite3.Error as exc:  # SQLite may answer "corrupt" instead of listing a finding
+            if not describe(self.path, exc).damaged:
+                raise
+            result = f"{getattr(exc, 'sqlite_errorname', 'SQLITE_CORRUPT')}: {exc}"
+        if result == "ok":
+            write_check.seal(self.path, found)
+            return found
+        reason = write_check.damage_reason(self.path, " ".join(result.split()))
+        if self._key is not None:
+            with _OPEN.lock:
+                _OPEN.damaged.setdefault(self._key, reason)
+        damage_note.write_note(self.path, reason)  # for the processes to come
+        raise SessionStoreError(f"not written: {reason}", kind="corrupt", code="SQLITE_CORRUPT")
 
     def close(self) -> None:
+        """Close the connection; a file as a workbench left it is sealed again afterwards, since
+        the last connection's checkpoint writes the main file (`write_check`)."""
         with self._lock:
-            if self._key is not None:
-                _OPEN.remove(self._key)
-                self._key = None
+            if self._key is None:
+                self._db.close()
+                return
+            reseal = not self.read_only and write_check.unchanged(self.path)
+            _OPEN.remove(self._key)
+            self._key = None
             self._db.close()
+            if reseal:
+                write_check.seal(self.path)
 
     def __enter__(self) -> SessionStore:
         return self
@@ -667,6 +704,8 @@ class SessionStore:
                 _OPEN.damaged.setdefault(self._key, f"integrity check of {self.path}: {result}")
         if result == "ok":
             damage_note.clear_note(self.path)
+            if not self.read_only:
+                write_check.seal(self.path)
         else:
             damage_note.write_note(self.path, f"integrity check of {self.path}: {result}")
         return result

@@ -18,6 +18,10 @@ Cluster control both call it (and name its message when it refuses).
 from __future__ import annotations
 
 import re
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from workbench.errors import WorkbenchError
@@ -90,6 +94,26 @@ def parse(text: str) -> ClusterSpec:
     raise ClusterError(f"--cluster {text!r}: expected {FORMS}")
 
 
+@contextmanager
+def _workers_leave_ctrl_c_to_us() -> Iterator[None]:
+    """While the local workers are spawned: SIGINT ignored in this process, a disposition their
+    interpreters inherit across exec and keep (Python installs its KeyboardInterrupt handler only
+    where SIGINT is not ignored). Ctrl-C in a terminal sends SIGINT to the whole foreground process
+    group: each worker used to die printing a KeyboardInterrupt traceback; now only this process
+    hears it, the sweep stops keeping what it recorded, and `Cluster.close` stops the workers and
+    the scheduler quietly. A Ctrl-C while the workers start (a second or two) is ignored. (A
+    blocked signal mask would not do: multiprocessing's children start with an empty one.) Only
+    the main thread may set a handler; elsewhere (the window's sweep thread) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Cluster:
     """A Dask client on the named cluster (and the local cluster it started, if any)."""
 
@@ -140,7 +164,8 @@ class Cluster:
             worker["options"] = {**worker["options"], "env": env,
                                  "resources": {resource_name(device.split(":", 1)[0]): 1}}  # fmt: skip
             self.local.worker_spec[name] = worker
-        self.local.sync(self.local._correct_state)
+        with _workers_leave_ctrl_c_to_us():
+            self.local.sync(self.local._correct_state)  # spawns the worker processes
         self.client = Client(self.local, timeout=CONNECT_TIMEOUT_S)
         self.client.wait_for_workers(count, timeout=CONNECT_TIMEOUT_S)
 
