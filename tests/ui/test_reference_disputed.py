@@ -86,24 +86,43 @@ def test_a_broken_wgsl_reference_is_outvoted_by_cpu_and_cpu_sim(example_copy, sh
 
 
 @pytest.fixture
-def bridge(shared_cache_dir):
+def bridge(shared_cache_dir, tmp_path):
+    """The window's bridge as `ui/app.py` makes it, recording into the test's own database."""
+    from workbench.profile.sessions.recorder import SessionRecorder
     from workbench.ui.bridge import ServiceBridge
 
-    bridge = ServiceBridge(cache_dir=shared_cache_dir)
+    bridge = ServiceBridge(cache_dir=shared_cache_dir, recorder=SessionRecorder(tmp_path / "sessions.db"))
     bridge.set_sizes({"n": 131072})
     yield bridge
     bridge.shutdown()
 
 
-def test_the_window_shows_the_dispute_with_the_race_line(qtbot, make_widget, bridge, example_copy):
+def test_the_window_shows_the_dispute_with_the_race_line(qtbot, make_widget, bridge, example_copy, tmp_path):
+    from workbench.profile.sessions.store import SessionStore
+
     root, line = racy_copy(example_copy)
     bridge.set_project(root)
     table = make_widget(ResultsTable, bridge, show=True)
-    bridge.start_run(["cpu", "cpu-sim", "wgsl"], ["cpu", "wgpu:0"])
-    qtbot.waitUntil(lambda: not bridge.busy and table.report is not None, timeout=TIMEOUT_MS)
-    qtbot.waitUntil(lambda: len(table.row_texts()) == 3, timeout=TIMEOUT_MS)
-    wgsl = next(r for r in table.report.results if r.backend == "wgsl")
-    texts = {r["Backend"]: r for r in table.row_texts()}
-    assert texts["wgsl"]["Verified"] == verdict_cell(wgsl) == "⚠ disputed"
-    assert texts["wgsl"]["Check"] == check_line(wgsl)
-    assert check_line(wgsl).startswith(f"disputed — the reference (cpu) has 1 race at src/lib.rs:{line}; ")
+    reason = f"the reference (cpu) has 1 race at src/lib.rs:{line}"
+
+    def shown(backends: list[str]) -> dict:
+        with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS):
+            bridge.start_run(backends, ["cpu", "wgpu:0"])
+        qtbot.waitUntil(lambda: len(table.row_texts()) == len(backends), timeout=TIMEOUT_MS)
+        wgsl = next(r for r in table.report.results if r.backend == "wgsl")
+        texts = {r["Backend"]: r for r in table.row_texts()}
+        assert texts["wgsl"]["Verified"] == verdict_cell(wgsl) == "⚠ disputed"
+        assert texts["wgsl"]["Check"] == check_line(wgsl)
+        assert check_line(wgsl).startswith(f"disputed — {reason}; ")
+        return texts
+
+    texts = shown(["cpu", "cpu-sim", "wgsl"])
+    assert "1 disputed" in table.caption.text() and texts["cpu-sim"]["Verified"] == "✓ yes"
+
+    def recorded() -> bool:
+        with SessionStore(tmp_path / "sessions.db") as store:
+            return bool(store.records(backend="cpu-sim"))
+
+    qtbot.waitUntil(recorded, timeout=TIMEOUT_MS)
+    # The next Run leaves cpu-sim out: the findings recorded for these sources still speak.
+    shown(["cpu", "wgsl"])

@@ -7,13 +7,11 @@ error or failed check, 2 on bad input (unknown size, backend or device).
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
-from workbench.backends import RUST_BACKENDS, parse_backends
+from workbench.backends import parse_backends
 from workbench.cli import arg_types
 from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
@@ -176,6 +174,7 @@ def run(args) -> int:
             f"--trace {args.trace}: only cpu-sim traces; add it to --backend (e.g. cpu,cpu-sim)"
         )
 
+    from workbench.profile.sessions.findings_history import dispute_from_history
     from workbench.profile.sessions.recorder import SessionRecorder
 
     recorder = SessionRecorder(args.db, keep_outputs=args.keep_outputs, enabled=not args.no_record)
@@ -186,8 +185,8 @@ def run(args) -> int:
         for index in range(1, args.repeat + 1):
             series = {"id": series_id, "index": index, "of": args.repeat} if series_id else None
             report, host = _run_once(project, args, sizes, devices, series)
-            if recorder.enabled:
-                _recorded_dispute(recorder.database, report)
+            if recorder.enabled:  # cpu-sim findings recorded for the reference's sources
+                dispute_from_history(recorder.database, report)
             if args.counters:
                 from workbench.cli.run_counters import take
 
@@ -205,33 +204,6 @@ def run(args) -> int:
         r.findings and r.findings.get("findings") for report, _, _ in repetitions for r in report.results
     )
     return 0 if all(report.ok for report, _, _ in repetitions) and not found else 1
-
-
-def _recorded_dispute(database, report) -> None:
-    """A crate reference whose sources cpu-sim checked in an earlier recorded run (same source
-    hash) and found faults in: the mismatches read as disputed (`reference.recorded_reason`)."""
-    from workbench.profile.sessions.store import SessionStore
-    from workbench.run.reference import dispute, recorded_reason
-
-    own = next((r for r in report.results if r.backend == report.reference), None)
-    source = (own.provenance or {}).get("source_hash") if own is not None else None
-    mismatched = any(r.verified is False and not r.check.disputed for r in report.results)
-    if not source or report.reference not in RUST_BACKENDS or not mismatched or not Path(database).exists():
-        return
-    try:
-        with SessionStore(database) as store:
-            for row in store.records(
-                project=report.project, kernel=report.kernel, backend="cpu-sim", limit=50
-            ):
-                if row.get("source_hash") != source:
-                    continue
-                detail = store.get_run(row["id"], samples=False).get("detail") or {}
-                found = detail.get("findings") if isinstance(detail, dict) else None
-                if isinstance(found, dict) and found.get("findings"):
-                    dispute(report.results, report.reference, recorded_reason(report.reference, found))
-                    return
-    except (WorkbenchError, OSError, sqlite3.Error):
-        return  # the history is a help here, never a reason for the run to fail
 
 
 def findings_lines(results: list[RunResult]) -> list[str]:

@@ -197,7 +197,8 @@ def dispute(results: list[RunResult], reference: str, reason: str) -> None:
 
 def recorded_reason(reference: str, recorded: dict[str, Any] | None) -> str:
     """The dispute `recorded` cpu-sim findings (a sessions-database row's, for the reference's
-    source hash: `cli/run.py` looks them up) give a crate reference; "" when there are none."""
+    source hash: `profile.sessions.findings_history` looks them up) give a crate reference; ""
+    when there are none."""
     if reference not in RUST_BACKENDS or not recorded or not recorded.get("findings"):
         return ""
     return _has(reference, recorded)

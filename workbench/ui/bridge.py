@@ -47,6 +47,7 @@ from workbench.profile.live.live import (
     LiveProject,
     LiveRunEvent,
 )
+from workbench.profile.sessions.findings_history import dispute_from_history
 from workbench.project import Project
 from workbench.run.events import RunEvent, RunPhase
 from workbench.ui.paced_relay import PacedRelay
@@ -410,6 +411,8 @@ class ServiceBridge(QObject):
         def work() -> Any:
             sources = self.recorder.begin(project) if self.recorder is not None else None
             report = self.run_service.run(project, on_event=self._post_event, **options)
+            if self.recorder is not None and self.recorder.enabled:  # off the GUI thread
+                dispute_from_history(self.recorder.database, report)  # cpu-sim findings recorded
             self._post("job-run", (report, sources))
             return report
 
