@@ -5,7 +5,9 @@ compares those two rows; `invocation=True` pairs the rows of the two whole invoc
 backend × device. A pair that measured different things (`comparable.differences`: sizes,
 tunables, backend, device, flags, …) is "not comparable" with what differs, unless forced. The
 verdict (faster / slower / same / ambiguous) rests on the per-invocation medians of both sides and
-the A/A noise floor (`noise.py`); a verdict that rests on a run made on a busy machine says so.
+the A/A noise floor (`noise.py`): none with fewer than `noise.MIN_INVOCATIONS` a side, no faster /
+slower that the slower side's load could explain (`noise.load_factor`), and a verdict that rests on
+a run made on a busy machine says so.
 
 Kept beside it, per row under "within": the older within-run statistic, a percentile bootstrap 95%
 interval of the ratio of the two runs' sample medians. Each bootstrap replicate of a median is drawn
