@@ -21,6 +21,13 @@ k ≈ 2 · ((1.96 + 0.84) · σ / (ln(1 + effect) − ln(1 + min effect)))².
     .venv/bin/python benchmarks/verdict_power.py [--repeat 20] [--size n=65536] [--effect 0.05]
         [--trials 400] [--backend cpu,wgsl] [--out FILE.json]
 
+`--aa-splits 1:1,3:1,3:2,3:3,5:5` measures false verdicts instead, end to end: for each split
+k_A:k_B, two real `workbench run --repeat k` of identical saxpy code are recorded (one database per
+condition, so later splits learn a noise floor from earlier ones, as a user's history does) and
+compared as `sessions compare --invocation` does (`compare_runs`), once on the machine as it is
+and once with `--burners` CPU burners (`python -c 'while 1: pass'`) running throughout. Any
+faster / slower there is a false verdict (docs/compare.md, "A/A").
+
 The JSON goes outside the repository (bench_output.py) unless `--out` names a file.
 """
 
@@ -43,7 +50,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_output import OUT_HELP, machine, write_json  # noqa: E402
-from workbench.profile.sessions.noise import MIN_EFFECT, between_invocations, is_busy, noise_floor  # noqa: E402
+from workbench.profile.sessions.compare import compare_runs  # noqa: E402
+from workbench.profile.sessions.noise import (  # noqa: E402
+    MIN_EFFECT,
+    MIN_INVOCATIONS,
+    between_invocations,
+    is_busy,
+    noise_floor,
+)
 from workbench.profile.sessions.store import SessionStore  # noqa: E402
 
 POWER = 0.8
@@ -100,6 +114,65 @@ def power_table(runs: list[dict], effect: float, trials: int, min_effect: float,
     return out
 
 
+def new_ids(db: Path, before: set[int]) -> list[int]:
+    with SessionStore(db) as store:
+        return sorted(r["id"] for r in store.records() if r["id"] not in before)
+
+
+def aa_splits(args, splits: list[tuple[int, int]], tmp: Path) -> list[dict]:
+    """Record each split of identical code quiet and under burners; compare; one row per
+    condition × round × split × backend."""
+    rows = []
+    for burners in (0, args.burners):
+        db = tmp / f"aa-{burners}.db"
+        procs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(burners)]
+        try:
+            for round_ in range(args.rounds):
+                for ka, kb in splits:
+                    sides = []
+                    for k in (ka, kb):
+                        before = set(new_ids(db, set())) if db.exists() else set()
+                        record_aa(db, k, args.size, args.backend, args.cache_dir, args.artifacts)
+                        sides.append(new_ids(db, before))
+                    with SessionStore(db) as store:
+                        result = compare_runs(store, sides[0][0], sides[1][0], invocation=True)
+                    for row in result["rows"]:
+                        rows.append({
+                            "burners": burners, "round": round_ + 1, "split": f"{ka}:{kb}",
+                            **{k: row.get(k) for k in (
+                                "backend", "invocations", "ratio", "ci", "outcome", "verdict", "busy_runs", "load",
+                            )},
+                            "noise_floor": (row.get("noise_floor") or {}).get("rel"),
+                            "false": row.get("outcome") in {"faster", "slower"},
+                        })  # fmt: skip
+                        print(
+                            f"  burners {burners} round {round_ + 1} split {ka}:{kb} {row['backend']:5} "
+                            f"{row['verdict']}",
+                            flush=True,
+                        )
+        finally:
+            for proc in procs:
+                proc.kill()
+                proc.wait()
+    return rows
+
+
+def print_aa(rows: list[dict]) -> None:
+    print(f"{'burners':>7} {'split':>5} {'backend':7} {'inv':>5} {'busy':>4} {'change':>7} "
+          f"{'95% CI of change':>17} {'load':>6}  verdict")  # fmt: skip
+    for r in rows:
+        ci = f"{(r['ci'][0] - 1) * 100:+.1f}…{(r['ci'][1] - 1) * 100:+.1f}%" if r["ci"] else "-"
+        load = max((x if x is not None else math.inf) for x in r["load"]) if r["load"] else 1.0
+        print(
+            f"{r['burners']:>7} {r['split']:>5} {r['backend']:7} {r['invocations'][0]}:{r['invocations'][1]:<3} "
+            f"{len(r['busy_runs'] or []):>4} {(r['ratio'] - 1) * 100:>+6.1f}% {ci:>17} {load:>5.2g}×  "
+            f"{r['verdict']}"
+        )
+    for burners in sorted({r["burners"] for r in rows}):
+        some = [r for r in rows if r["burners"] == burners]
+        print(f"burners {burners}: {sum(r['false'] for r in some)} false verdicts in {len(some)} rows")
+
+
 def extrapolated(sigma: float, effect: float, min_effect: float) -> float | None:
     gap = math.log1p(effect) - math.log1p(min_effect)
     if gap <= 0:
@@ -121,7 +194,36 @@ def main() -> int:
     )
     parser.add_argument("--db", help="use the A/A runs already in this database instead of recording")
     parser.add_argument("--out", help=OUT_HELP)
+    parser.add_argument(
+        "--aa-splits", metavar="A:B,…", help="record these splits of identical code and count false verdicts"
+    )
+    parser.add_argument("--burners", type=int, default=2, help="CPU burners for the loaded A/A (default 2)")
+    parser.add_argument("--rounds", type=int, default=1, help="times each A/A split is recorded (default 1)")
     args = parser.parse_args()
+    if args.aa_splits:
+        try:
+            splits = [tuple(int(x) for x in s.split(":")) for s in args.aa_splits.split(",")]
+            assert all(len(s) == 2 and min(s) >= 1 for s in splits)
+        except (ValueError, AssertionError):
+            parser.error(f"--aa-splits takes A:B pairs of counts ≥ 1, e.g. 1:1,3:1; got {args.aa_splits!r}")
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = aa_splits(args, splits, Path(tmp))
+        print_aa(rows)
+        data = {
+            "benchmark": "verdict_power --aa-splits", "machine": machine(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "method": "real A/A: two workbench run --repeat k of identical saxpy per split, compared with "
+            "compare_runs(invocation=True); once as the machine is, once with CPU burners",
+            "settings": {
+                "splits": args.aa_splits, "size": args.size, "backends": args.backend, "burners": args.burners,
+                "rounds": args.rounds, "min_invocations": MIN_INVOCATIONS,
+            },
+            "wall_s": time.monotonic() - start, "rows": rows,
+            "false_verdicts": sum(r["false"] for r in rows),
+        }  # fmt: skip
+        print(f"wrote {write_json(args.out, 'verdict_aa.json', data)}")
+        return 0
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(args.db) if args.db else Path(tmp) / "aa.db"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.conftest import EXAMPLES
+from workbench.manifest import load_manifest
 from workbench.profile.sessions.record import result_row
 from workbench.records import COMPARED, REFERENCE, UNVERIFIED, CheckRecord, RunResult, Stale
 from workbench.result_text import (
@@ -102,3 +104,42 @@ def test_the_stale_note_reads_the_field():
     assert stale_label(stale) == "stale · 01:52:10"
     assert stale_note(Stale(reason="")) == "stale: the last run failed — result of an earlier run"
     assert stale_label(Stale(reason="x")) == "stale"
+
+
+def test_a_disputed_mismatch_reads_disputed_with_its_reason_first():
+    reason = "the reference (cpu) has 1 race at src/lib.rs:87"
+    result = _result(False, _compared(False, **FAILED_CHECK, disputed=reason))
+    assert verdict(result) == result.verdict == "disputed"
+    assert verdict_cell(result) == "⚠ disputed" and verdict_tone("disputed") == "warn"
+    line = check_line(result)
+    assert line == f"disputed — {reason}; " + check_line(_result(False, _compared(False, **FAILED_CHECK)))
+    assert result.check.to_dict()["disputed"] == reason
+    assert CheckRecord.from_dict(result.check.to_dict()).disputed == reason  # --json and back
+    assert "disputed" not in _compared(False, **FAILED_CHECK).to_dict()
+
+
+def test_the_outvote_needs_two_agreeing_dissenters_and_copies_their_outputs():
+    """The real policy over real arrays: wgsl and cuda-c agree with each other against cpu."""
+    kernel = load_manifest(EXAMPLES / "saxpy").kernel()
+    policy = ReferencePolicy.for_run(kernel, "cpu")
+    good = np.arange(8, dtype=np.float32)
+    policy.check("cpu", {"y": good + 1}, kernel)
+    policy.after_attempt("cpu", RunResult("cpu", {"spec": "cpu"}, "ok"))
+    shared = good.copy()
+    results = []
+    for backend in ("wgsl", "cuda-c"):
+        verified, check = policy.check(backend, {"y": shared}, kernel)
+        results.append(RunResult(backend, {}, "ok", verified=verified, check=check))
+    shared[:] = -1  # the backend's own arrays are reused once verified: the vote kept copies
+    assert policy.outvoted(results) == "the reference (cpu) is outvoted by 2 backends"
+    policy.settle(results)
+    assert [verdict(r) for r in results] == ["disputed", "disputed"]
+    # One dissenter alone, or two that disagree with each other, outvote nothing.
+    lone = ReferencePolicy.for_run(kernel, "cpu")
+    lone.check("cpu", {"y": good + 1}, kernel)
+    verified, check = lone.check("wgsl", {"y": good}, kernel)
+    other_verified, other_check = lone.check("cuda-c", {"y": good * 3}, kernel)
+    pair = [RunResult("wgsl", {}, "ok", verified=verified, check=check)]
+    assert lone.outvoted(pair) == ""
+    pair.append(RunResult("cuda-c", {}, "ok", verified=other_verified, check=other_check))
+    assert lone.outvoted(pair) == ""

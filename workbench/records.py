@@ -214,8 +214,9 @@ class CheckRecord(Record, _ReadsLikeADict):
     with the reference otherwise, or why it could not be verified.
 
     `role` is one of `reference`, `compared`, `unverified`, `none` (a result that never ran);
-    it decides which keys the JSON has. `weak` (why a passing comparison proves little) and
-    `unverified` (why there was nothing to compare with) appear in the JSON only when set."""
+    it decides which keys the JSON has. `weak` (why a passing comparison proves little),
+    `unverified` (why there was nothing to compare with) and `disputed` (why a mismatch may be the
+    reference's fault) appear in the JSON only when set."""
 
     role: str = NO_CHECK
     reference: str = ""
@@ -237,10 +238,13 @@ class CheckRecord(Record, _ReadsLikeADict):
     note: str = ""
     weak: str = ""
     unverified: str = ""
+    #: Why a mismatch may be the reference's fault, not this backend's (`run.reference.settle`):
+    #: "the reference (cpu) has 1 race at src/lib.rs:87"; the verdict then reads "disputed".
+    disputed: str = ""
 
     def _keys(self) -> tuple[str, ...]:
         """The keys of this record's JSON, in order."""
-        optional = tuple(key for key in ("weak", "unverified", "note") if getattr(self, key))
+        optional = tuple(key for key in ("weak", "unverified", "note", "disputed") if getattr(self, key))
         return _CHECK_KEYS[self.role] + optional
 
     def to_dict(self) -> dict[str, Any]:

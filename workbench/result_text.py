@@ -7,9 +7,11 @@ same in a terminal, in the window and in the sessions database. It reads results
 but `units`, so the records themselves can use it (`RunResult.verdict`).
 
 - Verdict: one word or phrase from the fields (`verdict`): reference, verified, weak, failed,
-  "not verified (<why>)" (`CheckRecord.unverified`, e.g. "reference failed") or "not verified";
-  `verdict_cell` is the same verdict in a table cell ("✓ yes", "✗ no", "⚠ weak", …) and
-  `verdict_tone` whether it reads good, bad or as a warning.
+  disputed (a mismatch the reference itself may explain: `CheckRecord.disputed`, set by
+  `run.reference`), "not verified (<why>)" (`CheckRecord.unverified`, e.g. "reference failed") or
+  "not verified"; `verdict_cell` is the same verdict in a table cell ("✓ yes", "✗ no", "⚠ weak",
+  "⚠ disputed", …), `verdict_tone` whether it reads good, bad or as a warning, and `check_line`
+  opens a disputed mismatch with why ("disputed — the reference (cpu) has 1 race at src/lib.rs:87").
 - Numbers: one formatter (`format_number`) and one precision policy: 6 significant digits for what
   is derived from elements (errors, the check line), 9 for an element's own value
   (`ELEMENT_DIGITS`: enough to tell two float32 values apart); GB/s with 2 decimals, a fraction of
@@ -31,6 +33,8 @@ __all__ = [
     "buffer_lines",
     "cell_of",
     "check_line",
+    "DISPUTED",
+    "disputed_text",
     "format_gbps",
     "format_number",
     "format_percent",
@@ -53,10 +57,11 @@ REFERENCE_FAILED = "reference failed"
 TIMING_PENDING = "timing…"
 
 REFERENCE, VERIFIED, WEAK, FAILED, NOT_VERIFIED = "reference", "verified", "weak", "failed", "not verified"
+DISPUTED = "disputed"
 
 #: A verdict in a table cell: a mark that reads at a glance (others show as themselves).
-_CELLS = {VERIFIED: "✓ yes", FAILED: "✗ no", WEAK: "⚠ weak", NOT_VERIFIED: "—"}
-_TONES = {VERIFIED: "good", FAILED: "bad", WEAK: "warn"}
+_CELLS = {VERIFIED: "✓ yes", FAILED: "✗ no", WEAK: "⚠ weak", NOT_VERIFIED: "—", DISPUTED: "⚠ disputed"}
+_TONES = {VERIFIED: "good", FAILED: "bad", WEAK: "warn", DISPUTED: "warn"}
 
 #: Significant digits of derived numbers (errors, throughput ratios) and of an element's value.
 DIGITS = 6
@@ -91,7 +96,15 @@ def verdict(result: Any) -> str:
     check = result.check or {}
     if check.get("is_reference"):
         return REFERENCE
+    if result.verified is False and check.get("disputed"):
+        return DISPUTED
     return _verdict(result.verified, bool(check.get("weak")), check.get("unverified"))
+
+
+def disputed_text(check: Mapping[str, Any] | None) -> str:
+    """ "disputed — the reference (cpu) has 1 race at src/lib.rs:87" ("" when not disputed)."""
+    why = (check or {}).get("disputed")
+    return f"{DISPUTED} — {why}" if why else ""
 
 
 def row_verdict(run: Mapping[str, Any]) -> str:
@@ -156,7 +169,8 @@ def check_line(result: Any) -> str:
             text += f"; {bad} bad element{'s' if bad != 1 else ''}"
         if check.get("unwritten"):
             text += f", {check['unwritten']} never written"
-        return text
+        disputed = disputed_text(check)
+        return f"{disputed}; {text}" if disputed else text
     parts = []
     if check.get("max_abs_err") is not None:
         parts.append(f"max abs {format_number(check['max_abs_err'])}")

@@ -50,8 +50,21 @@ def test_one_invocation_a_side_and_no_history_is_ambiguous(tmp_path, make_report
     assert row["within"]["verdict"] == "slower"
 
 
-def test_a_learned_noise_floor_judges_single_invocations(tmp_path, make_report):
-    """Four earlier A/A runs of the baseline's build set the floor; the compared runs are left out."""
+def series(store, make_report, name, median, *, build, k=3, spread=0.003, host=QUIET, seed=0) -> list[int]:
+    """`k` recorded invocations of one `--repeat` series around `median`."""
+    rng = np.random.default_rng(seed)
+    return [
+        record(
+            store, make_report, median * (1 + spread * rng.standard_normal()), seed=seed + i, build=build,
+            host=host, series={"id": name, "index": i + 1, "of": k},
+        )
+        for i in range(k)
+    ]  # fmt: skip
+
+
+def test_a_learned_noise_floor_widens_but_gives_single_invocations_no_verdict(tmp_path, make_report):
+    """Four earlier A/A runs of the baseline's build set the floor; the compared runs are left out.
+    One invocation a side gets an interval from it, but no verdict: a side must show its own spread."""
     rng = np.random.default_rng(7)
     with SessionStore(tmp_path / "s.db") as store:
         history = [
@@ -59,22 +72,43 @@ def test_a_learned_noise_floor_judges_single_invocations(tmp_path, make_report):
         ]
         base = record(store, make_report, 1e-3, seed=10)
         slower = record(store, make_report, 1.3e-3, seed=11, build="s")
-        faster = record(store, make_report, 0.7e-3, seed=12, build="f")
-        barely = record(store, make_report, 1.005e-3, seed=13, build="e")
-        rows = {
-            name: compare.compare_runs(store, base, run_id)["rows"][0]
-            for name, run_id in (("slower", slower), ("faster", faster), ("barely", barely))
-        }
+        (single,) = compare.compare_runs(store, base, slower)["rows"]
         logs = np.log([store.get_run(i, samples=False)["median_s"] for i in history])
+        a = series(store, make_report, "a", 1e-3, build="k", seed=20)
+        b = series(store, make_report, "b", 1.3e-3, build="s", seed=30)
+        c = series(store, make_report, "c", 0.7e-3, build="f", seed=40)
+        rows = {"slower": compare.compare_runs(store, a[0], b[0])["rows"][0]}
+        rows["faster"] = compare.compare_runs(store, a[0], c[0])["rows"][0]
     expected_sigma = math.sqrt(((logs - logs.mean()) ** 2).sum() / 3)
-    for row in rows.values():
-        floor = row["noise_floor"]
-        assert floor["invocations"] == 4 and floor["df"] == 3  # base's own group: base left out
-        assert floor["sigma"] == pytest.approx(expected_sigma, rel=1e-6)
-    assert rows["slower"]["outcome"] == "slower" and rows["slower"]["ci"][0] > 1.02
+    floor = single["noise_floor"]
+    assert floor["invocations"] == 4 and floor["df"] == 3  # base's own group: base left out
+    assert floor["sigma"] == pytest.approx(expected_sigma, rel=1e-6)
+    assert single["ci"][0] > 1.02 and single["outcome"] == "ambiguous"  # beyond the margin, yet 1 : 1
+    assert single["verdict"] == (
+        f"ambiguous (1 : 1 invocations; a verdict needs {noise.MIN_INVOCATIONS} a side: "
+        f"run with --repeat {noise.MIN_INVOCATIONS})"
+    )
+    assert rows["slower"]["outcome"] == "slower" and rows["slower"]["invocations"] == [3, 3]
     assert rows["faster"]["outcome"] == "faster" and rows["faster"]["ci"][1] < 0.98
-    assert rows["barely"]["outcome"] == "ambiguous"  # 0.5% with a ~1% floor: neither same nor changed
     assert rows["slower"]["margin"] == noise.MIN_EFFECT  # the floor widens the interval, not the margin
+
+
+def test_the_floor_never_narrows_the_sides_own_interval():
+    """Sides that scatter by 10% keep their own wide interval beside a 0.1% floor."""
+    a, b = [1.0, 1.1, 0.9], [1.2, 1.32, 1.08]
+    quiet = {"sigma": 0.001, "df": 40, "rel": 0.001, "invocations": 50, "groups": 5}
+    alone = noise.between_invocations(a, b)
+    with_floor = noise.between_invocations(a, b, quiet)
+    assert with_floor["ci"] == pytest.approx(alone["ci"])
+    assert alone["outcome"] == "ambiguous"
+
+
+@pytest.mark.parametrize("ka, kb", [(1, 1), (3, 1), (1, 3), (3, 2), (2, 3)])
+def test_uneven_or_short_sides_get_no_verdict_even_for_a_large_change(ka, kb):
+    floor = {"sigma": 0.01, "df": 30, "rel": 0.01, "invocations": 40, "groups": 4}
+    row = noise.between_invocations([1e-3] * ka, [2e-3 * (1 + 0.001 * i) for i in range(kb)], floor)
+    assert row["outcome"] == "ambiguous" and row["ci"][0] > 1.5
+    assert row["reason"].startswith(f"{ka} : {kb} invocations; a verdict needs 3 a side")
 
 
 def test_repeated_invocations_call_same_and_changed(tmp_path, make_report):
@@ -104,20 +138,36 @@ def test_repeated_invocations_call_same_and_changed(tmp_path, make_report):
     assert inside["invocations"] == [1, 1]
 
 
-def test_a_verdict_that_rests_on_a_busy_run_says_so_and_busy_runs_teach_no_floor(tmp_path, make_report):
+def test_busy_runs_teach_no_floor_and_carry_no_verdict_the_load_could_explain(tmp_path, make_report):
+    """BUSY: other processes used 1.7 of 2 cores, so a busy run could be 2 / 0.3 = 6.7× slower."""
     with SessionStore(tmp_path / "s.db") as store:
         for s, median in enumerate((1e-3, 1.5e-3, 0.7e-3, 1.2e-3)):  # wild, but busy: not A/A evidence
             record(store, make_report, median, seed=s, host=BUSY)
         for s in range(3):
             record(store, make_report, 1e-3 * (1 + 0.004 * s), seed=10 + s)
-        base = record(store, make_report, 1e-3, seed=20)
-        run = record(store, make_report, 2e-3, seed=21, build="b", host=BUSY)
-        (row,) = compare.compare_runs(store, base, run)["rows"]
+        base = series(store, make_report, "a", 1e-3, build="k", seed=20)
+        doubled = series(store, make_report, "b", 2e-3, build="b", host=BUSY, seed=30)
+        tenfold = series(store, make_report, "c", 1e-2, build="c", host=BUSY, seed=40)
+        faster = series(store, make_report, "d", 0.3e-3, build="d", host=BUSY, seed=50)
+        (row,) = compare.compare_runs(store, base[0], doubled[0])["rows"]
+        (far,) = compare.compare_runs(store, base[0], tenfold[0])["rows"]
+        (quick,) = compare.compare_runs(store, base[0], faster[0])["rows"]
+        (back,) = compare.compare_runs(store, doubled[0], base[0])["rows"]  # the busy side first
+    assert noise.load_factor({"host": BUSY}) == pytest.approx(2 / 0.3)
     assert row["noise_floor"]["invocations"] == 3  # the quiet ones only
-    assert row["noise_floor"]["rel"] < 0.01
-    assert row["outcome"] == "slower"
-    assert row["busy_runs"] == [run]
-    assert row["verdict"] == f"slower — rests on a busy run (#{run})"
+    assert row["ci"][0] > 1.5 and row["outcome"] == "ambiguous"
+    assert row["busy_runs"] == doubled and row["load"] == [1.0, pytest.approx(2 / 0.3)]
+    assert row["verdict"] == (
+        f"ambiguous (the load could explain it: busy run #{doubled[0]} (other processes 1.70 of 2 cores) "
+        "could be up to 6.7× slower)"
+    )
+    assert back["outcome"] == "ambiguous" and "the load could explain it" in back["verdict"]
+    # Beyond what the load could explain, the verdict stands and says what it rests on.
+    assert far["outcome"] == "slower"
+    assert far["verdict"].startswith("slower — rests on a busy run (#")
+    assert far["verdict"].endswith(", beyond what its load could explain")
+    # The busy side is the faster one: its load cannot explain the change.
+    assert quick["outcome"] == "faster" and quick["busy_runs"] == faster
 
 
 def test_unlike_sizes_are_not_comparable_unless_forced(tmp_path, make_report):
@@ -172,4 +222,4 @@ def test_a_repeat_report_imports_every_repetition_and_odd_conditions_read_as_unk
         (row,) = store.records(ids=odd)
         assert flags(row["host"], {"clocks_after": "z"}) == []
         (row,) = compare.compare_runs(store, first["id"], odd[0])["rows"]
-        assert row["invocations"] == [2, 1] and row["outcome"] == "same"  # the series against one more
+        assert row["invocations"] == [2, 1] and row["outcome"] == "ambiguous"  # the series against one more

@@ -175,6 +175,7 @@ def run(args) -> int:
             f"--trace {args.trace}: only cpu-sim traces; add it to --backend (e.g. cpu,cpu-sim)"
         )
 
+    from workbench.profile.sessions.findings_history import dispute_from_history
     from workbench.profile.sessions.recorder import SessionRecorder
 
     recorder = SessionRecorder(args.db, keep_outputs=args.keep_outputs, enabled=not args.no_record)
@@ -185,6 +186,8 @@ def run(args) -> int:
         for index in range(1, args.repeat + 1):
             series = {"id": series_id, "index": index, "of": args.repeat} if series_id else None
             report, host = _run_once(project, args, sizes, devices, series)
+            if recorder.enabled:  # cpu-sim findings recorded for the reference's sources
+                dispute_from_history(recorder.database, report)
             if args.counters:
                 from workbench.cli.run_counters import take
 

@@ -29,6 +29,7 @@ from workbench.errors import WorkbenchError
 from workbench.frozen import python_command
 from workbench.run import shm
 from workbench.run.protocol import Connection, ProtocolError
+from workbench.run.runtimes.cpu_launch import kernel_panic
 from workbench.run.worker import FD_SOCKET_ENV
 
 #: How long a fresh worker may take to import its runtime and answer hello.
@@ -329,6 +330,9 @@ class WorkerProcess:
             message = f"{self.label} died with {signal_name(returncode)} during {what}"
         else:
             message = f"lost {self.label} during {what}: {exc}"
+        panic = kernel_panic(self.stderr_tail(STDERR_LINES))  # the message and line, not the frames
+        if panic:
+            return WorkerCrashed(f"{panic} ({message})")
         if tail:
             message += "; its last output: " + " | ".join(tail[-4:])
         return WorkerCrashed(message)

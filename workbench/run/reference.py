@@ -6,20 +6,40 @@ never changes by itself: when it cannot build or run, every other backend is rep
 "not verified (reference failed)" instead of being checked against whichever backend ran first.
 The reference runs first; its first device's outputs are what every other result is compared with
 (a second device of the reference backend is compared with the first).
+
+The reference earns its trust (`settle`, once every backend ran): a mismatch is "disputed" rather
+than plainly failed when
+
+- the reference's own code has cpu-sim findings: the reference is a crate backend and a cpu-sim
+  result of the same sources (same source hash) in this run found races, out-of-bounds accesses,
+  …, or `recorded` findings for that source hash are given (from the sessions database);
+- or the reference is outvoted: every other backend that was compared disagrees with it, there are
+  at least two of them, and they agree with each other (their outputs compared under the kernel's
+  own tolerances; a dissenting backend's outputs are copied for that vote up to `VOTE_BYTES`).
+
+The reason goes into the mismatch's `CheckRecord.disputed` ("the reference (cpu) has 1 race at
+src/lib.rs:87", "the reference (cpu) is outvoted by 2 backends"); `result_text` words the verdict
+("disputed") for every view.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from workbench.backends import RUST_BACKENDS
 from workbench.manifest import Kernel
 from workbench.records import NO_CHECK, REFERENCE, UNVERIFIED, CheckRecord, RunResult
 from workbench.result_text import REFERENCE_FAILED  # the others' `CheckRecord.unverified`
+from workbench.run.sim_findings import summary
 from workbench.run.verify import check_outputs, health, weakness
 
 PENDING, READY, FAILED = "pending", "ready", "failed"
+#: Outputs of a backend that disagrees with the reference are copied for the vote up to this size
+#: (a larger dissent is left out of it: no vote rather than gigabytes held).
+VOTE_BYTES = 256 << 20
 
 
 @dataclass
@@ -32,6 +52,11 @@ class ReferencePolicy:
     outputs: dict[str, np.ndarray] | None = None
     why: str = ""  # the reference's own error when it failed
     weak: dict[str, str] | None = None  # per output buffer, judged once (verify.weakness)
+    #: Copies of the outputs of the backends that disagreed with the reference (for `settle`).
+    dissent: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: Backends that disagreed but whose outputs were too large to keep for the vote.
+    unkept: set[str] = field(default_factory=set)
+    tolerance: tuple[float, float, int | None, tuple[str, ...]] | None = None
 
     @classmethod
     def for_run(cls, kernel: Kernel, choice: str | None) -> ReferencePolicy:
@@ -90,9 +115,58 @@ class ReferencePolicy:
             return None, self.unverified_check(kernel)
         if self.weak is None:
             self.weak = {name: weakness(ref, k.atol) for name, ref in self.outputs.items()}
-        return check_outputs(
+        verified, check = check_outputs(
             outputs, self.outputs, k.rtol, k.atol, k.max_ulp, poisoned, self.backend, weak=self.weak
         )
+        if verified is False:
+            self.tolerance = (k.rtol, k.atol, k.max_ulp, poisoned)
+            if sum(a.nbytes for a in outputs.values()) <= VOTE_BYTES:
+                # A copy: a backend's own arrays serve the next backend once it is verified.
+                self.dissent[backend] = {name: np.array(a, copy=True) for name, a in outputs.items()}
+            else:
+                self.unkept.add(backend)
+        return verified, check
+
+    def settle(self, results: list[RunResult], recorded: dict[str, Any] | None = None) -> None:
+        """Once every backend ran: mark the mismatches the reference itself may explain (module
+        docstring) — `recorded`: cpu-sim findings recorded for the reference's sources."""
+        reason = self.findings_reason(results, recorded) or self.outvoted(results)
+        self.dissent.clear()
+        dispute(results, self.backend, reason)
+
+    def findings_reason(self, results: list[RunResult], recorded: dict[str, Any] | None = None) -> str:
+        """ "the reference (cpu) has 1 race at src/lib.rs:87" when cpu-sim found something in the
+        reference's own code (this run, same source hash; or `recorded`), else ""."""
+        if self.backend not in RUST_BACKENDS:
+            return ""  # cpu-sim checks the crate: it says nothing of a WGSL or CUDA C reference
+        own = next((r for r in results if r.backend == self.backend), None)
+        source = (own.provenance or {}).get("source_hash") if own is not None else None
+        for result in results:
+            report = result.findings or {}
+            if result.backend in RUST_BACKENDS and report.get("findings"):
+                if source and (result.provenance or {}).get("source_hash") == source:
+                    return _has(self.backend, report)
+        return recorded_reason(self.backend, recorded)
+
+    def outvoted(self, results: list[RunResult]) -> str:
+        """ "the reference (cpu) is outvoted by 2 backends" when every other compared backend
+        disagrees with it, there are at least two, and they agree with each other; else ""."""
+        compared = [
+            r for r in results
+            if r.status == "ok" and r.verified is not None and r.backend != self.backend
+        ]  # fmt: skip
+        backends = list(dict.fromkeys(r.backend for r in compared))
+        if len(backends) < 2 or any(r.verified is not False for r in compared):
+            return ""
+        if self.unkept or any(b not in self.dissent for b in backends) or self.tolerance is None:
+            return ""
+        rtol, atol, max_ulp, poisoned = self.tolerance
+        first = self.dissent[backends[0]]
+        for other in backends[1:]:
+            agree, _ = check_outputs(self.dissent[other], first, rtol, atol, max_ulp, poisoned)
+            if not agree:
+                return ""
+        return f"the reference ({self.backend}) is outvoted by {len(backends)} backends"
 
     def unverified_check(self, kernel: Kernel) -> CheckRecord:
         """The check of a result that had nothing to be compared with."""
@@ -108,3 +182,33 @@ class ReferencePolicy:
 def _first_line(text: str | None) -> str:
     text = (text or "").strip()
     return text.splitlines()[0] if text else ""
+
+
+def dispute(results: list[RunResult], reference: str, reason: str) -> None:
+    """Every mismatch of a backend other than `reference` reads as disputed for `reason`; a
+    reason already given stays (the first evidence found is the one said)."""
+    if not reason:
+        return
+    for result in results:
+        check = result.check
+        if result.verified is False and isinstance(check, CheckRecord) and result.backend != reference:
+            check.disputed = check.disputed or reason
+
+
+def recorded_reason(reference: str, recorded: dict[str, Any] | None) -> str:
+    """The dispute `recorded` cpu-sim findings (a sessions-database row's, for the reference's
+    source hash: `profile.sessions.findings_history` looks them up) give a crate reference; ""
+    when there are none."""
+    if reference not in RUST_BACKENDS or not recorded or not recorded.get("findings"):
+        return ""
+    return _has(reference, recorded)
+
+
+def _has(backend: str, report: dict[str, Any]) -> str:
+    """ "the reference (cpu) has 1 race at src/lib.rs:87": the findings counted, and the line of
+    the first one (its diagnostic's: where cpu-sim points the editor)."""
+    diagnostics = report.get("diagnostics") or []
+    where = ""
+    if diagnostics and diagnostics[0].get("file"):
+        where = f" at {diagnostics[0]['file']}:{diagnostics[0].get('line')}"
+    return f"the reference ({backend}) has {summary(report) or 'cpu-sim findings'}{where}"

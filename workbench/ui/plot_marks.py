@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.backends import BACKENDS
+from workbench.result_text import disputed_text
 
 _BACKEND_ORDER = {name: i for i, name in enumerate(BACKENDS)}
 
@@ -30,11 +31,18 @@ class Marks:
     stale: bool = False
     stale_reason: str = ""
     check_failed: bool = False
+    #: A mismatch the reference itself may explain (`CheckRecord.disputed`): not "check failed".
+    disputed: str = ""
 
     @property
     def words(self) -> list[str]:
-        """The words a label adds: ["stale", "check failed"]."""
-        return [w for w, on in (("stale", self.stale), ("check failed", self.check_failed)) if on]
+        """The words a label adds: ["stale", "check failed"] (or "disputed")."""
+        marks = (
+            ("stale", self.stale),
+            ("check failed", self.check_failed),
+            ("disputed", bool(self.disputed)),
+        )
+        return [w for w, on in marks if on]
 
     def suffix(self) -> str:
         """ " (stale, check failed)" or ""."""
@@ -43,10 +51,14 @@ class Marks:
 
 def marks_of(result: Any) -> Marks:
     stale = getattr(result, "stale", None)  # records.Stale: set by profile.last_good
+    disputed = (
+        disputed_text(getattr(result, "check", None)) if getattr(result, "verified", None) is False else ""
+    )
     return Marks(
         stale=stale is not None,
         stale_reason=stale.reason if stale is not None else "",
-        check_failed=getattr(result, "verified", None) is False,
+        check_failed=getattr(result, "verified", None) is False and not disputed,
+        disputed=disputed,
     )
 
 

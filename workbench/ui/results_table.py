@@ -237,11 +237,13 @@ class ResultsTable(QWidget):
         fresh = [r for r in results if r.stale is None]
         stale = len(results) - len(fresh)
         verified = sum(1 for r in fresh if r.verified)
-        failed = sum(1 for r in fresh if r.verified is False or r.status == "error")
+        disputed = sum(1 for r in fresh if r.verified is False and (r.check or {}).get("disputed"))
+        failed = sum(1 for r in fresh if r.verified is False or r.status == "error") - disputed
         kernel = getattr(report, "kernel", "") or ""
         reference = self._reference
         parts = [
             f"{kernel}: {len(results)} result{'s' if len(results) != 1 else ''}, {verified} verified, {failed} failed"
+            + (f", {disputed} disputed (the reference is in doubt)" if disputed else "")
         ]
         if stale:
             parts.append(f"{stale} stale (kept from the last good run, dimmed)")

@@ -34,6 +34,7 @@ from workbench.profile.live.last_good import LastGood
 from workbench.profile.live.live import LiveCycleStarted, LiveEvent, LiveLoop, LiveManifest, LiveProject
 from workbench.profile.live.recordings import Recordings
 from workbench.profile.live.session_delivery import SessionDelivery
+from workbench.profile.sessions.findings_history import dispute_from_history
 from workbench.project import Project
 from workbench.run.request import RunRequest
 
@@ -379,6 +380,8 @@ class WindowSession(SessionDelivery):
         def work() -> Any:
             sources = self.recorder.begin(project) if self.recorder is not None else None
             report = self.run_service.execute(request, on_event=self._post)
+            if self.recorder is not None and self.recorder.enabled:  # off the owner's thread
+                dispute_from_history(self.recorder.database, report)  # cpu-sim findings recorded
             self._post(("job-run", (report, sources)))
             return report
 

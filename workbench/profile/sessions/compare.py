@@ -5,7 +5,9 @@ compares those two rows; `invocation=True` pairs the rows of the two whole invoc
 backend × device. A pair that measured different things (`comparable.differences`: sizes,
 tunables, backend, device, flags, …) is "not comparable" with what differs, unless forced. The
 verdict (faster / slower / same / ambiguous) rests on the per-invocation medians of both sides and
-the A/A noise floor (`noise.py`); a verdict that rests on a run made on a busy machine says so.
+the A/A noise floor (`noise.py`): none with fewer than `noise.MIN_INVOCATIONS` a side, no faster /
+slower that the slower side's load could explain (`noise.load_factor`), and a verdict that rests on
+a run made on a busy machine says so.
 
 Kept beside it, per row under "within": the older within-run statistic, a percentile bootstrap 95%
 interval of the ratio of the two runs' sample medians. Each bootstrap replicate of a median is drawn
@@ -28,6 +30,7 @@ from workbench.profile.sessions.noise import (
     MIN_EFFECT,
     between_invocations,
     is_busy,
+    load_factor,
     noise_floor,
     usable,
 )
@@ -116,6 +119,18 @@ def _side(store: SessionStore, run: dict[str, Any], partner: dict[str, Any]) -> 
     return sorted(members, key=lambda m: m["id"]) or [run]
 
 
+def _load_reason(side: list[dict[str, Any]]) -> str:
+    """Why a change the slower side's load could explain gets no verdict: "the load could explain
+    it: busy run #12 (other processes 1.00 of 2 cores) could be up to 2× slower"."""
+    worst = max(side, key=load_factor)
+    factor = load_factor(worst)
+    host = worst.get("host") if isinstance(worst.get("host"), dict) else {}
+    used = host.get("other_cpu_cores")
+    what = f" (other processes {used:.2f} of {host.get('cpus')} cores)" if used is not None else ""
+    could = "any amount" if factor == float("inf") else f"up to {factor:.2g}×"
+    return f"the load could explain it: busy run #{worst['id']}{what} could be {could} slower"
+
+
 def _not_comparable(a: dict[str, Any] | None, b: dict[str, Any] | None, differs: list[str]) -> dict[str, Any]:
     some = b or a or {}
     return {
@@ -159,13 +174,18 @@ def compare_pair(
         limit=HISTORY_LIMIT,
     )
     floor = noise_floor(history, exclude={r["id"] for r in (*side_a, *side_b)})
+    load = (max(map(load_factor, side_a)), max(map(load_factor, side_b)))
     stats = between_invocations(
-        [r["median_s"] for r in side_a], [r["median_s"] for r in side_b], floor, min_effect
+        [r["median_s"] for r in side_a], [r["median_s"] for r in side_b], floor, min_effect, load
     )
     busy = [r["id"] for r in (*side_a, *side_b) if is_busy(r)]
+    if "explained" in stats:
+        stats["reason"] = _load_reason((side_a, side_b)[stats["explained"]])
     text = stats["outcome"] + (f" ({stats['reason']})" if stats["outcome"] == "ambiguous" else "")
-    if busy:
+    if busy and "explained" not in stats:
         text += " — rests on a busy run (" + ", ".join(f"#{i}" for i in busy) + ")"
+        if stats["outcome"] in ("faster", "slower"):
+            text += ", beyond what its load could explain"
     if differs:
         text = "forced: " + text
     within = compare_samples(store.samples(a["id"]), store.samples(b["id"]))
@@ -174,7 +194,7 @@ def compare_pair(
         "baseline_id": a["id"], "run_id": b["id"],
         "baseline_ids": [r["id"] for r in side_a], "run_ids": [r["id"] for r in side_b],
         "n_baseline": a.get("n"), "n": b.get("n"),
-        **{k: stats[k] for k in ("baseline_median_s", "median_s", "ratio", "ci", "outcome", "invocations", "margin")},
+        **{k: stats[k] for k in ("baseline_median_s", "median_s", "ratio", "ci", "outcome", "invocations", "margin", "load")},
         "comparable": not differs, "forced": bool(differs), "differs": differs,
         "noise_floor": floor, "min_effect": min_effect, "busy_runs": busy,
         "same_build": a.get("build_key") == b.get("build_key") and a.get("build_key") is not None,

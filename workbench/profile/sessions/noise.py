@@ -7,13 +7,19 @@ part: placement, frequency, other load), so a verdict rests on these per-invocat
 (NVBench's `nvbench_compare` robust mode compares the same distributions):
 
 - each side is the set of its per-invocation medians, in logs (a ratio is a difference of logs);
-- their spread s is pooled from both sides and from the noise floor's A/A history (a pooled
-  variance: the history's degrees of freedom count like the sides'), so with a learned floor even
-  one invocation a side gets an interval as wide as the device's between-invocation noise;
+- their spread s is pooled from both sides, and again with the noise floor's A/A history (a pooled
+  variance: the history's degrees of freedom count like the sides'); the wider of the two
+  intervals counts;
 - the 95% interval of the change is exp(mean_b − mean_a ± t(df) · s · √(1/k_a + 1/k_b));
 - "same" when the interval lies inside ±(minimum practical effect), "slower" / "faster" when it
   lies wholly beyond it, otherwise "ambiguous". With one invocation a side and no learned floor
   there is no spread at all: "ambiguous (1 invocation: run with --repeat)".
+- no verdict at all unless each side has `MIN_INVOCATIONS`: a side must show its own spread (a
+  floor learned in other conditions cannot stand in for it), and the floor only ever widens the
+  interval the sides give;
+- no faster / slower that the load could explain: a busy run had only cpus − other of the cores,
+  so it may be up to cpus / (cpus − other) slower (`load_factor`); the slower side's factor must
+  lie below the whole interval.
 
 The floor widens the interval rather than the margin: as a margin it would make every change
 smaller than one invocation's noise undetectable however many invocations were run (and call a
@@ -42,6 +48,10 @@ from workbench.run.host_load import flags
 MIN_EFFECT = 0.02
 #: Degrees of freedom of A/A history below which no noise floor is claimed.
 MIN_FLOOR_DF = 2
+#: Invocations each side needs for any verdict (same, faster, slower): enough to estimate its own
+#: spread between invocations from at least two differences (docs/compare.md, "How many
+#: invocations a side"). A killed `--repeat` series counts the repetitions it recorded.
+MIN_INVOCATIONS = 3
 #: A/A history read per kernel × backend × device (the newest).
 HISTORY_LIMIT = 2000
 
@@ -95,21 +105,36 @@ def noise_floor(
     return {"rel": math.expm1(sigma), "sigma": sigma, "df": df, "invocations": invocations, "groups": used}
 
 
+def load_factor(run: dict[str, Any]) -> float:
+    """How much slower the load on a busy run could have made it: its own work had the machine's
+    cores less those other processes used, so at most cpus / (cpus − other) times slower (∞ when
+    they used every core); 1 for a run not flagged busy (or whose conditions are unknown)."""
+    if not is_busy(run):
+        return 1.0
+    host = run.get("host") if isinstance(run.get("host"), dict) else {}
+    others, cpus = host.get("other_cpu_cores"), host.get("cpus")
+    if not isinstance(others, int | float) or not isinstance(cpus, int) or cpus <= 0:
+        return math.inf  # busy, but by how much is not known: anything could be the load
+    return math.inf if others >= cpus else cpus / (cpus - others)
+
+
 def between_invocations(
     baseline_medians: list[float],
     medians: list[float],
     floor: dict[str, Any] | None = None,
     min_effect: float = MIN_EFFECT,
+    load: tuple[float, float] = (1.0, 1.0),
 ) -> dict[str, Any]:
-    """The change from `baseline_medians` to `medians` (one per invocation) and its outcome."""
+    """The change from `baseline_medians` to `medians` (one per invocation) and its outcome.
+
+    `load` is each side's `load_factor` (the largest of its runs'): a side that is slower by no
+    more than its load could explain gets no faster / slower verdict. Fewer than `MIN_INVOCATIONS`
+    on either side gives no verdict at all (the interval is still reported where it exists)."""
     xa = np.log(np.asarray(baseline_medians, dtype=np.float64))
     xb = np.log(np.asarray(medians, dtype=np.float64))
     ka, kb = len(xa), len(xb)
-    ss = float(((xa - xa.mean()) ** 2).sum() + ((xb - xb.mean()) ** 2).sum())
-    df = ka - 1 + kb - 1
-    if floor:
-        ss += floor["sigma"] ** 2 * floor["df"]
-        df += floor["df"]
+    own_ss = float(((xa - xa.mean()) ** 2).sum() + ((xb - xb.mean()) ** 2).sum())
+    own_df = ka - 1 + kb - 1
     d = float(xb.mean() - xa.mean())
     margin = min_effect
     out: dict[str, Any] = {
@@ -117,13 +142,27 @@ def between_invocations(
         "median_s": math.exp(xb.mean()),
         "ratio": math.exp(d),
         "invocations": [ka, kb],
-        "df": df,
+        "df": own_df + (floor["df"] if floor else 0),
         "margin": margin,
+        # Each side's load factor (JSON: null for one the load could explain without bound).
+        "load": [x if math.isfinite(x) else None for x in load],
     }
-    if df == 0:
+    # The sides' own spread, and (with a learned floor) the spread pooled with the floor's: the
+    # wider interval of the two counts, so history can widen an interval but never narrow it
+    # below what the sides themselves show.
+    halves = []
+    if own_df > 0:
+        halves.append(t975(own_df) * math.sqrt(own_ss / own_df))
+    if floor:
+        df = own_df + floor["df"]
+        halves.append(t975(df) * math.sqrt((own_ss + floor["sigma"] ** 2 * floor["df"]) / df))
+    if not halves:
         return {**out, "ci": None, "outcome": "ambiguous", "reason": "1 invocation: run with --repeat"}
-    half = t975(df) * math.sqrt(ss / df) * math.sqrt(1.0 / ka + 1.0 / kb)
+    half = max(halves) * math.sqrt(1.0 / ka + 1.0 / kb)
     low, high = d - half, d + half
+    out["ci"] = [math.exp(low), math.exp(high)]
+    if min(ka, kb) < MIN_INVOCATIONS:
+        return {**out, "outcome": "ambiguous", "reason": too_few(ka, kb)}
     band = math.log1p(margin)
     if low > band:
         outcome = "slower"
@@ -132,8 +171,19 @@ def between_invocations(
     elif -band <= low and high <= band:
         outcome = "same"
     else:
-        outcome = "ambiguous"
-    reason = None
-    if outcome == "ambiguous":
-        reason = f"the interval reaches both inside and beyond ±{margin:.1%}"
-    return {**out, "ci": [math.exp(low), math.exp(high)], "outcome": outcome, "reason": reason}
+        return {
+            **out,
+            "outcome": "ambiguous",
+            "reason": f"the interval reaches both inside and beyond ±{margin:.1%}",
+        }
+    # The slower side's load could explain a slowdown up to its factor: the whole interval must
+    # lie beyond that too (`explained` names the side whose load could).
+    slower_side = 1 if outcome == "slower" else 0
+    if outcome != "same" and abs(low if outcome == "slower" else high) <= math.log(load[slower_side]):
+        return {**out, "outcome": "ambiguous", "reason": None, "explained": slower_side}
+    return {**out, "outcome": outcome, "reason": None}
+
+
+def too_few(ka: int, kb: int) -> str:
+    """Why sides of `ka` and `kb` invocations get no verdict."""
+    return f"{ka} : {kb} invocations; a verdict needs {MIN_INVOCATIONS} a side: run with --repeat {MIN_INVOCATIONS}"

@@ -4,12 +4,18 @@
 A kernel on the kernel API runs its body once per invocation of the manifest's grid with GPU
 semantics (resources/crates/gpu_kernel), so it needs the launch geometry and each buffer's length;
 the simulator's findings come back as JSON text in a buffer the runtime owns.
+
+A kernel that panics (an index out of bounds, a `panic!`) aborts its worker process: the crate
+writes the panic as one marked line on stderr first (gpu_kernel's `host/panic_line.rs`), and
+`kernel_panic` reads it back from the dead worker's output (`pool.WorkerProcess`), so the message
+and the kernel's file:line reach the result's error instead of backtrace frames.
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from workbench.kernel_api import HOST_ABI_SYMBOL, HOST_ABI_VERSION
@@ -18,6 +24,9 @@ from workbench.run.runtimes.base import RuntimeFailure
 #: Bytes for the findings' JSON (the crate keeps 64 findings in full, each well under 1 KiB) and a
 #: traced invocation's records (up to 4096, about 120 bytes each; half the room when tracing).
 REPORT_BYTES = 1 << 20
+#: What starts the line a kernel's panic writes to stderr (gpu_kernel's `host/panic_line.rs`);
+#: JSON follows: {"file", "line", "column", "message"}.
+PANIC_MARK = "gpu_kernel panic: "
 
 
 class Launch(ctypes.Structure):
@@ -106,3 +115,26 @@ class LaunchRecord:
             if isinstance(index, int) and 0 <= index < len(buffers):
                 finding["name"] = buffers[index]
         return report
+
+
+def kernel_panic(lines: Iterable[str]) -> str | None:
+    """ "the kernel panicked at src/lib.rs:45:22: index 1536 is out of bounds (length 1024)" from a
+    dead worker's stderr lines (the first panic, when several workers panicked), or None."""
+    for line in lines:
+        _, mark, rest = line.partition(PANIC_MARK)
+        if not mark:
+            continue
+        try:
+            found = json.loads(rest)
+        except ValueError:
+            continue  # a cut line (the tail's limit): look on
+        if not isinstance(found, dict):
+            continue
+        message = "; ".join(
+            part.strip() for part in str(found.get("message", "")).splitlines() if part.strip()
+        )
+        where = ""
+        if isinstance(found.get("file"), str):
+            where = f" at {found['file']}:{found.get('line', '?')}:{found.get('column', '?')}"
+        return f"the kernel panicked{where}: {message or '(no message)'}"
+    return None

@@ -287,6 +287,8 @@ class RooflineTab(PlotTab):
             )
         if point.marks.check_failed:
             lines.append("✗ check failed: the throughput of a wrong result")
+        elif point.marks.disputed:
+            lines.append(f"⚠ {point.marks.disputed}")
         if point.marks.stale:
             lines.append(f"stale: {point.marks.stale_reason or 'kept from an earlier run'}")
         self.hover_text = "\n".join(lines)

@@ -374,6 +374,8 @@ class TimingTab(PlotTab):
                 text += f" · {1 / row.ratio:.3g}× faster than ref"
         if row.marks.check_failed:
             text += " · ✗ check failed"
+        elif row.marks.disputed:
+            text += " · ⚠ disputed"
         if row.marks.stale:
             text += " · stale"
         return text + (" ★" if row.fastest else "")

@@ -20,6 +20,7 @@
 
 mod exec;
 mod fiber;
+mod panic_line;
 #[cfg(feature = "sim")]
 mod report;
 #[cfg(feature = "sim")]
@@ -148,6 +149,7 @@ impl<'l> Kernel<'l> {
     /// # Safety
     /// `launch` is the runtime's launch record, valid for the call of the entry.
     pub unsafe fn new(launch: *mut Launch) -> Kernel<'l> {
+        panic_line::install(); // a panic's message and line reach the workbench (panic_line.rs)
         let launch = unsafe { &mut *launch };
         launch.report_len = 0;
         #[cfg(feature = "sim")]

@@ -1,0 +1,128 @@
+"""A reference that is not trusted blindly: the reduction example with the folding loop's
+`ctx.barrier()` removed (a race in the cpu reference's own code, which cpu-sim finds) and with a
+broken WGSL reference that cpu and cpu-sim outvote.
+
+Real builds and runs: `workbench run --json` and its table (cpu, cpu-sim and wgsl on llvmpipe),
+and the window's results table through the bridge. The correct backend's mismatch reads
+"disputed — …", never a plain "✗ no"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli
+from workbench.result_text import check_line, verdict_cell
+from workbench.ui.results_table import ResultsTable
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT_MS = 600_000
+SIZE = "n=131072"
+FOLD = "            scratch.set(tid, scratch.get(tid) + scratch.get(tid + stride));\n"
+LOOP_BARRIER = FOLD + "        }\n        ctx.barrier();\n"
+
+
+def racy_copy(example_copy) -> tuple[Path, int]:
+    """The reduction with its loop's barrier removed; the line of the racing fold."""
+    root = example_copy("reduction")
+    lib = root / "src" / "lib.rs"
+    text = lib.read_text()
+    assert text.count(LOOP_BARRIER) == 1
+    lib.write_text(text.replace(LOOP_BARRIER, FOLD + "        }\n"))
+    return root, text[: text.index(FOLD)].count("\n") + 1
+
+
+def run(root: Path, cache: Path, *extra: str, backends: str = "cpu,cpu-sim,wgsl") -> tuple[dict, str]:
+    """`workbench run --json` and the same run's table (`--no-record` unless `extra` names a --db)."""
+    record = [] if "--db" in extra else ["--no-record"]
+    args = ["run", root, "--backend", backends, "--size", SIZE, "--cache-dir", cache, *record, *extra]
+    done = cli(*args, "--json", timeout=600)
+    assert done.stdout, done.stderr
+    table = cli(*args, timeout=600).stdout
+    return {r["backend"]: r for r in json.loads(done.stdout)["results"]}, table
+
+
+def row_of(table: str, backend: str) -> str:
+    (row,) = [line for line in table.splitlines() if line.startswith(backend + " ")]
+    return row
+
+
+def test_a_racy_reference_disputes_the_correct_wgsl_in_json_and_the_table(
+    example_copy, shared_cache_dir, tmp_path
+):
+    root, line = racy_copy(example_copy)
+    db = tmp_path / "runs.db"
+    results, table = run(root, shared_cache_dir, "--db", db)
+    race = [f for f in results["cpu-sim"]["findings"]["findings"] if f["kind"] == "shared-race"]
+    assert race, results["cpu-sim"]["findings"]
+    wgsl = results["wgsl"]
+    assert wgsl["verified"] is False  # the comparison itself failed: that stays true
+    reason = f"the reference (cpu) has 1 race at src/lib.rs:{line}"
+    assert wgsl["check"]["disputed"] == reason, wgsl["check"]
+    assert "disputed" not in results["cpu-sim"]["check"]  # it agreed with the reference
+    row = row_of(table, "wgsl")
+    assert "⚠ disputed" in row and f"disputed — {reason}; first bad partial[" in row, table
+    assert "✗ no" not in row
+    # Later, without cpu-sim: the findings recorded for the same sources still dispute it.
+    later, table = run(root, shared_cache_dir, "--db", db, backends="cpu,wgsl")
+    assert later["wgsl"]["verified"] is False and later["wgsl"]["check"]["disputed"] == reason
+    assert "⚠ disputed" in row_of(table, "wgsl")
+
+
+def test_a_broken_wgsl_reference_is_outvoted_by_cpu_and_cpu_sim(example_copy, shared_cache_dir):
+    root = example_copy("reduction")
+    wgsl = root / "reference" / "reduction.wgsl"
+    text = wgsl.read_text()
+    assert text.count("partial[block] = scratch[0];") == 1
+    wgsl.write_text(text.replace("partial[block] = scratch[0];", "partial[block] = scratch[0] * 2.0;"))
+    results, table = run(root, shared_cache_dir, "--reference", "wgsl")
+    for backend in ("cpu", "cpu-sim"):
+        assert results[backend]["verified"] is False
+        assert results[backend]["check"]["disputed"] == "the reference (wgsl) is outvoted by 2 backends"
+        assert "⚠ disputed" in row_of(table, backend)
+
+
+@pytest.fixture
+def bridge(shared_cache_dir, tmp_path):
+    """The window's bridge as `ui/app.py` makes it, recording into the test's own database."""
+    from workbench.profile.sessions.recorder import SessionRecorder
+    from workbench.ui.bridge import ServiceBridge
+
+    bridge = ServiceBridge(cache_dir=shared_cache_dir, recorder=SessionRecorder(tmp_path / "sessions.db"))
+    bridge.set_sizes({"n": 131072})
+    yield bridge
+    bridge.shutdown()
+
+
+def test_the_window_shows_the_dispute_with_the_race_line(qtbot, make_widget, bridge, example_copy, tmp_path):
+    from workbench.profile.sessions.store import SessionStore
+
+    root, line = racy_copy(example_copy)
+    bridge.set_project(root)
+    table = make_widget(ResultsTable, bridge, show=True)
+    reason = f"the reference (cpu) has 1 race at src/lib.rs:{line}"
+
+    def shown(backends: list[str]) -> dict:
+        with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS):
+            bridge.start_run(backends, ["cpu", "wgpu:0"])
+        qtbot.waitUntil(lambda: len(table.row_texts()) == len(backends), timeout=TIMEOUT_MS)
+        wgsl = next(r for r in table.report.results if r.backend == "wgsl")
+        texts = {r["Backend"]: r for r in table.row_texts()}
+        assert texts["wgsl"]["Verified"] == verdict_cell(wgsl) == "⚠ disputed"
+        assert texts["wgsl"]["Check"] == check_line(wgsl)
+        assert check_line(wgsl).startswith(f"disputed — {reason}; ")
+        return texts
+
+    texts = shown(["cpu", "cpu-sim", "wgsl"])
+    assert "1 disputed" in table.caption.text() and texts["cpu-sim"]["Verified"] == "✓ yes"
+
+    def recorded() -> bool:
+        with SessionStore(tmp_path / "sessions.db") as store:
+            return bool(store.records(backend="cpu-sim"))
+
+    qtbot.waitUntil(recorded, timeout=TIMEOUT_MS)
+    # The next Run leaves cpu-sim out: the findings recorded for these sources still speak.
+    shown(["cpu", "wgsl"])
