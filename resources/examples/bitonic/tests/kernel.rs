@@ -27,7 +27,9 @@ fn sort(data: &mut [u32]) {
 }
 
 fn keys(n: usize) -> Vec<u32> {
-    (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 7).collect()
+    (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) >> 7)
+        .collect()
 }
 
 #[test]
@@ -59,7 +61,11 @@ fn n_not_a_multiple_of_the_workgroup_size() {
         if l > i && l < 300 {
             let (lo, hi) = (before[i].min(before[l]), before[i].max(before[l]));
             let ascending = i & 256 == 0;
-            assert_eq!((data[i], data[l]), if ascending { (lo, hi) } else { (hi, lo) }, "pair {i}");
+            assert_eq!(
+                (data[i], data[l]),
+                if ascending { (lo, hi) } else { (hi, lo) },
+                "pair {i}"
+            );
         } else if l >= 300 {
             assert_eq!(data[i], before[i], "key {i} has no partner below n");
         }

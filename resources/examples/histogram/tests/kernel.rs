@@ -27,7 +27,9 @@ fn expected(x: &[u32]) -> Vec<u32> {
 
 #[test]
 fn counts_every_value() {
-    let x: Vec<u32> = (0..65_536u32).map(|i| i.wrapping_mul(2_654_435_761) >> 5).collect();
+    let x: Vec<u32> = (0..65_536u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) >> 5)
+        .collect();
     assert_eq!(histogram(&x, 256, 16), expected(&x));
 }
 

@@ -6,21 +6,40 @@ use matmul::{matmul_blocked_body, matmul_body, MAX_TILE_ELEMENTS};
 
 /// C = A · B for A m × k and B k × n: workgroups of tile × tile, `per_thread` × `per_thread`
 /// elements of C each (1: the tiled form, 4: register blocking), as the manifest launches.
-fn matmul(a: &[f32], b: &[f32], m: usize, n: usize, k: usize, tile: usize, per_thread: usize) -> Vec<f32> {
+fn matmul(
+    a: &[f32],
+    b: &[f32],
+    m: usize,
+    n: usize,
+    k: usize,
+    tile: usize,
+    per_thread: usize,
+) -> Vec<f32> {
     let mut c = vec![0.0f32; m * n];
     let edge = tile * per_thread;
-    let grid = Grid::new([n.div_ceil(edge) as u32, m.div_ceil(edge) as u32, 1], [tile as u32, tile as u32, 1]);
+    let grid = Grid::new(
+        [n.div_ceil(edge) as u32, m.div_ceil(edge) as u32, 1],
+        [tile as u32, tile as u32, 1],
+    );
     let (ab, bb, cb) = (grid.input(a), grid.input(b), grid.output(&mut c));
     let (m, n, k) = (m as u32, n as u32, k as u32);
     // One closure per form: an unoptimized build gives a body's frame room for everything it
     // inlines, and a fiber's stack is 128 KiB (docs/kernel-tests.md).
     match per_thread {
         4 => grid.run(|ctx| {
-            let (a_tile, b_tile) = (ctx.shared::<f32, MAX_TILE_ELEMENTS>(), ctx.shared::<f32, MAX_TILE_ELEMENTS>());
-            matmul_blocked_body::<4, MAX_TILE_ELEMENTS>(ctx, tile, m, n, k, ab, bb, cb, a_tile, b_tile)
+            let (a_tile, b_tile) = (
+                ctx.shared::<f32, MAX_TILE_ELEMENTS>(),
+                ctx.shared::<f32, MAX_TILE_ELEMENTS>(),
+            );
+            matmul_blocked_body::<4, MAX_TILE_ELEMENTS>(
+                ctx, tile, m, n, k, ab, bb, cb, a_tile, b_tile,
+            )
         }),
         _ => grid.run(|ctx| {
-            let (a_tile, b_tile) = (ctx.shared::<f32, MAX_TILE_ELEMENTS>(), ctx.shared::<f32, MAX_TILE_ELEMENTS>());
+            let (a_tile, b_tile) = (
+                ctx.shared::<f32, MAX_TILE_ELEMENTS>(),
+                ctx.shared::<f32, MAX_TILE_ELEMENTS>(),
+            );
             matmul_body::<MAX_TILE_ELEMENTS>(ctx, tile, m, n, k, ab, bb, cb, a_tile, b_tile)
         }),
     }
@@ -39,7 +58,9 @@ fn expected(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
 }
 
 fn matrix(rows: usize, cols: usize, seed: usize) -> Vec<f32> {
-    (0..rows * cols).map(|i| ((i * 7 + seed) % 13) as f32 / 4.0 - 1.5).collect()
+    (0..rows * cols)
+        .map(|i| ((i * 7 + seed) % 13) as f32 / 4.0 - 1.5)
+        .collect()
 }
 
 #[test]

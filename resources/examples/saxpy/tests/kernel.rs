@@ -12,7 +12,9 @@ fn saxpy(n: usize, block: usize, vector: usize) -> (Vec<f32>, Vec<f32>) {
     let grid = Grid::new([groups, 1, 1], [block as u32, 1, 1]);
     let (xb, yb) = (grid.input(&x), grid.output(&mut y));
     grid.run(|ctx| saxpy_body(ctx, block, vector, n as u32, 2.5, xb, yb));
-    let expected = (0..n).map(|i| 2.5 * (i as f32 * 0.5) + (1.0 - i as f32)).collect();
+    let expected = (0..n)
+        .map(|i| 2.5 * (i as f32 * 0.5) + (1.0 - i as f32))
+        .collect();
     (y, expected)
 }
 

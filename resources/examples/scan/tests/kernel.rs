@@ -25,7 +25,12 @@ fn scan(x: &[u32]) -> (Vec<u32>, Vec<u32>) {
 }
 
 fn expected(x: &[u32]) -> Vec<u32> {
-    x.iter().scan(0u32, |acc, v| { *acc = acc.wrapping_add(*v); Some(*acc) }).collect()
+    x.iter()
+        .scan(0u32, |acc, v| {
+            *acc = acc.wrapping_add(*v);
+            Some(*acc)
+        })
+        .collect()
 }
 
 #[test]

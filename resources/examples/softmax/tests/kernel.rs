@@ -23,7 +23,9 @@ fn close(a: f32, b: f32) -> bool {
 #[test]
 fn rows_sum_to_one_and_follow_exp() {
     let (rows, cols) = (3, 1024);
-    let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 101) as f32 / 25.0 - 2.0).collect();
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 37) % 101) as f32 / 25.0 - 2.0)
+        .collect();
     let y = softmax(&x, rows, cols);
     for r in 0..rows {
         let row = &x[r * cols..(r + 1) * cols];
@@ -31,7 +33,11 @@ fn rows_sum_to_one_and_follow_exp() {
         let total: f64 = row.iter().map(|v| ((v - max) as f64).exp()).sum();
         for (j, v) in row.iter().enumerate() {
             let expected = (((v - max) as f64).exp() / total) as f32;
-            assert!(close(y[r * cols + j], expected), "row {r} column {j}: {} vs {expected}", y[r * cols + j]);
+            assert!(
+                close(y[r * cols + j], expected),
+                "row {r} column {j}: {} vs {expected}",
+                y[r * cols + j]
+            );
         }
     }
 }

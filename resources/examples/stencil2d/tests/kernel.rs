@@ -29,7 +29,9 @@ fn expected(x: &[f32], width: usize, height: usize) -> Vec<f32> {
 }
 
 fn field(width: usize, height: usize) -> Vec<f32> {
-    (0..width * height).map(|i| ((i * 31) % 97) as f32).collect()
+    (0..width * height)
+        .map(|i| ((i * 31) % 97) as f32)
+        .collect()
 }
 
 #[test]

@@ -8,7 +8,10 @@ use transpose::{transpose_body, TILE_ELEMENTS};
 /// tile × rows invocations.
 fn transpose(a: &[f32], m: usize, n: usize, tile: usize, pad: usize, rows: usize) -> Vec<f32> {
     let mut b = vec![0.0f32; m * n];
-    let grid = Grid::new([n.div_ceil(tile) as u32, m.div_ceil(tile) as u32, 1], [tile as u32, rows as u32, 1]);
+    let grid = Grid::new(
+        [n.div_ceil(tile) as u32, m.div_ceil(tile) as u32, 1],
+        [tile as u32, rows as u32, 1],
+    );
     let (ab, bb) = (grid.input(a), grid.output(&mut b));
     grid.run(|ctx| {
         let t = ctx.shared::<f32, TILE_ELEMENTS>();

@@ -23,7 +23,11 @@ fn each_workgroup_sums_its_elements() {
     let x: Vec<f32> = (0..4 * PER_BLOCK).map(|i| (i % 5) as f32).collect();
     let partial = partials(&x);
     for (k, p) in partial.iter().enumerate() {
-        assert_eq!(*p, x[k * PER_BLOCK..(k + 1) * PER_BLOCK].iter().sum::<f32>(), "workgroup {k}");
+        assert_eq!(
+            *p,
+            x[k * PER_BLOCK..(k + 1) * PER_BLOCK].iter().sum::<f32>(),
+            "workgroup {k}"
+        );
     }
 }
 

@@ -16,7 +16,10 @@ fn blank(x: &mut [f32], block: usize) {
 fn every_element_updated() {
     let mut x: Vec<f32> = (0..1024).map(|i| i as f32).collect();
     blank(&mut x, 256);
-    assert!(x.iter().enumerate().all(|(i, v)| *v == 2.0 * i as f32 + 1.0));
+    assert!(x
+        .iter()
+        .enumerate()
+        .all(|(i, v)| *v == 2.0 * i as f32 + 1.0));
 }
 
 #[test]
