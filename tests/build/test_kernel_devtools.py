@@ -213,3 +213,19 @@ def test_the_harness_own_tests_pass_with_the_sim_feature(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "test result: ok. 4 passed" in done.stdout
+
+
+# --------------------------------------------------------------------------------------- doctor
+def test_doctor_lists_rustfmt_and_clippy_with_the_readme_hints():
+    from tests.test_cli_doctor import readme_hints  # README's table, as doctor's own test reads it
+    from workbench.build.install_hints import TOOL_HINTS
+
+    rows = readme_hints()
+    assert {tool: rows.get(tool) for tool in ("rustfmt", "clippy")} == {
+        t: TOOL_HINTS[t] for t in ("rustfmt", "clippy")
+    }
+    out = cli("doctor", "--json", env={"WB_CARGO_CLIPPY": "/nonexistent/cargo-clippy"})
+    tools = {t["tool"]: t for t in json.loads(out.stdout)["tools"]}
+    assert tools["clippy"]["found"] is False and tools["clippy"]["hint"] == TOOL_HINTS["clippy"]
+    if host_rust.rustfmt():
+        assert tools["rustfmt"]["found"] and tools["rustfmt"]["version"].startswith("rustfmt ")

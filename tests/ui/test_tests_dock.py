@@ -159,3 +159,47 @@ def test_format_on_save_when_the_setting_is_on(make_window, tmp_path):
     editor.document().setModified(True)
     assert window.editor_tabs.save(editor)
     assert "let n = n as usize;" in lib.read_text()
+
+
+CLIPPY_BAIT = """
+/// Sums a vector by index (clippy: needless_range_loop).
+pub fn by_index(v: &[f32]) -> f32 {
+    let mut s = 0.0;
+    for i in 0..v.len() {
+        s += v[i];
+    }
+    s
+}
+"""
+
+
+def test_a_save_builds_then_lints_and_reruns_the_tests_in_the_background(make_window, tmp_path, qtbot):
+    project = tmp_path / "saxpy"
+    shutil.copytree(EXAMPLES / "saxpy", project, ignore=shutil.ignore_patterns("target"))
+    lib = project / "src" / "lib.rs"
+    window = make_window(project, panels=("build",))
+    window.bridge.set_sizes({"n": 4096})
+    window.bridge.set_backends(["cpu"])
+    assert window.hot_reload_action.isChecked()
+    editor = window.editor_tabs.open_file(lib)
+    editor.load_text(editor.text() + CLIPPY_BAIT)
+    editor.document().setModified(True)
+    with qtbot.waitSignal(window.bridge.buildFinished, timeout=600_000):
+        assert window.editor_tabs.save(editor)
+    bait = line_of(lib, "for i in 0..v.len()")
+
+    def lint_rows():
+        return [r for r in window.panels["build"].diagnostic_rows() if r["backend"] == "clippy"]
+
+    # clippy after the build, and the tests after the build, both in child processes.
+    qtbot.waitUntil(
+        lambda: any(r["location"].startswith(f"src/lib.rs:{bait}:") for r in lint_rows()), timeout=600_000
+    )
+    assert any("clippy::needless_range_loop" in r["message"] for r in lint_rows())
+    assert any(d.get("backend") == "clippy" for d in editor.diagnostics_at_line(bait))
+    panel = window.dev_loop.tests
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 3 and not panel.job.running(), timeout=600_000)
+    assert {row["State"] for row in panel.model.rows()} == {"passed"}
+    qtbot.waitUntil(
+        lambda: not window.bridge.busy and not window.dev_loop.lint_job.running(), timeout=600_000
+    )
