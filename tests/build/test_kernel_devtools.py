@@ -229,3 +229,44 @@ def test_doctor_lists_rustfmt_and_clippy_with_the_readme_hints():
     assert tools["clippy"]["found"] is False and tools["clippy"]["hint"] == TOOL_HINTS["clippy"]
     if host_rust.rustfmt():
         assert tools["rustfmt"]["found"] and tools["rustfmt"]["version"].startswith("rustfmt ")
+
+
+PANICS = """use gpu_kernel::testing::Grid;
+
+#[test]
+fn asserts_after_a_barrier() {
+    let grid = Grid::new([1, 1, 1], [64, 1, 1]);
+    grid.run(|ctx| {
+        ctx.barrier();
+        assert!(ctx.local_id_x() < 10, "invocation {} too far", ctx.local_id_x());
+    });
+}
+
+#[test]
+fn asserts_before_any_barrier() {
+    let grid = Grid::new([1, 1, 1], [64, 1, 1]);
+    grid.run(|ctx| {
+        assert!(ctx.local_id_x() < 10, "invocation {} too far", ctx.local_id_x());
+    });
+}
+"""
+
+
+@needs_cargo
+def test_a_panic_in_a_kernel_body_is_at_its_line_even_when_it_aborts(tmp_path, shared_cache_dir):
+    """After a barrier a body runs on a fiber: its panic aborts the test process. The crashed test
+    is run again alone, so its assertion's line is known, and the test beside it keeps its own."""
+    project = tmp_path / "blank"
+    shutil.copytree(TEMPLATE, project, ignore=shutil.ignore_patterns("target"))
+    panics = project / "tests" / "panics.rs"
+    panics.write_text(PANICS)
+    out = cli("test", project, "--json", "--cache-dir", shared_cache_dir)
+    assert out.returncode == 1
+    by_id = {t["id"]: t for t in json.loads(out.stdout)["tests"]}
+    after, before = by_id["panics::asserts_after_a_barrier"], by_id["panics::asserts_before_any_barrier"]
+    assert after["status"] == "crashed" and "invocation 10 too far" in after["message"]
+    assert before["status"] == "failed" and "too far" in (before["message"] + before["output"])
+    line = [k for k, ln in enumerate(PANICS.splitlines(), 1) if "assert!" in ln]
+    assert [(d["file"], d["line"]) for d in after["diagnostics"]] == [("tests/panics.rs", line[0])]
+    assert [(d["file"], d["line"]) for d in before["diagnostics"]] == [("tests/panics.rs", line[1])]
+    assert by_id["kernel::every_element_updated"]["status"] == "passed"

@@ -258,12 +258,27 @@ def run_tests(cases: list[TestCase], crate_dir: Path, root: Path, only: str | No
 
 def _run_binary(binary: str, group: list[TestCase], crate_dir: Path, root: Path, one: bool,
                 timeout_s: float, check) -> None:  # fmt: skip
-    names = {c.name: c for c in group}
     cmd = [binary, *LIBTEST_JSON, "--report-time"]
     if one:
         cmd += [group[0].name, "--exact"]
+    _stream(cmd, group, crate_dir, timeout_s, check)
+    # A crash (a panic inside a fiber aborts: it cannot unwind through the stack switch) takes
+    # every test running beside it, and the captured output with it: each is run again alone,
+    # its output not captured, so the one that crashed has its panic's message and line and the
+    # others their own outcome.
+    for case in [c for c in group if c.status == "crashed"]:
+        alone = [binary, *LIBTEST_JSON, case.name, "--exact", "--nocapture", "--test-threads", "1"]
+        _stream(alone, [case], crate_dir, timeout_s, check)
+    for case in group:
+        if case.status in ("failed", "timed out", "crashed"):
+            case.diagnostics = failure_diagnostics(case, crate_dir, root)
+
+
+def _stream(cmd: list[str], group: list[TestCase], crate_dir: Path, timeout_s: float, check) -> None:
+    """Run one test binary under `timeout_s`, its JSON events filling in `group`'s cases."""
+    names = {c.name: c for c in group}
     started: dict[str, float] = {}
-    stderr: list[str] = []
+    loose: list[str] = []  # what the binary printed outside its events: stderr, uncaptured output
     deadline = time.monotonic() + timeout_s
 
     def limited() -> None:
@@ -272,20 +287,20 @@ def _run_binary(binary: str, group: list[TestCase], crate_dir: Path, root: Path,
             raise TimeoutError
 
     def on_line(stream: str, line: str) -> None:
-        if stream == "stderr":
-            stderr.append(line)
+        event = _event(line) if stream == "stdout" else {}
+        if not event:
+            loose.append(line)
             return
-        event = _event(line)
         case = names.get(event.get("name", "")) if event.get("type") == "test" else None
         if case is None:
             return
         what = event.get("event")
         if what == "started":
             started[case.name] = time.monotonic()
-            case.status = "running"
+            case.status, case.output, case.message = "running", "", ""
             return
         case.seconds = event.get("exec_time")
-        case.output = event.get("stdout") or ""
+        case.output = event.get("stdout") or "\n".join(loose)
         case.status = {"ok": "passed", "failed": "failed", "ignored": "ignored"}.get(what, what or "")
         if case.status == "failed":
             case.message = event.get("message") or _why(case.output)
@@ -298,18 +313,21 @@ def _run_binary(binary: str, group: list[TestCase], crate_dir: Path, root: Path,
     except TimeoutError:
         timed_out = True
     for case in group:
-        if case.status == "running":
-            if timed_out:
-                case.status = "timed out"
-                case.message = f"still running after {timeout_s:g} s: stopped"
-            else:
-                case.status = "crashed"
-                tail = " ".join(ln.strip() for ln in stderr[-3:] if ln.strip())
-                case.message = f"the test process died ({_signal(returncode)}){': ' + tail if tail else ''}"
-                case.output = "\n".join(stderr[-200:])
-            case.seconds = time.monotonic() - started.get(case.name, time.monotonic())
-        if case.status in ("failed", "timed out", "crashed"):
-            case.diagnostics = failure_diagnostics(case, crate_dir, root)
+        if case.status == "failed" and not case.output.strip():
+            # Not captured (--nocapture): its panic went to stderr, read on a pipe of its own.
+            case.output = "\n".join(loose[-200:])
+            case.message = case.message or _why(case.output)
+        if case.status != "running":
+            continue
+        case.seconds = time.monotonic() - started.get(case.name, time.monotonic())
+        case.output = "\n".join(loose[-200:])
+        if timed_out:
+            case.status = "timed out"
+            case.message = f"still running after {timeout_s:g} s: stopped"
+        else:
+            case.status = "crashed"
+            why = _why(case.output) if _PANIC.search(case.output) else ""
+            case.message = f"the test process died ({_signal(returncode)})" + (f": {why}" if why else "")
 
 
 def _signal(returncode: int | None) -> str:
