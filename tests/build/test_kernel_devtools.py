@@ -91,7 +91,7 @@ def test_lint_reports_a_clippy_lint_at_its_line_with_its_name_and_link(example_c
     lib.write_text(lib.read_text() + CLIPPY_BAIT)
     line = line_of(lib, "for i in 0..v.len()")
     out = cli("lint", project, "--json", "--cache-dir", shared_cache_dir)
-    assert out.returncode == 1, out.stderr
+    assert out.returncode == 0, out.stderr  # warnings, as cargo clippy's exit status says
     report = json.loads(out.stdout)
     lints = [d for d in report["diagnostics"] if d["code"] == "clippy::needless_range_loop"]
     assert [(d["file"], d["line"]) for d in lints] == [("src/lib.rs", line)]  # both passes: one lint
@@ -101,6 +101,16 @@ def test_lint_reports_a_clippy_lint_at_its_line_with_its_name_and_link(example_c
 
     text = cli("lint", project, "--cache-dir", shared_cache_dir)
     assert f"src/lib.rs:{line}:" in text.stdout
+
+    # A lint denied in the crate is an error: the exit status says so.
+    lib.write_text("#![deny(clippy::needless_range_loop)]\n" + lib.read_text())
+    denied = cli("lint", project, "--json", "--cache-dir", shared_cache_dir)
+    assert denied.returncode == 1
+    assert [
+        d["severity"]
+        for d in json.loads(denied.stdout)["diagnostics"]
+        if d["code"] == "clippy::needless_range_loop"
+    ] == ["error"]
     assert "index.html#needless_range_loop" in text.stdout
 
 

@@ -1,8 +1,9 @@
 """`workbench lint PROJECT [--json]`: clippy on the kernel crate, as the window's lints.
 
 Each lint is printed at its line with its name and documentation link (`build/clippy.py` says
-which clippy, features and target dir). Exit status: 0 without lints, 1 with any (or a crate
-that does not compile), 2 when clippy is missing (one line saying how to install it).
+which clippy, features and target dir). Exit status, as `cargo clippy`'s: 0 when the crate
+compiles and no lint is an error (warnings are printed, `-D`-style errors are not allowed), 1
+otherwise, 2 when clippy is missing (one line saying how to install it).
 """
 
 from __future__ import annotations
@@ -55,4 +56,5 @@ def run(args) -> int:
         if not outcome.ok and not outcome.diagnostics:
             print("\n".join(outcome.log[-40:]), file=sys.stderr)
         print(f"{len(outcome.diagnostics)} lint(s) in {outcome.seconds:.1f} s")
-    return EXIT_OK if outcome.ok and not outcome.diagnostics else EXIT_FAILED
+    errors = [d for d in outcome.diagnostics if d.severity == "error"]
+    return EXIT_OK if outcome.ok and not errors else EXIT_FAILED
