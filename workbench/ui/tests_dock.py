@@ -16,7 +16,6 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 from workbench.ui import theme
 from workbench.ui.child_job import ChildJob
 from workbench.ui.editor.code_editor import editor_font
+from workbench.ui.layout_fit import ElidedLabel
 
 #: The source the window files test failures under (the build panel's backend column).
 SOURCE = "tests"
@@ -160,7 +160,7 @@ class TestsPanel(QWidget):
         self.run_one_button.clicked.connect(self.run_selected)
         self.stop_button = QPushButton("Stop")
         self.stop_button.clicked.connect(self.stop)
-        self.summary = QLabel("Tests: not run yet")
+        self.summary = ElidedLabel("Tests: not run yet")  # one line: it never widens the dock
         buttons = QHBoxLayout()
         for w in (self.run_all_button, self.run_one_button, self.stop_button):
             buttons.addWidget(w)
@@ -184,6 +184,10 @@ class TestsPanel(QWidget):
         self.output.setFont(editor_font())
         self.output.setPlaceholderText("The selected test's captured output")
 
+        # The dock shares the bottom row with the build panel and the results: its minimum width
+        # must not take room from them (tests/ui/test_layout.py).
+        for widget in (self.view, self.output):
+            widget.setMinimumWidth(60)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.view)
         split.addWidget(self.output)
