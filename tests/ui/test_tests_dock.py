@@ -203,3 +203,14 @@ def test_a_save_builds_then_lints_and_reruns_the_tests_in_the_background(make_wi
     qtbot.waitUntil(
         lambda: not window.bridge.busy and not window.dev_loop.lint_job.running(), timeout=600_000
     )
+
+
+def test_the_service_bridge_has_what_the_dev_loop_uses():
+    import typing
+
+    from workbench.ui.bridge import ServiceBridge
+    from workbench.ui.dev_loop import DevLoopBridge
+
+    assert {
+        name for name in typing.get_type_hints(DevLoopBridge) if not hasattr(ServiceBridge, name)
+    } == set()

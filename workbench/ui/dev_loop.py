@@ -13,8 +13,9 @@ from __future__ import annotations
 import difflib
 import logging
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
-from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer, SignalInstance
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QDockWidget
 
@@ -27,6 +28,14 @@ log = logging.getLogger(__name__)
 #: How long after the last save (and the build it started) the tests rerun.
 TESTS_DEBOUNCE_MS = 1000
 LINT_LIMIT_S = 600.0
+
+
+@runtime_checkable
+class DevLoopBridge(Protocol):
+    """The bridge members the dev loop uses (`ServiceBridge` has them: tests/ui/test_tests_dock.py)."""
+
+    buildFinished: SignalInstance
+    busy: bool
 
 
 def apply_text(editor, new: str) -> bool:
@@ -181,8 +190,8 @@ class DevLoop(QObject):
         self._tests_timer.start()
 
     def _tests_time(self) -> None:
-        bridge = self.window.bridge
-        if bridge is not None and getattr(bridge, "busy", False):
+        bridge: DevLoopBridge | None = self.window.bridge
+        if bridge is not None and bridge.busy:
             return  # the build the save started: buildFinished restarts the timer
         if self.tests.run_tests():
             self._tests_due = False
