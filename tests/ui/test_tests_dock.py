@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, QTimer
 
 from tests.conftest import EXAMPLES, REPO
 from workbench.build.adapters import host_rust
+from workbench.trust_store import set_trusted
 from workbench.ui import tests_dock
 
 pytestmark = pytest.mark.skipif(not host_rust.cargo(), reason="no cargo installed")
@@ -203,6 +204,16 @@ def test_a_save_builds_then_lints_and_reruns_the_tests_in_the_background(make_wi
     qtbot.waitUntil(
         lambda: not window.bridge.busy and not window.dev_loop.lint_job.running(), timeout=600_000
     )
+
+    # Another project: the last one's tests and their diagnostics are gone.
+    other = tmp_path / "blank"
+    shutil.copytree(
+        REPO / "resources" / "templates" / "blank", other, ignore=shutil.ignore_patterns("target")
+    )
+    set_trusted(other)
+    assert window.open_project(other)
+    assert panel.model.rowCount() == 0
+    assert not [r for r in window.panels["build"].diagnostic_rows() if r["backend"] in ("clippy", "tests")]
 
 
 def test_the_service_bridge_has_what_the_dev_loop_uses():

@@ -35,6 +35,7 @@ class DevLoopBridge(Protocol):
     """The bridge members the dev loop uses (`ServiceBridge` has them: tests/ui/test_tests_dock.py)."""
 
     buildFinished: SignalInstance
+    projectChanged: SignalInstance
     busy: bool
 
 
@@ -122,6 +123,18 @@ class DevLoop(QObject):
         tabs.saved.connect(self._on_saved)
         if window.bridge is not None:
             window.bridge.buildFinished.connect(self._on_build_finished)
+            window.bridge.projectChanged.connect(self._on_project)
+        self._root = None
+
+    def _on_project(self, project) -> None:
+        """Another project (not the same one re-read): the last one's lints and tests go."""
+        root = project.root if project is not None else None
+        if root == self._root:
+            return
+        self._root = root
+        self.lint_job.stop()
+        self._lint_again = self._tests_due = False
+        self.tests.clear()
 
     # ------------------------------------------------------------------ format
     def format_current(self) -> bool:

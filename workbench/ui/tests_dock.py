@@ -297,5 +297,15 @@ class TestsPanel(QWidget):
         if file:
             self.openLocation.emit(str(file), int(line or 1), 1)
 
+    def clear(self) -> None:
+        """Another project: no run, no rows, no diagnostics of the last one's."""
+        self.job.stop()
+        self._again = None
+        self.model.set_tests([])
+        self.output.clear()
+        self.summary.setText("Tests: not run yet")
+        self.diagnosticsChanged.emit([])
+        self._update_buttons()
+
     def shutdown(self) -> None:
         self.job.stop()
