@@ -5,7 +5,9 @@ bundled examples."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -62,6 +64,18 @@ def test_fmt_reports_a_syntax_error_at_its_line_and_leaves_the_file(example_copy
     assert (diag["file"], diag["line"], diag["backend"]) == ("src/lib.rs", line, "rustfmt")
     assert "expected expression" in diag["message"]
     assert lib.read_text() == before
+
+
+@needs_rustfmt
+def test_fmt_names_a_file_that_is_not_utf8_and_formats_the_others(example_copy):
+    project = example_copy("saxpy")
+    (project / "tests" / "latin1.rs").write_bytes("// caf\xe9\n".encode("latin-1"))
+    out = cli("fmt", project, "--json")
+    assert out.returncode == 1
+    report = json.loads(out.stdout)
+    assert [(d["file"], d["backend"]) for d in report["diagnostics"]] == [("tests/latin1.rs", "rustfmt")]
+    assert "UTF-8" in report["diagnostics"][0]["message"]
+    assert report["changed"] == ["src/lib.rs"]  # the example's own source, as rustfmt writes it
 
 
 def test_fmt_without_rustfmt_says_so_in_one_line(example_copy):
@@ -212,14 +226,12 @@ def test_list_names_each_test_at_its_function(example_copy, shared_cache_dir):
 def test_the_harness_own_tests_pass_with_the_sim_feature(tmp_path):
     """gpu_kernel::testing's own tests: a clean launch, a seeded race found at its line, an
     out-of-bounds index and a divergent barrier failing the launch."""
-    import subprocess
-
     crate = tmp_path / "gpu_kernel"
     shutil.copytree(REPO / "resources" / "crates" / "gpu_kernel", crate)
     env = {"RUSTC": host_rust.rustc(), "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(tmp_path / "target")}
     done = subprocess.run(
         [host_rust.cargo(), "test", "--offline", "--lib", "--features", "sim", "testing::"],
-        cwd=crate, capture_output=True, text=True, timeout=600, env={**__import__("os").environ, **env},
+        cwd=crate, capture_output=True, text=True, timeout=600, env={**os.environ, **env},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "test result: ok. 4 passed" in done.stdout

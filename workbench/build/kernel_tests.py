@@ -19,6 +19,7 @@ Doc tests are not run (rustdoc's own harness; the kernel tests are `#[test]` fun
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -78,8 +79,6 @@ class TestCase:
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    import os
-
     env = dict(os.environ)
     # RUST_BACKTRACE=0: a failure's output is its message and findings, not the runtime's frames.
     env.update({"CARGO_TERM_COLOR": "never", "CARGO_TERM_PROGRESS_WHEN": "never", "RUSTC_BOOTSTRAP": "1",

@@ -131,7 +131,13 @@ def format_crate(crate_dir: Path, root: Path, write: bool) -> ProjectFormat:
     edition = edition_of(crate_dir)
     results = []
     for path in crate_sources(crate_dir):
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:  # rustfmt reads UTF-8 only: say which file
+            results.append(Formatted(path, None, diagnostics=[
+                Diagnostic("error", f"cannot read it as UTF-8 text: {exc}", file=_rel(path, root), backend=SOURCE)
+            ]))  # fmt: skip
+            continue
         result = format_text(text, path, root, edition)
         if write and result.changed and result.text is not None:
             path.write_text(result.text, encoding="utf-8")
