@@ -66,6 +66,30 @@ install_system_packages() {
   fi
 }
 
+# rustfmt and clippy (`workbench fmt` / `lint`, the window's Format and lints; docs/kernel-tests.md):
+# rustup's components where rustup has a toolchain; else Debian's rustfmt (it needs only libc). Debian
+# has no clippy for rustc-web (its rust-clippy is 1.63's): a note says how to get one. Offline, a
+# failed `rustup component add` is a note, not an error.
+install_rust_tools() {
+  if command -v rustup >/dev/null 2>&1 && rustup show active-toolchain >/dev/null 2>&1; then
+    local component missing=()
+    for component in rustfmt clippy; do
+      rustup component list --installed 2>/dev/null | grep -q "^$component" || missing+=("$component")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+      echo "Adding rustup components: ${missing[*]}"
+      rustup component add "${missing[@]}" || echo "note: could not add ${missing[*]} (offline?)" >&2
+    fi
+    return
+  fi
+  if ! command -v rustfmt >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+    echo "Installing system packages: rustfmt"
+    apt-get install -y -qq --no-install-recommends rustfmt >/dev/null || echo "note: could not install rustfmt" >&2
+  fi
+  command -v cargo-clippy >/dev/null 2>&1 ||
+    echo "note: no clippy (workbench lint): rustup component add clippy (rustup from https://rustup.rs)" >&2
+}
+
 setup_venv() {
   local stamp=.venv/.workbench-installed want
   want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
@@ -91,6 +115,7 @@ private_runtime_dir() {
 }
 
 install_system_packages
+install_rust_tools
 setup_venv
 private_runtime_dir
 export PYDEVD_DISABLE_FILE_VALIDATION=1

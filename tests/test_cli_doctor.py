@@ -28,7 +28,7 @@ def report():
 
 
 def test_json_has_toolchains_and_devices(report):
-    assert set(report) == {"toolchains", "devices"}
+    assert set(report) == {"toolchains", "tools", "devices"}  # tools: rustfmt, clippy (build/rust_tools.py)
     toolchains = {t["backend"]: t for t in report["toolchains"]}
     assert set(toolchains) == {"cpu", "cpu-sim", "nvptx", "rust-gpu", "rust-cuda", "cuda-c", "wgsl"}
     for t in toolchains.values():

@@ -38,3 +38,15 @@ CUDA_RUNTIME_HINT = (
     "an NVIDIA driver, the CUDA toolkit, then CUDA_ROOT=/usr/local/cuda .venv/bin/pip install -e "
     "'.[cuda]' (pycuda builds from source)"
 )
+
+#: Rust's own tools the edit loop uses (`workbench fmt`, `lint`, `test`; the window's Format action,
+#: lints and Tests dock): what to install when one is missing. Set-up installs them where it can
+#: (packaging/bootstrap.sh); each action that needs a missing one says so in one line.
+TOOL_HINTS = {
+    "rustfmt": "rustup component add rustfmt (rustup from https://rustup.rs), or apt-get install rustfmt",
+    "clippy": (
+        "rustup component add clippy (rustup from https://rustup.rs); Debian's rust-clippy belongs to "
+        "its older rustc, not to rustc-web"
+    ),
+    "cargo": TOOLCHAIN_HINTS["cpu"],
+}

@@ -30,6 +30,9 @@ COMMANDS = {
     "new": "new",
     "trust": "trust",
     "ir": "ir",
+    "fmt": "fmt",
+    "lint": "lint",
+    "test": "test",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -21,12 +21,13 @@ def collect() -> dict:
     """The doctor report as plain data: {"toolchains": [...], "devices": {...}}, plus
     "hosts": {name: {"url", "devices"}} when GPU hosts are configured (`workbench hosts`)."""
     from workbench.build import detect_toolchains
+    from workbench.build.rust_tools import detect_tools
     from workbench.remote.hosts import HostStore
     from workbench.remote.probe import host_devices
     from workbench.run.devices import list_devices
 
     toolchains = [t.to_dict() for t in detect_toolchains()]
-    report = {"toolchains": toolchains, "devices": list_devices()}
+    report = {"toolchains": toolchains, "tools": detect_tools(), "devices": list_devices()}
     hosts = HostStore().load()
     if hosts:
         report["hosts"] = {
@@ -52,6 +53,14 @@ def run(args) -> int:
                 print(
                     f"  {'':<10}         missing: {', '.join(missing) if isinstance(missing, list) else missing}"
                 )
+            print(f"  {'':<10}         install: {t['hint']}")
+    print("\nRust tools")
+    for t in report["tools"]:  # rustfmt, clippy (build/rust_tools.py)
+        print(
+            f"  {t['tool']:<10} {'found  ' if t['found'] else 'missing'} "
+            + (f"{t['version']}  ({t['path']})" if t["found"] else "")
+        )
+        if not t["found"]:
             print(f"  {'':<10}         install: {t['hint']}")
     print("\nDevices")
     for runtime, group in report["devices"].items():

@@ -418,6 +418,13 @@ class BuildPanel(QWidget):
             self._add_diagnostic(MANIFEST_SOURCE, diagnostic)
         self._update_summary()
 
+    def show_source_diagnostics(self, source: str, diagnostics: list) -> None:
+        """Rows of a source that is not a build (rustfmt, clippy, tests), replacing its last."""
+        self._clear_diagnostics(source)
+        for diagnostic in diagnostics:
+            self._add_diagnostic(source, diagnostic)
+        self._update_summary()
+
     def _on_run_finished(self, report: Any) -> None:
         """cpu-sim's findings (races, bad indexes, divergence) as rows at their Rust lines,
         replacing the last run's that checked."""

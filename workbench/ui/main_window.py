@@ -32,6 +32,7 @@ from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
 from workbench.trust_store import is_bundled, is_declined, is_trusted, set_trusted
+from workbench.ui.dev_loop import DevLoop
 from workbench.ui.editor import EditorTabs
 from workbench.ui.layout_fit import ElidedLabel
 from workbench.ui.new_project import NewProjectDialog
@@ -129,6 +130,7 @@ class MainWindow(QMainWindow):
         self._make_toolbar()
         self._make_status_bar()
         self._connect()
+        self.dev_loop = DevLoop(self)  # Format, lints after a build, the Tests dock (issue 39)
         self._default_state = self.saveState(LAYOUT_VERSION)
         self._restore_layout()
         self._hide_stray_tab_bars()  # a restored layout's, too
@@ -598,6 +600,13 @@ class MainWindow(QMainWindow):
         self._diagnostics[MANIFEST_SOURCE] = list(diagnostics)
         self._show_diagnostics()
 
+    def show_source_diagnostics(self, source: str, diagnostics: list[dict]) -> None:
+        """Diagnostics of rustfmt, clippy or the tests (`dev_loop`), replacing that source's last."""
+        self._diagnostics[source] = list(diagnostics)
+        self._show_diagnostics()
+        if hasattr(self.panels.get("build"), "show_source_diagnostics"):
+            self.panels["build"].show_source_diagnostics(source, diagnostics)
+
     def _show_diagnostics(self) -> None:
         if self.project is not None:
             merged = [d for diags in self._diagnostics.values() for d in diags]
@@ -760,6 +769,7 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         self.files_watch.stop()
+        self.dev_loop.shutdown()
         self.editor_tabs.shutdown()
         for key, panel in self.panels.items():
             if key != "project" and hasattr(panel, "shutdown"):

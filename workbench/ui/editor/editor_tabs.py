@@ -90,6 +90,7 @@ class EditorTabs(QWidget):
         self.font_size = font_size
         self.read_only = False
         self.diagnostics: dict[str, list[dict]] = {}  # resolved path -> diagnostics
+        self.before_save = None  # called with the editor before its text is written (format on save)
         self.tabs = QTabWidget(self)
         self.tabs.setTabsClosable(True)
         self.tabs.setMovable(True)
@@ -226,6 +227,8 @@ class EditorTabs(QWidget):
         editor = editor or self.current_editor()
         if editor is None or editor.isReadOnly():
             return False
+        if self.before_save is not None:
+            self.before_save(editor)  # format on save (ui.dev_loop)
         try:
             editor.path.write_text(editor.text(), encoding="utf-8")
         except OSError as exc:

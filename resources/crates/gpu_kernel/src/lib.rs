@@ -48,6 +48,10 @@ pub use spirv::{Atomic, Ctx, In, Out, Shared, Shuffle};
 pub mod host;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 pub use host::{Atomic, Ctx, In, Out, Shared, Shuffle};
+/// Kernel unit tests on the host: a body launched over a grid a `#[test]` chooses, checked.
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
+#[path = "host/testing.rs"]
+pub mod testing;
 
 pub mod math;
 

@@ -1,0 +1,55 @@
+//! Tests of the kernel body on the host, with GPU semantics and cpu-sim's checks
+//! (docs/kernel-tests.md): `cargo test`, or `workbench test .`.
+
+use gpu_kernel::testing::Grid;
+use scan::{scan_add_body, scan_body, BLOCK, TILE};
+
+/// The inclusive scan of `x` by the two passes (the manifest's two kernels), and the tiles' totals.
+fn scan(x: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let n = x.len();
+    let tiles = n.div_ceil(TILE);
+    let (mut y, mut sums) = (vec![0u32; n], vec![0u32; tiles]);
+    let grid = Grid::new([tiles as u32, 1, 1], [BLOCK as u32, 1, 1]);
+    let (xb, yb, sb) = (grid.input(x), grid.output(&mut y), grid.output(&mut sums));
+    grid.run(|ctx| {
+        let shared = ctx.shared::<u32, BLOCK>();
+        scan_body(ctx, n as u32, xb, yb, sb, shared)
+    });
+    let grid = Grid::new([tiles as u32, 1, 1], [BLOCK as u32, 1, 1]);
+    let (sb, yb) = (grid.input(&sums), grid.output(&mut y));
+    grid.run(|ctx| {
+        let total = ctx.shared::<u32, BLOCK>();
+        scan_add_body(ctx, n as u32, sb, yb, total)
+    });
+    (y, sums)
+}
+
+fn expected(x: &[u32]) -> Vec<u32> {
+    x.iter()
+        .scan(0u32, |acc, v| {
+            *acc = acc.wrapping_add(*v);
+            Some(*acc)
+        })
+        .collect()
+}
+
+#[test]
+fn inclusive_scan_over_several_tiles() {
+    let x: Vec<u32> = (0..4 * TILE as u32).map(|i| i % 7).collect();
+    let (y, sums) = scan(&x);
+    assert_eq!(y, expected(&x));
+    assert_eq!(sums[0], x[..TILE].iter().sum::<u32>());
+}
+
+#[test]
+fn n_not_a_multiple_of_the_workgroup_size() {
+    // 1000 = 512 + 488, odd: the last invocation holds one element, not two.
+    let x: Vec<u32> = (0..1001u32).map(|i| (i * 13) % 11).collect();
+    assert_eq!(scan(&x).0, expected(&x));
+}
+
+#[test]
+fn wraps_as_u32_arithmetic_does() {
+    let x = vec![u32::MAX; 3];
+    assert_eq!(scan(&x).0, [u32::MAX, u32::MAX - 1, u32::MAX - 2]);
+}

@@ -1,0 +1,39 @@
+//! Tests of the kernel body on the host, with GPU semantics and cpu-sim's checks
+//! (docs/kernel-tests.md): `cargo test`, or `workbench test .`.
+
+use gpu_kernel::testing::Grid;
+use warp_reduce::{warp_reduce_body, BLOCK, PER_BLOCK};
+
+/// The workgroups' sums of `x`, PER_BLOCK elements each (subgroup shuffles, then shared memory).
+fn partials(x: &[f32]) -> Vec<f32> {
+    let groups = x.len().div_ceil(PER_BLOCK);
+    let mut partial = vec![0.0f32; groups];
+    let grid = Grid::new([groups as u32, 1, 1], [BLOCK as u32, 1, 1]);
+    let (xb, pb) = (grid.input(x), grid.output(&mut partial));
+    grid.run(|ctx| {
+        let sums = ctx.shared::<f32, BLOCK>();
+        warp_reduce_body(ctx, x.len() as u32, xb, pb, sums)
+    });
+    partial
+}
+
+#[test]
+fn each_workgroup_sums_its_elements() {
+    // Small integers: exact in any order of addition.
+    let x: Vec<f32> = (0..4 * PER_BLOCK).map(|i| (i % 5) as f32).collect();
+    let partial = partials(&x);
+    for (k, p) in partial.iter().enumerate() {
+        assert_eq!(
+            *p,
+            x[k * PER_BLOCK..(k + 1) * PER_BLOCK].iter().sum::<f32>(),
+            "workgroup {k}"
+        );
+    }
+}
+
+#[test]
+fn n_not_a_multiple_of_the_workgroup_size() {
+    // 700 = 512 + 188: the second workgroup's invocations past 188 hold zeros.
+    let x = vec![1.0f32; 700];
+    assert_eq!(partials(&x), [512.0, 188.0]);
+}
