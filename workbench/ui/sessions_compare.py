@@ -5,10 +5,18 @@ whole invocations" is its `--invocation`, on by default; each row's texts are th
 `cells`, the verdict coloured from `workbench.ui.theme`; rows that measured different things say
 what differs below the table, with the method named. Like the History tab it reads the store the
 panel hands it and reports a failed query through `failed`.
+
+The comparison itself runs on a thread of its own, with its own connection to the database file
+(`SessionStore` allows any number): with 100,000 recorded runs the noise floor reads thousands of
+earlier runs of the pair (0.4 s of CPU on the 2-core VM), which would stall the window. The
+answer comes back to the GUI thread as a queued signal; an answer to a question asked before the
+last one is dropped. `compared` says when one is shown.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Signal
@@ -26,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import WorkbenchError
 from workbench.profile.sessions.compare import COLUMNS, cells, compare_runs
+from workbench.profile.sessions.wording import against, baseline_line, sentence
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
 
@@ -39,12 +48,25 @@ class SessionCompare(QWidget):
     failed = Signal(str)
     #: "Pair whole invocations" was switched: the panel compares its selected run again.
     pairingChanged = Signal()
+    #: A comparison is shown: `compare_runs`' answer.
+    compared = Signal(object)
+    #: From the worker thread: (what was asked, the Future of its answer).
+    _answered = Signal(object)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.baseline_id: int | None = None
         #: The last comparison shown (`compare_runs`' answer), None before the first.
         self.compare_result: dict[str, Any] | None = None
+        #: (baseline, run, whole invocations) of the comparison shown: asked again, it is not redone.
+        self._shown_for: tuple[int, int, bool] | None = None
+        #: The comparison being made on the worker thread (None: none).
+        self._asked_for: tuple[int, int, bool] | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._future: Future | None = None
+        #: The worker's own store: (its file, the store), opened and used on the worker thread only.
+        self._worker_store: tuple[Path, Any] | None = None
+        self._answered.connect(self._on_answered)
 
         self.baseline_label = QLabel(NO_BASELINE)
         wrap_within(self.baseline_label)
@@ -78,22 +100,67 @@ class SessionCompare(QWidget):
             self.failed.emit(str(exc))
             return False
         self.baseline_id = run_id
-        self.baseline_label.setText(
-            f"Baseline: run #{run_id} — {run['project']}/{run['kernel']}, {run['backend']} on {run['device']}, "
-            f"{run['time']}. Select another run to compare."
-        )
+        self.baseline_label.setText(baseline_line(run))
         return True
 
+    def forget(self) -> None:
+        """Runs were recorded: the next comparison is made again, even of the same two runs (the
+        noise floor reads the runs recorded before them)."""
+        self._shown_for = None
+
     def compare(self, store: Any, run_id: int) -> None:
-        """Show run `run_id` against the baseline (nothing without one, or against itself)."""
+        """Compare run `run_id` against the baseline on the worker thread, in `store`'s file, and
+        show it when done (nothing without a baseline, or against itself)."""
         if self.baseline_id is None or run_id == self.baseline_id:
             return
-        try:
-            result = compare_runs(store, self.baseline_id, run_id, invocation=self.invocation_box.isChecked())
-        except WorkbenchError as exc:
-            self.failed.emit(str(exc))
+        asked = (self.baseline_id, run_id, self.invocation_box.isChecked())
+        if asked in (self._shown_for, self._asked_for):
             return
+        self._asked_for = asked
+        self.method_label.setText(f"{sentence(against(run_id, self.baseline_id, asked[2]))}: comparing …")
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="wb-sessions-compare")
+        if self._future is not None:
+            self._future.cancel()  # a comparison still queued is not made: this one replaces it
+        self._future = future = self._pool.submit(self._work, Path(store.path), asked)
+        future.add_done_callback(lambda done: self._answered.emit((asked, done)))
+
+    def busy(self) -> bool:
+        """A comparison is being made."""
+        return self._asked_for is not None
+
+    def _work(self, path: Path, asked: tuple[int, int, bool]) -> dict[str, Any]:
+        """On the worker thread: `compare_runs` through the worker's own store of `path`."""
+        from workbench.profile.sessions.store import SessionStore
+
+        if self._worker_store is None or self._worker_store[0] != path:
+            self._close_worker_store()
+            self._worker_store = (path, SessionStore(path))
+        baseline_id, run_id, invocation = asked
+        return compare_runs(self._worker_store[1], baseline_id, run_id, invocation=invocation)
+
+    def _close_worker_store(self) -> None:
+        if self._worker_store is not None:
+            self._worker_store[1].close()
+            self._worker_store = None
+
+    def _on_answered(self, answer: tuple[tuple[int, int, bool], Future]) -> None:
+        asked, future = answer
+        if asked != self._asked_for:
+            return  # another comparison was asked for since
+        self._asked_for = None
+        error = future.exception()
+        if error is not None:
+            self.failed.emit(
+                str(error) if isinstance(error, WorkbenchError) else f"the comparison failed: {error!r}"
+            )
+            return
+        self._show(asked, future.result())
+
+    def _show(self, asked: tuple[int, int, bool], result: dict[str, Any]) -> None:
+        baseline_id, run_id, invocation = asked
         self.compare_result = result
+        self._shown_for = asked
         self.compare_table.setRowCount(len(result["rows"]))
         for row, entry in enumerate(result["rows"]):
             texts = cells(entry)
@@ -110,6 +177,15 @@ class SessionCompare(QWidget):
             if e["differs"]
         ]
         self.method_label.setText(
-            f"Run #{run_id} against baseline #{self.baseline_id}. Method: {result['method']}."
+            f"{sentence(against(run_id, baseline_id, invocation))}. Method: {result['method']}."
             + "".join(f"\nDiffers — {line}" for line in differs)
         )
+        self.compared.emit(result)
+
+    def shutdown(self) -> None:
+        """Stop the worker (a comparison under way is finished first) and close its store."""
+        self._asked_for = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._close_worker_store()  # its thread is gone: closed here (the store allows any thread)
