@@ -19,7 +19,7 @@ from workbench.profile.sessions.store import SessionStore
 from workbench.result_text import cell_of, row_verdict
 from workbench.ui.screenshot import save_screenshot
 from workbench.ui.sessions_panel import SessionsPanel
-from workbench.ui.sessions_runs_table import RUN_COLUMNS, SHOWN, RunsModel
+from workbench.ui.sessions_runs_table import MATTER, RUN_COLUMNS, SHOWN, RunsModel
 from workbench.units import format_time
 
 KERNELS = ["saxpy", "reduction", "matmul", "bitonic"]
@@ -31,8 +31,7 @@ DEVICES = [
     ("wgpu:0", "llvmpipe"),
 ]
 RUNS = 10_000
-#: The columns a 1280×800 window must show whole: what a run is and how it went.
-MATTER = ("#", "kernel", "backend", "device", "median", "verified", "flags")
+KERNEL = RUN_COLUMNS.index("kernel")
 
 
 def invocation(index: int, rng: np.random.Generator) -> dict:
@@ -174,8 +173,13 @@ def test_the_columns_that_matter_are_visible_in_the_window(
     header = table.horizontalHeader()
     viewport = table.viewport()
     assert window.width() == size[0] and viewport.width() > 0
-    assert table.shown_columns() == list(SHOWN) and set(MATTER) <= set(SHOWN)
-    for name in MATTER:
+    # The six that matter always; the id too where there is room (at 1600×1000: the kernel's
+    # tooltip names the run either way).
+    assert set(MATTER) == {"kernel", "backend", "device", "median", "verified", "flags"}
+    wide = size == (1600, 1000)
+    assert table.shown_columns() == (list(SHOWN) if wide else list(MATTER))
+    assert model_tooltip(table, 0, KERNEL).startswith(f"run #{panel.shown_ids()[0]}: ")
+    for name in table.shown_columns():
         column = RUN_COLUMNS.index(name)
         left = header.sectionViewportPosition(column)
         assert 0 <= left and left + header.sectionSize(column) <= viewport.width(), (
@@ -183,7 +187,7 @@ def test_the_columns_that_matter_are_visible_in_the_window(
             left,
             viewport.width(),
         )
-    for name in MATTER:  # the shown rows' texts and the titles whole, not elided
+    for name in table.shown_columns():  # the shown rows' texts and the titles whole, not elided
         column = RUN_COLUMNS.index(name)
         assert table.sizeHintForColumn(column) <= header.sectionSize(column), name
         assert header.sectionSizeFromContents(column).width() <= header.sectionSize(column), name
@@ -197,6 +201,10 @@ def test_the_columns_that_matter_are_visible_in_the_window(
     iqr.trigger()
     assert "IQR" in table.shown_columns()
     assert not table.isColumnHidden(RUN_COLUMNS.index("IQR"))
+
+
+def model_tooltip(table, row: int, column: int) -> str:
+    return table.model().index(row, column).data(Qt.ItemDataRole.ToolTipRole)
 
 
 def click_row(table, row: int) -> None:
@@ -215,7 +223,7 @@ def test_set_as_baseline_and_compare_through_the_model_with_one_wording(make_wid
     baseline = panel.current_id()
     assert baseline == model.runs[25]["id"]
     panel.baseline_button.click()
-    assert model.index(25, 0).data() == f"{baseline} ★"
+    assert model.index(25, KERNEL).data() == f"★ {model.runs[25]['kernel']}"
     assert model.baseline_id == baseline
     label = panel.baseline_label.text()
     assert label.startswith(f"Baseline run #{baseline} (★): ")
@@ -232,11 +240,12 @@ def test_set_as_baseline_and_compare_through_the_model_with_one_wording(make_wid
     # A new baseline moves the star; the recorded message names runs the same way.
     click_row(table, 45)
     panel.baseline_button.click()
-    assert model.index(25, 0).data() == str(baseline) and model.index(45, 0).data().endswith(" ★")
+    assert model.index(25, KERNEL).data() == model.runs[25]["kernel"]
+    assert model.index(45, KERNEL).data().startswith("★ ")
     with SessionStore(db) as store:
         ids = record(store, 12345, np.random.default_rng(2))
     panel._on_recorded({"ids": ids})  # as the bridge's runRecorded delivers it
-    assert panel.shown_ids()[0] == max(ids) and model.index(45 + len(ids), 0).data().endswith(" ★")
+    assert panel.shown_ids()[0] == max(ids) and model.index(45 + len(ids), KERNEL).data().startswith("★ ")
 
     # One wording: every "#N" in the panel's texts is "run #N" / "runs #N–#M", never "baseline #N".
     texts = " ".join(
@@ -246,3 +255,19 @@ def test_set_as_baseline_and_compare_through_the_model_with_one_wording(make_wid
     for word in re.findall(r"(\S+) #\d+", texts):
         assert word.lower() in ("run", "runs"), texts
     assert "baseline #" not in texts.lower()
+
+
+def test_the_command_line_names_runs_as_the_panel_does(db):
+    """`workbench sessions compare` heads its table with the panel's wording (`wording.against`)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench", "sessions", "compare", "9000", "9980", "--invocation", "--db", str(db)],
+        capture_output=True, text=True, cwd=repo, env=dict(os.environ, PYTHONPATH=str(repo)), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("run #9980 against baseline run #9000, whole invocations;")

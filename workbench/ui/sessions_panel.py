@@ -250,6 +250,8 @@ class SessionsPanel(QWidget):
             self._history_stale = True
             self.compare.forget()
             self._refresh_if_shown()
+            if on_screen(self.history):
+                self._show_selected()  # the plotted kernel may have new runs
         self.recorded.emit(outcome)
 
     # ================================================================ listing

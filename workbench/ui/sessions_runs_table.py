@@ -7,9 +7,10 @@ than the first row (`update`: `paging.newer`, rows inserted at the top, the sele
 filters changing reloads the first page (`load`). Nothing is refilled and no column is sized to
 its contents: the columns have fixed widths from the font, set once.
 
-`RunsTable` (a `QTableView`) shows the columns that matter at 1280×800 (`SHOWN`: id, kernel,
-backend, device, median, verdict, flags such as "busy"); the others come from the header's
-context menu (`set_column_shown`). Each row's run id is its `Qt.ItemDataRole.UserRole`, so
+`RunsTable` (a `QTableView`) shows the columns that matter (`MATTER`: kernel, backend, device,
+median, verdict, flags such as "busy") in a dock of a 1280×800 window, and the run id (`#`) where
+there is room for it too (the kernel's tooltip names the run, and the baseline's kernel is
+starred, either way); the others come from the header's context menu (`set_column_shown`). Each row's run id is its `Qt.ItemDataRole.UserRole`, so
 selection and export read ids, never texts. Texts come from `workbench.result_text`,
 `workbench.units` and the sessions `wording`, the one colour (a failed verdict) from
 `workbench.ui.theme`.
@@ -26,7 +27,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QStyle, QTa
 from workbench.profile.sessions import paging
 from workbench.profile.sessions.conditions import series_text
 from workbench.profile.sessions.paging import RunFilter
-from workbench.profile.sessions.wording import id_cell
+from workbench.profile.sessions.wording import marked, run_ref
 from workbench.result_text import cell_of, row_verdict, verdict_tone
 from workbench.ui import theme
 from workbench.units import format_time
@@ -35,14 +36,16 @@ RUN_COLUMNS = (
     "#", "kernel", "backend", "device", "median", "verified", "flags",
     "time (UTC)", "IQR", "n", "sources", "series",
 )  # fmt: skip
-#: The columns shown until the user picks others (header menu): what a run is and how it went.
+#: The columns always shown until the user picks others (header menu): what ran, how it went.
+MATTER = RUN_COLUMNS[1:7]
+#: The columns shown by default: `MATTER`, and the id where the list is wide enough for it.
 SHOWN = RUN_COLUMNS[:7]
 _COLUMN = {name: i for i, name in enumerate(RUN_COLUMNS)}
 #: Each column's width: room for this text (or its title) in the view's font. The kernel column
 #: takes what is left over, at least `KERNEL_MIN`: the list asks for that much width
-#: (`minimumSizeHint`), so the window's default layout gives its dock room for all seven.
+#: (`minimumSizeHint`), so the window's default layout gives its dock room for `MATTER`.
 WIDTH_OF = {
-    "#": "000000 ★", "backend": "rust-cuda", "device": "wgpu:0", "median": "999.999 ms",
+    "#": "000000", "backend": "rust-cuda", "device": "wgpu:0", "median": "999.999 ms",
     "verified": "reference", "flags": "busy", "time (UTC)": "2026-12-01 00:00:00", "IQR": "999.999 µs",
     "n": "10000", "sources": "0123456789", "series": "10/10",
 }  # fmt: skip
@@ -65,7 +68,7 @@ def kernel_text(run: dict[str, Any]) -> str:
 
 
 def _cells(run: dict[str, Any], extra: dict[str, Any]) -> tuple[str, ...]:
-    """A run's row, column by column (`RUN_COLUMNS`); the `#` cell is the model's (the star)."""
+    """A run's row, column by column (`RUN_COLUMNS`; the model stars the baseline's kernel)."""
     return (
         str(run["id"]), kernel_text(run), run["backend"], run["device"],
         format_time(run["median_s"], "–"), verified_text(run), ", ".join(extra.get("condition_flags") or ()),
@@ -178,8 +181,8 @@ class RunsModel(QAbstractTableModel):
         run = self.runs[index.row()]
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            if column == 0:
-                return id_cell(run["id"], self.baseline_id)
+            if column == _COLUMN["kernel"]:
+                return marked(self._cells[run["id"]][column], run["id"] == self.baseline_id)
             return self._cells[run["id"]][column]
         if role == Qt.ItemDataRole.UserRole:
             return run["id"]
@@ -188,6 +191,8 @@ class RunsModel(QAbstractTableModel):
                 return "invalid values, shown as –: " + "; ".join(run["invalid"])
             if column == _COLUMN["device"]:
                 return run["device_name"] or None
+            if column == _COLUMN["kernel"]:
+                return f"{run_ref(run['id'])}: {run['project']}/{run['kernel']}"
             return self._cells[run["id"]][column] or None  # an elided text reads in full
         if role == Qt.ItemDataRole.ForegroundRole:
             if column == _COLUMN["verified"] and run["id"] in self._bad:
@@ -217,12 +222,12 @@ class RunsModel(QAbstractTableModel):
         return [run["id"] for run in self.runs]
 
     def set_baseline(self, run_id: int | None) -> None:
-        """Mark run `run_id` as the baseline (its `#` cell), unmarking the one before."""
+        """Mark run `run_id` as the baseline (its kernel cell), unmarking the one before."""
         before, self.baseline_id = self.baseline_id, run_id
         for changed in {before, run_id} - {None}:
             row = self.row_of(changed)  # type: ignore[arg-type]
             if row is not None:
-                index = self.index(row, 0)
+                index = self.index(row, _COLUMN["kernel"])
                 self.dataChanged.emit(index, index, [Qt.ItemDataRole.DisplayRole])
 
 
@@ -253,6 +258,8 @@ class RunsTable(QTableView):
         header.setSectionResizeMode(_COLUMN["kernel"], QHeaderView.ResizeMode.Stretch)
         for column, name in enumerate(RUN_COLUMNS):
             self.setColumnHidden(column, name not in SHOWN)
+        #: The user showed or hid the id column (header menu): it no longer follows the width.
+        self._id_chosen = False
         header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header.customContextMenuRequested.connect(self._column_menu)
         header.setToolTip("Right-click to choose the columns")
@@ -267,16 +274,25 @@ class RunsTable(QTableView):
             header.resizeSection(_COLUMN[name], width)
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802
-        """Wide enough for the default columns (`SHOWN`, the kernel column at `KERNEL_MIN`) and
-        the vertical scroll bar: what the window's default layout gives the dock at least."""
+        """Wide enough for the columns that matter (`MATTER`, the kernel column at `KERNEL_MIN`)
+        and the vertical scroll bar: what the window's default layout gives the dock at least."""
+        return QSize(self._width_for(MATTER), super().minimumSizeHint().height())
+
+    def _width_for(self, names: tuple[str, ...]) -> int:
         header = self.horizontalHeader()
-        fixed = sum(header.sectionSize(_COLUMN[name]) for name in SHOWN if name != "kernel")
+        fixed = sum(header.sectionSize(_COLUMN[name]) for name in names if name != "kernel")
         kernel = self.fontMetrics().horizontalAdvance(KERNEL_MIN) + CELL_PAD
         scroll_bar = self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
-        return QSize(fixed + kernel + scroll_bar + 2 * self.frameWidth(), super().minimumSizeHint().height())
+        return fixed + kernel + scroll_bar + 2 * self.frameWidth()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if not self._id_chosen:  # the id where it fits beside the columns that matter
+            self.setColumnHidden(_COLUMN["#"], self.width() < self._width_for(SHOWN))
 
     # ------------------------------------------------------------------ columns
     def set_column_shown(self, name: str, shown: bool) -> None:
+        self._id_chosen = self._id_chosen or name == "#"
         self.setColumnHidden(_COLUMN[name], not shown)
 
     def shown_columns(self) -> list[str]:
@@ -287,13 +303,13 @@ class RunsTable(QTableView):
         menu.exec(self.horizontalHeader().mapToGlobal(at))
 
     def column_menu(self) -> QMenu:
-        """Checkable entries, one per column (the id and kernel always shown)."""
+        """Checkable entries, one per column (the kernel always shown)."""
         menu = QMenu(self)
         for column, name in enumerate(RUN_COLUMNS):
             action = QAction(name, menu)
             action.setCheckable(True)
             action.setChecked(not self.isColumnHidden(column))
-            action.setEnabled(name not in ("#", "kernel"))
+            action.setEnabled(name != "kernel")
             action.toggled.connect(lambda on, n=name: self.set_column_shown(n, on))
             menu.addAction(action)
         return menu

@@ -2,7 +2,7 @@
 Compare and History tabs and `workbench sessions compare`.
 
 A run is "run #N" (N its id in the database, the `#` column); the pinned one is "baseline run #N"
-wherever it is named, and the list marks it with `BASELINE_MARK` beside its id.
+wherever it is named, and the list marks its row with `BASELINE_MARK`.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ def against(run_id: int, baseline_id: int, invocation: bool = False) -> str:
     return f"{text}, whole invocations" if invocation else text
 
 
-def id_cell(run_id: int, baseline_id: int | None) -> str:
-    """A list's `#` cell: the id, marked when it is the baseline."""
-    return f"{run_id} {BASELINE_MARK}" if run_id == baseline_id else str(run_id)
+def marked(text: str, baseline: bool) -> str:
+    """A list's cell for a run, marked when the run is the baseline ("★ saxpy")."""
+    return f"{BASELINE_MARK} {text}" if baseline else text
 
 
 def sentence(text: str) -> str:
