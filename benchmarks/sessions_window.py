@@ -9,9 +9,11 @@ cached in the temp folder), and measures with the hot-reload benchmark's stall p
 - show the panel: the Sessions dock raised (its first page read and painted);
 - refill after a Run: a finished run's report handed to the bridge's recorder as a Run's is (a
   row selected meanwhile), until the panel has shown the new rows;
-- select a row: a click on a row (its history plotted);
+- select a row: a click on a row;
 - Set as baseline: a click on the button;
-- Compare: a click on another row (compared against the baseline, its history plotted);
+- Compare: a click on another row (compared against the baseline on the panel's worker thread,
+  until the comparison is shown);
+- History tab: brought up (the selected run's kernel plotted: its newest runs);
 - scroll: the list scrolled to its end (the next page fetched) and a kernel filter chosen.
 
 Each step runs from the event loop (as a click does) and the meter keeps running 300 ms after
@@ -19,7 +21,7 @@ it, so work it queues counts too. Goal (issue 36): ≤ 50 ms each. Beside each s
 the most CPU time the GUI thread spent within one gap: on a loaded machine (the load average is
 printed and kept) a gap also holds the time the thread waited for a core.
 
-    python benchmarks/sessions_window.py [--runs 100000] [--repeat 5] [--out FILE.json] [--diagnose]
+    python benchmarks/sessions_window.py [--runs 100000] [--repeat 5] [--out FILE.json] [--diagnose] [--each]
 """
 
 from __future__ import annotations
@@ -46,14 +48,9 @@ SIZE = (1280, 800)
 #: How long the meter keeps running after a step's own work (what it queued counts too).
 AFTER_MS = 300
 STEPS = (
-    "show the panel",
-    "refill after a Run",
-    "select a row",
-    "Set as baseline",
-    "Compare",
-    "scroll",
+    "show the panel", "refill after a Run", "select a row", "Set as baseline", "Compare", "History tab", "scroll",
     "filter",
-)
+)  # fmt: skip
 
 
 class CpuStallMeter(StallMeter):
@@ -84,8 +81,9 @@ def _spin(ms: int) -> None:
 class Steps:
     """The user's steps on the window's Sessions panel, each run from the event loop."""
 
-    def __init__(self, window, meter: CpuStallMeter, sampler: StackSampler | None):
+    def __init__(self, window, meter: CpuStallMeter, sampler: StackSampler | None, each: bool = False):
         self.window = window
+        self.each = each
         self.panel = window.panels["sessions"]
         self.meter = meter
         self.sampler = sampler
@@ -93,8 +91,9 @@ class Steps:
         self.cpu: dict[str, list[float]] = {step: [] for step in STEPS}
         self.where: dict[str, list[dict]] = {}
         self.recorded = 0
-        #: Comparable rows in each comparison shown.
+        #: Comparable rows in each comparison shown; runs in each history plotted.
         self.compared: list[int] = []
+        self.plotted: list[int] = []
 
     def measure(self, step: str, action, until=None, timeout_s: float = 60.0) -> None:
         """Run `action` from the event loop, wait for `until()` (if given), then `AFTER_MS` more;
@@ -114,10 +113,12 @@ class Steps:
             _spin(10)
         _spin(AFTER_MS)
         self.meter.stop()
-        if os.environ.get("WB_BENCH_DEBUG"):
+        if self.each:
             spent = time.perf_counter() - start
-            print(f"{step}: wall {spent * 1000:.0f} ms, process CPU {(time.process_time() - process_cpu) * 1000:.0f} ms, "
-                  f"GUI thread CPU {(time.thread_time() - gui_cpu) * 1000:.0f} ms, stall {self.meter.max_gap_s * 1000:.0f} ms")
+            print(
+                f"{step}: wall {spent * 1000:.0f} ms, process CPU {(time.process_time() - process_cpu) * 1000:.0f} ms, "
+                f"GUI thread CPU {(time.thread_time() - gui_cpu) * 1000:.0f} ms, stall {self.meter.max_gap_s * 1000:.0f} ms"
+            )
         self.stalls[step].append(round(self.meter.max_gap_s * 1000, 1))
         self.cpu[step].append(round(self.meter.max_cpu_gap_s * 1000, 1))
         if self.sampler is not None:
@@ -165,6 +166,10 @@ class Steps:
         self.measure("Compare", lambda: self.click_row(36 + index), shown)
         rows = self.panel.compare_result["rows"]
         self.compared.append(sum(1 for row in rows if not row["differs"]))
+        tabs = self.panel.tabs
+        self.measure("History tab", lambda: tabs.setCurrentWidget(self.panel.history))
+        self.plotted.append(self.panel.history.history_shown)
+        tabs.setCurrentWidget(self.panel.compare)
 
     def scroll_and_filter(self, index: int) -> None:
         table = self.panel.table
@@ -185,7 +190,7 @@ def _rng(seed: int):
     return np.random.default_rng(seed)
 
 
-def measure(db: Path, repeat: int, diagnose: bool) -> dict:
+def measure(db: Path, repeat: int, diagnose: bool, each: bool = False) -> dict:
     from workbench.ui.app import create_application, create_window, settle_heap
     from workbench.ui.settings import Settings
 
@@ -202,7 +207,7 @@ def measure(db: Path, repeat: int, diagnose: bool) -> dict:
     sampler = StackSampler(meter) if diagnose else None
     if sampler is not None:
         sampler.start()
-    steps = Steps(window, meter, sampler)
+    steps = Steps(window, meter, sampler, each)
     try:
         for index in range(repeat):
             steps.show_panel()
@@ -224,6 +229,7 @@ def measure(db: Path, repeat: int, diagnose: bool) -> dict:
         "stalls_ms": steps.stalls,
         "cpu_ms": steps.cpu,
         "comparable_rows": steps.compared,
+        "history_points": steps.plotted,
         "where": steps.where,
         "geometry": geometry,
         "recorded": steps.recorded,
@@ -247,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="times each step is measured")
     parser.add_argument("--out", metavar="PATH", help=OUT_HELP)
     parser.add_argument("--diagnose", action="store_true", help="sample the GUI thread's stack during stalls")
+    parser.add_argument("--each", action="store_true", help="print each step's wall, CPU and stall times")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="wb-sessions-window-"))
@@ -255,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         cached, fill_s = ensure_db(args.runs)
         db = work / "sessions.db"
         shutil.copyfile(cached, db)  # the benchmark records into it: the cached file stays as made
-        measured = measure(db, args.repeat, args.diagnose)
+        measured = measure(db, args.repeat, args.diagnose, args.each)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     steps = {
@@ -278,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         "platform": os.environ.get("QT_QPA_PLATFORM", ""),
         **measured["geometry"],
         "comparable_rows_per_compare": measured["comparable_rows"],
+        "runs_per_history_plot": measured["history_points"],
         "goal_ms": GOAL_MS,
         "steps": steps,
         **({"where": measured["where"]} if args.diagnose else {}),

@@ -271,3 +271,32 @@ def test_the_command_line_names_runs_as_the_panel_does(db):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("run #9980 against baseline run #9000, whole invocations;")
+
+
+def test_the_comparing_process_answers_each_request_in_order(db):
+    """The Compare tab's child (`compare_child`): an answer per line, errors named, never an end."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    requests = [
+        {"id": 1, "db": str(db), "baseline": 9000, "run": 9980, "invocation": True},
+        "not json",
+        {"id": 2, "db": str(db), "baseline": 9000, "run": 123456},
+        {"id": 3, "db": str(db), "baseline": 9001, "run": 9981},
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench.profile.sessions.compare_child"],
+        input="".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in requests),
+        capture_output=True, text=True, cwd=repo, env=dict(os.environ, PYTHONPATH=str(repo)), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    first, bad, missing, last = (json.loads(line) for line in done.stdout.splitlines())
+    assert first["id"] == 1 and (first["result"]["baseline"], first["result"]["run"]) == (9000, 9980)
+    assert first["result"]["mode"] == "invocations" and len(first["result"]["rows"]) == 20
+    assert bad["id"] is None and "not JSON" in bad["error"]
+    assert missing == {"id": 2, "error": f"no run #123456 in {db}"}
+    assert last["id"] == 3 and last["result"]["mode"] == "runs"

@@ -24,7 +24,7 @@ from workbench.run.host_load import flags
 #: Rows a page holds: a screenful or two, read in a few milliseconds.
 PAGE = 50
 #: The history plot's points: the newest runs of a kernel it draws (older ones are not read).
-HISTORY_POINTS = 400
+HISTORY_POINTS = 200
 #: The columns the history plot draws from.
 HISTORY_COLUMNS = ("id", "backend", "device", "snapshot_hash", "median_s", "q1_s", "q3_s")
 
