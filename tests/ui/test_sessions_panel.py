@@ -143,6 +143,7 @@ def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, te
     panel.select_run(runs[0]["id"])
     assert panel.history.history_key is None  # drawn when its tab comes up, not at every click
     panel.tabs.setCurrentWidget(panel.history)
+    qtbot.waitUntil(lambda: panel.history.history_key is not None)  # drawn on the next turn
     series = panel.history.history_series
     assert set(series) == {("cpu", "cpu"), ("wgsl", "wgpu:0")}
     wgsl_runs = sorted((r for r in runs if r["backend"] == "wgsl"), key=lambda r: r["id"])

@@ -65,7 +65,7 @@ def test_poisoned_rows_are_listed_as_invalid_and_never_crash_the_panel(make_widg
         panel.select_run(run_id)
         qtbot.waitUntil(lambda: not panel.compare.busy(), timeout=30_000)
     panel.tabs.setCurrentWidget(panel.history)  # the selected run's kernel is plotted
-    assert panel.history.history_key == ("demo", "saxpy")
+    qtbot.waitUntil(lambda: panel.history.history_key == ("demo", "saxpy"))
     assert sorted(panel.history.history_series) == [("cpu", "cpu")]
     assert panel.message.styleSheet() == "", panel.message.text()
 

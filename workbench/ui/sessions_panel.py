@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Qt, Signal, SignalInstance
+from PySide6.QtCore import Qt, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -111,6 +111,7 @@ class SessionsPanel(QWidget):
         self._stale = True
         #: A recording arrived since the history was drawn: it is drawn again when next shown.
         self._history_stale = False
+        self._history_queued = False
         self._closed = False
         self._build_ui()
         if bridge is not None:
@@ -338,18 +339,28 @@ class SessionsPanel(QWidget):
         """Bring the tab on screen up to date with the selected run: Compare compares it with the
         baseline, History plots its kernel. The other tab catches up when it is brought up
         (`tabs.currentChanged`): each reads the store and draws, so doing both at every click
-        would double what a click costs."""
+        would double what a click costs. The plot is drawn on the next turn of the event loop:
+        the click (or the tab coming up) is painted first, the plot after, neither waiting for
+        the other."""
         run_id = self.current_id()
         if run_id is None:
             return
         if self.tabs.currentWidget() is self.history:
-            run = self.table.shown_run(run_id)
-            if run is not None and (
-                self._history_stale or self.history.history_key != (run["project"], run["kernel"])
-            ):
-                self.show_history(run["project"], run["kernel"])
+            if not self._history_queued:
+                self._history_queued = True
+                QTimer.singleShot(0, self, self._draw_history)
         else:
             self._compare_with_baseline(run_id)
+
+    def _draw_history(self) -> None:
+        """The History tab: the selected run's kernel, unless it is already drawn and current."""
+        self._history_queued = False
+        run_id = self.current_id()
+        run = self.table.shown_run(run_id) if run_id is not None else None
+        if self._closed or run is None or self.tabs.currentWidget() is not self.history:
+            return
+        if self._history_stale or self.history.history_key != (run["project"], run["kernel"]):
+            self.show_history(run["project"], run["kernel"])
 
     # ================================================================ compare
     def set_baseline(self, run_id: int | None) -> None:
