@@ -225,11 +225,12 @@ class SessionCompare(QWidget):
         self.compared.emit(result)
 
     def shutdown(self) -> None:
-        """End the comparing process (its stdin closed: it closes its store and exits)."""
+        """End the comparing process: its stdin closed, it closes its store and exits; one still
+        comparing is killed after half a second (it only reads the database: nothing is lost)."""
         self._asked_for = self._waiting = self._in_flight = None
         child, self._child = self._child, None
         if child is not None and child.state() != QProcess.ProcessState.NotRunning:
             child.closeWriteChannel()
-            if not child.waitForFinished(3000):
+            if not child.waitForFinished(500):
                 child.kill()
                 child.waitForFinished(1000)
