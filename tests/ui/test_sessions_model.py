@@ -6,6 +6,7 @@ wording names runs; Set as baseline and Compare work through the model."""
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 import pytest
@@ -130,6 +131,16 @@ def test_the_model_loads_pages_on_demand_and_shows_the_stores_records(qtbot, db)
         while model.canFetchMore(QModelIndex()):  # 125 runs pass: three pages, then no more
             model.fetchMore(QModelIndex())
         assert model.rowCount() == 125 and model.pages_read == 3
+
+        # "Last hour": none of these (all recorded at 2026-12-01T00:00Z), no page walks them;
+        # a run recorded now arrives in the list.
+        model.load(store, RunFilter(since=time.time() - 3600))
+        assert model.rowCount() == 0 and not model.canFetchMore(QModelIndex())
+        now = invocation(777, np.random.default_rng(3))
+        for result in now["results"]:
+            result["provenance"]["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        recent = record_report(store, now)
+        assert model.update() and model.ids() == sorted(recent, reverse=True)
 
         # A recording arriving: only the new runs are read, inserted at the top.
         model.load(store, RunFilter())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workbench.profile.sessions.bundle_check import sanitize
@@ -33,7 +33,8 @@ HISTORY_COLUMNS = ("id", "backend", "device", "snapshot_hash", "median_s", "q1_s
 class RunFilter:
     """Which runs a list shows (None: any). `device` is a spec or part of a device's name, `since` a
     Unix time, `verified=True` includes the reference (the `passed` column), as in `list_runs`.
-    `devices` is what `device` resolved to (`resolved`), so the pages of one list agree."""
+    `devices` is what `device` resolved to and `min_id` the lowest id `since` lets through
+    (`resolved`), so the pages of one list agree and none scans past the last match."""
 
     kernel: str | None = None
     backend: str | None = None
@@ -42,16 +43,26 @@ class RunFilter:
     verified: bool | None = None
     since: float | None = None
     devices: tuple[str, ...] = field(default=(), compare=False)
+    min_id: int | None = field(default=None, compare=False)
 
     def resolved(self, store: SessionStore) -> RunFilter:
         """This filter with its device matched to the specs it means (a scan of the device-name
-        index: done once per list, not once per page)."""
-        if not self.device:
-            return self
-        specs = tuple(store._device_specs(self.device))
-        return RunFilter(
-            self.kernel, self.backend, self.device, self.project, self.verified, self.since, specs
-        )
+        index) and, with `since`, the lowest id recorded since (a scan of the time index): done
+        once per list, not once per page. Without that bound, a page past the last recent run
+        walked every older run to find none (170 ms at 100,000 runs). Ids only grow, so the bound
+        holds for runs recorded later (an imported run's time may be old, its id never is)."""
+        specs = tuple(store._device_specs(self.device)) if self.device else ()
+        min_id = None
+        if self.since is not None:
+            found = store._query(
+                # The time index walks only the recent runs; unbidden SQLite walks ids from the
+                # oldest up (its MIN(id) shortcut) until one is recent: the whole table.
+                "SELECT MIN(id) AS low, (SELECT COALESCE(MAX(id), 0) FROM runs) AS high "
+                "FROM runs INDEXED BY runs_time WHERE time_unix >= ?",
+                (self.since,),
+            )[0]
+            min_id = int(found["low"]) if found["low"] is not None else int(found["high"]) + 1
+        return replace(self, devices=specs, min_id=min_id)
 
     def where(self) -> tuple[list[str], list[Any]]:
         """SQL conditions and their parameters."""
@@ -71,6 +82,9 @@ class RunFilter:
         if self.since is not None:
             where.append("time_unix >= ?")
             params.append(self.since)
+        if self.min_id is not None:
+            where.append("id >= ?")
+            params.append(self.min_id)
         return where, params
 
 
