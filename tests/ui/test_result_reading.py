@@ -97,9 +97,9 @@ def test_a_failed_reference_and_a_stale_row_read_from_their_fields(
     assert recorded["detail"]["stale"] is None
     panel.refresh()
     column = RUN_COLUMNS.index("verified")
+    model = panel.table.model()
     shown = {
-        int(panel.table.item(row, 0).data(256)): panel.table.item(row, column).text()
-        for row in range(panel.table.rowCount())
+        model.index(row, 0).data(256): model.index(row, column).data() for row in range(model.rowCount())
     }  # 256: Qt.UserRole, the run id
     assert shown[new_id] == NOT_VERIFIED_REF
     assert sorted(shown.values()) == sorted([NOT_VERIFIED_REF, "reference", "✓ yes"])

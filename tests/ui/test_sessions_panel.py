@@ -49,7 +49,7 @@ def filled_db(tmp_path):
     return path
 
 
-def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path):
+def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path, qtbot):
     panel = make_widget(SessionsPanel, None, db_path=filled_db, show=True)
     panel.refresh()
     assert panel.shown_ids() == [5, 4, 3, 2, 1]
@@ -64,8 +64,9 @@ def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path):
 
     panel.select_run(1)
     panel.set_baseline(panel.current_id())
-    assert "Baseline: run #1" in panel.baseline_label.text()
-    panel.select_run(4)
+    assert "Baseline run #1 (★)" in panel.baseline_label.text()
+    with qtbot.waitSignal(panel.compare.compared, timeout=30_000):  # compared on its own thread
+        panel.select_run(4)
     rows = {(r["backend"], r["device"]): r for r in panel.compare_result["rows"]}
     assert rows[("wgsl", "wgpu:0")]["outcome"] == "ambiguous"  # one invocation a side
     assert rows[("cpu", "cpu")]["verdict"] == "ambiguous (1 invocation: run with --repeat)"
@@ -79,7 +80,8 @@ def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path):
         "wgsl": rows[("wgsl", "wgpu:0")]["verdict"],
     }
     assert "per-invocation medians" in panel.method_label.text()
-    panel.invocation_box.setChecked(False)  # the two rows themselves: cpu (#1) against wgsl (#4)
+    with qtbot.waitSignal(panel.compare.compared, timeout=30_000):
+        panel.invocation_box.setChecked(False)  # the two rows themselves: cpu (#1) against wgsl (#4)
     (cross,) = panel.compare_result["rows"]
     assert cross["outcome"] == "not comparable"
     assert panel.compare_table.item(0, verdict).text() == "not comparable (differences below)"
@@ -139,6 +141,9 @@ def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, te
     panel.resize(1400, 520)
     panel.refresh()
     panel.select_run(runs[0]["id"])
+    assert panel.history.history_key is None  # drawn when its tab comes up, not at every click
+    panel.tabs.setCurrentWidget(panel.history)
+    qtbot.waitUntil(lambda: panel.history.history_key is not None)  # drawn on the next turn
     series = panel.history.history_series
     assert set(series) == {("cpu", "cpu"), ("wgsl", "wgpu:0")}
     wgsl_runs = sorted((r for r in runs if r["backend"] == "wgsl"), key=lambda r: r["id"])
@@ -160,7 +165,7 @@ def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, te
     assert panel.tabs.currentWidget() is panel.history  # the diff comes up in its tab
     text = panel.history.diff_view.toPlainText()
     assert "-        for (var k = 0u; k < 200u;" in text and "+        for (var k = 0u; k < 800u;" in text
-    assert f"Run #{wgsl_runs[3]['id']}" in panel.history.diff_label.text()
+    assert f"Run #{wgsl_runs[3]['id']} (" in panel.history.diff_label.text()
     panel.select_run(runs[-1]["id"])  # baseline: the first cpu run; compare the newest wgsl run
     panel.set_baseline(runs[-1]["id"])
     panel.select_run(runs[0]["id"])
@@ -226,11 +231,12 @@ def test_the_runs_table_shows_series_and_busy_runs(make_widget, tmp_path):
             )  # fmt: skip
     panel = make_widget(SessionsPanel, None, db_path=path, show=True)
     panel.refresh()
-    columns = {name: i for i, name in enumerate(RUN_COLUMNS)}
+    model = panel.table.model()
+    series, conditions = RUN_COLUMNS.index("series"), RUN_COLUMNS.index("flags")
     shown = {
-        int(panel.table.item(r, 0).data(Qt.ItemDataRole.UserRole)): (
-            panel.table.item(r, columns["series"]).text(), panel.table.item(r, columns["conditions"]).text()
+        model.index(r, 0).data(Qt.ItemDataRole.UserRole): (
+            model.index(r, series).data(), model.index(r, conditions).data()
         )
-        for r in range(panel.table.rowCount())
+        for r in range(model.rowCount())
     }  # fmt: skip
     assert shown == {1: ("1/2", ""), 2: ("2/2", "busy")}

@@ -6,10 +6,12 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
+from PySide6.QtCore import Qt
 
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
 from workbench.ui.sessions_panel import SessionsPanel
+from workbench.ui.sessions_runs_table import RUN_COLUMNS
 
 
 def report(seed: int) -> dict:
@@ -26,7 +28,7 @@ def report(seed: int) -> dict:
     }  # fmt: skip
 
 
-def test_poisoned_rows_are_listed_as_invalid_and_never_crash_the_panel(make_widget, tmp_path):
+def test_poisoned_rows_are_listed_as_invalid_and_never_crash_the_panel(make_widget, tmp_path, qtbot):
     path = tmp_path / "s.db"
     with SessionStore(path) as store:
         for seed in range(4):
@@ -43,20 +45,27 @@ def test_poisoned_rows_are_listed_as_invalid_and_never_crash_the_panel(make_widg
     panel = make_widget(SessionsPanel, None, db_path=path, show=True)
     panel.refresh()
     assert panel.shown_ids() == [4, 3, 2, 1]
+    model = panel.table.model()
     cells = {
-        int(panel.table.item(row, 0).data(256)): [panel.table.item(row, c).text() for c in range(9)]
-        for row in range(panel.table.rowCount())
+        model.index(row, 0).data(256): {
+            name: model.index(row, c).data() for c, name in enumerate(RUN_COLUMNS)
+        }
+        for row in range(model.rowCount())
     }  # 256: Qt.UserRole, the run id
-    assert cells[1][6] == "–" and cells[1][8] == "–"  # median and n: shown as missing
-    assert cells[2][5] == "—" and cells[2][1] == "12345"  # its verified value is poisoned: unknown
-    tip = panel.table.item(panel.shown_ids().index(1), 6).toolTip()
+    assert cells[1]["median"] == "–" and cells[1]["n"] == "–"  # shown as missing
+    assert cells[2]["verified"] == "—" and cells[2]["time (UTC)"] == "12345"  # poisoned: unknown
+    tip = model.index(panel.shown_ids().index(1), RUN_COLUMNS.index("median")).data(
+        Qt.ItemDataRole.ToolTipRole
+    )
     assert 'median_s: expected a positive number, got "fast"' in tip
     assert panel.message.styleSheet() == ""  # no error shown: the rows are data, not a failure
     for run_id in (1, 2, 3, 4):  # selecting each: details, history, compare against the first
         panel.select_run(run_id)
         panel.set_baseline(1 if run_id != 1 else 2)
         panel.select_run(run_id)
-    assert panel.history.history_key == ("demo", "saxpy")
+        qtbot.waitUntil(lambda: not panel.compare.busy(), timeout=30_000)
+    panel.tabs.setCurrentWidget(panel.history)  # the selected run's kernel is plotted
+    qtbot.waitUntil(lambda: panel.history.history_key == ("demo", "saxpy"))
     assert sorted(panel.history.history_series) == [("cpu", "cpu")]
     assert panel.message.styleSheet() == "", panel.message.text()
 

@@ -245,6 +245,7 @@ def _show(store, args) -> int:
 def _compare(store, args) -> int:
     from workbench.profile.sessions.compare import COLUMNS, cells, compare_runs
     from workbench.profile.sessions.noise import MIN_EFFECT
+    from workbench.profile.sessions.wording import against
 
     min_effect = MIN_EFFECT if args.min_effect is None else args.min_effect
     result = compare_runs(
@@ -258,8 +259,7 @@ def _compare(store, args) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    what = "invocation of run" if args.invocation else "run"
-    print(f"{what} #{args.run} against {what} #{args.baseline}; minimum effect {min_effect:.1%}")
+    print(f"{against(args.run, args.baseline, args.invocation)}; minimum effect {min_effect:.1%}")
     print(f"method: {result['method']}")
     print(_table(COLUMNS, [cells(row) for row in result["rows"]]))
     for row in result["rows"]:

@@ -5,13 +5,23 @@ whole invocations" is its `--invocation`, on by default; each row's texts are th
 `cells`, the verdict coloured from `workbench.ui.theme`; rows that measured different things say
 what differs below the table, with the method named. Like the History tab it reads the store the
 panel hands it and reports a failed query through `failed`.
+
+The comparison itself runs in a child process (`profile.sessions.compare_child`, started when a
+baseline is set, talked to through a `QProcess`: no thread of the window's): with 100,000 recorded
+runs the noise floor reads thousands of earlier runs of the pair, half a second of pure Python
+that, on a thread, would hold the GIL the GUI thread paints with. One question is in flight at a
+time; a newer one waits in its place and replaces any that waited (clicking through rows compares
+the last one clicked). `compared` says when an answer is shown; `failed` names what went wrong.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QProcess, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,9 +35,16 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.profile.sessions.compare import COLUMNS, cells, compare_runs
+from workbench.frozen import python_command
+from workbench.profile.sessions.compare import COLUMNS, cells
+from workbench.profile.sessions.wording import against, baseline_line, sentence
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
+
+log = logging.getLogger(__name__)
+
+#: The module the comparing process runs.
+CHILD = "workbench.profile.sessions.compare_child"
 
 NO_BASELINE = "No baseline: select a run and press “Set as baseline”."
 
@@ -39,12 +56,23 @@ class SessionCompare(QWidget):
     failed = Signal(str)
     #: "Pair whole invocations" was switched: the panel compares its selected run again.
     pairingChanged = Signal()
+    #: A comparison is shown: `compare_runs`' answer.
+    compared = Signal(object)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.baseline_id: int | None = None
         #: The last comparison shown (`compare_runs`' answer), None before the first.
         self.compare_result: dict[str, Any] | None = None
+        #: (baseline, run, whole invocations) of the comparison shown: asked again, it is not redone.
+        self._shown_for: tuple[int, int, bool] | None = None
+        #: The comparison asked for last and not yet shown (None: none).
+        self._asked_for: tuple[int, int, bool] | None = None
+        #: The one the child is making, and the one waiting for it to be free (each with its file).
+        self._in_flight: tuple[tuple[int, int, bool], Path] | None = None
+        self._waiting: tuple[tuple[int, int, bool], Path] | None = None
+        self._child: QProcess | None = None
+        self._output = b""
 
         self.baseline_label = QLabel(NO_BASELINE)
         wrap_within(self.baseline_label)
@@ -78,22 +106,103 @@ class SessionCompare(QWidget):
             self.failed.emit(str(exc))
             return False
         self.baseline_id = run_id
-        self.baseline_label.setText(
-            f"Baseline: run #{run_id} — {run['project']}/{run['kernel']}, {run['backend']} on {run['device']}, "
-            f"{run['time']}. Select another run to compare."
-        )
+        self.baseline_label.setText(baseline_line(run))
+        self.start_child()  # ready by the time the next run is selected
         return True
 
+    def forget(self) -> None:
+        """Runs were recorded: the next comparison is made again, even of the same two runs (the
+        noise floor reads the runs recorded before them)."""
+        self._shown_for = None
+
     def compare(self, store: Any, run_id: int) -> None:
-        """Show run `run_id` against the baseline (nothing without one, or against itself)."""
+        """Compare run `run_id` against the baseline in the comparing process, in `store`'s file,
+        and show it when answered (nothing without a baseline, or against itself)."""
         if self.baseline_id is None or run_id == self.baseline_id:
             return
-        try:
-            result = compare_runs(store, self.baseline_id, run_id, invocation=self.invocation_box.isChecked())
-        except WorkbenchError as exc:
-            self.failed.emit(str(exc))
+        asked = (self.baseline_id, run_id, self.invocation_box.isChecked())
+        if asked in (self._shown_for, self._asked_for):
             return
+        self._asked_for = asked
+        self.method_label.setText(f"{sentence(against(run_id, self.baseline_id, asked[2]))}: comparing …")
+        self._waiting = (asked, Path(store.path))
+        self._send()
+
+    def busy(self) -> bool:
+        """A comparison is being made."""
+        return self._asked_for is not None
+
+    def start_child(self) -> None:
+        """Start the comparing process now (it takes a moment to import), if it is not running."""
+        if self._child is not None and self._child.state() != QProcess.ProcessState.NotRunning:
+            return
+        child = QProcess(self)
+        child.readyReadStandardOutput.connect(self._read)
+        child.readyReadStandardError.connect(
+            lambda: log.warning("%s", bytes(child.readAllStandardError()).decode(errors="replace").rstrip())
+        )
+        child.finished.connect(lambda code, _status: self._ended(child, code))
+        child.errorOccurred.connect(
+            lambda error: error == QProcess.ProcessError.FailedToStart and self._ended(child, -1)
+        )
+        program, *args = python_command(CHILD)
+        child.start(program, args)
+        self._child, self._output = child, b""
+
+    def _send(self) -> None:
+        """Hand the waiting question to the child when it is free."""
+        if self._in_flight is not None or self._waiting is None:
+            return
+        self.start_child()
+        self._in_flight, self._waiting = self._waiting, None
+        (baseline_id, run_id, invocation), path = self._in_flight
+        request = {"id": [baseline_id, run_id, invocation], "db": str(path), "baseline": baseline_id,
+                   "run": run_id, "invocation": invocation}  # fmt: skip
+        assert self._child is not None
+        self._child.write((json.dumps(request) + "\n").encode())
+
+    def _read(self) -> None:
+        assert self._child is not None
+        self._output += bytes(self._child.readAllStandardOutput())
+        while b"\n" in self._output:
+            line, self._output = self._output.split(b"\n", 1)
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                log.warning("the comparing process wrote %r", line[:200])
+                continue
+            self._answered(tuple(reply.get("id") or ()), reply)
+
+    def _answered(self, asked: tuple, reply: dict[str, Any]) -> None:
+        self._in_flight = None
+        if asked == self._asked_for and self._waiting is None:  # else a newer question follows
+            self._asked_for = None
+            if "error" in reply:
+                self.failed.emit(str(reply["error"]))
+            else:
+                self._show(asked, reply["result"])  # type: ignore[arg-type]
+        self._send()
+
+    def _ended(self, child: QProcess, code: int) -> None:
+        """The child ended (crashed, could not start, or closed at shutdown): what it was making
+        is failed; the next question starts another."""
+        if child is not self._child:
+            return
+        self._child = None
+        if self._in_flight is not None:
+            asked, _path = self._in_flight
+            self._in_flight = None
+            if asked == self._asked_for and self._waiting is None:
+                self._asked_for = None
+                self.failed.emit(
+                    f"the comparing process ({' '.join(python_command(CHILD))}) ended (exit {code}) before it answered"
+                )
+            self._send()
+
+    def _show(self, asked: tuple[int, int, bool], result: dict[str, Any]) -> None:
+        baseline_id, run_id, invocation = asked
         self.compare_result = result
+        self._shown_for = asked
         self.compare_table.setRowCount(len(result["rows"]))
         for row, entry in enumerate(result["rows"]):
             texts = cells(entry)
@@ -110,6 +219,18 @@ class SessionCompare(QWidget):
             if e["differs"]
         ]
         self.method_label.setText(
-            f"Run #{run_id} against baseline #{self.baseline_id}. Method: {result['method']}."
+            f"{sentence(against(run_id, baseline_id, invocation))}. Method: {result['method']}."
             + "".join(f"\nDiffers — {line}" for line in differs)
         )
+        self.compared.emit(result)
+
+    def shutdown(self) -> None:
+        """End the comparing process: its stdin closed, it closes its store and exits; one still
+        comparing is killed after half a second (it only reads the database: nothing is lost)."""
+        self._asked_for = self._waiting = self._in_flight = None
+        child, self._child = self._child, None
+        if child is not None and child.state() != QProcess.ProcessState.NotRunning:
+            child.closeWriteChannel()
+            if not child.waitForFinished(500):
+                child.kill()
+                child.waitForFinished(1000)

@@ -4,6 +4,9 @@ and the source diff of a clicked run.
 x is how many times the kernel's sources changed before a run (runs of one version share an x);
 y the median with its interquartile range as bars, one series per backend × device. Clicking a
 point shows that run's sources against the previous recorded run of the kernel.
+
+It reads only what it draws (`paging.history`): the newest `paging.HISTORY_POINTS` runs of the
+kernel, seven columns each; the title says when older runs are left out.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QSplitter, QVBoxLayout, QWidget
 
 from workbench.errors import WorkbenchError
+from workbench.profile.sessions import paging
+from workbench.profile.sessions.wording import run_ref, sentence
 from workbench.ui.plot_axes import OpaqueGridAxis
 from workbench.ui.theme import PLOT_AXIS as AXIS
 from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
@@ -38,6 +43,8 @@ class SessionHistory(QSplitter):
         self.history_key: tuple[str, str] | None = None
         #: (backend, device) -> {"x", "median", "q1", "q3", "ids"} of the plot
         self.history_series: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+        #: Runs plotted, and the kernel's runs in all (older ones beyond `paging.HISTORY_POINTS`).
+        self.history_shown = self.history_total = 0
         self._items: dict[tuple[str, str], tuple[pg.PlotDataItem, pg.ErrorBarItem]] = {}
         self._store: Any = None
 
@@ -46,9 +53,12 @@ class SessionHistory(QSplitter):
         item = self.plot.getPlotItem()
         item.setTitle("history: pick a run", color=TEXT, size="10pt")
         item.setLabel("left", "median (µs), bar: IQR", color=TEXT)
-        item.setLabel("bottom", "edit of the kernel's sources (0 = first recorded)", color=TEXT)
+        item.setLabel("bottom", "edit of the kernel's sources (0 = the first run plotted)", color=TEXT)
         item.showGrid(x=True, y=True, alpha=0.2)
-        item.addLegend(offset=(-10, 10), labelTextColor=TEXT)
+        self._legend = item.addLegend(offset=(-10, 10), labelTextColor=TEXT)
+        self._legend_names: list[str] = []
+        #: The plot's curve and bars, one pair a series, reused (`_draw`).
+        self._pool: list[tuple[pg.PlotDataItem, pg.ErrorBarItem]] = []
         for axis in ("left", "bottom"):
             item.getAxis(axis).setTextPen(TEXT)
             item.getAxis(axis).setPen(AXIS)
@@ -69,12 +79,13 @@ class SessionHistory(QSplitter):
     def show_history(self, store: Any, project: str, kernel: str) -> None:
         """Plot one kernel's recorded medians (IQR bars) per backend × device over its edits."""
         try:
-            runs = store.history(project, kernel)
+            runs, self.history_total = paging.history(store, project, kernel)
         except WorkbenchError as exc:
             self.failed.emit(str(exc))
             return
         self._store = store
         self.history_key = (project, kernel)
+        self.history_shown = len(runs)
         edit, previous = 0, None
         grouped: dict[tuple[str, str], list[tuple[int, dict]]] = {}
         for run in runs:
@@ -100,40 +111,70 @@ class SessionHistory(QSplitter):
         self._draw()
 
     def _draw(self) -> None:
+        """Show `history_series`, reusing the plot's items (one curve and one set of bars a
+        series, kept between kernels): adding and removing pyqtgraph items costs more than the
+        points themselves."""
         item = self.plot.getPlotItem()
-        for curve, bars in self._items.values():
-            item.removeItem(curve)
-            item.removeItem(bars)
-        self._items.clear()
         if self.history_key is not None:
             project, kernel = self.history_key
-            item.setTitle(
-                f"history of {project}/{kernel}: median per backend × device", color=TEXT, size="10pt"
+            older = (
+                f" (the newest {self.history_shown:,} of {self.history_total:,} runs)"
+                if self.history_total > self.history_shown
+                else ""
             )
-        for index, (key, series) in enumerate(sorted(self.history_series.items())):
-            color = PALETTE[index % len(PALETTE)]
-            name = f"{key[0]} · {key[1]}"
-            curve = self.plot.plot(
-                series["x"], series["median"], name=name, pen=pg.mkPen(color, width=1.5), symbol="o",
-                symbolSize=8, symbolBrush=color, symbolPen=pg.mkPen(color), data=series["ids"].tolist(),
-            )  # fmt: skip
-            curve.sigPointsClicked.connect(self._point_clicked)
-            bars = pg.ErrorBarItem(
+            item.setTitle(
+                f"history of {project}/{kernel}: median per backend × device{older}", color=TEXT, size="10pt"
+            )
+        ordered = sorted(self.history_series.items())
+        while len(self._pool) < len(ordered):
+            self._pool.append(self._new_slot(len(self._pool)))
+        self._items = {}
+        for (key, series), (curve, bars) in zip(ordered, self._pool, strict=False):
+            curve.setData(series["x"], series["median"], name=f"{key[0]} · {key[1]}")
+            bars.setData(
                 x=series["x"], y=series["median"], top=series["q3"] - series["median"],
-                bottom=series["median"] - series["q1"], beam=0.12, pen=pg.mkPen(color, width=1),
+                bottom=series["median"] - series["q1"],
             )  # fmt: skip
-            self.plot.addItem(bars)
+            curve.setVisible(True)
+            bars.setVisible(True)
             self._items[key] = (curve, bars)
+        for curve, bars in self._pool[len(ordered) :]:
+            curve.setData([], [])
+            curve.setVisible(False)
+            bars.setVisible(False)
+        names = [f"{key[0]} · {key[1]}" for key, _ in ordered]
+        if names != self._legend_names:  # the legend only changes with the series
+            self._legend.clear()
+            for name, (curve, _bars) in zip(names, self._pool, strict=False):
+                self._legend.addItem(curve, name)
+            self._legend_names = names
         edits = max((int(s["x"].max()) for s in self.history_series.values() if len(s["x"])), default=0)
         item.getAxis("bottom").setTickSpacing(*((1, 1) if edits <= 20 else (None, None)))
         item.enableAutoRange()
 
+    def _new_slot(self, index: int) -> tuple[pg.PlotDataItem, pg.ErrorBarItem]:
+        color = PALETTE[index % len(PALETTE)]
+        curve = pg.PlotDataItem(
+            pen=pg.mkPen(color, width=1.5),
+            symbol="o",
+            symbolSize=8,
+            symbolBrush=color,
+            symbolPen=pg.mkPen(color),
+        )
+        curve.sigPointsClicked.connect(self._point_clicked)
+        bars = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), beam=0.12, pen=pg.mkPen(color, width=1))
+        item = self.plot.getPlotItem()
+        item.addItem(bars)
+        item.addItem(curve)
+        return curve, bars
+
     def history_items(self) -> dict[tuple[str, str], tuple[pg.PlotDataItem, pg.ErrorBarItem]]:
         return dict(self._items)
 
-    def _point_clicked(self, _curve: Any, points: Any, *_args: Any) -> None:
-        if len(points) and self._store is not None:
-            self.show_diff(self._store, int(points[0].data()))
+    def _point_clicked(self, curve: Any, points: Any, *_args: Any) -> None:
+        key = next((k for k, (c, _b) in self._items.items() if c is curve), None)
+        if len(points) and key is not None and self._store is not None:
+            self.show_diff(self._store, int(self.history_series[key]["ids"][points[0].index()]))
 
     def show_diff(self, store: Any, run_id: int) -> None:
         """Show the source diff of one run against the previous recorded run of its kernel."""
@@ -144,7 +185,7 @@ class SessionHistory(QSplitter):
             self.failed.emit(str(exc))
             return
         self.diff_label.setText(
-            f"Run #{run_id} ({run['backend']} on {run['device']}, {format_time(run['median_s'], '–')}): its sources "
+            f"{sentence(run_ref(run_id))} ({run['backend']} on {run['device']}, {format_time(run['median_s'], '–')}): its sources "
             "against the previous recorded run of this kernel"
         )
         self.diff_view.setPlainText(diff or "(no source change since the previous recorded run)")

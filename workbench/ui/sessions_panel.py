@@ -6,13 +6,14 @@ import, the "Record runs" toggle and the message line.
 Recording is not the panel's: the bridge records every run it finishes through the core's
 `SessionRecorder` (with the sources its build read), whether or not this panel exists; the panel
 shows how it went (`bridge.runRecorded`) and its "Record runs" toggle switches the recorder.
-Browsing queries the database on the GUI thread: the queries are
-indexed and take milliseconds even with 100,000 runs (benchmarks/sessions.py), and WAL mode means a
-writer never blocks them. The panel refreshes when it is on screen; a recording made while it is
-hidden marks it stale.
+Browsing queries the database on the GUI thread, a page at a time (`profile.sessions.paging`):
+each query is indexed and takes milliseconds even with 100,000 runs, and WAL mode means a writer
+never blocks them (benchmarks/sessions_window.py measures the window's stalls). The panel
+refreshes when it is on screen; a recording made while it is hidden marks it stale, and a refresh
+with the same filters only adds the runs recorded since.
 
-- the runs table (`sessions_runs_table.RunsTable`) lists the newest runs that pass the filters
-  (kernel, backend, device, date, verified);
+- the runs list (`sessions_runs_table.RunsTable`, a model/view) lists the runs that pass the
+  filters (kernel, backend, device, date, verified), newest first, loading more as it scrolls;
 - "Set as baseline" pins the selected run; selecting another run compares the two in the Compare
   tab (`sessions_compare.SessionCompare`, as `sessions compare` does);
 - the History tab (`sessions_history.SessionHistory`) shows the selected run's kernel: median with
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Qt, Signal, SignalInstance
+from PySide6.QtCore import Qt, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -46,8 +47,10 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.profile.sessions.conditions import run_conditions
+from workbench.profile.sessions import paging
+from workbench.profile.sessions.paging import RunFilter
 from workbench.profile.sessions.store import SessionStore, default_db_path
+from workbench.profile.sessions.wording import runs_ref
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
 from workbench.ui.sessions_compare import SessionCompare
@@ -57,8 +60,11 @@ from workbench.ui.visibility import follow_dock, on_screen
 
 log = logging.getLogger(__name__)
 
-#: Rows shown in the runs table (the newest that pass the filters).
+#: Runs an export of the list takes when none is selected (the newest that pass the filters).
 LIST_LIMIT = 2000
+#: Narrower than this, the list sits above the Compare/History tabs (a dock of a 1280×800 window
+#: is about 420 px wide: side by side the list would show two columns).
+SIDE_BY_SIDE_PX = 900
 SINCE = {
     "any time": None,
     "last hour": 3600,
@@ -100,7 +106,12 @@ class SessionsPanel(QWidget):
         self.settings: Any = None
         self.db_path = Path(db_path) if db_path else None
         self._store: SessionStore | None = None
+        #: What the list was loaded for (filters and database): the same again only adds new runs.
+        self._listed: tuple[Any, ...] | None = None
         self._stale = True
+        #: A recording arrived since the history was drawn: it is drawn again when next shown.
+        self._history_stale = False
+        self._history_queued = False
         self._closed = False
         self._build_ui()
         if bridge is not None:
@@ -166,11 +177,16 @@ class SessionsPanel(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(self.compare, "Compare")
         self.tabs.addTab(self.history, "History")
-        split = QSplitter(Qt.Orientation.Horizontal)
+        self.tabs.currentChanged.connect(lambda _index: self._show_selected())
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.setChildrenCollapsible(False)
         split.addWidget(self.table)
         split.addWidget(self.tabs)
         self.split = split
-        self._sized = False
+        #: The user moved the list's divider: `_arrange` keeps their sizes.
+        self._user_split = False
+        self._arranged: Qt.Orientation | None = None
+        split.splitterMoved.connect(lambda *_: setattr(self, "_user_split", True))
 
         self.message = QLabel("")
         self.message.setObjectName("SessionsMessage")
@@ -230,9 +246,13 @@ class SessionsPanel(QWidget):
         else:
             ids = outcome.get("ids") or []
             if ids:
-                self.show_message(f"recorded run(s) #{ids[0]}–#{ids[-1]} in {self.database_path()}")
+                self.show_message(f"recorded {runs_ref(ids)} in {self.database_path()}")
             self._stale = True
+            self._history_stale = True
+            self.compare.forget()
             self._refresh_if_shown()
+            if on_screen(self.history):
+                self._show_selected()  # the plotted kernel may have new runs
         self.recorded.emit(outcome)
 
     # ================================================================ listing
@@ -246,8 +266,13 @@ class SessionsPanel(QWidget):
             "since": time.time() - since if since else None,
         }
 
+    def run_filter(self) -> RunFilter:
+        return RunFilter(**self.filters())
+
     def refresh(self) -> None:
-        """Reload the filter choices and the runs table (keeps the selection when it can)."""
+        """Bring the filter choices and the runs list up to date: with the filters (and database)
+        of the last load only the runs recorded since are added; else the list reloads its first
+        page. The selection stays where it can."""
         if self._closed:
             return
         store = self.store()
@@ -260,13 +285,20 @@ class SessionsPanel(QWidget):
                 (self.backend_box, "backend"),
                 (self.device_box, "device"),
             ):
-                self._fill_combo(box, store.distinct(column))
-            runs = store.list_runs(limit=LIST_LIMIT, **self.filters())
-            extras = run_conditions(store, [run["id"] for run in runs])
+                self._fill_combo(box, paging.distinct(store, column))
+            # The date filter is kept as its choice, not its time: "last hour" an hour later is the
+            # same list with the new runs added (the oldest loaded ones stay: they were in range).
+            listed = (id(store), *(box.currentData() for box in (self.kernel_box, self.backend_box,
+                      self.device_box)), self.since_box.currentText(), self.verified_box.currentIndex())  # fmt: skip
+            if listed == self._listed:
+                self.table.update_runs()
+            else:
+                self.table.load(store, self.run_filter())
+                self._listed = listed
         except WorkbenchError as exc:
+            self._listed = None
             self.show_message(str(exc), error=True)
             return
-        self.table.fill(runs, extras, self.baseline_id)
 
     @staticmethod
     def _fill_combo(box: QComboBox, values: list[str]) -> None:
@@ -300,10 +332,34 @@ class SessionsPanel(QWidget):
     def select_run(self, run_id: int) -> None:
         self.table.select_run(run_id)
 
-    def _selection_changed(self, run_id: int) -> None:
-        self._compare_with_baseline(run_id)
-        run = self.table.shown_run(run_id)
-        if run is not None:
+    def _selection_changed(self, _run_id: int) -> None:
+        self._show_selected()
+
+    def _show_selected(self) -> None:
+        """Bring the tab on screen up to date with the selected run: Compare compares it with the
+        baseline, History plots its kernel. The other tab catches up when it is brought up
+        (`tabs.currentChanged`): each reads the store and draws, so doing both at every click
+        would double what a click costs. The plot is drawn on the next turn of the event loop:
+        the click (or the tab coming up) is painted first, the plot after, neither waiting for
+        the other."""
+        run_id = self.current_id()
+        if run_id is None:
+            return
+        if self.tabs.currentWidget() is self.history:
+            if not self._history_queued:
+                self._history_queued = True
+                QTimer.singleShot(0, self, self._draw_history)
+        else:
+            self._compare_with_baseline(run_id)
+
+    def _draw_history(self) -> None:
+        """The History tab: the selected run's kernel, unless it is already drawn and current."""
+        self._history_queued = False
+        run_id = self.current_id()
+        run = self.table.shown_run(run_id) if run_id is not None else None
+        if self._closed or run is None or self.tabs.currentWidget() is not self.history:
+            return
+        if self._history_stale or self.history.history_key != (run["project"], run["kernel"]):
             self.show_history(run["project"], run["kernel"])
 
     # ================================================================ compare
@@ -313,7 +369,7 @@ class SessionsPanel(QWidget):
         if run_id is None or store is None:
             return
         if self.compare.set_baseline(store, run_id):
-            self.refresh()
+            self.table.runs_model.set_baseline(run_id)
 
     def _compare_with_baseline(self, run_id: int) -> None:
         store = self.store()
@@ -355,6 +411,7 @@ class SessionsPanel(QWidget):
         """The History tab: one kernel's recorded medians over its edits (`SessionHistory`)."""
         store = self.store()
         if store is not None:
+            self._history_stale = False
             self.history.show_history(store, project, kernel)
 
     def show_diff(self, run_id: int) -> None:
@@ -365,8 +422,13 @@ class SessionsPanel(QWidget):
 
     # ================================================================ export / import
     def export_ids(self) -> list[int]:
-        """The selected runs, else every run the table shows."""
-        return self.selected_ids() or self.shown_ids()
+        """The selected runs, else the newest `LIST_LIMIT` that pass the filters."""
+        selected = self.selected_ids()
+        store = self.store()
+        if selected or store is None:
+            return selected
+        runs = paging.page(store, self.run_filter().resolved(store), limit=LIST_LIMIT)
+        return [run["id"] for run in runs]
 
     def export_to(self, fmt: str, path: str | Path) -> bool:
         from workbench.profile.sessions.export import render, write_text
@@ -422,15 +484,36 @@ class SessionsPanel(QWidget):
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
-        if not self._sized and self.width() > 200:
-            self._sized = True
-            self.split.setSizes([int(self.width() * 0.4), int(self.width() * 0.6)])
-            self.history.setSizes([int(self.width() * 0.36), int(self.width() * 0.24)])
+        self._arrange()
         if not hasattr(self, "_followed"):
             self._followed = follow_dock(self, lambda visible: visible and self._refresh_if_shown())
         self._refresh_if_shown()
 
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """The list beside the tabs when the panel is wide, above them when narrow (a docked panel
+        at 1280×800), so the list's columns that matter fit; the history plot and its diff follow.
+        Until the user moves the divider the two share the panel half and half, however it is
+        resized; after that the sizes are the user's (until the arrangement changes)."""
+        if self.width() <= 200:
+            return
+        wide = self.width() >= SIDE_BY_SIDE_PX
+        orientation = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
+        if self._arranged != orientation:
+            self._arranged = orientation
+            self._user_split = False
+            self.split.setOrientation(orientation)
+            self.history.setOrientation(orientation)
+            self.history.setSizes([60, 40])  # proportions: QSplitter shares its size by these weights
+        if not self._user_split:
+            total = self.split.width() if wide else self.split.height()
+            self.split.setSizes([total // 2, total - total // 2])
+
     def _close_database(self) -> None:
+        self._listed = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -439,6 +522,7 @@ class SessionsPanel(QWidget):
         """Close the database. Idempotent."""
         if self._closed:
             return
+        self.compare.shutdown()
         self._close_database()
         self._closed = True
 
