@@ -65,6 +65,14 @@ def build_backend(
         resolved = adapter.resolve_target(target)
     except ValueError as exc:
         return failed(error(str(exc), backend))
+    said: list[str] = []  # what `prepare` did to the project (placed the kernel API crate)
+    problem = adapter.prepare(project, said.append)
+    notes = [Diagnostic("note", text, rendered=f"note: {text}", backend=backend) for text in said]
+    for note in notes:
+        on_output(note.rendered)
+        on_diagnostic(note)
+    if problem is not None:
+        return failed(problem, "\n".join([*(n.rendered for n in notes), problem.rendered]))
     tunables = default_tunables(project, tunables)
     flags = adapter.flags(project, resolved, tunables, toolchain)
     try:
@@ -76,7 +84,9 @@ def build_backend(
     if recorded is not None:
         hit = _cached(cache.artifact_dir(root, backend, cache.full_key(pre, project, recorded)))
         if hit is not None:
-            return result_from_build(hit[0], hit[1], True, time.perf_counter() - start)
+            found = result_from_build(hit[0], hit[1], True, time.perf_counter() - start)
+            found.diagnostics = [*(n.to_dict() for n in notes), *found.diagnostics]
+            return found
 
     started_at = time.time()
     # This build's own folders: the staging artifact folder (renamed into the cache at the end)
@@ -86,6 +96,8 @@ def build_backend(
     scratch = cache.work_dir(root, backend)
     req = BuildRequest(project, backend, toolchain, resolved, flags, tunables, staging,
                        cache.target_dir(root, backend), scratch, budget, on_output, on_diagnostic)  # fmt: skip
+    req.log.extend(n.rendered for n in notes)
+    req.diagnostics.extend(notes)
     lock = cache.target_lock(root, backend, budget.check) if adapter.shares_target_dir else nullcontext()
     try:
         with lock:
