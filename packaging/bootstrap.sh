@@ -121,12 +121,15 @@ case "$mode" in
     # WB_TEST_BUNDLE=0 leaves it out (a quick local run; CI never sets it).
     if [ "${WB_TEST_BUNDLE:-1}" != 0 ]; then
       echo "== bundle: packaging/build.sh --bundle-only, then its --self-test (env -i, fresh HOME)"
+      started=$SECONDS
       bash packaging/build.sh --bundle-only
+      built=$SECONDS
       bare_home=$(mktemp -d)
       status=0
       env -i PATH=/usr/bin:/bin HOME="$bare_home" QT_QPA_PLATFORM=offscreen \
         dist/rust-gpu-workbench/workbench --self-test || status=$?
       rm -rf "$bare_home"
+      echo "== bundle built in $(( built - started )) s, self-tested in $(( SECONDS - built )) s"
       if [ "$status" != 0 ]; then
         echo "error: the bundle's self-test failed (exit status $status): the product is broken" >&2
         exit "$status"
