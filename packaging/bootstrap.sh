@@ -2,7 +2,9 @@
 # Set up everything the workbench needs on a Debian/Ubuntu machine, then open it or test it.
 #
 #   bash packaging/bootstrap.sh open [PATH]   set up, then open the workbench (default: saxpy example)
-#   bash packaging/bootstrap.sh test [ARGS]   set up, then run lint, layering checks and the test suite
+#   bash packaging/bootstrap.sh test [ARGS]   set up, then run lint, layering checks, the product test
+#                                             (the one-folder bundle built from this checkout and its
+#                                             self-test in a bare environment) and the test suite
 #   bash packaging/bootstrap.sh setup         set up only
 #
 # Set-up: the system packages the examples need (installed when running as root, otherwise this
@@ -138,6 +140,26 @@ case "$mode" in
     .venv/bin/ruff format --check workbench tests benchmarks
     echo "== import-linter"
     .venv/bin/lint-imports
+    # The product as users get it: the one-folder bundle (no .deb, its own build venv, never .venv),
+    # self-tested with nothing of this environment (no PATH additions, no venv, a fresh HOME). A
+    # failed build, a missing resource (packaging/check_bundle.py) or a failed check fails the test.
+    # WB_TEST_BUNDLE=0 leaves it out (a quick local run; CI never sets it).
+    if [ "${WB_TEST_BUNDLE:-1}" != 0 ]; then
+      echo "== bundle: packaging/build.sh --bundle-only, then its --self-test (env -i, fresh HOME)"
+      started=$SECONDS
+      bash packaging/build.sh --bundle-only
+      built=$SECONDS
+      bare_home=$(mktemp -d)
+      status=0
+      env -i PATH=/usr/bin:/bin HOME="$bare_home" QT_QPA_PLATFORM=offscreen \
+        dist/rust-gpu-workbench/workbench --self-test || status=$?
+      rm -rf "$bare_home"
+      echo "== bundle built in $(( built - started )) s, self-tested in $(( SECONDS - built )) s"
+      if [ "$status" != 0 ]; then
+        echo "error: the bundle's self-test failed (exit status $status): the product is broken" >&2
+        exit "$status"
+      fi
+    fi
     echo "== pytest"
     exec .venv/bin/python -m pytest "$@"
     ;;

@@ -7,10 +7,17 @@
 #   dist/rust-gpu-workbench-VERSION-linux-ARCH.tar.gz     the bundle, for other distributions
 #   dist/Rust_GPU_Workbench-VERSION-ARCH.AppImage         only where `appimagetool` is on PATH
 #
-# usage: packaging/build.sh [--with-cuda] [--no-deb]
+# usage: packaging/build.sh [--with-cuda] [--no-deb | --bundle-only]
 #   --with-cuda   also install pycuda (the `cuda` extra) into the build venv, so the bundle carries it
 #                 (needs the CUDA toolkit: pycuda builds from source); without it the bundle reports
 #                 CUDA unavailable, naming the reason.
+#   --no-deb      the bundle and the tarball, no .deb
+#   --bundle-only the one-folder bundle alone (no tarball, .deb or AppImage): what CI builds and
+#                 self-tests (packaging/bootstrap.sh test)
+#
+# The build fails when the bundle lacks a file a project needs (packaging/check_bundle.py: every
+# file of resources/examples, templates and crates, links followed, and each bundled project's
+# kernel API crate).
 #
 # PyInstaller and the workbench's dependencies go into a separate build venv ($WB_BUILD_VENV,
 # default dist/.build-venv), never into .venv. The version is workbench.__version__ (pyproject's
@@ -27,11 +34,13 @@ PYINSTALLER_REQ="pyinstaller>=6.10,<7"
 
 with_cuda=0
 make_deb=1
+bundle_only=0
 for arg in "$@"; do
   case "$arg" in
     --with-cuda) with_cuda=1 ;;
     --no-deb) make_deb=0 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --bundle-only) make_deb=0; bundle_only=1 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "error: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -91,7 +100,13 @@ bundle_version=$("$bundle/workbench" --version)
   echo "error: the bundle says '$bundle_version', expected 'workbench $version'" >&2
   exit 1
 }
+step "bundle check (packaging/check_bundle.py)"
+"$venv/bin/python" packaging/check_bundle.py "$bundle"
 echo "bundle: $bundle ($(du -sh "$bundle" | cut -f1))"
+if [ "$bundle_only" = 1 ]; then
+  step "done: the bundle of workbench $version in $bundle"
+  exit 0
+fi
 
 # ------------------------------------------------------------------ .tar.gz
 step "tar.gz"

@@ -155,6 +155,14 @@ def private_sessions_db(tmp_path, monkeypatch):
     return tmp_path / "wb-data" / "sessions.db"
 
 
+@pytest.fixture(autouse=True)
+def private_projects_dir(tmp_path, monkeypatch):
+    """Where the window puts the user's copy of an example it opens (`user_folders.projects_dir`):
+    each test's own folder, never ~/rust-gpu-workbench, and no test sees another's edits."""
+    monkeypatch.setenv("WB_PROJECTS_DIR", str(tmp_path / "wb-projects"))
+    return tmp_path / "wb-projects"
+
+
 @pytest.fixture(scope="session")
 def shared_cache_dir(tmp_path_factory):
     """One build cache for the whole test session, so `core` for nvptx is built once."""

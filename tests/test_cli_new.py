@@ -41,9 +41,12 @@ def workbench(*args, cwd=None, timeout=600):
 
 
 def files_naming(root: Path, word: str) -> list[str]:
-    """Every file or line under `root` that contains `word` in any case (as `grep -ri` finds it)."""
+    """Every file or line under `root` that contains `word` in any case (as `grep -ri` finds it),
+    outside the kernel API crate (placed as the workbench ships it, never renamed)."""
     found = []
     for path in root.rglob("*"):
+        if (root / "gpu_kernel") in [path, *path.parents]:
+            continue
         if word in path.name.lower():
             found.append(str(path))
         if path.is_file():
@@ -140,6 +143,12 @@ def test_rename_keeps_the_case_of_each_occurrence():
         ("1st", "starting with a letter"),
         ("fn", "a Rust keyword"),
         ("std", "a name Cargo reserves"),
+        ("core", "a name Cargo reserves"),
+        ("alloc", "a name Cargo reserves"),
+        ("test", "a name Cargo reserves"),
+        ("proc_macro", "a name Cargo reserves"),
+        ("gpu_kernel", "the kernel API crate's name"),
+        ("match", "a Rust keyword"),
         ("float", "C/CUDA keyword"),
         ("x" * 65, "longer than 64"),
     ],
@@ -198,3 +207,44 @@ def test_the_first_build_leaves_the_new_cargo_lock_as_it_is(tmp_path, config_dir
     (result,) = build_project(Project.open(root), ["cpu"], tmp_path / "cache")
     assert result.status == "ok", result.diagnostics
     assert (root / "Cargo.lock").read_text() == before
+
+
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [
+        ("x" * 300, "over this file system's NAME_MAX of 255"),
+        ("x" * 250, "a hidden folder named after it"),
+        ("/".join(["x" * 200] * 25), "over this system's PATH_MAX of 4096"),
+    ],
+)
+def test_a_path_over_path_max_or_a_name_over_name_max_is_refused_clearly(tmp_path, config_dir, where, says):
+    result = workbench("new", "vadd", tmp_path / where)
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing made
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("template", ["blank", "saxpy"])
+def test_the_kernel_api_crate_is_a_real_copy_and_plain_cargo_builds_and_tests(tmp_path, config_dir, template):
+    """The project holds the workbench's own crate, as shipped (not renamed: its sources name the
+    examples), so `cargo build` / `cargo test` work in it without the workbench, wherever it goes."""
+    from workbench.kernel_api import crate_dir
+
+    root = create_project("vadd", template, tmp_path / "vadd")
+    crate = root / "gpu_kernel"
+    assert crate.is_dir() and not crate.is_symlink()
+    shipped = crate_dir()
+    copied = sorted(p.relative_to(crate) for p in crate.rglob("*") if p.is_file())
+    assert copied == sorted(
+        p.relative_to(shipped) for p in shipped.rglob("*") if p.is_file() and "target" not in p.parts
+    )
+    assert all((crate / rel).read_bytes() == (shipped / rel).read_bytes() for rel in copied)
+    moved = tmp_path / "elsewhere" / "vadd"  # a copy made without the workbench builds as well
+    moved.parent.mkdir()
+    subprocess.run(["cp", "-r", str(root), str(moved)], check=True)
+    env = dict(os.environ, CARGO_TARGET_DIR=str(tmp_path / "target"))
+    for command in (["cargo", "build", "--offline"], ["cargo", "test", "--offline"]):
+        done = subprocess.run(command, cwd=moved, capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert "test result: ok" in done.stdout

@@ -1,8 +1,9 @@
 """The desktop packaging (packaging/build.sh, packaging/workbench.spec, the .desktop entry) is
 consistent, and the frozen-bundle plumbing (`workbench.frozen`) works with the real CLI and worker.
 
-The PyInstaller build itself takes minutes and is not part of the test command; README.md
-("Desktop package") says how it was run and what it produced.
+The PyInstaller build itself is run by the README's test command before pytest (the one-folder
+bundle, `build.sh --bundle-only`, then its self-test in a bare environment: packaging/bootstrap.sh);
+here: that the command does so, and that the bundle check fails on what a project would miss.
 """
 
 from __future__ import annotations
@@ -89,8 +90,14 @@ def test_build_script_is_valid_bash_and_matches_the_desktop_entry():
     # PyInstaller goes into its own venv, never into .venv or the test extra.
     assert "WB_BUILD_VENV" in text and ".venv/bin" not in text
     assert "pyinstaller" not in (REPO / "pyproject.toml").read_text().lower()
-    # The packaging build is not part of the README's test command.
-    assert "build.sh" not in (PACKAGING / "bootstrap.sh").read_text()
+    # The README's test command builds the bundle alone (no .deb) and self-tests it bare; a
+    # failure stops it (set -e; the self-test's status is kept and exited with).
+    bootstrap = (PACKAGING / "bootstrap.sh").read_text()
+    assert "bash packaging/build.sh --bundle-only" in bootstrap
+    assert 'env -i PATH=/usr/bin:/bin HOME="$bare_home" QT_QPA_PLATFORM=offscreen' in bootstrap
+    assert "dist/rust-gpu-workbench/workbench --self-test || status=$?" in bootstrap
+    assert 'exit "$status"' in bootstrap and "set -euo pipefail" in bootstrap
+    assert 'packaging/check_bundle.py "$bundle"' in text  # the build fails on a missing resource
 
     entry = desktop_entry()
     assert entry["Type"] == "Application"
@@ -118,6 +125,55 @@ def test_build_script_help_runs_without_building(tmp_path):
     assert done.returncode == 0 and "--with-cuda" in done.stdout
     bad = subprocess.run(["bash", str(BUILD_SH), "--bogus"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "unknown option --bogus" in bad.stderr
+
+
+def fake_bundle(root: Path) -> Path:
+    """What the spec puts into `_internal/resources`: examples, templates and crates, links made
+    real copies (as the spec's datas do)."""
+    internal = root / NAME / "_internal" / "resources"
+    for folder in ("examples", "templates", "crates"):
+        shutil.copytree(
+            REPO / "resources" / folder, internal / folder, ignore=shutil.ignore_patterns("target")
+        )
+    return root / NAME
+
+
+def check_bundle(bundle: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(PACKAGING / "check_bundle.py"), str(bundle)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_the_bundle_check_fails_on_a_missing_crate_or_file(tmp_path):
+    bundle = fake_bundle(tmp_path)
+    done = check_bundle(bundle)
+    assert done.returncode == 0, done.stderr
+    projects = len(list((REPO / "resources").glob("*/*/workbench.toml")))
+    assert f"{projects} projects with their kernel API crate" in done.stdout
+    # PyInstaller dropping the links (issue 35): every project without its crate, each named.
+    resources = bundle / "_internal" / "resources"
+    for crate in resources.glob("*/*/gpu_kernel"):
+        shutil.rmtree(crate)
+    done = check_bundle(bundle)
+    assert done.returncode == 1
+    assert (
+        f"missing from the bundle: {resources / 'examples' / 'saxpy' / 'gpu_kernel' / 'Cargo.toml'}"
+        in done.stderr
+    )
+    assert "bundled project blank: the kernel API crate" in done.stderr
+    assert "it does not exist" in done.stderr and "a project needs" in done.stderr
+    # One file of the shipped crate missing is enough to fail.
+    bundle = fake_bundle(tmp_path / "again")
+    (bundle / "_internal" / "resources" / "crates" / "gpu_kernel" / "src" / "lib.rs").unlink()
+    done = check_bundle(bundle)
+    assert done.returncode == 1 and "crates/gpu_kernel/src/lib.rs" in done.stderr
+
+
+def test_the_spec_turns_links_into_copies():
+    """PyInstaller drops symbolic links to folders: the spec adds what each link leads to."""
+    text = SPEC.read_text()
+    assert "p.is_symlink()" in text and "datas.append((str(target), str(link.relative_to(ROOT))))" in text
+    links = [p for p in (REPO / "resources").rglob("*") if p.is_symlink()]
+    assert links and all(p.resolve().is_dir() for p in links)
 
 
 def test_desktop_file_validates():

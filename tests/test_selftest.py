@@ -11,6 +11,10 @@ import pytest
 
 pytestmark = pytest.mark.slow  # builds the saxpy example for real
 
+#: The examples phase on two examples here (the bundle's self-test in CI builds all of them):
+#: one whose copy gets the kernel API crate placed, one with workgroup memory and barriers.
+EXAMPLES = ("reduction", "warp_reduce")
+
 
 def self_test(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -22,7 +26,7 @@ def self_test(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, request):
     cache = request.getfixturevalue("shared_cache_dir")
-    done = self_test("--json", "--cache-dir", str(cache))
+    done = self_test("--json", "--cache-dir", str(cache), "--examples", ",".join(EXAMPLES))
     data = json.loads(done.stdout)
     data["_returncode"] = done.returncode
     data["_stderr"] = done.stderr
@@ -82,10 +86,23 @@ def test_a_broken_toolchain_fails_the_self_test(tmp_path, shared_cache_dir):
                      "echo 'error: this cargo is broken' >&2\nexit 101\n")  # fmt: skip
     cargo.chmod(0o755)
     env = dict(os.environ, WB_CARGO=str(cargo))  # the cpu adapter's override of /usr/bin/cargo
-    done = self_test(env=env)
+    done = self_test("--examples", "none", env=env)
     assert done.returncode == 1, done.stdout
     lines = done.stdout.splitlines()
     cpu = next(line for line in lines if line.split()[:2] == ["FAIL", "cpu"])
     assert "build" in cpu
     assert "self-test FAILED" in lines[-1]
     assert any(line.split()[:2] == ["ok", "wgsl"] for line in lines)  # the rest still ran
+
+
+def test_every_example_asked_for_is_built_and_run_on_a_cp_r_copy(report):
+    """Each example, copied with its `gpu_kernel` link kept (leading nowhere in the copy), built on
+    cpu, cpu-sim and nvptx and run on cpu and wgsl, wgsl verified against cpu; the check says so."""
+    checks = {c["name"]: c for c in report["checks"]}
+    assert sorted(n for n in checks if n.startswith("example:")) == [f"example:{n}" for n in EXAMPLES]
+    for name in EXAMPLES:
+        check = checks[f"example:{name}"]
+        assert check["status"] == "pass", check["detail"]
+        assert check["built"] == ["cpu", "cpu-sim", "nvptx"] and check["ran"] == ["cpu", "wgsl"]
+        assert "built on cpu, cpu-sim, nvptx; ran on cpu, wgsl (verified against cpu)" in check["detail"]
+        assert "kernel API crate placed in the copy" in check["detail"]  # the link led nowhere

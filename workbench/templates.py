@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from workbench import kernel_api
 from workbench.errors import WorkbenchError
 from workbench.manifest import MANIFEST_NAME, load_manifest
 from workbench.project import examples_dir
@@ -36,6 +37,10 @@ RUST_KEYWORDS = frozenset(
 )
 #: Crates every Rust program can already name, which Cargo refuses as package names.
 RESERVED_CRATES = frozenset("std core alloc proc_macro test build deps examples".split())
+#: Beside the kernel crate in every project: a project of this name would depend on itself.
+KERNEL_API_NAME = kernel_api.CRATE_NAME
+#: Room the hidden staging folder's name takes beyond the destination's (`.NAME.` + 8 characters).
+STAGING_EXTRA = 10
 C_KEYWORDS = frozenset(
     "auto bool case char class default delete double export float friend goto inline int long "
     "main namespace new operator private protected public register restrict short signed sizeof "
@@ -86,6 +91,12 @@ def name_problem(name: str) -> str | None:
         )
     if len(name) > MAX_NAME:
         return f"project name {name!r} is longer than {MAX_NAME} characters"
+    if name == KERNEL_API_NAME:
+        return (
+            f"project name {name!r} is the kernel API crate's name: the project's crate depends on "
+            f"{KERNEL_API_NAME}, and cargo cannot build a package that depends on its own name; "
+            f"choose another, e.g. 'my_kernel'"
+        )
     for words, what in (
         (RUST_KEYWORDS, "a Rust keyword"),
         (RESERVED_CRATES, "a name Cargo reserves"),
@@ -97,13 +108,49 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+def _limit(path: Path, name: str, default: int) -> int:
+    """`os.pathconf` of the nearest existing folder above `path` (the file system's own limit)."""
+    for folder in [path, *path.parents]:
+        try:
+            if folder.is_dir():
+                return os.pathconf(folder, name)
+        except (OSError, ValueError):
+            continue
+    return default
+
+
+def length_problem(destination: Path, deepest: str = "") -> str | None:
+    """Why the system cannot hold a project at `destination` (absolute): a folder name longer than
+    NAME_MAX, or the path of its deepest file (`deepest`, relative) longer than PATH_MAX; None if
+    it can. Checked before anything is made, so the error names the limit, not an OSError."""
+    name_max = _limit(destination.parent, "PC_NAME_MAX", 255)
+    for part in destination.parts[1:]:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            return (f"the folder name {part[:40]}… is {size} bytes, over this file system's NAME_MAX "
+                    f"of {name_max}; choose a shorter name")  # fmt: skip
+    if len(os.fsencode(destination.name)) + STAGING_EXTRA > name_max:
+        return (f"the folder name {destination.name[:40]}… is too long: the project is made in a hidden "
+                f"folder named after it with {STAGING_EXTRA} more characters, over NAME_MAX {name_max}")  # fmt: skip
+    path_max = _limit(destination.parent, "PC_PATH_MAX", 4096)
+    total = len(os.fsencode(str(destination / deepest))) + STAGING_EXTRA + 1
+    if total >= path_max:
+        return (f"the path {str(destination)[:60]}… is {len(os.fsencode(str(destination)))} bytes; with "
+                f"the project's deepest file ({deepest or 'none'}) it would be {total}, over this system's "
+                f"PATH_MAX of {path_max}; choose a shorter location")  # fmt: skip
+    return None
+
+
 def check_destination(destination: Path) -> None:
     """Refuse a destination that is a file or a folder with something in it."""
-    if destination.is_dir():
-        if any(destination.iterdir()):
-            raise WorkbenchError(f"{destination} already exists and is not empty; choose a new folder")
-    elif destination.exists() or destination.is_symlink():
-        raise WorkbenchError(f"{destination} already exists and is not a folder; choose a new folder")
+    try:
+        if destination.is_dir():
+            if any(destination.iterdir()):
+                raise WorkbenchError(f"{destination} already exists and is not empty; choose a new folder")
+        elif destination.exists() or destination.is_symlink():
+            raise WorkbenchError(f"{destination} already exists and is not a folder; choose a new folder")
+    except OSError as exc:  # ENAMETOOLONG, EACCES, ELOOP ...: said, with what to do
+        raise WorkbenchError(f"cannot use {destination} for a new project: {exc.strerror or exc}") from exc
 
 
 def rename(text: str, old: str, new: str) -> str:
@@ -134,6 +181,11 @@ def create_project(
         raise WorkbenchError(problem)
     source = template_dir(template)
     destination = Path(destination if destination is not None else name).expanduser().absolute()
+    crate = kernel_api.dependency_path(load_manifest(source / MANIFEST_NAME).crate_dir)
+    deepest = _deepest_file(source, crate)
+    problem = length_problem(destination, deepest)
+    if problem:
+        raise WorkbenchError(problem)
     check_destination(destination)
     old = _project_name(source)
     try:
@@ -143,9 +195,15 @@ def create_project(
         raise WorkbenchError(f"cannot create {destination}: {exc}") from exc
     try:
         work = staging / "project"
-        shutil.copytree(source, work, ignore=IGNORED)
+        # The kernel API crate is left out of the copy and the rename (its sources name examples),
+        # then placed afresh: a real copy of the workbench's own, so `cargo build` works in the
+        # project as it is and wherever it is copied (docs/cpu-sim.md).
+        shutil.copytree(source, work, ignore=_ignore_crate(crate))
         _rename_tree(work, old, name)
         _sort_lock_packages(work / "Cargo.lock")
+        problem = kernel_api.ensure_crate(load_manifest(work / MANIFEST_NAME).crate_dir)
+        if problem is not None:
+            raise WorkbenchError(f"cannot make {destination}: {problem.message}")
         if destination.is_dir():  # empty (checked above): kept, so a shell inside it stays there
             for entry in work.iterdir():
                 os.rename(entry, destination / entry.name)
@@ -158,6 +216,28 @@ def create_project(
     if trust:
         set_trusted(destination)
     return destination.resolve()
+
+
+def _ignore_crate(crate: Path | None):
+    """`IGNORED`, and the kernel API crate's folder (`crate`, as the template names it)."""
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        left_out = set(IGNORED(folder, names))
+        if crate is not None and Path(os.path.normpath(folder)) == crate.parent and crate.name in names:
+            left_out.add(crate.name)
+        return left_out
+
+    return ignore
+
+
+def _deepest_file(source: Path, crate: Path | None) -> str:
+    """The longest relative path the new project will hold (its files and the placed crate's)."""
+    paths = [p.relative_to(source) for p in source.rglob("*") if p.is_file() and "target" not in p.parts]
+    shipped = kernel_api.crate_dir()
+    if crate is not None and shipped.is_dir():
+        base = crate.relative_to(source) if crate.is_relative_to(source) else Path(crate.name)
+        paths += [base / p.relative_to(shipped) for p in shipped.rglob("*") if p.is_file()]
+    return max((p.as_posix() for p in paths), key=len, default="")
 
 
 def _project_name(root: Path) -> str:

@@ -3,7 +3,8 @@
 An installed workbench (e.g. the .deb under /opt/rust-gpu-workbench) ships its examples read-only.
 Opening one in the window opens the user's copy instead: made on first use under
 `projects_dir()` and reused afterwards, so edits survive restarts and upgrades. The same holds for
-any project folder the user cannot write to. Settings (`workbench.ui.settings.config_dir`) and the
+the examples of a source checkout (the window never edits the repository's `resources/examples`,
+which the tests copy from) and for any project folder the user cannot write to. Settings (`workbench.ui.settings.config_dir`) and the
 build cache (`workbench.build.cache.cache_root`) already live in the user's folders. Qt-free.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from workbench.errors import WorkbenchError
 from workbench.frozen import install_dir
+from workbench.project import examples_dir
 
 #: In each copy: the folder it was copied from (so reopening the original reopens the copy).
 COPY_MARKER = ".workbench-copy-of"
@@ -43,11 +45,12 @@ def projects_dir() -> Path:
 
 
 def needs_user_copy(root: str | Path) -> bool:
-    """True for a project inside the install folder (bundle) or in a folder the user cannot write."""
+    """True for a bundled example (installed or in a source checkout), a project inside the install
+    folder, or one in a folder the user cannot write."""
     root = Path(root).resolve()
-    installed = install_dir()
-    if installed is not None and (root == installed or installed in root.parents):
-        return True
+    for shipped in (install_dir(), examples_dir().resolve()):
+        if shipped is not None and (root == shipped or shipped in root.parents):
+            return True
     return not os.access(root, os.W_OK)
 
 

@@ -39,7 +39,7 @@ def test_bundled_example_opens_as_an_editable_user_copy_that_survives_a_restart(
     copy = installed / "saxpy"
     assert window.project.root == copy.resolve()
     assert window.trusted and not window.trust_bar.isVisible()  # our own example
-    assert "read-only: opened your copy" in window.statusBar().currentMessage()
+    assert f"opened your copy of the saxpy example: {copy.resolve()}" in window.statusBar().currentMessage()
     editor = window.editor_tabs.open_file(copy / "src" / "lib.rs")
     assert not editor.isReadOnly()
     editor.setPlainText(editor.toPlainText() + "\n// my change\n")

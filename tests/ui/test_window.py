@@ -59,7 +59,9 @@ def test_window_opens_with_placeholders_when_panels_are_missing(qtbot, test_outp
     window.show()
     assert window.open_project(SAXPY)
     assert window.docks["plots"].widget().objectName() == "PanelPlaceholder"
-    assert window.editor_tabs.current_editor().path == SAXPY.resolve() / "src" / "lib.rs"
+    # The user's copy of the example, never the repository's (issue 36 item 8).
+    assert window.project.root != SAXPY.resolve() and (window.project.root / ".workbench-copy-of").is_file()
+    assert window.editor_tabs.current_editor().path == window.project.root / "src" / "lib.rs"
     assert window.trusted  # bundled example
     assert not window.build_action.isEnabled()  # nothing to build with
     save_screenshot(window, test_output_dir / "window-no-services.png")
@@ -167,7 +169,7 @@ def test_unsaved_edits_survive_opening_another_project(make_window, example_copy
         assert not opened and window.project.root == root.resolve()
         assert editor.is_modified() and editor.text().endswith("// mine\n")
     else:
-        assert opened and window.project.root == SAXPY.resolve()
+        assert opened and window.project.root.name == "saxpy" and window.project.root != SAXPY.resolve()
         assert lib.read_text().endswith("// mine\n")
     window.ask_before_discarding = False  # teardown closes without asking
 

@@ -65,6 +65,14 @@ def build_backend(
         resolved = adapter.resolve_target(target)
     except ValueError as exc:
         return failed(error(str(exc), backend))
+    said: list[str] = []  # what `prepare` did to the project (placed the kernel API crate)
+    problem = adapter.prepare(project, said.append)
+    notes = [Diagnostic("note", text, rendered=f"note: {text}", backend=backend) for text in said]
+    for note in notes:
+        on_output(note.rendered)
+        on_diagnostic(note)
+    if problem is not None:
+        return failed(problem, "\n".join([*(n.rendered for n in notes), problem.rendered]))
     tunables = default_tunables(project, tunables)
     flags = adapter.flags(project, resolved, tunables, toolchain)
     try:
@@ -76,7 +84,8 @@ def build_backend(
     if recorded is not None:
         hit = _cached(cache.artifact_dir(root, backend, cache.full_key(pre, project, recorded)))
         if hit is not None:
-            return result_from_build(hit[0], hit[1], True, time.perf_counter() - start)
+            found = result_from_build(hit[0], hit[1], True, time.perf_counter() - start)
+            return _with_notes(found, notes)
 
     started_at = time.time()
     # This build's own folders: the staging artifact folder (renamed into the cache at the end)
@@ -112,9 +121,9 @@ def build_backend(
             diag = error(f"{backend} build failed; see its output", backend, rendered=log[-4000:])
             on_diagnostic(diag)
             diagnostics.append(diag.to_dict())
-        return BuildResult(backend, "error", seconds, diagnostics=diagnostics, log=log,
-                           toolchain=toolchain.to_dict(), flags=flags, key=pre,
-                           resources=out.resources)  # fmt: skip
+        return _with_notes(BuildResult(backend, "error", seconds, diagnostics=diagnostics, log=log,
+                                       toolchain=toolchain.to_dict(), flags=flags, key=pre,
+                                       resources=out.resources), notes)  # fmt: skip
     inputs = cache.describe_inputs(project, out.inputs)
     key = cache.full_key(pre, project, inputs)
     # An input edited while the compiler ran: the artifact may be of the old text. It is returned
@@ -141,7 +150,17 @@ def build_backend(
         cache.write_inputs(root, backend, pre, inputs)
     # The folder's build.json: this build's, or an identical concurrent one's that got there first.
     data = json.loads((folder / BUILD_JSON).read_text())
-    return result_from_build(folder, data, False, seconds, log)
+    built = result_from_build(folder, data, False, seconds, log)
+    return _with_notes(built, notes)
+
+
+def _with_notes(result: BuildResult, notes: list[Diagnostic]) -> BuildResult:
+    """`result` with what `prepare` did to this project first (its diagnostics and log), kept out
+    of the cache entry, which another copy of the same sources may be served from."""
+    if notes:
+        result.diagnostics = [*(n.to_dict() for n in notes), *result.diagnostics]
+        result.log = "\n".join([*(n.rendered for n in notes), result.log or ""])
+    return result
 
 
 def _missing_hint(toolchain: ToolchainInfo) -> str:

@@ -5,7 +5,10 @@ the default sizes (`Kernel.evaluate`): a negative length, an empty buffer the ke
 buffers larger than this machine's memory or a scalar its type cannot hold is an error at the
 line of the key, naming the argument (exit status 2). So is what the manifest promises and its
 sources break (`workbench.build.manifest_check`): a buffer without `binding` while a wgpu backend
-is listed, `threads` that differ from the WGSL reference's `@workgroup_size(...)`.
+is listed, `threads` that differ from the WGSL reference's `@workgroup_size(...)`. And the kernel API
+crate the project's Cargo.toml names (`kernel_api.check_crate`, as every cargo build does first):
+broken or of another API version is an error naming the fix; missing (or a link that leads nowhere)
+is a note, since the first build places the workbench's copy there. `check` itself writes nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from workbench.backends import BACKENDS, RUST_BACKENDS
 from workbench.build import manifest_check
+from workbench.kernel_api import CrateProblem, check_crate
 from workbench.manifest import BufferArg, Kernel, Manifest
 from workbench.project import Project
 from workbench.run.buffers import host_memory_bytes
@@ -104,14 +108,27 @@ def _human(count: float | None) -> str:
     return f"{count:g}"
 
 
+def _crate_location(crate: CrateProblem) -> str:
+    return f"{crate.manifest}:{crate.line}" if crate.line else str(crate.manifest)
+
+
 def run(args) -> int:
     project = Project.open(Path(args.path))
     info = describe(project)
-    found = manifest_check.problems(project)
+    found: list[object] = list(manifest_check.problems(project))
+    crate = check_crate(project.manifest.crate_dir)
+    if crate is not None and not crate.placeable:
+        found.append(f"{_crate_location(crate)}: {crate.message}")
     for problem in found:  # each names its line, as the loader's errors do
         print(f"error: {problem}", file=sys.stderr)
+    if crate is not None and crate.placeable:
+        print(f"note: {_crate_location(crate)}: {crate.message}", file=sys.stderr)
     if args.json:  # the problems too: a script reading --json must not get an empty answer
-        print(json.dumps({**info, "problems": [str(problem) for problem in found]}, indent=2))
+        kernel_api = None if crate is None else {
+            "path": str(crate.path), "placeable": crate.placeable, "message": crate.message,
+        }  # fmt: skip
+        print(json.dumps({**info, "problems": [str(problem) for problem in found], "kernel_api": kernel_api},
+                         indent=2))  # fmt: skip
         return 2 if found else 0
     if found:
         return 2

@@ -5,7 +5,10 @@
 2. the bundled saxpy example, copied to a temporary folder, is built for every backend whose
    toolchain is found (the core `BuildService`) and run and verified on every backend whose
    runtime has a device (the core `RunService`, in its worker processes);
-3. whatever is missing is skipped with the reason (and the install hint).
+3. every bundled example, copied as `cp -r` copies (symbolic links kept as links), is built on
+   cpu, cpu-sim and nvptx, and run on cpu and wgsl, wgsl verified against cpu (`EXAMPLE_BUILDS`,
+   `EXAMPLE_RUNS`): the kernel API crate reaches each copy (`kernel_api.ensure_crate`);
+4. whatever is missing is skipped with the reason (and the install hint).
 
 Exit status 0 only when every check that could run passed. Builds go to a fresh temporary cache
 unless `--cache-dir` is given, so a cached artifact cannot hide a broken toolchain.
@@ -34,14 +37,20 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 #: A small problem: the self-test checks that things work, not how fast.
 SIZES = {"n": 65536}
 EXAMPLE = "saxpy"
+#: What every bundled example is built on, and run on (each at its default sizes, few samples).
+EXAMPLE_BUILDS = ("cpu", "cpu-sim", "nvptx")
+EXAMPLE_RUNS = ("cpu", "wgsl")
+#: Samples enough to run and verify, not to time: the self-test checks that things work.
+QUICK_TIMING = dict(min_n=3, min_time_s=0.01, max_time_s=2.0, warmup_max_n=2, warmup_max_s=0.1)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="workbench --self-test",
-        description="Check this installation: load every panel offscreen, then build, run and verify "
+        description="Check this installation: load every panel offscreen, build, run and verify "
         "the bundled saxpy example (in a temporary copy) on every backend whose toolchain and "
-        "device exist; the rest is skipped with the reason.",
+        "device exist, then build every bundled example on cpu, cpu-sim and nvptx and run it on cpu "
+        "and wgsl; the rest is skipped with the reason.",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
@@ -49,6 +58,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--build-timeout", type=float, default=600.0, metavar="S", help="per-backend build timeout (600 s)"
+    )
+    parser.add_argument(
+        "--examples",
+        metavar="NAMES",
+        help="comma-separated bundled examples to build and run on the cpu, cpu-sim, nvptx and wgsl "
+        "backends (default: all of them; 'none': only saxpy's own check)",
     )
     parser.add_argument(
         "--window-timeout", type=float, default=120.0, metavar="S", help="how long the window check may take"
@@ -214,7 +229,7 @@ def build_and_run(project_dir: Path, cache_dir: Path, build_timeout_s: float) ->
         reference = project.manifest.kernel().check.reference
         if reference not in runnable:
             reference = runnable[0]
-        timing = TimingOptions(min_n=3, min_time_s=0.01, max_time_s=2.0, warmup_max_n=2, warmup_max_s=0.1)
+        timing = TimingOptions(**QUICK_TIMING)
         run_service = RunService(timing=timing)
         try:
             request = RunRequest.of(
@@ -270,6 +285,104 @@ def _run_problem(result) -> str:
     )
 
 
+# ------------------------------------------------------------------------- every bundled example
+
+
+def copy_as_cp_r(source: Path, dest: Path) -> None:
+    """Copy a project as `cp -r` does: symbolic links stay links (a relative one may then lead
+    nowhere: the build places the kernel API crate), build outputs left out."""
+    shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns("target"))
+
+
+def examples_check(names: list[str], scratch: Path, cache_dir: Path, build_timeout_s: float) -> list[dict]:
+    """Each example in `names` copied into `scratch`, built on EXAMPLE_BUILDS and run on
+    EXAMPLE_RUNS (wgsl verified against cpu); one check per example, naming what it did."""
+    from workbench.backends import runtime_of
+    from workbench.build import BuildService, detect_toolchains
+    from workbench.project import Project, examples_dir
+    from workbench.run import RunService, list_devices
+    from workbench.run.timing import TimingOptions
+
+    found = {t.backend: t for t in detect_toolchains()}
+    builds = [b for b in EXAMPLE_BUILDS if found.get(b) and found[b].found]
+    missing = [b for b in EXAMPLE_BUILDS if b not in builds]
+    devices = list_devices()
+    runnable = [b for b in EXAMPLE_RUNS if (devices.get(runtime_of(b)) or {}).get("available")]
+    checks: list[dict] = []
+    projects: dict[str, Project] = {}
+    for name in names:
+        copy = scratch / "examples" / name
+        try:
+            copy_as_cp_r(examples_dir() / name, copy)
+            projects[name] = Project.open(copy)
+        except Exception as exc:  # a bundle without the example: a failed check, named
+            checks.append(_check(f"example:{name}", FAIL, f"cannot copy {examples_dir() / name}: {exc}"))
+    service = BuildService(cache_dir=cache_dir, timeout_s=build_timeout_s)
+    started = time.monotonic()
+    try:
+        # One example at a time: the service builds one project per backend at once (a new submit
+        # supersedes a running build of its backend); its three backends build side by side.
+        results = {
+            name: service.submit(project, builds).wait() for name, project in projects.items() if builds
+        }
+    finally:
+        service.close()
+    build_seconds = time.monotonic() - started
+    for name, project in projects.items():
+        started = time.monotonic()
+        problems, done, notes = [], [], []
+        for backend, result in sorted(results.get(name, {}).items(), key=lambda r: builds.index(r[0])):
+            if result.status == "ok":
+                done.append(backend)
+            else:
+                first = next(
+                    (d.get("message", "") for d in result.diagnostics if d.get("severity") == "error"), ""
+                )
+                problems.append(f"{backend} build {result.status}: {first or 'see its log'}")
+            notes += [d["message"] for d in result.diagnostics if "kernel API crate" in d.get("message", "")]
+        ran = []
+        if runnable and not problems:
+            run_service = RunService(timing=TimingOptions(**QUICK_TIMING))
+            try:
+                report = run_service.run(project, backends=runnable, cache_dir=cache_dir, timeout_s=120.0,
+                                         reference=runnable[0])  # fmt: skip
+                for result in report.results:
+                    if _run_ok(result):
+                        ran.append(result.backend)
+                    else:
+                        problems.append(f"{result.backend}: {_run_problem(result)}")
+            except Exception as exc:  # a run error is a failed check, reported, not a crash
+                problems.append(f"run failed: {type(exc).__name__}: {exc}")
+            finally:
+                run_service.close()
+        parts = [f"built on {', '.join(done)}" if done else "built on nothing"]
+        if ran:
+            parts.append(
+                f"ran on {', '.join(ran)}" + (f" (verified against {runnable[0]})" if len(ran) > 1 else "")
+            )
+        if missing:
+            parts.append(f"no {', '.join(missing)} toolchain")
+        if notes:
+            parts.append("kernel API crate placed in the copy")
+        status = FAIL if problems else PASS
+        detail = "; ".join(problems) if problems else "; ".join(parts)
+        checks.append(_check(f"example:{name}", status, detail, time.monotonic() - started,
+                             built=done, ran=ran))  # fmt: skip
+    if checks:
+        checks[0]["build_seconds"] = round(build_seconds, 2)
+    return checks
+
+
+def example_names(option: str | None) -> list[str]:
+    """The bundled examples `--examples` names (all by default); an unknown name is a failed check
+    later (its copy fails), not a silent skip."""
+    from workbench.project import examples_dir
+
+    if option is not None:
+        return [] if option.strip() == "none" else [n.strip() for n in option.split(",") if n.strip()]
+    return sorted(p.parent.name for p in examples_dir().glob("*/workbench.toml"))
+
+
 # ---------------------------------------------------------------------------------------- report
 
 
@@ -305,6 +418,11 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
             report.update(build_and_run(copy, cache_dir, args.build_timeout))
         except Exception as exc:  # anything unexpected is a failed check with its message
             report["checks"].append(_check("build-and-run", FAIL, f"{type(exc).__name__}: {exc}"))
+        try:
+            report["checks"] += examples_check(example_names(args.examples), Path(tmp), cache_dir,
+                                               args.build_timeout)  # fmt: skip
+        except Exception as exc:  # anything unexpected is a failed check with its message
+            report["checks"].append(_check("examples", FAIL, f"{type(exc).__name__}: {exc}"))
     statuses = [c["status"] for c in report["checks"]]
     statuses += [b["status"] for b in report.get("backends", {}).values()]
     report["ok"] = FAIL not in statuses and bool(report.get("backends"))

@@ -29,7 +29,8 @@ from workbench import templates
 from workbench.backends import BACKENDS
 from workbench.build.manifest_check import MANIFEST_SOURCE
 from workbench.errors import WorkbenchError
-from workbench.project import Project
+from workbench.manifest import MANIFEST_NAME
+from workbench.project import Project, examples_dir
 from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
 from workbench.trust_store import is_bundled, is_declined, is_trusted, set_trusted
 from workbench.ui.dev_loop import DevLoop
@@ -258,6 +259,10 @@ class MainWindow(QMainWindow):
         file_menu.addActions([self.open_action, self.new_action])
         self.recent_menu = file_menu.addMenu("Open &recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        # Each opens the user's copy (`_writable_copy`), and the status bar says where it lives.
+        self.examples_menu = file_menu.addMenu("Open e&xample")
+        for example in sorted(p.parent for p in examples_dir().glob(f"*/{MANIFEST_NAME}")):
+            self.examples_menu.addAction(example.name, lambda p=example: self.open_project(p))
         file_menu.addSeparator()
         file_menu.addActions([self.save_action, self.save_all_action, self.close_tab_action])
         file_menu.addSeparator()
@@ -415,7 +420,10 @@ class MainWindow(QMainWindow):
         copy = user_copy(project.root)
         if bundled:
             set_trusted(copy, True)  # our own example, as with File > New
-        self.show_message(f"{project.root} is read-only: opened your copy in {copy}")
+            self.show_message(f"opened your copy of the {project.name} example: {copy} "
+                              f"(the example itself, {project.root}, is never edited)")  # fmt: skip
+        else:
+            self.show_message(f"{project.root} is read-only: opened your copy in {copy}")
         return Project.open(copy)
 
     def set_trusted(self, trusted: bool) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from workbench import childproc
 from workbench.backends import backend_row
 from workbench.build.process import Budget, ProcessResult, run_command
+from workbench.kernel_api import ensure_crate
 from workbench.project import Project
 from workbench.records import Diagnostic, ToolchainInfo
 
@@ -149,6 +150,9 @@ class Adapter:
 
     name = ""
     shares_target_dir = False  # builds in `BuildRequest.target_dir` (then held locked by the builder)
+    #: Builds the project's Rust crate with cargo: `prepare` first makes sure the kernel API crate
+    #: its Cargo.toml names is there (placed where missing) and sound.
+    builds_crate = False
 
     @property
     def kind(self) -> str:
@@ -174,6 +178,15 @@ class Adapter:
     ) -> list[str]:
         """The build's flags (they are part of its cache key and provenance)."""
         return []
+
+    def prepare(self, project: Project, say: Callable[[str], None]) -> Diagnostic | None:
+        """Before the cache lookup and the build: the error that stops this build, or None. For a
+        cargo build, the kernel API crate (`kernel_api.ensure_crate`: one diagnostic naming the
+        cause and the fix instead of cargo's `failed to read .../gpu_kernel/Cargo.toml`)."""
+        if not self.builds_crate:
+            return None
+        problem = ensure_crate(project.manifest.crate_dir, say)
+        return None if problem is None else problem.diagnostic(self.name, project.root)
 
     def key_inputs(self, project: Project) -> list[Path]:
         """Files outside `Project.source_files()` that the build reads (prebuilt artifacts)."""

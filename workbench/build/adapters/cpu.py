@@ -27,6 +27,7 @@ ASM_SUFFIX = ".lines.asm"
 class CpuAdapter(Adapter):
     name = "cpu"
     shares_target_dir = True
+    builds_crate = True
 
     def detect(self) -> ToolchainInfo:
         cargo_path, rustc_path = cargo(), rustc()

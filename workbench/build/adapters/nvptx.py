@@ -101,6 +101,7 @@ def _detect_rustup() -> ToolchainInfo | None:
 class NvptxAdapter(Adapter):
     name = "nvptx"
     shares_target_dir = True
+    builds_crate = True
 
     def detect(self) -> ToolchainInfo:
         route = os.environ.get("WB_NVPTX_ROUTE", "")  # force "debian" or "rustup"

@@ -76,6 +76,7 @@ def libnvvm() -> Path | None:
 class RustCudaAdapter(Adapter):
     name = "rust-cuda"
     shares_target_dir = True  # the generated builder crate and its target dir live there
+    builds_crate = True
 
     def detect(self) -> ToolchainInfo:
         toolchain = os.environ.get("WB_RUST_CUDA_TOOLCHAIN", TOOLCHAIN)

@@ -58,6 +58,11 @@ def prebuilt_dir(project) -> Path | None:
 
 class RustGpuAdapter(Adapter):
     name = "rust-gpu"
+    builds_crate = True
+
+    def prepare(self, project, say):
+        # Prebuilt SPIR-V is copied, not built: the crate is not needed.
+        return None if prebuilt_dir(project) is not None else super().prepare(project, say)
 
     def detect(self) -> ToolchainInfo:
         cargo_gpu = which("WB_CARGO_GPU", "cargo-gpu", os.path.expanduser("~/.cargo/bin/cargo-gpu"))
