@@ -128,10 +128,16 @@ def test_build_script_help_runs_without_building(tmp_path):
 
 
 def fake_bundle(root: Path) -> Path:
-    """What the spec puts into `_internal/resources`: examples, templates and crates, links made
-    real copies (as the spec's datas do)."""
+    """What the spec puts into `_internal/resources`: the folders `check_bundle.py` checks
+    (examples, templates, crates, ceilings), links made real copies (as the spec's datas do)."""
     internal = root / NAME / "_internal" / "resources"
-    for folder in ("examples", "templates", "crates"):
+    tree = ast.parse((PACKAGING / "check_bundle.py").read_text())
+    folders = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "FOLDERS" for t in node.targets)
+    )
+    for folder in folders:
         shutil.copytree(
             REPO / "resources" / folder, internal / folder, ignore=shutil.ignore_patterns("target")
         )
