@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from workbench.build.manifest_check import MANIFEST_SOURCE
 from workbench.build.occupancy import result_occupancy
+from workbench.build.process import progress_text
 from workbench.records import BuildResult
 from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
 from workbench.ui import theme
@@ -289,6 +290,9 @@ class BuildPanel(QWidget):
             if not self._ticker.isActive():
                 self._ticker.start()
             self._tick()
+        elif kind == "progress":
+            self._show_progress(row, _field(event, "progress"))
+            return  # the counts of the summary are the same
         elif kind == "output":
             line = _field(event, "line") or ""
             row.log.append(line)
@@ -304,6 +308,15 @@ class BuildPanel(QWidget):
             if result is not None:
                 self._apply_result(backend, result)
         self._update_summary()
+
+    def _show_progress(self, row: _Row, progress: dict | None) -> None:
+        """A niced build's "still working" line (`workbench.build.process.progress_text`) as the
+        state's tooltip; the state reads "building… (machine busy)" while its limit is paused."""
+        if row.state != "building" or not progress:
+            return
+        self._set_state(row, "building", progress_text(progress))
+        label = STATES["building"][0] + (" (machine busy)" if progress.get("paused") else "")
+        row.item.setText(COL_STATE, label)
 
     def _on_build_finished(self, results: dict[str, Any]) -> None:
         for backend, result in results.items():
