@@ -13,6 +13,7 @@ from workbench.backends import BACKENDS, check_backend
 from workbench.build.builder import build_backend
 from workbench.build.cache import cache_root
 from workbench.build.process import Budget
+from workbench.build.scratch import sweep_quietly
 from workbench.project import Project
 from workbench.records import BuildResult, Diagnostic
 
@@ -136,6 +137,11 @@ class BuildService:
         self._active: dict[str, _Task] = {}
         self._lock = threading.Lock()
         self._closed = False
+        # What builds killed earlier left in this cache (their staging and work folders), swept
+        # off the caller's thread: a window must not wait for it.
+        threading.Thread(
+            target=sweep_quietly, args=(self.cache_dir,), name="build-sweep", daemon=True
+        ).start()
 
     def subscribe(self, fn: Callable[[BuildEvent], None]) -> None:
         with self._lock:

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from workbench import childproc
 from workbench.build.cache import cache_root
+from workbench.build.scratch import STAGING_PREFIX, OwnedDir, locked, sweep_quietly
 from workbench.errors import WorkbenchError
 from workbench.records import Record
 from workbench.run import ceilings_kernels as kernels
@@ -42,6 +45,8 @@ FORMAT = 2  # 2: read_gbps (entries without it are measured again)
 #: A short timing run per kernel: the ceilings of one device take a few seconds at most.
 TIMING = {"min_n": 5, "min_time_s": 0.05, "max_time_s": 0.5, "warmup_max_n": 3, "warmup_max_s": 0.2}
 TIMEOUT_S = 60.0
+#: The cpu ceiling kernels' build (and the wait for another process building them).
+BUILD_TIMEOUT_S = 300.0
 
 
 class CeilingsError(WorkbenchError):
@@ -128,13 +133,14 @@ def cached(device: dict[str, Any], cache_dir: str | Path | None = None) -> Ceili
 
 def _store(device: dict[str, Any], ceilings: Ceilings, cache_dir: str | Path | None) -> None:
     path = cache_file(cache_dir)
-    devices = _read_cache(path)
-    devices[device_key(device)] = ceilings.to_dict()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, "devices": devices}, indent=1), encoding="utf-8")
-        tmp.replace(path)
+        # Read, add, write under the file's lock: two processes storing at once keep both devices.
+        with locked(path.with_name(f"{path.name}.lock")):
+            devices = _read_cache(path)
+            devices[device_key(device)] = ceilings.to_dict()
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"format": FORMAT, "devices": devices}, indent=1), encoding="utf-8")
+            tmp.replace(path)
     except OSError:
         pass  # a read-only cache costs a re-measurement next time, nothing else
 
@@ -150,14 +156,22 @@ def _kernel_dir(cache_dir: str | Path | None, runtime: str, text: str) -> Path:
 
 
 def _write_kernel(cache_dir, runtime: str, name: str, text: str) -> str:
+    """The kernel's text in the shared cache, written whole (private file, then renamed): a
+    process reading it while another writes it sees the old text or the new, never a part."""
     path = _kernel_dir(cache_dir, runtime, text) / name
     if not path.is_file() or path.read_text() != text:
-        path.write_text(text)
+        tmp = path.with_name(f"{STAGING_PREFIX}{name}.{os.getpid()}-{threading.get_ident()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
     return str(path)
 
 
 def cpu_library(cache_dir: str | Path | None = None) -> str:
-    """The cpu kernels' cdylib, built with the host rustc on first use (cached)."""
+    """The cpu kernels' cdylib, built with the host rustc on first use (cached).
+
+    Processes sharing the cache build it once: under the folder's lock, in a private folder (rustc
+    writes its object files beside its output, named after the crate: two builds in one folder
+    removed each other's, "linking with cc failed"), then renamed into place."""
     from workbench.build.adapters.host_rust import rustc as host_rustc
 
     rustc = host_rustc()
@@ -171,18 +185,32 @@ def cpu_library(cache_dir: str | Path | None = None) -> str:
     library = folder / "libwb_ceilings.so"
     if library.is_file():
         return str(library)
-    source = folder / "ceilings.rs"
-    source.write_text(kernels.CPU_RUST)
-    tmp = folder / f"lib.{os.getpid()}.so"
-    command = [rustc, "--edition", "2021", "--crate-type", "cdylib", "-C", "opt-level=3",
-               "-C", "target-cpu=native", "-o", str(tmp), str(source)]  # fmt: skip
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CeilingsError(f"building the cpu ceiling kernels failed: {exc}") from None
-    if done.returncode != 0:
-        raise CeilingsError(f"building the cpu ceiling kernels failed:\n{done.stderr.strip()[-2000:]}")
-    tmp.replace(library)
+    deadline = time.monotonic() + BUILD_TIMEOUT_S
+
+    def check() -> None:
+        if time.monotonic() > deadline:
+            raise CeilingsError(
+                f"another process held the cpu ceiling kernels' build past {BUILD_TIMEOUT_S:g} s"
+            )
+
+    sweep_quietly(cache_root(cache_dir))  # what killed builds left
+    with locked(folder / ".wb-lock", check):
+        if library.is_file():  # built by the process that held the lock before us
+            return str(library)
+        with OwnedDir(folder, STAGING_PREFIX) as work:
+            source = work.path / "ceilings.rs"
+            source.write_text(kernels.CPU_RUST)
+            built = work.path / "libwb_ceilings.so"
+            command = [rustc, "--edition", "2021", "--crate-type", "cdylib", "-C", "opt-level=3",
+                       "-C", "target-cpu=native", "-o", str(built), str(source)]  # fmt: skip
+            try:
+                done = childproc.capture(command, timeout_s=max(1.0, deadline - time.monotonic()))
+            except (OSError, TimeoutError) as exc:
+                raise CeilingsError(f"building the cpu ceiling kernels failed: {exc}") from None
+            if done.returncode != 0:
+                stderr = "\n".join(done.stderr).strip()
+                raise CeilingsError(f"building the cpu ceiling kernels failed:\n{stderr[-2000:]}")
+            os.replace(built, library)
     return str(library)
 
 
