@@ -45,6 +45,27 @@ def build_backend(
     on_diagnostic: Callable[[Diagnostic], None] = lambda diag: None,
 ) -> BuildResult:
     """Build (or find in the cache) one backend; never raises for toolchain or source problems."""
+    result = _build(project, backend, root, tunables, target, budget, on_output, on_diagnostic, build=True)
+    assert result is not None  # building never answers "not cached"
+    return result
+
+
+def cached_result(
+    project: Project,
+    backend: str,
+    root: Path,
+    *,
+    tunables: dict[str, Any] | None = None,
+    target: str | None = None,
+) -> BuildResult | None:
+    """What `build_backend` would answer without building: the cache's build of the project as it
+    is now (its log the one kept then), or why it is skipped or refused; None when it would build."""
+    return _build(
+        project, backend, root, tunables, target, None, lambda line: None, lambda diag: None, build=False
+    )
+
+
+def _build(project, backend, root, tunables, target, budget, on_output, on_diagnostic, *, build: bool):
     start = time.perf_counter()
     budget = budget or Budget()
     adapter = ADAPTERS[backend]
@@ -78,6 +99,8 @@ def build_backend(
         hit = _cached(cache.artifact_dir(root, backend, cache.full_key(pre, project, recorded)))
         if hit is not None:
             return result_from_build(hit[0], hit[1], True, time.perf_counter() - start)
+    if not build:
+        return None
 
     started_at = time.time()
     # This build's own folders: the staging artifact folder (renamed into the cache at the end)
