@@ -84,6 +84,8 @@ def run(args) -> int:
                 f"{c.spec:<8} {c.name[:36]:<36} {_fmt(c.copy_gbps, 'GB/s'):>12} {_fmt(c.read_gbps, 'GB/s'):>12} "
                 f"{_fmt(c.fma_gflops_f32, 'GFLOP/s'):>16} {_fmt(c.fma_gflops_f64, 'GFLOP/s'):>16}  {c.measured}"
             )
+            if c.variants:  # the kernel form that gave each figure (the best of several)
+                print(f"{'':<8} best variants: " + ", ".join(f"{k} {v}" for k, v in c.variants.items()))
             if c.notes:
                 print(f"{'':<8} note: {c.notes}")
     missing = [c.spec for c in results if not c.copy_gbps and not c.fma_gflops_f32]

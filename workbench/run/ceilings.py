@@ -13,7 +13,11 @@ and timed by the runtime's worker process (`pool.WorkerProcess`), so a crash can
 - wgpu: WGSL through the wgpu runtime, timed with timestamp queries where the adapter has them;
 - cuda: PTX through the cuda runtime, timed with CUDA events.
 
-The best sample of a short timing run gives each figure (a ceiling is the best the device did).
+The best sample of a short timing run gives each variant's figure, and the best variant the
+ceiling (a ceiling is the best the device does, so no kernel should beat it): the cpu kernels on
+every core and on half of them, the WGSL streams with 4-, 8- and 16-byte accesses and two
+workgroup sizes, the WGSL FMA loop at two workgroup counts on a CPU adapter; `Ceilings.variants`
+names the variant that won each figure. (The PTX kernels are one variant each.)
 Results are cached per device + driver in `<user cache>/ceilings.json`; `refresh=True` measures
 again.
 """
@@ -26,7 +30,7 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +45,7 @@ from workbench.run import ceilings_kernels as kernels
 from workbench.runtimes_table import RUNTIME_TABLE, RUNTIMES
 
 CEILINGS_FILE = "ceilings.json"
-FORMAT = 2  # 2: read_gbps (entries without it are measured again)
+FORMAT = 3  # 2: read_gbps; 3: the best of several variants (older entries are measured again)
 #: A short timing run per kernel: the ceilings of one device take a few seconds at most.
 TIMING = {"min_n": 5, "min_time_s": 0.05, "max_time_s": 0.5, "warmup_max_n": 3, "warmup_max_s": 0.2}
 TIMEOUT_S = 60.0
@@ -68,6 +72,8 @@ class Ceilings(Record):
     driver: str = ""
     notes: str = ""  # why a figure is missing
     read_gbps: float | None = None  # the read stream: bytes read per second
+    #: The kernel variant that gave each figure ({"copy": "16 B × 256", "f32": "2 threads"}).
+    variants: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The shape `workbench ceilings --json` prints for one device."""
@@ -82,6 +88,7 @@ class Ceilings(Record):
             "method": self.method,
             "driver": self.driver,
             "notes": self.notes,
+            "variants": dict(self.variants),
         }
 
 
@@ -242,9 +249,10 @@ def _spec(runtime, index, kind, path, entry, args, grid=(1, 1, 1), threads=(1, 1
 class _Probe:
     """One built-in kernel: its launch spec and the work one launch does."""
 
-    what: str  # "copy", "f32", "f64"
+    what: str  # "copy", "read", "f32", "f64"
     spec: dict[str, Any]
     work: float  # bytes moved (copy) or FLOP (fma) per launch
+    variant: str = ""  # which form of the kernel: "16 B × 256", "2 threads"; the best one counts
 
 
 def _grid(groups: int) -> tuple[int, int, int]:
@@ -259,69 +267,78 @@ def probes(device: dict[str, Any], cache_dir: str | Path | None = None) -> list[
     out: list[_Probe] = []
     if runtime == "cpu":
         library = cpu_library(cache_dir)
-        threads = int(device.get("cores") or os.cpu_count() or 1)
+        cores = int(device.get("cores") or os.cpu_count() or 1)
         n = 1 << 23  # 32 MiB per buffer: past the caches of most CPUs
-        copy_args = [
-            _buffer("src", n, 0, "in"),
-            _buffer("dst", n, 1),
-            _scalar("n", n),
-            _scalar("threads", threads),
-        ]
-        out.append(_Probe("copy", _spec("cpu", 0, "cdylib", library, "wb_copy", copy_args), 8.0 * n))
-        read_args = [
-            _buffer("src", n, 0, "in"),
-            _buffer("sums", threads, 1),
-            _scalar("n", n),
-            _scalar("threads", threads),
-        ]
-        out.append(_Probe("read", _spec("cpu", 0, "cdylib", library, "wb_read", read_args), 4.0 * n))
         iters = 1 << 16
-        for kind in ("f32", "f64"):
-            args = [
-                _buffer("out", threads, 0, "out", kind),
-                _scalar("iters", iters),
+        # Every core, and half of them (a memory stream may saturate before every core is busy).
+        for threads in dict.fromkeys((cores, max(1, cores // 2))):
+            variant = f"{threads} thread{'s' if threads != 1 else ''}"
+            copy_args = [
+                _buffer("src", n, 0, "in"),
+                _buffer("dst", n, 1),
+                _scalar("n", n),
                 _scalar("threads", threads),
             ]
-            flops = 2.0 * iters * kernels.CPU_LANES * threads
-            out.append(_Probe(kind, _spec("cpu", 0, "cdylib", library, f"wb_fma_{kind}", args), flops))
+            out.append(
+                _Probe("copy", _spec("cpu", 0, "cdylib", library, "wb_copy", copy_args), 8.0 * n, variant)
+            )
+            read_args = [_buffer("src", n, 0, "in"), _buffer("sums", threads, 1), _scalar("n", n),
+                         _scalar("threads", threads)]  # fmt: skip
+            out.append(
+                _Probe("read", _spec("cpu", 0, "cdylib", library, "wb_read", read_args), 4.0 * n, variant)
+            )
+            for kind in ("f32", "f64"):
+                args = [
+                    _buffer("out", threads, 0, "out", kind),
+                    _scalar("iters", iters),
+                    _scalar("threads", threads),
+                ]
+                flops = 2.0 * iters * kernels.CPU_LANES * threads
+                spec = _spec("cpu", 0, "cdylib", library, f"wb_fma_{kind}", args)
+                out.append(_Probe(kind, spec, flops, variant))
         return out
     gpu_like = str(device.get("adapter_type", "")).upper() not in ("CPU", "")
     if runtime == "wgpu":
         limit = int((device.get("limits") or {}).get("max-storage-buffer-binding-size") or 1 << 27)
         n = min(1 << (24 if gpu_like else 22), limit // 4)
         n -= n % 1024
-        path = _write_kernel(cache_dir, "wgpu", "copy.wgsl", kernels.WGSL_COPY)
-        args = [_buffer("src", n, 0, "in"), _buffer("dst", n, 1)]
-        out.append(
-            _Probe(
-                "copy",
-                _spec("wgpu", index, "wgsl", path, "wb_copy", args, _grid(n // 4 // 256), (256, 1, 1)),
-                8.0 * n,
+        for width, group in kernels.WGSL_STREAM_VARIANTS:
+            variant, items = f"{width} B × {group}", n * 4 // width
+            grid, threads = _grid(-(-items // group)), (group, 1, 1)
+            name = f"copy-{width}x{group}.wgsl"
+            path = _write_kernel(cache_dir, "wgpu", name, kernels.wgsl_copy(width, group))
+            args = [_buffer("src", n, 0, "in"), _buffer("dst", n, 1)]
+            out.append(
+                _Probe(
+                    "copy",
+                    _spec("wgpu", index, "wgsl", path, "wb_copy", args, grid, threads),
+                    8.0 * n,
+                    variant,
+                )
             )
-        )
-        path = _write_kernel(cache_dir, "wgpu", "read.wgsl", kernels.WGSL_READ)
-        args = [_buffer("src", n, 0, "in"), _buffer("dst", 4, 1)]
-        out.append(
-            _Probe(
-                "read",
-                _spec("wgpu", index, "wgsl", path, "wb_read", args, _grid(n // 4 // 256), (256, 1, 1)),
-                4.0 * n,
+            path = _write_kernel(
+                cache_dir, "wgpu", f"read-{width}x{group}.wgsl", kernels.wgsl_read(width, group)
             )
-        )
-        groups, iters = (4096, 1024) if gpu_like else (64, 256)
+            args = [_buffer("src", n, 0, "in"), _buffer("dst", 4, 1)]
+            out.append(
+                _Probe(
+                    "read",
+                    _spec("wgpu", index, "wgsl", path, "wb_read", args, grid, threads),
+                    4.0 * n,
+                    variant,
+                )
+            )
+        iters = 1024 if gpu_like else 256
         kinds = ["f32"] + (["f64"] if "shader-f64" in (device.get("features") or []) else [])
         for kind in kinds:
             text = kernels.wgsl_fma(kind, iters)
             path = _write_kernel(cache_dir, "wgpu", f"fma_{kind}.wgsl", text)
-            args = [_buffer("result", groups * 256, 0, "out", kind)]
-            flops = 2.0 * iters * kernels.GPU_LANES * groups * 256
-            out.append(
-                _Probe(
-                    kind,
-                    _spec("wgpu", index, "wgsl", path, "wb_fma", args, (groups, 1, 1), (256, 1, 1)),
-                    flops,
-                )
-            )
+            # Occupancy: a CPU adapter (llvmpipe) at two workgroup counts, a GPU at one that fills it.
+            for groups in (4096,) if gpu_like else (64, 256):
+                args = [_buffer("result", groups * 256, 0, "out", kind)]
+                flops = 2.0 * iters * kernels.GPU_LANES * groups * 256
+                spec = _spec("wgpu", index, "wgsl", path, "wb_fma", args, (groups, 1, 1), (256, 1, 1))
+                out.append(_Probe(kind, spec, flops, f"{groups} workgroups × 256"))
         return out
     if runtime == "cuda":
         n = 1 << 26
@@ -375,7 +392,9 @@ def measure(
     own_pool = pool is None
     pool = pool or WorkerPool()
     figures: dict[str, float | None] = {"copy": None, "read": None, "f32": None, "f64": None}
-    notes, timers = [], set()
+    won: dict[str, str] = {}  # the variant that gave each figure
+    failed: dict[str, str] = {}  # the first failure of each figure's kernels
+    timers = set()
     try:
         worker = pool.get(str(device.get("runtime")))
         for probe in probes(device, cache_dir):
@@ -387,11 +406,12 @@ def measure(
                 stats = worker.request({"op": "measure", "options": TIMING}, timeout_s=TIMEOUT_S)[0]["stats"]
                 worker.request({"op": "close"}, timeout_s=TIMEOUT_S)
             except WorkerError as exc:
-                notes.append(f"{probe.what}: {str(exc).splitlines()[0]}")
+                failed.setdefault(probe.what, f"{probe.what}: {str(exc).splitlines()[0]}")
                 continue
             best = min(stats["samples_s"]) if stats.get("samples_s") else stats["median_s"]
-            if best > 0:
-                figures[probe.what] = probe.work / best / 1e9
+            figure = probe.work / best / 1e9 if best > 0 else None
+            if figure and figure > (figures[probe.what] or 0.0):  # the best variant is the ceiling
+                figures[probe.what], won[probe.what] = figure, probe.variant
             timers.add(reply.get("timer_method", stats.get("method", "?")))
     except WorkerError as exc:
         raise CeilingsError(f"measuring {device.get('spec')}: {exc}") from None
@@ -403,8 +423,11 @@ def measure(
     kernel_text = row.ceilings_kernels if row else runtime
     method = (
         f"{kernel_text}: copy (bytes read + written), read stream (bytes read) and FMA loop (2 FLOP each); "
-        f"best of {TIMING['min_n']}+ samples; timer {', '.join(sorted(timers)) or 'none'}"
+        f"best of {TIMING['min_n']}+ samples of each variant, the best variant kept; "
+        f"timer {', '.join(sorted(timers)) or 'none'}"
     )
+    # A figure none of whose variants ran says why; one variant failing among others does not.
+    notes = [text for what, text in failed.items() if figures[what] is None]
     return Ceilings(
         spec=str(device.get("spec") or runtime),
         name=str(device.get("name") or ""),
@@ -417,6 +440,7 @@ def measure(
         runtime=runtime,
         driver=driver_of(device),
         notes="; ".join(notes),
+        variants={what: variant for what, variant in won.items() if variant},
     )
 
 

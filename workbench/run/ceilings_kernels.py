@@ -86,38 +86,56 @@ fma_kernel!(wb_fma_f32, f32, 0.999_999, 1e-7);
 fma_kernel!(wb_fma_f64, f64, 0.999_999_999, 1e-9);
 """.replace("%LANES%", str(CPU_LANES))
 
-#: WGSL: 16-byte loads and stores, one vec4 per invocation; a 2-D grid when it needs more than
-#: 65535 workgroups in x.
-WGSL_COPY = """
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+#: The WGSL streams' variants, each measured, the best kept (a ceiling is the best the device
+#: does): (bytes a load or store moves, invocations per workgroup). The widest access at two
+#: workgroup sizes (occupancy), and the narrower accesses at the common size.
+WGSL_STREAM_VARIANTS = ((16, 256), (16, 64), (8, 256), (4, 256))
+_WGSL_TYPES = {4: "f32", 8: "vec2<f32>", 16: "vec4<f32>"}
+_WGSL_SUMS = {4: "v", 8: "v.x + v.y", 16: "v.x + v.y + v.z + v.w"}
 
-@compute @workgroup_size(256)
-fn wb_copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = gid.x + gid.y * groups.x * 256u;
-    if (i < arrayLength(&dst)) {
+
+def wgsl_copy(width: int = 16, group: int = 256) -> str:
+    """WGSL copy: one `width`-byte load and store per invocation; a 2-D grid when it needs more
+    than 65535 workgroups in x."""
+    t = _WGSL_TYPES[width]
+    return f"""
+@group(0) @binding(0) var<storage, read> src: array<{t}>;
+@group(0) @binding(1) var<storage, read_write> dst: array<{t}>;
+
+@compute @workgroup_size({group})
+fn wb_copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let i = gid.x + gid.y * groups.x * {group}u;
+    if (i < arrayLength(&dst)) {{
         dst[i] = src[i];
-    }
-}
+    }}
+}}
 """
 
-#: WGSL read stream: one 16-byte load per invocation, stored only when the sum is a value the
-#: zero-filled input never gives (the load must happen; the store never does).
-WGSL_READ = """
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+
+def wgsl_read(width: int = 16, group: int = 256) -> str:
+    """WGSL read stream: one `width`-byte load per invocation, stored only when the sum is a value
+    the zero-filled input never gives (the load must happen; the store never does)."""
+    t = _WGSL_TYPES[width]
+    return f"""
+@group(0) @binding(0) var<storage, read> src: array<{t}>;
 @group(0) @binding(1) var<storage, read_write> dst: array<f32>;
 
-@compute @workgroup_size(256)
-fn wb_read(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = gid.x + gid.y * groups.x * 256u;
-    if (i < arrayLength(&src)) {
+@compute @workgroup_size({group})
+fn wb_read(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let i = gid.x + gid.y * groups.x * {group}u;
+    if (i < arrayLength(&src)) {{
         let v = src[i];
-        if (v.x + v.y + v.z + v.w == 12345.0) {
-            dst[0] = v.x;
-        }
-    }
-}
+        if ({_WGSL_SUMS[width]} == 12345.0) {{
+            dst[0] = f32({"v" if width == 4 else "v.x"});
+        }}
+    }}
+}}
 """
+
+
+#: The 16-byte, 256-invocation forms (the widest access, the usual workgroup size).
+WGSL_COPY = wgsl_copy()
+WGSL_READ = wgsl_read()
 
 #: FMA lanes per invocation in the WGSL and PTX kernels (independent chains).
 GPU_LANES = 16
