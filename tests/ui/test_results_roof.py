@@ -17,7 +17,7 @@ TIMEOUT_MS = 600_000
 
 @pytest.mark.slow
 def test_percent_of_peak_fills_once_the_ceilings_are_measured(
-    qtbot, make_widget, bridge, example_copy, tmp_path
+    qtbot, make_widget, bridge, example_copy, tmp_path, test_output_dir
 ):
     root = example_copy("matmul")
     bridge.cache_dir = tmp_path  # a cache with no ceilings yet: nothing known before Measure
@@ -49,6 +49,8 @@ def test_percent_of_peak_fills_once_the_ceilings_are_measured(
         assert row["GB/s"].endswith(" GFLOP/s") and row["% of peak"].endswith("FMA f32")
     assert table.table.item(0, COL_PEAK).toolTip() == roof_line(reading)
     assert table.table.item(0, COL_GBPS).toolTip() == roof_line(reading)
+    table.resize(1000, 200)
+    assert table.grab().save(str(test_output_dir / "results_percent_of_peak.png"))
 
     # A result above its ceiling by more than 3 %: flagged, in the warning colour, never a plain 180 %.
     report = copy.deepcopy(bridge.last_report)
