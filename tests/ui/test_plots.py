@@ -302,7 +302,7 @@ def test_plots_show_what_the_run_results_say(
         "cpu @ cpu" in roofline_tab.hover_text
         and "FLOP/byte" in roofline_tab.hover_text
         and re.search(
-            r"% of the measured (copy|read|FMA f32) roof \((memory|compute)-bound", roofline_tab.hover_text
+            r"% of the measured (copy|read|FMA f32) roof\n(memory|compute)-bound: ", roofline_tab.hover_text
         )
     )
     assert roofline_tab.hover_label.isVisible()

@@ -138,23 +138,36 @@ def roof_cell(reading: dict[str, Any] | None) -> str:
     return f"⚠ {text}" if reading["suspect"] else text
 
 
+def roof_lines(reading: dict[str, Any] | None) -> list[str]:
+    """The reading in short lines (a hover box): "61.2 % of the measured copy roof",
+    "memory-bound: 12.3 of 20.1 GB/s", "54.3 % of the datasheet's 4800 GB/s", and for a suspect one
+    "⚠ more than 3 % above a ceiling: a measurement problem"."""
+    if not reading:
+        return []
+    unit = reading["unit"]
+    lines = [
+        f"{format_percent(reading['fraction'])} of the {reading['source']} {ROOF_NAMES[reading['roof']]} roof",
+        f"{reading['bound']}-bound: {format_rate(reading['achieved'])} of {format_rate(reading['ceiling'])} {unit}",
+    ]
+    if reading.get("fraction_of_datasheet") is not None and reading["source"] == "measured":
+        lines.append(
+            f"{format_percent(reading['fraction_of_datasheet'])} of the datasheet's {format_rate(reading['datasheet'])} {unit}"
+        )
+    if reading["suspect"]:
+        lines.append(
+            f"⚠ more than {format_percent(SUSPECT_ABOVE - 1)} above a ceiling: a measurement problem"
+        )
+    return lines
+
+
 def roof_line(reading: dict[str, Any] | None) -> str:
     """One line naming the roof: "61.2 % of the measured copy roof (memory-bound: 12.3 of 20.1 GB/s;
     54.3 % of the datasheet's 4800 GB/s)"; a suspect one says it is a measurement problem."""
     if not reading:
         return ""
-    roof = ROOF_NAMES[reading["roof"]]
-    unit = reading["unit"]
-    text = (
-        f"{format_percent(reading['fraction'])} of the {reading['source']} {roof} roof "
-        f"({reading['bound']}-bound: {format_rate(reading['achieved'])} of {format_rate(reading['ceiling'])} {unit}"
-    )
-    if reading.get("fraction_of_datasheet") is not None and reading["source"] == "measured":
-        text += (
-            f"; {format_percent(reading['fraction_of_datasheet'])} of the datasheet's "
-            f"{format_rate(reading['datasheet'])} {unit}"
-        )
-    text += ")"
+    head, bound, *rest = roof_lines(reading)
+    details = [bound, *(line for line in rest if not line.startswith("⚠"))]
+    text = f"{head} ({'; '.join(details)})"
     if reading["suspect"]:
         text = (
             f"⚠ {text}: more than {format_percent(SUSPECT_ABOVE - 1)} above a ceiling is a measurement problem "

@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
-from workbench.run.ceilings_roof import read_roof, roof_line
+from workbench.run.ceilings_roof import read_roof, roof_line, roof_lines
 from workbench.ui.plot_axes import AXIS, TEXT
 from workbench.ui.plot_data import Roof, RoofPoint, format_si, roofline_model, roofline_ranges, series_name
 from workbench.ui.plots.base import PlotTab, count, legend_label, make_plot, view_range
@@ -284,9 +284,7 @@ class RooflineTab(PlotTab):
             f"intensity {point.intensity:.3g} FLOP/byte",
             f"{format_si(point.flops_per_s, 'FLOP/s')} · {format_si(point.bytes_per_s, 'B/s')}",
         ]
-        line = roof_line(self._readings.get(point.series))
-        if line:
-            lines.append(line)
+        lines += roof_lines(self._readings.get(point.series))  # short lines: the box stays narrow
         if point.marks.check_failed:
             lines.append("✗ check failed: the throughput of a wrong result")
         if point.marks.stale:
