@@ -18,7 +18,7 @@ from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.records import RunResult
 from workbench.result_text import check_line, format_time, verdict_cell
-from workbench.run.ceilings_roof import rate_cell, roof_cell
+from workbench.run.ceilings_roof import rate_cell, roof_cell, roof_line
 from workbench.run.events import RunBuilding, RunEvent, RunStarted
 from workbench.run.sim_findings import summary
 from workbench.run.sim_trace import lines as trace_lines
@@ -155,6 +155,11 @@ def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
         "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         for row in [header, *rows]
     ]
+    # A result above its ceiling is a measurement problem: said under the table, whole.
+    for r in results:
+        roof = r.throughput.get("roof")
+        if roof and roof.get("suspect"):
+            lines.append(f"{r.backend} on {r.device.get('spec', '')}: {roof_line(roof)}")
     return "\n".join(lines)
 
 
