@@ -69,11 +69,12 @@ def test_a_niced_slow_child_under_load_is_not_stopped_by_its_limit(burners):
 
 def test_the_share_clock_still_stops_a_child_that_never_ends():
     """A child spinning forever uses its share itself: the share clock runs and stops it."""
-    budget = Budget.with_timeout(1.0, counts="share")
+    budget = Budget.with_timeout(0.5, counts="share")
     start = time.monotonic()
     with pytest.raises(BuildTimeout, match="counted"):
         run_command([sys.executable, "-c", "while True: pass"], budget=budget)
-    assert time.monotonic() - start < 60
+    # At least its own share counts: on a machine loaded n-fold, about n times the limit.
+    assert time.monotonic() - start < 300
     assert not budget.running
 
 
