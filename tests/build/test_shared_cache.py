@@ -163,3 +163,38 @@ def test_runtime_dir_refuses_a_folder_open_to_others(tmp_path, monkeypatch):
     monkeypatch.setattr("workbench.build.scratch._fallback", [])
     private = Path(runtime_dir())
     assert private != shared and private.is_dir() and private.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.slow
+def test_two_processes_build_one_line_table_both_get_it(example_copy, shared_cache_dir):
+    """Two real processes ask for the cpu listing of one cached build at once: both answer the
+    same file, build.json names it, and nothing of their private folders is left."""
+    from workbench.build.line_info import line_table_path
+    from workbench.build.service import build_project
+
+    if not detect("cpu").found:
+        pytest.skip(f"cpu toolchain missing: {detect('cpu').hint}")
+    root = example_copy("saxpy", unique=True)
+    (built,) = build_project(root, ["cpu"], cache_dir=shared_cache_dir)
+    assert built.status == "ok", built.log
+    code = (
+        "import sys\nfrom workbench.build.line_info import ensure_line_table\n"
+        "from workbench.project import Project\nprint(ensure_line_table(Project.open(sys.argv[1]), sys.argv[2]))\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(root), built.artifact_dir],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=900) for p in procs]
+    for proc, (_out, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err
+    (path,) = {out.strip() for out, _ in outs}
+    assert Path(path) == line_table_path(built.artifact_dir) and Path(path).stat().st_size > 0
+    folder = Path(built.artifact_dir)
+    assert not list(folder.parent.glob(f"{LINES_PREFIX}*")) and not list(folder.glob("*.tmp"))

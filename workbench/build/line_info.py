@@ -114,6 +114,9 @@ def ensure_line_table(project: Project, artifact_dir: str | Path, budget: Budget
         cache.target_lock(root, listing.target_dir, budget.check),
         OwnedDir(folder.parent, LINES_PREFIX) as owned,  # a killed build's is swept (`scratch.sweep`)
     ):
+        existing = line_table_path(folder)  # made by another process while this one waited
+        if existing is not None:
+            return existing
         staging = owned.path
         req = BuildRequest(project, backend, toolchain, target, flags, tunables, staging, target_dir,
                            staging, budget)  # fmt: skip
@@ -122,13 +125,15 @@ def ensure_line_table(project: Project, artifact_dir: str | Path, budget: Budget
             tail = "\n".join(req.log[-20:])
             raise LineInfoError(f"the line-table build failed:\n{tail}")
         name = stem + listing.suffix
-        tmp = folder / f".{name}.tmp"
+        tmp = folder / f".{name}.{os.getpid()}.tmp"
         shutil.copyfile(built, tmp)
         os.replace(tmp, folder / name)
-    data["line_info"] = {
-        "artifact": name,
-        "flags": list(listing.flags),
-        "note": f"a line-table build for the {listing.view}; the timed code is {timed}",
-    }
-    write_build(folder, data)
+        # build.json read again and written under the lock: what another process added stays.
+        data = read_build(folder)
+        data["line_info"] = {
+            "artifact": name,
+            "flags": list(listing.flags),
+            "note": f"a line-table build for the {listing.view}; the timed code is {timed}",
+        }
+        write_build(folder, data)
     return folder / name
