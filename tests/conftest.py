@@ -30,9 +30,9 @@ from workbench.manifest import load_manifest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 if "XDG_RUNTIME_DIR" not in os.environ or not os.path.isdir(os.environ["XDG_RUNTIME_DIR"]):
-    _xdg = tempfile.mkdtemp(prefix="wb-xdg-")
-    os.chmod(_xdg, 0o700)
-    os.environ["XDG_RUNTIME_DIR"] = _xdg
+    from workbench.build.scratch import runtime_dir
+
+    os.environ["XDG_RUNTIME_DIR"] = runtime_dir()  # the user's one, reused: none left per test run
 
 # GPU hosts (`workbench hosts`): tests never read or write the user's real hosts file.
 if not os.environ.get("WB_HOSTS_FILE"):

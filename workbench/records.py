@@ -347,7 +347,7 @@ class RunResult(Record):
     def to_json(self) -> dict[str, Any]:
         """The shape `workbench run --json` prints for one result."""
         throughput = {
-            k: self.throughput.get(k) for k in ("gbps", "gflops", "fraction_of_peak", "memory_roof")
+            k: self.throughput.get(k) for k in ("gbps", "gflops", "fraction_of_peak", "memory_roof", "roof")
         }
         out = {
             "backend": self.backend,

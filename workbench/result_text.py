@@ -15,7 +15,7 @@ but `units`, so the records themselves can use it (`RunResult.verdict`).
 - Numbers: one formatter (`format_number`) and one precision policy: 6 significant digits for what
   is derived from elements (errors, the check line), 9 for an element's own value
   (`ELEMENT_DIGITS`: enough to tell two float32 values apart); GB/s with 2 decimals, a fraction of
-  a peak as a percentage with 1.
+  a peak as a percentage with 1, more where a small value needs them (`units.format_fixed`).
 - Durations: `units.format_time`, the one duration formatter.
 """
 
@@ -25,7 +25,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from workbench.units import format_time
+from workbench.units import format_fixed, format_rate, format_time
 
 __all__ = [
     "ELEMENT_DIGITS",
@@ -80,13 +80,14 @@ def format_number(value: Any, digits: int = DIGITS, missing: str = "") -> str:
 
 
 def format_gbps(gbps: float | None, missing: str = "") -> str:
-    """Bandwidth in GB/s as tables show it ("12.35"; no unit: the column names it)."""
-    return missing if gbps is None else f"{gbps:.2f}"
+    """Bandwidth in GB/s as tables show it ("12.35", "0.00412": never a non-zero "0.00"; no unit:
+    the column names it)."""
+    return format_rate(gbps, missing)
 
 
 def format_percent(fraction: float | None, missing: str = "") -> str:
-    """A fraction of a peak as a percentage ("41.2 %")."""
-    return missing if fraction is None else f"{100 * fraction:.1f} %"
+    """A fraction of a peak as a percentage ("41.2 %", "0.0312 %": never a non-zero "0.0 %")."""
+    return missing if fraction is None else f"{format_fixed(100 * fraction, 1)} %"
 
 
 # ---------------------------------------------------------------------------------------- verdict

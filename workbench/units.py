@@ -1,7 +1,13 @@
-"""Durations, tolerances, sizes and byte counts as text for tables, summaries and messages (Qt-free:
-the command line and the window share them)."""
+"""Durations, tolerances, sizes, byte counts and rates as text for tables, summaries and messages
+(Qt-free: the command line and the window share them).
+
+`format_fixed` is the one formatter of a measured quantity at a fixed number of decimals (GB/s,
+GFLOP/s, percentages: `format_rate`, `result_text.format_percent`): a value under 1 gets the
+decimals its 3 significant digits need, so no non-zero value ever reads "0.00"."""
 
 from __future__ import annotations
+
+import math
 
 
 def format_time(seconds: float | None, missing: str = "-") -> str:
@@ -38,3 +44,20 @@ def format_bytes(count: float) -> str:
         if count >= scale:
             return f"{count / scale:.3g} {unit}"
     return f"{int(count)} B"
+
+
+def format_fixed(value: float, decimals: int) -> str:
+    """`value` with `decimals` decimals from 1 up ("12.35"); below 1, as many as 3 significant
+    digits need ("0.00412"), scientific under 1e-6 ("4.12e-07"); zero as "0.00"."""
+    v = float(value)
+    if v == 0 or not math.isfinite(v) or abs(v) >= 1:
+        return f"{v:.{decimals}f}" if math.isfinite(v) else str(v)
+    if abs(v) < 1e-6:
+        return f"{v:.2e}"
+    needed = 2 - math.floor(math.log10(abs(v)))
+    return f"{v:.{max(decimals, needed)}f}"
+
+
+def format_rate(value: float | None, missing: str = "") -> str:
+    """A rate (GB/s, GFLOP/s) with 2 decimals, never a non-zero "0.00" (`format_fixed`)."""
+    return missing if value is None else format_fixed(value, 2)

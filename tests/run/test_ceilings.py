@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -40,6 +41,22 @@ def test_cpu_and_llvmpipe_ceilings_are_positive_and_cached(tmp_path):
         assert ceilings.fma_gflops_f32 and ceilings.fma_gflops_f32 > 0.1, ceilings
         assert ceilings.measured.endswith("Z") and ceilings.method
     assert first[0].fma_gflops_f64 and first[0].fma_gflops_f64 > 0  # every x86/ARM CPU has f64 FMA
+    # Each figure is the best of several variants (access widths, workgroup sizes or counts,
+    # threads), and the ceilings name the one that won.
+    for device, ceilings in zip(devices, first, strict=True):
+        forms: dict[str, set[str]] = {}
+        for probe in probes(device, tmp_path):
+            forms.setdefault(probe.what, set()).add(probe.variant)
+        one_core = device["runtime"] == "cpu" and int(device.get("cores") or os.cpu_count() or 1) == 1
+        assert all(len(v) >= 2 for v in forms.values()) or one_core, forms
+        assert set(ceilings.variants) == {
+            "copy",
+            "read",
+            "write",
+            "f32",
+            *(["f64"] if ceilings.fma_gflops_f64 else []),
+        }
+        assert all(ceilings.variants[what] in forms[what] for what in ceilings.variants), ceilings.variants
     # Cached per device + driver: read back without measuring (same time stamp), refresh re-measures.
     again = ceilings_for(devices, cache_dir=tmp_path)
     assert [c.to_json() for c in again] == [c.to_json() for c in first]
@@ -59,6 +76,7 @@ def test_a_failing_kernel_is_a_note_not_a_crash(tmp_path, monkeypatch):
     )
     result = measure(device, cache_dir=tmp_path)
     assert result.copy_gbps is None and "copy:" in result.notes and "wgsl" in result.notes.lower()
+    assert result.notes.count("copy:") == 1 and "copy" not in result.variants  # one note, not one per variant
     assert result.read_gbps and result.write_gbps  # the other streams still ran
     assert result.fma_gflops_f32 and result.fma_gflops_f32 > 0  # the other kernels still ran
 

@@ -45,7 +45,7 @@ def test_saxpy_on_cpu_and_wgsl_verifies_with_wgpu_timestamps(workbench_cli, shar
     assert timing["iqr_s"] == pytest.approx(timing["q3_s"] - timing["q1_s"], rel=1e-12)
     assert timing["method"] == "wgpu-timestamps" and timing["n"] == len(timing["samples_s"]) >= 10
     assert cpu["timing"]["method"] == "wall-clock"
-    assert set(wgsl["throughput"]) == {"gbps", "gflops", "fraction_of_peak", "memory_roof"}
+    assert set(wgsl["throughput"]) == {"gbps", "gflops", "fraction_of_peak", "memory_roof", "roof"}
     assert wgsl["throughput"]["memory_roof"] == "copy"  # saxpy writes as much as it reads
     for key in ("source_hash", "build_key", "toolchain", "flags", "kernel", "sizes", "tunables", "seed",
                 "timing_method", "device", "time"):  # fmt: skip

@@ -57,31 +57,69 @@ def test_one_column_per_backend_and_device_with_differences_highlighted(make_wid
     assert view.grab().save(str(test_output_dir / "counters_view.png"))
 
 
-def test_take_counters_after_a_real_run_says_why_a_cpu_result_has_none(
-    qtbot, make_widget, bridge, example_copy
+def test_without_cuda_or_ncu_the_view_says_what_would_make_it_work(
+    qtbot, make_widget, bridge, example_copy, monkeypatch, test_output_dir
 ):
+    """One line instead of a table, Take counters disabled with that line as its tooltip, and
+    nothing of an earlier run (its counters, its run numbers) once a new run is in."""
+    from workbench.run.counters.nsight import collect
+
+    monkeypatch.setenv("WB_NCU", "/nonexistent/ncu")  # no ncu here, whatever this machine has
     root = example_copy("saxpy")
     bridge.set_project(root)
     bridge.set_backends(["cpu"])
     bridge.set_devices(["cpu"])
     view = make_widget(CountersView, bridge, show=True)
-    assert not view.take_button.isEnabled()  # nothing ran yet
-    with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS):
+    view.show_records(_records_from_the_h200_capture())  # an earlier run's counters ...
+    view._on_recorded({"ids": {("nvptx", "cuda:0"): 7}})
+    assert "run #7" in view.status.text() and view.table.isVisible()
+    with qtbot.waitSignal(bridge.devicesListed, timeout=TIMEOUT_MS):
+        bridge.refresh_devices()
+    with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS) as finished:
         bridge.run()
     qtbot.waitUntil(lambda: not bridge.busy, timeout=TIMEOUT_MS)
-    assert view.take_button.isEnabled()
-    with qtbot.waitSignal(view.collected, timeout=60_000):
-        view.take_button.click()
-    qtbot.waitUntil(lambda: bool(view.table_data()["columns"]), timeout=10_000)
-    data = view.table_data()
-    assert data["columns"] == [["cpu", "cpu"]]
-    assert data["rows"][0]["cells"] == [absence.not_cuda("cpu", "cpu")]
-    # This bare bridge has no recorder: the counters are shown, and the line says they are not recorded.
-    qtbot.waitUntil(lambda: "not recorded" in view.status.text(), timeout=10_000)
+    why = view.unavailable
+    assert why == absence.unavailable(bridge.devices_info.get("cuda"), False, "/nonexistent/ncu")
     assert (
-        view.status.text() == "counters of 0 of 1 result(s); shown, not recorded: this window records no runs"
+        why.startswith("No counters on this machine: they need ") and "$WB_NCU names /nonexistent/ncu" in why
     )
+    if not bridge.devices_info["cuda"]["available"]:
+        assert "a CUDA device, and there is none here (" in why
+    assert view.status.text() == why and "#7" not in view.status.text()  # ... are gone with the new run
+    assert not view.take_button.isEnabled() and view.take_button.toolTip() == why
+    assert view.table.isHidden() and not view.relation.isVisible()
+    assert view.table_data() == {"columns": [], "rows": []}
+    view.resize(900, 300)
+    assert view.grab().save(str(test_output_dir / "counters_view_unavailable.png"))
+
+    # Counters taken of a run where no result can have any: each reason a line, no grid of dashes.
+    records = collect(finished.args[0], bridge.project)
+    view.show_records(records)
+    assert view.table.isHidden()
+    assert view.status.text() == f"cpu on cpu: {absence.not_cuda('cpu', 'cpu')}"
     view.shutdown()
+
+
+def test_with_a_cuda_device_and_ncu_take_counters_is_enabled_after_a_run(
+    make_widget, bridge, tmp_path, monkeypatch
+):
+    """The other side of the rule, on the devices the bridge reports (no GPU needed to state it)."""
+    ncu = tmp_path / "ncu"
+    ncu.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("WB_NCU", str(ncu))
+    view = make_widget(CountersView, bridge)
+    bridge.devices_info = {"cuda": {"available": True, "reason": "", "devices": [{"spec": "cuda:0"}]}}
+    bridge.devicesListed.emit(bridge.devices_info)
+    assert view.unavailable is None and view.take_button.toolTip().startswith("Profile the last run")
+    assert not view.take_button.isEnabled()  # nothing ran yet
+    bridge.runFinished.emit(object())
+    assert view.take_button.isEnabled() and view.status.text().startswith("Take counters to profile")
+    bridge.devices_info = {"cuda": {"available": False, "reason": "no NVIDIA driver", "devices": []}}
+    bridge.devicesListed.emit(bridge.devices_info)
+    assert view.unavailable == (
+        "No counters on this machine: they need a CUDA device, and there is none here (no NVIDIA driver)."
+    )
+    assert not view.take_button.isEnabled()
 
 
 def test_the_build_table_shows_occupancy_and_follows_the_block_size(qtbot, make_widget, bridge, example_copy):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -300,7 +301,9 @@ def test_plots_show_what_the_run_results_say(
     assert (
         "cpu @ cpu" in roofline_tab.hover_text
         and "FLOP/byte" in roofline_tab.hover_text
-        and "% of the measured roof" in roofline_tab.hover_text
+        and re.search(
+            r"% of the measured (copy|read|FMA f32) roof\n(memory|compute)-bound: ", roofline_tab.hover_text
+        )
     )
     assert roofline_tab.hover_label.isVisible()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ MAX_LOG_CHARS = 200_000
 def write_build(folder: Path, data: dict[str, Any]) -> Path:
     data = {"format": FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **data}
     path = folder / BUILD_JSON
-    tmp = folder / (BUILD_JSON + ".tmp")
+    tmp = folder / f"{BUILD_JSON}.{os.getpid()}-{threading.get_ident()}.tmp"  # one writer's own
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
     os.replace(tmp, path)
     return path

@@ -18,6 +18,7 @@ from workbench.build.adapters.rust_gpu import prebuilt_dir
 from workbench.build.artifacts import BUILD_JSON, result_from_build, write_build, write_log
 from workbench.build.diagnostics import error
 from workbench.build.process import Budget, BuildCancelled, BuildTimeout
+from workbench.build.scratch import STAGING_PREFIX, OwnedDir
 from workbench.build.toolchains import detect
 from workbench.project import Project
 from workbench.records import BuildResult, Diagnostic, ToolchainInfo
@@ -44,6 +45,27 @@ def build_backend(
     on_diagnostic: Callable[[Diagnostic], None] = lambda diag: None,
 ) -> BuildResult:
     """Build (or find in the cache) one backend; never raises for toolchain or source problems."""
+    result = _build(project, backend, root, tunables, target, budget, on_output, on_diagnostic, build=True)
+    assert result is not None  # building never answers "not cached"
+    return result
+
+
+def cached_result(
+    project: Project,
+    backend: str,
+    root: Path,
+    *,
+    tunables: dict[str, Any] | None = None,
+    target: str | None = None,
+) -> BuildResult | None:
+    """What `build_backend` would answer without building: the cache's build of the project as it
+    is now (its log the one kept then), or why it is skipped or refused; None when it would build."""
+    return _build(
+        project, backend, root, tunables, target, None, lambda line: None, lambda diag: None, build=False
+    )
+
+
+def _build(project, backend, root, tunables, target, budget, on_output, on_diagnostic, *, build: bool):
     start = time.perf_counter()
     budget = budget or Budget()
     adapter = ADAPTERS[backend]
@@ -66,7 +88,7 @@ def build_backend(
     except ValueError as exc:
         return failed(error(str(exc), backend))
     said: list[str] = []  # what `prepare` did to the project (placed the kernel API crate)
-    problem = adapter.prepare(project, said.append)
+    problem = adapter.prepare(project, said.append) if build else None  # a lookup writes nothing
     notes = [Diagnostic("note", text, rendered=f"note: {text}", backend=backend) for text in said]
     for note in notes:
         on_output(note.rendered)
@@ -86,13 +108,17 @@ def build_backend(
         if hit is not None:
             found = result_from_build(hit[0], hit[1], True, time.perf_counter() - start)
             return _with_notes(found, notes)
+    if not build:
+        return None
 
     started_at = time.time()
     # This build's own folders: the staging artifact folder (renamed into the cache at the end)
-    # and a scratch folder. Nothing here is shared with a concurrent build.
-    staging = root / "artifacts" / backend / f".tmp-{pre[:16]}-{uuid.uuid4().hex[:8]}"
-    staging.mkdir(parents=True)
-    scratch = cache.work_dir(root, backend)
+    # and a scratch folder, each flocked while this process owns it (`scratch.OwnedDir`: a
+    # killed build's are swept). Nothing here is shared with a concurrent build.
+    owned_staging = OwnedDir(root / "artifacts" / backend, f"{STAGING_PREFIX}{pre[:16]}-")
+    staging = owned_staging.path
+    owned_scratch = OwnedDir(root / "work", f"{backend}-")
+    scratch = owned_scratch.path
     req = BuildRequest(project, backend, toolchain, resolved, flags, tunables, staging,
                        cache.target_dir(root, backend), scratch, budget, on_output, on_diagnostic)  # fmt: skip
     lock = cache.target_lock(root, backend, budget.check) if adapter.shares_target_dir else nullcontext()
@@ -101,22 +127,22 @@ def build_backend(
             out = adapter.build(req)
         budget.check()  # a cancel that raced the last line of output still wins
     except BuildCancelled:
-        shutil.rmtree(staging, ignore_errors=True)
+        owned_staging.remove()
         return BuildResult(backend, "cancelled", time.perf_counter() - start, log="\n".join(req.log),
                            toolchain=toolchain.to_dict())  # fmt: skip
     except BuildTimeout as exc:
-        shutil.rmtree(staging, ignore_errors=True)
+        owned_staging.remove()
         return failed(error(str(exc), backend), "\n".join([*req.log, str(exc)]))
     except OSError as exc:  # a toolchain program vanished, a disk error, ...
-        shutil.rmtree(staging, ignore_errors=True)
+        owned_staging.remove()
         return failed(error(f"{backend} build could not run: {exc}", backend), "\n".join(req.log))
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        owned_scratch.remove()
     diagnostics = [d.to_dict() for d in req.diagnostics]
     log = "\n".join(req.log)
     seconds = time.perf_counter() - start
     if not out.ok:
-        shutil.rmtree(staging, ignore_errors=True)
+        owned_staging.remove()
         if not any(d["severity"] == "error" for d in diagnostics):
             diag = error(f"{backend} build failed; see its output", backend, rendered=log[-4000:])
             on_diagnostic(diag)
@@ -142,6 +168,7 @@ def build_backend(
     }  # fmt: skip
     write_build(staging, data)
     write_log(staging, log)
+    owned_staging.disown()
     try:
         os.rename(staging, folder)  # atomic: a lookup sees no folder or a finished one
     except OSError:  # the same key was built concurrently: keep the first

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from workbench.build.adapters.cpu import ASM_FLAGS, ASM_SUFFIX
 from workbench.build.adapters.nvptx import LINE_INFO_FLAGS, LINES_SUFFIX
 from workbench.build.artifacts import read_build, write_build
 from workbench.build.process import Budget
+from workbench.build.scratch import LINES_PREFIX, OwnedDir
 from workbench.build.toolchains import detect
 from workbench.errors import WorkbenchError
 from workbench.project import Project
@@ -112,22 +112,28 @@ def ensure_line_table(project: Project, artifact_dir: str | Path, budget: Budget
     # the builder holds the shared one: two projects' crates may share a name.
     with (
         cache.target_lock(root, listing.target_dir, budget.check),
-        tempfile.TemporaryDirectory(prefix=".lines-", dir=folder.parent) as staging,
+        OwnedDir(folder.parent, LINES_PREFIX) as owned,  # a killed build's is swept (`scratch.sweep`)
     ):
-        req = BuildRequest(project, backend, toolchain, target, flags, tunables, Path(staging), target_dir,
-                           Path(staging), budget)  # fmt: skip
+        existing = line_table_path(folder)  # made by another process while this one waited
+        if existing is not None:
+            return existing
+        staging = owned.path
+        req = BuildRequest(project, backend, toolchain, target, flags, tunables, staging, target_dir,
+                           staging, budget)  # fmt: skip
         built = adapter.line_table(req, stem) if backend == "nvptx" else adapter.asm_listing(req, stem)
         if built is None:
             tail = "\n".join(req.log[-20:])
             raise LineInfoError(f"the line-table build failed:\n{tail}")
         name = stem + listing.suffix
-        tmp = folder / f".{name}.tmp"
+        tmp = folder / f".{name}.{os.getpid()}.tmp"
         shutil.copyfile(built, tmp)
         os.replace(tmp, folder / name)
-    data["line_info"] = {
-        "artifact": name,
-        "flags": list(listing.flags),
-        "note": f"a line-table build for the {listing.view}; the timed code is {timed}",
-    }
-    write_build(folder, data)
+        # build.json read again and written under the lock: what another process added stays.
+        data = read_build(folder)
+        data["line_info"] = {
+            "artifact": name,
+            "flags": list(listing.flags),
+            "note": f"a line-table build for the {listing.view}; the timed code is {timed}",
+        }
+        write_build(folder, data)
     return folder / name

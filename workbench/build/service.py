@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from workbench.backends import BACKENDS, check_backend
 from workbench.build.builder import build_backend
 from workbench.build.cache import cache_root
 from workbench.build.process import Budget
+from workbench.build.scratch import sweep_quietly
 from workbench.project import Project
 from workbench.records import BuildResult, Diagnostic
 
@@ -20,12 +22,15 @@ from workbench.records import BuildResult, Diagnostic
 BACKGROUND_NICENESS = 10
 #: How often a held background build looks at its cancel flag while it waits for its release.
 HOLD_POLL_S = 0.05
+#: How often a niced build reports that it is still working (its row's "progress" line).
+PROGRESS_S = 2.0
 
 
 @dataclass
 class BuildEvent:
     """`kind`: queued (a held background build waiting for its release) | started | output |
-    diagnostic | finished. Delivered on service threads."""
+    diagnostic | progress (a niced build's limit clock, every `PROGRESS_S`: `Budget.progress`'s
+    dict) | finished. Delivered on service threads."""
 
     kind: str
     project: str
@@ -33,6 +38,7 @@ class BuildEvent:
     line: str | None = None
     diagnostic: Diagnostic | None = None
     result: BuildResult | None = None
+    progress: dict | None = None
 
 
 class BuildJob:
@@ -131,6 +137,11 @@ class BuildService:
         self._active: dict[str, _Task] = {}
         self._lock = threading.Lock()
         self._closed = False
+        # What builds killed earlier left in this cache (their staging and work folders), swept
+        # off the caller's thread: a window must not wait for it.
+        threading.Thread(
+            target=sweep_quietly, args=(self.cache_dir,), name="build-sweep", daemon=True
+        ).start()
 
     def subscribe(self, fn: Callable[[BuildEvent], None]) -> None:
         with self._lock:
@@ -199,6 +210,7 @@ class BuildService:
             )
             return
         self._emit(BuildEvent("started", name, backend))
+        self._report_progress(task, name, backend)
         try:
             result = build_backend(
                 project, backend, self.cache_dir, tunables=tunables, target=target, budget=task.budget,
@@ -211,6 +223,20 @@ class BuildService:
         if task.budget.cancel.is_set() and result.status != "ok":
             result.status = "cancelled"
         self._end(task, name, backend, result)
+
+    def _report_progress(self, task: _Task, name: str, backend: str) -> None:
+        """A niced build's budget reports its limit clock every PROGRESS_S (also once a build is
+        niced later, by `lower_priority`)."""
+        last = [0.0]
+
+        def sample() -> None:
+            now = time.monotonic()
+            progress = task.budget.progress()
+            if progress is not None and now - last[0] >= PROGRESS_S:
+                last[0] = now
+                self._emit(BuildEvent("progress", name, backend, progress=progress))
+
+        task.budget.on_sample = sample
 
     def _end(self, task: _Task, name: str, backend: str, result: BuildResult) -> None:
         with self._lock:

@@ -20,13 +20,13 @@ import re
 import select
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from workbench import childproc
 from workbench.build import wgpu_features
+from workbench.build.scratch import runtime_dir
 from workbench.frozen import python_command
 from workbench.records import Diagnostic
 
@@ -159,9 +159,7 @@ def child_env() -> dict[str, str]:
     the build log otherwise)."""
     env = dict(os.environ)
     if not os.path.isdir(env.get("XDG_RUNTIME_DIR", "")):
-        private = Path(tempfile.gettempdir()) / f"wb-xdg-{os.getuid()}"
-        private.mkdir(mode=0o700, exist_ok=True)
-        env["XDG_RUNTIME_DIR"] = str(private)
+        env["XDG_RUNTIME_DIR"] = runtime_dir()
     return env
 
 

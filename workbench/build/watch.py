@@ -52,12 +52,13 @@ class _Handler(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write") or event.is_directory:
             return
+        # Both ends of a move count: `sed -i` and editors' atomic saves write a new file (`sedX1b2c3`,
+        # `workbench.toml.new`) and rename it over the source, whose name is only the destination.
         paths = [event.src_path, getattr(event, "dest_path", "") or ""]
         for raw in filter(None, paths):
             path = Path(raw if isinstance(raw, str) else raw.decode())
             if not is_ignored(path, self.watcher.root):
                 self.watcher._touch(path)
-                return
 
 
 class ProjectWatcher:

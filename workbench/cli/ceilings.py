@@ -92,6 +92,8 @@ def run(args) -> int:
                     f"{_fmt(sheet.get('fp32_gflops'), 'GFLOP/s')} f32, {_fmt(sheet.get('fp64_gflops'), 'GFLOP/s')} f64"
                     f" ({sheet.get('source')})"
                 )
+            if c.variants:  # the kernel form that gave each figure (the best of several)
+                print(f"{'':<8} best variants: " + ", ".join(f"{k} {v}" for k, v in c.variants.items()))
             if c.notes:
                 print(f"{'':<8} note: {c.notes}")
     missing = [c.spec for c in results if not c.copy_gbps and not c.fma_gflops_f32]

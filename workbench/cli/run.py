@@ -17,7 +17,8 @@ from workbench.cli.progress import ProgressLine
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.records import RunResult
-from workbench.result_text import check_line, format_gbps, format_time, verdict_cell
+from workbench.result_text import check_line, format_time, verdict_cell
+from workbench.run.ceilings_roof import rate_cell, roof_cell, roof_line
 from workbench.run.events import RunBuilding, RunEvent, RunStarted
 from workbench.run.request import RunRequest
 from workbench.run.sim_findings import summary
@@ -124,17 +125,29 @@ def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
     result timed on a busy machine or a throttled GPU in the "conditions" column."""
     from workbench.run.host_load import flags
 
-    header = ("backend", "device", "status", "verified", "median", "IQR", "GB/s", "conditions", "details")
+    header = (
+        "backend",
+        "device",
+        "status",
+        "verified",
+        "median",
+        "IQR",
+        "GB/s",
+        "% peak",
+        "conditions",
+        "details",
+    )
     rows = []
     for r in results:
         timing = r.timing or {}
-        gbps = r.throughput.get("gbps")
+        roof = r.throughput.get("roof")  # `ceilings_roof.read_roof`: GFLOP/s where compute binds
         device = r.device.get("spec", "")
         if r.device.get("name"):
             device += f" {r.device['name']}"
         rows.append((
             r.backend, device[:36], r.status, verdict_cell(r), format_time(timing.get("median_s")),
-            format_time(timing.get("iqr_s")) if timing else "-", format_gbps(gbps, "-"),
+            format_time(timing.get("iqr_s")) if timing else "-", rate_cell(r.throughput, roof) or "-",
+            roof_cell(roof) or "-",
             ", ".join(flags(host, timing.get("conditions"))) or "-", _details(r),
         ))  # fmt: skip
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
@@ -143,6 +156,11 @@ def table(results: list[RunResult], host: dict[str, Any] | None = None) -> str:
         "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         for row in [header, *rows]
     ]
+    # A result above its ceiling is a measurement problem: said under the table, whole.
+    for r in results:
+        roof = r.throughput.get("roof")
+        if roof and roof.get("suspect"):
+            lines.append(f"{r.backend} on {r.device.get('spec', '')}: {roof_line(roof)}")
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from workbench.cli import arg_types
 from workbench.errors import WorkbenchError
 from workbench.project import Project
-from workbench.units import format_time
+from workbench.units import format_rate, format_time
 
 
 def register(subparsers) -> None:
@@ -57,11 +57,11 @@ def table(data: dict[str, Any]) -> str:
     lines = []
     for slot, curve in data["curves"].items():
         ceiling = curve.get("copy_gbps")
-        lines.append(f"{slot}  copy ceiling: {f'{ceiling:.1f} GB/s' if ceiling else 'not measured'}")
+        lines.append(f"{slot}  copy ceiling: {f'{format_rate(ceiling)} GB/s' if ceiling else 'not measured'}")
         lines.append(f"  {name:>12} {'median':>12} {'GB/s':>10} {'verified':>8}  note")
         for p in curve["points"]:
             verified = {True: "yes", False: "NO", None: "-"}[p["verified"]]
-            gbps = f"{p['gbps']:.2f}" if p.get("gbps") else "-"
+            gbps = format_rate(p.get("gbps"), "-")
             note = p.get("error") or ("resumed" if p.get("resumed") else "")
             lines.append(f"  {p[name]:>12} {format_time(p['median_s']):>12} {gbps:>10} {verified:>8}  {note}")
     return "\n".join(lines)

@@ -29,6 +29,7 @@ from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers
 from workbench.run.build_stage import StagedBuild
 from workbench.run.ceilings import memory_roof
+from workbench.run.ceilings_roof import roof_fields
 from workbench.run.device_catalog import DeviceCatalog
 from workbench.run.events import RunEvent, RunPhase, RunProgress, RunVerified
 from workbench.run.inputs import InputCache, output_names
@@ -236,6 +237,8 @@ def _result(ctx, backend, choice, build, spec, verified, check, stats, findings,
         )
         # Which measured memory ceiling the roofline holds this kernel against (copy or read).
         result.throughput["memory_roof"] = memory_roof(ctx.kernel, ctx.values)
+        # The roof its arithmetic intensity selects, and the % of it (`ceilings_roof`).
+        result.throughput.update(roof_fields(result.throughput, choice.device))
     return result
 
 

@@ -1,21 +1,28 @@
-"""Measured device ceilings: copy and read bandwidth and FMA throughput, by the workbench's own
-kernels.
+"""Measured device ceilings: copy, read and write bandwidth and FMA throughput, by the
+workbench's own kernels.
 
 A roofline needs a device's memory and compute roofs. Datasheet figures are often missing
-(a CPU, llvmpipe) or out of reach of real code, so the workbench measures them: a copy kernel
-(bytes read + written per second), a read stream (bytes read per second: the roof of a kernel that
-reads far more than it writes, such as a reduction; `memory_roof` says which one bounds a kernel)
-and an FMA loop (2 FLOP per fused multiply-add; f64 where the device has it), written in `ceilings_kernels.py` and run like a user's kernel — prepared, uploaded
-and timed by the runtime's worker process (`pool.WorkerProcess`), so a crash cannot reach the caller:
+(a CPU, llvmpipe) or out of reach of real code (`datasheets.py` keeps the known ones beside), so
+the workbench measures them: a copy stream (bytes read + written per second), a read stream
+(bytes read per second: the roof of a kernel that reads far more than it writes, such as a
+reduction), a write stream (bytes written; `memory_roof` says which one bounds a kernel) and an
+FMA loop (2 FLOP per fused multiply-add; f64 where the device has it), written in
+`ceilings_kernels.py` (CUDA's streams in `resources/ceilings/`) and run like a user's kernel —
+prepared, uploaded and timed by the runtime's worker process (`pool.WorkerProcess`), so a crash
+cannot reach the caller:
 
-- cpu: a std-only Rust cdylib built once with the host rustc (cached by source and rustc version),
-  its threads spread over every core, through the cpu runtime (ctypes);
+- cpu: a std-only Rust cdylib built once with the host rustc (cached by source and rustc version,
+  under a lock in a private folder), on every core and on half of them, through ctypes;
 - wgpu: WGSL through the wgpu runtime, timed with timestamp queries where the adapter has them;
 - cuda: PTX through the cuda runtime, timed with CUDA events.
 
-The best sample of a short timing run gives each figure (a ceiling is the best the device did).
-Results are cached per device + driver in `<user cache>/ceilings.json`; `refresh=True` measures
-again.
+Each stream runs in several variants (`ceilings_kernels.cuda_streams` / `wgpu_streams`: access
+width, accesses in flight per invocation, one access per invocation or grid-stride at several
+occupancies) and the FMA loop at two workgroup counts on a CPU adapter. The best sample of a short
+timing run gives each variant's figure, and the best variant the ceiling (a ceiling is the best the
+device does, so no kernel should beat it); `Ceilings.variants` names the variant that won each.
+Results are cached per device + driver in `<user cache>/ceilings.json` (written under its lock);
+`refresh=True` measures again.
 """
 
 from __future__ import annotations
@@ -24,14 +31,17 @@ import hashlib
 import json
 import os
 import subprocess
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from workbench import childproc
 from workbench.build.cache import cache_root
+from workbench.build.scratch import STAGING_PREFIX, OwnedDir, locked, sweep_quietly
 from workbench.errors import WorkbenchError
 from workbench.records import Record
 from workbench.run import ceilings_kernels as kernels
@@ -42,6 +52,8 @@ FORMAT = 3  # 2: read_gbps; 3: write_gbps and the winning variants (older entrie
 #: A short timing run per kernel: the ceilings of one device take a few seconds at most.
 TIMING = {"min_n": 5, "min_time_s": 0.05, "max_time_s": 0.5, "warmup_max_n": 3, "warmup_max_s": 0.2}
 TIMEOUT_S = 60.0
+#: The cpu ceiling kernels' build (and the wait for another process building them).
+BUILD_TIMEOUT_S = 300.0
 
 
 class CeilingsError(WorkbenchError):
@@ -65,7 +77,7 @@ class Ceilings(Record):
     read_gbps: float | None = None  # the read stream: bytes read per second
     write_gbps: float | None = None  # the write stream: bytes written per second
     #: Which variant won each figure ("copy" -> "16-byte accesses, 4 in flight, grid-stride, ...").
-    variants: dict[str, str] | None = None
+    variants: dict[str, str] = field(default_factory=dict)
     #: The vendor's figures for the device where known (`datasheets.py`): shown beside the measured.
     datasheet: dict[str, Any] | None = None
 
@@ -147,13 +159,14 @@ def _datasheet(device: dict[str, Any]) -> dict[str, Any] | None:
 
 def _store(device: dict[str, Any], ceilings: Ceilings, cache_dir: str | Path | None) -> None:
     path = cache_file(cache_dir)
-    devices = _read_cache(path)
-    devices[device_key(device)] = ceilings.to_dict()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, "devices": devices}, indent=1), encoding="utf-8")
-        tmp.replace(path)
+        # Read, add, write under the file's lock: two processes storing at once keep both devices.
+        with locked(path.with_name(f"{path.name}.lock")):
+            devices = _read_cache(path)
+            devices[device_key(device)] = ceilings.to_dict()
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"format": FORMAT, "devices": devices}, indent=1), encoding="utf-8")
+            tmp.replace(path)
     except OSError:
         pass  # a read-only cache costs a re-measurement next time, nothing else
 
@@ -169,14 +182,22 @@ def _kernel_dir(cache_dir: str | Path | None, runtime: str, text: str) -> Path:
 
 
 def _write_kernel(cache_dir, runtime: str, name: str, text: str) -> str:
+    """The kernel's text in the shared cache, written whole (private file, then renamed): a
+    process reading it while another writes it sees the old text or the new, never a part."""
     path = _kernel_dir(cache_dir, runtime, text) / name
     if not path.is_file() or path.read_text() != text:
-        path.write_text(text)
+        tmp = path.with_name(f"{STAGING_PREFIX}{name}.{os.getpid()}-{threading.get_ident()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
     return str(path)
 
 
 def cpu_library(cache_dir: str | Path | None = None) -> str:
-    """The cpu kernels' cdylib, built with the host rustc on first use (cached)."""
+    """The cpu kernels' cdylib, built with the host rustc on first use (cached).
+
+    Processes sharing the cache build it once: under the folder's lock, in a private folder (rustc
+    writes its object files beside its output, named after the crate: two builds in one folder
+    removed each other's, "linking with cc failed"), then renamed into place."""
     from workbench.build.adapters.host_rust import rustc as host_rustc
 
     rustc = host_rustc()
@@ -190,18 +211,32 @@ def cpu_library(cache_dir: str | Path | None = None) -> str:
     library = folder / "libwb_ceilings.so"
     if library.is_file():
         return str(library)
-    source = folder / "ceilings.rs"
-    source.write_text(kernels.CPU_RUST)
-    tmp = folder / f"lib.{os.getpid()}.so"
-    command = [rustc, "--edition", "2021", "--crate-type", "cdylib", "-C", "opt-level=3",
-               "-C", "target-cpu=native", "-o", str(tmp), str(source)]  # fmt: skip
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CeilingsError(f"building the cpu ceiling kernels failed: {exc}") from None
-    if done.returncode != 0:
-        raise CeilingsError(f"building the cpu ceiling kernels failed:\n{done.stderr.strip()[-2000:]}")
-    tmp.replace(library)
+    deadline = time.monotonic() + BUILD_TIMEOUT_S
+
+    def check() -> None:
+        if time.monotonic() > deadline:
+            raise CeilingsError(
+                f"another process held the cpu ceiling kernels' build past {BUILD_TIMEOUT_S:g} s"
+            )
+
+    sweep_quietly(cache_root(cache_dir))  # what killed builds left
+    with locked(folder / ".wb-lock", check):
+        if library.is_file():  # built by the process that held the lock before us
+            return str(library)
+        with OwnedDir(folder, STAGING_PREFIX) as work:
+            source = work.path / "ceilings.rs"
+            source.write_text(kernels.CPU_RUST)
+            built = work.path / "libwb_ceilings.so"
+            command = [rustc, "--edition", "2021", "--crate-type", "cdylib", "-C", "opt-level=3",
+                       "-C", "target-cpu=native", "-o", str(built), str(source)]  # fmt: skip
+            try:
+                done = childproc.capture(command, timeout_s=max(1.0, deadline - time.monotonic()))
+            except (OSError, TimeoutError) as exc:
+                raise CeilingsError(f"building the cpu ceiling kernels failed: {exc}") from None
+            if done.returncode != 0:
+                stderr = "\n".join(done.stderr).strip()
+                raise CeilingsError(f"building the cpu ceiling kernels failed:\n{stderr[-2000:]}")
+            os.replace(built, library)
     return str(library)
 
 
@@ -251,25 +286,34 @@ _STREAM_BYTES = {"copy": 8.0, "read": 4.0, "write": 4.0}
 
 def _cpu_probes(device: dict[str, Any], cache_dir) -> list[_Probe]:
     library = cpu_library(cache_dir)
-    threads = int(device.get("cores") or os.cpu_count() or 1)
+    cores = int(device.get("cores") or os.cpu_count() or 1)
     n = 1 << 23  # 32 MiB per buffer: past the caches of most CPUs
-    src, count = _buffer("src", n, 0, "in"), [_scalar("n", n), _scalar("threads", threads)]
-    streams = {
-        "copy": [src, _buffer("dst", n, 1), *count],
-        "read": [src, _buffer("sums", threads, 1), *count],
-        "write": [_buffer("dst", n, 0), *count],
-    }
-    out = [
-        _Probe(what, _spec("cpu", 0, "cdylib", library, f"wb_{what}", args), _STREAM_BYTES[what] * n,
-               f"{threads} threads")
-        for what, args in streams.items()
-    ]  # fmt: skip
     iters = 1 << 16
-    for kind in ("f32", "f64"):
-        args = [_buffer("out", threads, 0, "out", kind), _scalar("iters", iters), _scalar("threads", threads)]
-        flops = 2.0 * iters * kernels.CPU_LANES * threads
-        out.append(_Probe(kind, _spec("cpu", 0, "cdylib", library, f"wb_fma_{kind}", args), flops,
-                          f"{kernels.CPU_LANES} chains × {threads} threads"))  # fmt: skip
+    out: list[_Probe] = []
+    # Every core, and half of them (a memory stream may saturate before every core is busy).
+    for threads in dict.fromkeys((cores, max(1, cores // 2))):
+        variant = f"{threads} thread{'s' if threads != 1 else ''}"
+        src, count = _buffer("src", n, 0, "in"), [_scalar("n", n), _scalar("threads", threads)]
+        streams = {
+            "copy": [src, _buffer("dst", n, 1), *count],
+            "read": [src, _buffer("sums", threads, 1), *count],
+            "write": [_buffer("dst", n, 0), *count],
+        }
+        out += [
+            _Probe(
+                what, _spec("cpu", 0, "cdylib", library, f"wb_{what}", args), _STREAM_BYTES[what] * n, variant
+            )
+            for what, args in streams.items()
+        ]
+        for kind in ("f32", "f64"):
+            args = [
+                _buffer("out", threads, 0, "out", kind),
+                _scalar("iters", iters),
+                _scalar("threads", threads),
+            ]
+            flops = 2.0 * iters * kernels.CPU_LANES * threads
+            spec = _spec("cpu", 0, "cdylib", library, f"wb_fma_{kind}", args)
+            out.append(_Probe(kind, spec, flops, f"{kernels.CPU_LANES} chains × {variant}"))
     return out
 
 
@@ -292,14 +336,16 @@ def _wgpu_probes(device: dict[str, Any], cache_dir) -> list[_Probe]:
         grid = _grid(-(-n // per // 256)) if stream.per_access else (stream.groups_per_unit, 1, 1)
         spec = _spec("wgpu", index, "wgsl", path, "wb_stream", args, grid, (256, 1, 1))
         out.append(_Probe(stream.what, spec, _STREAM_BYTES[stream.what] * n, stream.label))
-    groups, iters = (4096, 1024) if gpu_like else (64, 256)
+    iters = 1024 if gpu_like else 256
     kinds = ["f32"] + (["f64"] if "shader-f64" in (device.get("features") or []) else [])
     for kind in kinds:
         path = _write_kernel(cache_dir, "wgpu", f"fma_{kind}.wgsl", kernels.wgsl_fma(kind, iters))
-        args = [_buffer("result", groups * 256, 0, "out", kind)]
-        flops = 2.0 * iters * kernels.GPU_LANES * groups * 256
-        spec = _spec("wgpu", index, "wgsl", path, "wb_fma", args, (groups, 1, 1), (256, 1, 1))
-        out.append(_Probe(kind, spec, flops, f"{kernels.GPU_LANES} chains × {groups} groups of 256"))
+        # Occupancy: a CPU adapter (llvmpipe) at two workgroup counts, a GPU at one that fills it.
+        for groups in (4096,) if gpu_like else (64, 256):
+            args = [_buffer("result", groups * 256, 0, "out", kind)]
+            flops = 2.0 * iters * kernels.GPU_LANES * groups * 256
+            spec = _spec("wgpu", index, "wgsl", path, "wb_fma", args, (groups, 1, 1), (256, 1, 1))
+            out.append(_Probe(kind, spec, flops, f"{kernels.GPU_LANES} chains × {groups} groups of 256"))
     return out
 
 
@@ -357,7 +403,7 @@ def measure(
     figures: dict[str, float | None] = {"copy": None, "read": None, "write": None, "f32": None, "f64": None}
     winners: dict[str, str] = {}
     failed: dict[str, list[str]] = {}
-    notes, timers = [], set()
+    timers = set()
     try:
         worker = pool.get(str(device.get("runtime")))
         for probe in probes(device, cache_dir):
@@ -385,18 +431,18 @@ def measure(
     runtime = str(device.get("runtime"))
     row = RUNTIME_TABLE.get(runtime)
     kernel_text = row.ceilings_kernels if row else runtime
-    for (
-        what,
-        reasons,
-    ) in failed.items():  # a variant that failed is a note; all failing, the figure is missing
-        notes.append(
-            f"{what}: {reasons[0]}" + (f" (and {len(reasons) - 1} more variants)" if len(reasons) > 1 else "")
-        )
     method = (
         f"{kernel_text}: copy (bytes read + written), read and write streams (bytes read or written), each "
         f"the best of its variants (access width, accesses in flight, grid), and FMA loops (2 FLOP each); "
         f"best of {TIMING['min_n']}+ samples; timer {', '.join(sorted(timers)) or 'none'}"
     )
+    # A figure none of whose variants ran says why (the first failure, and how many more); one
+    # variant failing among others does not.
+    notes = [
+        f"{what}: {reasons[0]}" + (f" (and {len(reasons) - 1} more variants)" if len(reasons) > 1 else "")
+        for what, reasons in failed.items()
+        if figures[what] is None
+    ]
     return Ceilings(
         spec=str(device.get("spec") or runtime),
         name=str(device.get("name") or ""),

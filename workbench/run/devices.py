@@ -8,15 +8,14 @@ cached in-process. `resolve_device_spec()` turns `cpu`, `cuda:0`, `wgpu:0` or `w
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
-import tempfile
 import threading
 from typing import Any
 
 from workbench import childproc
+from workbench.build.scratch import runtime_dir
 from workbench.errors import WorkbenchError
 from workbench.frozen import python_command
 from workbench.runtimes_table import RUNTIMES as RUNTIME_NAMES
@@ -47,20 +46,12 @@ def probe() -> dict[str, dict[str, Any]]:
     return out
 
 
-@functools.cache
-def _private_runtime_dir() -> str:
-    """One private 0700 folder per process (not one per child started)."""
-    runtime_dir = tempfile.mkdtemp(prefix="wb-xdg-")
-    os.chmod(runtime_dir, 0o700)
-    return runtime_dir
-
-
 def child_env() -> dict[str, str]:
     """The environment for child processes that open GPU drivers (Mesa wants XDG_RUNTIME_DIR)."""
     env = dict(os.environ)
-    runtime_dir = env.get("XDG_RUNTIME_DIR")
-    if not runtime_dir or not os.path.isdir(runtime_dir):
-        env["XDG_RUNTIME_DIR"] = _private_runtime_dir()
+    current = env.get("XDG_RUNTIME_DIR")
+    if not current or not os.path.isdir(current):
+        env["XDG_RUNTIME_DIR"] = runtime_dir()  # one per user, reused: none left per run
     return env
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,8 +21,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.build.builder import cached_result
 from workbench.build.manifest_check import MANIFEST_SOURCE
 from workbench.build.occupancy import result_occupancy
+from workbench.build.process import progress_text
 from workbench.records import BuildResult
 from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
 from workbench.ui import theme
@@ -40,6 +43,17 @@ STATES = {
     "cancelled": ("cancelled", theme.WARN),
 }
 COL_BACKEND, COL_STATE, COL_TIME, COL_CACHE, COL_ARTIFACTS = range(5)
+#: What the log says while it has no line: nothing selected, an idle backend (looked up in the
+#: cache, found not built), or the selected backend's state.
+NO_SELECTION = "Select a backend to see its build log."
+LOOKING = "Looking for {backend}'s build of these sources in the cache…"
+NOT_BUILT = "{backend} is not built from these sources yet: Build or Run builds it, and its log shows here."
+EMPTY_LOGS = {
+    "waiting": "{backend} waits for the runs: it builds once the results are in, and its log shows here.",
+    "building": "{backend} is building: no output yet.",
+    "cancelled": "{backend}'s build was cancelled before it printed anything.",
+    "ok": "{backend}'s build printed nothing.",
+}
 DIAG_SEVERITY, DIAG_BACKEND, DIAG_LOCATION, DIAG_MESSAGE = range(4)
 LOG_LIMIT_LINES = 5000
 
@@ -90,8 +104,10 @@ class BuildPanelBridge(Protocol):
     backendsChanged: SignalInstance
     manifestChecked: SignalInstance
     project: Any
+    build_service: Any
 
     def backends(self) -> list[str]: ...
+    def tunables(self) -> dict: ...
     def build(self) -> None: ...
     def cancel(self) -> None: ...
 
@@ -101,6 +117,8 @@ class BuildPanel(QWidget):
 
     #: Absolute path, 1-based line, 1-based column of a clicked diagnostic.
     openLocation = Signal(str, int, int)
+    #: (backend, project, BuildResult or None): a cache lookup's answer, from its thread.
+    _looked_up = Signal(str, object, object)
 
     def __init__(self, bridge: BuildPanelBridge, parent: QWidget | None = None):
         super().__init__(parent)
@@ -140,7 +158,9 @@ class BuildPanel(QWidget):
         self.log_view.setFont(editor_font())
         self.log_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.log_view.setMaximumBlockCount(LOG_LIMIT_LINES)
-        self.log_view.setPlaceholderText("Select a backend to see its build log.")
+        self.log_view.setPlaceholderText(NO_SELECTION)
+        self._lookups: set[tuple[str, int]] = set()  # (backend, id(project)) being looked up
+        self._looked_up.connect(self._on_looked_up, Qt.ConnectionType.QueuedConnection)
 
         self.diagnostics = QTreeWidget()
         self.diagnostics.setObjectName("diagnostics")
@@ -251,6 +271,8 @@ class BuildPanel(QWidget):
         row.item.setForeground(COL_STATE, QColor(colour))
         row.item.setIcon(COL_STATE, self._state_icon(state))
         row.item.setToolTip(COL_STATE, tooltip or label)
+        if row.item is self.table.currentItem():
+            self._show_placeholder()
 
     def _state_icon(self, state: str) -> QIcon:
         if state not in self._icons:  # the style's icons are loaded once
@@ -289,6 +311,9 @@ class BuildPanel(QWidget):
             if not self._ticker.isActive():
                 self._ticker.start()
             self._tick()
+        elif kind == "progress":
+            self._show_progress(row, _field(event, "progress"))
+            return  # the counts of the summary are the same
         elif kind == "output":
             line = _field(event, "line") or ""
             row.log.append(line)
@@ -304,6 +329,15 @@ class BuildPanel(QWidget):
             if result is not None:
                 self._apply_result(backend, result)
         self._update_summary()
+
+    def _show_progress(self, row: _Row, progress: dict | None) -> None:
+        """A niced build's "still working" line (`workbench.build.process.progress_text`) as the
+        state's tooltip; the state reads "building… (machine busy)" while its limit is paused."""
+        if row.state != "building" or not progress:
+            return
+        self._set_state(row, "building", progress_text(progress))
+        label = STATES["building"][0] + (" (machine busy)" if progress.get("paused") else "")
+        row.item.setText(COL_STATE, label)
 
     def _on_build_finished(self, results: dict[str, Any]) -> None:
         for backend, result in results.items():
@@ -393,6 +427,55 @@ class BuildPanel(QWidget):
         row = self._rows.get(backend) if backend else None
         self.log_view.setPlainText("\n".join(row.log) if row else "")
         self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
+        if row is not None and not row.log and row.state == "idle":
+            self._look_up(backend)
+        self._show_placeholder()
+
+    def _show_placeholder(self) -> None:
+        """What the log says while it has no line: about the selected backend, never "select one"
+        with one selected."""
+        backend = self._selected_backend()
+        row = self._rows.get(backend) if backend else None
+        if row is None:
+            text = NO_SELECTION
+        elif row.state == "idle":
+            looking = (backend, id(self.bridge.project)) in self._lookups
+            text = LOOKING if looking else NOT_BUILT
+        else:
+            text = EMPTY_LOGS.get(row.state, EMPTY_LOGS["ok"])
+        self.log_view.setPlaceholderText(text.format(backend=backend))
+
+    def _look_up(self, backend: str) -> None:
+        """Find the selected idle backend's build of these sources in the cache (off the GUI
+        thread: it hashes the sources), so its log shows without building (`cached_result`)."""
+        project = self.bridge.project
+        if project is None or (backend, id(project)) in self._lookups:
+            return
+        self._lookups.add((backend, id(project)))
+        service, tunables = self.bridge.build_service, self.bridge.tunables() or None
+
+        def work() -> None:
+            try:
+                found = cached_result(project, backend, service.cache_dir, tunables=tunables)
+            except Exception:  # noqa: BLE001  no log to show is said as "not built yet"
+                found = None
+            try:
+                self._looked_up.emit(backend, project, found)
+            except RuntimeError:  # the panel was closed meanwhile
+                pass
+
+        threading.Thread(target=work, name=f"wb-cached-log-{backend}", daemon=True).start()
+
+    def _on_looked_up(self, backend: str, project: Any, found: Any) -> None:
+        self._lookups.discard((backend, id(project)))
+        row = self._rows.get(backend)
+        if row is not None and not row.log and row.state == "idle" and project is self.bridge.project:
+            text = _field(found, "log", "") or _field(found, "hint", "") or ""
+            row.log = text.splitlines()
+            if row.log and self._selected_backend() == backend:
+                self.log_view.setPlainText(text)
+        if self._selected_backend() == backend:
+            self._show_placeholder()
 
     def _clear_diagnostics(self, backend: str) -> None:
         """Take `backend` off every diagnostic row; rows no backend reports any more go."""

@@ -3,7 +3,10 @@
 Rows are the metric set of `workbench.run.counters.metrics` (ncu's duration beside the event median,
 throughput % of peak, occupancy, hit rates) and the top warp-stall reasons; a row whose values
 differ between the columns is highlighted. A column with no counters says why in its status row
-(`absence.py`'s line). "Take counters" profiles the last run's CUDA results under ncu on a thread
+(`absence.py`'s line); a machine where no result can have counters (no CUDA device, no ncu) shows
+no table at all, only the line saying what would make it work, and "Take counters" is disabled
+with that line as its tooltip (`absence.unavailable`); a run's table never outlives the next run.
+"Take counters" profiles the last run's CUDA results under ncu on a thread
 of its own (`nsight.collect`, the same as `workbench run --counters`); the result comes back as a
 queued signal. What the numbers are relative to the event timing is stated under the table.
 
@@ -14,6 +17,7 @@ line says which runs have them, or that they are shown but not recorded, and why
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,12 +34,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.run.counters import absence
 from workbench.run.counters.metrics import METRICS, TOP_STALLS, differs, format_value
-from workbench.run.counters.nsight import RELATION
+from workbench.run.counters.nsight import NCU_ENV, RELATION, find_ncu
 from workbench.ui import theme
 from workbench.units import format_time
 
 HIGHLIGHT = QColor(theme.COUNTERS_DIFFER)  # a row whose backends differ
+TAKE_TIP = "Profile the last run's CUDA results once more under Nsight Compute (ncu)"
+READY_TEXT = "Run, then take counters (CUDA backends, with ncu installed)."
+AFTER_RUN_TEXT = "Take counters to profile this run's CUDA results under ncu."
 COLUMN_MAX_PX = 260
 
 
@@ -46,7 +54,9 @@ class CountersBridge(Protocol):
 
     runFinished: SignalInstance
     countersRecorded: SignalInstance
+    devicesListed: SignalInstance
     project: Any
+    devices_info: Any
 
     def record_counters(self, report, records) -> None: ...
 
@@ -84,11 +94,11 @@ class CountersView(QWidget):
         self._pool: ThreadPoolExecutor | None = None
 
         self.take_button = QPushButton("Take counters")
-        self.take_button.setToolTip(
-            "Profile the last run's CUDA results once more under Nsight Compute (ncu)"
-        )
+        self.take_button.setToolTip(TAKE_TIP)
         self.take_button.setEnabled(False)
-        self.status = QLabel("Run, then take counters (CUDA backends, with ncu installed).")
+        #: Why no result can have counters on this machine (None: they may be taken).
+        self.unavailable: str | None = None
+        self.status = QLabel(READY_TEXT)
         self.status.setWordWrap(True)
         self.table = QTableWidget(0, 0)
         self.table.setObjectName("countersTable")
@@ -104,15 +114,50 @@ class CountersView(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.relation)
+        layout.addStretch(0)  # with the table hidden, the line stays at the top
 
         self.take_button.clicked.connect(self.take)
         self.collected.connect(self._on_collected)
         bridge.runFinished.connect(self._on_run)
         bridge.countersRecorded.connect(self._on_recorded)
+        bridge.devicesListed.connect(self._check_availability)
+        self._check_availability()
+
+    def _check_availability(self, *_: Any) -> None:
+        """Whether counters can be taken here (`absence.unavailable`): if not, that one line,
+        no table, and Take counters disabled with the line as its tooltip."""
+        info = self.bridge.devices_info
+        cuda = info.get("cuda") if isinstance(info, dict) and "error" not in info else None
+        chosen = os.environ.get(NCU_ENV)
+        self.unavailable = absence.unavailable(cuda, find_ncu() is not None, chosen)
+        if self.unavailable:
+            self._clear()
+            self.status.setText(self.unavailable)
+            self.table.hide()
+            self.relation.hide()
+            self.take_button.setEnabled(False)
+            self.take_button.setToolTip(self.unavailable)
+            return
+        self.take_button.setToolTip(TAKE_TIP)
+        self.take_button.setEnabled(self.report is not None and self._taking is None)
+        if not self.records:
+            self.status.setText(READY_TEXT if self.report is None else AFTER_RUN_TEXT)
+        self.table.setVisible(bool(self._rows))
+        self.relation.show()
+
+    def _clear(self) -> None:
+        """No table: nothing of an earlier run is shown."""
+        self.records, self._rows, self._shown = {}, [], ""
+        self.table.clear()
+        self.table.setRowCount(0)
+        self.table.setColumnCount(0)
 
     def _on_run(self, report: Any) -> None:
         self.report = report
-        self.take_button.setEnabled(True)
+        if self._taking is None:  # counters being taken keep their line; they end with their own
+            self._clear()  # the last run's counters (and their run numbers) are not this run's
+            self.table.hide()
+        self._check_availability()
 
     def take(self) -> None:
         """Collect counters of the last run off the GUI thread."""
@@ -145,11 +190,21 @@ class CountersView(QWidget):
 
     def show_records(self, records: Any) -> None:
         """Fill the table from {(backend, device): record} (a failure of the thread: its message)."""
-        self.take_button.setEnabled(self.report is not None)
+        self.take_button.setEnabled(self.report is not None and not self.unavailable)
         if isinstance(records, BaseException):
             self.status.setText(f"counters failed: {records}")
             return
         self.records = dict(records)
+        if not any(r.get("status") == "ok" for r in self.records.values()):
+            # Nothing to compare: each result's reason as a line, not a grid of dashes.
+            self._rows = []
+            self.table.clear()
+            self.table.hide()
+            reasons = dict.fromkeys(f"{b} on {d}: {r['message']}" for (b, d), r in self.records.items())
+            self._shown = "\n".join(reasons) or "no counters for this run"
+            self.status.setText(self._shown)
+            return
+        self.table.show()
         columns = list(self.records)
         # "ok" where ncu answered (its summary in the tooltip); else the one-line reason
         rows: list[dict[str, Any]] = [{"label": "status", "differs": False, "cells": [

@@ -22,9 +22,7 @@ from workbench.result_text import (
     TIMING_PENDING,
     buffer_lines,
     check_line,
-    format_gbps,
     format_number,
-    format_percent,
     format_time,
     stale_label,
     stale_note,
@@ -33,11 +31,13 @@ from workbench.result_text import (
     verdict_cell,
     verdict_tone,
 )
+from workbench.run.ceilings_roof import rate_cell, read_roof, roof_cell, roof_line
 from workbench.run.events import RunEvent, RunFinished, RunVerified
 from workbench.run.host_load import describe, run_conditions
 from workbench.run.labels import device_label
 from workbench.run.service import RunReport
 from workbench.ui import theme
+from workbench.ui.ceilings_store import store_for
 from workbench.ui.layout_fit import ElidedLabel, OnResize
 from workbench.ui.plot_marks import result_order_key
 from workbench.ui.result_details import ResultDetails
@@ -74,6 +74,12 @@ COLUMNS = (
 ) = range(len(COLUMNS))
 #: Shorter header titles (the full name is the header's tooltip).
 HEADERS = {"% of peak": "% peak", "Spread (IQR)": "IQR", "Registers": "Regs"}
+HEADER_TIPS = {
+    "GB/s": "GB/s; where the kernel is compute-bound, GFLOP/s (its unit written)",
+    "% of peak": "% of the roof the kernel's arithmetic intensity selects: the device's measured ceilings "
+    "(copy, read or FMA f32), else its datasheet; ⚠ more than 3 % above it: a measurement problem",
+}
+NO_ROOF = "no roof known for this device: measure its ceilings (Devices › Measure, or `workbench ceilings`)"
 GOOD = QColor(theme.GOOD)
 BAD = QColor(theme.BAD)
 MUTED = QColor(theme.MUTED)
@@ -99,6 +105,7 @@ class ResultsBridge(Protocol):
     last_build: dict[str, Any] | None
     last_report: Any
     reference_changed: dict[str, Any] | None
+    cache_dir: Any
 
     def expected_reference(self) -> str: ...
 
@@ -120,7 +127,7 @@ class ResultsTable(QWidget):
         self.table.setObjectName("results")
         self.table.setHorizontalHeaderLabels([HEADERS.get(name, name) for name in COLUMNS])
         for col, name in enumerate(COLUMNS):
-            self.table.horizontalHeaderItem(col).setToolTip(name)
+            self.table.horizontalHeaderItem(col).setToolTip(HEADER_TIPS.get(name, name))
         self.table.verticalHeader().setVisible(False)
         self.table.setAlternatingRowColors(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -162,6 +169,10 @@ class ResultsTable(QWidget):
             lambda: self.details_button.setEnabled(self.table.currentRow() >= 0 and self.report is not None)
         )
         self.details_button.clicked.connect(lambda: self.show_details(self.table.currentRow()))
+        # % of peak: each result against the roof its intensity selects, from the device's
+        # ceilings as known now (measured later: the rows are filled again).
+        self.ceilings = store_for(bridge)
+        self.ceilings.changed.connect(lambda: self.report is not None and self.show_report(self.report))
         bridge.runFinished.connect(self._show_final)
         bridge.runEvent.connect(self._on_run_event)
         bridge.projectChanged.connect(self._clear)
@@ -271,6 +282,7 @@ class ResultsTable(QWidget):
         status = result.status
         stale = result.stale
         check_text = check_line(result)
+        reading = read_roof(throughput, device, self.ceilings.get(device)) if status == "ok" else None
         if result.verified is False and result.backend in (self._changed.get("failed") or []):
             check_text = f"⚠ reference changed — {check_text}"
         values = {
@@ -282,8 +294,8 @@ class ResultsTable(QWidget):
             if _result_key(result) in self._timing_pending
             else format_time(timing.get("median_s"), ""),
             COL_SPREAD: format_time(timing.get("iqr_s"), ""),
-            COL_GBPS: format_gbps(throughput.get("gbps")),
-            COL_PEAK: format_percent(throughput.get("fraction_of_peak")),
+            COL_GBPS: rate_cell(throughput, reading),
+            COL_PEAK: roof_cell(reading),
             COL_REGS: format_number(resources.get("registers")),
             COL_SPILLS: format_number(resources.get("spills")),
             COL_CHECK: check_text,
@@ -317,6 +329,16 @@ class ResultsTable(QWidget):
         resources_tip = ", ".join(f"{k} {v}" for k, v in resources.items()) if resources else ""
         self._set(row, COL_REGS, Qt.ItemDataRole.ToolTipRole, resources_tip)
         self._set(row, COL_SPILLS, Qt.ItemDataRole.ToolTipRole, resources_tip)
+        self._set(
+            row,
+            COL_PEAK,
+            Qt.ItemDataRole.ToolTipRole,
+            roof_line(reading) or (NO_ROOF if status == "ok" else ""),
+        )
+        self._set(row, COL_GBPS, Qt.ItemDataRole.ToolTipRole, roof_line(reading))
+        self._set(
+            row, COL_PEAK, Qt.ItemDataRole.ForegroundRole, WARN if reading and reading["suspect"] else None
+        )
         self._mark_stale(row, stale_note(stale) if stale else "")
 
     def _mark_stale(self, row: int, text: str) -> None:
@@ -329,7 +351,7 @@ class ResultsTable(QWidget):
                 item.setFont(font)
             if text:
                 item.setData(Qt.ItemDataRole.ForegroundRole, MUTED)
-            elif col not in (COL_STATUS, COL_VERIFIED, COL_CHECK) and item.data(
+            elif col not in (COL_STATUS, COL_VERIFIED, COL_CHECK, COL_PEAK) and item.data(
                 Qt.ItemDataRole.ForegroundRole
             ):
                 item.setData(Qt.ItemDataRole.ForegroundRole, None)  # its _fill_row colour stands

@@ -56,3 +56,22 @@ def from_output(text: str) -> str | None:
     if m:
         return NO_PROFILER.format(detail=m.group(0).strip().rstrip("."))
     return None
+
+
+def unavailable(cuda: dict | None, ncu_found: bool, wb_ncu: str | None = None) -> str | None:
+    """The one line for a machine where no result can have counters, saying what would make it
+    work (the Counters view shows it instead of a table); None when counters may be taken, or
+    while the devices are not known yet. `cuda`: `list_devices()`'s "cuda" entry."""
+    missing = []
+    if cuda is not None and not (cuda.get("available") and cuda.get("devices")):
+        reason = str(cuda.get("reason") or "no CUDA device was found").rstrip(".")
+        missing.append(f"a CUDA device, and there is none here ({reason})")
+    if not ncu_found:
+        missing.append(
+            f"Nsight Compute's ncu, and $WB_NCU names {wb_ncu}, which is not a file"
+            if wb_ncu
+            else "Nsight Compute's ncu, which is not on PATH (it comes with the CUDA toolkit; or set $WB_NCU to it)"
+        )
+    if not missing:
+        return None
+    return "No counters on this machine: they need " + "; and ".join(missing) + "."

@@ -13,8 +13,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
+from workbench.run.ceilings_roof import read_roof, roof_line, roof_lines
 from workbench.ui.plot_axes import AXIS, TEXT
-from workbench.ui.plot_data import Roof, RoofPoint, format_si, roofline_model, roofline_ranges
+from workbench.ui.plot_data import Roof, RoofPoint, format_si, roofline_model, roofline_ranges, series_name
 from workbench.ui.plots.base import PlotTab, count, legend_label, make_plot, view_range
 from workbench.ui.theme import CHECK_FAILED as FAILED_COLOR
 from workbench.ui.theme import STALE_ALPHA, STALE_TEXT
@@ -36,6 +37,8 @@ class RooflineTab(PlotTab):
         super().__init__(*args, **kwargs)
         self.ceilings = self.context.ceilings
         self._roof_points: list[RoofPoint] = []
+        #: Each series' reading against the roof its intensity selects (`ceilings_roof.read_roof`).
+        self._readings: dict[str, dict[str, Any] | None] = {}
         self.roofline_plot = make_plot("roofline_plot", "Roofline", Y_PERFORMANCE, X_INTENSITY)
         item = self.roofline_plot.getPlotItem()
         for side, unit in (("left", "FLOP/s"), ("bottom", "")):
@@ -91,6 +94,11 @@ class RooflineTab(PlotTab):
     def _draw_roofline(self, report: Any) -> None:
         self.ensure_ceilings(report)
         points, roofs = roofline_model(report, self.ceilings.get)
+        self._readings = {
+            series_name(r): read_roof(r.throughput, r.device, self.ceilings.get(r.device or {}))
+            for r in getattr(report, "results", None) or ()
+            if r.status == "ok"
+        }
         plot = self.roofline_plot
         self._roof_points = points
         (x_lo, x_hi), (y_lo, y_hi) = roofline_ranges(points, roofs)
@@ -218,15 +226,11 @@ class RooflineTab(PlotTab):
 
     def _roofline_note(self, report: Any, points: list[RoofPoint], roofs: list[Roof]) -> str:
         notes = []
-        sources = {r.device: r.source for r in roofs}
         for point in points:
-            if point.fraction_of_roof is not None:
-                source = sources.get(point.device, "")
-                memory = point.roof_memory or "copy"
-                text = f"{point.series}: {100 * point.fraction_of_roof:.1f} % of the {source} {memory} roof"
-                if point.fraction_of_roof > 1.05:
-                    text += f" (above the {memory} roof: its data fits in a cache)"
-                notes.append(text)
+            # The roof its intensity selects, named (copy, read or FMA f32), a suspect one flagged.
+            line = roof_line(self._readings.get(point.series))
+            if line:
+                notes.append(f"{point.series}: {line}")
         roofed = {r.device for r in roofs}
         for result in getattr(report, "results", None) or ():
             device = result.device or {}
@@ -280,11 +284,7 @@ class RooflineTab(PlotTab):
             f"intensity {point.intensity:.3g} FLOP/byte",
             f"{format_si(point.flops_per_s, 'FLOP/s')} · {format_si(point.bytes_per_s, 'B/s')}",
         ]
-        if point.fraction_of_roof is not None:
-            lines.append(
-                f"{100 * point.fraction_of_roof:.1f} % of the {point.roof_source} roof "
-                f"({format_si(point.roof_flops_per_s, 'FLOP/s')} at this intensity)"
-            )
+        lines += roof_lines(self._readings.get(point.series))  # short lines: the box stays narrow
         if point.marks.check_failed:
             lines.append("✗ check failed: the throughput of a wrong result")
         elif point.marks.disputed:
