@@ -36,7 +36,7 @@ from workbench.errors import WorkbenchError
 
 #: Every strategy, in the order the help lists them.
 NAMES = ("random", "grid", "annealing", "genetic", "diff_evo", "tpe", "cmaes")
-#: The default: chosen by benchmarks/strategies.py (see benchmarks/results/strategies.md).
+#: The default under a budget: chosen by benchmarks/strategies.py (benchmarks/results/strategies-vm.md).
 DEFAULT = "tpe"
 #: Proposals in a row that bring nothing new before a random unvisited configuration is given.
 STALL = 50
@@ -308,7 +308,8 @@ class DiffEvoStrategy(_Generations):
 class OptunaStrategy(Strategy):
     """optuna's sampler through its ask/tell API: each tunable an integer index into its values
     (their order carries meaning: sizes, factors), every told value on the log scale (times
-    spread over decades); a failed or invalid configuration is told the worst time so far. A
+    spread over decades); a proposal breaking the constraints stands for the valid configuration
+    nearest it (Manhattan distance over the indices); a failed one is told the worst time so far. A
     sampler that has converged repeats itself: each proposal costs a model fit, so the loop
     restarts it after a few repeats."""
 
@@ -342,6 +343,11 @@ class OptunaStrategy(Strategy):
             warnings.simplefilter("ignore")
             trial = self.study.ask(self.dists)
         config = self.space.at([trial.params[n] for n in self.space.names])
+        if config not in self.space.valid:
+            # Where most of the grid breaks the constraints (a GEMM space: 4 in 5), a penalty
+            # per invalid proposal teaches the model little: the proposal stands for the valid
+            # configuration nearest it, whose time the model is told.
+            config = self.space.nearest([trial.params[n] for n in self.space.names])
         self.pending.setdefault(config, []).append(trial)
         return config
 
