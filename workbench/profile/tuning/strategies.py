@@ -311,9 +311,12 @@ class OptunaStrategy(Strategy):
     spread over decades); a proposal breaking the constraints stands for the valid configuration
     nearest it (Manhattan distance over the indices); a failed one is told the worst time so far. A
     sampler that has converged repeats itself: each proposal costs a model fit, so the loop
-    restarts it after a few repeats."""
+    restarts it after a few repeats. The first `startup` configurations are drawn as random
+    search draws them, uniformly among the valid ones (the sampler's own random start, snapped
+    to valid configurations, would favour those beside large invalid regions)."""
 
     stall = 5
+    startup = 10
 
     def __init__(self, space: SearchSpace, seed: int) -> None:
         super().__init__(space, seed)
@@ -332,6 +335,7 @@ class OptunaStrategy(Strategy):
             warnings.simplefilter("ignore")
             self.study = optuna.create_study(sampler=self.sampler(optuna, seed), direction="minimize")
         self.pending: dict[Config, list[Any]] = {}
+        self.first = self.rng.sample(space.configs, min(self.startup, len(space.configs)))
 
     def sampler(self, optuna: Any, seed: int) -> Any:
         raise NotImplementedError
@@ -339,6 +343,8 @@ class OptunaStrategy(Strategy):
     def ask(self) -> Config:
         import warnings
 
+        if self.first:  # told without a trial: `tell` adds it to the study
+            return self.first.pop()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trial = self.study.ask(self.dists)
@@ -357,7 +363,7 @@ class OptunaStrategy(Strategy):
         trials = self.pending.pop(config, [])
         for trial in trials:
             self.study.tell(trial, cost)
-        if not trials:  # given by the loop (a restart): the model learns from it all the same
+        if not trials:  # a random start, or the loop's restart: the model learns from it as well
             params = dict(zip(self.space.names, self.space.indices(config), strict=True))
             self.study.add_trial(self.optuna.trial.create_trial(params=params, distributions=self.dists,
                                                                 value=cost))  # fmt: skip
@@ -367,14 +373,17 @@ class TpeStrategy(OptunaStrategy):
     name = "tpe"
 
     def sampler(self, optuna: Any, seed: int) -> Any:
-        return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=10)
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=self.startup)
 
 
 class CmaesStrategy(OptunaStrategy):
     name = "cmaes"
+    startup = 5
 
     def sampler(self, optuna: Any, seed: int) -> Any:
-        return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=5, warn_independent_sampling=False)
+        return optuna.samplers.CmaEsSampler(
+            seed=seed, n_startup_trials=self.startup, warn_independent_sampling=False
+        )
 
 
 CLASSES: dict[str, type[Strategy]] = {
