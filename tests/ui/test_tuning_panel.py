@@ -232,7 +232,7 @@ def test_an_invalid_cluster_spec_is_marked_with_the_parsers_message_and_nothing_
 
 
 def test_a_search_draws_its_convergence_and_the_heatmap_says_what_it_shows(
-    make_window, example_copy, qtbot, private_sessions_db
+    make_window, example_copy, qtbot, private_sessions_db, test_output_dir
 ):
     """Issue 41 item 5 and issue 36 item 2: strategy and budget controls, the convergence plot,
     a heatmap opened on the slot the tunables affect (wgsl: `threads` is not read by cpu) with
@@ -289,6 +289,13 @@ def test_a_search_draws_its_convergence_and_the_heatmap_says_what_it_shows(
     hover = panel.hover_text(i + 0.2, j - 0.3)
     assert hover.startswith(f"threads={data['x'][i]}, vector={data['y'][j]}: median ")
     assert panel.verdict.text() == data["verdict"] and data["verdict"].startswith("wgsl@wgpu:0: ")
+    from workbench.ui.screenshot import save_screenshot
+
+    window.resize(1280, 800)
+    save_screenshot(window, test_output_dir / "tuning-search-heatmap.png")
+    panel.tabs.setCurrentWidget(panel.convergence_plot)
+    save_screenshot(window, test_output_dir / "tuning-search-convergence.png")
+    panel.tabs.setCurrentIndex(0)
     best = panel.best["wgsl@wgpu:0"]
     if best["winner"] is None:  # two rounds on a busy machine: most often a tie
         assert (

@@ -700,7 +700,7 @@ class TuningPanel(QWidget):
             if levels is not None:
                 lo, hi = levels if levels[1] > levels[0] else (levels[0] * 0.99, levels[0] * 1.01 or 1e-9)
                 self.colorbar = pg.ColorBarItem(values=(lo, hi), colorMap=pg.colormap.get("viridis"),
-                                                interactive=False, label="median")  # fmt: skip
+                                                interactive=False)  # fmt: skip
                 self.colorbar.axis.setLabel("median", units="s")  # SI prefix: the timing's unit
                 self.colorbar.setImageItem(self.heatmap, insert_in=self.plot.plotItem)
             x_name, y_name = data["tunables"]
