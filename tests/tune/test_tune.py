@@ -122,8 +122,10 @@ def test_apply_keeps_comments_and_refuses_unknown(example_copy):
 
 def test_bad_params_are_named():
     assert parse_param("threads=64,128") == ("threads", (64, 128))
-    with pytest.raises(TuneError, match="NAME=V1,V2"):
-        parse_param("threads")
+    assert parse_param("threads") == ("threads", None)  # NAME alone: over its workbench.toml values
+    for bad in ("threads=", "=64", "two words"):
+        with pytest.raises(TuneError, match="NAME=V1,V2"):
+            parse_param(bad)
     with pytest.raises(TuneError, match="'x' is not a number"):
         parse_param("threads=64,x")
 

@@ -229,3 +229,100 @@ def test_an_invalid_cluster_spec_is_marked_with_the_parsers_message_and_nothing_
     assert not private_sessions_db.exists()  # nothing ran, nothing was recorded
     panel.cluster.setEditText("none")  # back to the default: the mark goes
     assert not panel.cluster_error.isVisible() and panel.cluster.lineEdit().styleSheet() == ""
+
+
+def test_a_search_draws_its_convergence_and_the_heatmap_says_what_it_shows(
+    make_window, example_copy, qtbot, private_sessions_db, test_output_dir
+):
+    """Issue 41 item 5 and issue 36 item 2: strategy and budget controls, the convergence plot,
+    a heatmap opened on the slot the tunables affect (wgsl: `threads` is not read by cpu) with
+    ticks that are the tunables' values, a colour bar in the timing's unit, values printed and on
+    hover, identical builds labelled, the verdict written, Apply's reason, the status cleared."""
+    from workbench.profile.tuning import strategies
+
+    root = example_copy("saxpy")  # threads × vector
+    window, panel = _window(make_window, root, ["cpu", "wgsl"])
+    assert [panel.strategy.itemText(i) for i in range(panel.strategy.count())] == list(strategies.NAMES)
+    assert panel.strategy.currentText() == "grid" and panel.budget.text() == "all"
+    assert panel.apply_reason.text() == "Apply: no sweep has ranked a configuration yet"
+    assert not panel.apply_button.isEnabled() and "no sweep has ranked" in panel.apply_button.toolTip()
+    panel.budget.setValue(4)
+    assert panel.strategy.currentText() == strategies.DEFAULT  # a budget asks for a search
+    panel.strategy.setCurrentText("annealing")
+    panel.rounds.setValue(2)
+    panel.confirm_rounds = 0
+    with qtbot.waitSignal(panel.sweepFinished, timeout=300_000) as done:
+        assert panel.start_sweep()
+        assert not panel.apply_button.isEnabled() and panel.apply_reason.text() == "Apply: a sweep is running"
+    result = done.args[0]
+    assert result.search["strategy"] == "annealing" and result.search["evaluations"] == 4
+    assert len({str(e["config"]) for e in result.entries}) == 4  # only what the search chose
+    assert panel.status.text().startswith("done: annealing chose 4 configuration(s)")
+
+    conv = panel.convergence_data()
+    assert conv["n"] == [1, 2, 3, 4]
+    bests = [b for b in conv["best"] if b is not None]
+    assert bests == sorted(bests, reverse=True)  # the best so far never rises
+    assert len(conv["random"]) == sum(e.value is not None for e in panel.evaluations)
+    drawn = [item for item in panel.convergence_plot.listDataItems()]
+    assert len(drawn) == 2 and list(drawn[0].getData()[0]) == conv["n"][-len(bests) :]
+
+    # Opened on wgsl, where threads changes the build, not on cpu@cpu (first in order).
+    assert panel.slot.currentText() == "wgsl@wgpu:0"
+    data = panel.plot_data()
+    assert data["mode"] == "heatmap" and data["tunables"] == ["threads", "vector"]
+    assert data["ticks"] == [[str(v) for v in data["x"]], [str(v) for v in data["y"]]]
+    assert set(data["x"]) <= {64, 128, 256, 512, 1024} and set(data["y"]) <= {1, 4}
+    bottom = panel.plot.getAxis("bottom")._tickLevels[0]
+    assert [label for _, label in bottom] == data["ticks"][0]
+    assert [pos for pos, _ in bottom] == list(range(len(data["x"])))
+    finite = [v for row in data["median_s"] for v in row if v == v]
+    assert data["colorbar"]["levels"] == [min(finite), max(finite)]
+    assert panel.colorbar is not None and tuple(panel.colorbar.levels()) == tuple(data["colorbar"]["levels"])
+    assert panel.colorbar.axis.labelUnits == "s" and panel.colorbar.axis.labelText == "median"
+    # Every ranked cell printed (few) and on hover, with its configuration.
+    assert sorted(label.toPlainText() for label in panel.cell_labels) == sorted(
+        c["text"] for c in data["cells"].values()
+    )
+    key, cell = next(iter(data["cells"].items()))
+    i, j = (int(k) for k in key.split(","))
+    hover = panel.hover_text(i + 0.2, j - 0.3)
+    assert hover.startswith(f"threads={data['x'][i]}, vector={data['y'][j]}: median ")
+    assert panel.verdict.text() == data["verdict"] and data["verdict"].startswith("wgsl@wgpu:0: ")
+    from workbench.ui.screenshot import save_screenshot
+
+    window.resize(1280, 800)
+    save_screenshot(window, test_output_dir / "tuning-search-heatmap.png")
+    panel.tabs.setCurrentWidget(panel.convergence_plot)
+    save_screenshot(window, test_output_dir / "tuning-search-convergence.png")
+    panel.tabs.setCurrentIndex(0)
+    best = panel.best["wgsl@wgpu:0"]
+    if best["winner"] is None:  # two rounds on a busy machine: most often a tie
+        assert (
+            panel.apply_reason.text()
+            == "Apply: no unique winner on wgsl@wgpu:0 (a tie within noise): nothing to apply"
+        )
+        assert "tie set" in data["verdict"]
+    else:
+        assert panel.apply_button.isEnabled() and panel.apply_reason.text() == ""
+
+    # On cpu, threads changes nothing: the configurations differing only in threads are one build.
+    panel.slot.setCurrentText("cpu@cpu")
+    cpu = panel.plot_data()
+    assert cpu["slot"] == "cpu@cpu" and panel.slot.currentText() == "cpu@cpu"  # the user's choice holds
+    by_vector: dict[int, list] = {}
+    for e in result.entries:
+        if e["backend"] == "cpu":
+            by_vector.setdefault(e["config"]["vector"], []).append(e["config"])
+    merged = [configs for configs in by_vector.values() if len(configs) > 1]
+    assert sorted(len(g["configs"]) for g in cpu["same_build"]) == sorted(len(m) for m in merged)
+    for group in cpu["same_build"]:
+        texts = [c["text"] for c in cpu["cells"].values() if c["label"] == group["label"]]
+        assert texts and all(t.endswith(f"≡{group['label']}") for t in texts)
+    assert panel.apply_reason.text().startswith("Apply: ")
+
+    # A hot-reload run's "running …" line is cleared when its result comes.
+    with qtbot.waitSignal(window.bridge.runFinished, timeout=120_000):
+        panel.controls["threads"].setCurrentIndex(1)
+        assert panel.status.text().startswith("running threads=64")
+    qtbot.waitUntil(lambda: panel.status.text() == "", timeout=5_000)

@@ -16,6 +16,8 @@ from typing import Any
 from workbench.cli import arg_types
 from workbench.errors import WorkbenchError
 from workbench.profile.tuning.ranking import MIN_EFFECT, outcome
+from workbench.profile.tuning.strategies import DEFAULT, DESCRIPTIONS
+from workbench.profile.tuning.strategies import NAMES as STRATEGY_NAMES
 from workbench.project import Project
 from workbench.units import format_time
 
@@ -34,15 +36,29 @@ def register(subparsers) -> None:
     parser.add_argument("path", nargs="?", default=".", help="project folder or workbench.toml")
     parser.add_argument("--kernel", help="kernel name (default: the first in workbench.toml)")
     parser.add_argument(
-        "--param", action="append", default=[], metavar="NAME=V1,V2,...",
-        help="values of one tunable (default: its values in workbench.toml); repeatable",
+        "--param", action="append", default=[], metavar="NAME[=V1,V2,...]",
+        help="sweep this tunable (over these values; NAME alone: over its workbench.toml values); repeatable. "
+        "With --param only the tunables named are swept, the others stay at their defaults (the first "
+        "value in workbench.toml); without --param every tunable is swept",
     )  # fmt: skip
     parser.add_argument(
-        "--strategy", choices=("grid", "random"), default="grid", help="grid (default) or random"
+        "--strategy", choices=STRATEGY_NAMES, metavar="NAME",
+        help="how configurations are chosen: " + "; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items())
+        + f". Default: {DEFAULT} with --budget or --budget-time (chosen by benchmarks/strategies.py), "
+        "else grid (every configuration)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--budget", type=arg_types.count(1, 1_000_000), metavar="N", help="at most N configurations (evaluations)"
     )
     parser.add_argument(
-        "--budget", type=arg_types.count(1, 1_000_000), metavar="N", help="at most N configurations"
-    )
+        "--budget-time", type=arg_types.positive_seconds, metavar="S",
+        help="a search strategy stops choosing configurations after S seconds (of the first round)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--replay", metavar="CACHE.json",
+        help="no device: run the strategy against a Kernel Tuner cache file (its cache JSON or T4 results, "
+        "gzipped or not; every configuration's recorded time) and print its trace; PATH is not read",
+    )  # fmt: skip
     parser.add_argument("--backend", help="comma-separated backends (default: as `workbench run`)")
     parser.add_argument(
         "--device", action="append", default=[], metavar="SPEC", help="device(s), as `workbench run`"
@@ -133,6 +149,14 @@ def table(data: dict[str, Any]) -> str:
     counts = data.get("counts") or {}
     if counts:
         lines.append(", ".join(f"{n} {k}" for k, n in counts.items() if n or k in ("ok", "failed")))
+    search = data.get("search")
+    if search:
+        found = search.get("best") or {}
+        lines.append(
+            f"search {search['strategy']} (seed {search['seed']}): {search['evaluations']} evaluations "
+            f"({search['failed']} failed; stopped: {search['stopped']})"
+            + (f"; its best at evaluation {found['n']}: {_config_text(found['config'])}" if found else "")
+        )
     lines.append("")
     lines.append(f"best ({data['ranking']}; {rounds.get('sweep', 1)} round(s), "
                  f"{rounds.get('confirm', 0)} side-by-side):")  # fmt: skip
@@ -158,7 +182,7 @@ def table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_points(args, project, kernel, backends, devices, points, progress, what: str):
+def run_points(args, project, kernel, backends, devices, points, progress, what: str, search=None):
     """Run `points` with a recording SweepRunner (`tune` and `sweep` alike): the result, or the exit
     status when the sweep could not finish (2 on bad input, 130 when interrupted)."""
     from workbench.profile.sessions.store import SessionStore
@@ -175,7 +199,7 @@ def run_points(args, project, kernel, backends, devices, points, progress, what:
         )  # fmt: skip
         if getattr(args, "cluster", None):
             dispatcher = runner.dispatcher = open_cluster(args.cluster, project, kernel.name, runner)
-        result = runner.run(points, on_event=progress)
+        result = runner.run(points, on_event=progress, search=search)
         if dispatcher is not None:
             result.cluster = dispatcher.describe()
         return result
@@ -203,39 +227,107 @@ def open_cluster(text: str, project, kernel: str, runner):
     )
 
 
+def strategy_of(args) -> str:
+    """The strategy asked for, else the default: the measured one under a budget, else grid."""
+    if args.strategy:
+        return args.strategy
+    return DEFAULT if (args.budget is not None or args.budget_time is not None) else "grid"
+
+
+def run_replay(args) -> int:
+    """`--replay CACHE.json`: a strategy against a Kernel Tuner cache, no device."""
+    from workbench.profile.tuning.replay import read, replay
+    from workbench.profile.tuning.strategies import StrategyError
+
+    try:
+        cache = read(args.replay)
+        data = replay(cache, strategy_of(args), budget=args.budget, budget_s=args.budget_time, seed=args.seed)
+    except (WorkbenchError, StrategyError) as exc:
+        print(f"error: --replay: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+        return 0
+    print(replay_table(data))
+    return 0
+
+
+def replay_table(data: dict[str, Any]) -> str:
+    space, goal, best = data["space"], data["targets"], data["best"]
+    lines = [
+        f"{data['kernel'] or 'kernel'} on {data['device'] or 'device'} ({data['cache']}): {space['recorded']} "
+        f"configurations recorded ({space['failed']} failed) of a grid of {space['grid']}",
+        f"strategy {data['strategy']}, seed {data['seed']}: {data['evaluations']} evaluations "
+        f"({data['failed']} failed; {data['invalid']} invalid and {data['repeats']} repeated proposals not "
+        f"counted; stopped: {data['stopped']})",
+        f"best: {_config_text(best['config'])} {best['value']:.6g} ms at evaluation {best['n']} "
+        f"(optimum {goal['optimum']:.6g} ms, median {goal['median']:.6g} ms)"
+        if best
+        else "best: none",
+    ]
+    for name, label in (
+        ("p95", "95% of the way from median to optimum"),
+        ("within5", "within 5% of the optimum"),
+    ):
+        at, expect = data["reached"][name], data["random_expected"][name]
+        lines.append(f"{label} ({goal[name]:.6g} ms): " + (f"reached at evaluation {at}" if at else "not reached")
+                     + f"; random search's expectation {expect:.1f}")  # fmt: skip
+    lines.append("")
+    lines.append(f"{'eval':>5} {'time (ms)':>12} {'best (ms)':>12}  configuration")
+    for e in data["trace"]:
+        value = f"{e['value']:.6g}" if e["value"] is not None else "failed"
+        lines.append(
+            f"{e['n']:>5} {value:>12} {e['best'] or float('nan'):>12.6g}  {_config_text(e['config'])}"
+        )
+    return "\n".join(lines)
+
+
 def run(args) -> int:
-    from workbench.profile.tuning.events import SweepEntries, SweepEvent
-    from workbench.profile.tuning.tune import Point, parse_param, space
+    from workbench.profile.tuning.events import SweepEntries, SweepEvent, SweepSearched
+    from workbench.profile.tuning.tune import STRATEGIES, Point, Search, parse_param, space
     from workbench.size_values import parse_sizes
 
+    if args.replay:
+        return run_replay(args)
+    strategy = strategy_of(args)
     try:
         project = Project.open(args.path)
         kernel = project.manifest.kernel(args.kernel)
         sizes = parse_sizes(args.size, kernel)
         params = dict(parse_param(p) for p in args.param)
-        sp = space(kernel, params, sizes, args.strategy, args.budget, args.seed)
+        sp = space(kernel, params, sizes, strategy, args.budget, args.seed)
     except (WorkbenchError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    search = None
+    if strategy not in STRATEGIES or args.budget_time is not None:
+        search = Search(sp, sizes, strategy, args.budget, args.budget_time, args.seed)
     backends = [b.strip() for b in args.backend.split(",") if b.strip()] if args.backend else None
     devices = [d.strip() for spec in args.device for d in spec.split(",") if d.strip()]
     points = [Point(config, sizes) for config in sp.configs]
 
     def progress(event: SweepEvent) -> None:
+        if isinstance(event, SweepSearched) and not args.json:
+            e = event.evaluation
+            best = format_time(e.best) if e.best is not None else "none yet"
+            print(
+                f"  search {strategy}: evaluation {e.n}/{event.budget}, best so far {best}", file=sys.stderr
+            )
         if isinstance(event, SweepEntries) and not args.json:
             how = "resumed" if event.resumed else "ran"
             config = _config_text(event.entries[0]["config"]) if event.entries else ""
             stage = "side by side" if event.confirm else "round"
             print(f"[{event.index + 1}/{event.total}] {stage} {event.round}: {how} {config}", file=sys.stderr)
 
-    result = run_points(args, project, kernel, backends, devices, points, progress, "configurations")
+    result = run_points(args, project, kernel, backends, devices, points, progress, "configurations", search)
     if isinstance(result, int):
         return result
     data = result.to_json()
     if getattr(result, "cluster", None):
         data["cluster"] = result.cluster
     data["pruned"] = sp.pruned
-    data["space"] = {"tunables": sp.names, "grid": sp.total, "strategy": args.strategy, "budget": args.budget}
+    data["space"] = {"tunables": sp.names, "grid": sp.total, "valid": len(sp.configs), "strategy": strategy,
+                     "budget": args.budget, "budget_s": args.budget_time}  # fmt: skip
     if args.export_kt:
         from datetime import UTC, datetime
 

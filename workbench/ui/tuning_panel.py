@@ -3,17 +3,25 @@
 - one control per tunable (its allowed values): changing one sets the bridge's tunables and runs
   at once (the LiveLoop rebuilds what the configuration changes; each configuration is its own
   cached build);
-- "Sweep" runs every configuration (grid, or random with a budget) on a `BackgroundSweep` (core,
+- "Sweep" runs the configurations a strategy chooses (grid: every one; random; or a search:
+  annealing, genetic, diff_evo, tpe, cmaes, within a budget of evaluations and/or seconds; the
+  Convergence tab draws its best so far against evaluations beside random search's expectation)
+  on a `BackgroundSweep` (core,
   Qt-free; its own thread, workers and sessions connection), whose events arrive here through a
   queued signal; progress and Cancel; every configuration is verified, recorded (a second sweep
   resumes) and measured in interleaved rounds, ranked on the spread between rounds
   (`profile/ranking.py`): identical builds are one point, the best is a winner only beyond noise,
   else the tie set; a failed one is flagged in the table and never ranked, a skipped one (runtime
   unavailable) is shown as skipped;
-- the plot shows time against the parameters: a scatter per backend × device for one tunable, a
-  heatmap (of the chosen backend × device) for two; failed configurations are red crosses;
+- the plot shows time against the parameters (`profile/tuning/tuning_view.py` says what): a line
+  per backend × device for one tunable, a heatmap of the chosen backend × device for two (ticks
+  that are the tunables' values, a colour bar in the timing's unit, each cell's value on hover and
+  printed when few, identical builds labelled ≡A, ≡B…), opened on a backend × device the tunables
+  affect; failed configurations in a lane under it; the verdict (winner beyond noise, or the tie
+  set) written above;
 - "Apply" writes the winner of a backend × device the tunables affect into workbench.toml as the
-  defaults (only those values; `profile/apply.choose_slot` refuses a slot without one);
+  defaults (only those values; `profile/apply.choose_slot` refuses a slot without one); when it
+  is disabled, the reason is written beside it;
 - "Cluster" chooses where a sweep's configurations run: none (this machine's workers, the
   default), `local:N`, `tcp://HOST:PORT` or `hosts:NAME[,NAME…]`; the text goes to the core the
   command line's `--cluster` uses (`cluster.connect.parse`, then `cluster.dispatch.open_dispatcher`
@@ -50,9 +58,16 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.profile.tuning import ranking
+from workbench.profile.tuning import ranking, strategies, tuning_view
 from workbench.profile.tuning.apply import choose_slot
-from workbench.profile.tuning.events import SweepDone, SweepEntries, SweepEvent, SweepFinished, SweepNote
+from workbench.profile.tuning.events import (
+    SweepDone,
+    SweepEntries,
+    SweepEvent,
+    SweepFinished,
+    SweepNote,
+    SweepSearched,
+)
 from workbench.remote.hosts import HostStore
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
@@ -163,6 +178,9 @@ class TuningPanel(QWidget):
         self.entries: list[dict[str, Any]] = []
         self.best: dict[str, dict[str, Any]] = {}
         self.size_data: dict[str, Any] = {}
+        self.evaluations: list[Any] = []  # a search's counted evaluations (`strategies.Evaluation`)
+        self._search_budget = 0
+        self._user_slot: str | None = None  # a backend × device the user chose (kept while it exists)
         self._sweep = None
         self._size_mode = False
         self._relay = _Relay()
@@ -170,6 +188,9 @@ class TuningPanel(QWidget):
         self._build_ui()
         if bridge is not None:
             bridge.projectChanged.connect(self.set_project)
+            finished = getattr(bridge, "runFinished", None)
+            if finished is not None:  # a hot-reload run's "running …" line goes when it is done
+                finished.connect(self._run_finished)
             if bridge.project is not None:
                 self.set_project(bridge.project)
 
@@ -184,11 +205,28 @@ class TuningPanel(QWidget):
 
         row = QHBoxLayout()
         self.strategy = QComboBox()
-        self.strategy.addItems(["grid", "random"])
+        self.strategy.setObjectName("tuning-strategy")
+        for name in strategies.NAMES:
+            self.strategy.addItem(name)
+            self.strategy.setItemData(self.strategy.count() - 1, strategies.DESCRIPTIONS[name],
+                                      Qt.ItemDataRole.ToolTipRole)  # fmt: skip
+        self.strategy.setCurrentText("grid")  # every configuration, until a budget asks for a search
+        self.strategy.setToolTip(
+            "how configurations are chosen (as `workbench tune --strategy`); "
+            f"{strategies.DEFAULT} was best in benchmarks/strategies.py under a budget"
+        )
         self.budget = QSpinBox()
+        self.budget.setObjectName("tuning-budget")
         self.budget.setRange(0, 100000)
         self.budget.setSpecialValueText("all")
-        self.budget.setToolTip("at most this many configurations (all: the whole grid)")
+        self.budget.setToolTip("at most this many configurations, i.e. evaluations (all: the whole grid)")
+        self.budget.valueChanged.connect(self._budget_changed)
+        self.budget_s = QSpinBox()
+        self.budget_s.setObjectName("tuning-budget-time")
+        self.budget_s.setRange(0, 86400)
+        self.budget_s.setSuffix(" s")
+        self.budget_s.setSpecialValueText("no limit")
+        self.budget_s.setToolTip("a search stops choosing configurations after this many seconds")
         self.rounds = QSpinBox()
         self.rounds.setRange(1, 50)
         self.rounds.setValue(3)
@@ -203,8 +241,8 @@ class TuningPanel(QWidget):
             "write the best configuration of the chosen backend × device into workbench.toml"
         )
         self.apply_button.setEnabled(False)
-        for widget in (QLabel("strategy"), self.strategy, QLabel("budget"), self.budget, QLabel("rounds"),
-                       self.rounds):  # fmt: skip
+        for widget in (QLabel("strategy"), self.strategy, QLabel("budget"), self.budget, self.budget_s,
+                       QLabel("rounds"), self.rounds):  # fmt: skip
             row.addWidget(widget)
         row.addStretch(1)
         layout.addLayout(row)
@@ -225,7 +263,10 @@ class TuningPanel(QWidget):
         row = QHBoxLayout()
         for widget in (self.sweep_button, self.cancel_button, self.apply_button):
             row.addWidget(widget)
-        row.addStretch(1)
+        #: Why Apply is disabled (empty while it is enabled).
+        self.apply_reason = wrap_within(QLabel(""))
+        self.apply_reason.setObjectName("apply-reason")
+        row.addWidget(self.apply_reason, 1)
         layout.addLayout(row)
 
         row = QHBoxLayout()
@@ -240,7 +281,7 @@ class TuningPanel(QWidget):
         self.status = wrap_within(QLabel(""))  # a sweep error must not widen the window
         self.slot = QComboBox()
         self.slot.setToolTip("backend × device: the heatmap's and Apply's choice")
-        self.slot.currentTextChanged.connect(lambda _t: self._redraw())
+        self.slot.currentTextChanged.connect(self._slot_chosen)
         self.slot_label = QLabel("backend × device:")
         row.addWidget(self.progress, 1)
         row.addWidget(self.slot_label)
@@ -248,12 +289,20 @@ class TuningPanel(QWidget):
         self._show_slots()
         layout.addLayout(row)
         layout.addWidget(self.status)
+        #: The verdict of the slot shown: the winner beyond noise, or the tie set.
+        self.verdict = wrap_within(QLabel(""))
+        self.verdict.setObjectName("tuning-verdict")
+        layout.addWidget(self.verdict)
 
         self.tabs = QTabWidget()
         self.plot = pg.PlotWidget(background=BACKGROUND)
         self.plot.setLabel("left", "median time", units="s")
         self.plot.addLegend(offset=(-10, 10))
         self.heatmap = pg.ImageItem()
+        self.colorbar: pg.ColorBarItem | None = None
+        self.cell_labels: list[pg.TextItem] = []
+        self.grid_data: dict[str, Any] = {}
+        self.plot.scene().sigMouseMoved.connect(self._hover)
         # Failed configurations have no time: a lane of their own under the plot (plots/lanes.py).
         self.failed_lane = FailureLane("tuning_failed_lane", self.plot)
         self.series: dict[str, pg.ScatterPlotItem] = {}
@@ -269,6 +318,11 @@ class TuningPanel(QWidget):
         scatter_layout.addWidget(self.failed_lane)
         self.tabs.addTab(scatter, "Time vs parameters")
         self.tabs.addTab(self.table, "Configurations")
+        self.convergence_plot = pg.PlotWidget(background=BACKGROUND)
+        self.convergence_plot.setLabel("bottom", "evaluations")
+        self.convergence_plot.setLabel("left", "best so far", units="s")
+        self.convergence_plot.addLegend(offset=(-10, 10))
+        self.tabs.addTab(self.convergence_plot, "Convergence")
 
         size = QWidget()
         size_layout = QVBoxLayout(size)
@@ -346,6 +400,17 @@ class TuningPanel(QWidget):
         self.status.setText(f"running {_config_text(self.configuration())} ({name} changed)")
         self.bridge.run()
 
+    def _run_finished(self, _report: Any = None) -> None:
+        """A hot-reload run is over: its "running …" line goes (the Results panel has the result)."""
+        if self.status.text().startswith("running "):
+            self.status.setText("")
+
+    def _budget_changed(self, value: int) -> None:
+        """A budget asks for a search: the measured default replaces grid (which would take the
+        first N); the user's own choice of strategy stays."""
+        if value and self.strategy.currentText() == "grid":
+            self.strategy.setCurrentText(strategies.DEFAULT)
+
     # ================================================================ sweeps
     def _check_cluster(self) -> tuple[str | None, str]:
         """(the Cluster control's spec or None for none, the parser's message or ""): a spec the
@@ -390,20 +455,34 @@ class TuningPanel(QWidget):
         ok, cluster = self._cluster_or_refuse()
         if not ok:
             return False
+        from workbench.profile.tuning.tune import STRATEGIES, Search
+
+        strategy = self.strategy.currentText()
+        budget_s = float(self.budget_s.value()) or None
         try:
             budget = self.budget.value() or None
-            sp = space(self.kernel, None, self._sizes(), self.strategy.currentText(), budget)
+            sp = space(self.kernel, None, self._sizes(), strategy, budget)
         except TuneError as exc:
             self.status.setText(str(exc))
             return False
+        search = None
+        if strategy not in STRATEGIES or budget_s is not None:
+            search = Search(sp, self._sizes(), strategy, budget, budget_s)
         points = [Point(config, self._sizes()) for config in sp.configs]
         pruned = f"; {len(sp.pruned)} pruned by constraints" if sp.pruned else ""
-        self.status.setText(f"sweeping {len(points)} configuration(s){pruned}")
+        if search is not None:
+            limit = min(budget or len(sp.configs), len(sp.configs))
+            self.status.setText(f"searching ({strategy}) at most {limit} of {len(sp.configs)} configuration(s)"
+                                + (f" or {budget_s:g} s" if budget_s else "") + pruned)  # fmt: skip
+        else:
+            self.status.setText(f"sweeping {len(points)} configuration(s){pruned}")
         if cluster:
             self.status.setText(f"{self.status.text()} on cluster {cluster}")
-        self.entries, self.best = [], {}
+        self.entries, self.best, self.evaluations = [], {}, []
+        self._search_budget = 0
         self._size_mode = False
-        self._start(points, cluster)
+        self._draw_convergence()
+        self._start(points, cluster, search)
         return True
 
     def start_size_sweep(self) -> bool:
@@ -430,7 +509,7 @@ class TuningPanel(QWidget):
     def _sizes(self) -> dict[str, int] | None:
         return (self.bridge.sizes() or None) if self.bridge is not None else None
 
-    def _start(self, points: list, cluster: str | None = None) -> None:
+    def _start(self, points: list, cluster: str | None = None, search: Any = None) -> None:
         from workbench.profile.tuning.tune import BackgroundSweep
 
         backends = self.bridge.backends() if self.bridge is not None else None
@@ -456,7 +535,7 @@ class TuningPanel(QWidget):
         self._sweep = BackgroundSweep(
             self.project, self.kernel.name, points, on_event, backends=backends, devices=devices,
             db_path=self.db_path, timing=self.timing, cache_dir=self.cache_dir,
-            rounds=rounds[0], confirm_rounds=rounds[1], cluster=cluster,
+            rounds=rounds[0], confirm_rounds=rounds[1], cluster=cluster, search=search,
         ).start()  # fmt: skip
         self._update_buttons()
 
@@ -478,6 +557,14 @@ class TuningPanel(QWidget):
     def _on_event(self, event: SweepEvent | _CopyCeilings) -> None:  # the GUI thread
         if isinstance(event, SweepNote):  # the cluster's: its workers, those refused for the ranking
             self.status.setText(event.text)
+        elif isinstance(event, SweepSearched):
+            self.evaluations.append(event.evaluation)
+            self._search_budget = event.budget
+            e = event.evaluation
+            best = format_time(e.best) if e.best is not None else "none yet"
+            self.status.setText(f"searching ({self.strategy.currentText()}): evaluation {e.n} of at most "
+                                f"{event.budget}, best so far {best}")  # fmt: skip
+            self._draw_convergence()
         elif isinstance(event, SweepEntries):
             self.progress.setRange(0, event.total)
             self.progress.setValue(event.index + 1)
@@ -509,8 +596,14 @@ class TuningPanel(QWidget):
                     for slot, b in self.best.items()
                     if b["no_effect"] and not self._size_mode
                 ]
+                searched = (result.search or {}) if not self._size_mode else {}
                 self.status.setText(
                     ("cancelled: " if result.cancelled else "done: ")
+                    + (
+                        f"{searched['strategy']} chose {searched['evaluations']} configuration(s); "
+                        if searched
+                        else ""
+                    )
                     + f"{len(entries)} result(s), {counts['failed']} failed, {counts['skipped']} skipped, "
                     + f"{counts['not verified']} not verified, {resumed} resumed from the sessions store"
                     + "".join(f"; {text}" for text in unread)
@@ -522,17 +615,25 @@ class TuningPanel(QWidget):
     def _redraw(self) -> None:
         slots = sorted({ranking.slot(e) for e in self.entries})
         current = self.slot.currentText()
-        if [self.slot.itemText(i) for i in range(self.slot.count())] != slots:
+        wanted = (
+            self._user_slot if self._user_slot in slots else tuning_view.pick_slot(self.best, slots, current)
+        )
+        if [self.slot.itemText(i) for i in range(self.slot.count())] != slots or wanted != current:
             self.slot.blockSignals(True)
             self.slot.clear()
             self.slot.addItems(slots)
-            if current in slots:
-                self.slot.setCurrentText(current)
+            if wanted:
+                self.slot.setCurrentText(wanted)
             self.slot.blockSignals(False)
             self._show_slots()
         self._fill_table()
         self._draw_plot()
         self._update_buttons()
+
+    def _slot_chosen(self, text: str) -> None:
+        """The user chose a backend × device: kept while it exists, even one without effect."""
+        self._user_slot = text or None
+        self._redraw()
 
     def _show_slots(self) -> None:
         """The slot chooser and its label, once there is a slot to choose."""
@@ -540,64 +641,152 @@ class TuningPanel(QWidget):
         self.slot.setVisible(self.slot.count() > 0)
 
     def plot_data(self) -> dict[str, Any]:
-        """What the time-vs-parameters plot shows (the numbers, for tests and scripts)."""
+        """What the time-vs-parameters plot shows (the numbers, for tests and scripts): for one
+        tunable a line per slot ("scatter": x, y), for more a heatmap of the chosen slot (x, y:
+        the axes' values; median_s in seconds, NaN where none ranked), and in both the grid of
+        the chosen slot (`tuning_view.grid`: ticks, cells, identical builds) and its verdict."""
         names = list(self.kernel.tunables) if self.kernel is not None else []
+        slot = self.slot.currentText()
+        view = tuning_view.grid(self.entries, slot, names) if names and slot else {}
+        verdict = tuning_view.verdict(self.best.get(slot), slot) if slot else ""
         ok = [e for e in self.entries if ranking.rankable(e)]
         failed = [e for e in self.entries if ranking.outcome(e) == "failed"]
-        if len(names) == 2:
-            slot = self.slot.currentText()
-            xs = sorted({e["config"][names[0]] for e in self.entries})
-            ys = sorted({e["config"][names[1]] for e in self.entries})
-            grid = np.full((len(xs), len(ys)), np.nan)
-            for e in ok:
-                if ranking.slot(e) == slot:
-                    grid[xs.index(e["config"][names[0]]), ys.index(e["config"][names[1]])] = e["timing"][
-                        "median_s"
-                    ]
-            return {"mode": "heatmap", "slot": slot, "x": xs, "y": ys, "median_s": grid.tolist(),
+        if view.get("mode") == "heatmap":
+            x_name, y_name = view["axes"]
+            grid = np.array(
+                [[np.nan if v is None else v for v in row] for row in view["median_s"]], dtype=float
+            )
+            finite = grid[np.isfinite(grid)]
+            return {"mode": "heatmap", "slot": slot, "tunables": view["axes"], "x": view["values"][0],
+                    "y": view["values"][1], "median_s": grid.tolist(), "ticks": view["ticks"],
+                    "cells": view["cells"], "same_build": view["same_build"], "over": view["over"],
+                    "print_values": view["print_values"], "verdict": verdict,
+                    "colorbar": {"label": "median", "units": "s",
+                                 "levels": [float(finite.min()), float(finite.max())] if finite.size else None},
                     "failed": [e["config"] for e in failed if ranking.slot(e) == slot]}  # fmt: skip
-        name = names[0] if names else None
+        name = (view.get("axes") or names or [None])[0]
         series: dict[str, dict[str, list]] = {}
-        for e in ok:
+        for e in sorted(ok, key=lambda e: e["config"].get(name, 0)):
             s = series.setdefault(ranking.slot(e), {"x": [], "y": []})
-            s["x"].append(e["config"][name])
+            s["x"].append(e["config"].get(name))
             s["y"].append(e["timing"]["median_s"])
-        return {"mode": "scatter", "tunable": name, "series": series,
+        return {"mode": "scatter", "tunable": name, "series": series, "slot": slot, "verdict": verdict,
+                "ticks": [str(v) for v in (view.get("values") or [[]])[0]],
+                "cells": view.get("cells", {}), "same_build": view.get("same_build", []),
                 "failed": [{"slot": ranking.slot(e), "config": e["config"]} for e in failed]}  # fmt: skip
 
     def _draw_plot(self) -> None:
         data = self.plot_data()
+        self.grid_data = data
         self.plot.clear()
         self.series = {}
+        self.cell_labels = []
         legend = self.plot.plotItem.legend
         if legend is not None:
             legend.clear()
+        if self.colorbar is not None:
+            self.plot.plotItem.layout.removeItem(self.colorbar)
+            self.colorbar.setParentItem(None)
+            self.colorbar = None
+        self.verdict.setText(data.get("verdict", ""))
+        bottom, left = self.plot.getAxis("bottom"), self.plot.getAxis("left")
         if data["mode"] == "heatmap":
             grid = np.array(data["median_s"], dtype=float)
-            self.heatmap = pg.ImageItem(
-                np.nan_to_num(grid, nan=np.nanmax(grid) if np.isfinite(grid).any() else 0)
-            )
-            self.heatmap.setColorMap(pg.colormap.get("viridis"))
+            self.heatmap = pg.ImageItem(grid)  # NaN (no ranked result) is left transparent
+            # Cell (i, j) spans [i - 0.5, i + 0.5] × [j - 0.5, j + 0.5]: the ticks sit on the cells.
+            self.heatmap.setRect(-0.5, -0.5, grid.shape[0], grid.shape[1])
             self.plot.addItem(self.heatmap)
-            names = list(self.kernel.tunables)
-            self.plot.setLabel("bottom", f"{names[0]} (index: {data['x']})")
-            self.plot.setLabel("left", f"{names[1]} (index: {data['y']})")
+            levels = data["colorbar"]["levels"]
+            if levels is not None:
+                lo, hi = levels if levels[1] > levels[0] else (levels[0] * 0.99, levels[0] * 1.01 or 1e-9)
+                self.colorbar = pg.ColorBarItem(values=(lo, hi), colorMap=pg.colormap.get("viridis"),
+                                                interactive=False)  # fmt: skip
+                self.colorbar.axis.setLabel("median", units="s")  # SI prefix: the timing's unit
+                self.colorbar.setImageItem(self.heatmap, insert_in=self.plot.plotItem)
+            x_name, y_name = data["tunables"]
+            bottom.setTicks([list(enumerate(data["ticks"][0]))])
+            left.setTicks([list(enumerate(data["ticks"][1]))])
+            over = f" (best over {', '.join(data['over'])})" if data["over"] else ""
+            self.plot.setLabel("bottom", x_name + over)
+            self.plot.setLabel("left", y_name, units=None)
+            if data["print_values"]:
+                for key, cell in data["cells"].items():
+                    i, j = (int(k) for k in key.split(","))
+                    label = pg.TextItem(
+                        cell["text"], color="w", anchor=(0.5, 0.5), fill=pg.mkBrush(0, 0, 0, 110)
+                    )
+                    label.setPos(i, j)
+                    self.plot.addItem(label)
+                    self.cell_labels.append(label)
             self.failed_lane.set_failures({})
             return
+        bottom.setTicks([[(float(v), str(v)) for v in self._tick_values(data)]] if data["ticks"] else None)
+        left.setTicks(None)
         self.plot.setLabel("bottom", data["tunable"] or "")
         self.plot.setLabel("left", "median time", units="s")
         for i, (slot, s) in enumerate(sorted(data["series"].items())):
-            item = pg.ScatterPlotItem(
-                s["x"], s["y"], size=10, brush=pg.mkBrush(PALETTE[i % len(PALETTE)]), name=slot
-            )
+            colour = PALETTE[i % len(PALETTE)]
+            item = pg.PlotDataItem(s["x"], s["y"], pen=pg.mkPen(colour, width=1.5), symbol="o", symbolSize=8,
+                                   symbolBrush=pg.mkBrush(colour), name=slot)  # fmt: skip
             self.plot.addItem(item)
             self.series[slot] = item
+        if data["cells"] and len(data["cells"]) <= tuning_view.PRINT_CELLS:
+            values = [float(v) for v in self._tick_values(data)]
+            for key, cell in data["cells"].items():
+                label = pg.TextItem(cell["text"], color=theme.TEXT, anchor=(0.5, 1.2))
+                label.setPos(values[int(key)], cell["median_s"])
+                self.plot.addItem(label)
+                self.cell_labels.append(label)
         failures: dict[str, list[tuple[float, str]]] = {}
         for f in data["failed"]:
             x = f["config"].get(data["tunable"])
             if isinstance(x, int | float):
                 failures.setdefault(f["slot"], []).append((float(x), "failed"))
         self.failed_lane.set_failures(failures)
+
+    @staticmethod
+    def _tick_values(data: dict[str, Any]) -> list[Any]:
+        return [float(t) if _is_number(t) else i for i, t in enumerate(data["ticks"])]
+
+    def hover_text(self, x: float, y: float) -> str:
+        """The tooltip at a point of the plot (view coordinates): the cell's configuration and
+        value on a heatmap; "" elsewhere."""
+        data = self.grid_data
+        if data.get("mode") != "heatmap":
+            return ""
+        i, j = round(x), round(y)
+        if not (0 <= i < len(data["x"]) and 0 <= j < len(data["y"])):
+            return ""
+        view = {"cells": data["cells"], "axes": data["tunables"], "values": [data["x"], data["y"]],
+                "over": data["over"], "same_build": data["same_build"]}  # fmt: skip
+        return tuning_view.hover_text(view, (i, j))
+
+    def _hover(self, pos: Any) -> None:
+        vb = self.plot.plotItem.vb
+        if not vb.sceneBoundingRect().contains(pos):
+            return
+        point = vb.mapSceneToView(pos)
+        self.plot.setToolTip(self.hover_text(point.x(), point.y()))
+
+    def convergence_data(self) -> dict[str, list]:
+        """The Convergence tab's numbers (`tuning_view.convergence`)."""
+        return tuning_view.convergence(self.evaluations)
+
+    def _draw_convergence(self) -> None:
+        data = self.convergence_data()
+        plot = self.convergence_plot
+        plot.clear()
+        if plot.plotItem.legend is not None:
+            plot.plotItem.legend.clear()
+        points = [(n, b) for n, b in zip(data["n"], data["best"], strict=True) if b is not None]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            plot.addItem(pg.PlotDataItem(list(xs), list(ys), stepMode=None, pen=pg.mkPen(PALETTE[0], width=2),
+                                         symbol="o", symbolSize=5, name=self.strategy.currentText()))  # fmt: skip
+        if data["random"]:
+            plot.addItem(pg.PlotDataItem(list(range(1, len(data["random"]) + 1)), data["random"],
+                                         pen=pg.mkPen(PALETTE[1], width=1.5, style=Qt.PenStyle.DashLine),
+                                         name="random (expected, from the times measured)"))  # fmt: skip
 
     def _fill_table(self) -> None:
         self.table.setRowCount(len(self.entries))
@@ -690,6 +879,20 @@ class TuningPanel(QWidget):
         self.size_button.setEnabled(self.kernel is not None and bool(self.kernel.sizes) and not running)
         self.cancel_button.setEnabled(running)
         self.cluster.setEnabled(not running)
-        chosen = self.best.get(self.slot.currentText()) or {}
-        self.apply_button.setEnabled(not running and chosen.get("winner") is not None
-                                     and chosen.get("verdict") != ranking.NO_EFFECT)  # fmt: skip
+        reason = tuning_view.apply_reason(self.best, self.slot.currentText(), running)
+        if not has_tunables:
+            reason = "no [kernel.tunables] in workbench.toml"
+        self.apply_button.setEnabled(reason is None)
+        self.apply_button.setToolTip(
+            "write the best configuration of the chosen backend × device into workbench.toml"
+            if reason is None else f"Apply is disabled: {reason}"
+        )  # fmt: skip
+        self.apply_reason.setText(f"Apply: {reason}" if reason else "")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

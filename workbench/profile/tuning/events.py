@@ -2,7 +2,7 @@
 
 `SweepRunner.run(points, on_event=fn)` calls `fn` from the calling thread with, per run of a
 point, `SweepPoint` before it and `SweepEntries` after it (its entries; with `live_ranking` the
-merge and ranking so far), and `SweepDone` (the `SweepResult`) last. A `BackgroundSweep` hands
+merge and ranking so far), with a search strategy `SweepSearched` per evaluation, and `SweepDone` (the `SweepResult`) last. A `BackgroundSweep` hands
 those on from its own thread, adds `SweepNote` (its cluster's notes) and ends with
 `SweepFinished` (the result or the error), always. Readers match on the class (`isinstance`,
 `match`) and read fields as attributes, as the run's events (`workbench/run/events.py`): no
@@ -50,6 +50,15 @@ class SweepEntries(SweepEvent):
     confirm: bool
     merged: list[dict[str, Any]] | None = None
     best: dict[str, dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class SweepSearched(SweepEvent):
+    """A search strategy's counted evaluation (`strategies.Evaluation`: n, config, its time or None
+    when it failed, the best so far): the convergence plot's point; `budget` evaluations planned."""
+
+    evaluation: Any  # workbench.profile.tuning.strategies.Evaluation
+    budget: int
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,15 @@
 cached build), run, verified and timed by the run service on every backend × device in
 interleaved rounds, recorded in the sessions store as it finishes, and ranked (`ranking.py`).
 
-- Space: `[kernel.tunables]` (name → allowed values; `--param NAME=V1,V2` replaces a list), the
-  grid of every combination, less those breaking a `constraints` condition; `random` draws `budget`
-  of them (seeded), `grid` takes the first `budget`.
+- Space: `[kernel.tunables]` (name → allowed values), the grid of every combination, less those
+  breaking a `constraints` condition. `--param NAME=V1,V2` sweeps only the tunables it names (over
+  those values; `--param NAME` alone: over the manifest's), the others stay at their defaults;
+  without `--param`, every tunable is swept. `random` draws `budget` of them (seeded), `grid`
+  takes the first `budget`.
+- Search: any other strategy (`strategies.py`: annealing, genetic, diff_evo, tpe, cmaes) chooses
+  the configurations of round 1 one by one from the times it has seen (`Search`), within a
+  budget of evaluations and/or seconds; the later rounds, the side-by-side re-timing, the
+  verification, the recording and the ranking are those of every sweep, over what it evaluated.
 - Rounds: round 1 runs every configuration once, round 2 again, ...; the ranking rests on the
   spread between the rounds' medians, and the leaders are re-timed side by side before a winner
   is named (`SweepRunner`). Each result carries the digest of what it ran (`tune_entries`), so
@@ -46,6 +52,7 @@ from workbench import expr
 from workbench.errors import WorkbenchError
 from workbench.manifest import Kernel
 from workbench.profile.tuning import ranking, tune_entries
+from workbench.profile.tuning import strategies as strategies_mod
 from workbench.profile.tuning.events import (
     SweepDone,
     SweepEntries,
@@ -54,10 +61,12 @@ from workbench.profile.tuning.events import (
     SweepNote,
     SweepPoint,
     SweepProgress,
+    SweepSearched,
 )
 from workbench.project import Project
 from workbench.run.request import RunRequest
 
+#: Strategies that pick the whole space before the sweep; the others search (`Search`).
 STRATEGIES = ("grid", "random")
 
 
@@ -81,9 +90,11 @@ def parse_number(text: str) -> int | float:
     return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
 
 
-def parse_param(text: str) -> tuple[str, tuple[int | float, ...]]:
-    """`NAME=V1,V2,...` → (name, values)."""
+def parse_param(text: str) -> tuple[str, tuple[int | float, ...] | None]:
+    """`NAME=V1,V2,...` → (name, values); `NAME` alone → (name, None): its manifest values."""
     name, sep, values = text.partition("=")
+    if not sep and name.strip() and name.strip().isidentifier():
+        return name.strip(), None
     if not sep or not name.strip() or not values.strip():
         raise TuneError(f"--param {text!r}: expected NAME=V1,V2,... (e.g. threads=64,128,256)")
     try:
@@ -111,9 +122,11 @@ def space(
     budget: int | None = None,
     seed: int = 0,
 ) -> Space:
-    """The configurations of `kernel` (each a full assignment of its tunables)."""
-    if strategy not in STRATEGIES:
-        raise TuneError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+    """The configurations of `kernel` (each a full assignment of its tunables). With `params`, only
+    the tunables named there are swept (a None list: over the manifest's values), the others stay
+    at their defaults. A search strategy's space is every valid configuration (`budget` is its)."""
+    if strategy not in STRATEGIES and strategy not in strategies_mod.NAMES:
+        raise TuneError(f"unknown strategy {strategy!r}; valid: {', '.join(strategies_mod.NAMES)}")
     params = dict(params or {})
     unknown = set(params) - set(kernel.tunables)
     if unknown:
@@ -121,7 +134,11 @@ def space(
             f"kernel {kernel.name!r} has no tunable {', '.join(sorted(unknown))}; "
             f"its tunables: {', '.join(kernel.tunables) or 'none (add [kernel.tunables] to workbench.toml)'}"
         )
-    values = {name: tuple(params.get(name, options)) for name, options in kernel.tunables.items()}
+    defaults = kernel.default_tunables()
+    values = {
+        name: tuple(params.get(name) or options) if (not params or name in params) else (defaults[name],)
+        for name, options in kernel.tunables.items()
+    }
     names = list(values)
     grid = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values.values())]
     try:
@@ -143,9 +160,38 @@ def space(
         raise TuneError("--budget must be at least 1")
     if strategy == "random":
         configs = random.Random(seed).sample(configs, min(budget or len(configs), len(configs)))
-    elif budget is not None:
+    elif strategy == "grid" and budget is not None:
         configs = configs[:budget]
     return Space(names, configs, pruned, len(grid))
+
+
+@dataclass
+class Search:
+    """A search strategy choosing round 1's configurations among `space`'s (`strategies.search`)."""
+
+    space: Space
+    sizes: dict[str, int] | None
+    strategy: str = strategies_mod.DEFAULT
+    budget: int | None = None
+    budget_s: float | None = None
+    seed: int = 0
+
+    def search_space(self) -> strategies_mod.SearchSpace:
+        return strategies_mod.SearchSpace.of(self.space.names, self.space.configs)
+
+
+def objective_of(entries: list[dict[str, Any]]) -> float | None:
+    """A configuration's time for a search: the geometric mean of its ranked results' medians over
+    the backends × devices; None (failed, Kernel Tuner's failed configuration) when one failed
+    or none can be ranked. Skipped ones (a runtime not here) do not count either way."""
+    outcomes = [ranking.outcome(e) for e in entries]
+    if "failed" in outcomes:
+        return None
+    medians = [
+        (e.get("timing") or {}).get("median_s") for e, o in zip(entries, outcomes, strict=True) if o == "ok"
+    ]
+    medians = [m for m in medians if m]
+    return float(np.exp(np.mean(np.log(medians)))) if medians else None
 
 
 # ----------------------------------------------------------------------------- the runner
@@ -191,6 +237,7 @@ class SweepResult:
     confirmed: set[str] | None = None  # slots whose leaders were re-timed side by side
     min_effect: float = ranking.MIN_EFFECT
     defaults: dict[str, Any] = field(default_factory=dict)
+    search: dict[str, Any] | None = None  # a search strategy's trace (`strategies.Trace.to_json`)
 
     @property
     def entries(self) -> list[dict[str, Any]]:
@@ -220,6 +267,7 @@ class SweepResult:
             "min_effect": self.min_effect,
             "cancelled": self.cancelled,
             "seconds": self.seconds,
+            **({"search": self.search} if self.search is not None else {}),
         }
 
 
@@ -297,6 +345,7 @@ class SweepRunner:
         self._baseline: dict[tuple, dict[str, np.ndarray]] = {}
         self._digests: dict[str, str] = {}
         self._rows: dict[str, list[dict[str, Any]]] = {}
+        self._trace: strategies_mod.Trace | None = None
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -324,7 +373,14 @@ class SweepRunner:
             "timing": options_to_dict(timing) if timing is not None else None,
         }
 
-    def run(self, points: list[Point], on_event: Callable[[SweepEvent], None] | None = None) -> SweepResult:
+    def run(
+        self,
+        points: list[Point],
+        on_event: Callable[[SweepEvent], None] | None = None,
+        search: Search | None = None,
+    ) -> SweepResult:
+        """Run `points` in rounds; with `search`, round 1's points are those its strategy chooses
+        (`points` is then ignored) and the later rounds run over them."""
         from workbench.profile.sessions.sources import snapshot
 
         emit = on_event or (lambda event: None)
@@ -338,7 +394,7 @@ class SweepRunner:
             self.project
         )  # the sources as built: read before the first build, kept with every row
         self._rows = {}
-        progress = SweepProgress(total=len(points) * self.rounds)
+        progress = SweepProgress(total=len(points) * self.rounds if search is None else 0)
 
         def step(point: Point, round_: int, confirm: bool, report: Any = None) -> list[dict[str, Any]] | None:
             emit(SweepPoint(index=progress.step, total=progress.total, point=point, round=round_))
@@ -363,7 +419,12 @@ class SweepRunner:
             return entries
 
         dead: set[int] = set()  # points none of whose results can be ranked: not run again
-        for round_ in range(1, self.rounds + 1):
+        first = 1
+        if search is not None:
+            points, dead = self._search(search, step, progress, emit)
+            result.search = self._trace.to_json() if self._trace is not None else None
+            first = 2
+        for round_ in range(first, self.rounds + 1):
             order = list(enumerate(points)) if round_ % 2 else list(enumerate(points))[::-1]
             self._round(order, round_, step, dead, progress, snap)
         if not self._cancel.is_set() and self.confirm_rounds:
@@ -372,6 +433,39 @@ class SweepRunner:
         result.seconds = time.perf_counter() - started
         emit(SweepDone(result))
         return result
+
+    def _search(self, search: Search, step, progress: SweepProgress, emit) -> tuple[list[Point], set[int]]:
+        """Round 1 chosen by a strategy, one configuration at a time from the times seen: the
+        points it evaluated (in order), and the dead ones among them (no rankable result)."""
+        evaluated: list[Point] = []
+        dead: set[int] = set()
+        sp = search.search_space()
+        budget = min(search.budget or len(sp.configs), len(sp.configs))
+        progress.plan(budget * self.rounds)
+
+        def objective(config: dict[str, Any]) -> tuple[float | None, float | None]:
+            point = Point(dict(config), search.sizes or {})
+            entries = step(point, 1, False)
+            if entries is None:  # cancelled part-way
+                return None, None
+            if not any(ranking.outcome(e) == "ok" for e in entries):
+                dead.add(len(evaluated))
+            evaluated.append(point)
+            return objective_of(entries), None
+
+        def searched(evaluation: strategies_mod.Evaluation) -> None:
+            emit(SweepSearched(evaluation, budget))
+
+        self._trace = None
+        try:
+            self._trace = strategies_mod.search(
+                sp, objective, search.strategy, budget=search.budget, budget_s=search.budget_s,
+                seed=search.seed, cancelled=self._cancel.is_set, on_evaluation=searched,
+            )  # fmt: skip
+        except strategies_mod.StrategyError as exc:
+            raise TuneError(str(exc)) from None
+        progress.drop((budget - len(evaluated)) * self.rounds)  # a time budget may stop it early
+        return evaluated, dead
 
     def _keys(self, point: Point, snap) -> dict[str, str]:
         return {b: resume_key(self.project, self.kernel, point, b, snap[1]) for b in self.backends}
@@ -617,7 +711,8 @@ class BackgroundSweep:
     With `cluster` (a spec `cluster.connect.parse` reads: `local:2`, `tcp://…`, `hosts:…`), the
     configurations run on that cluster through `cluster.dispatch.open_dispatcher`, as
     `workbench tune --cluster` runs them; its notes arrive as `SweepNote` events and
-    the cluster is stopped when the sweep ends."""
+    the cluster is stopped when the sweep ends. With `search`, a strategy chooses round 1's
+    configurations (`SweepRunner.run`)."""
 
     def __init__(
         self,
@@ -634,8 +729,10 @@ class BackgroundSweep:
         rounds: int = 1,
         confirm_rounds: int = 0,
         cluster: str | None = None,
+        search: Search | None = None,
     ) -> None:
         self._args = (project, kernel, points, backends, devices, db_path, timing, cache_dir)
+        self._search = search
         self._cluster = cluster
         self._rounds = (rounds, confirm_rounds)
         self._on_event = on_event
@@ -682,7 +779,7 @@ class BackgroundSweep:
                 dispatcher = self._runner.dispatcher = open_dispatcher(
                     self._cluster, project, self._runner.kernel.name, self._runner, on_note=note
                 )
-            result = self._runner.run(points, on_event=self._on_event)
+            result = self._runner.run(points, on_event=self._on_event, search=self._search)
             if dispatcher is not None:
                 result.cluster = dispatcher.describe()
         except Exception as exc:  # noqa: BLE001 - reported to the panel, never raised on a thread
