@@ -48,7 +48,10 @@ def register(subparsers) -> None:
         "else grid (every configuration)",
     )  # fmt: skip
     parser.add_argument(
-        "--budget", type=arg_types.count(1, 1_000_000), metavar="N", help="at most N configurations (evaluations)"
+        "--budget",
+        type=arg_types.count(1, 1_000_000),
+        metavar="N",
+        help="at most N configurations (evaluations)",
     )
     parser.add_argument(
         "--budget-time", type=arg_types.positive_seconds, metavar="S",
