@@ -45,7 +45,9 @@ def test_two_processes_build_the_cpu_ceiling_kernels_into_one_fresh_cache(tmp_pa
     """Before: one of them failed with "linking with cc failed" (rustc's objects beside the output)."""
     if not rustc():
         pytest.skip("no host rustc")
-    code = "import sys\nfrom workbench.run.ceilings_probes import cpu_library\nprint(cpu_library(sys.argv[1]))\n"
+    code = (
+        "import sys\nfrom workbench.run.ceilings_probes import cpu_library\nprint(cpu_library(sys.argv[1]))\n"
+    )
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", code, str(tmp_path)],
