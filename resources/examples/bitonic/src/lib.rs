@@ -40,7 +40,13 @@ pub fn bitonic_body(ctx: Ctx, block: usize, n: u32, j: u32, k: u32, mut data: Ou
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn bitonic_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, j: u32, k: u32, data: *mut u32) {
+pub unsafe extern "C" fn bitonic_cpu(
+    launch: *mut gpu_kernel::host::Launch,
+    n: u32,
+    j: u32,
+    k: u32,
+    data: *mut u32,
+) {
     let kernel = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let data = unsafe { kernel.output(0, data) };
     kernel.run(|ctx| bitonic_body(ctx, ctx.group_size_x(), n, j, k, data));

@@ -27,7 +27,14 @@ pub const ITEMS: usize = tunable(option_env!("WB_TUNABLE_ITEMS"), 16);
 /// them (consecutive invocations read consecutive elements), then adds each non-zero bin to the
 /// global histogram. Any workgroup size works: the bins are spread over the invocations.
 #[inline(always)]
-pub fn histogram_body(ctx: Ctx, items: usize, n: u32, x: In<u32>, mut bins: Out<u32>, mut local: Shared<u32, BINS>) {
+pub fn histogram_body(
+    ctx: Ctx,
+    items: usize,
+    n: u32,
+    x: In<u32>,
+    mut bins: Out<u32>,
+    mut local: Shared<u32, BINS>,
+) {
     let n = n as usize;
     let tid = ctx.local_id_x();
     let threads = ctx.group_size_x();
@@ -61,7 +68,12 @@ pub fn histogram_body(ctx: Ctx, items: usize, n: u32, x: In<u32>, mut bins: Out<
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn histogram_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, x: *const u32, bins: *mut u32) {
+pub unsafe extern "C" fn histogram_cpu(
+    launch: *mut gpu_kernel::host::Launch,
+    n: u32,
+    x: *const u32,
+    bins: *mut u32,
+) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, bins) = unsafe { (k.input(0, x), k.output(1, bins)) };
     k.run(|ctx| {
@@ -108,7 +120,14 @@ pub mod spirv_entry {
         #[spirv(workgroup)] local: &mut [u32; super::BINS],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
-        super::histogram_body(ctx, super::ITEMS, params.n, In::new(x), Out::new(bins), Shared::new(local));
+        super::histogram_body(
+            ctx,
+            super::ITEMS,
+            params.n,
+            In::new(x),
+            Out::new(bins),
+            Shared::new(local),
+        );
     }
 }
 
@@ -123,7 +142,17 @@ pub mod rust_cuda_entry {
 
     #[kernel]
     pub unsafe fn histogram(n: u32, x: *const u32, bins: *mut u32) {
-        let local = unsafe { Shared::from_ptr(cuda_std::shared_array![u32; super::BINS] as *mut u32) };
-        unsafe { super::histogram_body(Ctx::new(), super::ITEMS, n, In::new(x), Out::new(bins), local) }
+        let local =
+            unsafe { Shared::from_ptr(cuda_std::shared_array![u32; super::BINS] as *mut u32) };
+        unsafe {
+            super::histogram_body(
+                Ctx::new(),
+                super::ITEMS,
+                n,
+                In::new(x),
+                Out::new(bins),
+                local,
+            )
+        }
     }
 }

@@ -34,7 +34,10 @@ pub const TILE: usize = tunable(option_env!("WB_TUNABLE_TILE"), 16);
 /// form), 4 or 8 (register blocking). Every Rust entry but rust-gpu's reads it (the host's too: the
 /// launch's grid, `ceil_div(n, tile * per_thread)`, follows it).
 pub const PER_THREAD: usize = tunable(option_env!("WB_TUNABLE_PER_THREAD"), 1);
-const _: () = assert!(PER_THREAD == 1 || PER_THREAD == 4 || PER_THREAD == 8, "per_thread is 1, 4 or 8");
+const _: () = assert!(
+    PER_THREAD == 1 || PER_THREAD == 4 || PER_THREAD == 8,
+    "per_thread is 1, 4 or 8"
+);
 
 /// k per step of the register-blocked form: each step stages (tile·per_thread)×STEP of A and
 /// STEP×(tile·per_thread) of B.
@@ -43,7 +46,11 @@ pub const STEP: usize = 8;
 /// Shared-memory elements each of the two tiles needs (the larger of the two forms').
 pub const fn tile_elements(tile: usize, per_thread: usize) -> usize {
     let blocked = STEP * tile * per_thread;
-    if per_thread > 1 && blocked > tile * tile { blocked } else { tile * tile }
+    if per_thread > 1 && blocked > tile * tile {
+        blocked
+    } else {
+        tile * tile
+    }
 }
 
 /// `acc + Σ a(t)·b(t)` for t = 0, 1, …, len-1 in that order, shared by every backend: `a(t)` is
@@ -108,14 +115,27 @@ pub fn matmul_body<const TT: usize>(
     while k0 < k {
         if in_tile {
             let (ka, kb) = (k0 + tx, k0 + ty);
-            let va = if row < m && ka < k { a[row * k + ka] } else { 0.0 };
-            let vb = if kb < k && col < n { b[kb * n + col] } else { 0.0 };
+            let va = if row < m && ka < k {
+                a[row * k + ka]
+            } else {
+                0.0
+            };
+            let vb = if kb < k && col < n {
+                b[kb * n + col]
+            } else {
+                0.0
+            };
             a_tile.set(ty * tile + tx, va);
             b_tile.set(ty * tile + tx, vb);
         }
         ctx.barrier();
         if in_tile {
-            acc = matmul_acc(acc, tile, |t| a_tile.get(ty * tile + t), |t| b_tile.get(t * tile + tx));
+            acc = matmul_acc(
+                acc,
+                tile,
+                |t| a_tile.get(ty * tile + t),
+                |t| b_tile.get(t * tile + tx),
+            );
         }
         ctx.barrier();
         k0 += tile;
@@ -146,7 +166,10 @@ macro_rules! unroll {
         )*
     };
 }
-const _: () = assert!(STEP <= 8 && PER_THREAD <= 8, "unroll! writes out at most 8 steps");
+const _: () = assert!(
+    STEP <= 8 && PER_THREAD <= 8,
+    "unroll! writes out at most 8 steps"
+);
 
 /// Four elements of a row of A or B from `base`, of which `avail` exist (the rest 0): one 16-byte
 /// load where all four exist and `aligned` (the row length a multiple of 4), else one by one.
@@ -197,7 +220,11 @@ pub fn matmul_blocked_body<const R: usize, const TT: usize>(
             let mut q = tid;
             while q < edge * STEP / 4 {
                 let (r, kq) = (q / (STEP / 4), (q % (STEP / 4)) * 4);
-                let avail = if row0 + r < m { k.saturating_sub(k0 + kq) } else { 0 };
+                let avail = if row0 + r < m {
+                    k.saturating_sub(k0 + kq)
+                } else {
+                    0
+                };
                 let v = quad(&a, (row0 + r) * k + k0 + kq, avail, k % 4 == 0);
                 for t in 0..4 {
                     a_tile.set((kq + t) * edge + r, v[t]);
@@ -207,7 +234,11 @@ pub fn matmul_blocked_body<const R: usize, const TT: usize>(
             let mut q = tid;
             while q < STEP * edge / 4 {
                 let (r, cq) = (q / (edge / 4), (q % (edge / 4)) * 4);
-                let avail = if k0 + r < k { n.saturating_sub(col0 + cq) } else { 0 };
+                let avail = if k0 + r < k {
+                    n.saturating_sub(col0 + cq)
+                } else {
+                    0
+                };
                 let v = quad(&b, (k0 + r) * n + col0 + cq, avail, n % 4 == 0);
                 for t in 0..4 {
                     b_tile.set(r * edge + cq + t, v[t]);
@@ -242,7 +273,12 @@ pub fn matmul_blocked_body<const R: usize, const TT: usize>(
             let row = row0 + (i / 4) * 4 * tile + ty * 4 + i % 4;
             unroll!(g < R / 4, {
                 let col = col0 + g * 4 * tile + tx * 4;
-                let v = [acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]];
+                let v = [
+                    acc[i][g * 4],
+                    acc[i][g * 4 + 1],
+                    acc[i][g * 4 + 2],
+                    acc[i][g * 4 + 3],
+                ];
                 if row < m && n % 4 == 0 && col + 4 <= n {
                     c.set4(row * n + col, v);
                 } else if row < m {
@@ -309,7 +345,14 @@ pub unsafe extern "C" fn matmul_cpu(
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn matmul(m: u32, n: u32, k: u32, a: *const f32, b: *const f32, c: *mut f32) {
+pub unsafe extern "ptx-kernel" fn matmul(
+    m: u32,
+    n: u32,
+    k: u32,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+) {
     // Two f32 tiles of block-shared memory (TILE × TILE, or (TILE · PER_THREAD) × STEP), declared
     // in PTX once each.
     let a_tile = gpu_kernel::nvptx_shared!(MATMUL_A_TILE: [f32; tile_elements(TILE, PER_THREAD)]);
@@ -375,8 +418,16 @@ pub mod rust_cuda_entry {
     // and the runners pass one device pointer per buffer.
     #[kernel]
     pub unsafe fn matmul(m: u32, n: u32, k: u32, a: *const f32, b: *const f32, c: *mut f32) {
-        let a_tile = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; tile_elements(TILE, PER_THREAD)] as *mut f32) };
-        let b_tile = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; tile_elements(TILE, PER_THREAD)] as *mut f32) };
+        let a_tile = unsafe {
+            Shared::from_ptr(
+                cuda_std::shared_array![f32; tile_elements(TILE, PER_THREAD)] as *mut f32,
+            )
+        };
+        let b_tile = unsafe {
+            Shared::from_ptr(
+                cuda_std::shared_array![f32; tile_elements(TILE, PER_THREAD)] as *mut f32,
+            )
+        };
         let (a, b, c) = unsafe { (In::new(a), In::new(b), Out::new(c)) };
         unsafe { super::matmul_kernel(Ctx::new(), TILE, m, n, k, a, b, c, a_tile, b_tile) }
     }

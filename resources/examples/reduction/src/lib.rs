@@ -116,7 +116,17 @@ pub unsafe extern "C" fn reduction_cpu(
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn reduction(n: u32, x: *const f32, partial: *mut f32) {
     let scratch = gpu_kernel::nvptx_shared!(REDUCTION_SCRATCH: [f32; BLOCK]);
-    unsafe { reduction_body(Ctx::new(), VECTOR, MAX_GROUPS, n, In::new(x), Out::new(partial), scratch) }
+    unsafe {
+        reduction_body(
+            Ctx::new(),
+            VECTOR,
+            MAX_GROUPS,
+            n,
+            In::new(x),
+            Out::new(partial),
+            scratch,
+        )
+    }
 }
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
@@ -150,7 +160,15 @@ pub mod spirv_entry {
         #[spirv(workgroup)] scratch: &mut [f32; super::BLOCK],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
-        super::reduction_body(ctx, super::VECTOR, super::MAX_GROUPS, params.n, In::new(x), Out::new(partial), Shared::new(scratch));
+        super::reduction_body(
+            ctx,
+            super::VECTOR,
+            super::MAX_GROUPS,
+            params.n,
+            In::new(x),
+            Out::new(partial),
+            Shared::new(scratch),
+        );
     }
 }
 
@@ -167,7 +185,18 @@ pub mod rust_cuda_entry {
     // and the runners pass one device pointer per buffer.
     #[kernel]
     pub unsafe fn reduction(n: u32, x: *const f32, partial: *mut f32) {
-        let scratch = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; super::BLOCK] as *mut f32) };
-        unsafe { super::reduction_body(Ctx::new(), super::VECTOR, super::MAX_GROUPS, n, In::new(x), Out::new(partial), scratch) }
+        let scratch =
+            unsafe { Shared::from_ptr(cuda_std::shared_array![f32; super::BLOCK] as *mut f32) };
+        unsafe {
+            super::reduction_body(
+                Ctx::new(),
+                super::VECTOR,
+                super::MAX_GROUPS,
+                n,
+                In::new(x),
+                Out::new(partial),
+                scratch,
+            )
+        }
     }
 }

@@ -26,14 +26,30 @@ const _: () = assert!(VECTOR == 1 || VECTOR == 4, "vector is 1 or 4");
 /// 4i .. 4i + 4 in 16-byte accesses (`vector` 4), the last invocation the 1 to 3 left over one by
 /// one.
 #[inline(always)]
-pub fn saxpy_body(ctx: Ctx, block: usize, vector: usize, n: u32, a: f32, x: In<f32>, mut y: Out<f32>) {
+pub fn saxpy_body(
+    ctx: Ctx,
+    block: usize,
+    vector: usize,
+    n: u32,
+    a: f32,
+    x: In<f32>,
+    mut y: Out<f32>,
+) {
     let i = ctx.group_linear() * block + ctx.local_id_x();
     let n = n as usize;
     if vector == 4 {
         let first = 4 * i;
         if first + 4 <= n {
             let (xv, yv) = (x.get4(first), y.get4(first));
-            y.set4(first, [a * xv[0] + yv[0], a * xv[1] + yv[1], a * xv[2] + yv[2], a * xv[3] + yv[3]]);
+            y.set4(
+                first,
+                [
+                    a * xv[0] + yv[0],
+                    a * xv[1] + yv[1],
+                    a * xv[2] + yv[2],
+                    a * xv[3] + yv[3],
+                ],
+            );
         } else {
             let mut j = first; // the scalar tail: n % 4 elements, one invocation
             while j < n {
@@ -103,7 +119,15 @@ pub mod spirv_entry {
         #[spirv(storage_buffer, descriptor_set = 0, binding = 2)] y: &mut [f32],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
-        super::saxpy_body(ctx, 256, super::VECTOR, params.n, params.a, In::new(x), Out::new(y));
+        super::saxpy_body(
+            ctx,
+            256,
+            super::VECTOR,
+            params.n,
+            params.a,
+            In::new(x),
+            Out::new(y),
+        );
     }
 }
 
@@ -118,6 +142,16 @@ pub mod rust_cuda_entry {
     #[kernel]
     pub unsafe fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
         let ctx = unsafe { Ctx::new() };
-        unsafe { super::saxpy_body(ctx, ctx.group_size_x(), super::VECTOR, n, a, In::new(x), Out::new(y)) }
+        unsafe {
+            super::saxpy_body(
+                ctx,
+                ctx.group_size_x(),
+                super::VECTOR,
+                n,
+                a,
+                In::new(x),
+                Out::new(y),
+            )
+        }
     }
 }

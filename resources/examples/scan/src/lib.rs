@@ -31,7 +31,14 @@ pub const TILE: usize = 2 * BLOCK;
 /// reads, waits at a barrier, then writes, and waits again: no invocation overwrites an element
 /// another has yet to read.
 #[inline(always)]
-pub fn scan_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, mut sums: Out<u32>, mut scan: Shared<u32, BLOCK>) {
+pub fn scan_body(
+    ctx: Ctx,
+    n: u32,
+    x: In<u32>,
+    mut y: Out<u32>,
+    mut sums: Out<u32>,
+    mut scan: Shared<u32, BLOCK>,
+) {
     let n = n as usize;
     let t = ctx.local_id_x();
     let tile = ctx.group_linear();
@@ -82,7 +89,13 @@ pub fn scan_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, mut sums: Out<u3
 /// ... below `tile`, then a tree in workgroup memory (as the reduction example folds) gives the
 /// offset in `total[0]`.
 #[inline(always)]
-pub fn scan_add_body(ctx: Ctx, n: u32, sums: In<u32>, mut y: Out<u32>, mut total: Shared<u32, BLOCK>) {
+pub fn scan_add_body(
+    ctx: Ctx,
+    n: u32,
+    sums: In<u32>,
+    mut y: Out<u32>,
+    mut total: Shared<u32, BLOCK>,
+) {
     let n = n as usize;
     let t = ctx.local_id_x();
     let tile = ctx.group_linear();
@@ -120,7 +133,13 @@ pub fn scan_add_body(ctx: Ctx, n: u32, sums: In<u32>, mut y: Out<u32>, mut total
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn scan_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, x: *const u32, y: *mut u32, sums: *mut u32) {
+pub unsafe extern "C" fn scan_cpu(
+    launch: *mut gpu_kernel::host::Launch,
+    n: u32,
+    x: *const u32,
+    y: *mut u32,
+    sums: *mut u32,
+) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y, sums) = unsafe { (k.input(0, x), k.output(1, y), k.output(2, sums)) };
     k.run(|ctx| {
@@ -131,7 +150,12 @@ pub unsafe extern "C" fn scan_cpu(launch: *mut gpu_kernel::host::Launch, n: u32,
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn scan_add_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, sums: *const u32, y: *mut u32) {
+pub unsafe extern "C" fn scan_add_cpu(
+    launch: *mut gpu_kernel::host::Launch,
+    n: u32,
+    sums: *const u32,
+    y: *mut u32,
+) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (sums, y) = unsafe { (k.input(0, sums), k.output(1, y)) };
     k.run(|ctx| {
@@ -146,7 +170,16 @@ pub unsafe extern "C" fn scan_add_cpu(launch: *mut gpu_kernel::host::Launch, n: 
 pub unsafe extern "ptx-kernel" fn scan(n: u32, x: *const u32, y: *mut u32, sums: *mut u32) {
     let shared = gpu_kernel::nvptx_shared!(SCAN_PAIRS: [u32; BLOCK]);
     // The manifest's grid is 1-D: `group_linear` is `%ctaid.x`, nvcc's `blockIdx.x`.
-    unsafe { scan_body(Ctx::new_1d(), n, In::new(x), Out::new(y), Out::new(sums), shared) }
+    unsafe {
+        scan_body(
+            Ctx::new_1d(),
+            n,
+            In::new(x),
+            Out::new(y),
+            Out::new(sums),
+            shared,
+        )
+    }
 }
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
@@ -186,7 +219,14 @@ pub mod spirv_entry {
         #[spirv(workgroup)] scan: &mut [u32; super::BLOCK],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
-        super::scan_body(ctx, params.n, In::new(x), Out::new(y), Out::new(sums), Shared::new(scan));
+        super::scan_body(
+            ctx,
+            params.n,
+            In::new(x),
+            Out::new(y),
+            Out::new(sums),
+            Shared::new(scan),
+        );
     }
 
     #[spirv(compute(threads(256)))]
@@ -200,7 +240,13 @@ pub mod spirv_entry {
         #[spirv(workgroup)] total: &mut [u32; super::BLOCK],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
-        super::scan_add_body(ctx, params.n, In::new(sums), Out::new(y), Shared::new(total));
+        super::scan_add_body(
+            ctx,
+            params.n,
+            In::new(sums),
+            Out::new(y),
+            Shared::new(total),
+        );
     }
 }
 
@@ -215,13 +261,24 @@ pub mod rust_cuda_entry {
 
     #[kernel]
     pub unsafe fn scan(n: u32, x: *const u32, y: *mut u32, sums: *mut u32) {
-        let shared = unsafe { Shared::from_ptr(cuda_std::shared_array![u32; super::BLOCK] as *mut u32) };
-        unsafe { super::scan_body(Ctx::new(), n, In::new(x), Out::new(y), Out::new(sums), shared) }
+        let shared =
+            unsafe { Shared::from_ptr(cuda_std::shared_array![u32; super::BLOCK] as *mut u32) };
+        unsafe {
+            super::scan_body(
+                Ctx::new(),
+                n,
+                In::new(x),
+                Out::new(y),
+                Out::new(sums),
+                shared,
+            )
+        }
     }
 
     #[kernel]
     pub unsafe fn scan_add(n: u32, sums: *const u32, y: *mut u32) {
-        let shared = unsafe { Shared::from_ptr(cuda_std::shared_array![u32; super::BLOCK] as *mut u32) };
+        let shared =
+            unsafe { Shared::from_ptr(cuda_std::shared_array![u32; super::BLOCK] as *mut u32) };
         unsafe { super::scan_add_body(Ctx::new(), n, In::new(sums), Out::new(y), shared) }
     }
 }

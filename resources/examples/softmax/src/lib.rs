@@ -23,7 +23,12 @@ pub const BLOCK: usize = 256;
 /// Fold `red[0..BLOCK]` into `red[0]` with `op` (strides 128, 64, ..., 1), a barrier after each
 /// step, then give every invocation `red[0]`, and wait again before anyone may reuse `red`.
 #[inline(always)]
-fn workgroup_reduce<F: Fn(f32, f32) -> f32>(ctx: &Ctx, t: usize, red: &mut Shared<f32, BLOCK>, op: F) -> f32 {
+fn workgroup_reduce<F: Fn(f32, f32) -> f32>(
+    ctx: &Ctx,
+    t: usize,
+    red: &mut Shared<f32, BLOCK>,
+    op: F,
+) -> f32 {
     let mut stride = BLOCK / 2;
     while stride > 0 {
         if t < stride {
@@ -39,7 +44,14 @@ fn workgroup_reduce<F: Fn(f32, f32) -> f32>(ctx: &Ctx, t: usize, red: &mut Share
 
 /// The kernel: workgroup r softmaxes row r; invocation t handles columns t, t + 256, ...
 #[inline(always)]
-pub fn softmax_body(ctx: Ctx, rows: u32, cols: u32, x: In<f32>, mut y: Out<f32>, mut red: Shared<f32, BLOCK>) {
+pub fn softmax_body(
+    ctx: Ctx,
+    rows: u32,
+    cols: u32,
+    x: In<f32>,
+    mut y: Out<f32>,
+    mut red: Shared<f32, BLOCK>,
+) {
     let t = ctx.local_id_x();
     let row = ctx.group_linear();
     let live = row < rows as usize && t < BLOCK; // spare workgroups of a folded grid, spare invocations
@@ -75,7 +87,10 @@ pub fn softmax_body(ctx: Ctx, rows: u32, cols: u32, x: In<f32>, mut y: Out<f32>,
     let total = workgroup_reduce(&ctx, t, &mut red, |a, b| a + b);
     let mut j = first;
     while live && j < cols {
-        y.set(base + j as usize, exp(x.get(base + j as usize) - max) / total);
+        y.set(
+            base + j as usize,
+            exp(x.get(base + j as usize) - max) / total,
+        );
         j += step;
     }
 }
@@ -83,7 +98,13 @@ pub fn softmax_body(ctx: Ctx, rows: u32, cols: u32, x: In<f32>, mut y: Out<f32>,
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn softmax_cpu(launch: *mut gpu_kernel::host::Launch, rows: u32, cols: u32, x: *const f32, y: *mut f32) {
+pub unsafe extern "C" fn softmax_cpu(
+    launch: *mut gpu_kernel::host::Launch,
+    rows: u32,
+    cols: u32,
+    x: *const f32,
+    y: *mut f32,
+) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
     k.run(|ctx| {
@@ -130,7 +151,14 @@ pub mod spirv_entry {
         #[spirv(workgroup)] red: &mut [f32; super::BLOCK],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
-        super::softmax_body(ctx, params.rows, params.cols, In::new(x), Out::new(y), Shared::new(red));
+        super::softmax_body(
+            ctx,
+            params.rows,
+            params.cols,
+            In::new(x),
+            Out::new(y),
+            Shared::new(red),
+        );
     }
 }
 
@@ -145,7 +173,8 @@ pub mod rust_cuda_entry {
 
     #[kernel]
     pub unsafe fn softmax(rows: u32, cols: u32, x: *const f32, y: *mut f32) {
-        let red = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; super::BLOCK] as *mut f32) };
+        let red =
+            unsafe { Shared::from_ptr(cuda_std::shared_array![f32; super::BLOCK] as *mut f32) };
         unsafe { super::softmax_body(Ctx::new(), rows, cols, In::new(x), Out::new(y), red) }
     }
 }

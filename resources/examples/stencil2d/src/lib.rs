@@ -59,7 +59,11 @@ pub fn stencil2d_body(
         // the load and unrolls the loop as it does nvcc's: both loads are in flight together.
         let (gx, gy) = ((x0 + tx).wrapping_sub(1), (y0 + ty).wrapping_sub(1));
         let inside = gx < width && gy < height;
-        let value = if inside { x_old.get(gy as usize * width as usize + gx as usize) } else { 0.0 };
+        let value = if inside {
+            x_old.get(gy as usize * width as usize + gx as usize)
+        } else {
+            0.0
+        };
         tile.set(k as usize, value);
         k += bx * by;
     }
@@ -70,7 +74,8 @@ pub fn stencil2d_body(
         let row = row as usize;
         let c = tile.get(at);
         let value = if x > 0 && y > 0 && x + 1 < width && y + 1 < height {
-            (c + tile.get(at - 1) + tile.get(at + 1) + tile.get(at + row) + tile.get(at - row)) / 5.0
+            (c + tile.get(at - 1) + tile.get(at + 1) + tile.get(at + row) + tile.get(at - row))
+                / 5.0
         } else {
             c // the boundary keeps its value
         };
@@ -92,17 +97,42 @@ pub unsafe extern "C" fn stencil2d_cpu(
     let (x_old, x_new) = unsafe { (k.input(0, x_old), k.output(1, x_new)) };
     k.run(|ctx| {
         let tile = ctx.shared::<f32, HALO_ELEMENTS>();
-        stencil2d_body(ctx, ctx.group_size_x(), ctx.group_size_y(), width, height, x_old, x_new, tile)
+        stencil2d_body(
+            ctx,
+            ctx.group_size_x(),
+            ctx.group_size_y(),
+            width,
+            height,
+            x_old,
+            x_new,
+            tile,
+        )
     });
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn stencil2d(width: u32, height: u32, x_old: *const f32, x_new: *mut f32) {
+pub unsafe extern "ptx-kernel" fn stencil2d(
+    width: u32,
+    height: u32,
+    x_old: *const f32,
+    x_new: *mut f32,
+) {
     let tile = gpu_kernel::nvptx_shared!(STENCIL2D_TILE: [f32; HALO_ELEMENTS]);
     let ctx = unsafe { Ctx::new() };
-    unsafe { stencil2d_body(ctx, BLOCK_SIZE_X, BLOCK_SIZE_Y, width, height, In::new(x_old), Out::new(x_new), tile) }
+    unsafe {
+        stencil2d_body(
+            ctx,
+            BLOCK_SIZE_X,
+            BLOCK_SIZE_Y,
+            width,
+            height,
+            In::new(x_old),
+            Out::new(x_new),
+            tile,
+        )
+    }
 }
 
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
@@ -137,7 +167,16 @@ pub mod spirv_entry {
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(32, 8, 1));
         let (old, new) = (In::new(x_old), Out::new(x_new));
-        super::stencil2d_body(ctx, 32, 8, params.width, params.height, old, new, Shared::new(tile));
+        super::stencil2d_body(
+            ctx,
+            32,
+            8,
+            params.width,
+            params.height,
+            old,
+            new,
+            Shared::new(tile),
+        );
     }
 }
 
@@ -152,9 +191,22 @@ pub mod rust_cuda_entry {
 
     #[kernel]
     pub unsafe fn stencil2d(width: u32, height: u32, x_old: *const f32, x_new: *mut f32) {
-        let tile = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; super::HALO_ELEMENTS] as *mut f32) };
+        let tile = unsafe {
+            Shared::from_ptr(cuda_std::shared_array![f32; super::HALO_ELEMENTS] as *mut f32)
+        };
         let ctx = unsafe { Ctx::new() };
         let (bx, by) = (ctx.group_size_x(), ctx.group_size_y());
-        unsafe { super::stencil2d_body(ctx, bx, by, width, height, In::new(x_old), Out::new(x_new), tile) }
+        unsafe {
+            super::stencil2d_body(
+                ctx,
+                bx,
+                by,
+                width,
+                height,
+                In::new(x_old),
+                Out::new(x_new),
+                tile,
+            )
+        }
     }
 }

@@ -30,7 +30,16 @@ pub const TILE_ELEMENTS: usize = 32 * 33;
 /// to `b` at rows gx·tile.., columns gy·tile... Invocation (x, y) copies elements x of rows y,
 /// y + rows, ... of the block (rows = the workgroup's height, `block_rows`), in and out.
 #[inline(always)]
-pub fn transpose_body(ctx: Ctx, tile: usize, pad: usize, m: u32, n: u32, a: In<f32>, mut b: Out<f32>, mut t: Shared<f32, TILE_ELEMENTS>) {
+pub fn transpose_body(
+    ctx: Ctx,
+    tile: usize,
+    pad: usize,
+    m: u32,
+    n: u32,
+    a: In<f32>,
+    mut b: Out<f32>,
+    mut t: Shared<f32, TILE_ELEMENTS>,
+) {
     let (m, n) = (m as usize, n as usize);
     let (x, y) = (ctx.local_id_x(), ctx.local_id_y());
     let rows = ctx.group_size_y();
@@ -60,7 +69,13 @@ pub fn transpose_body(ctx: Ctx, tile: usize, pad: usize, m: u32, n: u32, a: In<f
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn transpose_cpu(launch: *mut gpu_kernel::host::Launch, m: u32, n: u32, a: *const f32, b: *mut f32) {
+pub unsafe extern "C" fn transpose_cpu(
+    launch: *mut gpu_kernel::host::Launch,
+    m: u32,
+    n: u32,
+    a: *const f32,
+    b: *mut f32,
+) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (a, b) = unsafe { (k.input(0, a), k.output(1, b)) };
     k.run(|ctx| {
@@ -108,7 +123,16 @@ pub mod spirv_entry {
         #[spirv(workgroup)] t: &mut [f32; super::TILE_ELEMENTS],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(32, 8, 1));
-        super::transpose_body(ctx, 32, super::PAD, params.m, params.n, In::new(a), Out::new(b), Shared::new(t));
+        super::transpose_body(
+            ctx,
+            32,
+            super::PAD,
+            params.m,
+            params.n,
+            In::new(a),
+            Out::new(b),
+            Shared::new(t),
+        );
     }
 }
 
@@ -123,7 +147,20 @@ pub mod rust_cuda_entry {
 
     #[kernel]
     pub unsafe fn transpose(m: u32, n: u32, a: *const f32, b: *mut f32) {
-        let t = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; super::TILE_ELEMENTS] as *mut f32) };
-        unsafe { super::transpose_body(Ctx::new(), super::TILE, super::PAD, m, n, In::new(a), Out::new(b), t) }
+        let t = unsafe {
+            Shared::from_ptr(cuda_std::shared_array![f32; super::TILE_ELEMENTS] as *mut f32)
+        };
+        unsafe {
+            super::transpose_body(
+                Ctx::new(),
+                super::TILE,
+                super::PAD,
+                m,
+                n,
+                In::new(a),
+                Out::new(b),
+                t,
+            )
+        }
     }
 }

@@ -25,7 +25,13 @@ pub const PER_BLOCK: usize = 2 * BLOCK;
 /// defines warps so, and every Vulkan and WGSL implementation seen (NVIDIA, AMD, Intel,
 /// llvmpipe) lays them out so; a layout that did not would fail the check.
 #[inline(always)]
-pub fn warp_reduce_body(ctx: Ctx, n: u32, x: In<f32>, mut partial: Out<f32>, mut sums: Shared<f32, BLOCK>) {
+pub fn warp_reduce_body(
+    ctx: Ctx,
+    n: u32,
+    x: In<f32>,
+    mut partial: Out<f32>,
+    mut sums: Shared<f32, BLOCK>,
+) {
     let n = n as usize;
     let t = ctx.local_id_x();
     let block = ctx.group_linear();
@@ -58,7 +64,12 @@ pub fn warp_reduce_body(ctx: Ctx, n: u32, x: In<f32>, mut partial: Out<f32>, mut
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn warp_reduce_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, x: *const f32, partial: *mut f32) {
+pub unsafe extern "C" fn warp_reduce_cpu(
+    launch: *mut gpu_kernel::host::Launch,
+    n: u32,
+    x: *const f32,
+    partial: *mut f32,
+) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, partial) = unsafe { (k.input(0, x), k.output(1, partial)) };
     k.run(|ctx| {
@@ -107,7 +118,13 @@ pub mod spirv_entry {
         #[spirv(workgroup)] sums: &mut [f32; super::BLOCK],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1)).with_subgroup(lane, lanes);
-        super::warp_reduce_body(ctx, params.n, In::new(x), Out::new(partial), Shared::new(sums));
+        super::warp_reduce_body(
+            ctx,
+            params.n,
+            In::new(x),
+            Out::new(partial),
+            Shared::new(sums),
+        );
     }
 }
 
@@ -122,7 +139,8 @@ pub mod rust_cuda_entry {
 
     #[kernel]
     pub unsafe fn warp_reduce(n: u32, x: *const f32, partial: *mut f32) {
-        let sums = unsafe { Shared::from_ptr(cuda_std::shared_array![f32; super::BLOCK] as *mut f32) };
+        let sums =
+            unsafe { Shared::from_ptr(cuda_std::shared_array![f32; super::BLOCK] as *mut f32) };
         unsafe { super::warp_reduce_body(Ctx::new(), n, In::new(x), Out::new(partial), sums) }
     }
 }
