@@ -20,6 +20,7 @@
 
 mod exec;
 mod fiber;
+mod pool;
 #[cfg(feature = "sim")]
 mod report;
 #[cfg(feature = "sim")]
