@@ -424,21 +424,43 @@ unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
                 body(Ctx { local: [t, 0, 0], t, ..first });
             }
         } else {
+            let mut local = [1 % size[0], (1 / size[0]) % size[1], 1 / (size[0] * size[1])];
             for t in 1..threads {
-                body(Ctx { local: local_coords(t, size), t: t as u32, ..first });
+                body(Ctx { local, t: t as u32, ..first });
+                local = next_local(local, size);
             }
         }
     }
     #[cfg(feature = "sim")]
-    for t in 0..threads {
-        group.current.set(t);
-        body(Ctx { local: local_coords(t, size), t: t as u32, ..first });
-        if group.converted.get() {
-            home_returned(group, t);
-            return;
+    {
+        let mut local = [0; 3];
+        for t in 0..threads {
+            group.current.set(t);
+            body(Ctx { local, t: t as u32, ..first });
+            if group.converted.get() {
+                home_returned(group, t);
+                return;
+            }
+            group.status[t].set(Status::Done);
+            local = next_local(local, size);
         }
-        group.status[t].set(Status::Done);
     }
+}
+
+/// The local coordinates after `local` (x fastest): counting, not dividing (a division per
+/// invocation was 15 % of cpu-sim's time on saxpy).
+#[inline(always)]
+fn next_local(mut local: [u32; 3], size: [u32; 3]) -> [u32; 3] {
+    local[0] += 1;
+    if local[0] == size[0] {
+        local[0] = 0;
+        local[1] += 1;
+        if local[1] == size[1] {
+            local[1] = 0;
+            local[2] += 1;
+        }
+    }
+    local
 }
 
 /// The invocation on the worker's stack (`home`) has returned after the workgroup turned into
