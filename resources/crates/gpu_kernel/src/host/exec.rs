@@ -1,21 +1,32 @@
-//! The executor: workgroups spread over worker threads (one per core), and inside a workgroup
-//! every invocation its own execution context.
+//! The executor: workgroups spread over worker threads (one per core, parked between launches:
+//! `pool.rs`), and inside a workgroup every invocation its own execution context.
 //!
-//! A workgroup starts with its invocations called one after the other on the worker's own stack:
-//! a kernel without barriers costs a function call per invocation. The first barrier turns the
-//! workgroup into fibers: the invocation that reached it stays suspended on the worker's stack, a
-//! scheduler fiber starts the invocations not yet run on stacks of their own, and from then on a
-//! fiber runs until it reaches a barrier or returns. When every fiber has stopped, the barrier
-//! opens (all waiting at it), or the workgroup is done (all returned), or — invocations waiting at
-//! different barriers, or some returned while others wait — the barrier diverged: a `sim` build
-//! reports it, and the waiting fibers are let go, so a divergent kernel never hangs the run.
-//! (Invocations that returned before the first barrier was reached never reach it: divergence.)
+//! A workgroup starts with invocation 0 called on the worker's own stack. If it returns without
+//! reaching a barrier, the kernel has none in this workgroup (a GPU's barriers are reached by
+//! every invocation of a workgroup or by none), and the rest run as a plain loop over the local
+//! ids with the body inlined: no fiber, no bookkeeping per invocation, a loop the compiler can
+//! optimise across invocations. If invocation 0 reaches a barrier, the workgroup turns into
+//! fibers: invocation 0 stays suspended on the worker's stack, the others start on stacks of
+//! their own, and each runs until it reaches a barrier or returns, then switches straight to the
+//! next invocation that is ready (no scheduler in between: one switch per invocation per
+//! barrier). The last one to stop ends the round: the barrier opens (all waiting at it), or the
+//! workgroup is done (all returned), or — invocations waiting at different barriers, or some
+//! returned while others wait — the barrier diverged: a `sim` build reports it, and the waiting
+//! fibers are let go, so a divergent kernel never hangs the run.
+//!
+//! A `sim` build runs every invocation through the checked loop (as before the plain fast path):
+//! invocations are called one after the other on the worker's stack until one reaches a barrier,
+//! so a barrier reached by only some invocations is found and reported where it is. The plain
+//! build, finding a barrier in an invocation after a barrier-free invocation 0 (a divergent
+//! kernel, undefined on a GPU), lets it go at once.
 
 use core::cell::{Cell, UnsafeCell};
 use core::panic::Location;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::fiber::{self, Stacks};
+use super::pool;
 #[cfg(feature = "sim")]
 use super::sim;
 
@@ -40,10 +51,10 @@ pub struct Group {
     pub(crate) coords: Cell<[u32; 3]>,
     pub(crate) linear: Cell<u64>,
     pub(crate) epoch: Cell<u32>,
+    /// The invocation running now (set where fibers switch and, in a `sim` build, by the loop).
     pub(crate) current: Cell<usize>,
     status: Vec<Cell<Status>>,
     sp: Vec<Cell<usize>>,
-    sched_sp: Cell<usize>,
     slot_next: Vec<Cell<u32>>,
     slots_used: Cell<u32>,
     /// Each invocation's value in a subgroup shuffle (its bits), read by its neighbours.
@@ -58,7 +69,16 @@ pub struct Group {
     pub(crate) location_ids: sim::FastIds,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
-    /// The worker's stack, parked while the scheduler fiber finishes a converted workgroup.
+    /// Plain build: invocation 0 returned without a barrier and the rest run as a plain loop; a
+    /// barrier reached now is a divergent one and does not wait.
+    free: Cell<bool>,
+    /// The invocation that reached the first barrier on the worker's stack.
+    home: Cell<usize>,
+    /// Whether this workgroup changed `status` or `slot_next` (it reached a barrier, or asked for
+    /// a shared array): the next one resets them. A barrier-free workgroup without shared arrays
+    /// (saxpy's) then costs nothing per invocation but the body: the reset was a third of it.
+    dirty: Cell<bool>,
+    /// The worker's stack, parked while the fibers finish a converted workgroup.
     resume_sp: Cell<usize>,
     /// Starts the fiber of invocation `u` (monomorphized for the kernel body: `spawn::<F>`).
     spawn: Cell<Option<unsafe fn(&Group, usize)>>,
@@ -80,14 +100,37 @@ pub(crate) struct Slot {
 /// Invocations per subgroup on the host (see `Ctx::subgroup_size`).
 pub const SUBGROUP_SIZE: usize = 32;
 
-/// An invocation: its indices, the barrier, and workgroup-shared arrays.
+/// An invocation: its indices, the barrier, and workgroup-shared arrays. The workgroup's
+/// coordinates and sizes are copied in (not read through `group` at each use): the body's stores
+/// could alias `Group`'s cells as far as the optimizer knows, and values it must reload at every
+/// invocation keep a workgroup's loop from being optimised across invocations.
 #[derive(Clone, Copy)]
 pub struct Ctx<'a> {
     local: [u32; 3],
+    /// The linear local id (x fastest).
+    t: u32,
+    coords: [u32; 3],
+    size: [u32; 2],
+    grid: [u32; 2],
+    linear: usize,
     group: &'a Group,
 }
 
 impl<'a> Ctx<'a> {
+    /// Invocation `t` (local coordinates `local`) of the workgroup `group` runs now.
+    #[inline(always)]
+    fn of(group: &'a Group, t: usize, local: [u32; 3]) -> Ctx<'a> {
+        Ctx {
+            local,
+            t: t as u32,
+            coords: group.coords.get(),
+            size: [group.size[0], group.size[1]],
+            grid: [group.grid[0], group.grid[1]],
+            linear: group.linear.get() as usize,
+            group,
+        }
+    }
+
     #[inline(always)]
     pub fn local_id_x(&self) -> usize { self.local[0] as usize }
     #[inline(always)]
@@ -95,22 +138,22 @@ impl<'a> Ctx<'a> {
     #[inline(always)]
     pub fn local_id_z(&self) -> usize { self.local[2] as usize }
     #[inline(always)]
-    pub fn group_id_x(&self) -> usize { self.group.coords.get()[0] as usize }
+    pub fn group_id_x(&self) -> usize { self.coords[0] as usize }
     #[inline(always)]
-    pub fn group_id_y(&self) -> usize { self.group.coords.get()[1] as usize }
+    pub fn group_id_y(&self) -> usize { self.coords[1] as usize }
     #[inline(always)]
-    pub fn group_id_z(&self) -> usize { self.group.coords.get()[2] as usize }
+    pub fn group_id_z(&self) -> usize { self.coords[2] as usize }
     #[inline(always)]
-    pub fn group_size_x(&self) -> usize { self.group.size[0] as usize }
+    pub fn group_size_x(&self) -> usize { self.size[0] as usize }
     #[inline(always)]
-    pub fn group_size_y(&self) -> usize { self.group.size[1] as usize }
+    pub fn group_size_y(&self) -> usize { self.size[1] as usize }
     #[inline(always)]
-    pub fn num_groups_x(&self) -> usize { self.group.grid[0] as usize }
+    pub fn num_groups_x(&self) -> usize { self.grid[0] as usize }
     #[inline(always)]
-    pub fn num_groups_y(&self) -> usize { self.group.grid[1] as usize }
+    pub fn num_groups_y(&self) -> usize { self.grid[1] as usize }
     /// The linear workgroup index (x fastest).
     #[inline(always)]
-    pub fn group_linear(&self) -> usize { self.group.linear.get() as usize }
+    pub fn group_linear(&self) -> usize { self.linear }
     #[inline(always)]
     pub fn global_id_x(&self) -> usize { self.group_id_x() * self.group_size_x() + self.local_id_x() }
     #[inline(always)]
@@ -122,19 +165,16 @@ impl<'a> Ctx<'a> {
     #[track_caller]
     pub fn barrier(&self) {
         let group = self.group;
-        let me = group.current.get();
-        group.status[me].set(Status::Waiting(Location::caller()));
-        if group.converted.replace(true) {
-            unsafe { fiber::switch(group.sp[me].as_ptr(), group.sched_sp.get()) };
-        } else {
-            // The workgroup's first barrier: this invocation runs on the worker's stack; a
-            // scheduler fiber takes over the workgroup from here (see the module's comment).
-            let [stacks, _] = group.spawn_data.get();
-            let stacks = unsafe { &*(stacks as *const Stacks) };
-            let top = stacks.top(group.threads);
-            let sp = unsafe { fiber::prepare(top, scheduler_main, group as *const Group as *mut u8) };
-            unsafe { fiber::switch(group.sp[me].as_ptr(), sp) };
+        if group.free.get() {
+            // Plain build, invocation 0 never waited: divergent, let go (see the module's comment).
+            return;
         }
+        let me = self.t as usize;
+        group.status[me].set(Status::Waiting(Location::caller()));
+        if !group.converted.replace(true) {
+            convert(group, me);
+        }
+        stop(group, me, group.sp[me].as_ptr());
     }
 
     /// Invocations per subgroup on the host: a CUDA warp's 32 (a GPU's may differ: WGSL's
@@ -148,7 +188,7 @@ impl<'a> Ctx<'a> {
     /// linear local ids (x fastest), as CUDA's warps are.
     #[inline(always)]
     pub fn subgroup_invocation_id(&self) -> usize {
-        self.group.current.get() % SUBGROUP_SIZE
+        self.t as usize % SUBGROUP_SIZE
     }
 
     /// The `value` of the lane `delta` above this one in the subgroup (CUDA `__shfl_down_sync`,
@@ -162,7 +202,7 @@ impl<'a> Ctx<'a> {
     #[track_caller]
     pub fn subgroup_shuffle_down<T: super::Shuffle>(&self, value: T, delta: u32) -> T {
         let group = self.group;
-        let me = group.current.get();
+        let me = self.t as usize;
         group.exchange[me].set(value.to_word());
         self.barrier();
         let lane = me % SUBGROUP_SIZE;
@@ -198,7 +238,8 @@ impl<'a> Ctx<'a> {
     #[track_caller]
     pub fn shared<T: crate::Element, const N: usize>(&self) -> super::Shared<'a, T, N> {
         let group = self.group;
-        let me = group.current.get();
+        let me = self.t as usize;
+        group.dirty.set(true);
         let k = group.slot_next[me].get();
         group.slot_next[me].set(k + 1);
         let bytes = N * core::mem::size_of::<T>();
@@ -248,7 +289,6 @@ impl Group {
             current: Cell::new(0),
             status: (0..threads).map(|_| Cell::new(Status::Done)).collect(),
             sp: (0..threads).map(|_| Cell::new(0)).collect(),
-            sched_sp: Cell::new(0),
             slot_next: (0..threads).map(|_| Cell::new(0)).collect(),
             slots_used: Cell::new(0),
             exchange: (0..threads).map(|_| Cell::new(0)).collect(),
@@ -259,6 +299,9 @@ impl Group {
             #[cfg(feature = "sim")]
             location_ids: sim::NO_IDS,
             converted: Cell::new(false),
+            free: Cell::new(false),
+            home: Cell::new(0),
+            dirty: Cell::new(true),
             resume_sp: Cell::new(0),
             spawn: Cell::new(None),
             spawn_data: Cell::new([core::ptr::null(); 2]),
@@ -289,9 +332,14 @@ impl Group {
         self.epoch.set(0);
         self.slots_used.set(0);
         self.converted.set(false);
-        for t in 0..self.threads {
-            self.status[t].set(Status::Ready);
-            self.slot_next[t].set(0);
+        self.free.set(false);
+        self.current.set(0);
+        // A sim build marks every invocation's status as it returns.
+        if self.dirty.replace(cfg!(feature = "sim")) {
+            for t in 0..self.threads {
+                self.status[t].set(Status::Ready);
+                self.slot_next[t].set(0);
+            }
         }
         #[cfg(feature = "sim")]
         self.diverged.set(false);
@@ -317,17 +365,18 @@ struct Start {
 extern "C" fn fiber_main<F: Fn(Ctx) + Sync>(arg: *mut u8) -> ! {
     let start = unsafe { &*(arg as *const Start) };
     let group = unsafe { &*start.group };
-    let ctx = Ctx { local: group.local_coords(start.local), group };
+    let ctx = Ctx::of(group, start.local, group.local_coords(start.local));
     unsafe { (*(start.body as *const F))(ctx) };
     group.status[start.local].set(Status::Done);
-    unsafe { fiber::switch(group.sp[start.local].as_ptr(), group.sched_sp.get()) };
+    let mut ignored = 0usize;
+    stop(group, start.local, &mut ignored);
     // A finished fiber is never resumed.
     std::process::abort()
 }
 
 /// The kernel-specific part of a launch, the only code monomorphized for each kernel body: the
 /// invocations of one workgroup (`group`: the body inlined into their loop) and the start of one
-/// invocation's fiber (`spawn`). The threads, the workgroup loop and the barrier scheduler are
+/// invocation's fiber (`spawn`). The threads, the workgroup loop and the barrier rounds are
 /// compiled once, in this crate: a kernel crate's cpu build (the edit → result loop's) compiles
 /// its body and little else. With `std::thread::scope` monomorphized for each body, saxpy's
 /// `cargo build` after a kernel edit took 0.27 s; now 0.14 s (benchmarks/kernel_crate_ab.py).
@@ -354,23 +403,180 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
     run_grid(grid, size, workers, checks, &kernel, entry_at);
 }
 
-/// A workgroup's invocations one after the other on the worker's stack, until one reaches a
-/// barrier (see the module's comment).
+/// One workgroup's invocations on the worker's stack (see the module's comment): invocation 0,
+/// then, if it reached no barrier, the others as a plain loop (a `sim` build: one after the
+/// other until one reaches a barrier).
 unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
     let body = unsafe { &*(body as *const F) };
     // Read once: the body is opaque to the optimizer, and `Group`'s cells could change under it.
     let (threads, size) = (group.threads, group.size);
-    for t in 0..threads {
-        group.current.set(t);
-        body(Ctx { local: local_coords(t, size), group });
-        group.status[t].set(Status::Done);
-        if group.converted.get() {
-            // Invocation t reached a barrier and has now returned: the scheduler fiber runs
-            // the rest of the workgroup and switches back here when it is done.
-            unsafe { fiber::switch(group.resume_sp.as_ptr(), group.sched_sp.get()) };
-            break;
+    let first = Ctx::of(group, 0, [0; 3]);
+    // One loop, the body inlined once (a copy per form cost the edit loop's build 19 %):
+    // invocation 0 first decides (see the module's comment).
+    #[cfg(not(feature = "sim"))]
+    {
+        let mut local = [0; 3];
+        let mut t = 0;
+        loop {
+            body(Ctx { local, t: t as u32, ..first });
+            if t == 0 {
+                if group.converted.get() {
+                    home_returned(group, 0);
+                    return;
+                }
+                group.free.set(true);
+            }
+            t += 1;
+            if t == threads {
+                break;
+            }
+            local = next_local(local, size);
         }
     }
+    #[cfg(feature = "sim")]
+    {
+        let mut local = [0; 3];
+        for t in 0..threads {
+            group.current.set(t);
+            body(Ctx { local, t: t as u32, ..first });
+            if group.converted.get() {
+                home_returned(group, t);
+                return;
+            }
+            group.status[t].set(Status::Done);
+            local = next_local(local, size);
+        }
+    }
+}
+
+/// The local coordinates after `local` (x fastest): counting, not dividing (a division per
+/// invocation was 15 % of cpu-sim's time on saxpy).
+#[inline(always)]
+fn next_local(mut local: [u32; 3], size: [u32; 3]) -> [u32; 3] {
+    local[0] += 1;
+    if local[0] == size[0] {
+        local[0] = 0;
+        local[1] += 1;
+        if local[1] == size[1] {
+            local[1] = 0;
+            local[2] += 1;
+        }
+    }
+    local
+}
+
+/// The invocation on the worker's stack (`home`) has returned after the workgroup turned into
+/// fibers: the others run on, and the last to stop switches back here.
+fn home_returned(group: &Group, me: usize) {
+    group.status[me].set(Status::Done);
+    stop(group, me, group.resume_sp.as_ptr());
+}
+
+/// The workgroup's first barrier, reached by invocation `me` on the worker's stack: the
+/// invocations after it get fibers (those before it have returned).
+#[cold]
+#[inline(never)]
+fn convert(group: &Group, me: usize) {
+    group.home.set(me);
+    group.dirty.set(true);
+    let spawn = group.spawn.get().expect("a worker sets spawn");
+    for u in me + 1..group.threads {
+        unsafe { spawn(group, u) };
+    }
+}
+
+/// Invocation `me` has stopped (at a barrier, or returned): switch to the next invocation ready
+/// in this round, saving this one's stack pointer in `save`; the last to stop ends the round
+/// (`open_barrier`). Returns when `me` may go on: its barrier opened, or `me` is the worker's
+/// own invocation and the workgroup is done. Inlined into `barrier` (one frame less on each
+/// fiber's stack: the stacks of a workgroup's fibers are its working set at every switch).
+#[inline(always)]
+fn stop(group: &Group, me: usize, save: *mut usize) {
+    let next = me + 1;
+    // The common case: the next invocation is ready (every one waits at the same barrier).
+    if next < group.threads && group.status[next].get() == Status::Ready {
+        group.current.set(next);
+        unsafe { fiber::switch(save, group.sp[next].get()) };
+        return;
+    }
+    stop_slow(group, me, save)
+}
+
+#[inline(never)]
+fn stop_slow(group: &Group, me: usize, save: *mut usize) {
+    let mut next = me + 1;
+    while next < group.threads && group.status[next].get() != Status::Ready {
+        next += 1;
+    }
+    let next = if next < group.threads { Some(next) } else { open_barrier(group) };
+    match next {
+        Some(u) if u == me => {}
+        Some(u) => {
+            group.current.set(u);
+            unsafe { fiber::switch(save, group.sp[u].get()) };
+        }
+        None if me == group.home.get() => {}
+        None => unsafe { fiber::switch(save, group.resume_sp.get()) },
+    }
+}
+
+/// Every invocation has stopped: release those waiting at a barrier (the first of them runs
+/// next), or None when all have returned. Waiting at different barriers, or some returned while
+/// others wait, is a divergence: a `sim` build reports it; all waiting are let go.
+#[inline(never)]
+fn open_barrier(group: &Group) -> Option<usize> {
+    #[cfg(feature = "sim")]
+    {
+        let mut first: Option<(usize, &'static Location<'static>)> = None;
+        let mut other: Option<(usize, Status)> = None;
+        for t in 0..group.threads {
+            match group.status[t].get() {
+                Status::Waiting(loc) => match first {
+                    None => first = Some((t, loc)),
+                    Some((_, at)) if other.is_none() && at != loc => other = Some((t, Status::Waiting(loc))),
+                    _ => {}
+                },
+                Status::Done => {
+                    if other.is_none() {
+                        other = Some((t, Status::Done));
+                    }
+                }
+                Status::Ready => {}
+            }
+        }
+        if let (Some((waiting, at)), Some((t, status))) = (first, other) {
+            // Divergence: let the waiting go on (a GPU would hang or misbehave; this never hangs).
+            if let Some(checks) = group.checks() {
+                if !group.diverged.replace(true) {
+                    checks.divergence(group, waiting, at, t, status);
+                }
+            }
+        }
+    }
+    let mut first = None;
+    for t in 0..group.threads {
+        if let Status::Waiting(_) = group.status[t].get() {
+            group.status[t].set(Status::Ready);
+            first.get_or_insert(t);
+        }
+    }
+    if first.is_some() {
+        group.epoch.set(group.epoch.get() + 1);
+        group.current.set(first.unwrap_or(0));
+    }
+    first
+}
+
+/// One launch's workgroups, handed out in chunks (`next`) to the launching thread and the pool's.
+struct GridJob<'k> {
+    grid: [u32; 3],
+    size: [u32; 3],
+    checks: usize,
+    kernel: &'k KernelCode,
+    entry_at: &'static Location<'static>,
+    next: AtomicU64,
+    total: u64,
+    chunk: u64,
 }
 
 fn run_grid(
@@ -391,45 +597,47 @@ fn run_grid(
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = (if workers == 0 { cores } else { workers as usize }).min(total as usize).max(1);
-    let next = AtomicU64::new(0);
-    let checks_addr = checks as usize;
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let next = &next;
-            scope.spawn(move || worker(grid, size, checks_addr as ChecksPtr, kernel, next, total, entry_at));
-        }
-    });
+    // About 64 chunks per worker: one atomic per chunk, not per workgroup, and still a balanced end.
+    let chunk = (total / (workers as u64 * 64)).clamp(1, 256);
+    let job = GridJob { grid, size, checks: checks as usize, kernel, entry_at, next: AtomicU64::new(0), total, chunk };
+    pool::run(workers - 1, &|| work(&job));
 }
 
-fn worker(
-    grid: [u32; 3],
-    size: [u32; 3],
-    checks: ChecksPtr,
-    kernel: &KernelCode,
-    next: &AtomicU64,
-    total: u64,
-    entry_at: &'static Location<'static>,
-) {
-    let group = Group::new(grid, size, checks, entry_at);
+thread_local! {
+    /// This thread's fiber stacks, kept from launch to launch (mapping them and their guard pages
+    /// is a system call per stack).
+    static STACKS: RefCell<Option<Stacks>> = const { RefCell::new(None) };
+}
+
+/// A worker's part of a launch: chunks of workgroups until none is left.
+fn work(job: &GridJob) {
+    let group = Group::new(job.grid, job.size, job.checks as ChecksPtr, job.entry_at);
     let threads = group.threads;
-    // One stack per invocation and one for the scheduler (mapped lazily: untouched when no
-    // invocation ever reaches a barrier).
-    let stacks = Stacks::new(threads + 1);
+    let kept = STACKS.with(|s| s.borrow_mut().take());
+    // One stack per invocation (mapped lazily: untouched when no invocation reaches a barrier).
+    let stacks = match kept {
+        Some(stacks) if stacks.count() >= threads => stacks,
+        _ => Stacks::new(threads.next_power_of_two().max(256)),
+    };
     #[cfg(feature = "sim")]
     sim::enter_group(&group);
+    let kernel = job.kernel;
     let starts: Vec<Start> = (0..threads).map(|local| Start { group: &group, local, body: kernel.body }).collect();
     group.spawn.set(Some(kernel.spawn));
     group.spawn_data.set([&stacks as *const Stacks as *const u8, starts.as_ptr() as *const u8]);
     loop {
-        let linear = next.fetch_add(1, Ordering::Relaxed);
-        if linear >= total {
+        let from = job.next.fetch_add(job.chunk, Ordering::Relaxed);
+        if from >= job.total {
             break;
         }
-        group.begin(linear);
-        unsafe { (kernel.group)(&group, kernel.body) };
+        for linear in from..(from + job.chunk).min(job.total) {
+            group.begin(linear);
+            unsafe { (kernel.group)(&group, kernel.body) };
+        }
     }
     #[cfg(feature = "sim")]
     sim::leave_group();
+    STACKS.with(|s| *s.borrow_mut() = Some(stacks));
 }
 
 /// Start invocation `u`'s fiber (ready to run the body from its beginning).
@@ -439,64 +647,4 @@ unsafe fn spawn<F: Fn(Ctx) + Sync>(group: &Group, u: usize) {
     let start = unsafe { (starts as *const Start).add(u) };
     let sp = unsafe { fiber::prepare(stacks.top(u), fiber_main::<F>, start as *mut u8) };
     group.sp[u].set(sp);
-}
-
-/// The scheduler of a workgroup that reached a barrier: fibers for the invocations not yet run,
-/// then the workgroup to its end, then back to the worker's stack.
-extern "C" fn scheduler_main(arg: *mut u8) -> ! {
-    let group = unsafe { &*(arg as *const Group) };
-    let spawn = group.spawn.get().expect("a worker sets spawn");
-    for u in group.current.get() + 1..group.threads {
-        unsafe { spawn(group, u) };
-    }
-    run_group(group);
-    let mut ignored = 0usize;
-    unsafe { fiber::switch(&mut ignored, group.resume_sp.get()) };
-    std::process::abort()
-}
-
-fn run_group(group: &Group) {
-    loop {
-        for t in 0..group.threads {
-            if group.status[t].get() == Status::Ready {
-                group.current.set(t);
-                unsafe { fiber::switch(group.sched_sp.as_ptr(), group.sp[t].get()) };
-            }
-        }
-        // Every fiber has stopped: at a barrier, or returned.
-        let mut first: Option<(usize, &'static Location<'static>)> = None;
-        let mut other: Option<(usize, Status)> = None;
-        for t in 0..group.threads {
-            match group.status[t].get() {
-                Status::Waiting(loc) => match first {
-                    None => first = Some((t, loc)),
-                    Some((_, at)) if other.is_none() && at != loc => other = Some((t, Status::Waiting(loc))),
-                    _ => {}
-                },
-                Status::Done => {
-                    if other.is_none() {
-                        other = Some((t, Status::Done));
-                    }
-                }
-                Status::Ready => {}
-            }
-        }
-        let Some((waiting, at)) = first else { return };
-        if let Some((_t, _status)) = other {
-            // Divergence: let the waiting go on (a GPU would hang or misbehave; this never hangs).
-            #[cfg(feature = "sim")]
-            if let Some(checks) = group.checks() {
-                if !group.diverged.replace(true) {
-                    checks.divergence(group, waiting, at, _t, _status);
-                }
-            }
-            let _ = (waiting, at);
-        }
-        group.epoch.set(group.epoch.get() + 1);
-        for t in 0..group.threads {
-            if let Status::Waiting(_) = group.status[t].get() {
-                group.status[t].set(Status::Ready);
-            }
-        }
-    }
 }

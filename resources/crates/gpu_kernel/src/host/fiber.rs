@@ -28,6 +28,7 @@ const MAP_PRIVATE_ANONYMOUS_NORESERVE: i32 = 0x02 | 0x20 | 0x4000;
 pub struct Stacks {
     base: *mut u8,
     bytes: usize,
+    count: usize,
 }
 
 impl Stacks {
@@ -43,7 +44,12 @@ impl Stacks {
         for i in 0..count {
             unsafe { mprotect((base as *mut u8).add(i * slot) as *mut c_void, PAGE, PROT_NONE) };
         }
-        Stacks { base: base as *mut u8, bytes }
+        Stacks { base: base as *mut u8, bytes, count }
+    }
+
+    /// How many stacks there are.
+    pub fn count(&self) -> usize {
+        self.count
     }
 
     /// The top (highest address, 16-byte aligned) of stack `i`. Tops are staggered within the

@@ -21,6 +21,7 @@
 mod exec;
 mod fiber;
 mod panic_line;
+mod pool;
 #[cfg(feature = "sim")]
 mod report;
 #[cfg(feature = "sim")]
