@@ -268,15 +268,10 @@ impl<T> Copy for In<'_, T> {}
 unsafe impl<T: Sync> Send for In<'_, T> {}
 unsafe impl<T: Sync> Sync for In<'_, T> {}
 
+// No `len()`: no GPU target knows a buffer's length (they take raw pointers), so a body that asked
+// would build on the cpu and nowhere else (tests/build/test_kernel_api_surface.py holds the
+// targets to one API); the host's own checks read the length from the handle's field.
 impl<T: Element> In<'_, T> {
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
     #[inline(always)]
     #[track_caller]
     pub fn get(&self, i: usize) -> T {
@@ -314,14 +309,6 @@ unsafe impl<T: Send> Send for Out<'_, T> {}
 unsafe impl<T: Send> Sync for Out<'_, T> {}
 
 impl<T: Element> Out<'_, T> {
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
     #[inline(always)]
     #[track_caller]
     pub fn get(&self, i: usize) -> T {
