@@ -22,17 +22,16 @@ Keys are two-level (docs/contracts.md, "Build keys"):
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from workbench.backends import RUST_BACKENDS, backend_row
+from workbench.build.scratch import locked
 from workbench.project import Project
 from workbench.records import ToolchainInfo
 
@@ -72,20 +71,8 @@ def target_lock(root: Path, backend: str, check=lambda: None, poll_s: float = 0.
     cargo locks the folder only while it runs; two projects whose crates share a name write the
     same `target/.../libNAME.so`, so the copy out must happen under the same lock. `check()` is
     polled while waiting (a cancel or a deadline raises)."""
-    folder = target_dir(root, backend)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".wb-lock", "a+") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                check()
-                time.sleep(poll_s)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with locked(target_dir(root, backend) / ".wb-lock", check, poll_s):
+        yield
 
 
 def build_environment(backend: str, environ: dict[str, str] | None = None) -> dict[str, str]:
