@@ -89,6 +89,10 @@ class CpuPrepared(Prepared):
         """What cpu-sim's checks found in the last launch (None: no checks ran)."""
         return self._launch.findings(self.spec) if self._launch is not None else None
 
+    def writers(self) -> dict[str, np.ndarray] | None:
+        """cpu-sim's writer arrays of the last launch, when asked for (`LaunchRecord.writers`)."""
+        return self._launch.writers() if self._launch is not None else None
+
     def download(self, names: list[str]) -> dict[str, np.ndarray]:
         missing = [n for n in names if n not in self._arrays]
         if missing:
