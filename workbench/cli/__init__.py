@@ -30,6 +30,7 @@ COMMANDS = {
     "new": "new",
     "trust": "trust",
     "ir": "ir",
+    "debug": "debug",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -89,6 +89,15 @@ class CpuPrepared(Prepared):
         """What cpu-sim's checks found in the last launch (None: no checks ran)."""
         return self._launch.findings(self.spec) if self._launch is not None else None
 
+    def use_workers(self, workers: int) -> None:
+        """Worker threads of the next launches (0: one per core; `workbench debug` runs one)."""
+        if self._launch is not None:
+            self._launch.record.workers = int(workers)
+
+    def buffer(self, name: str) -> np.ndarray:
+        """The array the kernel computes in (its address is what a debugger watches)."""
+        return self._arrays[name]
+
     def writers(self) -> dict[str, np.ndarray] | None:
         """cpu-sim's writer arrays of the last launch, when asked for (`LaunchRecord.writers`)."""
         return self._launch.writers() if self._launch is not None else None
