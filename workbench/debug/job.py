@@ -60,13 +60,16 @@ def debug_kernel(
     with tempfile.TemporaryDirectory(prefix="wb-debug-") as folder:
         work = Path(folder)
         inputs = verification_inputs(kernel, make_inputs(kernel, values, seed, project.root))
-        np.savez(work / "inputs.npz", **inputs)
-        job = {"spec": spec, "inputs": str(work / "inputs.npz"), "addresses": str(work / "addresses.json"),
+        files = {}
+        for name, array in inputs.items():
+            files[name] = str(work / f"{name}.bin")
+            np.ascontiguousarray(array).tofile(files[name])
+        job = {"spec": spec, "buffers": files, "addresses": str(work / "addresses.json"),
                "stderr": str(work / "stderr.txt")}  # fmt: skip
         (work / "job.json").write_text(json.dumps(job))
         prepared = time.perf_counter()
         stops = run_session(
-            launcher_argv(work / "job.json"), project.root, project.root, record["entry"],
+            launcher_argv(work / "job.json"), project.root, project.root, build.library, record["entry"],
             work / "addresses.json", breakpoint,
             (invocation.group, invocation.local) if invocation is not None else None,
             watch, list(commands or []), timeout_s, printed=work / "stderr.txt",

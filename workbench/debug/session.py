@@ -118,13 +118,16 @@ class GdbSession:
         self._events: list[dict[str, Any]] = []
         self._token = 0
         self.inferior_pid: int | None = None
+        # Settings before anything loads (no round trip each). No symbols of shared libraries
+        # unless asked (`run_session` reads the kernel's and the C library's): reading the
+        # interpreter's and its extensions' took most of the way to the entry.
+        settings = ("debuginfod enabled off", "pagination off", "confirm off", "print pretty off",
+                    "startup-with-shell off", "auto-solib-add off")  # fmt: skip
+        early = [arg for setting in settings for arg in ("-iex", f"set {setting}")]
         self.gdb = GdbController(
-            command=[gdb_path(), "--nx", "--quiet", "--interpreter=mi3", "--args", *argv],
-            time_to_check_for_additional_output_sec=0.02,
+            command=[gdb_path(), "--nx", "--quiet", *early, "--interpreter=mi3", "--args", *argv],
+            time_to_check_for_additional_output_sec=0.005,
         )
-        for setting in ("debuginfod enabled off", "breakpoint pending on", "pagination off", "confirm off",
-                        "print pretty off", "startup-with-shell off"):  # fmt: skip
-            self.command(f"-gdb-set {setting}")
         self.command(f"-environment-cd {json.dumps(str(cwd))}")
 
     # ---------------------------------------------------------------- the machine interface
@@ -259,6 +262,7 @@ def run_session(
     launcher_argv: list[str],
     cwd: Path,
     project_root: Path,
+    library: Path,
     entry: str,
     addresses_file: Path,
     breakpoint: tuple[Path, int] | None,
@@ -276,8 +280,17 @@ def run_session(
     session.printed = printed
     stops: list[Stop] = []
     try:
-        session.command(f"-break-insert -t -f {entry}")
+        # Stop when the kernel's library loads, read its symbols (and the C library's: a panic
+        # stops in abort), then run to the entry.
+        session.command(f"-catch-load -t {re.escape(library.name)}")
         session.command("-exec-run")
+        loaded = session.wait_stopped()
+        if loaded is None or loaded.get("reason") != "solib-event":
+            return [_ended(session, loaded, f"{library.name} was never loaded")]
+        for name in (library.name, "libc.so", "libgcc_s"):
+            session.command(f'-interpreter-exec console "sharedlibrary {name}"')
+        session.command(f"-break-insert -t {entry}")
+        session.command("-exec-continue")
         first = session.wait_stopped()
         if first is None or first.get("reason") != "breakpoint-hit":
             return [_ended(session, first, "the entry was never reached")]

@@ -17,18 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from workbench.kernel_api import ELEMENT_CTYPES
 from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
 from workbench.run.runtimes.cpu_launch import LaunchRecord, host_abi
 from workbench.run.spec import buffer_args, dtype_of
 
-_CTYPES = {
-    "f32": ctypes.c_float,
-    "f64": ctypes.c_double,
-    "i32": ctypes.c_int32,
-    "u32": ctypes.c_uint32,
-    "i64": ctypes.c_int64,
-    "u64": ctypes.c_uint64,
-}
+_CTYPES = ELEMENT_CTYPES
 
 
 def cpu_model() -> str:

@@ -14,35 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from workbench.kernel_api import HOST_ABI_SYMBOL, HOST_ABI_VERSION
+from workbench.kernel_api import HOST_ABI_SYMBOL, HOST_ABI_VERSION, Launch
 from workbench.run.runtimes.base import RuntimeFailure
 
 #: Bytes for the findings' JSON (the crate keeps 64 findings in full, each well under 1 KiB) and a
 #: traced invocation's records (up to 4096, about 120 bytes each; half the room when tracing).
 REPORT_BYTES = 1 << 20
-
-
-class Launch(ctypes.Structure):
-    _fields_ = [
-        ("grid", ctypes.c_uint32 * 3),
-        ("threads", ctypes.c_uint32 * 3),
-        ("lens", ctypes.POINTER(ctypes.c_uint64)),
-        ("nbufs", ctypes.c_uint32),
-        ("checks", ctypes.c_uint32),
-        ("workers", ctypes.c_uint32),
-        ("report", ctypes.c_void_p),
-        ("report_cap", ctypes.c_uint64),
-        ("report_len", ctypes.c_uint64),
-        # cpu-sim's trace of one invocation (`workbench.run.sim_trace`): on, workgroup, local id.
-        ("trace", ctypes.c_uint32),
-        ("trace_group", ctypes.c_uint32 * 3),
-        ("trace_local", ctypes.c_uint32 * 3),
-        # cpu-sim's last writer of every output element (`workbench.run.sim_writers`): on, and per
-        # buffer (manifest order) the arrays it goes to (null for inputs).
-        ("writers", ctypes.c_uint32),
-        ("writer_last", ctypes.POINTER(ctypes.c_void_p)),
-        ("writer_count", ctypes.POINTER(ctypes.c_void_p)),
-    ]
 
 
 def host_abi(library: ctypes.CDLL, path: str) -> bool:
