@@ -30,8 +30,8 @@ import numpy as np
 
 from workbench.errors import WorkbenchError
 
-#: Mismatching elements per buffer whose writers a result keeps (the details view lists 50).
-LIMIT = 50
+#: Mismatching elements per buffer whose writers a result keeps (as many as the details view lists).
+LIMIT = 100
 
 #: What `--writers` takes, for messages.
 FORMAT = "BUF[I][,BUF[I]...] (e.g. y[3],C[1025]); nothing: the check's mismatches only"
@@ -162,10 +162,16 @@ def sentence(name: str, record: dict[str, Any]) -> str:
         head += f" = {value:.{ELEMENT_DIGITS}g}"
     elif value is not None:
         head += f" = {value}"
+    return f"{head}, {writer_text(record)}"
+
+
+def writer_text(record: dict[str, Any]) -> str:
+    """`written by workgroup (4, 0, 0) local (210, 0, 0) at src/lib.rs:42` (the details view's
+    column, the end of `sentence`)."""
     if not record.get("group"):
-        return f"{head}, written by no invocation"
+        return "written by no invocation"
     who = f"workgroup {tuple(record['group'])} local {tuple(record['local'])}"
-    text = f"{head}, written by {who} at {record.get('file')}:{record.get('line')}"
+    text = f"written by {who} at {record.get('file')}:{record.get('line')}"
     writers = int(record.get("writers") or 0)
     if writers > 1:
         text += f" (last of {writers} writes by different invocations)"
