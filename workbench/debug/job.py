@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from workbench.debug.build import ensure_debug_build
-from workbench.debug.session import DebugError, launcher_argv, run_session
+from workbench.debug.session import DebugError, gdb_path, launcher_argv, run_session
 from workbench.project import Project
 from workbench.run.inputs import make_inputs, verification_inputs
 from workbench.run.sim_trace import TracePoint, outside
@@ -39,11 +39,9 @@ def debug_kernel(
     kernel = project.manifest.kernel(kernel_name)
     symbols = kernel.symbols(sizes or {}, None)
     values = kernel.evaluate(symbols)
-    build = ensure_debug_build(project, cache_dir)
-    built = time.perf_counter()
-    record = dict(build.info["kernels"][kernel.name], artifact=str(build.library), checks=True)
-    spec = make_launch_spec(kernel, "cpu-sim", record, symbols, 0, build.folder, values=values)
-    if invocation is not None and (why := outside(invocation, spec["grid"], spec["threads"])):
+    gdb_path()  # missing: said before anything is built
+    threads, grid = values.geometry("cpu-sim")
+    if invocation is not None and (why := outside(invocation, grid, threads)):
         raise DebugError(f"--invocation: {why}")
     breakpoint = None
     if break_at is not None:
@@ -57,6 +55,13 @@ def debug_kernel(
         breakpoint = (path, int(break_at[1]))
     if breakpoint is None and watch is None:
         raise DebugError("nothing to stop at: give --break FILE:LINE (with --invocation) or --watch BUF[I]")
+    if watch is not None and watch[0] not in (b.name for b in kernel.buffers):
+        names = ", ".join(b.name for b in kernel.buffers)
+        raise DebugError(f"--watch {watch[0]}[{watch[1]}]: no buffer {watch[0]!r} (buffers: {names})")
+    build = ensure_debug_build(project, cache_dir)
+    built = time.perf_counter()
+    record = dict(build.info["kernels"][kernel.name], artifact=str(build.library), checks=True)
+    spec = make_launch_spec(kernel, "cpu-sim", record, symbols, 0, build.folder, values=values)
     with tempfile.TemporaryDirectory(prefix="wb-debug-") as folder:
         work = Path(folder)
         inputs = verification_inputs(kernel, make_inputs(kernel, values, seed, project.root))
