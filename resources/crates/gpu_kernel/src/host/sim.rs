@@ -642,9 +642,6 @@ impl GlobalShadow {
             return;
         }
         let me = pack(self.generation, linear, local, epoch, lid);
-        if write && self.writers.is_on() {
-            self.writers.wrote(i, linear, local, lid);
-        }
         let cell = &self.cells[i];
         if self.atomic_generation.load(Ordering::Relaxed) == self.generation {
             // Atomics touched this buffer in this launch: another invocation's unordered atomic
@@ -655,6 +652,9 @@ impl GlobalShadow {
             }
         }
         if write {
+            if self.writers.is_on() {
+                self.writers.wrote(i, linear, local, lid);
+            }
             // Another writer, or a reader, not ordered before this write: a race. The swap makes
             // two writers on two threads see each other whatever the timing; a writer that wrote
             // this element already (same word) needs no atomic.
