@@ -1,6 +1,7 @@
 """`workbench debug` (issue 40, items 2 and 3) with the real gdb on real debug builds of the
 examples: a breakpoint in reduction's loop stops only in workgroup 3, local 17, whose locals are
-what a hand computation of its partial sum gives; `next` steps on from it; a watch on an element
+what a hand computation of its partial sum gives; `next` steps on from it, and over a barrier,
+while the workgroup's other invocations run (the shared array read before and after); a watch on an element
 of saxpy's y stops at the invocation that writes it with the old and new value; a kernel that
 panics under the debugger is reported, and one that never ends is stopped at the time limit."""
 
@@ -141,3 +142,36 @@ def test_a_kernel_that_never_ends_is_stopped_at_the_time_limit(example_copy, sha
     assert proc.returncode == 1, proc.stderr
     (stop,) = json.loads(proc.stdout)["stops"]
     assert stop["reason"] == "timeout" and "5 s" in stop["detail"]
+
+
+def test_stepping_over_a_barrier_lets_the_workgroup_s_other_invocations_run(
+    example_copy, shared_cache_dir, tmp_path
+):
+    root = example_copy("reduction")
+    text = (root / "src" / "lib.rs").read_text()
+    barrier = text[: text.index("    ctx.barrier();\n")].count("\n") + 1  # the first one
+    commands = tmp_path / "commands"
+    commands.write_text("print *(scratch.ptr + 18)\nnext\nprint *(scratch.ptr + 18)\nprint *scratch.ptr@4\n")
+    proc = debug(root, shared_cache_dir, "--invocation", "3:17", "--break", f"src/lib.rs:{barrier}",
+                 "--size", "n=16384", "--commands", str(commands), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    before, after = json.loads(proc.stdout)["stops"]
+    assert (before["line"], after["line"]) == (barrier, barrier + 1)
+    assert after["reason"] == "step" and after["invocation"] == {"group": [3, 0, 0], "local": [17, 0, 0]}
+    # Between two barriers a workgroup's invocations run one after another: at the barrier,
+    # invocation 18 has not stored its sum yet; once it opens, every invocation has.
+    assert before["prints"] == [{"expression": "*(scratch.ptr + 18)", "value": "0"}]
+    x = inputs(root, {"n": 16384})["x"]
+
+    def partial_sum(t: int) -> np.float32:
+        lo = 3 * 2048 + t * 4
+        first = (x[lo] + x[lo + 1]) + (x[lo + 2] + x[lo + 3])
+        second = (x[lo + 1024] + x[lo + 1025]) + (x[lo + 1026] + x[lo + 1027])
+        return np.float32(0.0) + (first + second)
+
+    one, four = after["prints"]
+    # ... and the barrier opened in order: invocations 0-16 ran on to the next barrier before 17
+    # resumed (each folded its upper partner, t + 128, into its own element), 18 did not yet.
+    assert np.float32(float(one["value"])) == partial_sum(18)
+    folded = [partial_sum(t) + partial_sum(t + 128) for t in range(4)]
+    assert [np.float32(float(v)) for v in four["value"].strip("[]").split(",")] == folded
