@@ -2,17 +2,20 @@
 optimisation) with the kernel API's `debug` feature (the `sim` checks, and the executor publishes
 the invocation running now: `gpu_kernel::host::debug`). Made on demand beside the cpu-sim build
 it belongs to, like the line tables (`build/line_info.py`): a cargo target dir of its own
-(`cpu-debug`, never waited for by the hot-reload builds), the library copied into the cpu-sim
-build's artifact folder as `<crate>.debug.so` and named in its build.json:
+(`cpu-debug/<folder hash>`, never waited for by the hot-reload builds), the library copied into
+the cpu-sim build's artifact folder as `<crate>.<folder hash>.debug.so` and named in its
+build.json, one per project folder (debug information names the sources by their full paths):
 
-    "debug_build": {"artifact": "libsaxpy.debug.so", "flags": [...], "note": ...}
+    "debug_builds": {"<folder hash>": {"artifact": "libsaxpy.<folder hash>.debug.so",
+                                       "project": "/.../saxpy", "flags": [...], "note": ...}}
 
-so the next `workbench debug` of the same sources finds it there (the cpu-sim build's cache key
-covers the sources, so a source edit gives a new folder without it).
+so the next `workbench debug` of the same sources in the same folder finds it there (the cpu-sim
+build's cache key covers the sources, so a source edit gives a new folder without it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -32,7 +35,7 @@ from workbench.project import Project
 
 #: The kernel API's feature of the debug build (implies `sim`).
 DEBUG_FEATURE = f"{CRATE_NAME}/debug"
-#: The cargo target dir of the debug builds (beside the hot-reload ones).
+#: The cargo target dirs of the debug builds, one per project folder (beside the hot-reload ones).
 DEBUG_TARGET = "cpu-debug"
 #: cargo's dev profile with its debug info and optimisation pinned (a crate's own [profile.dev]
 #: may say otherwise): locals and lines as written, every inlined function's variables kept.
@@ -70,16 +73,24 @@ def ensure_debug_build(
         raise DebugBuildError(f"the cpu-sim build {result.status}: {why}")
     folder = Path(result.artifact_dir)
     data: dict[str, Any] = read_build(folder)
-    known = (data.get("debug_build") or {}).get("artifact")
+    # The cpu-sim build's key leaves the project's folder out (a copy of a project shares its
+    # build), but debug information names the source files by their full paths: one debug build
+    # per folder, or a copy's breakpoints would name files gdb never saw.
+    where = str(project.root.resolve())
+    place = hashlib.sha256(where.encode()).hexdigest()[:12]
+    known = ((data.get("debug_builds") or {}).get(place) or {}).get("artifact")
     if known and (folder / known).is_file():
         return DebugBuild(folder / known, folder, data)
     adapter, toolchain = ADAPTERS["cpu-sim"], detect("cpu-sim")
     flags = _flags(list(data.get("flags") or []))
     timed = next(iter(data.get("kernels", {}).values()), {}).get("artifact", "kernel.so")
-    name = Path(timed).stem + SUFFIX
-    target_dir = cache.target_dir(root, DEBUG_TARGET)
+    name = f"{Path(timed).stem}.{place}{SUFFIX}"
+    # A target dir per folder too: cargo hashes a path package relative to its workspace, so two
+    # copies of a crate would share the first one's library (and its paths) in one target dir.
+    target = f"{DEBUG_TARGET}/{place}"
+    target_dir = cache.target_dir(root, target)
     with (
-        cache.target_lock(root, DEBUG_TARGET, budget.check),
+        cache.target_lock(root, target, budget.check),
         tempfile.TemporaryDirectory(prefix=".debug-", dir=folder.parent) as staging,
     ):
         req = BuildRequest(project, "cpu-sim", toolchain, data.get("target") or "host", flags,
@@ -92,8 +103,10 @@ def ensure_debug_build(
         tmp = folder / f".{name}.tmp"
         shutil.copyfile(library, tmp)
         os.replace(tmp, folder / name)
-    data["debug_build"] = {
+    data = read_build(folder)  # as it is now: another folder's debug build may have been added
+    data.setdefault("debug_builds", {})[place] = {
         "artifact": name,
+        "project": where,
         "flags": flags,
         "note": f"a debug build for workbench debug (dev profile, {DEBUG_FEATURE}); the timed code is {timed}",
     }
