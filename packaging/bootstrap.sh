@@ -19,7 +19,7 @@ mode=${1:-open}
 
 # Rust with the NVPTX target and std sources (offline -Zbuild-std), wgpu's CPU Vulkan driver,
 # SPIR-V tools, and the libraries Qt needs even offscreen.
-APT_PACKAGES=(rustc-web cargo-web rust-web-src mesa-vulkan-drivers glslang-tools spirv-tools
+APT_PACKAGES=(rustc-web cargo-web rust-web-src mesa-vulkan-drivers glslang-tools spirv-tools gdb
   libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0)
 # Qt's xcb platform plugin (a real window on X11) needs these since Qt 6.5.
 APT_PACKAGES+=(libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0

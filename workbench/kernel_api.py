@@ -19,6 +19,7 @@ record (grid, threads, buffer lengths, checks, report) before the manifest's arg
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import stat
@@ -42,6 +43,44 @@ SIM_FEATURE = f"{CRATE_NAME}/sim"
 KERNEL_API_VERSION = 1
 #: Where the crate declares it: `[package.metadata.<METADATA_TABLE>] <VERSION_KEY> = N`.
 METADATA_TABLE, VERSION_KEY = "workbench", "kernel-api"
+
+#: Each manifest element type as ctypes passes it (the cpu runtime's scalars, the debug launcher's
+#: buffers).
+ELEMENT_CTYPES = {
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+    "i32": ctypes.c_int32,
+    "u32": ctypes.c_uint32,
+    "i64": ctypes.c_int64,
+    "u64": ctypes.c_uint64,
+}
+
+
+class Launch(ctypes.Structure):
+    """`gpu_kernel::host::Launch` (the same `#[repr(C)]` layout): what an entry on the kernel API
+    takes first. Here, not in `run/runtimes/cpu_launch.py`, so the debug launcher reads it without
+    numpy."""
+
+    _fields_ = [
+        ("grid", ctypes.c_uint32 * 3),
+        ("threads", ctypes.c_uint32 * 3),
+        ("lens", ctypes.POINTER(ctypes.c_uint64)),
+        ("nbufs", ctypes.c_uint32),
+        ("checks", ctypes.c_uint32),
+        ("workers", ctypes.c_uint32),
+        ("report", ctypes.c_void_p),
+        ("report_cap", ctypes.c_uint64),
+        ("report_len", ctypes.c_uint64),
+        # cpu-sim's trace of one invocation (`workbench.run.sim_trace`): on, workgroup, local id.
+        ("trace", ctypes.c_uint32),
+        ("trace_group", ctypes.c_uint32 * 3),
+        ("trace_local", ctypes.c_uint32 * 3),
+        # cpu-sim's last writer of every output element (`workbench.run.sim_writers`): on, and per
+        # buffer (manifest order) the arrays it goes to (null for inputs).
+        ("writers", ctypes.c_uint32),
+        ("writer_last", ctypes.POINTER(ctypes.c_void_p)),
+        ("writer_count", ctypes.POINTER(ctypes.c_void_p)),
+    ]
 
 
 def crate_dir() -> Path:

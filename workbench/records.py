@@ -318,6 +318,9 @@ class RunResult(Record):
     #: cpu-sim's trace of one invocation: `{"group", "local", "records": [...], "dropped": N}`
     #: (workbench.run.sim_trace.located); None where none was asked for; in `to_json` only when set.
     trace: dict[str, Any] | None = None
+    #: cpu-sim's element → writer, per output buffer: `{"written", "unwritten", "single", "several",
+    #: "max_writers", "elements": [...]}` (workbench.run.sim_writers); None where none was asked for.
+    writers: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         """One line: backend, device, status, verdict, median (the console prints lists of these)."""
@@ -368,6 +371,8 @@ class RunResult(Record):
             out["findings"] = self.findings
         if self.trace is not None:
             out["trace"] = self.trace
+        if self.writers is not None:
+            out["writers"] = self.writers
         return out
 
     @classmethod

@@ -32,6 +32,9 @@ TOOLCHAIN_HINTS = {
     ),
 }
 
+#: What `workbench debug` needs (set-up installs it with the Debian packages).
+DEBUGGER_HINT = "gdb 12 or later: apt-get install gdb (what set-up installs), and pygdbmi (a dependency)"
+
 #: README.md's "CUDA runtime" row: what running on NVIDIA GPUs needs (the cuda runtime's reason
 #: when pycuda is missing ends with it).
 CUDA_RUNTIME_HINT = (

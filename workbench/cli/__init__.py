@@ -33,6 +33,7 @@ COMMANDS = {
     "fmt": "fmt",
     "lint": "lint",
     "test": "test",
+    "debug": "debug",
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

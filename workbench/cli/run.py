@@ -24,6 +24,9 @@ from workbench.run.request import RunRequest
 from workbench.run.sim_findings import summary
 from workbench.run.sim_trace import lines as trace_lines
 from workbench.run.sim_trace import parse_point
+from workbench.run.sim_writers import lines as writer_lines
+from workbench.run.sim_writers import parse_elements as parse_writers
+from workbench.run.sim_writers import unknown_buffer
 from workbench.size_values import parse_sizes
 
 
@@ -111,6 +114,11 @@ def register(subparsers) -> None:
         help="cpu-sim: record the ctx.trace(name, value) calls of one invocation (its workgroup, then "
         "its local id; y and z default to 0) and print them under the table (--json: results[].trace)",
     )  # fmt: skip
+    parser.add_argument(
+        "--writers", metavar="BUF[I],...", nargs="?", const="",
+        help="cpu-sim: record which invocation and Rust line last wrote each output element, and print "
+        "it for the check's mismatches and the elements named (--json: results[].writers)",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -192,6 +200,15 @@ def run(args) -> int:
         raise WorkbenchError(
             f"--trace {args.trace}: only cpu-sim traces; add it to --backend (e.g. cpu,cpu-sim)"
         )
+    args.writer_elements = parse_writers(args.writers) if args.writers is not None else None
+    if args.writer_elements is not None and "cpu-sim" not in parse_backends(args.backend or ""):
+        raise WorkbenchError(
+            "--writers: only cpu-sim records writers; add it to --backend (e.g. cpu,cpu-sim)"
+        )
+    if args.writer_elements and kernel is not None:
+        problem = unknown_buffer(args.writer_elements, [b.name for b in kernel.buffers if b.is_output])
+        if problem:
+            raise WorkbenchError(problem)
 
     from workbench.profile.sessions.findings_history import dispute_from_history
     from workbench.profile.sessions.recorder import SessionRecorder
@@ -252,6 +269,8 @@ def _print_repetition(args, report, host, series, index: int) -> None:
     for result in report.results:
         if result.trace is not None:
             print("\n".join(f"{result.backend}: {line}" for line in trace_lines(result.trace)))
+        if result.writers is not None:
+            print("\n".join(f"{result.backend}: {line}" for line in writer_lines(result.writers)))
 
 
 def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any]]:
@@ -280,6 +299,7 @@ def _run_once(project, args, sizes, devices, series) -> tuple[Any, dict[str, Any
             project, args.backend, devices, kernel=args.kernel, sizes=sizes,
             timeout_s=args.timeout, artifacts_dir=args.artifacts, seed=args.seed,
             cache_dir=args.cache_dir, reference=args.reference, trace=args.trace_point,
+            writers=args.writer_elements,
             # Only a recording with --keep-outputs reads every backend's arrays: the others are let
             # go once verified, so a run at 2^28 holds one backend's outputs at a time.
             keep_outputs=bool(args.keep_outputs and not args.no_record),

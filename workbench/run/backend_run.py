@@ -24,7 +24,7 @@ from workbench.manifest import Kernel, Values
 from workbench.project import Project
 from workbench.provenance import provenance
 from workbench.records import CheckRecord, RunResult, TimingStats
-from workbench.run import sim_findings, sim_trace
+from workbench.run import sim_findings, sim_trace, sim_writers
 from workbench.run import timing as timing_mod
 from workbench.run.buffers import BackendBuffers
 from workbench.run.build_stage import StagedBuild
@@ -78,6 +78,8 @@ class RunContext:
     active: WorkerProcess | None = None
     #: The invocation cpu-sim traces (`sim_trace.TracePoint`; None: none).
     trace: Any = None
+    #: cpu-sim records writers: the elements named besides the mismatches (None: no writers).
+    writers: list[tuple[str, int]] | None = None
 
     @cached_property
     def source_hash(self) -> str | None:
@@ -119,7 +121,7 @@ def run_backend(
     try:
         spec = make_launch_spec(
             ctx.kernel, backend, kernels[ctx.kernel.name], ctx.symbols, choice.index, build.folder,
-            values=ctx.values, trace=ctx.trace,
+            values=ctx.values, trace=ctx.trace, writers=ctx.writers is not None,
         )  # fmt: skip
     except (ValueError, WorkbenchError) as exc:
         return error(ctx, backend, choice, build, str(exc)), None
@@ -151,9 +153,10 @@ def run_backend(
         )
         worker.request(header, arrays, timeout_s=SETUP_TIMEOUT_S, fds=fds)
         ctx.emit(RunPhase(backend, "launch"))
-        launched = worker.request(
+        launched, writer_arrays = worker.request(
             {"op": "launch", "count": 1}, timeout_s=ctx.timeout_s, phase="the verification launch"
-        )[0]
+        )
+        locations = (launched.get("findings") or {}).pop("locations", None)
         trace = _trace(ctx, launched)
         findings = _findings(ctx, launched, backend)
         names = output_names(ctx.kernel)
@@ -171,6 +174,7 @@ def run_backend(
             pending = checker.submit(policy.check, backend, outputs, ctx.kernel)
         else:
             verified, check = policy.check(backend, outputs, ctx.kernel)
+            findings = _writers(ctx, findings, writer_arrays, locations, spec, outputs, policy)
             if timed:  # the verdict now, the timing after its samples
                 early = _result(ctx, backend, choice, build, spec, verified, check, None, findings, trace)
                 ctx.emit(RunVerified(backend, choice.device, early))
@@ -198,6 +202,7 @@ def run_backend(
             if pending is not None:
                 try:
                     verified, check = pending.result()  # before an error is reported: it keeps them
+                    findings = _writers(ctx, findings, writer_arrays, locations, spec, outputs, policy)
                 finally:
                     checker.shutdown()
         if not ctx.keeps_outputs(backend):
@@ -231,6 +236,9 @@ def _result(ctx, backend, choice, build, spec, verified, check, stats, findings,
         timing=stats, throughput=_no_throughput(), error=None,
         provenance=_provenance(ctx, backend, choice, build, spec, stats), findings=findings, trace=trace,
     )  # fmt: skip
+    if findings is not None and "writers" in findings:  # carried beside the findings (`_writers`)
+        result.findings = {k: v for k, v in findings.items() if k != "writers"}
+        result.writers = findings["writers"]
     if stats is not None:
         result.throughput = timing_mod.throughput(
             stats.median_s, ctx.values.metrics.get("bytes"), ctx.values.metrics.get("flops"), choice.device
@@ -321,6 +329,21 @@ def _trace(ctx: RunContext, reply: dict[str, Any]) -> dict[str, Any] | None:
         return None
     records, dropped = report.pop("trace") or [], report.pop("trace_dropped", 0)
     return sim_trace.located(records, dropped, ctx.trace, ctx.project.manifest.crate_dir, ctx.project.root)
+
+
+def _writers(ctx, findings, arrays, locations, spec, outputs, policy) -> dict[str, Any] | None:
+    """The findings with cpu-sim's writers beside them (`"writers"`, `sim_writers.located_writers`:
+    the mismatches' and the named elements'), when the run asked for writers."""
+    if findings is None or ctx.writers is None or not arrays or locations is None:
+        return findings
+    from workbench.run.verify import Tolerance
+
+    k = ctx.kernel.check
+    writers = sim_writers.located_writers(
+        arrays, locations, spec, outputs, policy.outputs if policy.outputs is not outputs else None,
+        Tolerance(k.rtol, k.atol, k.max_ulp), ctx.writers, ctx.project.manifest.crate_dir, ctx.project.root,
+    )  # fmt: skip
+    return {**findings, "writers": writers}
 
 
 def _findings(ctx: RunContext, reply: dict[str, Any], backend: str) -> dict[str, Any] | None:

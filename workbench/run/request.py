@@ -47,6 +47,9 @@ class RunRequest:
     keep_outputs: bool = True
     #: The invocation whose `ctx.trace` values cpu-sim records (`sim_trace.TracePoint`); None: none.
     trace: Any = None
+    #: cpu-sim records each output element's writer: the elements named (`[(buffer, index)]`,
+    #: `sim_writers.parse_elements`) besides the check's mismatches; None: no writers.
+    writers: list[tuple[str, int]] | None = None
 
     @classmethod
     def of(

@@ -191,6 +191,7 @@ class RunService:
         keep_outputs: bool = True,
         build_job: Any = None,
         trace: Any = None,
+        writers: list[tuple[str, int]] | None = None,
     ) -> RunReport:
         """Build (unless `artifacts_dir`), run, verify and time `kernel` on `backends`.
 
@@ -207,7 +208,8 @@ class RunService:
         runtime is unavailable (they go on building, for inspection; their rows say so).
 
         `trace` (a `sim_trace.TracePoint`): the invocation whose `ctx.trace` values a cpu-sim
-        result carries (`RunResult.trace`).
+        result carries (`RunResult.trace`). `writers` (a list of (buffer, index), maybe empty): a
+        cpu-sim result carries the writers of its mismatches and those elements (`RunResult.writers`).
 
         `on_event(event)` is called from this thread with the run's events (`events.py`, one
         record per kind): `RunBuilding`, `RunBuildEvent`, `RunBuilt`, `RunStarted`, `RunPhase`,
@@ -216,7 +218,7 @@ class RunService:
             project, backends, devices, kernel=kernel, sizes=sizes, timeout_s=timeout_s,
             artifacts_dir=artifacts_dir, build_service=build_service, seed=seed, cache_dir=cache_dir,
             tunables=tunables, reference=reference, keep_outputs=keep_outputs, build_job=build_job,
-            trace=trace,
+            trace=trace, writers=writers,
         )  # fmt: skip
         return self.execute(request, on_event)
 
@@ -268,7 +270,7 @@ class RunService:
             tunables={name: symbols[name] for name in k.tunables},
             seed=run_seed, timeout_s=float(request.timeout_s), timing=self.timing,
             catalog=self.catalog, input_cache=self.inputs, cancelled=self._cancel, emit=emit,
-            trace=request.trace,
+            trace=request.trace, writers=request.writers,
         )  # fmt: skip
         reference_choice = request.reference
         if reference_choice is not None and reference_choice not in BACKENDS:

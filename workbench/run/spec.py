@@ -92,6 +92,7 @@ def make_launch_spec(
     artifact_dir: str | Path | None = None,
     values: Values | None = None,
     trace: Any = None,
+    writers: bool = False,
 ) -> dict[str, Any]:
     """Build the launch spec of `kernel` on `backend` for one problem size.
 
@@ -151,6 +152,8 @@ def make_launch_spec(
             **({"checks": True} if artifact.get("checks") else {}),
             # ... and records the `ctx.trace` values of this invocation (`sim_trace.TracePoint`).
             **({"trace": trace.to_json()} if trace is not None and artifact.get("checks") else {}),
+            # ... and each output element's last writer (`sim_writers`).
+            **({"writers": True} if writers and artifact.get("checks") else {}),
         },
         "args": args,
         "threads": list(threads),

@@ -127,7 +127,8 @@ class WorkerState:
             report = findings() if findings is not None else None
             if report is not None:
                 reply["findings"] = report
-            return reply, None
+            writers = getattr(prepared, "writers", None)  # cpu-sim's element → writer arrays
+            return reply, (writers() if writers is not None else None)
         if op == "measure":
             return self.measure(header, progress), None
         if op == "download":

@@ -30,6 +30,7 @@ from workbench.result_text import ELEMENT_DIGITS, check_line, format_number, sta
 from workbench.run.labels import device_label
 from workbench.run.mismatches import BufferMismatches, result_mismatches
 from workbench.run.sim_device import SIM_BACKEND
+from workbench.run.sim_writers import writer_text
 from workbench.ui import theme
 from workbench.ui.trace_view import TraceBridge, TraceView
 from workbench.units import format_tolerance
@@ -138,9 +139,14 @@ class ResultDetails(QDialog):
         if buffer.note:
             head += f" — {buffer.note}"
         layout.addWidget(QLabel(head))
-        table = QTableWidget(len(buffer.first), len(MISMATCH_COLUMNS))
+        # cpu-sim with --writers (`RunResult.writers`): which invocation wrote each element, where.
+        writers = {
+            e["index"]: e for e in ((self.result.writers or {}).get(buffer.name) or {}).get("elements", [])
+        }
+        columns = (*MISMATCH_COLUMNS, "Written by") if writers else MISMATCH_COLUMNS
+        table = QTableWidget(len(buffer.first), len(columns))
         table.setObjectName(f"mismatches:{buffer.name}")
-        table.setHorizontalHeaderLabels(MISMATCH_COLUMNS)
+        table.setHorizontalHeaderLabels(columns)
         table.verticalHeader().setVisible(False)
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -150,6 +156,8 @@ class ResultDetails(QDialog):
                 str(m.index), _num(m.expected), _num(m.got), _num(m.abs_err), _num(m.rel_err),
                 _num(m.ulp_err), "yes" if m.unwritten else "",
             )  # fmt: skip
+            if writers:
+                texts += (writer_text(writers[m.index]) if m.index in writers else "",)
             for col, text in enumerate(texts):
                 item = QTableWidgetItem(text)
                 if col < 6:

@@ -17,18 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from workbench.kernel_api import ELEMENT_CTYPES
 from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
 from workbench.run.runtimes.cpu_launch import LaunchRecord, host_abi
 from workbench.run.spec import buffer_args, dtype_of
 
-_CTYPES = {
-    "f32": ctypes.c_float,
-    "f64": ctypes.c_double,
-    "i32": ctypes.c_int32,
-    "u32": ctypes.c_uint32,
-    "i64": ctypes.c_int64,
-    "u64": ctypes.c_uint64,
-}
+_CTYPES = ELEMENT_CTYPES
 
 
 def cpu_model() -> str:
@@ -88,6 +82,19 @@ class CpuPrepared(Prepared):
     def findings(self) -> dict[str, Any] | None:
         """What cpu-sim's checks found in the last launch (None: no checks ran)."""
         return self._launch.findings(self.spec) if self._launch is not None else None
+
+    def use_workers(self, workers: int) -> None:
+        """Worker threads of the next launches (0: one per core; `workbench debug` runs one)."""
+        if self._launch is not None:
+            self._launch.record.workers = int(workers)
+
+    def buffer(self, name: str) -> np.ndarray:
+        """The array the kernel computes in (its address is what a debugger watches)."""
+        return self._arrays[name]
+
+    def writers(self) -> dict[str, np.ndarray] | None:
+        """cpu-sim's writer arrays of the last launch, when asked for (`LaunchRecord.writers`)."""
+        return self._launch.writers() if self._launch is not None else None
 
     def download(self, names: list[str]) -> dict[str, np.ndarray]:
         missing = [n for n in names if n not in self._arrays]

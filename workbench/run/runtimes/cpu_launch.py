@@ -18,7 +18,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from workbench.kernel_api import HOST_ABI_SYMBOL, HOST_ABI_VERSION
+import numpy as np
+
+from workbench.kernel_api import HOST_ABI_SYMBOL, HOST_ABI_VERSION, Launch
 from workbench.run.runtimes.base import RuntimeFailure
 
 #: Bytes for the findings' JSON (the crate keeps 64 findings in full, each well under 1 KiB) and a
@@ -27,24 +29,6 @@ REPORT_BYTES = 1 << 20
 #: What starts the line a kernel's panic writes to stderr (gpu_kernel's `host/panic_line.rs`);
 #: JSON follows: {"file", "line", "column", "message"}.
 PANIC_MARK = "gpu_kernel panic: "
-
-
-class Launch(ctypes.Structure):
-    _fields_ = [
-        ("grid", ctypes.c_uint32 * 3),
-        ("threads", ctypes.c_uint32 * 3),
-        ("lens", ctypes.POINTER(ctypes.c_uint64)),
-        ("nbufs", ctypes.c_uint32),
-        ("checks", ctypes.c_uint32),
-        ("workers", ctypes.c_uint32),
-        ("report", ctypes.c_void_p),
-        ("report_cap", ctypes.c_uint64),
-        ("report_len", ctypes.c_uint64),
-        # cpu-sim's trace of one invocation (`workbench.run.sim_trace`): on, workgroup, local id.
-        ("trace", ctypes.c_uint32),
-        ("trace_group", ctypes.c_uint32 * 3),
-        ("trace_local", ctypes.c_uint32 * 3),
-    ]
 
 
 def host_abi(library: ctypes.CDLL, path: str) -> bool:
@@ -93,9 +77,39 @@ class LaunchRecord:
             self.record.trace = 1
             self.record.trace_group = _three(trace["group"], "trace workgroup")
             self.record.trace_local = _three(trace["local"], "trace local id")
+        # Writers: one array pair per output buffer, filled by the next launch only (the timed
+        # launches after it do not pay for them).
+        self.writer_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if self.checks and spec["artifact"].get("writers"):
+            buffers = [a for a in spec["args"] if a["kind"] == "buffer"]
+            lasts = (ctypes.c_void_p * max(1, len(buffers)))()
+            counts = (ctypes.c_void_p * max(1, len(buffers)))()
+            for k, arg in enumerate(buffers):
+                if arg.get("direction", "in") in ("out", "inout"):
+                    n = int(arg["length"])
+                    pair = (np.zeros(n, np.uint64), np.zeros(n, np.uint32))
+                    self.writer_arrays[arg["name"]] = pair
+                    lasts[k], counts[k] = pair[0].ctypes.data, pair[1].ctypes.data
+            self._writer_tables = (lasts, counts)  # kept alive with the record
+            self.record.writers = 1
+            self.record.writer_last = ctypes.cast(lasts, ctypes.POINTER(ctypes.c_void_p))
+            self.record.writer_count = ctypes.cast(counts, ctypes.POINTER(ctypes.c_void_p))
 
     def pointer(self) -> ctypes.c_void_p:
         return ctypes.c_void_p(ctypes.addressof(self.record))
+
+    def writers(self) -> dict[str, np.ndarray] | None:
+        """The writer arrays the last launch filled (`writers.last.NAME` u64, `writers.count.NAME`
+        u32 per output buffer; decoded by `workbench.run.sim_writers`), once: later launches
+        record none. None when no writers were asked for or they were taken already."""
+        if not self.record.writers:
+            return None
+        self.record.writers = 0
+        out: dict[str, np.ndarray] = {}
+        for name, (last, count) in self.writer_arrays.items():
+            out[f"writers.last.{name}"], out[f"writers.count.{name}"] = last, count
+        self.writer_arrays = {}
+        return out
 
     def findings(self, spec: dict[str, Any]) -> dict[str, Any] | None:
         """The last launch's findings (`{"findings": [...], "dropped": N}`, each buffer finding

@@ -438,6 +438,8 @@ unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
         let mut local = [0; 3];
         for t in 0..threads {
             group.current.set(t);
+            #[cfg(feature = "debug")]
+            super::debug::now_running(group, t);
             body(Ctx { local, t: t as u32, ..first });
             if group.converted.get() {
                 home_returned(group, t);
@@ -496,6 +498,8 @@ fn stop(group: &Group, me: usize, save: *mut usize) {
     // The common case: the next invocation is ready (every one waits at the same barrier).
     if next < group.threads && group.status[next].get() == Status::Ready {
         group.current.set(next);
+        #[cfg(feature = "debug")]
+        super::debug::now_running(group, next);
         unsafe { fiber::switch(save, group.sp[next].get()) };
         return;
     }
@@ -513,6 +517,8 @@ fn stop_slow(group: &Group, me: usize, save: *mut usize) {
         Some(u) if u == me => {}
         Some(u) => {
             group.current.set(u);
+            #[cfg(feature = "debug")]
+            super::debug::now_running(group, u);
             unsafe { fiber::switch(save, group.sp[u].get()) };
         }
         None if me == group.home.get() => {}
@@ -563,6 +569,8 @@ fn open_barrier(group: &Group) -> Option<usize> {
     if first.is_some() {
         group.epoch.set(group.epoch.get() + 1);
         group.current.set(first.unwrap_or(0));
+        #[cfg(feature = "debug")]
+        super::debug::now_running(group, first.unwrap_or(0));
     }
     first
 }

@@ -23,6 +23,8 @@ mod fiber;
 mod panic_line;
 mod pool;
 #[cfg(feature = "sim")]
+pub mod debug;
+#[cfg(feature = "sim")]
 mod report;
 #[cfg(feature = "sim")]
 mod sim;
@@ -126,6 +128,11 @@ pub struct Launch {
     pub trace: u32,
     pub trace_group: [u32; 3],
     pub trace_local: [u32; 3],
+    /// 1: record each `Out` element's last writer (`debug::Writers`) into the arrays below, per
+    /// buffer in manifest order (null for inputs); read only with the checks on.
+    pub writers: u32,
+    pub writer_last: *const *mut u64,
+    pub writer_count: *const *mut u32,
 }
 
 /// A value [`Ctx::trace`] recorded (`crate::Trace`).
@@ -157,7 +164,9 @@ impl<'l> Kernel<'l> {
         let checks = (launch.checks != 0).then(|| {
             // Read only with the checks on: a record without them may end before these fields.
             let traced = (launch.trace != 0).then_some((launch.trace_group, launch.trace_local));
-            Box::new(sim::Checks::new(launch.grid, launch.threads, traced))
+            let mut checks = Box::new(sim::Checks::new(launch.grid, launch.threads, traced));
+            checks.writers = launch.writers != 0;
+            checks
         });
         Kernel {
             launch,
@@ -202,7 +211,7 @@ impl<'l> Kernel<'l> {
             checks: self.checks_ptr(),
             #[cfg(feature = "sim")]
             shadow: match &self.checks {
-                Some(checks) => checks.global_shadow(buffer as u32, len),
+                Some(checks) => checks.global_shadow(buffer as u32, len, debug::Writers::of(self.launch, buffer)),
                 None => core::ptr::null(),
             },
             _life: PhantomData,

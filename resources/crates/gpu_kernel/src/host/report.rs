@@ -82,6 +82,19 @@ pub fn write(checks: &Checks, out: &mut [u8]) -> usize {
         }
         let _ = write!(text, "],\"trace_dropped\":{dropped}");
     }
+    if checks.writers {
+        // The writer arrays' location ids: id k + 1 is entry k (debug::Writers).
+        text.push_str(",\"locations\":[");
+        for (k, at) in super::sim::locations().iter().enumerate() {
+            if k > 0 {
+                text.push(',');
+            }
+            text.push('{');
+            location(&mut text, at);
+            text.push('}');
+        }
+        text.push(']');
+    }
     text.push('}');
     if text.len() > out.len() {
         return 0;

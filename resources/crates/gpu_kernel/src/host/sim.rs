@@ -92,6 +92,8 @@ pub struct Checks {
     findings: Mutex<(Vec<Finding>, HashMap<(&'static str, Array, Loc, Option<Loc>), usize>)>,
     shadows: Mutex<Vec<Box<GlobalShadow>>>,
     pub(crate) dropped: AtomicU64,
+    /// The launch records writers (`debug::Writers`): the report lists the locations.
+    pub(crate) writers: bool,
 }
 
 fn order(access: &Access) -> ([u32; 3], [u32; 3]) {
@@ -113,6 +115,7 @@ impl Checks {
             findings: Mutex::new((Vec::new(), HashMap::new())),
             shadows: Mutex::new(Vec::new()),
             dropped: AtomicU64::new(0),
+            writers: false,
         }
     }
 
@@ -140,8 +143,9 @@ impl Checks {
         read(&self.findings.lock().unwrap().0)
     }
 
-    pub fn global_shadow(&self, buffer: u32, len: usize) -> *const GlobalShadow {
-        let shadow = GlobalShadow::take(self as *const Checks, buffer, len);
+    pub fn global_shadow(&self, buffer: u32, len: usize, writers: super::debug::Writers) -> *const GlobalShadow {
+        let mut shadow = GlobalShadow::take(self as *const Checks, buffer, len);
+        shadow.writers = writers;
         let ptr = &*shadow as *const GlobalShadow;
         self.shadows.lock().unwrap().push(shadow);
         ptr
@@ -296,6 +300,11 @@ fn location_id_slow(at: &'static Location<'static>) -> u16 {
         ids.borrow_mut().insert(key, id);
         id
     })
+}
+
+/// Every location with an id, in id order (id k + 1 at k): the report's `locations`.
+pub(crate) fn locations() -> Vec<&'static Location<'static>> {
+    LOCATIONS.lock().unwrap().clone()
 }
 
 fn location_of(id: u16) -> &'static Location<'static> {
@@ -484,6 +493,8 @@ pub struct GlobalShadow {
     /// The generation of the last launch with an atomic on this buffer (0: none since the
     /// last clearing, so `atomics` is all zero).
     atomic_generation: AtomicU64,
+    /// This launch's writer arrays, if it asked for them (`debug::Writers`).
+    writers: super::debug::Writers,
 }
 
 unsafe impl Send for GlobalShadow {}
@@ -586,6 +597,7 @@ impl GlobalShadow {
                 others: zeroed_words(len),
                 atomics: zeroed_words(len),
                 atomic_generation: AtomicU64::new(0),
+                writers: super::debug::Writers::NONE,
             }),
         };
         shadow.checks = checks;
@@ -640,6 +652,9 @@ impl GlobalShadow {
             }
         }
         if write {
+            if self.writers.is_on() {
+                self.writers.wrote(i, linear, local, lid);
+            }
             // Another writer, or a reader, not ordered before this write: a race. The swap makes
             // two writers on two threads see each other whatever the timing; a writer that wrote
             // this element already (same word) needs no atomic.
@@ -694,6 +709,9 @@ impl GlobalShadow {
             return;
         }
         let me = pack(self.generation, linear, local, epoch, lid);
+        if self.writers.is_on() {
+            self.writers.wrote(i, linear, local, lid);
+        }
         // Once per launch and buffer (a load after that), so plain accesses start reading `atomics`.
         if self.atomic_generation.load(Ordering::Relaxed) != self.generation {
             self.atomic_generation.store(self.generation, Ordering::Relaxed);

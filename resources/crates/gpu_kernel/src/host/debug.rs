@@ -1,0 +1,75 @@
+//! What a debugging session reads of a cpu-sim launch (`sim` feature):
+//!
+//! - **Writers** (`Launch::writers`): for each element of each `Out` buffer, the invocation and the
+//!   source location of its last write (plain or atomic) and how many writes by an invocation other
+//!   than the previous writer it took, into arrays the runtime owns (`Launch::writer_last`,
+//!   `Launch::writer_count`). Asked for per launch; a launch without it pays one null test per
+//!   write.
+//! - **The current invocation** (`gpu_kernel_debug_current`): the workgroup and local id running on
+//!   the thread that last switched invocations, for a debugger's conditional breakpoint
+//!   (`workbench debug` runs the executor on one worker thread).
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// The invocation running now: workgroup x, y, z, local x, y, z (linear ids, as `Ctx` gives them),
+/// written where the executor switches invocations in a sim build. A debugger reads it by name
+/// (`gpu_kernel_debug_current[3] == 17`); with one worker thread it is exact.
+#[unsafe(no_mangle)]
+#[used]
+pub static mut gpu_kernel_debug_current: [u32; 6] = [0; 6];
+
+#[cfg(feature = "debug")]
+/// Invocation `t` of `group` runs now (one store of six words: cheap beside a fiber switch).
+#[inline(always)]
+pub(crate) fn now_running(group: &super::exec::Group, t: usize) {
+    let g = group.coords.get();
+    let l = group.local_coords(t);
+    unsafe { *core::ptr::addr_of_mut!(gpu_kernel_debug_current) = [g[0], g[1], g[2], l[0], l[1], l[2]] };
+}
+
+/// One buffer's writer arrays (the runtime's memory, zeroed by it before the launch).
+#[derive(Clone, Copy)]
+pub struct Writers {
+    /// Per element: `(workgroup linear + 1) << 32 | local linear << 16 | location id` (0: never
+    /// written); location ids are those of the report's `locations`.
+    last: *mut u64,
+    /// Per element: writes by an invocation other than the one before (1 for one writer; an
+    /// element another invocation wrote in between counts again).
+    count: *mut u32,
+}
+
+impl Writers {
+    pub const NONE: Writers = Writers { last: core::ptr::null_mut(), count: core::ptr::null_mut() };
+
+    /// Buffer `buffer`'s arrays from the launch record's tables (none when the record asks for no
+    /// writers, or has no arrays for this buffer: an input).
+    pub(crate) fn of(launch: &super::Launch, buffer: usize) -> Writers {
+        if launch.writers == 0 || launch.writer_last.is_null() || launch.writer_count.is_null() {
+            return Writers::NONE;
+        }
+        let (last, count) = unsafe { (*launch.writer_last.add(buffer), *launch.writer_count.add(buffer)) };
+        if last.is_null() || count.is_null() {
+            return Writers::NONE;
+        }
+        Writers { last, count }
+    }
+
+    #[inline(always)]
+    pub fn is_on(&self) -> bool {
+        !self.last.is_null()
+    }
+
+    /// Invocation (`group` linear, `local` linear) wrote element `i` at location id `loc`.
+    #[inline(always)]
+    pub fn wrote(&self, i: usize, group: u64, local: usize, loc: u16) {
+        let word = ((group + 1) << 32) | ((local as u64 & 0xFFFF) << 16) | loc as u64;
+        let last = unsafe { AtomicU64::from_ptr(self.last.add(i)) };
+        let before = last.swap(word, Ordering::Relaxed);
+        if before >> 16 != word >> 16 {
+            unsafe { AtomicU32::from_ptr(self.count.add(i)) }.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+unsafe impl Send for Writers {}
+unsafe impl Sync for Writers {}

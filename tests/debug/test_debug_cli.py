@@ -1,0 +1,67 @@
+"""`workbench debug`'s bad input (issue 40): each mistake is refused with a message naming it,
+before anything is built or started; a missing gdb is said in one line with how to get it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def debug(root: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "debug", str(root), "--size", "n=4096", *extra],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def saxpy(example_copy, tmp_path):
+    if shutil.which("gdb") is None:
+        pytest.skip("no gdb: apt-get install gdb (packaging/bootstrap.sh setup installs it)")
+    pytest.importorskip("pygdbmi")
+    return example_copy("saxpy")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--break", "src/lib.rs:45"), "--break needs --invocation WG/LOCAL"),
+        (
+            ("--invocation", "99:0", "--break", "src/lib.rs:45"),
+            "is outside the launch: the grid is (16, 1, 1)",
+        ),
+        (("--invocation", "0:300", "--break", "src/lib.rs:45"), "workgroups are (256, 1, 1) invocations"),
+        (("--invocation", "1:2", "--break", "src/nope.rs:3"), "--break src/nope.rs:3: no file"),
+        (("--invocation", "1:2", "--break", "src/lib.rs"), "--break 'src/lib.rs': expected FILE:LINE"),
+        (("--watch", "z[3]"), "--watch z[3]: no buffer 'z' (buffers: x, y)"),
+        (("--watch", "y(3)"), "--watch 'y(3)': expected BUF[I]"),
+        ((), "nothing to stop at"),
+    ],
+)
+def test_bad_input_is_named(saxpy, args, message):
+    proc = debug(saxpy, *args)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert not (saxpy / "target").exists()  # refused before any build
+
+
+def test_a_bad_commands_line_is_named(saxpy, tmp_path):
+    commands = tmp_path / "commands"
+    commands.write_text("next\n\njump 12\n")
+    proc = debug(saxpy, "--watch", "y[3]", "--commands", str(commands))
+    assert proc.returncode != 0
+    assert (
+        "--commands line 3: 'jump 12'; expected one of next, step, finish, continue or print EXPR"
+        in proc.stderr
+    )
+
+
+def test_a_missing_gdb_says_how_to_get_it(saxpy):
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # no gdb there
+    proc = debug(saxpy, "--watch", "y[3]", env=env)
+    assert proc.returncode != 0
+    assert "gdb is not installed: gdb 12 or later: apt-get install gdb (what set-up installs)" in proc.stderr

@@ -1,0 +1,177 @@
+"""`workbench debug` (issue 40, items 2 and 3) with the real gdb on real debug builds of the
+examples: a breakpoint in reduction's loop stops only in workgroup 3, local 17, whose locals are
+what a hand computation of its partial sum gives; `next` steps on from it, and over a barrier,
+while the workgroup's other invocations run (the shared array read before and after); a watch on an element
+of saxpy's y stops at the invocation that writes it with the old and new value; a kernel that
+panics under the debugger is reported, and one that never ends is stopped at the time limit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.build.toolchains import detect
+from workbench.project import Project
+from workbench.run.inputs import make_inputs
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _tools():
+    if not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+    if shutil.which("gdb") is None:
+        pytest.skip("no gdb: apt-get install gdb (packaging/bootstrap.sh setup installs it)")
+    pytest.importorskip("pygdbmi")
+
+
+def debug(root: Path, cache: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "debug", str(root), "--cache-dir", str(cache), *extra],
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def line_of(root: Path, snippet: str) -> int:
+    text = (root / "src" / "lib.rs").read_text()
+    assert text.count(snippet) == 1, snippet
+    return text[: text.index(snippet)].count("\n") + 1
+
+
+def inputs(root: Path, sizes: dict[str, int]) -> dict[str, np.ndarray]:
+    """The buffers `workbench run` (and so `workbench debug`) starts from at these sizes."""
+    kernel = Project.open(root).manifest.kernel(None)
+    return make_inputs(kernel, kernel.evaluate(kernel.symbols(sizes, None)), None, root)
+
+
+def local(stop: dict, name: str) -> str:
+    values = [v["value"] for v in stop["locals"] if v["name"] == name]
+    assert values, (name, stop["locals"])
+    return values[0]
+
+
+def test_a_breakpoint_stops_only_in_the_chosen_invocation_with_its_locals(
+    example_copy, shared_cache_dir, tmp_path
+):
+    root = example_copy("reduction")
+    line = line_of(root, "sum += load_sum(&x, vector, lo, n)")  # the loop's body
+    commands = tmp_path / "commands"
+    # Step over the line (its inlined calls give `next` a stop or two inside the line first).
+    commands.write_text("print sum  # the partial sum so far\n" + "next\n" * 5)
+    proc = debug(root, shared_cache_dir, "--invocation", "3/17", "--break", f"src/lib.rs:{line}",
+                 "--size", "n=16384", "--commands", str(commands), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first, *steps = json.loads(proc.stdout)["stops"]
+    assert (first["reason"], first["file"], first["line"]) == ("breakpoint", "src/lib.rs", line)
+    assert first["invocation"] == {"group": [3, 0, 0], "local": [17, 0, 0]}
+    assert first["function"] == "reduction::reduction_body"
+    assert (local(first, "tid"), local(first, "block"), local(first, "groups")) == ("17", "3", "8")
+    assert (local(first, "sum"), first["prints"]) == ("0", [{"expression": "sum", "value": "0"}])
+    # The stack in Rust names, from the body down to its fiber's start (invocation 17 runs on a
+    # fiber of its own once invocation 0 reached the first barrier).
+    names = [f["function"] for f in first["stack"]]
+    assert names[:2] == ["reduction::reduction_body", "reduction::reduction_cpu::{closure#0}"]
+    assert "fiber" in names[-1] and any(name.startswith("gpu_kernel::host::exec::") for name in names)
+    # `next` stepped on, in the same invocation, to the line after.
+    assert steps and all(s["reason"] == "step" and s["invocation"] == first["invocation"] for s in steps)
+    after = next(s for s in steps if s["line"] != line)
+    assert (after["file"], after["line"]) == ("src/lib.rs", line + 1)
+    # By hand: n = 16384, 8 workgroups of 512 · 4 elements; workgroup 3's only chunk starts at
+    # 3 · 2048, invocation 17 loads 4 elements at 17 · 4 and 4 more 256 · 4 further on, each
+    # load summed as (x0 + x1) + (x2 + x3), in float32 as the kernel adds.
+    x = inputs(root, {"n": 16384})["x"]
+    lo = 3 * 2048 + 17 * 4
+    first_load = (x[lo] + x[lo + 1]) + (x[lo + 2] + x[lo + 3])
+    second_load = (x[lo + 1024] + x[lo + 1025]) + (x[lo + 1026] + x[lo + 1027])
+    assert local(after, "lo") == str(lo)
+    assert np.float32(float(local(after, "sum"))) == np.float32(0.0) + (first_load + second_load)
+
+
+def test_a_watch_stops_where_an_invocation_writes_the_element(example_copy, shared_cache_dir):
+    root = example_copy("saxpy")
+    proc = debug(root, shared_cache_dir, "--watch", "y[1234]", "--size", "n=4096", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (stop,) = json.loads(proc.stdout)["stops"]
+    assert stop["reason"] == "watch"
+    # 256 invocations a workgroup: element 1234 is workgroup 4's invocation 210.
+    assert stop["invocation"] == {"group": [4, 0, 0], "local": [210, 0, 0]}
+    assert (stop["file"], stop["line"]) == ("src/lib.rs", line_of(root, "        y[i] = a * x[i] + y[i];"))
+    # The body's frame has ended with its store (it was inlined): the closure's locals show.
+    assert "local: [210, 0, 0]" in local(stop, "ctx")
+    data = inputs(root, {"n": 4096})
+    old, new = data["y"][1234], np.float32(2.5) * data["x"][1234] + data["y"][1234]
+    assert np.float32(float(stop["watch"]["old"])) == old
+    assert np.float32(float(stop["watch"]["new"])) == new
+    assert stop["watch"]["element"] == "y[1234]"
+
+
+def test_a_kernel_that_panics_under_the_debugger_is_reported(example_copy, shared_cache_dir):
+    root = example_copy("saxpy")
+    lib = root / "src" / "lib.rs"
+    guard = "    let n = n as usize;\n"
+    text = lib.read_text()
+    assert text.count(guard) == 1
+    lib.write_text(
+        text.replace(guard, guard + '    if i == 300 {\n        panic!("invocation 300 gives up");\n    }\n')
+    )
+    proc = debug(root, shared_cache_dir, "--watch", "y[1234]", "--size", "n=4096", "--json")
+    assert proc.returncode == 1, proc.stderr  # the kernel did not run as asked
+    (stop,) = json.loads(proc.stdout)["stops"]
+    assert stop["reason"] == "panic"
+    assert (stop["file"], stop["line"]) == ("src/lib.rs", line_of(root, 'panic!("invocation 300 gives up");'))
+    assert stop["invocation"] == {"group": [1, 0, 0], "local": [44, 0, 0]}
+    assert stop["detail"].startswith("SIGABRT") and "invocation 300 gives up" in stop["detail"]
+
+
+def test_a_kernel_that_never_ends_is_stopped_at_the_time_limit(example_copy, shared_cache_dir):
+    root = example_copy("saxpy")
+    lib = root / "src" / "lib.rs"
+    guard = "    let n = n as usize;\n"
+    text = lib.read_text()
+    lib.write_text(
+        text.replace(guard, guard + "    while i == 7 && n > 0 {\n        core::hint::spin_loop();\n    }\n")
+    )
+    proc = debug(root, shared_cache_dir, "--watch", "y[1234]", "--size", "n=4096", "--timeout", "5", "--json")
+    assert proc.returncode == 1, proc.stderr
+    (stop,) = json.loads(proc.stdout)["stops"]
+    assert stop["reason"] == "timeout" and "5 s" in stop["detail"]
+
+
+def test_stepping_over_a_barrier_lets_the_workgroup_s_other_invocations_run(
+    example_copy, shared_cache_dir, tmp_path
+):
+    root = example_copy("reduction")
+    text = (root / "src" / "lib.rs").read_text()
+    barrier = text[: text.index("    ctx.barrier();\n")].count("\n") + 1  # the first one
+    commands = tmp_path / "commands"
+    commands.write_text("print *(scratch.ptr + 18)\nnext\nprint *(scratch.ptr + 18)\nprint *scratch.ptr@4\n")
+    proc = debug(root, shared_cache_dir, "--invocation", "3:17", "--break", f"src/lib.rs:{barrier}",
+                 "--size", "n=16384", "--commands", str(commands), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    before, after = json.loads(proc.stdout)["stops"]
+    assert (before["line"], after["line"]) == (barrier, barrier + 1)
+    assert after["reason"] == "step" and after["invocation"] == {"group": [3, 0, 0], "local": [17, 0, 0]}
+    # Between two barriers a workgroup's invocations run one after another: at the barrier,
+    # invocation 18 has not stored its sum yet; once it opens, every invocation has.
+    assert before["prints"] == [{"expression": "*(scratch.ptr + 18)", "value": "0"}]
+    x = inputs(root, {"n": 16384})["x"]
+
+    def partial_sum(t: int) -> np.float32:
+        lo = 3 * 2048 + t * 4
+        first = (x[lo] + x[lo + 1]) + (x[lo + 2] + x[lo + 3])
+        second = (x[lo + 1024] + x[lo + 1025]) + (x[lo + 1026] + x[lo + 1027])
+        return np.float32(0.0) + (first + second)
+
+    one, four = after["prints"]
+    # ... and the barrier opened in order: invocations 0-16 ran on to the next barrier before 17
+    # resumed (each folded its upper partner, t + 128, into its own element), 18 did not yet.
+    assert np.float32(float(one["value"])) == partial_sum(18)
+    folded = [partial_sum(t) + partial_sum(t + 128) for t in range(4)]
+    assert [np.float32(float(v)) for v in four["value"].strip("[]").split(",")] == folded
