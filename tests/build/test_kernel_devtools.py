@@ -69,13 +69,15 @@ def test_fmt_reports_a_syntax_error_at_its_line_and_leaves_the_file(example_copy
 @needs_rustfmt
 def test_fmt_names_a_file_that_is_not_utf8_and_formats_the_others(example_copy):
     project = example_copy("saxpy")
+    source = project / "src" / "lib.rs"
+    source.write_text(source.read_text().replace("let n = n as usize;", "let n=n   as usize ;"))
     (project / "tests" / "latin1.rs").write_bytes("// caf\xe9\n".encode("latin-1"))
     out = cli("fmt", project, "--json")
     assert out.returncode == 1
     report = json.loads(out.stdout)
     assert [(d["file"], d["backend"]) for d in report["diagnostics"]] == [("tests/latin1.rs", "rustfmt")]
     assert "UTF-8" in report["diagnostics"][0]["message"]
-    assert report["changed"] == ["src/lib.rs"]  # the example's own source, as rustfmt writes it
+    assert report["changed"] == ["src/lib.rs"]  # the mis-formatted source, formatted
 
 
 def test_fmt_without_rustfmt_says_so_in_one_line(example_copy):
