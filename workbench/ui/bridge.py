@@ -7,11 +7,13 @@ gives it a `post` that brings what service threads report to the GUI thread
 `defer` that starts console jobs on the next turn of the event loop; it subscribes to the
 session's typed events and re-emits each as the Qt signal of the same name (`SIGNAL_OF`), so
 widgets are only ever touched from the GUI thread (pyqtgraph#1398). Its methods and attributes
-are the session's (`_FORWARDED`, `_STATE`): the panels and the console call them as before.
+are the session's (`_FORWARDED`, `_STATE`, made class members below): the panels and the console
+call them as before.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
@@ -92,14 +94,6 @@ class ServiceBridge(QObject):
             defer=lambda start: QTimer.singleShot(0, start),
         )
         self.session.subscribe(self._emit)
-        for name in _FORWARDED:
-            setattr(self, name, getattr(self.session, name))
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for names QObject and the bridge lack: the session's state, read-only.
-        if name in _STATE:
-            return getattr(self.__dict__["session"], name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def shutdown(self) -> None:
         """Cancel everything, stop every thread the session started and wait for them. Idempotent."""
@@ -118,3 +112,25 @@ class ServiceBridge(QObject):
     def _emit(self, event: Any) -> None:
         name, arguments = SIGNAL_OF[type(event)]
         getattr(self, name).emit(*arguments(event))
+
+
+def _state(name: str) -> property:
+    return property(lambda self: getattr(self.session, name), doc=f"The session's `{name}` (read-only).")
+
+
+def _forward(name: str) -> Any:
+    method = getattr(WindowSession, name)
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.session, name)(*args, **kwargs)
+
+    call.__name__, call.__doc__, call.__signature__ = name, method.__doc__, inspect.signature(method)
+    return call
+
+
+# The session's state and methods as the bridge's own class members, so the panels' Protocols
+# (tests/ui/test_typed_events.py) find them on the class as on an instance.
+for _name in _STATE:
+    setattr(ServiceBridge, _name, _state(_name))
+for _name in _FORWARDED:
+    setattr(ServiceBridge, _name, _forward(_name))

@@ -139,6 +139,7 @@ class TuningBridge(Protocol):
     tests/ui/test_typed_events.py)."""
 
     projectChanged: SignalInstance
+    runFinished: SignalInstance  # a hot-reload run's "running …" line goes when it is done
     project: Any
     cache_dir: Any
 
@@ -188,9 +189,7 @@ class TuningPanel(QWidget):
         self._build_ui()
         if bridge is not None:
             bridge.projectChanged.connect(self.set_project)
-            finished = getattr(bridge, "runFinished", None)
-            if finished is not None:  # a hot-reload run's "running …" line goes when it is done
-                finished.connect(self._run_finished)
+            bridge.runFinished.connect(self._run_finished)  # a hot-reload run's "running …" line goes
             if bridge.project is not None:
                 self.set_project(bridge.project)
 
