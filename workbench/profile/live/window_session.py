@@ -447,6 +447,8 @@ class WindowSession(SessionDelivery):
         for thread in self._line_threads.values():
             thread.join(30.0)
         self.jobs.join(30.0)  # the services are closed: their waits end
+        # A probe that asked for a worker while the pool closed may have started one: close again.
+        self.run_service.pool.close()
         if self.recorder is not None:
             self.recorder.close()  # what is queued is recorded first
         self._set_busy(False)
