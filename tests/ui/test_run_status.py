@@ -6,8 +6,8 @@ TIMEOUT_MS = 600_000
 
 
 def test_run_phases_are_shown_in_the_status_bar(qtbot, bridge, example_copy):
+    bridge.set_backends(["cpu"])  # chosen first: no default-backends probe runs beside the test
     bridge.set_project(example_copy("saxpy"))
-    bridge.set_backends(["cpu"])
     messages: list[str] = []
     bridge.statusMessage.connect(messages.append)
     with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS):

@@ -49,7 +49,7 @@ _FORWARDED = (
     "request_line_info", "start_build", "start_run", "build_blocking", "run_blocking",
     "recording_of", "run_ids", "record_counters",
 )  # fmt: skip
-#: The session's state the bridge shows read-only.
+#: The session's state the bridge shows (and sets on it).
 _STATE = (
     "project", "last_build", "last_report", "devices_info", "last_good", "reference_changed",
     "manifest_diagnostics", "last_latency_reason", "cache_dir", "recorder", "loop", "run_service",
@@ -115,7 +115,11 @@ class ServiceBridge(QObject):
 
 
 def _state(name: str) -> property:
-    return property(lambda self: getattr(self.session, name), doc=f"The session's `{name}` (read-only).")
+    return property(
+        lambda self: getattr(self.session, name),
+        lambda self, value: setattr(self.session, name, value),  # tests and scripts set devices_info
+        doc=f"The session's `{name}`.",
+    )
 
 
 def _forward(name: str) -> Any:

@@ -162,7 +162,8 @@ class SessionCompare(QWidget):
         self._child.write((json.dumps(request) + "\n").encode())
 
     def _read(self) -> None:
-        assert self._child is not None
+        if self._child is None:  # output that arrived after the child was let go (shutdown)
+            return
         self._output += bytes(self._child.readAllStandardOutput())
         while b"\n" in self._output:
             line, self._output = self._output.split(b"\n", 1)
