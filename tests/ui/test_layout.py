@@ -38,6 +38,14 @@ def inside(outer: QRect, inner: QRect) -> bool:
     return inner.isValid() and outer.contains(inner)
 
 
+def wait_quietly(qtbot, predicate, timeout_ms: int = 10_000) -> None:
+    """Wait for `predicate`, and leave saying what is still wrong to the assertion after it."""
+    try:
+        qtbot.waitUntil(predicate, timeout=timeout_ms)
+    except Exception:  # pytestqt's TimeoutError: the assertion that follows names the cells
+        pass
+
+
 def cells_out_of_view(table) -> list[str]:
     """The median, GB/s, verdict and check cells of every row that are not wholly in view."""
     viewport = table.table.viewport().rect()
@@ -80,7 +88,8 @@ def test_the_numbers_and_every_build_row_are_in_view_at_both_sizes(make_window, 
         window.reset_layout()
         window.docks["results"].raise_()
         settle()
-        qtbot.waitUntil(lambda: not cells_out_of_view(results), timeout=10_000)
+        wait_quietly(qtbot, lambda: not cells_out_of_view(results))
+        assert not cells_out_of_view(results), (width, height, cells_out_of_view(results), results.row_texts())
         assert (window.width(), window.height()) == (width, height)
         save_path = test_output_dir / f"layout_{width}x{height}.png"
         assert window.grab().save(str(save_path))

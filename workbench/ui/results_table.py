@@ -88,7 +88,7 @@ WARN = QColor(theme.WARN)
 TONES = {"good": GOOD, "bad": BAD, "warn": WARN}
 CHECK_WIDTH = 280
 #: The check's least width when the panel is narrow (its text is elided, the tooltip has it whole).
-CHECK_MIN_WIDTH = 120
+CHECK_MIN_WIDTH = 90
 #: No column wider than this (a long device name or verdict is elided, never the numbers).
 MAX_COLUMN_WIDTH = 240
 _NUMERIC = {COL_MEDIAN, COL_SPREAD, COL_GBPS, COL_PEAK, COL_REGS, COL_SPILLS}
