@@ -89,7 +89,12 @@ def test_the_numbers_and_every_build_row_are_in_view_at_both_sizes(make_window, 
         window.docks["results"].raise_()
         settle()
         wait_quietly(qtbot, lambda: not cells_out_of_view(results))
-        assert not cells_out_of_view(results), (width, height, cells_out_of_view(results), results.row_texts())
+        assert not cells_out_of_view(results), (
+            width,
+            height,
+            cells_out_of_view(results),
+            results.row_texts(),
+        )
         assert (window.width(), window.height()) == (width, height)
         save_path = test_output_dir / f"layout_{width}x{height}.png"
         assert window.grab().save(str(save_path))
