@@ -20,7 +20,6 @@ LIMIT = 500
 WAITING: dict[str, str] = {
     "workbench/ui/main_window.py": "layout (docks, menus, geometry) apart from the project lifecycle "
     "(open, copy, trust, watch)",
-    "workbench/profile/sessions/store.py": "opening, recovery and migration apart from writes and queries",
     "workbench/profile/tuning/tune.py": "the sweep's verdict rewrite into a ReferencePolicy mode of "
     "run/reference.py; rounds apart from the command's plan",
     "workbench/ui/tuning_panel.py": "a ui/tuning/ folder: the controls, the heatmap and the sweep runner "
