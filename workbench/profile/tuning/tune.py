@@ -603,56 +603,30 @@ class SweepRunner:
         ]
 
     def _verify_reference(self, point: Point, report: Any) -> None:
-        """The reference backend's result is checked against its output at the default
-        configuration (same sizes and seed): no configuration is ranked unverified. That is the
-        one verdict the run engine could not give (it holds the reference's own result as the
-        reference); every result the engine compared keeps the engine's verdict, a second device
-        of the reference backend included. When the reference fails that check, the results
-        compared with it are not verified (reference failed), never failed: their outputs were
-        held against a wrong one."""
-        from workbench.records import COMPARED, UNVERIFIED, CheckRecord
-        from workbench.run.reference import REFERENCE_FAILED
-        from workbench.run.verify import check_outputs
+        """The run judged in the reference's `BASELINE` mode (`run/reference.py`): against the
+        reference's own outputs at the default configuration (same sizes and seed), run once per
+        sizes when no round gave them yet."""
+        from workbench.run.reference import ReferencePolicy
 
         ref = report.reference
-        # The engine's reference result (its first device): the one whose outputs are `outputs[ref]`.
-        mine = [r for r in report.results if r.backend == ref and r.status == "ok" and r.check.is_reference]
-        if not mine or ref not in report.outputs:
+        if not ReferencePolicy.own_results(report):
             return
         defaults = self.kernel.default_tunables()
         sizes_key = tuple(sorted(report.sizes.items()))
-        if point.config == defaults or self.kernel.check.outputs_follow_tunables:
-            # The baseline itself (the reference at the default configuration), or a kernel whose
-            # outputs differ by configuration: each configuration's reference is its own baseline.
-            if point.config == defaults:
-                self._baseline.setdefault(sizes_key, report.outputs[ref])
-            for r in mine:
-                r.verified = True
-            return
-        baseline = self._baseline.get(sizes_key)
-        if baseline is None:
-            base = self._execute(Point(defaults, point.sizes), [ref], None)
-            baseline = base.outputs.get(ref) if base is not None else None
+        baseline = None
+        if point.config == defaults:
+            self._baseline.setdefault(sizes_key, report.outputs[ref])
+        elif not self.kernel.check.outputs_follow_tunables:
+            baseline = self._baseline.get(sizes_key)
             if baseline is None:
-                return
-            self._baseline[sizes_key] = baseline
-        check = self.kernel.check
-        passed, record = check_outputs(
-            report.outputs[ref], baseline, check.rtol, check.atol, check.max_ulp,
-            reference_name=f"{ref} at the default configuration {defaults}",
-        )  # fmt: skip
-        for r in mine:
-            r.verified = passed
-            r.check = record
-        if passed:
-            return
-        note = (f"reference {ref} failed at this configuration (its output differs from its own at the "
-                f"default configuration {defaults}): not verified")  # fmt: skip
-        for r in report.results:
-            if r.check.role == COMPARED and not any(r is m for m in mine):
-                r.verified = None
-                r.check = CheckRecord(role=UNVERIFIED, reference=ref, rtol=check.rtol, atol=check.atol,
-                                      max_ulp=check.max_ulp, note=note, unverified=REFERENCE_FAILED)  # fmt: skip
+                base = self._execute(Point(defaults, point.sizes), [ref], None)
+                baseline = base.outputs.get(ref) if base is not None else None
+                if baseline is None:
+                    return
+                self._baseline[sizes_key] = baseline
+        ReferencePolicy.against_baseline(
+            report, self.kernel, baseline, f"the default configuration {defaults}"
+        )
 
     def _recorded(self, keys: dict[str, str], point: Point, round_: int) -> list[dict[str, Any]] | None:
         """The recorded entries of one round of a point, when every backend (and device) asked for
