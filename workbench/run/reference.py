@@ -1,9 +1,12 @@
 """The reference policy: which backend the others are checked against, and what they get when it fails.
 
-The reference is the backend the user chose (`RunService.run(reference=...)`, `--reference`) or,
-by default, the kernel's `[kernel.check] reference` (cpu unless the manifest says otherwise). It
-never changes by itself: when it cannot build or run, every other backend is reported
-"not verified (reference failed)" instead of being checked against whichever backend ran first.
+The reference is the backend the user chose (`RunService.run(reference=...)`, `--reference`,
+the window's `LiveLoop.reference`) or, by default, the kernel's `[kernel.check] reference` (cpu
+unless the manifest says otherwise). It never changes by itself: when it cannot build or run,
+every other backend is reported "not verified (reference failed)" instead of being checked
+against whichever backend ran first. The policy sets each such check's `unverified`
+(`RunResult.reference_failed`) and the service the report's `RunReport.reference_failed`; every
+reader uses these fields, none looks for words in a note.
 The reference runs first; its first device's outputs are what every other result is compared with
 (a second device of the reference backend is compared with the first).
 

@@ -5,6 +5,17 @@ counters attached later, an imported bundle) and the queries (summaries, full re
 sources and their diff). Opening the file, its connection policy, its transactions and what keeps
 a damaged file from being written are `store_open.py`'s (`StoreConnection`, the base class);
 upgrading an older schema is `migrate.py`'s.
+
+Rows: `runs` holds one row per kernel × backend × device result (`invocation` groups one
+`workbench run`; `uuid` identifies a run across databases) with indexed filter columns, timing
+statistics (median, IQR, q1, q3), `unverified` (why a result is not verified, e.g. "reference
+failed", from its check; migration 2 fills it for older rows), provenance columns, resources
+(registers, spills, shared bytes from `build.json` beside the artifact), nullable `ceilings` JSON
+and `prev_snapshot_hash` (the previous recorded run of the same project and kernel); `run_data`
+holds the full JSON record and the raw samples (float64 blob); `sources` holds each distinct source
+snapshot (`{path: text}`) once; `counters` a run's current Nsight Compute record. Source diffs are
+computed on demand (`SessionStore.diff`). `--keep-outputs` saves output arrays to
+`<db stem>-outputs/<uuid>.npz` (`outputs_dir`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,13 @@
 """Opening a sessions database, keeping it sound and closing it (Qt-free); `store.py` adds the
 writes and queries on top (`SessionStore`), `migrate.py` upgrades an older schema.
 
-The database lives in the user data folder (`default_db_path()`); `--db FILE`, `$WB_SESSIONS_DB`
-or the window's setting point elsewhere. It runs in WAL mode with `synchronous=NORMAL`: a process
+Where: `SessionStore(path=None)` opens `default_db_path()`: `$WB_SESSIONS_DB`, else
+`$WB_DATA_DIR/sessions.db`, else `sessions.db` in the user data folder
+(`$XDG_DATA_HOME/rust-gpu-workbench/`). `workbench run` and `workbench sessions …` take `--db FILE`;
+the window's setting is `Settings.sessions_db` (`record_runs` is the "Record runs" toggle, the
+recorder's `enabled`). Tests set `WB_DATA_DIR` to a temporary folder.
+
+The database It runs in WAL mode with `synchronous=NORMAL`: a process
 killed at any moment (kill -9) loses at most the transaction in flight, and readers never wait for
 a writer. Each recorded `workbench run` is one `BEGIN IMMEDIATE` transaction; two processes
 recording at once take turns (`busy_timeout`).
@@ -24,10 +29,14 @@ schema is copied to `<file>.v<N>.bak` before its migrations run. SQLite's errors
 `db_errors.describe` (corrupt, read-only, full disk, I/O error, locked, constraint, cannot open);
 once a file answered "corrupt", no store of this process writes into it again. On a read-only
 mount where SQLite cannot make the `-shm`, a database with no pending log is read as immutable
-(`read_only`; every write answers read-only). A file changed outside the workbench since one last
-left it is quick-checked inside the write transaction before anything is written
-(`write_check`: its `<db>.sealed` identity); SQLite checks each page a write touches, and
-`integrity_check()` is there to ask for the whole.
+(`read_only`: list and show work, every write answers read-only). A file changed outside the
+workbench since one last left it (its identity: inode, size, mtime, ctime) is quick-checked inside
+the write transaction before anything is written (`write_check`: its `<db>.sealed` identity):
+damage refuses the write and marks the file; an unchanged file costs two `stat`s and a small read
+per record. SQLite checks each page a write touches, and `integrity_check()` is there to ask for
+the whole. After a corrupt answer no later process writes into the file either: the store leaves
+`<db>.damaged` beside it (`damage_note`), lifted by `workbench sessions check` (the full
+`integrity_check`) once the file is sound again.
 """
 
 from __future__ import annotations

@@ -11,23 +11,32 @@ interleaved rounds, recorded in the sessions store as it finishes, and ranked (`
   the configurations of round 1 one by one from the times it has seen (`Search`), within a
   budget of evaluations and/or seconds; the later rounds, the side-by-side re-timing, the
   verification, the recording and the ranking are those of every sweep, over what it evaluated.
-- Rounds: round 1 runs every configuration once, round 2 again, ...; the ranking rests on the
-  spread between the rounds' medians, and the leaders are re-timed side by side before a winner
-  is named (`SweepRunner`). Each result carries the digest of what it ran (`tune_entries`), so
-  identical builds are one point.
-- Verification: the reference backend's output of each configuration is compared with its output
-  at the manifest's default configuration (the baseline; same inputs, same seed), so a
-  configuration that breaks the reference itself is flagged too; the other backends are compared
-  with the reference of the same configuration, as in every run, and are "not verified
-  (reference failed)" when that reference is the broken one. A kernel whose outputs follow the
+- Rounds: round 1 runs every configuration once, round 2 again in reverse order, ...
+  (`--rounds`, default 3), all through one `RunService`; the ranking rests on the spread between
+  the rounds' medians, and the leaders are re-timed side by side (`--confirm` rounds, never
+  resumed) before a winner is named (`SweepRunner`). Each result carries the digest of what it ran
+  (`tune_entries`: the artifact's bytes, and the launch geometry where the runtime reads it, not on
+  cpu), so identical builds are one point. Per slot (backend × device) the leader wins when the 95%
+  t-interval of its time ratio to every other point (log ratios paired by round) lies below
+  `1 - min_effect` (default 2%); else the best is the tie set (`ranking.py`).
+- Verification: the reference's `BASELINE` mode (`run/reference.py`): the reference backend's
+  output of each configuration is compared with its output at the manifest's default
+  configuration (the baseline, run first; same inputs, same seed), so every entry is verified and
+  a configuration that breaks the reference itself is flagged too; only the run's own reference
+  result gets that verdict, every result the run compared (a second device of the reference
+  backend too) keeps its own; the other backends are compared with the reference of the same
+  configuration, as in every run, and are "not verified (reference failed)", never failed, when
+  that reference is the broken one. A kernel whose outputs follow the
   tunables (`[kernel.check] outputs_follow_tunables`, e.g. one partial sum per workgroup) has no
   baseline: each configuration's reference stands for itself.
-- Resume: each recorded row carries `provenance.tuning` = {"key", "config", "round", "confirm",
-  "build", "settings"}; `key` hashes what decides the result (the kernel's sources but the tunables'
-  default order, the sizes, the configuration, the backend). A round of a configuration whose
-  rows are all recorded for the requested backends (and devices) is read back instead of run,
-  unless one of them failed, was skipped or was not verified under other settings (timeout,
-  backends, devices, seed, timing): that one runs again.
+- Resume: each recorded row (through the sweep's `SessionRecorder`) carries `provenance.tuning` =
+  {"key", "config", "round", "confirm", "build", "settings"}; `key` (`resume_key`) hashes what
+  decides the result (the sources less workbench.toml, the kernel's settings with the tunables'
+  lists as sets, the sizes, the configuration, the backend); `settings` are the timeout, backends,
+  devices, seed, sizes and timing protocol. A round of a configuration whose rows are all recorded
+  for the requested backends (and devices) is read back (`SessionStore.tuning_runs(key)`) instead
+  of run, unless one of them failed, was skipped or was not verified under other settings
+  (timeout, backends, devices, seed, timing): that one runs again.
 - Points: a sweep runs points, each a configuration at a set of sizes; a size sweep
   (`size_sweep.py`) is the same runner over sizes at one configuration, in one round.
 """
