@@ -26,6 +26,24 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _twice_at_once(code: str, args: list[str], timeout_s: float) -> list[str]:
+    """Run `python -c code args` in two processes at once; each must succeed. Their outputs, stripped."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, *args],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=timeout_s) for p in procs]
+    for proc, (_out, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err
+    return [out.strip() for out, _ in outs]
+
+
 def _kill_tree(pid: int) -> None:
     """SIGKILL `pid` first (as a crash would), then what it had started (orphans now)."""
     try:
@@ -48,20 +66,7 @@ def test_two_processes_build_the_cpu_ceiling_kernels_into_one_fresh_cache(tmp_pa
     code = (
         "import sys\nfrom workbench.run.ceilings_probes import cpu_library\nprint(cpu_library(sys.argv[1]))\n"
     )
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code, str(tmp_path)],
-            env=_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for _ in range(2)
-    ]
-    outs = [p.communicate(timeout=600) for p in procs]
-    for proc, (_out, err) in zip(procs, outs, strict=True):
-        assert proc.returncode == 0, err
-    paths = {out.strip() for out, _ in outs}
+    paths = set(_twice_at_once(code, [str(tmp_path)], timeout_s=600))
     assert len(paths) == 1 and Path(paths.pop()).is_file()
     leftovers = [p for p in (tmp_path / "ceilings").rglob("*") if p.name.startswith(STAGING_PREFIX)]
     assert not leftovers
@@ -183,20 +188,7 @@ def test_two_processes_build_one_line_table_both_get_it(example_copy, shared_cac
         "import sys\nfrom workbench.build.line_info import ensure_line_table\n"
         "from workbench.project import Project\nprint(ensure_line_table(Project.open(sys.argv[1]), sys.argv[2]))\n"
     )
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code, str(root), built.artifact_dir],
-            env=_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for _ in range(2)
-    ]
-    outs = [p.communicate(timeout=900) for p in procs]
-    for proc, (_out, err) in zip(procs, outs, strict=True):
-        assert proc.returncode == 0, err
-    (path,) = {out.strip() for out, _ in outs}
+    (path,) = set(_twice_at_once(code, [str(root), built.artifact_dir], timeout_s=900))
     assert Path(path) == line_table_path(built.artifact_dir) and Path(path).stat().st_size > 0
     folder = Path(built.artifact_dir)
     assert not list(folder.parent.glob(f"{LINES_PREFIX}*")) and not list(folder.glob("*.tmp"))

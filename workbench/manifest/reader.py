@@ -1,7 +1,10 @@
 """The validating loader of `workbench.toml`: TOML text -> `records.Manifest`.
 
 Every error raised here is a `ManifestError` naming the file, the line and the key, and saying
-what would be valid (`tomlpos.py` finds the lines and spells values as TOML does).
+what would be valid (`tomlpos.py` finds the lines and spells values as TOML does). `_Reader` has
+one method per table (`kernel` calls `entry`, `sizes`, `tunables`, `args`, `launch`, `metrics`,
+`check`, `reference`, `wgpu`, `timing`, then `bindings`, in the order their errors are reported);
+the typed reads they are made of (`located.py`) do the locating.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from workbench import expr
 from workbench.backends import BACKENDS, REFERENCE_BACKENDS
 from workbench.errors import ManifestError
 from workbench.manifest.evaluation import MANIFEST_NAME, Where
+from workbench.manifest.located import IDENT, LocatedReader, exists
 from workbench.manifest.records import (
     DIRECTIONS,
     ELEMENT_TYPES,
@@ -32,97 +36,11 @@ from workbench.manifest.records import (
     ScalarArg,
     WgpuScalars,
 )
-from workbench.tomlpos import KeyLines, open_construct_line, toml_error_line, toml_type, toml_value
-
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+from workbench.tomlpos import open_construct_line, toml_error_line, toml_type, toml_value
 
 
-def _exists(path: Path) -> bool:
-    """Whether `path` is a file; a name the OS cannot even look up is not one."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError):  # a name too long, or with a NUL byte
-        return False
-
-
-class _Reader:
-    """Validates one parsed manifest, raising errors located by `KeyLines`."""
-
-    def __init__(self, path: Path, text: str):
-        self.path = path
-        self.lines = KeyLines(text)
-
-    def locate(self, at: tuple) -> tuple[int | None, str]:
-        """(line, key as the message names it) of a key path."""
-        key = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in at).replace(".[", "[")
-        return self.lines.line(at), key
-
-    def fail(self, at: tuple, message: str) -> ManifestError:
-        line, key = self.locate(at)
-        return ManifestError(self.path, line, key or None, message)
-
-    def table(self, data: dict, at: tuple, key: str, required: bool = False) -> dict:
-        value = data.get(key)
-        if value is None:
-            if required:
-                raise self.fail(at, f"missing table [{'.'.join(map(str, (*at, key)))}]")
-            return {}
-        if not isinstance(value, dict):
-            raise self.fail((*at, key), f"expected a table, got {toml_type(value)} {toml_value(value)}")
-        return value
-
-    def string(self, data: dict, at: tuple, key: str, default: str | None = None) -> str:
-        value = data.get(key, default)
-        if value is None:
-            raise self.fail((*at, key) if at else (key,), f"missing key {key!r} (a string)")
-        if not isinstance(value, str):
-            raise self.fail((*at, key), f"expected a string, got {toml_value(value)}")
-        return value
-
-    def number(
-        self, data: dict, at: tuple, key: str, default: float | None = None, finite: bool = True
-    ) -> float:
-        value = data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail((*at, key), f"expected a number, got {toml_value(value)}")
-        if finite and not math.isfinite(value):
-            raise self.fail((*at, key), f"expected a finite number, got {toml_value(value)}")
-        return value
-
-    def natural(self, value: Any, at: tuple) -> int:
-        """`value` when it is a non-negative integer (a boolean is not), else a located error."""
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.fail(at, f"expected a non-negative integer, got {toml_value(value)}")
-        return value
-
-    def expression(self, value: Any, at: tuple, symbols: set[str]) -> str:
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise self.fail(at, f"expected a number or an expression string, got {toml_value(value)}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise self.fail(at, f"expected a finite number, got {toml_value(value)}")
-        try:
-            used = expr.names(value)
-        except expr.ExprError as exc:
-            raise self.fail(at, str(exc)) from None
-        unknown = used - symbols
-        if unknown:
-            known = ", ".join(sorted(symbols)) or "none"
-            raise self.fail(
-                at, f"unknown name {sorted(unknown)[0]!r} in {toml_value(value)}; known names: {known}"
-            )
-        return str(value)
-
-    def check_keys(self, data: dict, at: tuple, allowed: tuple[str, ...]) -> None:
-        for key in data:
-            if key not in allowed:
-                raise self.fail((*at, key), f"unknown key {key!r}; valid keys: {', '.join(allowed)}")
-
-    def check_backend_keys(self, data: dict, at: tuple, allowed=tuple(BACKENDS)) -> None:
-        for key in data:
-            if key not in allowed:
-                raise self.fail(
-                    (*at, key), f"unknown backend {toml_value(key)}; valid backends: {', '.join(allowed)}"
-                )
+class _Reader(LocatedReader):
+    """Validates one parsed manifest, table by table."""
 
     # ----------------------------------------------------------------------- sections
 
@@ -151,33 +69,58 @@ class _Reader:
         return Manifest(self.path, name, crate, kernels, backends)
 
     def kernel(self, data: Any, at: tuple) -> Kernel:
+        """One `[[kernel]]`, read table by table in the order its errors are reported."""
         if not isinstance(data, dict):
             raise self.fail(at, f"expected a [[kernel]] table, got {toml_type(data)} {toml_value(data)}")
         allowed = ("name", "description", "entry", "sizes", "arg", "launch", "metrics", "check",
                    "tunables", "reference", "wgpu", "timing")  # fmt: skip
         self.check_keys(data, at, allowed)
         name = self.string(data, at, "name")
-        if not _IDENT.match(name):
+        if not IDENT.match(name):
             raise self.fail((*at, "name"), f"{toml_value(name)} is not an identifier (letters, digits, _)")
         description = self.string(data, at, "description", "")
-
-        entry = self.table(data, at, "entry")
-        self.check_backend_keys(entry, (*at, "entry"))
-        for backend in entry:
-            self.string(entry, (*at, "entry"), backend)
-
-        sizes = self.table(data, at, "sizes")
-        for size, value in sizes.items():
-            self.natural(value, (*at, "sizes", size))
-            if not _IDENT.match(size):
-                raise self.fail(
-                    (*at, "sizes", size), f"{toml_value(size)} is not an identifier (letters, digits, _)"
-                )
-
+        entry = self.entry(self.table(data, at, "entry"), (*at, "entry"))
+        sizes = self.sizes(self.table(data, at, "sizes"), (*at, "sizes"))
         tunables_data = self.table(data, at, "tunables")
+        tunables = self.tunables(tunables_data, (*at, "tunables"), sizes)
+        symbols = set(sizes) | set(tunables)
+        constraints = self.constraints(
+            tunables_data.get("constraints", []), (*at, "tunables", "constraints"), tunables, symbols
+        )
+        args = self.args(data.get("arg"), (*at, "arg"), symbols)
+        launch = self.launch(self.table(data, at, "launch", required=True), (*at, "launch"), symbols)
+        metrics = self.metrics(self.table(data, at, "metrics"), (*at, "metrics"), symbols)
+        check = self.check(self.table(data, at, "check"), (*at, "check"))
+        reference = self.reference(self.table(data, at, "reference"), (*at, "reference"))
+        wgpu = self.wgpu(self.table(data, at, "wgpu"), (*at, "wgpu"), args)
+        fresh_inputs = self.timing(self.table(data, at, "timing"), (*at, "timing"))
+        self.bindings(args, (*at, "arg"), wgpu)
+        return Kernel(
+            name=name, args=args, launch=launch, description=description, entry=entry,
+            sizes=sizes, metrics=metrics, check=check, tunables=tunables,
+            constraints=constraints, reference=reference, wgpu=wgpu, fresh_inputs=fresh_inputs,
+            where=Where(str(self.path), self.key_lines(at, args, launch, metrics)),
+        )  # fmt: skip
+
+    def entry(self, data: dict, at: tuple) -> dict[str, str]:
+        """`[kernel.entry]`: backend -> the entry point's name."""
+        self.check_backend_keys(data, at)
+        for backend in data:
+            self.string(data, at, backend)
+        return dict(data)
+
+    def sizes(self, data: dict, at: tuple) -> dict[str, int]:
+        """`[kernel.sizes]`: symbol -> a non-negative integer."""
+        for size, value in data.items():
+            self.natural(value, (*at, size))
+            if not IDENT.match(size):
+                raise self.fail((*at, size), f"{toml_value(size)} is not an identifier (letters, digits, _)")
+        return dict(data)
+
+    def tunables(self, data: dict, at: tuple, sizes: dict) -> dict[str, tuple[int | float, ...]]:
+        """`[kernel.tunables]` but its `constraints`: name -> the values a sweep may give it."""
         tunables: dict[str, tuple[int | float, ...]] = {}
-        constraints_data = tunables_data.get("constraints", [])
-        for tname, values in tunables_data.items():
+        for tname, values in data.items():
             if tname == "constraints":
                 continue
             ok = (
@@ -188,66 +131,70 @@ class _Reader:
             )
             if not ok:
                 raise self.fail(
-                    (*at, "tunables", tname),
-                    f"expected a non-empty array of finite numbers, got {toml_value(values)}",
+                    (*at, tname), f"expected a non-empty array of finite numbers, got {toml_value(values)}"
                 )
-            if not _IDENT.match(tname):
+            if not IDENT.match(tname):
                 raise self.fail(
-                    (*at, "tunables", tname), f"{toml_value(tname)} is not an identifier (letters, digits, _)"
+                    (*at, tname), f"{toml_value(tname)} is not an identifier (letters, digits, _)"
                 )
             if tname in sizes:
-                raise self.fail((*at, "tunables", tname), f"{toml_value(tname)} is also a size symbol")
+                raise self.fail((*at, tname), f"{toml_value(tname)} is also a size symbol")
             tunables[tname] = tuple(values)
-        symbols = set(sizes) | set(tunables)
-        constraints = self.constraints(constraints_data, (*at, "tunables", "constraints"), tunables, symbols)
+        return tunables
 
-        args_data = data.get("arg")
-        if not isinstance(args_data, list) or not args_data:
-            raise self.fail((*at, "arg"), "missing [[kernel.arg]]: a kernel takes at least one argument")
-        args = tuple(self.arg(a, (*at, "arg", i), symbols) for i, a in enumerate(args_data))
+    def args(self, data: Any, at: tuple, symbols: set[str]) -> tuple[Arg, ...]:
+        """`[[kernel.arg]]`: at least one, names unique, at least one output buffer."""
+        if not isinstance(data, list) or not data:
+            raise self.fail(at, "missing [[kernel.arg]]: a kernel takes at least one argument")
+        args = tuple(self.arg(a, (*at, i), symbols) for i, a in enumerate(data))
         names: set[str] = set()
         for i, a in enumerate(args):
             if a.name in names:
-                raise self.fail((*at, "arg", i, "name"), f"argument name {a.name!r} is used twice")
+                raise self.fail((*at, i, "name"), f"argument name {a.name!r} is used twice")
             names.add(a.name)
         if not any(isinstance(a, BufferArg) and a.is_output for a in args):
-            raise self.fail((*at, "arg"), "no output: at least one buffer needs direction out or inout")
+            raise self.fail(at, "no output: at least one buffer needs direction out or inout")
+        return args
 
-        launch = self.launch(self.table(data, at, "launch", required=True), (*at, "launch"), symbols)
+    def metrics(self, data: dict, at: tuple, symbols: set[str]) -> dict[str, str]:
+        """`[kernel.metrics]`: bytes and flops as expressions."""
+        self.check_keys(data, at, ("bytes", "flops"))
+        return {k: self.expression(v, (*at, k), symbols) for k, v in data.items()}
 
-        metrics = self.table(data, at, "metrics")
-        self.check_keys(metrics, (*at, "metrics"), ("bytes", "flops"))
-        metrics = {k: self.expression(v, (*at, "metrics", k), symbols) for k, v in metrics.items()}
+    def reference(self, data: dict, at: tuple) -> dict[str, str]:
+        """`[kernel.reference]`: backend -> a reference source file that exists."""
+        self.check_backend_keys(data, at, REFERENCE_BACKENDS)
+        for backend in data:
+            rel = self.string(data, at, backend)
+            if not exists(self.path.parent / rel):
+                raise self.fail((*at, backend), f"file {rel!r} does not exist")
+        return dict(data)
 
-        check = self.check(self.table(data, at, "check"), (*at, "check"))
+    def timing(self, data: dict, at: tuple) -> bool:
+        """`[kernel.timing]`: its `fresh_inputs` flag."""
+        self.check_keys(data, at, ("fresh_inputs",))
+        return self.flag(data, at, "fresh_inputs")
 
-        reference = self.table(data, at, "reference")
-        self.check_backend_keys(reference, (*at, "reference"), REFERENCE_BACKENDS)
-        for backend in reference:
-            rel = self.string(reference, (*at, "reference"), backend)
-            if not _exists(self.path.parent / rel):
-                raise self.fail((*at, "reference", backend), f"file {rel!r} does not exist")
-
-        wgpu = self.wgpu(self.table(data, at, "wgpu"), (*at, "wgpu"), args)
-        timing = self.table(data, at, "timing")
-        self.check_keys(timing, (*at, "timing"), ("fresh_inputs",))
-        fresh_inputs = timing.get("fresh_inputs", False)
-        if not isinstance(fresh_inputs, bool):
-            raise self.fail(
-                (*at, "timing", "fresh_inputs"), f"expected true or false, got {toml_value(fresh_inputs)}"
-            )
-        bindings: dict[int, str] = {}
+    def bindings(self, args: tuple[Arg, ...], at: tuple, wgpu: WgpuScalars) -> None:
+        """Each buffer's `binding` and `views`: views need a binding, no number used twice (nor the
+        wgpu parameters' binding)."""
+        taken: dict[int, str] = {}
         for i, a in enumerate(args):
             if not isinstance(a, BufferArg):
                 continue
             if a.views and a.binding is None:
-                raise self.fail((*at, "arg", i, "views"), "views are further bindings: set `binding` too")
+                raise self.fail((*at, i, "views"), "views are further bindings: set `binding` too")
             for key, number in [("binding", a.binding)] + [("views", v) for v in a.views]:
                 if number is None:
                     continue
-                if number in bindings or number == wgpu.params_binding:
-                    raise self.fail((*at, "arg", i, key), f"binding {number} is used twice")
-                bindings[number] = a.name
+                if number in taken or number == wgpu.params_binding:
+                    raise self.fail((*at, i, key), f"binding {number} is used twice")
+                taken[number] = a.name
+
+    def key_lines(
+        self, at: tuple, args: tuple[Arg, ...], launch: Launch, metrics: dict[str, str]
+    ) -> dict[tuple[str, ...], tuple[int | None, str]]:
+        """Where the keys an evaluation may fail on stand (`Where`: line, key as named)."""
         keys: dict[tuple[str, ...], tuple[int | None, str]] = {}
         for i, a in enumerate(args):
             for key in ("length", "value", "init", "binding"):
@@ -258,62 +205,50 @@ class _Reader:
                 keys[("launch", backend, key)] = self.locate((*at, "launch", backend, key))
         for key in metrics:
             keys[("metrics", key)] = self.locate((*at, "metrics", key))
-        return Kernel(
-            name=name, args=args, launch=launch, description=description, entry=dict(entry),
-            sizes=dict(sizes), metrics=metrics, check=check, tunables=tunables,
-            constraints=constraints, reference=dict(reference), wgpu=wgpu, fresh_inputs=fresh_inputs,
-            where=Where(str(self.path), keys),
-        )  # fmt: skip
+        return keys
 
     def arg(self, data: Any, at: tuple, symbols: set[str]) -> Arg:
+        """One `[[kernel.arg]]`: a scalar or a buffer."""
         if not isinstance(data, dict):
             raise self.fail(at, "expected a table")
         name = self.string(data, at, "name")
-        if not _IDENT.match(name):
+        if not IDENT.match(name):
             raise self.fail((*at, "name"), f"{toml_value(name)} is not an identifier (letters, digits, _)")
         kind = self.string(data, at, "kind")
         if kind == "scalar":
-            self.check_keys(data, at, ("name", "kind", "type", "value"))
-            type_ = self.string(data, at, "type")
-            if type_ not in SCALAR_TYPES:
-                raise self.fail(
-                    (*at, "type"), f"unknown type {toml_value(type_)}; valid: {', '.join(SCALAR_TYPES)}"
-                )
-            if "value" not in data:
-                raise self.fail(at, f"scalar {name!r} is missing key 'value' (an expression)")
-            value = self.expression(data["value"], (*at, "value"), symbols)
-            return ScalarArg(name=name, type=type_, value=value)
+            return self.scalar(data, at, name, symbols)
         if kind == "buffer":
-            self.check_keys(
-                data, at, ("name", "kind", "type", "length", "direction", "binding", "views", "init")
-            )
-            type_ = self.string(data, at, "type")
-            if type_ not in ELEMENT_TYPES:
-                raise self.fail(
-                    (*at, "type"), f"unknown type {toml_value(type_)}; valid: {', '.join(ELEMENT_TYPES)}"
-                )
-            if "length" not in data:
-                raise self.fail(at, f"buffer {name!r} is missing key 'length' (an expression)")
-            length = self.expression(data["length"], (*at, "length"), symbols)
-            direction = self.string(data, at, "direction", "in")
-            if direction not in DIRECTIONS:
-                raise self.fail(
-                    (*at, "direction"), f"unknown direction {toml_value(direction)}; valid: in, out, inout"
-                )
-            binding = data.get("binding")
-            if binding is not None:
-                self.natural(binding, (*at, "binding"))
-            views = data.get("views", [])
-            if not isinstance(views, list):
-                raise self.fail((*at, "views"), f"expected an array of bindings, got {toml_value(views)}")
-            for view in views:
-                self.natural(view, (*at, "views"))
-            init = self.init(data.get("init"), (*at, "init"), direction)
-            return BufferArg(
-                name=name, type=type_, length=length, direction=direction, init=init, binding=binding,
-                views=tuple(views),
-            )  # fmt: skip
+            return self.buffer(data, at, name, symbols)
         raise self.fail((*at, "kind"), f"unknown kind {toml_value(kind)}; valid: buffer, scalar")
+
+    def scalar(self, data: dict, at: tuple, name: str, symbols: set[str]) -> ScalarArg:
+        self.check_keys(data, at, ("name", "kind", "type", "value"))
+        type_ = self.one_of(data, at, "type", SCALAR_TYPES, "type")
+        if "value" not in data:
+            raise self.fail(at, f"scalar {name!r} is missing key 'value' (an expression)")
+        value = self.expression(data["value"], (*at, "value"), symbols)
+        return ScalarArg(name=name, type=type_, value=value)
+
+    def buffer(self, data: dict, at: tuple, name: str, symbols: set[str]) -> BufferArg:
+        self.check_keys(data, at, ("name", "kind", "type", "length", "direction", "binding", "views", "init"))
+        type_ = self.one_of(data, at, "type", ELEMENT_TYPES, "type")
+        if "length" not in data:
+            raise self.fail(at, f"buffer {name!r} is missing key 'length' (an expression)")
+        length = self.expression(data["length"], (*at, "length"), symbols)
+        direction = self.one_of(data, at, "direction", DIRECTIONS, "direction", "in")
+        binding = data.get("binding")
+        if binding is not None:
+            self.natural(binding, (*at, "binding"))
+        views = data.get("views", [])
+        if not isinstance(views, list):
+            raise self.fail((*at, "views"), f"expected an array of bindings, got {toml_value(views)}")
+        for view in views:
+            self.natural(view, (*at, "views"))
+        init = self.init(data.get("init"), (*at, "init"), direction)
+        return BufferArg(
+            name=name, type=type_, length=length, direction=direction, init=init, binding=binding,
+            views=tuple(views),
+        )  # fmt: skip
 
     def init(self, data: Any, at: tuple, direction: str) -> Init:
         if data is None:
@@ -330,11 +265,18 @@ class _Reader:
                 (*at, "kind"), f"unknown initializer {toml_value(kind)}; valid: {', '.join(INIT_KINDS)}"
             )
         self.check_keys(data, at, ("kind", *fields[kind]))
+        values = self.init_values(data, at, fields[kind])
+        if kind == "random" and values.get("low", -1.0) > values.get("high", 1.0):
+            raise self.fail((*at, "low"), "low must not be above high")
+        return Init(kind, **values)
+
+    def init_values(self, data: dict, at: tuple, fields: tuple[str, ...]) -> dict[str, Any]:
+        """The fields of one initializer kind that `data` gives, each checked."""
         values: dict[str, Any] = {}
-        for key in fields[kind]:
+        for key in fields:
             if key == "path":
                 rel = self.string(data, at, "path")
-                if not _exists(self.path.parent / rel):
+                if not exists(self.path.parent / rel):
                     raise self.fail((*at, "path"), f"file {rel!r} does not exist")
                 values["path"] = rel
             elif key == "seed":
@@ -347,9 +289,7 @@ class _Reader:
                 # A range (random low/high, linspace start/stop) must be finite; a constant
                 # may be NaN or infinite (for a float buffer: `Kernel.evaluate` checks the type).
                 values[key] = self.number(data, at, key, finite=key != "value")
-        if kind == "random" and values.get("low", -1.0) > values.get("high", 1.0):
-            raise self.fail((*at, "low"), "low must not be above high")
-        return Init(kind, **values)
+        return values
 
     def constraints(self, data: Any, at: tuple, tunables: dict, symbols: set[str]) -> tuple[str, ...]:
         """`constraints = ["block_x * block_y <= 1024", ...]`: conditions over tunables and sizes,
@@ -396,11 +336,7 @@ class _Reader:
 
     def check(self, data: dict, at: tuple) -> Check:
         self.check_keys(data, at, ("reference", "rtol", "atol", "max_ulp", "outputs_follow_tunables"))
-        reference = self.string(data, at, "reference", "cpu")
-        if reference not in BACKENDS:
-            raise self.fail(
-                (*at, "reference"), f"unknown backend {toml_value(reference)}; valid: {', '.join(BACKENDS)}"
-            )
+        reference = self.one_of(data, at, "reference", tuple(BACKENDS), "backend", "cpu")
         rtol = self.number(data, at, "rtol", 1e-5)
         atol = self.number(data, at, "atol", 1e-6)
         max_ulp = data.get("max_ulp")
@@ -409,11 +345,7 @@ class _Reader:
         for key, value in (("rtol", rtol), ("atol", atol)):
             if value < 0:
                 raise self.fail((*at, key), "must not be negative")
-        follow = data.get("outputs_follow_tunables", False)
-        if not isinstance(follow, bool):
-            raise self.fail(
-                (*at, "outputs_follow_tunables"), f"expected true or false, got {toml_value(follow)}"
-            )
+        follow = self.flag(data, at, "outputs_follow_tunables")
         return Check(
             reference=reference,
             rtol=float(rtol),
@@ -424,11 +356,7 @@ class _Reader:
 
     def wgpu(self, data: dict, at: tuple, args: tuple[Arg, ...]) -> WgpuScalars:
         self.check_keys(data, at, ("scalars", "params_binding", "override_ids"))
-        mode = self.string(data, at, "scalars", "uniform")
-        if mode not in WGPU_SCALAR_MODES:
-            raise self.fail(
-                (*at, "scalars"), f"unknown mode {toml_value(mode)}; valid: {', '.join(WGPU_SCALAR_MODES)}"
-            )
+        mode = self.one_of(data, at, "scalars", WGPU_SCALAR_MODES, "mode", "uniform")
         binding = data.get("params_binding")
         if binding is not None:
             self.natural(binding, (*at, "params_binding"))

@@ -137,6 +137,9 @@ class WorkerProcess:
         self._lock = threading.RLock()
         self.info: dict[str, Any] = {}
         self.starts = 0
+        #: Why its pool let it go (stopped, or the pool closed): it never starts again, not even
+        #: for a request of a caller still holding it (the pool's next `get` makes a fresh one).
+        self.retired: str | None = None
 
     # ------------------------------------------------------------------ life cycle
 
@@ -153,6 +156,8 @@ class WorkerProcess:
         with self._lock:
             if self.alive:
                 return
+            if self.retired:
+                raise WorkerError(f"{self.label} is not started again: {self.retired}")
             self._cleanup()
             from workbench.run.devices import child_env
 
@@ -343,7 +348,13 @@ class _Deadline(Exception):
 
 
 class WorkerPool:
-    """At most one worker per runtime, started lazily and restarted after a crash."""
+    """At most one worker per runtime, started lazily and restarted after a crash.
+
+    A worker the pool lets go (`stop`, `close`) is retired: a request of a caller still holding it
+    (a device probe, `forget_inputs`) does not start it again. Once closed, the pool starts no
+    worker at all: `get` raises `WorkerError` ("closed"), and a worker a `get` was starting while
+    the pool closed is shut down before `get` raises. So no late caller (a probe still running
+    when the window closes) leaves a live process behind that nobody will stop."""
 
     def __init__(self, on_stderr=None, command_for=None, launcher=None, shared_memory: bool | None = None):
         self.on_stderr = on_stderr
@@ -353,9 +364,13 @@ class WorkerPool:
         self.shared_memory = shared_memory
         self._workers: dict[str, WorkerProcess] = {}
         self._lock = threading.Lock()
+        self.closed = False
 
     def get(self, runtime: str) -> WorkerProcess:
+        """The runtime's worker, started (and restarted after a crash); `WorkerError` once the
+        pool is closed (class docstring)."""
         with self._lock:
+            self._refuse_if_closed(runtime)
             worker = self._workers.get(runtime)
             if worker is None:
                 command = self.command_for(runtime) if self.command_for else None
@@ -368,13 +383,23 @@ class WorkerPool:
                 )
                 self._workers[runtime] = worker
         worker.start()
+        with self._lock:
+            closed = self.closed
+        if closed:  # `close` came while it started: it may have missed the process
+            worker.shutdown()
+            self._refuse_if_closed(runtime)
         return worker
+
+    def _refuse_if_closed(self, runtime: str) -> None:
+        if self.closed:
+            raise WorkerError(f"no {runtime} worker is started: the worker pool is closed")
 
     def stop(self, runtime: str) -> None:
         """Shut one runtime's worker down (a later `get` starts a fresh one)."""
         with self._lock:
             worker = self._workers.pop(runtime, None)
         if worker is not None:
+            worker.retired = "its worker pool stopped it"
             worker.shutdown()
 
     def owned(self) -> list[int | threading.Thread]:
@@ -400,8 +425,12 @@ class WorkerPool:
             worker.kill()
 
     def close(self) -> None:
+        """Shut every worker down; from now on no worker starts (class docstring)."""
         with self._lock:
+            self.closed = True
             workers, self._workers = list(self._workers.values()), {}
+        for worker in workers:
+            worker.retired = "its worker pool is closed"
         # Side by side: a worker's exit releases a CUDA context or a Vulkan device (a fraction of
         # a second each on a GPU host), and a command line waits for all of them.
         side_by_side([w.shutdown for w in workers], "wb-close")

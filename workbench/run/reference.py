@@ -1,9 +1,12 @@
 """The reference policy: which backend the others are checked against, and what they get when it fails.
 
-The reference is the backend the user chose (`RunService.run(reference=...)`, `--reference`) or,
-by default, the kernel's `[kernel.check] reference` (cpu unless the manifest says otherwise). It
-never changes by itself: when it cannot build or run, every other backend is reported
-"not verified (reference failed)" instead of being checked against whichever backend ran first.
+The reference is the backend the user chose (`RunService.run(reference=...)`, `--reference`,
+the window's `LiveLoop.reference`) or, by default, the kernel's `[kernel.check] reference` (cpu
+unless the manifest says otherwise). It never changes by itself: when it cannot build or run,
+every other backend is reported "not verified (reference failed)" instead of being checked
+against whichever backend ran first. The policy sets each such check's `unverified`
+(`RunResult.reference_failed`) and the service the report's `RunReport.reference_failed`; every
+reader uses these fields, none looks for words in a note.
 The reference runs first; its first device's outputs are what every other result is compared with
 (a second device of the reference backend is compared with the first).
 
@@ -20,6 +23,15 @@ than plainly failed when
 The reason goes into the mismatch's `CheckRecord.disputed` ("the reference (cpu) has 1 race at
 src/lib.rs:87", "the reference (cpu) is outvoted by 2 backends"); `result_text` words the verdict
 ("disputed") for every view.
+
+Two modes. In a run the reference stands for itself (`SELF`): its own result is "reference", never
+verified. A tuning sweep asks for the `BASELINE` mode (`ReferencePolicy.against_baseline`, on the
+finished report, so a run on a cluster's worker is judged alike): the reference's own result is
+checked against its outputs at a baseline setting (the sweep's default configuration, same sizes
+and seed), the one verdict the run could not give, so no configuration is ranked unverified. Every
+result the run compared keeps its verdict (a second device of the reference backend included);
+when the reference fails against the baseline, the results compared with it are "not verified
+(reference failed)", never failed: their outputs were held against a wrong one.
 """
 
 from __future__ import annotations
@@ -31,12 +43,14 @@ import numpy as np
 
 from workbench.backends import RUST_BACKENDS
 from workbench.manifest import Kernel
-from workbench.records import NO_CHECK, REFERENCE, UNVERIFIED, CheckRecord, RunResult
+from workbench.records import COMPARED, NO_CHECK, REFERENCE, UNVERIFIED, CheckRecord, RunResult
 from workbench.result_text import REFERENCE_FAILED  # the others' `CheckRecord.unverified`
 from workbench.run.sim_findings import summary
 from workbench.run.verify import check_outputs, health, weakness
 
 PENDING, READY, FAILED = "pending", "ready", "failed"
+#: The reference's modes (module docstring): it stands for itself, or is held to a baseline.
+SELF, BASELINE = "self", "baseline"
 #: Outputs of a backend that disagrees with the reference are copied for the vote up to this size
 #: (a larger dissent is left out of it: no vote rather than gigabytes held).
 VOTE_BYTES = 256 << 20
@@ -177,6 +191,48 @@ class ReferencePolicy:
             role=UNVERIFIED, reference=self.backend, rtol=k.rtol, atol=k.atol, max_ulp=k.max_ulp,
             note=self.note, unverified=REFERENCE_FAILED,
         )  # fmt: skip
+
+    # ------------------------------------------------------------------ the BASELINE mode (sweeps)
+    @staticmethod
+    def own_results(report: Any) -> list[RunResult]:
+        """The run's reference result, when it ran: its first device's, the one whose outputs are
+        `report.outputs[report.reference]` (a second device of it was compared with that one)."""
+        ref = report.reference
+        if ref not in report.outputs:
+            return []
+        return [r for r in report.results if r.backend == ref and r.status == "ok" and r.check.is_reference]
+
+    @staticmethod
+    def against_baseline(
+        report: Any, kernel: Kernel, baseline: dict[str, np.ndarray] | None, where: str
+    ) -> None:
+        """Judge a finished run in the `BASELINE` mode (module docstring): the reference's own
+        result against `baseline`, its outputs at `where` ("the default configuration {...}");
+        `baseline` None: this run is the baseline itself (or the kernel's outputs follow the
+        setting, `[kernel.check] outputs_follow_tunables`), so the reference is verified as is."""
+        mine = ReferencePolicy.own_results(report)
+        if not mine:
+            return
+        if baseline is None:
+            for r in mine:
+                r.verified = True
+            return
+        ref, k = report.reference, kernel.check
+        passed, record = check_outputs(
+            report.outputs[ref], baseline, k.rtol, k.atol, k.max_ulp, reference_name=f"{ref} at {where}"
+        )
+        for r in mine:
+            r.verified = passed
+            r.check = record
+        if passed:
+            return
+        note = (f"reference {ref} failed at this configuration (its output differs from its own at "
+                f"{where}): not verified")  # fmt: skip
+        for r in report.results:
+            if r.check.role == COMPARED and not any(r is m for m in mine):
+                r.verified = None
+                r.check = CheckRecord(role=UNVERIFIED, reference=ref, rtol=k.rtol, atol=k.atol,
+                                      max_ulp=k.max_ulp, note=note, unverified=REFERENCE_FAILED)  # fmt: skip
 
 
 def _first_line(text: str | None) -> str:

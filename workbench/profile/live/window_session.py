@@ -446,9 +446,7 @@ class WindowSession(SessionDelivery):
             self._line_budget.cancel.set()  # kills a line-table build in flight
         for thread in self._line_threads.values():
             thread.join(30.0)
-        self.jobs.join(30.0)  # the services are closed: their waits end
-        # A probe that asked for a worker while the pool closed may have started one: close again.
-        self.run_service.pool.close()
+        self.jobs.join(30.0)  # the services are closed: their waits end (a closed pool starts no worker)
         if self.recorder is not None:
             self.recorder.close()  # what is queued is recorded first
         self._set_busy(False)

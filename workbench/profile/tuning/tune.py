@@ -11,23 +11,32 @@ interleaved rounds, recorded in the sessions store as it finishes, and ranked (`
   the configurations of round 1 one by one from the times it has seen (`Search`), within a
   budget of evaluations and/or seconds; the later rounds, the side-by-side re-timing, the
   verification, the recording and the ranking are those of every sweep, over what it evaluated.
-- Rounds: round 1 runs every configuration once, round 2 again, ...; the ranking rests on the
-  spread between the rounds' medians, and the leaders are re-timed side by side before a winner
-  is named (`SweepRunner`). Each result carries the digest of what it ran (`tune_entries`), so
-  identical builds are one point.
-- Verification: the reference backend's output of each configuration is compared with its output
-  at the manifest's default configuration (the baseline; same inputs, same seed), so a
-  configuration that breaks the reference itself is flagged too; the other backends are compared
-  with the reference of the same configuration, as in every run, and are "not verified
-  (reference failed)" when that reference is the broken one. A kernel whose outputs follow the
+- Rounds: round 1 runs every configuration once, round 2 again in reverse order, ...
+  (`--rounds`, default 3), all through one `RunService`; the ranking rests on the spread between
+  the rounds' medians, and the leaders are re-timed side by side (`--confirm` rounds, never
+  resumed) before a winner is named (`SweepRunner`). Each result carries the digest of what it ran
+  (`tune_entries`: the artifact's bytes, and the launch geometry where the runtime reads it, not on
+  cpu), so identical builds are one point. Per slot (backend × device) the leader wins when the 95%
+  t-interval of its time ratio to every other point (log ratios paired by round) lies below
+  `1 - min_effect` (default 2%); else the best is the tie set (`ranking.py`).
+- Verification: the reference's `BASELINE` mode (`run/reference.py`): the reference backend's
+  output of each configuration is compared with its output at the manifest's default
+  configuration (the baseline, run first; same inputs, same seed), so every entry is verified and
+  a configuration that breaks the reference itself is flagged too; only the run's own reference
+  result gets that verdict, every result the run compared (a second device of the reference
+  backend too) keeps its own; the other backends are compared with the reference of the same
+  configuration, as in every run, and are "not verified (reference failed)", never failed, when
+  that reference is the broken one. A kernel whose outputs follow the
   tunables (`[kernel.check] outputs_follow_tunables`, e.g. one partial sum per workgroup) has no
   baseline: each configuration's reference stands for itself.
-- Resume: each recorded row carries `provenance.tuning` = {"key", "config", "round", "confirm",
-  "build", "settings"}; `key` hashes what decides the result (the kernel's sources but the tunables'
-  default order, the sizes, the configuration, the backend). A round of a configuration whose
-  rows are all recorded for the requested backends (and devices) is read back instead of run,
-  unless one of them failed, was skipped or was not verified under other settings (timeout,
-  backends, devices, seed, timing): that one runs again.
+- Resume: each recorded row (through the sweep's `SessionRecorder`) carries `provenance.tuning` =
+  {"key", "config", "round", "confirm", "build", "settings"}; `key` (`resume_key`) hashes what
+  decides the result (the sources less workbench.toml, the kernel's settings with the tunables'
+  lists as sets, the sizes, the configuration, the backend); `settings` are the timeout, backends,
+  devices, seed, sizes and timing protocol. A round of a configuration whose rows are all recorded
+  for the requested backends (and devices) is read back (`SessionStore.tuning_runs(key)`) instead
+  of run, unless one of them failed, was skipped or was not verified under other settings
+  (timeout, backends, devices, seed, timing): that one runs again.
 - Points: a sweep runs points, each a configuration at a set of sizes; a size sweep
   (`size_sweep.py`) is the same runner over sizes at one configuration, in one round.
 """
@@ -603,56 +612,30 @@ class SweepRunner:
         ]
 
     def _verify_reference(self, point: Point, report: Any) -> None:
-        """The reference backend's result is checked against its output at the default
-        configuration (same sizes and seed): no configuration is ranked unverified. That is the
-        one verdict the run engine could not give (it holds the reference's own result as the
-        reference); every result the engine compared keeps the engine's verdict, a second device
-        of the reference backend included. When the reference fails that check, the results
-        compared with it are not verified (reference failed), never failed: their outputs were
-        held against a wrong one."""
-        from workbench.records import COMPARED, UNVERIFIED, CheckRecord
-        from workbench.run.reference import REFERENCE_FAILED
-        from workbench.run.verify import check_outputs
+        """The run judged in the reference's `BASELINE` mode (`run/reference.py`): against the
+        reference's own outputs at the default configuration (same sizes and seed), run once per
+        sizes when no round gave them yet."""
+        from workbench.run.reference import ReferencePolicy
 
         ref = report.reference
-        # The engine's reference result (its first device): the one whose outputs are `outputs[ref]`.
-        mine = [r for r in report.results if r.backend == ref and r.status == "ok" and r.check.is_reference]
-        if not mine or ref not in report.outputs:
+        if not ReferencePolicy.own_results(report):
             return
         defaults = self.kernel.default_tunables()
         sizes_key = tuple(sorted(report.sizes.items()))
-        if point.config == defaults or self.kernel.check.outputs_follow_tunables:
-            # The baseline itself (the reference at the default configuration), or a kernel whose
-            # outputs differ by configuration: each configuration's reference is its own baseline.
-            if point.config == defaults:
-                self._baseline.setdefault(sizes_key, report.outputs[ref])
-            for r in mine:
-                r.verified = True
-            return
-        baseline = self._baseline.get(sizes_key)
-        if baseline is None:
-            base = self._execute(Point(defaults, point.sizes), [ref], None)
-            baseline = base.outputs.get(ref) if base is not None else None
+        baseline = None
+        if point.config == defaults:
+            self._baseline.setdefault(sizes_key, report.outputs[ref])
+        elif not self.kernel.check.outputs_follow_tunables:
+            baseline = self._baseline.get(sizes_key)
             if baseline is None:
-                return
-            self._baseline[sizes_key] = baseline
-        check = self.kernel.check
-        passed, record = check_outputs(
-            report.outputs[ref], baseline, check.rtol, check.atol, check.max_ulp,
-            reference_name=f"{ref} at the default configuration {defaults}",
-        )  # fmt: skip
-        for r in mine:
-            r.verified = passed
-            r.check = record
-        if passed:
-            return
-        note = (f"reference {ref} failed at this configuration (its output differs from its own at the "
-                f"default configuration {defaults}): not verified")  # fmt: skip
-        for r in report.results:
-            if r.check.role == COMPARED and not any(r is m for m in mine):
-                r.verified = None
-                r.check = CheckRecord(role=UNVERIFIED, reference=ref, rtol=check.rtol, atol=check.atol,
-                                      max_ulp=check.max_ulp, note=note, unverified=REFERENCE_FAILED)  # fmt: skip
+                base = self._execute(Point(defaults, point.sizes), [ref], None)
+                baseline = base.outputs.get(ref) if base is not None else None
+                if baseline is None:
+                    return
+                self._baseline[sizes_key] = baseline
+        ReferencePolicy.against_baseline(
+            report, self.kernel, baseline, f"the default configuration {defaults}"
+        )
 
     def _recorded(self, keys: dict[str, str], point: Point, round_: int) -> list[dict[str, Any]] | None:
         """The recorded entries of one round of a point, when every backend (and device) asked for
