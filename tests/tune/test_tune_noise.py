@@ -136,14 +136,16 @@ def test_resume_reruns_a_failure_once_the_timeout_changed(
         assert first[("wgsl", 64)]["status"] == "error" and first[("wgsl", 128)]["status"] == "ok"
         same, resumed = sweep(store, 0.4)  # the same settings: the failure stands, read back
         assert resumed == {(128,): True, (64,): True} and same[("wgsl", 64)]["status"] == "error"
-        longer, resumed = sweep(store, 30.0)  # the timeout changed: the failure is run again
+        # The timeout changed: the failure is run again. The new limit is only a hang guard: the
+        # slow launch takes seconds on a quiet machine and outlasted 30 s at load 14.
+        longer, resumed = sweep(store, 600.0)
         assert resumed == {(128,): True, (64,): False}
         assert longer[("wgsl", 64)]["status"] == "ok" and longer[("wgsl", 64)]["verified"] is True
         # The settings are recorded with each configuration: what the next resume compares.
         detail = store.get_run(longer[("wgsl", 64)]["run_id"], samples=False)["detail"]
         if isinstance(detail, str):
             detail = json.loads(detail)
-        assert detail["provenance"]["tuning"]["settings"]["timeout_s"] == 30.0
+        assert detail["provenance"]["tuning"]["settings"]["timeout_s"] == 600.0
 
 
 def test_skipped_is_counted_as_skipped_never_as_failed(
