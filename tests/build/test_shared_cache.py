@@ -7,13 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import wait_until
+from tests.waits import HANG_GUARD_S, WORK_GUARD_S, wait_until
 from workbench.build.adapters.host_rust import rustc
 from workbench.build.scratch import LINES_PREFIX, OWNER, STAGING_PREFIX, OwnedDir, runtime_dir, sweep
 from workbench.build.toolchains import detect
@@ -26,8 +25,9 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _kill_tree(pid: int) -> None:
-    """SIGKILL `pid` first (as a crash would), then what it had started (orphans now)."""
+def _kill_tree(pid: int) -> list[psutil.Process]:
+    """SIGKILL `pid` first (as a crash would), then what it had started (orphans now); returns
+    those, for the caller to wait until they are gone."""
     try:
         children = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -38,6 +38,7 @@ def _kill_tree(pid: int) -> None:
             child.kill()
         except psutil.Error:
             pass
+    return children
 
 
 @pytest.mark.slow
@@ -58,7 +59,7 @@ def test_two_processes_build_the_cpu_ceiling_kernels_into_one_fresh_cache(tmp_pa
         )  # fmt: skip
         for _ in range(2)
     ]
-    outs = [p.communicate(timeout=600) for p in procs]
+    outs = [p.communicate(timeout=WORK_GUARD_S) for p in procs]
     for proc, (_out, err) in zip(procs, outs, strict=True):
         assert proc.returncode == 0, err
     paths = {out.strip() for out, _ in outs}
@@ -85,7 +86,7 @@ def test_sweep_removes_what_a_killed_process_owned_and_keeps_a_live_ones(tmp_pat
         assert sweep(tmp_path, older_than_s=3600) == []  # both are fresh: nothing goes
         assert sweep(tmp_path, older_than_s=0) == []  # both owners are alive
         dead.kill()
-        dead.wait(10)
+        dead.wait(HANG_GUARD_S)
         assert sweep(tmp_path, older_than_s=0) == [dead_dir]
         assert not dead_dir.exists() and (live_dir / OWNER).is_file()
         with OwnedDir(tmp_path / "artifacts" / "cpu", STAGING_PREFIX) as mine:  # this process's own
@@ -94,7 +95,7 @@ def test_sweep_removes_what_a_killed_process_owned_and_keeps_a_live_ones(tmp_pat
     finally:
         for proc in (dead, live):
             proc.kill()
-            proc.wait(10)
+            proc.wait(HANG_GUARD_S)
     assert sweep(tmp_path, older_than_s=0) == [live_dir]
 
 
@@ -125,16 +126,19 @@ def test_a_build_killed_mid_way_leaves_folders_the_sweep_removes(gated_saxpy, tm
     def folders() -> list[Path]:
         return sorted([*cache.glob(f"artifacts/cpu/{STAGING_PREFIX}*"), *cache.glob("work/cpu-*")])
 
+    orphans: list[psutil.Process] = []
     try:
-        assert wait_until(lambda: len(folders()) == 2 and _in_build_script(build.pid), 600), (
+        assert wait_until(lambda: len(folders()) == 2 and _in_build_script(build.pid), WORK_GUARD_S), (
             "the build never reached its build script"
         )
     finally:
-        _kill_tree(build.pid)
-        build.wait(10)
+        orphans = _kill_tree(build.pid)
+        build.wait(HANG_GUARD_S)
     left = folders()
     assert len(left) == 2  # what a killed build leaves
-    time.sleep(0.1)
+    # cargo and its build script die with it: once gone, nothing writes into the folders any more.
+    _gone, alive = psutil.wait_procs(orphans, timeout=HANG_GUARD_S)
+    assert not alive, alive
     assert sorted(sweep(cache, older_than_s=0)) == left
     assert folders() == []
 
@@ -148,7 +152,7 @@ def test_no_wb_xdg_folder_per_run(tmp_path, shared_cache_dir):
     for _ in range(2):
         done = subprocess.run(
             [sys.executable, "-m", "workbench", "run", str(example), "--backend", "cpu", "--no-record"],
-            env=env, capture_output=True, text=True, timeout=600,
+            env=env, capture_output=True, text=True, timeout=WORK_GUARD_S,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
     assert [p.name for p in tmp_path.glob("wb-xdg-*")] == [f"wb-xdg-{os.getuid()}"]
@@ -193,7 +197,7 @@ def test_two_processes_build_one_line_table_both_get_it(example_copy, shared_cac
         )  # fmt: skip
         for _ in range(2)
     ]
-    outs = [p.communicate(timeout=900) for p in procs]
+    outs = [p.communicate(timeout=max(900, WORK_GUARD_S)) for p in procs]
     for proc, (_out, err) in zip(procs, outs, strict=True):
         assert proc.returncode == 0, err
     (path,) = {out.strip() for out, _ in outs}
