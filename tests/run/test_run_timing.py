@@ -139,10 +139,12 @@ def test_the_worker_measures_back_to_back_with_heartbeats(cpu_saxpy_worker):
     prepare(65536)
     beats = []
     options = {"min_n": 5, "min_time_s": 0.35, "warmup_max_n": 5, "warmup_max_s": 0.2}
+    started = time.perf_counter()
     reply, _ = worker.request(
         {"op": "measure", "options": options}, timeout_s=HANG_GUARD_S, on_progress=beats.append
     )
+    elapsed = time.perf_counter() - started
     stats = reply["stats"]
     assert stats["method"] == "wall-clock" and stats["n"] == len(stats["samples_s"]) >= 5
-    assert sum(stats["samples_s"]) <= 5
+    assert sum(stats["samples_s"]) <= elapsed  # the samples are of this measurement, however slow
     assert beats and {b["phase"] for b in beats} <= {"warmup", "batch", "samples"}
