@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_GUARD_S, WORK_GUARD_S, wait_until  # noqa: F401  wait_until: tests import it from here too
 from workbench import childproc
 from workbench.manifest import load_manifest
 
@@ -46,19 +47,8 @@ EXAMPLES = REPO / "resources" / "examples"
 SHARED_SPIRV = REPO.parent / "shared" / "data" / "rust-gpu-spirv"
 
 
-def wait_until(predicate: Callable[[], object], timeout: float = 60.0) -> bool:
-    """Poll `predicate` every 50 ms until it is truthy (True) or `timeout` seconds pass (False):
-    for threads and processes outside Qt (windows wait with qtbot)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def cli(
-    *args: object, env: dict[str, str] | None = None, timeout: float = 300
+    *args: object, env: dict[str, str] | None = None, timeout: float = WORK_GUARD_S
 ) -> subprocess.CompletedProcess:
     """`python -m workbench ARGS` in a child process, as a user runs it: the output captured, a
     non-zero exit returned (not raised). This checkout's workbench, also in the processes the
@@ -173,8 +163,9 @@ def shared_cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("wb-cache")
 
 
-#: How long teardown lets threads and child processes wind down before calling them leaked.
-LEAK_GRACE_S = 5.0
+#: How long teardown lets threads and child processes wind down before calling them leaked (a
+#: hang guard: the check ends as soon as they are gone).
+LEAK_GRACE_S = HANG_GUARD_S
 
 
 class LongLived:

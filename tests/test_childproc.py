@@ -4,6 +4,7 @@ descendant that left the process group), and the leak check of tests/conftest.py
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -11,16 +12,18 @@ import time
 import psutil
 import pytest
 
+from tests.waits import HANG_GUARD_S, wait_until
 from workbench import childproc
 
 from .conftest import _leaks
 
 # A child that starts a grandchild in a new session (outside its process group) and prints its pid.
+# Both sleep far longer than the test waits for them to go: only the stop can end them in time.
 ESCAPER = """
 import subprocess, sys, time
-g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True)
 print(g.pid, flush=True)
-time.sleep(60)
+time.sleep(3600)
 """
 
 
@@ -50,16 +53,18 @@ def test_a_deadline_stops_the_whole_tree_even_a_descendant_that_left_the_group()
         childproc.stream([sys.executable, "-c", ESCAPER], check=check, on_line=on_line, grace_s=0.5)
     (grandchild,) = pids
     assert sessions == [grandchild]  # it had left the child's session and process group
-    deadline = time.monotonic() + 5
-    while psutil.pid_exists(grandchild) and time.monotonic() < deadline:
+
+    def gone() -> bool:
         try:
-            if psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE:
-                break
+            return psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
-            break
-        time.sleep(0.05)
-    alive = psutil.pid_exists(grandchild) and psutil.Process(grandchild).status() != psutil.STATUS_ZOMBIE
-    assert not alive, "the grandchild in its own session survived the stop"
+            return True
+
+    try:
+        assert wait_until(gone), "the grandchild in its own session survived the stop"
+    finally:
+        if not gone():
+            os.kill(grandchild, signal.SIGKILL)
 
 
 def test_capture_times_out_with_a_clear_error(tmp_path):
@@ -95,10 +100,14 @@ def test_a_niceness_lowers_the_childs_priority_and_its_children_inherit_it():
     """A background build's commands (Budget.niceness) yield the cores: the leader is reniced as
     it starts and a process it starts afterwards (rustc under cargo) runs at that priority too."""
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    # The grandchild starts after a pause, as cargo starts rustc after reading its manifests.
+    # The grandchild starts only once the leader was reniced (as cargo starts rustc after reading
+    # its manifests): the leader waits for that, not for a guessed pause (a hang guard only).
     script = (
-        "import subprocess, sys, time; time.sleep(0.3); "
-        "subprocess.run([sys.executable, '-c', 'import os; print(os.getpriority(os.PRIO_PROCESS, 0))'])"
+        "import os, subprocess, sys, time\n"
+        f"end = time.monotonic() + {HANG_GUARD_S}\n"
+        f"while os.getpriority(os.PRIO_PROCESS, 0) < {min(19, base + 5)} and time.monotonic() < end:\n"
+        "    time.sleep(0.01)\n"
+        "subprocess.run([sys.executable, '-c', 'import os; print(os.getpriority(os.PRIO_PROCESS, 0))'])\n"
     )
     done = childproc.stream([sys.executable, "-c", script], niceness=5)
     assert done.returncode == 0 and done.stdout == [str(min(19, base + 5))]

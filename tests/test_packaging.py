@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import workbench
+from tests.waits import HANG_GUARD_S
 from workbench import frozen
 from workbench import project as project_module
 from workbench.run.pool import WorkerProcess
@@ -121,9 +122,13 @@ def test_unquoted_here_documents_run_no_commands():
 
 
 def test_build_script_help_runs_without_building(tmp_path):
-    done = subprocess.run(["bash", str(BUILD_SH), "--help"], capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["bash", str(BUILD_SH), "--help"], capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
     assert done.returncode == 0 and "--with-cuda" in done.stdout
-    bad = subprocess.run(["bash", str(BUILD_SH), "--bogus"], capture_output=True, text=True, timeout=30)
+    bad = subprocess.run(
+        ["bash", str(BUILD_SH), "--bogus"], capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
     assert bad.returncode == 2 and "unknown option --bogus" in bad.stderr
 
 
@@ -186,7 +191,7 @@ def test_desktop_file_validates():
     validator = shutil.which("desktop-file-validate")
     if validator is None:
         pytest.skip("desktop-file-validate not installed (apt-get install desktop-file-utils)")
-    done = subprocess.run([validator, str(DESKTOP)], capture_output=True, text=True, timeout=30)
+    done = subprocess.run([validator, str(DESKTOP)], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
 
 
@@ -238,7 +243,7 @@ def test_a_worker_started_through_the_dispatch_speaks_the_protocol():
         "cpu", command=[sys.executable, "-m", "workbench", frozen.CHILD_FLAG, "workbench.run.worker", "cpu"]
     )
     try:
-        info = worker.request({"op": "devices"}, timeout_s=60)[0]
+        info = worker.request({"op": "devices"}, timeout_s=HANG_GUARD_S)[0]
         assert worker.alive and worker.info["runtime"] == "cpu" and worker.info["pid"] == worker.pid
         assert info["available"] and info["devices"][0]["spec"] == "cpu"
     finally:

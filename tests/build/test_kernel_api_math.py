@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from tests.waits import HANG_GUARD_S
 from workbench.build.adapters.host_rust import rustc
 from workbench.build.toolchains import detect
 from workbench.kernel_api import crate_dir
@@ -54,7 +55,7 @@ def measure(tmp_path, exp: str) -> tuple[int, str, int, str]:
     )  # fmt: skip
     assert build.returncode == 0, build.stderr
     worst, at, checked, edges = subprocess.run(
-        [binary], capture_output=True, text=True, timeout=60, check=True
+        [binary], capture_output=True, text=True, timeout=HANG_GUARD_S, check=True
     ).stdout.split()
     assert int(checked) > 1_000_000
     return int(worst), at, int(checked), edges

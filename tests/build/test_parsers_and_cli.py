@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_GUARD_S, WORK_GUARD_S
 from workbench.build.diagnostics import parse_nvcc, parse_ptxas, parse_rustc_text
 from workbench.build.resources import parse_ptxas_verbose
 
@@ -88,18 +89,18 @@ def test_watch_rebuilds_after_an_edit(example_copy, cache):
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
     try:
-        first = json.loads(lines.get(timeout=120))
+        first = json.loads(lines.get(timeout=WORK_GUARD_S))
         assert [r["status"] for r in first["results"]] == ["ok"]
         wgsl = root / "reference" / "saxpy.wgsl"
         wgsl.write_text(wgsl.read_text().replace("params.a * x[i]", "params.a * x[i] * 1.0"))
-        second = json.loads(lines.get(timeout=60))
+        second = json.loads(lines.get(timeout=WORK_GUARD_S))
         (result,) = second["results"]
         assert result["status"] == "ok" and result["cached"] is False
         assert "* 1.0" in open(result["artifacts"][0]).read()
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=HANG_GUARD_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -7,13 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import wait_until
+from tests.waits import HANG_GUARD_S, WORK_GUARD_S, wait_until
 from workbench.build.adapters.host_rust import rustc
 from workbench.build.scratch import LINES_PREFIX, OWNER, STAGING_PREFIX, OwnedDir, runtime_dir, sweep
 from workbench.build.toolchains import detect
@@ -44,8 +43,9 @@ def _twice_at_once(code: str, args: list[str], timeout_s: float) -> list[str]:
     return [out.strip() for out, _ in outs]
 
 
-def _kill_tree(pid: int) -> None:
-    """SIGKILL `pid` first (as a crash would), then what it had started (orphans now)."""
+def _kill_tree(pid: int) -> list[psutil.Process]:
+    """SIGKILL `pid` first (as a crash would), then what it had started (orphans now); returns
+    those, for the caller to wait until they are gone."""
     try:
         children = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -56,6 +56,7 @@ def _kill_tree(pid: int) -> None:
             child.kill()
         except psutil.Error:
             pass
+    return children
 
 
 @pytest.mark.slow
@@ -66,7 +67,7 @@ def test_two_processes_build_the_cpu_ceiling_kernels_into_one_fresh_cache(tmp_pa
     code = (
         "import sys\nfrom workbench.run.ceilings_probes import cpu_library\nprint(cpu_library(sys.argv[1]))\n"
     )
-    paths = set(_twice_at_once(code, [str(tmp_path)], timeout_s=600))
+    paths = set(_twice_at_once(code, [str(tmp_path)], timeout_s=WORK_GUARD_S))
     assert len(paths) == 1 and Path(paths.pop()).is_file()
     leftovers = [p for p in (tmp_path / "ceilings").rglob("*") if p.name.startswith(STAGING_PREFIX)]
     assert not leftovers
@@ -90,7 +91,7 @@ def test_sweep_removes_what_a_killed_process_owned_and_keeps_a_live_ones(tmp_pat
         assert sweep(tmp_path, older_than_s=3600) == []  # both are fresh: nothing goes
         assert sweep(tmp_path, older_than_s=0) == []  # both owners are alive
         dead.kill()
-        dead.wait(10)
+        dead.wait(HANG_GUARD_S)
         assert sweep(tmp_path, older_than_s=0) == [dead_dir]
         assert not dead_dir.exists() and (live_dir / OWNER).is_file()
         with OwnedDir(tmp_path / "artifacts" / "cpu", STAGING_PREFIX) as mine:  # this process's own
@@ -99,7 +100,7 @@ def test_sweep_removes_what_a_killed_process_owned_and_keeps_a_live_ones(tmp_pat
     finally:
         for proc in (dead, live):
             proc.kill()
-            proc.wait(10)
+            proc.wait(HANG_GUARD_S)
     assert sweep(tmp_path, older_than_s=0) == [live_dir]
 
 
@@ -130,16 +131,19 @@ def test_a_build_killed_mid_way_leaves_folders_the_sweep_removes(gated_saxpy, tm
     def folders() -> list[Path]:
         return sorted([*cache.glob(f"artifacts/cpu/{STAGING_PREFIX}*"), *cache.glob("work/cpu-*")])
 
+    orphans: list[psutil.Process] = []
     try:
-        assert wait_until(lambda: len(folders()) == 2 and _in_build_script(build.pid), 600), (
+        assert wait_until(lambda: len(folders()) == 2 and _in_build_script(build.pid), WORK_GUARD_S), (
             "the build never reached its build script"
         )
     finally:
-        _kill_tree(build.pid)
-        build.wait(10)
+        orphans = _kill_tree(build.pid)
+        build.wait(HANG_GUARD_S)
     left = folders()
     assert len(left) == 2  # what a killed build leaves
-    time.sleep(0.1)
+    # cargo and its build script die with it: once gone, nothing writes into the folders any more.
+    _gone, alive = psutil.wait_procs(orphans, timeout=HANG_GUARD_S)
+    assert not alive, alive
     assert sorted(sweep(cache, older_than_s=0)) == left
     assert folders() == []
 
@@ -153,7 +157,7 @@ def test_no_wb_xdg_folder_per_run(tmp_path, shared_cache_dir):
     for _ in range(2):
         done = subprocess.run(
             [sys.executable, "-m", "workbench", "run", str(example), "--backend", "cpu", "--no-record"],
-            env=env, capture_output=True, text=True, timeout=600,
+            env=env, capture_output=True, text=True, timeout=WORK_GUARD_S,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
     assert [p.name for p in tmp_path.glob("wb-xdg-*")] == [f"wb-xdg-{os.getuid()}"]
@@ -188,7 +192,7 @@ def test_two_processes_build_one_line_table_both_get_it(example_copy, shared_cac
         "import sys\nfrom workbench.build.line_info import ensure_line_table\n"
         "from workbench.project import Project\nprint(ensure_line_table(Project.open(sys.argv[1]), sys.argv[2]))\n"
     )
-    (path,) = set(_twice_at_once(code, [str(root), built.artifact_dir], timeout_s=900))
+    (path,) = set(_twice_at_once(code, [str(root), built.artifact_dir], timeout_s=max(900, WORK_GUARD_S)))
     assert Path(path) == line_table_path(built.artifact_dir) and Path(path).stat().st_size > 0
     folder = Path(built.artifact_dir)
     assert not list(folder.parent.glob(f"{LINES_PREFIX}*")) and not list(folder.glob("*.tmp"))

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import WORK_GUARD_S
 from workbench import childproc
 
 REPO = Path(__file__).resolve().parents[2]
 #: Generous deadlines: two cores shared with other test runs; Dask and wgpu start slowly there.
-START_TIMEOUT_S = 180.0
+START_TIMEOUT_S = WORK_GUARD_S
 DASK_ENV = {
     "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "120s",
     "DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP": "120s",

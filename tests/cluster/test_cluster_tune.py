@@ -8,6 +8,7 @@ import os
 import signal
 
 from tests.tune.conftest import _break_wgsl_at
+from tests.waits import HANG_GUARD_S
 
 from .conftest import recorded_rows
 
@@ -96,7 +97,7 @@ def test_scheduler_sweep_survives_a_worker_killed_with_sigkill(
             os.kill(victim.pid, signal.SIGKILL)
             break
     code, _out, err = _finish(proc)
-    assert victim.wait(timeout=60) == -signal.SIGKILL
+    assert victim.wait(timeout=HANG_GUARD_S) == -signal.SIGKILL
     assert code == 0, "".join(seen) + err
     rows = recorded_rows(db)
     assert _sweep_rows(rows) == {

@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli as run_cli
+from tests.waits import WORK_GUARD_S
 from workbench.profile.sessions.store import SessionStore
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "resources" / "examples"
-#: Real runs of saxpy (cpu + wgsl, repeated): a longer deadline than the helper's 300 s.
-cli = partial(run_cli, timeout=600)
+#: Real runs of saxpy (cpu + wgsl, repeated): the longest guard, whatever the helper's default.
+cli = partial(run_cli, timeout=WORK_GUARD_S)
 WGSL_LINE = "        y[i] = params.a * x[i] + y[i];"
 #: 256 extra loads per element, and a test the compiler cannot drop that is never true.
 SLOW_BODY = (
@@ -210,7 +211,7 @@ def test_uneven_sides_and_a_killed_series_get_no_verdict(recorded, tmp_path):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + WORK_GUARD_S
         while child.poll() is None and time.monotonic() < deadline:
             with SessionStore(db) as store:
                 if [r for r in store.records() if r["id"] not in {*before, *pair}]:

@@ -11,6 +11,7 @@ import sys
 import psutil
 import pytest
 
+from tests.waits import HANG_GUARD_S
 from workbench.run.host_load import HostLoad, describe, flags
 
 #: Burn `s` seconds of CPU time (not wall time: on a loaded machine a burner gets what it gets).
@@ -25,7 +26,7 @@ def orphan_burner(seconds: float) -> int:
             f'{sys.executable} -c "$0" </dev/null >/dev/null 2>&1 & echo $!',
             BURN.format(s=seconds),
         ],
-        capture_output=True, text=True, check=True, timeout=30,
+        capture_output=True, text=True, check=True, timeout=HANG_GUARD_S,
     )  # fmt: skip
     pid = int(shell.stdout.strip())
     assert psutil.Process(pid).ppid() != os.getpid()

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import cli
+from tests.waits import HANG_GUARD_S
 from workbench.profile.sessions import db_errors
 from workbench.profile.sessions.export import render
 from workbench.profile.sessions.record import record_report
@@ -223,14 +224,14 @@ def test_a_lock_held_by_another_process_is_named_a_lock(tmp_path, make_report):
             record_report(store, make_report(seed=1))
         assert caught.value.kind == "locked" and "corrupt" not in str(caught.value)
         holder.stdin.close()
-        holder.wait(30)
+        holder.wait(HANG_GUARD_S)
         record_report(store, make_report(seed=2))  # the lock is gone: the store writes again
         assert store.count() == 4 and store.damaged() is None
     finally:
         store.close()
         if holder.poll() is None:
             holder.kill()
-            holder.wait(10)
+            holder.wait(HANG_GUARD_S)
 
 
 def test_a_refused_row_is_a_constraint_not_corruption(tmp_path, make_report):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli
+from tests.waits import HANG_GUARD_S
 from workbench.profile.sessions.outside_files import MAX_BUNDLE_BYTES, MAX_CONTAINERS, MAX_DEPTH, nesting
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
@@ -122,7 +123,7 @@ def test_import_refuses_a_device_and_a_fifo_before_reading(db, tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # opened for reading, it would wait for a writer for ever
     for source, words in ((zero, "a character device"), (fifo, "a FIFO (named pipe)")):
-        done = cli("sessions", "import", source, "--db", db, timeout=60)
+        done = cli("sessions", "import", source, "--db", db, timeout=HANG_GUARD_S)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert (
             f"refusing to read {source}: it is {words}, not a regular file; nothing was imported"
@@ -136,7 +137,7 @@ def test_import_refuses_a_file_over_the_limit_before_reading_it(db, tmp_path):
     big = tmp_path / "big.json"
     with open(big, "wb") as file:  # sparse: no disk used, and nothing that would parse
         file.truncate(MAX_BUNDLE_BYTES + 1)
-    done = cli("sessions", "import", big, "--db", db, timeout=60)
+    done = cli("sessions", "import", big, "--db", db, timeout=HANG_GUARD_S)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"refusing to read {big}: {MAX_BUNDLE_BYTES + 1} bytes, more than the 256 MiB" in done.stderr
 
@@ -144,7 +145,7 @@ def test_import_refuses_a_file_over_the_limit_before_reading_it(db, tmp_path):
 def test_import_of_a_bundle_nested_200000_deep_is_a_clear_error(db, tmp_path):
     deep = tmp_path / "deep.json"
     deep.write_text('{"format": "workbench-sessions", "runs": ' + "[" * 200_000 + "]" * 200_000 + "}")
-    done = cli("sessions", "import", deep, "--db", db, timeout=60)
+    done = cli("sessions", "import", deep, "--db", db, timeout=HANG_GUARD_S)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert (
         f"{deep} nests objects and arrays 200001 deep, more than the {MAX_DEPTH} a bundle may" in done.stderr

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.waits import HANG_GUARD_S
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.schema import MIGRATIONS, SCHEMA_VERSION
 from workbench.profile.sessions.sources import snapshot_hash
@@ -226,7 +227,7 @@ def test_kill_9_while_recording_loses_at_most_the_run_in_flight(tmp_path):
     )
     acknowledged: list[int] = []
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_GUARD_S
         while len(acknowledged) < 40 and time.monotonic() < deadline:
             line = child.stdout.readline()
             if not line:
@@ -235,7 +236,7 @@ def test_kill_9_while_recording_loses_at_most_the_run_in_flight(tmp_path):
         time.sleep(0.013)  # land the kill somewhere inside a later transaction
     finally:
         os.kill(child.pid, signal.SIGKILL)
-        child.wait(10)
+        child.wait(HANG_GUARD_S)
         child.stdout.close()
     assert len(acknowledged) >= 40, "the writer did not get going"
     with SessionStore(path) as store:
@@ -279,7 +280,7 @@ def test_processes_opening_a_new_database_at_once_all_succeed(tmp_path):
             )
             for _ in range(8)
         ]
-        errors = [opener.communicate(timeout=60)[1] for opener in openers]
+        errors = [opener.communicate(timeout=HANG_GUARD_S)[1] for opener in openers]
         assert [o.returncode for o in openers] == [0] * len(openers), "\n".join(e for e in errors if e)
         with SessionStore(path) as store:
             assert store.count() == 0

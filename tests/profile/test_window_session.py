@@ -10,6 +10,7 @@ from concurrent.futures import Future
 
 import pytest
 
+from tests.waits import WORK_GUARD_S
 from workbench.profile.live import session_events as ev
 from workbench.profile.live.recordings import NOT_OURS
 from workbench.profile.live.window_session import WindowSession
@@ -26,7 +27,7 @@ def session(tmp_path, shared_cache_dir):
     made.shutdown()
 
 
-def pump_until(session, predicate, timeout_s=600.0):
+def pump_until(session, predicate, timeout_s=WORK_GUARD_S):
     import time
 
     end = time.monotonic() + timeout_s

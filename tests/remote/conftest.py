@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_GUARD_S
 from workbench import childproc
 from workbench.remote import ssh
 from workbench.remote.hosts import Host, HostStore
@@ -95,7 +96,7 @@ def _start(folder: Path) -> Sshd:
     if test.returncode != 0:
         pytest.skip(f"sshd rejects its test configuration: {test.stderr.strip()}")
     proc = childproc.spawn([SSHD, "-D", "-e", "-f", str(config)])
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_GUARD_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             pytest.skip(f"sshd did not start: {proc.stderr.read().decode(errors='replace')[-300:]}")
@@ -106,7 +107,7 @@ def _start(folder: Path) -> Sshd:
             time.sleep(0.05)
     else:
         childproc.stop_tree(proc)
-        pytest.skip("sshd did not listen within 10 s")
+        pytest.skip(f"sshd did not listen within {HANG_GUARD_S:g} s")
     pub = (folder / "host_ed25519.pub").read_text().split()
     host_line = f"[127.0.0.1]:{port} {pub[0]} {pub[1]}"
     known_hosts = folder / "known_hosts"

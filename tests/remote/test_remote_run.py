@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import FIRING_LIMIT_S
 from workbench.run.events import RunPhase
 from workbench.run.service import RunService
 from workbench.run.timing import TimingOptions
@@ -92,7 +93,7 @@ def test_a_host_that_stops_answering_times_out_naming_the_host(service, lo_host,
 
     try:
         report = service.run(
-            SAXPY, backends=["cpu"], devices=["lo/cpu"], sizes={"n": 4096}, timeout_s=2.0,
+            SAXPY, backends=["cpu"], devices=["lo/cpu"], sizes={"n": 4096}, timeout_s=FIRING_LIMIT_S,
             cache_dir=shared_cache_dir, on_event=on_event,
         )  # fmt: skip
     finally:

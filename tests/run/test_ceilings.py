@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_GUARD_S
 from workbench.run import ceilings_kernels
 from workbench.run.ceilings import Ceilings, cached, ceilings_for, device_key, measure, probes
 from workbench.run.devices import list_devices
@@ -155,7 +156,7 @@ def test_cli_ceilings_json(tmp_path):
         "method",
     }
     assert Ceilings.from_dict(entry).name == entry["name"]
-    bad = subprocess.run([*command[:-1], "nosuch:3"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run([*command[:-1], "nosuch:3"], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert bad.returncode == 2 and "nosuch" in bad.stderr
 
 

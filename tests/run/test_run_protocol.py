@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 
+from tests.waits import HANG_GUARD_S
 from workbench.run.pool import RequestFailed, WorkerProcess, signal_name
 from workbench.run.protocol import Connection, ProtocolEOF, ProtocolError, read_message, write_message
 from workbench.run.worker import serve
@@ -92,7 +93,7 @@ def test_worker_serves_requests_in_process():
     assert reply["fatal"] is False
     bye, _ = client.request({"op": "shutdown"})
     assert bye == {"bye": True}
-    thread.join(timeout=10)
+    thread.join(timeout=HANG_GUARD_S)
     assert not thread.is_alive()
 
 
@@ -111,9 +112,9 @@ def test_worker_stdout_carries_only_frames():
         worker.start()
         assert worker.info["runtime"] == "cpu"
         with pytest.raises(RequestFailed, match="unknown op"):
-            worker.request({"op": "nope"}, timeout_s=30)
+            worker.request({"op": "nope"}, timeout_s=HANG_GUARD_S)
         assert worker.alive
-        reply, _ = worker.request({"op": "devices"}, timeout_s=30)
+        reply, _ = worker.request({"op": "devices"}, timeout_s=HANG_GUARD_S)
         assert reply["available"]
         assert "python chatter" in worker.stderr_tail()
         assert "native chatter" in worker.stderr_tail()

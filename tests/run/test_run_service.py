@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.waits import FIRING_LIMIT_S
 from workbench.build import build_project, export
 from workbench.project import Project
 from workbench.records import RunResult
@@ -107,13 +108,15 @@ def test_a_fault_in_the_reference_leaves_the_others_unverified(
     fault, run_service, saxpy_variant, shared_cache_dir
 ):
     root = saxpy_variant(fault=fault, on_call=1)
-    report = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, timeout_s=1.5)
+    report = run_service.run(
+        root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, timeout_s=FIRING_LIMIT_S
+    )
     cpu, wgsl = _by_backend(report)["cpu"], _by_backend(report)["wgsl"]
     assert cpu.status == "error" and cpu.timing is None
     if fault == "crash":
         assert "died with SIGSEGV" in cpu.error and "verification launch" in cpu.error
     else:
-        assert "timed out after 1.5 s during the verification launch" in cpu.error
+        assert f"timed out after {FIRING_LIMIT_S:g} s during the verification launch" in cpu.error
     # wgsl still ran; with the reference gone it cannot be verified, and says why.
     assert wgsl.status == "ok" and wgsl.verified is None and wgsl.timing["n"] >= 5
     assert "reference cpu failed" in wgsl.check["note"]
@@ -123,15 +126,17 @@ def test_a_fault_in_the_reference_leaves_the_others_unverified(
 @pytest.mark.parametrize("fault", ["crash", "hang"])
 def test_a_fault_while_timing_ends_that_backend_only(fault, run_service, saxpy_variant, shared_cache_dir):
     root = saxpy_variant(fault=fault, on_call=2)  # the verification launch succeeds
-    report = run_service.run(root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, timeout_s=1.5)
+    report = run_service.run(
+        root, backends=BACKENDS, sizes=N, cache_dir=shared_cache_dir, timeout_s=FIRING_LIMIT_S
+    )
     cpu, wgsl = _by_backend(report)["cpu"], _by_backend(report)["wgsl"]
     assert cpu.status == "error"
-    assert ("SIGSEGV" if fault == "crash" else "timed out after 1.5 s") in cpu.error
+    assert ("SIGSEGV" if fault == "crash" else f"timed out after {FIRING_LIMIT_S:g} s") in cpu.error
     assert wgsl.status == "ok" and wgsl.verified is True
     # The worker is restarted for the next request: the same crate loads and verifies again.
     starts = run_service.pool.get("cpu").starts
     again = run_service.run(
-        root, backends=["cpu"], sizes={"n": 1024}, cache_dir=shared_cache_dir, timeout_s=1.5
+        root, backends=["cpu"], sizes={"n": 1024}, cache_dir=shared_cache_dir, timeout_s=FIRING_LIMIT_S
     )
     assert again.results[0].check.get("is_reference") and again.results[0].status == "error"
     assert run_service.pool.get("cpu").starts > starts

@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.waits import HANG_GUARD_S, wait_until
 from workbench.run import shm
 from workbench.run.events import RunEvent, RunFinished
 from workbench.run.pool import WorkerPool
@@ -69,7 +69,7 @@ def test_a_segment_crosses_to_another_process_by_descriptor():
     )  # fmt: skip
     child.close()
     channel.send([segment.fd])
-    out, _ = proc.communicate(timeout=60)
+    out, _ = proc.communicate(timeout=HANG_GUARD_S)
     channel.close()
     assert proc.returncode == 0
     # The child wrote into the caller's memory: no bytes were sent back.
@@ -198,14 +198,9 @@ def test_no_segment_outlives_killed_processes(example_copy, shared_cache_dir):
         new_worker = int(line[1])
     finally:
         proc.kill()  # SIGKILL: no cleanup code of ours runs
-        proc.wait(timeout=30)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and _memfd_holders(tag):
-        time.sleep(0.2)
-    assert _memfd_holders(tag) == []
-    while time.monotonic() < deadline and _alive(new_worker):
-        time.sleep(0.1)
-    assert not _alive(new_worker)  # the worker ended with its parent
+        proc.wait(timeout=HANG_GUARD_S)
+    assert wait_until(lambda: not _memfd_holders(tag)), _memfd_holders(tag)
+    assert wait_until(lambda: not _alive(new_worker))  # the worker ended with its parent
     if os.path.isdir("/dev/shm"):
         assert set(os.listdir("/dev/shm")) <= dev_shm
 
@@ -234,11 +229,8 @@ def test_a_worker_stuck_in_a_launch_ends_with_its_killed_parent(saxpy_variant, s
         worker = int(line[1])
     finally:
         proc.kill()
-        proc.wait(timeout=30)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(worker):
-        time.sleep(0.1)
-    if _alive(worker):
+        proc.wait(timeout=HANG_GUARD_S)
+    if not wait_until(lambda: not _alive(worker)):
         os.kill(worker, signal.SIGKILL)
         pytest.fail("the worker outlived its killed parent")
     assert _memfd_holders(f"memfd:{shm.NAME_PREFIX}{proc.pid}-") == []
@@ -282,7 +274,7 @@ def test_an_input_mapped_read_only_faults_on_a_write_instead_of_changing():
     )  # fmt: skip
     child.close()
     channel.send([segment.fd])
-    out, _ = proc.communicate(timeout=60)
+    out, _ = proc.communicate(timeout=HANG_GUARD_S)
     channel.close()
     assert out.split() == ["False", "1.0"]
     assert proc.returncode == -signal.SIGSEGV

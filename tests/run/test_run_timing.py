@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_GUARD_S
 from workbench.build import build_project, read_build
 from workbench.project import Project
 from workbench.records import TimingStats, timing_quartiles
@@ -31,7 +32,7 @@ def cpu_saxpy_worker(shared_cache_dir, long_lived):
         spec = make_launch_spec(
             kernel, "cpu", build["kernels"]["saxpy"], kernel.symbols({"n": n}), 0, result.artifact_dir
         )
-        reply, _ = worker.request({"op": "prepare", "spec": spec, "device_index": 0}, timeout_s=60)
+        reply, _ = worker.request({"op": "prepare", "spec": spec, "device_index": 0}, timeout_s=HANG_GUARD_S)
         return reply
 
     yield worker, prepare
@@ -40,7 +41,7 @@ def cpu_saxpy_worker(shared_cache_dir, long_lived):
 
 def _launcher(worker):
     def launch(count: int) -> float:
-        return worker.request({"op": "launch", "count": count}, timeout_s=30)[0]["seconds"]
+        return worker.request({"op": "launch", "count": count}, timeout_s=HANG_GUARD_S)[0]["seconds"]
 
     return launch
 
@@ -69,7 +70,11 @@ def test_real_launches_warm_up_and_sample_until_count_and_time(cpu_saxpy_worker)
     worker, prepare = cpu_saxpy_worker
     reply = prepare(65536)
     # No floor on a sample's duration: one launch per sample (the floor has its own test).
-    options = TimingOptions(min_n=12, min_time_s=0.05, warmup_max_n=8, warmup_max_s=0.5, min_sample_s=0.0)
+    # The warm-up ends when settled (3 launches at least) or at 8: its clock bound is out of reach here,
+    # so a loaded machine cannot cut it short.
+    options = TimingOptions(
+        min_n=12, min_time_s=0.05, warmup_max_n=8, warmup_max_s=HANG_GUARD_S, min_sample_s=0.0
+    )
     started = time.perf_counter()
     stats = measure(_launcher(worker), reply["timer_resolution_s"], reply["timer_method"], options)
     elapsed = time.perf_counter() - started
@@ -134,8 +139,12 @@ def test_the_worker_measures_back_to_back_with_heartbeats(cpu_saxpy_worker):
     prepare(65536)
     beats = []
     options = {"min_n": 5, "min_time_s": 0.35, "warmup_max_n": 5, "warmup_max_s": 0.2}
-    reply, _ = worker.request({"op": "measure", "options": options}, timeout_s=5, on_progress=beats.append)
+    started = time.perf_counter()
+    reply, _ = worker.request(
+        {"op": "measure", "options": options}, timeout_s=HANG_GUARD_S, on_progress=beats.append
+    )
+    elapsed = time.perf_counter() - started
     stats = reply["stats"]
     assert stats["method"] == "wall-clock" and stats["n"] == len(stats["samples_s"]) >= 5
-    assert sum(stats["samples_s"]) <= 5
+    assert sum(stats["samples_s"]) <= elapsed  # the samples are of this measurement, however slow
     assert beats and {b["phase"] for b in beats} <= {"warmup", "batch", "samples"}

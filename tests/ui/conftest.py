@@ -18,11 +18,14 @@ pytest.importorskip("pytestqt")
 from PySide6 import QtCore  # noqa: E402
 from shiboken6 import isValid  # noqa: E402
 
+from tests.waits import HANG_GUARD_MS  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 TEST_OUTPUT = REPO / "test-output" / "ui"  # /test-output/ is git-ignored
 
-#: How long teardown lets threads and timers wind down before calling them leaked.
-LEAK_GRACE_MS = 5000
+#: How long teardown lets threads and timers wind down before calling them leaked (a hang guard:
+#: the check ends as soon as they are gone).
+LEAK_GRACE_MS = HANG_GUARD_MS
 
 
 @pytest.fixture(autouse=True)
@@ -184,7 +187,7 @@ def make_widget(qtbot):
         made.append(widget)
         if show:
             widget.show()
-            qtbot.waitExposed(widget)
+            qtbot.waitExposed(widget, timeout=HANG_GUARD_MS)
         return widget
 
     yield make
@@ -215,7 +218,7 @@ def make_window(qtbot, shared_cache_dir):
         qtbot.addWidget(window)
         made.append(window)
         window.show()
-        qtbot.waitExposed(window)
+        qtbot.waitExposed(window, timeout=HANG_GUARD_MS)
         if project_path is not None:
             assert window.open_project(Path(project_path))
         return window

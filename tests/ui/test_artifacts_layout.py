@@ -7,22 +7,16 @@ from __future__ import annotations
 import math
 
 import pytest
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
-from PySide6.QtWidgets import QApplication
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.ui.artifacts_view import INSTRUCTION_COLUMNS
 
 SIZES = ((1280, 800), (1600, 1000))
-BUILD_TIMEOUT_MS = 240_000
+BUILD_TIMEOUT_MS = WORK_GUARD_MS
 #: A PTX instruction line as ptx prints it (tabs at 8 columns), 40 columns wide.
 PTX_LINE = "\tld.global.nc.f32 \t%f1, [%rd10];"
-
-
-def settle() -> None:
-    for _ in range(4):
-        QCoreApplication.sendPostedEvents()
-        QApplication.processEvents()
 
 
 def text_width(view, line: str) -> int:
@@ -53,9 +47,9 @@ def test_the_artifacts_dock_sits_with_the_plots_and_its_code_pane_fits_an_instru
         window.resize(width, height)
         window.reset_layout()
         window.show_artifacts("wgsl")
-        settle()
+        settle_qt()
         qtbot.waitUntil(
-            lambda: view.tabs.count() > 0 and view.tabs.currentWidget().isVisible(), timeout=10_000
+            lambda: view.tabs.count() > 0 and view.tabs.currentWidget().isVisible(), timeout=HANG_GUARD_MS
         )
         assert (window.width(), window.height()) == (width, height)
         assert not dock.isFloating() and window.docks["plots"] in window.tabifiedDockWidgets(dock)

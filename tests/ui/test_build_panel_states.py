@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.waits import WORK_GUARD_MS
 from workbench.build.process import Budget, run_command
 from workbench.build.service import BACKGROUND_NICENESS, BuildEvent, build_project
 from workbench.ui.build_panel import COL_STATE, EMPTY_LOGS, NO_SELECTION, NOT_BUILT, BuildPanel
@@ -51,7 +52,9 @@ def test_build_log_shows_the_selected_backends_cached_build_before_any_build_her
     bridge.set_backends(["cpu"])
     panel = make_widget(BuildPanel, bridge, show=True)
     assert panel._selected_backend() == "cpu" and panel.state("cpu") == "idle"
-    qtbot.waitUntil(lambda: _log_state(panel)[0].startswith("served from the build cache"), timeout=60_000)
+    qtbot.waitUntil(
+        lambda: _log_state(panel)[0].startswith("served from the build cache"), timeout=WORK_GUARD_MS
+    )
     text = panel.log_view.toPlainText()
     assert f"key {built.key}" in text and built.log.strip().splitlines()[-1] in text
     assert panel.state("cpu") == "idle" and bridge.last_build is None  # looked up, not built
@@ -65,12 +68,14 @@ def test_build_log_says_what_the_selected_backend_is_doing_never_select_one(
     bridge.set_backends(["cpu", "wgsl"])
     panel = make_widget(BuildPanel, bridge, show=True)
     assert panel._selected_backend() == "cpu"
-    qtbot.waitUntil(lambda: _log_state(panel) == ("", NOT_BUILT.format(backend="cpu")), timeout=60_000)
+    qtbot.waitUntil(lambda: _log_state(panel) == ("", NOT_BUILT.format(backend="cpu")), timeout=WORK_GUARD_MS)
     bridge.buildEvent.emit(BuildEvent("queued", "saxpy", "cpu"))
     assert _log_state(panel) == ("", EMPTY_LOGS["waiting"].format(backend="cpu"))
     bridge.buildEvent.emit(BuildEvent("started", "saxpy", "cpu"))
     assert _log_state(panel) == ("", "cpu is building: no output yet.")
     panel.table.setCurrentItem(panel.table.topLevelItem(1))  # wgsl: idle, looked up
-    qtbot.waitUntil(lambda: _log_state(panel) == ("", NOT_BUILT.format(backend="wgsl")), timeout=60_000)
+    qtbot.waitUntil(
+        lambda: _log_state(panel) == ("", NOT_BUILT.format(backend="wgsl")), timeout=WORK_GUARD_MS
+    )
     panel.table.setCurrentItem(None)
     assert _log_state(panel) == ("", NO_SELECTION)

@@ -12,13 +12,14 @@ import threading
 
 from PySide6.QtCore import QTimer
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.ui.console import CONSOLE_STYLE, ConsolePanel
 from workbench.ui.results_table import COL_BACKEND, COL_VERIFIED, ResultsTable
 
 HEARTBEAT_MS = 5
 #: Timer ticks the event loop must deliver while the cpu build is held at its gate.
 HEARTBEATS = 20
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 
 
 class Heartbeat:
@@ -48,7 +49,7 @@ def test_console_build_and_run_never_block_the_window(qtbot, make_widget, bridge
     bridge.loop.reference = "wgsl"  # the run below needs no cpu build: the two jobs are independent
     table = make_widget(ResultsTable, bridge, show=True)
     console = make_widget(ConsolePanel, bridge, show=True)
-    qtbot.waitUntil(lambda: "In [1]" in console.widget._control.toPlainText(), timeout=30_000)
+    qtbot.waitUntil(lambda: "In [1]" in console.widget._control.toPlainText(), timeout=HANG_GUARD_MS)
     namespace = console.namespace()
     assert (
         console.widget.style_sheet == CONSOLE_STYLE and "#1e1f22" in CONSOLE_STYLE
@@ -62,7 +63,7 @@ def test_console_build_and_run_never_block_the_window(qtbot, make_widget, bridge
         with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS) as finished:
             # A cargo build of the cpu backend and a build + run of wgsl, both in flight at once.
             console.execute("b = build('cpu'); r = run('wgsl'); in_flight = (b.done(), r.done())")
-            qtbot.waitUntil(lambda: "in_flight" in namespace, timeout=30_000)
+            qtbot.waitUntil(lambda: "in_flight" in namespace, timeout=HANG_GUARD_MS)
             assert namespace["in_flight"] == (False, False)  # both returned at once, still working
             assert "running" in repr(namespace["r"])
         # The wgsl run finished while the cpu build is held; the window keeps turning meanwhile.
@@ -88,7 +89,7 @@ def test_console_build_and_run_never_block_the_window(qtbot, make_widget, bridge
 
     # `results` and `outputs` print short summaries, not array dumps.
     console.execute("text = repr(results) + repr(outputs)")
-    qtbot.waitUntil(lambda: "text" in namespace, timeout=30_000)
+    qtbot.waitUntil(lambda: "text" in namespace, timeout=HANG_GUARD_MS)
     text = namespace["text"]
     assert "RunResult(wgsl @ wgpu:0: ok, reference, median" in text
     assert "'wgsl': {y: float32[4096]}" in text and len(text) < 1000

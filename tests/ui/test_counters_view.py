@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.waits import WORK_GUARD_MS
 from workbench.build.occupancy import result_occupancy
 from workbench.run.counters import absence
 from workbench.run.counters.ncu_csv import parse
@@ -12,7 +13,7 @@ from workbench.ui.build_panel import COL_ARTIFACTS, BuildPanel
 from workbench.ui.counters_view import HIGHLIGHT, CountersView
 
 CAPTURE = Path(__file__).resolve().parents[1] / "run" / "data" / "ncu-h200.csv"
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 
 
 def _records_from_the_h200_capture() -> dict:
@@ -176,7 +177,9 @@ def test_a_cuda_devices_properties_show_the_last_builds_occupancy_on_it(
     bridge.set_project(root)
     bridge.set_backends(["cuda-c"])
     picker = make_widget(DevicePicker, bridge, show=True)
-    qtbot.waitUntil(lambda: picker.group_item("CUDA") is not None, timeout=120_000)  # the real listing first
+    qtbot.waitUntil(
+        lambda: picker.group_item("CUDA") is not None, timeout=WORK_GUARD_MS
+    )  # the real listing first
     picker.populate({"cuda": {"available": True, "reason": "", "devices": [h200]}})
     item = next(i for i in picker._device_items() if i.data(0, SPEC_ROLE) == "cuda:0")
     picker.tree.setCurrentItem(item)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
+from tests.waits import WORK_GUARD_MS
 from workbench.run.sim_device import CHECKS, NOT_MODELLED
 from workbench.ui.device_picker import BACKEND_ROLE, SPEC_ROLE
 
@@ -19,7 +20,7 @@ def _properties(picker) -> dict[str, str]:
 def test_the_cpu_with_gpu_semantics_is_a_row_that_adds_cpu_sim(make_window, example_copy, qtbot):
     window = make_window(example_copy("saxpy"), panels=("devices",))
     picker = window.panels["devices"]
-    qtbot.waitUntil(lambda: picker.sim_item() is not None, timeout=120_000)
+    qtbot.waitUntil(lambda: picker.sim_item() is not None, timeout=WORK_GUARD_MS)
     window.bridge.set_backends(["cpu"])
     sim = picker.sim_item()
     cpu_group = picker.group_item("CPU")

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.waits import WORK_GUARD_MS
 from workbench.ui.result_details import ResultDetails
 
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 BODY = "        y[i] = a * x[i] + y[i];\n"
 TRACED = (
     "        let before = y[i];\n"

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.waits import WORK_GUARD_MS
 from workbench.run.sim_findings import RUN_SOURCE
 from workbench.ui.screenshot import save_screenshot
 
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 STORE = "        scratch.set(tid, sum);\n    }\n"
 
 

@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QMessageBox
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.build.artifacts import read_build
 from workbench.build.ptx_lines import PtxLines
 from workbench.run.mismatches import buffer_mismatches
@@ -23,7 +24,7 @@ from workbench.ui.results_table import COL_CHECK, COL_STATUS, MUTED
 from workbench.ui.screenshot import save_screenshot
 
 NOT_VERIFIED_REF = "not verified (reference failed)"
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 SIZES = {"n": 4096}
 BODY = "y[i] = a * x[i] + y[i];"
 
@@ -128,14 +129,14 @@ def test_an_edited_reference_is_reported_and_the_details_list_the_mismatches(
     assert rows["wgsl"]["Check"] in tip and "the reference changed: cpu's source was edited" in tip
 
     window.docks["results"].raise_()
-    qtbot.waitUntil(lambda: table.table.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: table.table.isVisible(), timeout=HANG_GUARD_MS)
     rect = table.table.visualItemRect(table.table.item(index, 0))
     assert rect.isValid(), rect
     qtbot.mouseClick(table.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     qtbot.mouseDClick(table.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    qtbot.waitUntil(lambda: bool(table._dialogs), timeout=5000)
+    qtbot.waitUntil(lambda: bool(table._dialogs), timeout=HANG_GUARD_MS)
     dialog = table._dialogs[-1]
-    qtbot.waitExposed(dialog)
+    qtbot.waitExposed(dialog, timeout=HANG_GUARD_MS)
     assert (
         "the reference changed" in dialog.summary.text()
         and "own source did not change" in dialog.summary.text()
@@ -202,7 +203,7 @@ def test_a_wgsl_error_becomes_a_diagnostic_at_its_line(make_window, example_copy
     assert any(
         r["location"] == f"reference/saxpy.wgsl:{target}:8" and r["backend"] == "wgsl" for r in rows
     ), rows
-    qtbot.waitUntil(lambda: target in _wavy_lines(editor), timeout=10_000)
+    qtbot.waitUntil(lambda: target in _wavy_lines(editor), timeout=HANG_GUARD_MS)
     save_screenshot(window, test_output_dir / "edit-loop-wgsl-error.png")
 
 
@@ -252,7 +253,8 @@ def test_unchecking_the_reference_device_asks_before_running(
     window = _window(make_window, root, ("build", "results", "devices"), ["cpu", "wgsl"])
     picker = window.panels["devices"]
     qtbot.waitUntil(
-        lambda: picker.group_item("CPU") is not None and bool(window.bridge.devices_info), timeout=120_000
+        lambda: picker.group_item("CPU") is not None and bool(window.bridge.devices_info),
+        timeout=WORK_GUARD_MS,
     )
     cpu = picker.group_item("CPU").child(0)
     cpu.setCheckState(0, Qt.CheckState.Unchecked)
@@ -301,7 +303,7 @@ def test_the_ptx_line_map_of_saxpy_at_points_at_its_multiply_add(
     view = window.panels["artifacts"]
     window.docks["artifacts"].show()
     window.docks["artifacts"].raise_()
-    qtbot.waitUntil(lambda: view.backend_box.findText("nvptx") >= 0, timeout=10_000)
+    qtbot.waitUntil(lambda: view.backend_box.findText("nvptx") >= 0, timeout=HANG_GUARD_MS)
     # Showing the nvptx build asks for its line tables: built off the GUI thread, then shown.
     view.show_backend("nvptx")
     qtbot.waitUntil(lambda: bool(view.line_views()), timeout=TIMEOUT_MS)
@@ -323,7 +325,7 @@ def test_the_ptx_line_map_of_saxpy_at_points_at_its_multiply_add(
     assert lines_view.linked == mapped and view.tabs.currentWidget() is lines_view
     assert f"src/lib.rs:{body} → PTX lines" in view.lines_note.text()
     window.resizeDocks([window.docks["artifacts"]], [1150], Qt.Orientation.Horizontal)
-    qtbot.wait(50)
+    settle_qt()  # laid out before the grab
     save_screenshot(window, test_output_dir / "edit-loop-rust-to-ptx.png")
     # And back: a PTX line of the add selects its Rust line.
     add = next(n for n, t in zip(mapped, texts, strict=True) if "add.rn.f32" in t or "fma" in t)

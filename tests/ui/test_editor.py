@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor, QTextFormat
 
+from tests.waits import HANG_GUARD_MS
 from workbench.ui.editor import CodeEditor, EditorTabs
 from workbench.ui.editor.goto_line import parse_location
 from workbench.ui.editor.highlighter import COMMENT, RAW, STRING, scan, state_of
@@ -24,7 +25,7 @@ def big_source(lines: int = 5000) -> str:
 
 
 def wait_highlighted(qtbot, editor: CodeEditor) -> None:
-    qtbot.waitUntil(editor.highlighter.is_done, timeout=20000)
+    qtbot.waitUntil(editor.highlighter.is_done, timeout=HANG_GUARD_MS)
 
 
 def color_at(editor: CodeEditor, line: int, column: int):
@@ -184,7 +185,7 @@ def test_save_emits_saved(make_widget, qtbot, tmp_path):
     editor.moveCursor(QTextCursor.MoveOperation.End)
     editor.insertPlainText("fn b() {}\n")
     assert editor.is_modified()
-    with qtbot.waitSignal(tabs.saved) as blocker:
+    with qtbot.waitSignal(tabs.saved, timeout=HANG_GUARD_MS) as blocker:
         assert tabs.save()
     assert blocker.args == [str(path.resolve())]
     assert path.read_text() == "fn a() {}\nfn b() {}\n"
@@ -196,7 +197,7 @@ def test_unmodified_buffer_reloads_silently(make_widget, qtbot, tmp_path):
     path = tmp_path / "k.rs"
     path.write_text("fn a() {}\n")
     editor = tabs.open_file(path)
-    with qtbot.waitSignal(tabs.reloadedFromDisk, timeout=10000):
+    with qtbot.waitSignal(tabs.reloadedFromDisk, timeout=HANG_GUARD_MS):
         path.write_text("fn changed() {}\n")
     assert editor.text() == "fn changed() {}\n"
     assert not editor.is_modified()
@@ -211,7 +212,7 @@ def test_unsaved_edits_are_never_lost_on_disk_change(make_widget, qtbot, tmp_pat
     editor = tabs.open_file(path)
     editor.moveCursor(QTextCursor.MoveOperation.End)
     editor.insertPlainText("// mine\n")
-    with qtbot.waitSignal(tabs.conflictOnDisk, timeout=10000):
+    with qtbot.waitSignal(tabs.conflictOnDisk, timeout=HANG_GUARD_MS):
         path.write_text("fn theirs() {}\n")
     bar = editor.parentWidget().disk_bar
     assert bar.isVisible()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QTextCursor
 
+from tests.waits import WORK_GUARD_MS
 from workbench.build import build_project
 from workbench.build.adapters import ADAPTERS
 from workbench.build.ir_summary import summarize, table
@@ -15,7 +16,7 @@ from workbench.project import Project
 from workbench.ui.artifacts_view import ArtifactsView
 from workbench.ui.screenshot import save_screenshot
 
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 BODY = "y[i] = a * x[i] + y[i];"
 
 

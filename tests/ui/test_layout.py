@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QCoreApplication, QRect, Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QRect, Qt
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.backends import BACKENDS
 from workbench.ui.main_window import LAYOUT_VERSION
 from workbench.ui.results_table import COL_CHECK, COL_GBPS, COL_MEDIAN, COL_VERIFIED
@@ -16,7 +16,7 @@ from workbench.ui.settings import load_settings, save_settings
 
 REPO = Path(__file__).resolve().parents[2]
 SAXPY = REPO / "resources" / "examples" / "saxpy"
-RUN_TIMEOUT_MS = 240_000  # a first cold cargo build on 2 shared cores
+RUN_TIMEOUT_MS = WORK_GUARD_MS
 SIZES = ((1280, 800), (1600, 1000))
 #: A 2,000-character error: words, and a path no line can break (what a manifest error names).
 LONG_ERROR = (
@@ -27,18 +27,11 @@ LONG_ERROR = (
 )[:2000]
 
 
-def settle() -> None:
-    """Deliver the layout requests a change posted (deterministic: no waiting on a clock)."""
-    for _ in range(4):
-        QCoreApplication.sendPostedEvents()
-        QApplication.processEvents()
-
-
 def inside(outer: QRect, inner: QRect) -> bool:
     return inner.isValid() and outer.contains(inner)
 
 
-def wait_quietly(qtbot, predicate, timeout_ms: int = 10_000) -> None:
+def wait_quietly(qtbot, predicate, timeout_ms: int = HANG_GUARD_MS) -> None:
     """Wait for `predicate`, and leave saying what is still wrong to the assertion after it."""
     try:
         qtbot.waitUntil(predicate, timeout=timeout_ms)
@@ -81,13 +74,13 @@ def test_the_numbers_and_every_build_row_are_in_view_at_both_sizes(make_window, 
     qtbot.waitUntil(lambda: not window.bridge.busy, timeout=RUN_TIMEOUT_MS)
     assert {r.backend for r in finished.args[0].results} >= {"cpu", "wgsl"}
     results, build, picker = (window.panels[k] for k in ("results", "build", "devices"))
-    qtbot.waitUntil(lambda: results.table.rowCount() >= 2, timeout=10_000)
+    qtbot.waitUntil(lambda: results.table.rowCount() >= 2, timeout=HANG_GUARD_MS)
     assert all(row["Median"] and row["GB/s"] and row["Verified"] for row in results.row_texts())
     for width, height in SIZES:
         window.resize(width, height)
         window.reset_layout()
         window.docks["results"].raise_()
-        settle()
+        settle_qt()
         wait_quietly(qtbot, lambda: not cells_out_of_view(results))
         assert not cells_out_of_view(results), (
             width,
@@ -100,11 +93,11 @@ def test_the_numbers_and_every_build_row_are_in_view_at_both_sizes(make_window, 
         assert window.grab().save(str(save_path))
         # Every backend the examples can build has its row in view (idle until built).
         window.bridge.set_backends(list(BACKENDS))
-        qtbot.waitUntil(lambda: build.table.topLevelItemCount() == len(BACKENDS), timeout=10_000)
+        qtbot.waitUntil(lambda: build.table.topLevelItemCount() == len(BACKENDS), timeout=HANG_GUARD_MS)
         window.reset_layout()
         window.docks["build"].raise_()
-        settle()
-        qtbot.waitUntil(lambda: not build_rows_out_of_view(build), timeout=10_000)
+        settle_qt()
+        qtbot.waitUntil(lambda: not build_rows_out_of_view(build), timeout=HANG_GUARD_MS)
         assert not cells_out_of_view(results), cells_out_of_view(results)
         assert (window.width(), window.height()) == (width, height)
         window.bridge.set_backends(["cpu", "wgsl"])
@@ -136,7 +129,7 @@ def test_a_long_message_never_widens_the_window(make_window, qtbot):
     for width, height in SIZES:
         window.resize(width, height)
         window.reset_layout()
-        settle()
+        settle_qt()
         least = window.minimumSizeHint()
         assert least.width() <= width and least.height() <= height
         window.show_message(LONG_ERROR)
@@ -145,14 +138,14 @@ def test_a_long_message_never_widens_the_window(make_window, qtbot):
                 if window.docks[key].widget().isAncestorOf(label):
                     window.docks[key].raise_()
             label.setText(LONG_ERROR)
-            settle()
+            settle_qt()
             assert window.width() == width, f"{name} widened the window to {window.width()} px"
             assert window.minimumSizeHint().width() <= least.width(), name
             assert window.minimumSizeHint().height() <= height, name
         # Reset layout while the texts are still there: the window keeps its size, the results
         # their room.
         window.reset_layout()
-        settle()
+        settle_qt()
         assert (window.width(), window.height()) == (width, height)
         assert window.docks["results"].width() >= 0.3 * width
         assert window.panels["results"].caption.text() == " ".join(LONG_ERROR.split())  # whole
@@ -209,7 +202,7 @@ def test_a_saved_layout_that_needs_more_than_the_screen_is_discarded(make_window
     for left, right in zip(docks, docks[1:], strict=False):
         first.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, right)
         first.splitDockWidget(left, right, Qt.Orientation.Horizontal)
-    settle()
+    settle_qt()
     assert first.minimumSizeHint().width() > area.width()
     settings = load_settings()
     settings.window_state = bytes(first.saveState(LAYOUT_VERSION).toBase64()).decode()
@@ -218,7 +211,7 @@ def test_a_saved_layout_that_needs_more_than_the_screen_is_discarded(make_window
     save_settings(settings)
 
     again = make_window(None)
-    settle()
+    settle_qt()
     assert not again._layout_restored
     assert again.minimumSizeHint().width() <= max(area.width(), 1280)
     assert all(dock.isVisible() and not dock.isFloating() for dock in again.docks.values())
@@ -232,7 +225,7 @@ def test_reset_layout_restores_a_usable_layout_after_any_arrangement(make_window
     window.docks["build"].hide()
     window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, window.docks["plots"])
     window.reset_layout()
-    settle()
+    settle_qt()
     assert (window.width(), window.height()) == (1280, 800)
     assert all(dock.isVisible() and not dock.isFloating() for dock in window.docks.values())
     assert window.dockWidgetArea(window.docks["plots"]) == Qt.DockWidgetArea.RightDockWidgetArea
@@ -251,7 +244,7 @@ def test_the_trust_bar_never_widens_the_window(make_window, example_copy):
     for width, height in SIZES:
         window.resize(width, height)
         window.reset_layout()
-        settle()
+        settle_qt()
         assert (window.width(), window.height()) == (width, height)
         assert window.minimumSizeHint().width() <= width
         label = window.trust_bar.label
@@ -291,9 +284,9 @@ def test_no_stray_tab_bar_is_drawn_over_the_docks(make_window, example_copy):
     for _ in range(2):
         for width, height in SIZES:
             window.resize(width, height)
-            settle()
+            settle_qt()
             assert stray() == [] and misplaced() == []
             window.reset_layout()
-            settle()
+            settle_qt()
             assert stray() == [] and misplaced() == []
             assert len(bars()) == 2  # build | console, and plots | artifacts | sessions | tuning | counters

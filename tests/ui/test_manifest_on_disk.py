@@ -1,4 +1,4 @@
-"""workbench.toml edited or fixed on disk is re-read within a second and its diagnostics change
+"""workbench.toml edited or fixed on disk is re-read on its own and its diagnostics change
 without a Run, however the other program writes it: in place, or as a new file renamed over it
 (`sed -i`, editors' atomic saves), the way that was missed before (issue 36, item 6)."""
 
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_GUARD_MS, HANG_GUARD_S
 from workbench.build.watch import ProjectWatcher
-
-WAIT_MS = 5_000  # the goal is a second; the machine is shared
 
 
 def _manifest_rows(window) -> list[dict[str, str]]:
@@ -40,7 +39,7 @@ def test_a_file_renamed_over_a_source_is_reported_by_the_watcher(tmp_path):
 
     with ProjectWatcher(tmp_path, on_change, debounce_s=0.05):
         _rename_over(tmp_path / "workbench.toml", "a = 2\n", "sedX1b2c3")
-        assert fired.wait(5)
+        assert fired.wait(HANG_GUARD_S)
     assert any((tmp_path / "workbench.toml").resolve() in paths for paths in seen), seen
 
 
@@ -65,11 +64,11 @@ def test_the_manifest_broken_and_fixed_on_disk_updates_the_diagnostics(make_wind
             subprocess.run([shutil.which("sed"), "-i", f"s/{old}/{new}/", str(manifest)], check=True)
 
     edit('direction = "inout"', 'direction = "sideways"')
-    qtbot.waitUntil(lambda: len(_manifest_rows(window)) == 1, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: len(_manifest_rows(window)) == 1, timeout=HANG_GUARD_MS)
     (row,) = _manifest_rows(window)
     assert "sideways" in row["message"] and row["location"].startswith("workbench.toml:")
     assert window.bridge.last_build is None  # nothing was built or run to notice it
 
     edit('direction = "sideways"', 'direction = "inout"')
-    qtbot.waitUntil(lambda: _manifest_rows(window) == [], timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: _manifest_rows(window) == [], timeout=HANG_GUARD_MS)
     assert manifest.read_text() == good

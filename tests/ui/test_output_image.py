@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QPointF
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.ui.plot_image import factors
 from workbench.ui.plots import PlotsPanel
 
-RUN_TIMEOUT_MS = 600_000
+RUN_TIMEOUT_MS = WORK_GUARD_MS
 M, N, K = 48, 32, 16
 
 
@@ -79,13 +80,14 @@ def test_a_2d_output_is_an_image_with_colour_bars_and_hover(
     assert tab.images.errors.array is None  # the reference has no error against itself
     tab.images.backend_box.setCurrentText("wgsl")
     tab.error_mode.setCurrentText("absolute")
-    qtbot.wait(50)
+    settle_qt()  # laid out before the grab
     assert plots.grab().save(str(test_output_dir / "output_image_matmul.png"))
 
     # A narrow dock stacks the two images: each colour bar, ticks included, stays inside its plot.
     for width, stacked in ((760, False), (420, True)):
         plots.resize(width, 760)
-        qtbot.wait(80)
+        qtbot.waitUntil(lambda w=width: plots.width() == w, timeout=HANG_GUARD_MS)
+        settle_qt()  # the splitter turns and the plots lay out from the resize's posted events
         assert (tab.images.splitter.orientation().name == "Vertical") is stacked
         for image_plot in (tab.images.values, tab.images.errors):
             right = image_plot.bar.axis.sceneBoundingRect().right()  # in the plot's pixels

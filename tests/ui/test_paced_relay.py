@@ -10,6 +10,7 @@ import time
 
 from PySide6.QtCore import QTimer
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.ui.paced_relay import TURN_S, PacedRelay
 
 ITEM_S = 0.002  # what delivering one item costs here (a panel redrawing a row)
@@ -32,7 +33,7 @@ def test_a_burst_is_delivered_in_order_over_several_turns_of_the_loop(qtbot):
     poster = threading.Thread(target=lambda: [relay.post(i) for i in range(items)])
     poster.start()
     poster.join()
-    qtbot.waitUntil(lambda: len(delivered) == items, timeout=30_000)
+    qtbot.waitUntil(lambda: len(delivered) == items, timeout=HANG_GUARD_MS)
     ticker.stop()
     assert [item for item, _ in delivered] == list(range(items))
     per_turn: dict[int, int] = {}
@@ -47,10 +48,15 @@ def test_a_burst_is_delivered_in_order_over_several_turns_of_the_loop(qtbot):
 def test_a_closed_relay_delivers_nothing_more(qtbot):
     delivered: list[int] = []
     relay = PacedRelay(delivered.append)
-    relay.post(1)
+    relay.post(1)  # its delivery is on its way to the GUI thread
     relay.close()
     relay.post(2)
-    qtbot.wait(50)
+    # A relay posted to after it: the GUI thread handles the closed one's delivery first, so once
+    # this one has delivered, the closed one had its turn (no clock decides that it is over).
+    witness: list[int] = []
+    after = PacedRelay(witness.append)
+    after.post(3)
+    qtbot.waitUntil(lambda: witness == [3], timeout=HANG_GUARD_MS)
     assert delivered == [] and relay.pending() == 0
 
 
@@ -58,8 +64,8 @@ def test_a_console_job_starts_after_the_statement_or_when_waited_for(qtbot, brid
     bridge.set_project(example_copy("saxpy"))
     job = bridge.start_build(["cpu"])
     assert not job.started  # the statement that asked for it returns first
-    qtbot.waitUntil(lambda: job.started, timeout=10_000)  # the next turn of the loop starts it
-    qtbot.waitUntil(job.done, timeout=600_000)
+    qtbot.waitUntil(lambda: job.started, timeout=HANG_GUARD_MS)  # the next turn of the loop starts it
+    qtbot.waitUntil(job.done, timeout=WORK_GUARD_MS)
     assert job.result()["cpu"].status == "ok"
 
     # Waited for at once, on the GUI thread with no turn of the loop in between: no deadlock.

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.build.artifacts import read_build
 from workbench.ui.artifacts_view import ArtifactsView
 from workbench.ui.build_panel import COL_BACKEND, COL_CACHE, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
@@ -21,8 +22,8 @@ from workbench.ui.plots import MAX_POINTS, PlotsPanel
 from workbench.ui.results_table import ResultsTable
 
 SIZES = {"n": 4096}
-BUILD_TIMEOUT_MS = 600_000
-RUN_TIMEOUT_MS = 600_000
+BUILD_TIMEOUT_MS = WORK_GUARD_MS
+RUN_TIMEOUT_MS = WORK_GUARD_MS
 BROKEN_LINE = "        y[i] = a * x[i] + y_unknown[i];"
 
 
@@ -48,7 +49,7 @@ def _wait_idle(qtbot, bridge, timeout=BUILD_TIMEOUT_MS) -> None:
 
 def test_device_picker_lists_llvmpipe_and_greys_cuda(qtbot, make_widget, bridge, test_output_dir):
     picker = make_widget(DevicePicker, bridge, show=True)
-    qtbot.waitUntil(lambda: picker.group_item("CUDA") is not None, timeout=120_000)
+    qtbot.waitUntil(lambda: picker.group_item("CUDA") is not None, timeout=WORK_GUARD_MS)
 
     cuda = picker.group_item("CUDA")
     assert cuda.isDisabled()
@@ -119,7 +120,7 @@ def test_build_panel_shows_states_and_diagnostics_and_opens_locations(
     assert "y_unknown" in panel.log_view.toPlainText()
     panel.tabs.setCurrentWidget(panel.diagnostics)
     rect = panel.diagnostics.visualItemRect(located[0])
-    with qtbot.waitSignal(panel.openLocation, timeout=5000) as opened:
+    with qtbot.waitSignal(panel.openLocation, timeout=HANG_GUARD_MS) as opened:
         qtbot.mouseClick(panel.diagnostics.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     path, line, column = opened.args
     assert Path(path) == lib.resolve() or Path(path) == lib
@@ -134,11 +135,13 @@ def test_cancelling_a_build_stops_it(qtbot, make_widget, bridge, example_copy):
     (root / "build.rs").write_text("fn main() { std::thread::sleep(std::time::Duration::from_secs(120)); }\n")
     _select(bridge, root, ["cpu"])
     panel = make_widget(BuildPanel, bridge, show=True)
-    with qtbot.waitSignal(bridge.buildEvent, timeout=60_000, check_params_cb=lambda e: e.kind == "output"):
+    with qtbot.waitSignal(
+        bridge.buildEvent, timeout=WORK_GUARD_MS, check_params_cb=lambda e: e.kind == "output"
+    ):
         bridge.build()
     assert panel.state("cpu") == "building"
     assert panel.cancel_button.isEnabled()
-    with qtbot.waitSignal(bridge.buildFinished, timeout=60_000) as finished:
+    with qtbot.waitSignal(bridge.buildFinished, timeout=WORK_GUARD_MS) as finished:
         panel.cancel_button.click()
     assert finished.args[0]["cpu"].status == "cancelled"
     _wait_idle(qtbot, bridge, 60_000)
@@ -166,12 +169,12 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     # The panel redraws the tab on screen, one plot per timer tick (the outputs are computed off
     # the GUI thread); a hidden tab is drawn when shown: show each and wait until it drew this run.
     plots.show_tab("outputs")
-    qtbot.waitUntil(lambda: len(plots.curve_data()["outputs"]) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["outputs"]) == 2, timeout=HANG_GUARD_MS)
     plots.show_tab("roofline")
-    qtbot.waitUntil(lambda: len(plots.curve_data()["roofline"]) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["roofline"]) == 2, timeout=HANG_GUARD_MS)
     plots.show_tab("timing")
-    qtbot.waitUntil(lambda: len(plots.curve_data()["compare"]["medians"][0]) == 2, timeout=10_000)
-    qtbot.waitUntil(lambda: len(plots.curve_data()["time"]) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["compare"]["medians"][0]) == 2, timeout=HANG_GUARD_MS)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["time"]) == 2, timeout=HANG_GUARD_MS)
     data = plots.curve_data()
     assert set(data["time"]) == {"cpu @ cpu", "wgsl @ wgpu:0"} or len(data["time"]) == 2
     assert all(len(x) == 1 for x, _ in data["time"].values())
@@ -189,7 +192,9 @@ def test_running_fills_the_results_table_plots_and_artifacts(
         bridge.on_saved(root / "src" / "lib.rs")
     assert latency.args[0] > 0
     _wait_idle(qtbot, bridge)
-    qtbot.waitUntil(lambda: all(len(x) == 2 for x, _ in plots.curve_data()["time"].values()), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: all(len(x) == 2 for x, _ in plots.curve_data()["time"].values()), timeout=HANG_GUARD_MS
+    )
 
     artifacts.show_backend("wgsl")
     titles = [artifacts.tabs.tabText(i) for i in range(artifacts.tabs.count())]
@@ -201,7 +206,7 @@ def test_running_fills_the_results_table_plots_and_artifacts(
     _screenshot(table, test_output_dir, "results_table", (1250, 240))
     for tab in ("timing", "outputs", "roofline"):
         plots.show_tab(tab)
-        qtbot.wait(50)  # let the tab lay out before grabbing
+        settle_qt()  # laid out before the grab
         _screenshot(plots, test_output_dir, f"plots_{tab}", (1100, 520))
     artifacts.show_backend("cpu")
     assert "Files" in [artifacts.tabs.tabText(i) for i in range(artifacts.tabs.count())]  # the cdylib
@@ -232,14 +237,16 @@ def test_a_failed_check_shows_the_first_bad_element(
     assert str(first["expected"])[:5] in row["Check"]
     plots.show_tab("outputs")  # the outputs tab is drawn when shown
     outputs = plots.tab("outputs")
-    qtbot.waitUntil(lambda: len(outputs.mismatch_marks.getData()[0]) > 0, timeout=10_000)
+    qtbot.waitUntil(lambda: len(outputs.mismatch_marks.getData()[0]) > 0, timeout=HANG_GUARD_MS)
     # The first bad element is one click away: the outputs and error plots zoom onto it.
     first_index = wgsl_result.check["first_bad_index"]
     assert outputs.first_bad_button.isEnabled() and f"{first_index:,}" in outputs.first_bad_button.text()
     outputs.first_bad_button.click()
     (x0, x1), _ = outputs.output_plot.getPlotItem().getViewBox().viewRange()
     assert x0 <= first_index <= x1 and x1 - x0 <= 80
-    qtbot.waitUntil(lambda: outputs._drawing.x_range[1] - outputs._drawing.x_range[0] <= 81, timeout=10_000)
+    qtbot.waitUntil(
+        lambda: outputs._drawing.x_range[1] - outputs._drawing.x_range[0] <= 81, timeout=HANG_GUARD_MS
+    )
     x, _ = plots.curve_data()["outputs"]["wgsl"]
     assert first_index in set(x.astype(int))  # every element of the zoomed range is drawn
     _screenshot(plots, test_output_dir, "plots_outputs_mismatch", (1100, 520))
@@ -252,12 +259,12 @@ def test_console_namespace_builds_runs_and_reads_results(
     root = example_copy("saxpy")
     _select(bridge, root, ["cpu", "wgsl"], ["cpu", "wgpu:llvmpipe"])
     console = make_widget(ConsolePanel, bridge, show=True)
-    qtbot.waitUntil(lambda: "In [1]" in console.widget._control.toPlainText(), timeout=30_000)
+    qtbot.waitUntil(lambda: "In [1]" in console.widget._control.toPlainText(), timeout=HANG_GUARD_MS)
     namespace = console.namespace()
     assert namespace["project"].name == "saxpy" and namespace["results"] == []
 
     console.execute("name = project.name")
-    qtbot.waitUntil(lambda: "name" in namespace, timeout=10_000)
+    qtbot.waitUntil(lambda: "name" in namespace, timeout=HANG_GUARD_MS)
     assert namespace["name"] == "saxpy"
 
     console.execute("built = build('wgsl').result(); status = built['wgsl'].status")
@@ -272,9 +279,9 @@ def test_console_namespace_builds_runs_and_reads_results(
     assert namespace["verified"]["wgsl"] is True
     assert namespace["n"] == SIZES["n"]
     # The report reaches the window through its queued signal once the event loop runs.
-    qtbot.waitUntil(lambda: bridge.last_report is namespace["report"], timeout=10_000)
+    qtbot.waitUntil(lambda: bridge.last_report is namespace["report"], timeout=HANG_GUARD_MS)
     console.execute("verified")
-    qtbot.waitUntil(lambda: "Out[" in console.widget._control.toPlainText(), timeout=30_000)
+    qtbot.waitUntil(lambda: "Out[" in console.widget._control.toPlainText(), timeout=HANG_GUARD_MS)
     _screenshot(console, test_output_dir, "console", (900, 480))
     console.shutdown()
     assert not console.kernel_manager.has_kernel

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.ui.plot_data import timing_rows
 from workbench.ui.plots import PlotsPanel
 from workbench.ui.results_table import ResultsTable
 
-RUN_TIMEOUT_MS = 600_000
+RUN_TIMEOUT_MS = WORK_GUARD_MS
 LINE = "        y[i] = params.a * x[i] + y[i];"
 WRONG = "        y[i] = params.a * x[i] + y[i] + 1.0;"
 BROKEN = "        y[i] = params.a * x[i] + ;"
@@ -31,7 +32,7 @@ def _run(qtbot, bridge):
 def _shoot(plots, qtbot, test_output_dir, state):
     for tab in ("timing", "roofline", "outputs"):
         plots.show_tab(tab)
-        qtbot.wait(30)
+        settle_qt()
         assert plots.grab().save(str(test_output_dir / f"plot_marks_{state}_{tab}.png"))
 
 
@@ -68,13 +69,22 @@ def test_failed_runs_failed_checks_and_stale_results_are_marked_in_every_plot(
     # … it is in the lane, at run 1; the ✗ sits under run 1 of the plot above (one left axis width).
     lane = plots.tab("timing").history_lane
     assert lane.marks.getData()[0].tolist() == [1.0]
-    qtbot.wait(50)  # laid out
     history_vb = plots.tab("timing").history_plot.getPlotItem().getViewBox()
     lane_vb = lane.getPlotItem().getViewBox()
+
+    def x_of(view_box, run: float) -> float:
+        return view_box.mapViewToScene(QPointF(run, 0)).x()
+
+    # Both laid out (half a run is some pixels wide in each), then the same x for the same run.
+    qtbot.waitUntil(
+        lambda: (
+            x_of(lane_vb, 1.5) - x_of(lane_vb, 1.0) > 2 and x_of(history_vb, 1.5) - x_of(history_vb, 1.0) > 2
+        ),
+        timeout=HANG_GUARD_MS,
+    )
+    settle_qt()
     for run in (1.0, 1.5):
-        assert lane_vb.mapViewToScene(QPointF(run, 0)).x() == pytest.approx(
-            history_vb.mapViewToScene(QPointF(run, 0)).x(), abs=1.0
-        )
+        assert x_of(lane_vb, run) == pytest.approx(x_of(history_vb, run), abs=1.0)
     assert lane.isVisible()
     assert [p["backend"] for p in plots.plots_data()["roofline"]["points"]] == ["cpu"]
     _shoot(plots, qtbot, test_output_dir, "1_did_not_run")

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF
 
+from tests.waits import HANG_GUARD_MS, HANG_GUARD_S, WORK_GUARD_MS, settle_qt
 from workbench.records import RunResult
 from workbench.run.mismatches import result_mismatches
 from workbench.run.verify import Tolerance, bad_elements
@@ -33,7 +34,7 @@ from workbench.ui.plots import PARTS, TABS, PlotsPanel
 from workbench.ui.plots.base import FittedPlot
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "resources" / "examples"
-RUN_TIMEOUT_MS = 600_000
+RUN_TIMEOUT_MS = WORK_GUARD_MS
 SIZES = {"saxpy": {"n": 4096}, "matmul": {"m": 96, "n": 96, "k": 96}}
 
 
@@ -263,7 +264,7 @@ def test_plots_show_what_the_run_results_say(
     # not after every run of a hot-reload loop; then the roofs are drawn.
     assert not plots.ceilings.measuring or "roofline" in plots._stale
     plots.ensure_ceilings()
-    qtbot.waitUntil(lambda: not plots.ceilings.measuring, timeout=120_000)
+    qtbot.waitUntil(lambda: not plots.ceilings.measuring, timeout=WORK_GUARD_MS)
     plots.draw_now()
     data = plots.plots_data()
 
@@ -293,7 +294,7 @@ def test_plots_show_what_the_run_results_say(
 
     # Hover over a point shows its numbers.
     plots.show_tab("roofline")
-    qtbot.waitUntil(lambda: "roofline" not in plots._stale, timeout=5_000)
+    qtbot.waitUntil(lambda: "roofline" not in plots._stale, timeout=HANG_GUARD_MS)
     roofline_tab = plots.tab("roofline")
     vb = roofline_tab.roofline_plot.getPlotItem().getViewBox()
     x, y = roofline_tab.roofline_points["cpu @ cpu"].getData()
@@ -349,7 +350,7 @@ def test_plots_show_what_the_run_results_say(
 
     for tab in TABS:
         plots.show_tab(tab)
-        qtbot.wait(30)
+        settle_qt()  # laid out before the grab
         assert plots.grab().save(str(test_output_dir / f"plots_{example}_{tab}.png"))
 
     # The device panel shows the measured ceilings beside the datasheet figures, check boxes in view.
@@ -358,7 +359,7 @@ def test_plots_show_what_the_run_results_say(
 
     picker = make_widget(DevicePicker, bridge, show=True)
     picker.resize(240, 520)
-    qtbot.waitUntil(lambda: picker.group_item("CPU") is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: picker.group_item("CPU") is not None, timeout=WORK_GUARD_MS)
     # The run's "wgpu:llvmpipe" (a name) is the adapter checked in the list.
     assert by_backend["wgsl"]["device"] in picker.checked_specs() and "cpu" in picker.checked_specs()
     cpu_item = picker.group_item("CPU").child(0)
@@ -409,19 +410,21 @@ def test_window_fits_at_both_sizes_and_tabs_never_resize_docks(
     qtbot.waitUntil(lambda: not window.bridge.busy, timeout=RUN_TIMEOUT_MS)
     plots = window.panels["plots"]
     plots.ensure_ceilings()
-    qtbot.waitUntil(lambda: not plots.ceilings.measuring, timeout=120_000)
+    qtbot.waitUntil(lambda: not plots.ceilings.measuring, timeout=WORK_GUARD_MS)
     window.docks["plots"].raise_()
     for width, height in ((1280, 800), (1600, 1000)):
         window.resize(width, height)
         window.reset_layout()
-        qtbot.wait(100)
+        settle_qt()
         sizes = {k: (d.width(), d.minimumSizeHint().width()) for k, d in window.docks.items()}
         assert (window.width(), window.height()) == (width, height), f"docks (width, minimum): {sizes}"
         widths = None
         for tab in TABS:
             plots.show_tab(tab)
-            qtbot.waitUntil(lambda: not plots._stale.intersection(PARTS[tab]), timeout=10_000)  # noqa: B023
-            qtbot.wait(150)  # the outputs arrive from the worker thread
+            qtbot.waitUntil(lambda: not plots._stale.intersection(PARTS[tab]), timeout=HANG_GUARD_MS)  # noqa: B023
+            # The outputs are computed on a worker thread: drawn once its job is done, then laid out.
+            qtbot.waitUntil(lambda: plots.tab("outputs")._outputs_job is None, timeout=HANG_GUARD_MS)
+            settle_qt()
             now = {k: (d.width(), d.height()) for k, d in window.docks.items() if d.isVisible()}
             assert widths is None or now == widths, f"switching to {tab} resized docks: {widths} -> {now}"
             widths = now
@@ -474,10 +477,10 @@ def test_gui_screenshot_writes_the_plot_data(tmp_path, shared_cache_dir, test_ou
     )
     assert data["timing"]["rows"] and all(r["median_s"] > 0 for r in data["timing"]["rows"])
     bad = subprocess.run([*command[:4], "--screenshot", str(tmp_path / "x.png"), "--window-size", "big", str(EXAMPLES / "saxpy")],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+                         capture_output=True, text=True, timeout=HANG_GUARD_S)  # fmt: skip
     assert bad.returncode == 2 and "WIDTHxHEIGHT" in bad.stderr
     unknown = subprocess.run([*command[:4], "--screenshot", str(tmp_path / "x.png"), "--backend", "cpu,nope", str(EXAMPLES / "saxpy")],
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+                             capture_output=True, text=True, timeout=HANG_GUARD_S)  # fmt: skip
     assert unknown.returncode == 2 and "nope" in unknown.stderr and not (tmp_path / "x.png").exists()
 
 
@@ -492,10 +495,10 @@ def test_tabs_are_chosen_by_name_and_only_the_one_on_screen_is_drawn(qtbot, make
         assert plots.tabs.tabText(plots.tabs.currentIndex()).lower() == name
     plots.show_tab("outputs")
     bridge.runFinished.emit(_report("a", 2e-6, 5e-6))
-    qtbot.waitUntil(lambda: "outputs" not in plots._stale, timeout=10_000)
+    qtbot.waitUntil(lambda: "outputs" not in plots._stale, timeout=HANG_GUARD_MS)
     assert {"compare", "spread", "history", "roofline"} <= plots._stale  # hidden tabs wait
     plots.show_tab("timing")
-    qtbot.waitUntil(lambda: not plots._stale.intersection(PARTS["timing"]), timeout=10_000)
+    qtbot.waitUntil(lambda: not plots._stale.intersection(PARTS["timing"]), timeout=HANG_GUARD_MS)
     assert [r["backend"] for r in plots.plots_data()["timing"]["rows"]] == ["cpu", "wgsl"]
     with pytest.raises(KeyError):
         plots.show_tab("nope")

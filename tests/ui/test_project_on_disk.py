@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.build.watch import ContentDigests
 from workbench.errors import WorkbenchError
 from workbench.project import Project
 from workbench.ui.project_watch import ProjectFilesWatch
 from workbench.ui.screenshot import save_screenshot
 
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 
 
 def _window(make_window, root, backends, hot_reload=True):
@@ -82,7 +83,7 @@ def test_a_manifest_broken_on_disk_is_a_diagnostic_at_its_line_until_fixed(
     broken = good.replace('direction = "inout"', 'direction = "sideways"')
     line = _line_of(broken, '"sideways"')
     manifest.write_text(broken)
-    qtbot.waitUntil(lambda: len(_manifest_rows(window)) == 1, timeout=30_000)
+    qtbot.waitUntil(lambda: len(_manifest_rows(window)) == 1, timeout=HANG_GUARD_MS)
     (row,) = _manifest_rows(window)
     assert row["location"] == f"workbench.toml:{line}" and row["severity"] == "error"
     assert "direction" in row["message"] and "sideways" in row["message"]
@@ -101,16 +102,17 @@ def test_a_manifest_broken_on_disk_is_a_diagnostic_at_its_line_until_fixed(
     )
     manifest.write_text(unbound)
     qtbot.waitUntil(
-        lambda: [r["location"] for r in _manifest_rows(window)] == [f"workbench.toml:{table}"], timeout=30_000
+        lambda: [r["location"] for r in _manifest_rows(window)] == [f"workbench.toml:{table}"],
+        timeout=HANG_GUARD_MS,
     )
     assert "buffer 'y' has no binding" in _manifest_rows(window)[0]["message"]
-    qtbot.waitUntil(lambda: bool(editor.diagnostics_at_line(table)), timeout=10_000)
+    qtbot.waitUntil(lambda: bool(editor.diagnostics_at_line(table)), timeout=HANG_GUARD_MS)
     assert not editor.diagnostics_at_line(line)
 
     # Fixed on disk: the row and the marker go.
     manifest.write_text(good)
-    qtbot.waitUntil(lambda: _manifest_rows(window) == [], timeout=30_000)
-    qtbot.waitUntil(lambda: not editor.live_diagnostics(), timeout=10_000)
+    qtbot.waitUntil(lambda: _manifest_rows(window) == [], timeout=HANG_GUARD_MS)
+    qtbot.waitUntil(lambda: not editor.live_diagnostics(), timeout=HANG_GUARD_MS)
 
 
 def test_the_manifest_state_is_said_when_it_changes_not_at_every_re_read(bridge, example_copy):
@@ -185,10 +187,12 @@ def test_run_rereads_a_manifest_broken_on_disk_and_names_its_line(make_window, e
     manifest.write_text(broken)
     line = _line_of(broken, '"f16"')
     with qtbot.waitSignal(
-        window.bridge.statusMessage, timeout=60_000, check_params_cb=lambda m: 'unknown type "f16"' in m
+        window.bridge.statusMessage,
+        timeout=WORK_GUARD_MS,
+        check_params_cb=lambda m: 'unknown type "f16"' in m,
     ):
         window.run_action.trigger()
-    qtbot.waitUntil(lambda: not window.bridge.busy, timeout=60_000)
+    qtbot.waitUntil(lambda: not window.bridge.busy, timeout=WORK_GUARD_MS)
     assert window.bridge.last_build is None  # refused before anything was built or run
     (row,) = _manifest_rows(window)
     assert row["location"] == f"workbench.toml:{line}" and 'unknown type "f16"' in row["message"]
@@ -229,10 +233,10 @@ def test_a_crate_outside_the_project_folder_is_watched_too(example_copy, qtbot):
     watch.watch(Project.open(root))
     try:
         cargo = crate / "Cargo.toml"
-        with qtbot.waitSignal(watch.changed, timeout=30_000) as changed:
+        with qtbot.waitSignal(watch.changed, timeout=HANG_GUARD_MS) as changed:
             cargo.write_text(cargo.read_text() + "\n# edited elsewhere\n")
         assert changed.args[0] == [str(cargo)]
-        with qtbot.waitSignal(watch.changed, timeout=30_000) as changed:
+        with qtbot.waitSignal(watch.changed, timeout=HANG_GUARD_MS) as changed:
             manifest.write_text(manifest.read_text() + "\n# edited elsewhere\n")
         assert changed.args[0] == [str(manifest)]
     finally:

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli
+from tests.waits import WORK_GUARD_MS
 from workbench.result_text import check_line, verdict_cell
 from workbench.ui.results_table import ResultsTable
 
 pytestmark = pytest.mark.slow
 
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 SIZE = "n=131072"
 FOLD = "            scratch.set(tid, scratch.get(tid) + scratch.get(tid + stride));\n"
 LOOP_BARRIER = FOLD + "        }\n        ctx.barrier();\n"

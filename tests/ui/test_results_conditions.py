@@ -11,11 +11,12 @@ import sys
 
 import psutil
 
+from tests.waits import HANG_GUARD_MS, HANG_GUARD_S, WORK_GUARD_MS
 from workbench.run.host_load import HostLoad, busy_threshold, flags
 from workbench.ui.plots import PlotsPanel
 from workbench.ui.results_table import ResultsTable
 
-RUN_TIMEOUT_MS = 600_000
+RUN_TIMEOUT_MS = WORK_GUARD_MS
 BURN = "import time\nwhile time.process_time() < {s}: pass\n"
 
 
@@ -23,7 +24,7 @@ def _orphan_burner(seconds: float) -> int:
     """A CPU burner that is not this process's descendant (its shell parent exits at once)."""
     shell = subprocess.run(
         ["sh", "-c", f'{sys.executable} -c "$0" </dev/null >/dev/null 2>&1 & echo $!', BURN.format(s=seconds)],
-        capture_output=True, text=True, check=True, timeout=30,
+        capture_output=True, text=True, check=True, timeout=HANG_GUARD_S,
     )  # fmt: skip
     return int(shell.stdout.strip())
 
@@ -38,7 +39,7 @@ def test_the_results_caption_flags_a_run_measured_on_a_busy_machine(qtbot, make_
     with qtbot.waitSignal(bridge.runFinished, timeout=RUN_TIMEOUT_MS):
         bridge.run()
     qtbot.waitUntil(lambda: not bridge.busy, timeout=RUN_TIMEOUT_MS)
-    qtbot.waitUntil(lambda: table.report is not None and bool(table.report.results), timeout=10_000)
+    qtbot.waitUntil(lambda: table.report is not None and bool(table.report.results), timeout=HANG_GUARD_MS)
     report = table.report
     # The window's run measured its host: what it shows follows what was measured.
     assert report.host_conditions is not None and report.host_conditions["source"] == "/proc"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-TIMEOUT_MS = 600_000
+from tests.waits import WORK_GUARD_MS
+
+TIMEOUT_MS = WORK_GUARD_MS
 
 
 def test_run_phases_are_shown_in_the_status_bar(qtbot, bridge, example_copy):

@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtTest import QTest
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.profile.sessions import paging
 from workbench.profile.sessions.paging import RunFilter
 from workbench.profile.sessions.record import record_report
@@ -103,7 +104,7 @@ def test_the_model_loads_pages_on_demand_and_shows_the_stores_records(qtbot, db)
         model.load(store, RunFilter())
         assert model.rowCount() == paging.PAGE and model.pages_read == 1  # one page of 10,000
         assert model.canFetchMore(QModelIndex())
-        with qtbot.waitSignal(model.rowsInserted) as inserted:
+        with qtbot.waitSignal(model.rowsInserted, timeout=HANG_GUARD_MS) as inserted:
             model.fetchMore(QModelIndex())
         assert inserted.args[1:] == [paging.PAGE, 2 * paging.PAGE - 1]  # appended at the end
         assert model.rowCount() == 2 * paging.PAGE and model.pages_read == 2
@@ -144,7 +145,7 @@ def test_the_model_loads_pages_on_demand_and_shows_the_stores_records(qtbot, db)
 
         # A recording arriving: only the new runs are read, inserted at the top.
         model.load(store, RunFilter())
-        with qtbot.waitSignal(model.rowsInserted) as inserted:
+        with qtbot.waitSignal(model.rowsInserted, timeout=HANG_GUARD_MS) as inserted:
             new = record(store, 9999, np.random.default_rng(1))
             assert model.update()
         assert inserted.args[1:] == [0, len(new) - 1]
@@ -162,9 +163,11 @@ def test_the_view_fetches_as_it_scrolls(make_widget, db, qtbot):
     assert len(panel.shown_ids()) == paging.PAGE
     bar = table.verticalScrollBar()
     for pages in (2, 3):
-        qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() < bar.maximum())  # laid out
+        qtbot.waitUntil(
+            lambda: bar.maximum() > 0 and bar.value() < bar.maximum(), timeout=HANG_GUARD_MS
+        )  # laid out
         bar.setValue(bar.maximum())
-        qtbot.waitUntil(lambda n=pages: len(panel.shown_ids()) >= n * paging.PAGE, timeout=10_000)
+        qtbot.waitUntil(lambda n=pages: len(panel.shown_ids()) >= n * paging.PAGE, timeout=HANG_GUARD_MS)
     pages = table.runs_model.pages_read
     assert 3 <= pages < RUNS // paging.PAGE and len(panel.shown_ids()) == pages * paging.PAGE
 
@@ -178,8 +181,8 @@ def test_the_columns_that_matter_are_visible_in_the_window(
     window.docks["sessions"].raise_()
     panel = window.panels["sessions"]
     panel.set_database(db)
-    qtbot.waitUntil(lambda: len(panel.shown_ids()) == paging.PAGE, timeout=10_000)
-    qtbot.wait(50)
+    qtbot.waitUntil(lambda: len(panel.shown_ids()) == paging.PAGE, timeout=HANG_GUARD_MS)
+    settle_qt()  # the table fits its columns to its width as its resize events arrive
     table = panel.table
     header = table.horizontalHeader()
     viewport = table.viewport()
@@ -239,7 +242,7 @@ def test_set_as_baseline_and_compare_through_the_model_with_one_wording(make_wid
     label = panel.baseline_label.text()
     assert label.startswith(f"Baseline run #{baseline} (★): ")
 
-    with qtbot.waitSignal(panel.compare.compared, timeout=60_000) as shown:
+    with qtbot.waitSignal(panel.compare.compared, timeout=WORK_GUARD_MS) as shown:
         click_row(table, 5)
     run_id = model.runs[5]["id"]
     result = shown.args[0]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.profile.sessions.compare import COLUMNS as COMPARE_COLUMNS
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
@@ -65,7 +66,7 @@ def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path, qtbot)
     panel.select_run(1)
     panel.set_baseline(panel.current_id())
     assert "Baseline run #1 (★)" in panel.baseline_label.text()
-    with qtbot.waitSignal(panel.compare.compared, timeout=30_000):  # compared on its own thread
+    with qtbot.waitSignal(panel.compare.compared, timeout=HANG_GUARD_MS):  # compared on its own thread
         panel.select_run(4)
     rows = {(r["backend"], r["device"]): r for r in panel.compare_result["rows"]}
     assert rows[("wgsl", "wgpu:0")]["outcome"] == "ambiguous"  # one invocation a side
@@ -80,7 +81,7 @@ def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path, qtbot)
         "wgsl": rows[("wgsl", "wgpu:0")]["verdict"],
     }
     assert "per-invocation medians" in panel.method_label.text()
-    with qtbot.waitSignal(panel.compare.compared, timeout=30_000):
+    with qtbot.waitSignal(panel.compare.compared, timeout=HANG_GUARD_MS):
         panel.invocation_box.setChecked(False)  # the two rows themselves: cpu (#1) against wgsl (#4)
     (cross,) = panel.compare_result["rows"]
     assert cross["outcome"] == "not comparable"
@@ -143,7 +144,9 @@ def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, te
     panel.select_run(runs[0]["id"])
     assert panel.history.history_key is None  # drawn when its tab comes up, not at every click
     panel.tabs.setCurrentWidget(panel.history)
-    qtbot.waitUntil(lambda: panel.history.history_key is not None)  # drawn on the next turn
+    qtbot.waitUntil(
+        lambda: panel.history.history_key is not None, timeout=HANG_GUARD_MS
+    )  # drawn on the next turn
     series = panel.history.history_series
     assert set(series) == {("cpu", "cpu"), ("wgsl", "wgpu:0")}
     wgsl_runs = sorted((r for r in runs if r["backend"] == "wgsl"), key=lambda r: r["id"])
@@ -171,7 +174,7 @@ def test_history_of_an_edited_kernel(make_widget, tmp_path, shared_cache_dir, te
     panel.select_run(runs[0]["id"])
     panel.tabs.setCurrentIndex(1)
     curve.sigPointsClicked.emit(curve, [points[3]], None)
-    qtbot.wait(50)
+    settle_qt()  # laid out before the grab
     save_screenshot(panel, test_output_dir / "sessions-history.png")
 
 
@@ -181,7 +184,7 @@ def test_the_window_records_its_runs_and_the_toggle_stops_it(
     window = make_window(example_copy("saxpy"), panels=("sessions", "results"))
     panel = window.panels["sessions"]
     assert panel.record_box.isChecked() and panel.database_path() == private_sessions_db
-    with qtbot.waitSignal(panel.recorded, timeout=120_000) as done:
+    with qtbot.waitSignal(panel.recorded, timeout=WORK_GUARD_MS) as done:
         window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
     assert done.args[0].get("ids"), done.args[0]
     with SessionStore(private_sessions_db) as store:
@@ -189,16 +192,18 @@ def test_the_window_records_its_runs_and_the_toggle_stops_it(
         assert run["backend"] == "cpu" and run["kernel"] == "saxpy" and run["median_s"] > 0
         assert "src/lib.rs" in store.source(run["snapshot_hash"])
     window.docks["sessions"].raise_()  # a hidden panel refreshes when its dock comes up
-    qtbot.waitUntil(lambda: panel.shown_ids() == [run["id"]], timeout=5000)
+    qtbot.waitUntil(lambda: panel.shown_ids() == [run["id"]], timeout=HANG_GUARD_MS)
     save_screenshot(window, test_output_dir / "window-sessions.png")
     panel.record_box.setChecked(False)
     assert window.settings.record_runs is False
-    with qtbot.waitSignal(window.bridge.runFinished, timeout=120_000):  # reaches the panel: not recorded
+    with qtbot.waitSignal(
+        window.bridge.runFinished, timeout=WORK_GUARD_MS
+    ):  # reaches the panel: not recorded
         window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
     # A recorded run after it is the sync point: the recorder records in order, so once this one is
     # recorded, the unrecorded run would have been too (and been the one this signal reports).
     panel.record_box.setChecked(True)
-    with qtbot.waitSignal(panel.recorded, timeout=120_000) as done:
+    with qtbot.waitSignal(panel.recorded, timeout=WORK_GUARD_MS) as done:
         third = window.bridge.run_blocking(backends=["cpu"], devices=["cpu"])
     with SessionStore(private_sessions_db) as store:
         newest, first = store.list_runs()

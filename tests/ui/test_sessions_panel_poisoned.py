@@ -8,6 +8,7 @@ import sqlite3
 import numpy as np
 from PySide6.QtCore import Qt
 
+from tests.waits import HANG_GUARD_MS
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
 from workbench.ui.sessions_panel import SessionsPanel
@@ -63,9 +64,9 @@ def test_poisoned_rows_are_listed_as_invalid_and_never_crash_the_panel(make_widg
         panel.select_run(run_id)
         panel.set_baseline(1 if run_id != 1 else 2)
         panel.select_run(run_id)
-        qtbot.waitUntil(lambda: not panel.compare.busy(), timeout=30_000)
+        qtbot.waitUntil(lambda: not panel.compare.busy(), timeout=HANG_GUARD_MS)
     panel.tabs.setCurrentWidget(panel.history)  # the selected run's kernel is plotted
-    qtbot.waitUntil(lambda: panel.history.history_key == ("demo", "saxpy"))
+    qtbot.waitUntil(lambda: panel.history.history_key == ("demo", "saxpy"), timeout=HANG_GUARD_MS)
     assert sorted(panel.history.history_series) == [("cpu", "cpu")]
     assert panel.message.styleSheet() == "", panel.message.text()
 

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -42,7 +44,7 @@ def test_window_and_command_line_record_into_one_database_and_lose_nothing(
     window_ids: list[int] = []
 
     def record_in_window() -> None:
-        with qtbot.waitSignal(panel.recorded, timeout=180_000) as done:
+        with qtbot.waitSignal(panel.recorded, timeout=WORK_GUARD_MS) as done:
             window.bridge.start_run(["cpu"], ["cpu"])
         assert done.args[0].get("ids"), done.args[0]
         window_ids.extend(done.args[0]["ids"])
@@ -68,9 +70,9 @@ def test_window_and_command_line_record_into_one_database_and_lose_nothing(
     assert "recorded as run(s)" in err, err
 
     panel.refresh()
-    qtbot.waitUntil(lambda: len(panel.shown_ids()) == 5, timeout=10_000)
+    qtbot.waitUntil(lambda: len(panel.shown_ids()) == 5, timeout=HANG_GUARD_MS)
     window.close()  # the window closes last
-    qtbot.waitUntil(lambda: not Path(f"{db}-wal").exists(), timeout=30_000)
+    qtbot.waitUntil(lambda: not Path(f"{db}-wal").exists(), timeout=HANG_GUARD_MS)
 
     listed, _ = finished(workbench("sessions", "list", "--json", "--limit", "0", "--db", db))
     runs = json.loads(listed)["runs"]

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
+from tests.waits import WORK_GUARD_MS
 from workbench.cli import main as cli_main
 from workbench.profile.sessions.store import SessionStore
 from workbench.ui.screenshot import save_screenshot
 
-BUILD_TIMEOUT_MS = 240_000  # a cold cargo build on 2 shared cores
+BUILD_TIMEOUT_MS = WORK_GUARD_MS
 
 
 def type_into(qtbot, field, text: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QImage, QPainter
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.profile.tuning.size_sweep import copy_ceilings
 from workbench.run.timing import TimingOptions
 from workbench.ui.plot_data import log_scale_wanted
@@ -62,9 +63,9 @@ def test_size_sweep_plot_is_readable_and_puts_failed_sizes_in_their_lane(
     panel.tabs.setCurrentIndex(panel.tabs.count() - 1)  # the size sweep
     measured = copy_ceilings({"cpu", "wgpu:0"}, shared_cache_dir, measure=True)  # the guide lines
     panel.size_spec.setText("n=" + ",".join(map(str, SIZES)))
-    with qtbot.waitSignal(panel.sweepFinished, timeout=300_000):
+    with qtbot.waitSignal(panel.sweepFinished, timeout=WORK_GUARD_MS):
         assert panel.start_size_sweep()
-    qtbot.wait(50)
+    settle_qt()  # drawn before sweepFinished; laid out now
     data = panel.size_plot_data()
 
     # Every size of cpu; wgsl only where its check passed; the failures in the lane, at their size.
@@ -107,7 +108,9 @@ def test_size_sweep_plot_is_readable_and_puts_failed_sizes_in_their_lane(
     for width in (900, 330):
         window.resize(max(width + 500, 1280), 800)
         panel.size_view.setFixedWidth(width)
-        qtbot.wait(80)
+        # Laid out at the new width (the plot's scene then lays out its axes from posted requests).
+        qtbot.waitUntil(lambda w=width: panel.size_view.width() == w, timeout=HANG_GUARD_MS)
+        settle_qt()
         texts = assert_no_overlap(bottom)
         assert {"1k", "10k", "100k", "1M"} & set(texts), texts  # decades, in words a reader knows
         assert_no_overlap(panel.size_plot.getPlotItem().getAxis("left"))
@@ -125,7 +128,7 @@ def test_size_sweep_plot_is_readable_and_puts_failed_sizes_in_their_lane(
     assert not times["ceilings"] and not times["ceiling_lines"]
     assert times["legend"] == ["cpu@cpu", "wgsl@wgpu:0"]
     assert times["y_axis"]["unit"] in ("s", "ns", "µs", "ms")
-    qtbot.wait(50)
+    settle_qt()  # redrawn for the metric as it changed; laid out now
     assert_no_overlap(panel.size_plot.getPlotItem().getAxis("left"))
     assert panel.grab().save(str(test_output_dir / "size_sweep_time.png"))
 

@@ -15,6 +15,7 @@ import pytest
 
 from tests.build.conftest import processes_with
 from tests.conftest import niceness_of_stat
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.build.service import BACKGROUND_NICENESS
 from workbench.build.toolchains import detect
 from workbench.project import Project
@@ -22,7 +23,7 @@ from workbench.run.service import BACKGROUND_BUILD_NOTE
 from workbench.ui.build_panel import BuildPanel
 from workbench.ui.results_table import ResultsTable
 
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 
 
 def _compiling_in(root: Path, marker: str) -> list[int]:
@@ -77,10 +78,10 @@ def test_results_stream_in_and_an_unrunnable_backend_builds_in_the_background(
     by_backend = {r.backend: r for r in report.results}
     assert by_backend["cpu"].verified is True and by_backend["wgsl"].check.is_reference
     # The results did not wait for nvptx; it started once they were in.
-    qtbot.waitUntil(lambda: panel.state("nvptx") == "building", timeout=30_000)
+    qtbot.waitUntil(lambda: panel.state("nvptx") == "building", timeout=HANG_GUARD_MS)
     assert not gates["nvptx"].exists()
     qtbot.waitUntil(
-        lambda: any("nvptx still building in the background" in m for m in messages), timeout=30_000
+        lambda: any("nvptx still building in the background" in m for m in messages), timeout=HANG_GUARD_MS
     )
     assert bridge.busy  # work in flight: Cancel can stop it
 
@@ -97,8 +98,8 @@ def test_results_stream_in_and_an_unrunnable_backend_builds_in_the_background(
     with qtbot.waitSignal(bridge.buildFinished, timeout=TIMEOUT_MS) as built:
         gates["nvptx"].touch()
     assert set(built.args[0]) == {"nvptx"} and built.args[0]["nvptx"].status == "ok"  # PTX to inspect
-    qtbot.waitUntil(lambda: panel.state("nvptx") == "ok", timeout=30_000)
-    qtbot.waitUntil(lambda: not bridge.busy, timeout=30_000)
+    qtbot.waitUntil(lambda: panel.state("nvptx") == "ok", timeout=HANG_GUARD_MS)
+    qtbot.waitUntil(lambda: not bridge.busy, timeout=HANG_GUARD_MS)
     assert bridge.last_build["nvptx"].status == "ok" and bridge.last_build["cpu"].status == "ok"
     assert any(m.startswith("built in the background, for inspection: nvptx ok") for m in messages)
     assert len(finished) == 2  # the background build did not rerun or re-report anything
@@ -117,7 +118,7 @@ def test_the_window_defaults_to_the_command_lines_backends(qtbot, bridge, exampl
     shown: list = []
     bridge.backendsChanged.connect(shown.append)
     bridge.set_project(project)
-    qtbot.waitUntil(lambda: bool(shown), timeout=60_000)
+    qtbot.waitUntil(lambda: bool(shown), timeout=WORK_GUARD_MS)
     assert shown[-1] == expected and bridge.backends() == []  # shown, still nobody's choice
     if not bridge.run_service.devices("cuda").get("available"):
         assert "nvptx" not in expected
@@ -136,7 +137,7 @@ def test_the_windows_backend_menu_shows_the_default_and_keeps_it_nobodys_choice(
 
     window = make_window(example_copy("saxpy"), panels=("build",))
     expected = window.bridge.run_service.default_backends(window.project)
-    qtbot.waitUntil(lambda: window.selected_backends() == expected, timeout=60_000)
+    qtbot.waitUntil(lambda: window.selected_backends() == expected, timeout=WORK_GUARD_MS)
     assert window.bridge.backends() == []
     window.persist_settings = True
     window.close()

@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 
 from tests.conftest import EXAMPLES, REPO
+from tests.waits import WORK_GUARD_MS, settle_qt
 from workbench.build.adapters import host_rust
 from workbench.trust_store import set_trusted
 from workbench.ui import tests_dock
@@ -44,7 +45,7 @@ def test_dock_shows_a_failing_test_at_the_race_line(make_window, raced_reduction
     window.editor_tabs.open_file(lib, line=race_line)
 
     assert panel.run_tests()
-    qtbot.waitUntil(lambda: not panel.job.running() and panel.model.rowCount() == 3, timeout=300_000)
+    qtbot.waitUntil(lambda: not panel.job.running() and panel.model.rowCount() == 3, timeout=WORK_GUARD_MS)
     rows = {row["Test"]: row for row in panel.model.rows()}
     assert set(rows) == {
         "kernel::the_partials_add_up_to_the_sum",
@@ -77,7 +78,7 @@ def test_dock_shows_a_failing_test_at_the_race_line(make_window, raced_reduction
     window.resize(1600, 1000)
     window.resizeDocks([window.docks["tests"]], [380], Qt.Orientation.Vertical)
     window.editor_tabs.open_file(lib, line=race_line)
-    qtbot.wait(200)
+    settle_qt()  # laid out before the grab
     # test-output/ui/kernel-tests-dock.png; docs/kernel-tests-dock.png is a copy of one, looked at.
     assert window.grab().save(str(test_output_dir / "kernel-tests-dock.png"))
 
@@ -96,7 +97,7 @@ def test_a_hanging_test_never_blocks_the_window(make_widget, tmp_path, qtbot, mo
     ticker.start(100)
     try:
         assert panel.run_tests()
-        qtbot.waitUntil(lambda: not panel.job.running(), timeout=300_000)
+        qtbot.waitUntil(lambda: not panel.job.running(), timeout=WORK_GUARD_MS)
     finally:
         ticker.stop()
     assert len(ticks) > 20  # the event loop ran all along
@@ -182,7 +183,7 @@ def test_a_save_builds_then_lints_and_reruns_the_tests_in_the_background(make_wi
     editor = window.editor_tabs.open_file(lib)
     editor.load_text(editor.text() + CLIPPY_BAIT)
     editor.document().setModified(True)
-    with qtbot.waitSignal(window.bridge.buildFinished, timeout=600_000):
+    with qtbot.waitSignal(window.bridge.buildFinished, timeout=WORK_GUARD_MS):
         assert window.editor_tabs.save(editor)
     bait = line_of(lib, "for i in 0..v.len()")
 
@@ -191,15 +192,16 @@ def test_a_save_builds_then_lints_and_reruns_the_tests_in_the_background(make_wi
 
     # clippy after the build, and the tests after the build, both in child processes.
     qtbot.waitUntil(
-        lambda: any(r["location"].startswith(f"src/lib.rs:{bait}:") for r in lint_rows()), timeout=600_000
+        lambda: any(r["location"].startswith(f"src/lib.rs:{bait}:") for r in lint_rows()),
+        timeout=WORK_GUARD_MS,
     )
     assert any("clippy::needless_range_loop" in r["message"] for r in lint_rows())
     assert any(d.get("backend") == "clippy" for d in editor.diagnostics_at_line(bait))
     panel = window.dev_loop.tests
-    qtbot.waitUntil(lambda: panel.model.rowCount() == 3 and not panel.job.running(), timeout=600_000)
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 3 and not panel.job.running(), timeout=WORK_GUARD_MS)
     assert {row["State"] for row in panel.model.rows()} == {"passed"}
     qtbot.waitUntil(
-        lambda: not window.bridge.busy and not window.dev_loop.lint_job.running(), timeout=600_000
+        lambda: not window.bridge.busy and not window.dev_loop.lint_job.running(), timeout=WORK_GUARD_MS
     )
 
     # Another project: the last one's tests and their diagnostics are gone.

@@ -9,6 +9,7 @@ from pathlib import Path
 from pygments.token import Keyword
 from PySide6.QtGui import QColor
 
+from tests.waits import HANG_GUARD_MS
 from workbench.ui import theme
 from workbench.ui.artifacts_view import LINKED, code_view, set_code
 from workbench.ui.editor.code_editor import CodeEditor
@@ -39,7 +40,8 @@ def test_the_artifacts_code_is_the_editor_s_code_view_in_the_theme_s_colours(mak
         view.resize(500, 400)
     # A highlighter given a document with text colours it from the event loop.
     qtbot.waitUntil(
-        lambda: editor.highlighter.is_done() and foreground_of(artifact, 0, 0) is not None, timeout=5000
+        lambda: editor.highlighter.is_done() and foreground_of(artifact, 0, 0) is not None,
+        timeout=HANG_GUARD_MS,
     )
 
     for view in (editor, artifact):

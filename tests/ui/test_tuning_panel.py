@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.profile.sessions.store import SessionStore
 from workbench.project import Project
 from workbench.run.timing import TimingOptions
@@ -41,7 +42,7 @@ def test_changing_a_control_rebuilds_and_reruns(make_window, example_copy, qtbot
     window, panel = _window(make_window, example_copy("saxpy", tunables=("threads",)), ["cpu", "wgsl"])
     control = panel.controls["threads"]
     assert [control.itemData(i) for i in range(control.count())] == [256, 64, 128, 512, 1024]
-    with qtbot.waitSignal(window.bridge.runFinished, timeout=120_000) as done:
+    with qtbot.waitSignal(window.bridge.runFinished, timeout=WORK_GUARD_MS) as done:
         control.setCurrentIndex(2)  # threads = 128
     report = done.args[0]
     assert {r.backend for r in report.results} == {"cpu", "wgsl"}
@@ -69,7 +70,7 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
     window, panel = _window(make_window, root, ["wgsl"])
     assert panel.rounds.value() == 3
     assert not panel.progress.isVisible() and not panel.slot.isVisible()  # nothing to count yet
-    with qtbot.waitSignal(panel.sweepFinished, timeout=240_000) as done:
+    with qtbot.waitSignal(panel.sweepFinished, timeout=WORK_GUARD_MS) as done:
         assert panel.start_sweep()
         assert panel.running() and panel.cancel_button.isEnabled() and panel.progress.isVisible()
     result = done.args[0]
@@ -118,7 +119,7 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
     }
     assert ranks["threads=128"] == "best"
 
-    with qtbot.waitSignal(panel.sweepFinished, timeout=60_000) as again:
+    with qtbot.waitSignal(panel.sweepFinished, timeout=WORK_GUARD_MS) as again:
         panel.start_sweep()
     # The sweep's rounds are read back; only the side-by-side re-timing of the leaders runs again.
     swept = [(e["config"], r) for e in again.args[0].entries for r in e["rounds"] if not r["confirm"]]
@@ -135,7 +136,7 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
 def test_size_sweep_draws_one_curve_per_backend(make_window, example_copy, qtbot):
     window, panel = _window(make_window, example_copy("saxpy", tunables=("threads",)), ["cpu", "wgsl"])
     panel.size_spec.setText("n=2^10..2^11")
-    with qtbot.waitSignal(panel.sweepFinished, timeout=120_000):
+    with qtbot.waitSignal(panel.sweepFinished, timeout=WORK_GUARD_MS):
         assert panel.start_size_sweep()
     data = panel.size_plot_data()
     assert set(data["curves"]) == {"cpu@cpu", "wgsl@wgpu:0"}
@@ -159,7 +160,7 @@ def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, exampl
     )
     window, panel = _window(make_window, root, ["cpu"])
     assert list(panel.controls) == ["threads", "unroll"]
-    with qtbot.waitSignal(panel.sweepFinished, timeout=120_000) as done:
+    with qtbot.waitSignal(panel.sweepFinished, timeout=WORK_GUARD_MS) as done:
         assert panel.start_sweep()
     entries = done.args[0].entries
     assert len(entries) == 4 and all(e["verified"] is True for e in entries)
@@ -191,7 +192,7 @@ def test_sweep_runs_through_a_local_cluster_of_two_chosen_in_the_panel(
     assert panel.cluster.currentText() == "none" and panel.cluster_spec() is None
     panel.cluster.setEditText("local:2")
     assert panel.cluster_spec() == "local:2" and not panel.cluster_error.isVisible()
-    with qtbot.waitSignal(panel.sweepFinished, timeout=600_000) as done:
+    with qtbot.waitSignal(panel.sweepFinished, timeout=WORK_GUARD_MS) as done:
         assert panel.start_sweep()
         assert not panel.cluster.isEnabled()  # the cluster of a running sweep is fixed
     result = done.args[0]
@@ -251,7 +252,7 @@ def test_a_search_draws_its_convergence_and_the_heatmap_says_what_it_shows(
     panel.strategy.setCurrentText("annealing")
     panel.rounds.setValue(2)
     panel.confirm_rounds = 0
-    with qtbot.waitSignal(panel.sweepFinished, timeout=300_000) as done:
+    with qtbot.waitSignal(panel.sweepFinished, timeout=WORK_GUARD_MS) as done:
         assert panel.start_sweep()
         assert not panel.apply_button.isEnabled() and panel.apply_reason.text() == "Apply: a sweep is running"
     result = done.args[0]
@@ -322,7 +323,7 @@ def test_a_search_draws_its_convergence_and_the_heatmap_says_what_it_shows(
     assert panel.apply_reason.text().startswith("Apply: ")
 
     # A hot-reload run's "running …" line is cleared when its result comes.
-    with qtbot.waitSignal(window.bridge.runFinished, timeout=120_000):
+    with qtbot.waitSignal(window.bridge.runFinished, timeout=WORK_GUARD_MS):
         panel.controls["threads"].setCurrentIndex(1)
         assert panel.status.text().startswith("running threads=64")
-    qtbot.waitUntil(lambda: panel.status.text() == "", timeout=5_000)
+    qtbot.waitUntil(lambda: panel.status.text() == "", timeout=HANG_GUARD_MS)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import SignalInstance
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.profile.live.live import LiveEvent
 from workbench.profile.tuning.events import SweepEntries, SweepEvent
 from workbench.run.events import Event, RunDone, RunEvent, RunFinished, RunPhase
@@ -36,7 +37,7 @@ from workbench.ui.tuning_panel import TuningBridge
 PROTOCOLS = [ArtifactsBridge, BuildPanelBridge, CeilingsOwner, ConsoleBridge, CountersBridge, DevicePickerBridge, PlotsBridge,
              DetailsBridge, ResultsBridge, SessionsBridge, SizeControlsBridge, TraceBridge, TuningBridge]  # fmt: skip
 UI = Path(__file__).resolve().parents[2] / "workbench" / "ui"
-TIMEOUT_MS = 600_000
+TIMEOUT_MS = WORK_GUARD_MS
 
 
 def _members(protocol) -> tuple[dict[str, object], list[str]]:
@@ -91,7 +92,7 @@ def test_the_panels_get_the_runs_typed_events_from_the_loop_and_the_console(qtbo
     looped = list(events)
     report = bridge.run_blocking()  # the console's run: the service's events as they came
     qtbot.waitUntil(
-        lambda: any(isinstance(e, RunDone) and e.report is report for e in events), timeout=30_000
+        lambda: any(isinstance(e, RunDone) and e.report is report for e in events), timeout=HANG_GUARD_MS
     )
     console = events[len(looped) :]
 

@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QTextCursor
 
+from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, WORK_GUARD_S
 from workbench.cli import main as cli_main
 from workbench.trust_store import is_trusted
 from workbench.ui.main_window import MainWindow
@@ -22,7 +23,7 @@ from workbench.ui.settings import Settings, load_settings, save_settings, settin
 REPO = Path(__file__).resolve().parents[2]
 SAXPY = REPO / "resources" / "examples" / "saxpy"
 
-BUILD_TIMEOUT_MS = 240_000  # a first cold cargo build on 2 shared cores
+BUILD_TIMEOUT_MS = WORK_GUARD_MS
 
 
 def wavy_lines(editor) -> list[int]:
@@ -112,11 +113,11 @@ def test_project_tree_hides_build_outputs_and_opens_files(make_window, example_c
     (root / ".hidden").write_text("x")
     window = make_window(root, panels=())
     tree = window.project_tree
-    qtbot.waitUntil(lambda: "src" in tree.visible_names(), timeout=10000)
+    qtbot.waitUntil(lambda: "src" in tree.visible_names(), timeout=HANG_GUARD_MS)
     names = tree.visible_names()
     assert "target" not in names and ".hidden" not in names
     assert {"src", "reference", "workbench.toml"} <= set(names)
-    with qtbot.waitSignal(tree.fileActivated):
+    with qtbot.waitSignal(tree.fileActivated, timeout=HANG_GUARD_MS):
         tree.activated.emit(tree.index_of(root / "workbench.toml"))
     assert window.editor_tabs.current_editor().path.name == "workbench.toml"
 
@@ -207,7 +208,7 @@ def test_device_picker_lists_llvmpipe(make_window, qtbot):
             stack.extend(item.child(i) for i in range(item.childCount()))
         return any("llvmpipe" in t.lower() for t in texts)
 
-    qtbot.waitUntil(has_llvmpipe, timeout=60000)
+    qtbot.waitUntil(has_llvmpipe, timeout=WORK_GUARD_MS)
 
 
 @pytest.mark.slow
@@ -223,15 +224,15 @@ def test_edit_save_builds_and_shows_the_error_inline(make_window, example_copy, 
     cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
     cursor.insertText(' let broken: u32 = "not a number";')
     assert window.save_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Save)  # Ctrl+S
-    with qtbot.waitSignal(window.bridge.busyChanged, timeout=10000) as busy:
+    with qtbot.waitSignal(window.bridge.busyChanged, timeout=HANG_GUARD_MS) as busy:
         window.save_action.trigger()
     assert busy.args == [True]
     assert "broken" in (root / "src" / "lib.rs").read_text()
     panel = window.panels["build"]
-    qtbot.waitUntil(lambda: panel.state("cpu") in ("building", "error"), timeout=30000)
+    qtbot.waitUntil(lambda: panel.state("cpu") in ("building", "error"), timeout=HANG_GUARD_MS)
     with qtbot.waitSignal(window.bridge.buildFinished, timeout=BUILD_TIMEOUT_MS):
         pass
-    qtbot.waitUntil(lambda: target in wavy_lines(editor), timeout=10000)
+    qtbot.waitUntil(lambda: target in wavy_lines(editor), timeout=HANG_GUARD_MS)
 
     assert panel.state("cpu") == "error"
     assert "[cpu]" in editor.diagnostic_tooltip(target)
@@ -254,9 +255,11 @@ def test_run_cpu_and_wgsl_fills_the_table_and_plots(make_window, qtbot, test_out
     report = finished.args[0]
     assert {r.backend for r in report.results} >= {"cpu", "wgsl"}
     table = window.panels["results"]
-    qtbot.waitUntil(lambda: {"cpu", "wgsl"} <= {row["Backend"] for row in table.row_texts()}, timeout=10000)
+    qtbot.waitUntil(
+        lambda: {"cpu", "wgsl"} <= {row["Backend"] for row in table.row_texts()}, timeout=HANG_GUARD_MS
+    )
     plots = window.panels["plots"]
-    qtbot.waitUntil(lambda: len(plots.curve_data()["time"]) >= 2, timeout=10000)
+    qtbot.waitUntil(lambda: len(plots.curve_data()["time"]) >= 2, timeout=HANG_GUARD_MS)
     save_screenshot(window, test_output_dir / "window-results.png")
 
 
@@ -267,9 +270,9 @@ def test_cancelling_a_build_stops_it(make_window, qtbot, tmp_path):
     window.bridge.set_backends(["nvptx"])
     panel = window.panels["build"]
     window.build_action.trigger()
-    qtbot.waitUntil(lambda: panel.state("nvptx") == "building", timeout=30000)
+    qtbot.waitUntil(lambda: panel.state("nvptx") == "building", timeout=HANG_GUARD_MS)
     assert window.cancel_action.isEnabled()
-    with qtbot.waitSignal(window.bridge.busyChanged, timeout=30000, check_params_cb=lambda b: not b):
+    with qtbot.waitSignal(window.bridge.busyChanged, timeout=HANG_GUARD_MS, check_params_cb=lambda b: not b):
         window.cancel_action.trigger()
     # Cancelled, and said so: not back to "idle" as if nothing had been asked (a Cancel that did
     # nothing, or a build that finished meanwhile, reads otherwise).
@@ -287,7 +290,7 @@ def test_cli_screenshot_renders_the_window(tmp_path, qapp):
          str(SAXPY)],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=WORK_GUARD_S,
         env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

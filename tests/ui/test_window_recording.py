@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.run_runtimes.test_cuda_fault_fake import fake_pycuda_on_path  # noqa: F401
+from tests.waits import WORK_GUARD_MS
 from workbench.profile.sessions.store import SessionStore
 from workbench.run.events import RunStarted
 
@@ -38,11 +39,11 @@ def test_a_window_run_is_recorded_without_a_sessions_panel(
     window = make_window(root, panels=panels)
     assert not hasattr(window.panels.get("sessions"), "recorded")  # no working Sessions panel
     _cpu_only(window)
-    with qtbot.waitSignal(window.bridge.runRecorded, timeout=180_000) as done:
+    with qtbot.waitSignal(window.bridge.runRecorded, timeout=WORK_GUARD_MS) as done:
         window.bridge.run()  # the window's Run (through the live loop)
     ids = done.args[0].get("ids")
     assert ids, done.args[0]
-    with qtbot.waitSignal(window.bridge.runRecorded, timeout=180_000) as again:
+    with qtbot.waitSignal(window.bridge.runRecorded, timeout=WORK_GUARD_MS) as again:
         window.bridge.start_run(["cpu"], ["cpu"])  # the console's run()
     assert again.args[0].get("ids"), again.args[0]
     with SessionStore(private_sessions_db) as store:
@@ -70,7 +71,7 @@ def test_the_recorded_sources_are_the_ones_built_not_the_ones_saved_meanwhile(
             edited.append(True)
 
     window.bridge.runEvent.connect(edit_once_running)
-    with qtbot.waitSignal(window.bridge.runRecorded, timeout=180_000) as done:
+    with qtbot.waitSignal(window.bridge.runRecorded, timeout=WORK_GUARD_MS) as done:
         window.bridge.run()
     assert edited and done.args[0].get("ids"), done.args[0]
     with SessionStore(private_sessions_db) as store:
@@ -120,13 +121,13 @@ def test_counters_taken_in_the_window_are_recorded_with_their_runs(
     bridge.set_sizes({"n": 4096})
     bridge.set_backends(["cpu", "cuda-c"])
     bridge.set_devices(["cpu", "cuda:0"])
-    with qtbot.waitSignal(bridge.runRecorded, timeout=300_000) as recorded:
+    with qtbot.waitSignal(bridge.runRecorded, timeout=WORK_GUARD_MS) as recorded:
         bridge.run()
     rows = recorded.args[0].get("rows")
     assert rows and set(rows) == {("cpu", "cpu"), ("cuda-c", "cuda:0")}, recorded.args[0]
-    qtbot.waitUntil(lambda: not bridge.busy and view.take_button.isEnabled(), timeout=60_000)
+    qtbot.waitUntil(lambda: not bridge.busy and view.take_button.isEnabled(), timeout=WORK_GUARD_MS)
     assert bridge.run_ids() == rows  # the bridge remembers the ids of the report it shows
-    with qtbot.waitSignal(bridge.countersRecorded, timeout=300_000) as attached:
+    with qtbot.waitSignal(bridge.countersRecorded, timeout=WORK_GUARD_MS) as attached:
         view.take_button.click()
     assert attached.args[0] == {"ids": rows, "not_recorded": {}}
     cuda_id, cpu_id = rows[("cuda-c", "cuda:0")], rows[("cpu", "cpu")]
@@ -147,28 +148,28 @@ def test_counters_taken_in_the_window_are_recorded_with_their_runs(
     # result, stale, and its counters go to the run that result was recorded as; cpu ran again.
     cu = root / "reference" / "saxpy.cu"
     good = cu.read_text()
-    with qtbot.waitSignal(bridge.runRecorded, timeout=300_000) as again:
+    with qtbot.waitSignal(bridge.runRecorded, timeout=WORK_GUARD_MS) as again:
         cu.write_text(good + "\nthis does not compile;\n")
-    qtbot.waitUntil(lambda: not bridge.busy, timeout=60_000)
+    qtbot.waitUntil(lambda: not bridge.busy, timeout=WORK_GUARD_MS)
     assert set(again.args[0]["rows"]) == {("cpu", "cpu")}, again.args[0]
     cpu_now, cuda_then = bridge.last_report.results
     assert (cpu_now.stale, cuda_then.stale is not None) == (None, True)
     cpu_later = bridge.recording_of(cpu_now).result(60)["rows"][("cpu", "cpu")]
     later = {("cpu", "cpu"): cpu_later, ("cuda-c", "cuda:0"): cuda_id}
     assert cpu_later > cpu_id and bridge.run_ids() == later
-    with qtbot.waitSignal(bridge.countersRecorded, timeout=300_000) as attached:
+    with qtbot.waitSignal(bridge.countersRecorded, timeout=WORK_GUARD_MS) as attached:
         view.take_button.click()
     assert attached.args[0] == {"ids": later, "not_recorded": {}}
     with SessionStore(private_sessions_db) as store:
         assert [e["message"] for e in store.counters(cuda_id)["earlier"]] == [cuda["message"]]
 
     bridge.recorder.enabled = False  # the Sessions panel's "Record runs" unticked
-    with qtbot.waitSignal(bridge.runFinished, timeout=300_000):
+    with qtbot.waitSignal(bridge.runFinished, timeout=WORK_GUARD_MS):
         cu.write_text(good)  # saved: both build and run again, unrecorded
-    qtbot.waitUntil(lambda: not bridge.busy and view.take_button.isEnabled(), timeout=60_000)
+    qtbot.waitUntil(lambda: not bridge.busy and view.take_button.isEnabled(), timeout=WORK_GUARD_MS)
     assert [r.stale for r in bridge.last_report.results] == [None, None]
     assert bridge.run_ids() == {}
-    with qtbot.waitSignal(bridge.countersRecorded, timeout=300_000):
+    with qtbot.waitSignal(bridge.countersRecorded, timeout=WORK_GUARD_MS):
         view.take_button.click()
     assert view.status.text() == (
         "counters of 1 of 2 result(s); shown, not recorded: recording was off (Record runs) when it ran"
