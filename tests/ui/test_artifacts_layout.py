@@ -11,7 +11,7 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QApplication
 
-from workbench.ui.artifacts_view import INSTRUCTION_COLUMNS
+from workbench.ui.artifacts.view import INSTRUCTION_COLUMNS
 
 SIZES = ((1280, 800), (1600, 1000))
 BUILD_TIMEOUT_MS = 240_000

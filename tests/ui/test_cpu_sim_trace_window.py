@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workbench.ui.result_details import ResultDetails
+from workbench.ui.results.details import ResultDetails
 
 TIMEOUT_MS = 600_000
 BODY = "        y[i] = a * x[i] + y[i];\n"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QPointF
 
-from workbench.ui.plot_image import factors
+from workbench.ui.plot_model.image import factors
 from workbench.ui.plots import PlotsPanel
 
 RUN_TIMEOUT_MS = 600_000

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from workbench.ui.plot_data import timing_rows
+from workbench.ui.plot_model.data import timing_rows
 from workbench.ui.plots import PlotsPanel
-from workbench.ui.results_table import ResultsTable
+from workbench.ui.results.table import ResultsTable
 
 RUN_TIMEOUT_MS = 600_000
 LINE = "        y[i] = params.a * x[i] + y[i];"

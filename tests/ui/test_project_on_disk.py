@@ -16,7 +16,7 @@ import pytest
 from workbench.build.watch import ContentDigests
 from workbench.errors import WorkbenchError
 from workbench.project import Project
-from workbench.ui.project_watch import ProjectFilesWatch
+from workbench.ui.project.watch import ProjectFilesWatch
 from workbench.ui.screenshot import save_screenshot
 
 TIMEOUT_MS = 600_000

@@ -13,7 +13,7 @@ import psutil
 
 from workbench.run.host_load import HostLoad, busy_threshold, flags
 from workbench.ui.plots import PlotsPanel
-from workbench.ui.results_table import ResultsTable
+from workbench.ui.results.table import ResultsTable
 
 RUN_TIMEOUT_MS = 600_000
 BURN = "import time\nwhile time.process_time() < {s}: pass\n"

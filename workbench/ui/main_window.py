@@ -33,16 +33,16 @@ from workbench.manifest import MANIFEST_NAME
 from workbench.project import Project, examples_dir
 from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
 from workbench.trust_store import is_bundled, is_declined, is_trusted, set_trusted
-from workbench.ui.dev_loop import DevLoop
 from workbench.ui.editor import EditorTabs
 from workbench.ui.layout_fit import ElidedLabel
-from workbench.ui.new_project import NewProjectDialog
-from workbench.ui.project_tree import ProjectTree
-from workbench.ui.project_watch import ProjectFilesWatch
+from workbench.ui.project.new_project import NewProjectDialog
+from workbench.ui.project.tree import ProjectTree
+from workbench.ui.project.trust import TrustBar
+from workbench.ui.project.watch import ProjectFilesWatch
 from workbench.ui.settings import Settings, load_settings, save_settings
 from workbench.ui.size_controls import SizeControls
 from workbench.ui.stray_tab_bars import hide_stray_tab_bars
-from workbench.ui.trust import TrustBar
+from workbench.ui.tests_dock.dev_loop import DevLoop
 from workbench.user_folders import needs_user_copy, user_copy
 
 log = logging.getLogger(__name__)

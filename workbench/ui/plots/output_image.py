@@ -12,9 +12,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from workbench.ui.plot_axes import AXIS, TEXT
-from workbench.ui.plot_data import OutputsDrawing
-from workbench.ui.plot_image import element_at, finite_range, hover_text
+from workbench.ui.plot_model.data import OutputsDrawing
+from workbench.ui.plot_model.image import element_at, finite_range, hover_text
+from workbench.ui.plots.axes import AXIS, TEXT
 from workbench.ui.plots.base import make_plot
 
 VALUE_MAP, ERROR_MAP = "viridis", "inferno"

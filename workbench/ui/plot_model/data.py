@@ -13,7 +13,7 @@ import numpy as np
 from workbench.records import timing_quartiles
 from workbench.run.inputs import POISON_BITS, poison_mask
 from workbench.run.verify import Tolerance, bad_elements, ulp_distance
-from workbench.ui.plot_marks import Marks, marks_of, result_order_key
+from workbench.ui.plot_model.marks import Marks, marks_of, result_order_key
 
 #: Most points drawn per output curve; longer arrays are decimated (min/max per bucket).
 MAX_POINTS = 4000

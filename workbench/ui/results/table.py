@@ -39,8 +39,8 @@ from workbench.run.service import RunReport
 from workbench.ui import theme
 from workbench.ui.ceilings_store import store_for
 from workbench.ui.layout_fit import ElidedLabel, OnResize
-from workbench.ui.plot_marks import result_order_key
-from workbench.ui.result_details import ResultDetails
+from workbench.ui.plot_model.marks import result_order_key
+from workbench.ui.results.details import ResultDetails
 from workbench.units import format_tolerance
 
 #: The columns by name (`row_texts` keys), in the order shown: what a run is judged by (time,

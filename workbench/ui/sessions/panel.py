@@ -53,9 +53,9 @@ from workbench.profile.sessions.store import SessionStore, default_db_path
 from workbench.profile.sessions.wording import runs_ref
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.sessions_compare import SessionCompare
-from workbench.ui.sessions_history import SessionHistory
-from workbench.ui.sessions_runs_table import RunsTable
+from workbench.ui.sessions.compare import SessionCompare
+from workbench.ui.sessions.history import SessionHistory
+from workbench.ui.sessions.runs_table import RunsTable
 from workbench.ui.visibility import follow_dock, on_screen
 
 log = logging.getLogger(__name__)
