@@ -23,8 +23,6 @@ WAITING: dict[str, str] = {
     "workbench/profile/sessions/store.py": "opening, recovery and migration apart from writes and queries",
     "workbench/profile/tuning/tune.py": "the sweep's verdict rewrite into a ReferencePolicy mode of "
     "run/reference.py; rounds apart from the command's plan",
-    "workbench/ui/tuning/panel.py": "a ui/tuning/ folder: the controls, the heatmap and the sweep runner "
-    "apart",
     "workbench/ui/artifacts/view.py": "a ui/artifacts/ folder: the source / IR panes apart from the "
     "view's selection and cache reads",
     "workbench/profile/live/live.py": "the cycle's build gating apart from the run scheduling",

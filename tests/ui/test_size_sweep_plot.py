@@ -119,8 +119,8 @@ def test_size_sweep_plot_is_readable_and_puts_failed_sizes_in_their_lane(
     panel.size_metric.setCurrentText("time")
     times = panel.size_plot_data()
     assert times["curves"]["wgsl@wgpu:0"]["median_s"] == [
-        t for x, t in zip(panel.size_data["curves"]["wgsl@wgpu:0"]["x"],
-                          panel.size_data["curves"]["wgsl@wgpu:0"]["median_s"], strict=True) if x in (1024, 8192)
+        t for x, t in zip(panel.size_tab.data["curves"]["wgsl@wgpu:0"]["x"],
+                          panel.size_tab.data["curves"]["wgsl@wgpu:0"]["median_s"], strict=True) if x in (1024, 8192)
     ]  # fmt: skip
     assert not times["ceilings"] and not times["ceiling_lines"]
     assert times["legend"] == ["cpu@cpu", "wgsl@wgpu:0"]
@@ -130,7 +130,7 @@ def test_size_sweep_plot_is_readable_and_puts_failed_sizes_in_their_lane(
     assert panel.grab().save(str(test_output_dir / "size_sweep_time.png"))
 
     # A series whose every size failed has no entry in the legend, only its lane row.
-    curve = panel.size_data["curves"]["wgsl@wgpu:0"]
+    curve = panel.size_tab.data["curves"]["wgsl@wgpu:0"]
     for x in list(curve["x"]):
         curve["failed"].append(x)
         curve["failed_why"].append("check failed")
