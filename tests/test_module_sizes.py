@@ -18,8 +18,6 @@ LIMIT = 500
 
 #: Module (relative to the repository) -> the split it waits for.
 WAITING: dict[str, str] = {
-    "workbench/ui/main_window.py": "layout (docks, menus, geometry) apart from the project lifecycle "
-    "(open, copy, trust, watch)",
     "workbench/profile/sessions/store.py": "opening, recovery and migration apart from writes and queries",
     "workbench/profile/tuning/tune.py": "the sweep's verdict rewrite into a ReferencePolicy mode of "
     "run/reference.py; rounds apart from the command's plan",
