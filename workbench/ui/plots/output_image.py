@@ -1,7 +1,7 @@
 """`OutputImages`: a 2-D output buffer (matmul's `c`) as two images, one backend's values and its
 error against the reference, each with a colour bar; hovering an element shows its (row, col)
 and its value or error. The outputs tab shows it in place of the 1-D envelope when the manifest
-makes the buffer 2-D (`plot_image.buffer_shape`)."""
+makes the buffer 2-D (`plot_model.image.buffer_shape`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The outputs tab: one output buffer of every backend over the index, its error against the
 reference (absolute or in ULPs, the check's mismatches marked) and backend against reference.
 
-A buffer the manifest makes 2-D (`length = "m * n"`, `plot_image.buffer_shape`) is drawn as
+A buffer the manifest makes 2-D (`length = "m * n"`, `plot_model.image.buffer_shape`) is drawn as
 images instead (values and error, colour bars, hover for (row, col) and value: `OutputImages`),
 with the scatter beside them.
 

@@ -1,6 +1,6 @@
 """The timing tab: each backend × device's median and IQR side by side (★ the fastest, ratios to the
 reference), the spread of its samples around its own median, and the median per run over the
-session with the edits marked. Rows come in series order (`plot_marks`); stale results are dimmed
+session with the edits marked. Rows come in series order (`plot_model.marks`); stale results are dimmed
 and named, failed checks ringed in red, results that did not run listed as failed rows (compare)
 or in the failure lane under the history, never drawn at a time they did not take."""
 

@@ -136,7 +136,7 @@ class ResultsTable(QWidget):
         header = self.table.horizontalHeader()
         # No column sorts until the user clicks one: Qt's default (the first column, descending)
         # listed wgsl, nvptx, cpu where every plot lists the reference first, then the backend
-        # table's order (`plot_marks.result_order_key`, the order rows are filled in).
+        # table's order (`plot_model.marks.result_order_key`, the order rows are filled in).
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         header.setMaximumSectionSize(MAX_COLUMN_WIDTH)
         for col in range(len(COLUMNS) - 1):
