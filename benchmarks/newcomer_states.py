@@ -62,7 +62,7 @@ def _inside(outer, inner) -> bool:
 
 
 def _cells_out_of_view(results) -> list[str]:
-    from workbench.ui.results_table import COL_CHECK, COL_GBPS, COL_MEDIAN, COL_VERIFIED
+    from workbench.ui.results.table import COL_CHECK, COL_GBPS, COL_MEDIAN, COL_VERIFIED
 
     viewport = results.table.viewport().rect()
     return [
@@ -496,7 +496,7 @@ def artifacts_dock(shots) -> dict:
     instruction line."""
     from PySide6.QtCore import Qt
 
-    from workbench.ui.artifacts_view import INSTRUCTION_COLUMNS
+    from workbench.ui.artifacts.view import INSTRUCTION_COLUMNS
 
     window = shots.window(shots.copy("saxpy"), backends=["wgsl"])
     wait_signal(window.bridge.buildFinished, window.build, 600, "the wgsl build")
@@ -530,7 +530,7 @@ def cpu_assembly(shots) -> dict:
 def cached_build_log(shots) -> dict:
     """Build › Log of a cached build: the log kept when it was built, under the line naming the key."""
     from workbench.build.artifacts import read_build
-    from workbench.ui.build_panel import COL_CACHE
+    from workbench.ui.build.panel import COL_CACHE
 
     window = shots.window(shots.copy("saxpy", unique=True), backends=["cpu"], devices=["cpu"])
     first = wait_signal(window.bridge.buildFinished, window.build, 600, "the first cpu build")["cpu"]

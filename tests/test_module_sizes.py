@@ -18,25 +18,21 @@ LIMIT = 500
 
 #: Module (relative to the repository) -> the split it waits for.
 WAITING: dict[str, str] = {
-    "workbench/ui/main_window.py": "layout (docks, menus, geometry) apart from the project lifecycle "
-    "(open, copy, trust, watch)",
     "workbench/profile/tuning/tune.py": "the space (parameters, Point, Search) and BackgroundSweep "
     "apart from the runner's rounds and resume reads",
-    "workbench/ui/tuning_panel.py": "a ui/tuning/ folder: the controls, the heatmap and the sweep runner "
-    "apart",
-    "workbench/ui/artifacts_view.py": "a ui/artifacts/ folder: the source / IR panes apart from the "
+    "workbench/ui/artifacts/view.py": "a ui/artifacts/ folder: the source / IR panes apart from the "
     "view's selection and cache reads",
     "workbench/profile/live/live.py": "the cycle's build gating apart from the run scheduling",
     "workbench/run/runtimes/wgpu_runtime.py": "pipeline creation and binding apart from timing "
     "(timestamp queries)",
-    "workbench/ui/plot_data.py": "one module per plot's data (outputs, timing, roofline)",
-    "workbench/ui/device_picker.py": "the device list model apart from the picker widget",
+    "workbench/ui/plot_model/data.py": "one module per plot's data (outputs, timing, roofline)",
+    "workbench/ui/devices/picker.py": "the device list model apart from the picker widget",
     "workbench/ui/plots/timing_tab.py": "the timing plot's items apart from the tab's controls",
     "workbench/ui/plots/outputs_tab.py": "the outputs image apart from the mismatch table",
-    "workbench/ui/build_panel.py": "the build rows' model apart from the log view",
+    "workbench/ui/build/panel.py": "the build rows' model apart from the log view",
     "workbench/profile/tuning/strategies.py": "optuna's samplers apart from the classic strategies "
     "(annealing, genetic, differential evolution), one module per family",
-    "workbench/ui/sessions_panel.py": "export / import and the record toggle apart from the panel's "
+    "workbench/ui/sessions/panel.py": "export / import and the record toggle apart from the panel's "
     "composition of the runs list, Compare and History",
 }
 

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from PySide6.QtCore import QObject, Signal  # noqa: E402
 
 from workbench.ui.app import create_application  # noqa: E402
-from workbench.ui.counters_view import CountersView  # noqa: E402
+from workbench.ui.counters.view import CountersView  # noqa: E402
 
 
 class _Source(QObject):

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QTableWidget
 
 from workbench.build.toolchains import detect
 from workbench.run.service import RunService
-from workbench.ui.result_details import MISMATCH_COLUMNS, ResultDetails
+from workbench.ui.results.details import MISMATCH_COLUMNS, ResultDetails
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 
 from workbench.ui.bridge import ServiceBridge  # noqa: E402
-from workbench.ui.device_picker import SPEC_ROLE, DevicePicker  # noqa: E402
+from workbench.ui.devices.picker import SPEC_ROLE, DevicePicker  # noqa: E402
 
 
 def test_picker_groups_the_hosts_devices(qtbot, lo_host, shared_cache_dir):

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
-from workbench.ui.artifacts_view import INSTRUCTION_COLUMNS
+from workbench.ui.artifacts.view import INSTRUCTION_COLUMNS
 
 SIZES = ((1280, 800), (1600, 1000))
 BUILD_TIMEOUT_MS = WORK_GUARD_MS

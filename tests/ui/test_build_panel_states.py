@@ -10,7 +10,7 @@ import pytest
 from tests.waits import WORK_GUARD_MS
 from workbench.build.process import Budget, run_command
 from workbench.build.service import BACKGROUND_NICENESS, BuildEvent, build_project
-from workbench.ui.build_panel import COL_STATE, EMPTY_LOGS, NO_SELECTION, NOT_BUILT, BuildPanel
+from workbench.ui.build.panel import COL_STATE, EMPTY_LOGS, NO_SELECTION, NOT_BUILT, BuildPanel
 
 
 def test_a_niced_build_row_shows_it_is_still_working(qtbot, make_widget, bridge):

@@ -13,8 +13,8 @@ import threading
 from PySide6.QtCore import QTimer
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
-from workbench.ui.console import CONSOLE_STYLE, ConsolePanel
-from workbench.ui.results_table import COL_BACKEND, COL_VERIFIED, ResultsTable
+from workbench.ui.console.panel import CONSOLE_STYLE, ConsolePanel
+from workbench.ui.results.table import COL_BACKEND, COL_VERIFIED, ResultsTable
 
 HEARTBEAT_MS = 5
 #: Timer ticks the event loop must deliver while the cpu build is held at its gate.

@@ -9,8 +9,8 @@ from tests.waits import WORK_GUARD_MS
 from workbench.build.occupancy import result_occupancy
 from workbench.run.counters import absence
 from workbench.run.counters.ncu_csv import parse
-from workbench.ui.build_panel import COL_ARTIFACTS, BuildPanel
-from workbench.ui.counters_view import HIGHLIGHT, CountersView
+from workbench.ui.build.panel import COL_ARTIFACTS, BuildPanel
+from workbench.ui.counters.view import HIGHLIGHT, CountersView
 
 CAPTURE = Path(__file__).resolve().parents[1] / "run" / "data" / "ncu-h200.csv"
 TIMEOUT_MS = WORK_GUARD_MS
@@ -167,7 +167,7 @@ def test_a_cuda_devices_properties_show_the_last_builds_occupancy_on_it(
     import pytest
 
     from workbench.build.occupancy import occupancy
-    from workbench.ui.device_picker import SPEC_ROLE, DevicePicker
+    from workbench.ui.devices.picker import SPEC_ROLE, DevicePicker
 
     if not shutil.which("nvcc"):
         pytest.skip("nvcc is not installed here")

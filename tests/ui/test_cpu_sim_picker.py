@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from tests.waits import WORK_GUARD_MS
 from workbench.run.sim_device import CHECKS, NOT_MODELLED
-from workbench.ui.device_picker import BACKEND_ROLE, SPEC_ROLE
+from workbench.ui.devices.picker import BACKEND_ROLE, SPEC_ROLE
 
 
 def _properties(picker) -> dict[str, str]:

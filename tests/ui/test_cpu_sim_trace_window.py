@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.waits import WORK_GUARD_MS
-from workbench.ui.result_details import ResultDetails
+from workbench.ui.results.details import ResultDetails
 
 TIMEOUT_MS = WORK_GUARD_MS
 BODY = "        y[i] = a * x[i] + y[i];\n"

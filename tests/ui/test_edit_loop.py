@@ -20,7 +20,7 @@ from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.build.artifacts import read_build
 from workbench.build.ptx_lines import PtxLines
 from workbench.run.mismatches import buffer_mismatches
-from workbench.ui.results_table import COL_CHECK, COL_STATUS, MUTED
+from workbench.ui.results.table import COL_CHECK, COL_STATUS, MUTED
 from workbench.ui.screenshot import save_screenshot
 
 NOT_VERIFIED_REF = "not verified (reference failed)"

@@ -13,7 +13,7 @@ from workbench.build.adapters import ADAPTERS
 from workbench.build.ir_summary import summarize, table
 from workbench.build.sass import MISSING, nvdisasm
 from workbench.project import Project
-from workbench.ui.artifacts_view import ArtifactsView
+from workbench.ui.artifacts.view import ArtifactsView
 from workbench.ui.screenshot import save_screenshot
 
 TIMEOUT_MS = WORK_GUARD_MS

@@ -11,7 +11,7 @@ from PySide6.QtCore import QRect, Qt
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.backends import BACKENDS
 from workbench.ui.main_window import LAYOUT_VERSION
-from workbench.ui.results_table import COL_CHECK, COL_GBPS, COL_MEDIAN, COL_VERIFIED
+from workbench.ui.results.table import COL_CHECK, COL_GBPS, COL_MEDIAN, COL_VERIFIED
 from workbench.ui.settings import load_settings, save_settings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import tomllib
 from PySide6.QtWidgets import QDialogButtonBox
 
 from workbench.trust_store import is_trusted
-from workbench.ui.new_project import NewProjectDialog
+from workbench.ui.project.new_project import NewProjectDialog
 
 
 def ok_enabled(dialog: NewProjectDialog) -> bool:

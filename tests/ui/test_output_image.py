@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
-from workbench.ui.plot_image import factors
+from workbench.ui.plot_model.image import factors
 from workbench.ui.plots import PlotsPanel
 
 RUN_TIMEOUT_MS = WORK_GUARD_MS

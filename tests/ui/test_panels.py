@@ -14,12 +14,12 @@ from PySide6.QtCore import Qt
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.build.artifacts import read_build
-from workbench.ui.artifacts_view import ArtifactsView
-from workbench.ui.build_panel import COL_BACKEND, COL_CACHE, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
-from workbench.ui.console import ConsolePanel
-from workbench.ui.device_picker import DevicePicker
+from workbench.ui.artifacts.view import ArtifactsView
+from workbench.ui.build.panel import COL_BACKEND, COL_CACHE, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
+from workbench.ui.console.panel import ConsolePanel
+from workbench.ui.devices.picker import DevicePicker
 from workbench.ui.plots import MAX_POINTS, PlotsPanel
-from workbench.ui.results_table import ResultsTable
+from workbench.ui.results.table import ResultsTable
 
 SIZES = {"n": 4096}
 BUILD_TIMEOUT_MS = WORK_GUARD_MS
@@ -290,7 +290,7 @@ def test_console_namespace_builds_runs_and_reads_results(
 def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     """The outputs tab's numpy work (run off the GUI thread): curves, errors, mismatch marks."""
     from workbench.run.verify import Tolerance
-    from workbench.ui.plot_data import OutputsCache, compute_outputs, decimate, envelope
+    from workbench.ui.plot_model.data import OutputsCache, compute_outputs, decimate, envelope
 
     rng = np.random.default_rng(1)
     ref = rng.standard_normal(100_000).astype(np.float32)
@@ -334,7 +334,7 @@ def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     ],
 )
 def test_source_view_replaces_only_what_changed(qtbot, old, new):
-    from workbench.ui.artifacts_view import code_view, replace_changed
+    from workbench.ui.artifacts.view import code_view, replace_changed
 
     view = code_view("source")
     qtbot.addWidget(view)

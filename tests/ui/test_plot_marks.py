@@ -12,9 +12,9 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
-from workbench.ui.plot_data import timing_rows
+from workbench.ui.plot_model.data import timing_rows
 from workbench.ui.plots import PlotsPanel
-from workbench.ui.results_table import ResultsTable
+from workbench.ui.results.table import ResultsTable
 
 RUN_TIMEOUT_MS = WORK_GUARD_MS
 LINE = "        y[i] = params.a * x[i] + y[i];"

@@ -22,7 +22,7 @@ from workbench.run.mismatches import result_mismatches
 from workbench.run.verify import Tolerance, bad_elements
 from workbench.ui.bridge import ServiceBridge
 from workbench.ui.main_window import LAYOUT_VERSION
-from workbench.ui.plot_data import (
+from workbench.ui.plot_model.data import (
     compute_outputs,
     format_si,
     log_ticks,
@@ -355,7 +355,7 @@ def test_plots_show_what_the_run_results_say(
 
     # The device panel shows the measured ceilings beside the datasheet figures, check boxes in view.
     from workbench.run.ceilings import cached
-    from workbench.ui.device_picker import SPEC_ROLE, DevicePicker
+    from workbench.ui.devices.picker import SPEC_ROLE, DevicePicker
 
     picker = make_widget(DevicePicker, bridge, show=True)
     picker.resize(240, 520)

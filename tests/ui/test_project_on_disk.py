@@ -17,7 +17,7 @@ from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.build.watch import ContentDigests
 from workbench.errors import WorkbenchError
 from workbench.project import Project
-from workbench.ui.project_watch import ProjectFilesWatch
+from workbench.ui.project.watch import ProjectFilesWatch
 from workbench.ui.screenshot import save_screenshot
 
 TIMEOUT_MS = WORK_GUARD_MS

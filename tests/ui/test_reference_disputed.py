@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import cli
 from tests.waits import WORK_GUARD_MS
 from workbench.result_text import check_line, verdict_cell
-from workbench.ui.results_table import ResultsTable
+from workbench.ui.results.table import ResultsTable
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,9 @@ import pytest
 from tests.waits import WORK_GUARD_MS
 from workbench.profile.sessions.recorder import SessionRecorder
 from workbench.result_text import check_line, stale_label, stale_note, verdict_cell
-from workbench.ui.results_table import COL_STATUS, COL_VERIFIED, ResultsTable
-from workbench.ui.sessions_panel import SessionsPanel
-from workbench.ui.sessions_runs_table import RUN_COLUMNS
+from workbench.ui.results.table import COL_STATUS, COL_VERIFIED, ResultsTable
+from workbench.ui.sessions.panel import SessionsPanel
+from workbench.ui.sessions.runs_table import RUN_COLUMNS
 
 TIMEOUT_MS = WORK_GUARD_MS
 NOT_VERIFIED_REF = "not verified (reference failed)"

@@ -14,7 +14,7 @@ import psutil
 from tests.waits import HANG_GUARD_MS, HANG_GUARD_S, WORK_GUARD_MS
 from workbench.run.host_load import HostLoad, busy_threshold, flags
 from workbench.ui.plots import PlotsPanel
-from workbench.ui.results_table import ResultsTable
+from workbench.ui.results.table import ResultsTable
 
 RUN_TIMEOUT_MS = WORK_GUARD_MS
 BURN = "import time\nwhile time.process_time() < {s}: pass\n"

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 
 from tests.waits import WORK_GUARD_MS
 from workbench.run.ceilings_roof import rate_cell, read_roof, roof_cell, roof_line
-from workbench.ui.results_table import COL_GBPS, COL_PEAK, NO_ROOF, WARN, ResultsTable
+from workbench.ui.results.table import COL_GBPS, COL_PEAK, NO_ROOF, WARN, ResultsTable
 
 TIMEOUT_MS = WORK_GUARD_MS
 

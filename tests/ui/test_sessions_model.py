@@ -20,8 +20,8 @@ from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
 from workbench.result_text import cell_of, row_verdict
 from workbench.ui.screenshot import save_screenshot
-from workbench.ui.sessions_panel import SessionsPanel
-from workbench.ui.sessions_runs_table import MATTER, RUN_COLUMNS, SHOWN, RunsModel
+from workbench.ui.sessions.panel import SessionsPanel
+from workbench.ui.sessions.runs_table import MATTER, RUN_COLUMNS, SHOWN, RunsModel
 from workbench.units import format_time
 
 KERNELS = ["saxpy", "reduction", "matmul", "bitonic"]

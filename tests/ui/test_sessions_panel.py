@@ -17,8 +17,8 @@ from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
 from workbench.project import Project
 from workbench.ui.screenshot import save_screenshot
-from workbench.ui.sessions_panel import SessionsPanel
-from workbench.ui.sessions_runs_table import RUN_COLUMNS
+from workbench.ui.sessions.panel import SessionsPanel
+from workbench.ui.sessions.runs_table import RUN_COLUMNS
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "resources" / "examples"

@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 from tests.waits import HANG_GUARD_MS
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
-from workbench.ui.sessions_panel import SessionsPanel
-from workbench.ui.sessions_runs_table import RUN_COLUMNS
+from workbench.ui.sessions.panel import SessionsPanel
+from workbench.ui.sessions.runs_table import RUN_COLUMNS
 
 
 def report(seed: int) -> dict:

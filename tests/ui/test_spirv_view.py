@@ -12,7 +12,7 @@ from PySide6.QtGui import QTextCursor
 from tests.build.spirv_modules import needs_tools, prebuilt_project
 from workbench.build import build_project
 from workbench.project import Project
-from workbench.ui.artifacts_view import ArtifactsView
+from workbench.ui.artifacts.view import ArtifactsView
 
 
 def _shown(view, bridge, root, cache):

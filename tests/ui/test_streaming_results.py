@@ -20,8 +20,8 @@ from workbench.build.service import BACKGROUND_NICENESS
 from workbench.build.toolchains import detect
 from workbench.project import Project
 from workbench.run.service import BACKGROUND_BUILD_NOTE
-from workbench.ui.build_panel import BuildPanel
-from workbench.ui.results_table import ResultsTable
+from workbench.ui.build.panel import BuildPanel
+from workbench.ui.results.table import ResultsTable
 
 TIMEOUT_MS = WORK_GUARD_MS
 

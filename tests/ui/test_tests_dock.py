@@ -14,7 +14,7 @@ from tests.conftest import EXAMPLES, REPO
 from tests.waits import WORK_GUARD_MS, settle_qt
 from workbench.build.adapters import host_rust
 from workbench.trust_store import set_trusted
-from workbench.ui import tests_dock
+from workbench.ui.tests_dock import panel as tests_dock
 
 pytestmark = pytest.mark.skipif(not host_rust.cargo(), reason="no cargo installed")
 
@@ -219,7 +219,7 @@ def test_the_service_bridge_has_what_the_dev_loop_uses():
     import typing
 
     from workbench.ui.bridge import ServiceBridge
-    from workbench.ui.dev_loop import DevLoopBridge
+    from workbench.ui.tests_dock.dev_loop import DevLoopBridge
 
     assert {
         name for name in typing.get_type_hints(DevLoopBridge) if not hasattr(ServiceBridge, name)

@@ -86,7 +86,7 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
     assert data["failed"] == [{"slot": "wgsl@wgpu:0", "config": {"threads": 512}}]
     # Drawn in the failure lane under the plot at threads = 512, not at a time it never took.
     assert panel.failed_lane.model() == {"wgsl@wgpu:0": [{"x": 512.0, "why": "failed"}]}
-    assert all(512 not in item.getData()[0] for item in panel.series.values())
+    assert all(512 not in item.getData()[0] for item in panel.time_plot.series.values())
     series = data["series"]["wgsl@wgpu:0"]
     assert sorted(series["x"]) == [64, 128, 256, 1024]
     # The plotted numbers are the medians of the recorded rounds' medians.
@@ -104,7 +104,7 @@ def test_sweep_plot_shows_recorded_configs_flags_failures_resumes_and_applies(
     assert {x: y for x, y in zip(series["x"], series["y"], strict=True)} == {
         k: recorded[k] for k in series["x"]
     }
-    xs, ys = panel.series["wgsl@wgpu:0"].getData()
+    xs, ys = panel.time_plot.series["wgsl@wgpu:0"].getData()
     assert sorted(np.asarray(xs).tolist()) == sorted(series["x"]) and np.allclose(
         sorted(ys), sorted(series["y"])
     )
@@ -142,11 +142,13 @@ def test_size_sweep_draws_one_curve_per_backend(make_window, example_copy, qtbot
     assert set(data["curves"]) == {"cpu@cpu", "wgsl@wgpu:0"}
     for curve in data["curves"].values():
         assert curve["x"] == [1024, 2048] and all(g > 0 for g in curve["gbps"])
-    assert data["curves"]["cpu@cpu"]["gbps"] == panel.size_data["curves"]["cpu@cpu"]["gbps"]
+    assert data["curves"]["cpu@cpu"]["gbps"] == panel.size_tab.data["curves"]["cpu@cpu"]["gbps"]
     assert set(data["ceilings"]) <= {"cpu@cpu", "wgsl@wgpu:0"}  # a line per measured device (cached ones)
     panel.size_metric.setCurrentText("time")
     times = panel.size_plot_data()
-    assert times["curves"]["wgsl@wgpu:0"]["median_s"] == panel.size_data["curves"]["wgsl@wgpu:0"]["median_s"]
+    assert (
+        times["curves"]["wgsl@wgpu:0"]["median_s"] == panel.size_tab.data["curves"]["wgsl@wgpu:0"]["median_s"]
+    )
     assert not times["ceilings"]
 
 
@@ -172,7 +174,7 @@ def test_two_tunables_draw_a_heatmap_of_the_recorded_medians(make_window, exampl
             data["y"].index(e["config"]["unroll"])
         ]
         assert cell == e["timing"]["median_s"]
-    assert np.allclose(panel.heatmap.image, np.array(data["median_s"]))
+    assert np.allclose(panel.time_plot.heatmap.image, np.array(data["median_s"]))
     # The cpu build reads neither tunable: one point, no best, nothing to apply.
     best = panel.best["cpu@cpu"]
     assert best["verdict"] == "no effect" and best["no_effect"] == ["threads", "unroll"]
@@ -279,10 +281,15 @@ def test_a_search_draws_its_convergence_and_the_heatmap_says_what_it_shows(
     assert [pos for pos, _ in bottom] == list(range(len(data["x"])))
     finite = [v for row in data["median_s"] for v in row if v == v]
     assert data["colorbar"]["levels"] == [min(finite), max(finite)]
-    assert panel.colorbar is not None and tuple(panel.colorbar.levels()) == tuple(data["colorbar"]["levels"])
-    assert panel.colorbar.axis.labelUnits == "s" and panel.colorbar.axis.labelText == "median"
+    assert panel.time_plot.colorbar is not None and tuple(panel.time_plot.colorbar.levels()) == tuple(
+        data["colorbar"]["levels"]
+    )
+    assert (
+        panel.time_plot.colorbar.axis.labelUnits == "s"
+        and panel.time_plot.colorbar.axis.labelText == "median"
+    )
     # Every ranked cell printed (few) and on hover, with its configuration.
-    assert sorted(label.toPlainText() for label in panel.cell_labels) == sorted(
+    assert sorted(label.toPlainText() for label in panel.time_plot.cell_labels) == sorted(
         c["text"] for c in data["cells"].values()
     )
     key, cell = next(iter(data["cells"].items()))

@@ -20,19 +20,19 @@ from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.profile.live.live import LiveEvent
 from workbench.profile.tuning.events import SweepEntries, SweepEvent
 from workbench.run.events import Event, RunDone, RunEvent, RunFinished, RunPhase
-from workbench.ui.artifacts_view import ArtifactsBridge
-from workbench.ui.build_panel import BuildPanelBridge
+from workbench.ui.artifacts.view import ArtifactsBridge
+from workbench.ui.build.panel import BuildPanelBridge
 from workbench.ui.ceilings_store import CeilingsOwner
-from workbench.ui.console import ConsoleBridge
-from workbench.ui.counters_view import CountersBridge
-from workbench.ui.device_picker import DevicePickerBridge
+from workbench.ui.console.panel import ConsoleBridge
+from workbench.ui.counters.view import CountersBridge
+from workbench.ui.devices.picker import DevicePickerBridge
 from workbench.ui.plots.panel import PlotsBridge
-from workbench.ui.result_details import DetailsBridge
-from workbench.ui.results_table import ResultsBridge
-from workbench.ui.sessions_panel import SessionsBridge
+from workbench.ui.results.details import DetailsBridge
+from workbench.ui.results.table import ResultsBridge
+from workbench.ui.results.trace_view import TraceBridge
+from workbench.ui.sessions.panel import SessionsBridge
 from workbench.ui.size_controls import SizeControlsBridge
-from workbench.ui.trace_view import TraceBridge
-from workbench.ui.tuning_panel import TuningBridge
+from workbench.ui.tuning.panel import TuningBridge
 
 PROTOCOLS = [ArtifactsBridge, BuildPanelBridge, CeilingsOwner, ConsoleBridge, CountersBridge, DevicePickerBridge, PlotsBridge,
              DetailsBridge, ResultsBridge, SessionsBridge, SizeControlsBridge, TraceBridge, TuningBridge]  # fmt: skip

@@ -18,7 +18,7 @@ def _cpu_only(window) -> None:
 
 
 def _broken_panel(monkeypatch) -> None:
-    from workbench.ui import sessions_panel
+    from workbench.ui.sessions import panel as sessions_panel
 
     def fail(self):
         raise RuntimeError("the sessions panel is broken")

@@ -27,15 +27,15 @@ ORGANIZATION = "rust-gpu-workbench"
 
 #: Dock key -> (module, class) of the panel shown there; each takes the bridge.
 PANELS = {
-    "build": ("workbench.ui.build_panel", "BuildPanel"),
-    "devices": ("workbench.ui.device_picker", "DevicePicker"),
-    "results": ("workbench.ui.results_table", "ResultsTable"),
+    "build": ("workbench.ui.build.panel", "BuildPanel"),
+    "devices": ("workbench.ui.devices.picker", "DevicePicker"),
+    "results": ("workbench.ui.results.table", "ResultsTable"),
     "plots": ("workbench.ui.plots", "PlotsPanel"),
-    "artifacts": ("workbench.ui.artifacts_view", "ArtifactsView"),
-    "console": ("workbench.ui.console", "ConsolePanel"),
-    "sessions": ("workbench.ui.sessions_panel", "SessionsPanel"),
-    "tuning": ("workbench.ui.tuning_panel", "TuningPanel"),
-    "counters": ("workbench.ui.counters_view", "CountersView"),
+    "artifacts": ("workbench.ui.artifacts.view", "ArtifactsView"),
+    "console": ("workbench.ui.console.panel", "ConsolePanel"),
+    "sessions": ("workbench.ui.sessions.panel", "SessionsPanel"),
+    "tuning": ("workbench.ui.tuning.panel", "TuningPanel"),
+    "counters": ("workbench.ui.counters.view", "CountersView"),
 }
 
 

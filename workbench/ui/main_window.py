@@ -2,20 +2,20 @@
 
 The window only arranges and wires things: the panels and the service bridge are built by the
 composition root (`workbench.ui.app.create_window`) and handed in. A panel that could not be
-built (its module not written yet, or failing) is shown as a placeholder in its dock.
+built (its module not written yet, or failing) is shown as a placeholder in its dock. This module
+is the layout (docks, menus, toolbar, status bar, geometry) and the commands the menus give; the
+project's lifecycle (open, new, trust, saves, closing) is `ui/project/lifecycle.py`'s, mixed in.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QRect, QSize, Qt, QTimer
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
-    QFileDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -25,25 +25,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench import templates
 from workbench.backends import BACKENDS
-from workbench.build.manifest_check import MANIFEST_SOURCE
-from workbench.errors import WorkbenchError
 from workbench.manifest import MANIFEST_NAME
 from workbench.project import Project, examples_dir
-from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
-from workbench.trust_store import is_bundled, is_declined, is_trusted, set_trusted
-from workbench.ui.dev_loop import DevLoop
+from workbench.ui.devices.reference_question import confirm_reference_device
 from workbench.ui.editor import EditorTabs
 from workbench.ui.layout_fit import ElidedLabel
-from workbench.ui.new_project import NewProjectDialog
-from workbench.ui.project_tree import ProjectTree
-from workbench.ui.project_watch import ProjectFilesWatch
+from workbench.ui.project.diagnostics import ProjectDiagnostics
+from workbench.ui.project.lifecycle import ProjectLifecycle
+from workbench.ui.project.tree import ProjectTree
+from workbench.ui.project.trust import TrustBar
+from workbench.ui.project.watch import ProjectFilesWatch
+from workbench.ui.screen_fit import fit_to_screen, fits
 from workbench.ui.settings import Settings, load_settings, save_settings
 from workbench.ui.size_controls import SizeControls
 from workbench.ui.stray_tab_bars import hide_stray_tab_bars
-from workbench.ui.trust import TrustBar
-from workbench.user_folders import needs_user_copy, user_copy
+from workbench.ui.tests_dock.dev_loop import DevLoop
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +78,7 @@ def placeholder(text: str) -> QLabel:
     return label
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ProjectLifecycle, QMainWindow):
     """The workbench window on one project at a time."""
 
     def __init__(
@@ -101,10 +98,10 @@ class MainWindow(QMainWindow):
         self.trusted = False
         self.persist_settings = True  # off for one-shot screenshots
         self.ask_before_discarding = True  # tests turn this off: no modal dialog at teardown
-        self._diagnostics: dict[str, list[dict]] = {}  # backend -> diagnostics of its last build
         self._closed = False
 
         self.editor_tabs = EditorTabs(font_size=self.settings.editor_font_size)
+        self.diagnostics = ProjectDiagnostics(self.editor_tabs, self)
         #: The project folder on disk, watched whole (the editor watches only the files it shows).
         self.files_watch = ProjectFilesWatch(self)
         self.trust_bar = TrustBar()
@@ -194,7 +191,7 @@ class MainWindow(QMainWindow):
             self._sized = True
             # Inside the screen, now that the window's frame is known: a saved geometry from a
             # larger screen, or the default 1600x1000 on a smaller one (a 1366x768 laptop).
-            self.fit_to_screen()
+            fit_to_screen(self)
             if not self._layout_restored:
                 # After the events queued by now: a resize right after show() (`gui
                 # --window-size`) is the size the docks are proportioned to, not 1600x1000.
@@ -341,140 +338,15 @@ class MainWindow(QMainWindow):
         if self.bridge is None:
             return
         self.size_controls.message.connect(self.show_message)
-        self.bridge.buildFinished.connect(self._on_build_finished)
+        self.bridge.buildFinished.connect(self.diagnostics.build_finished)
         self.bridge.busyChanged.connect(self._on_busy)
         self.bridge.latencyMeasured.connect(self._on_latency)
         self.bridge.statusMessage.connect(self.show_message)
         self.bridge.runFinished.connect(lambda _r: self.docks["results"].raise_())
-        self.bridge.runFinished.connect(self._on_run_findings)
+        self.bridge.runFinished.connect(self.diagnostics.run_finished)
         self.bridge.backendsChanged.connect(self._sync_backend_actions)
-        self.bridge.manifestChecked.connect(self._on_manifest_checked)
+        self.bridge.manifestChecked.connect(self.diagnostics.manifest_checked)
         self.bridge.projectChanged.connect(self._on_project_reread)
-
-    # ================================================================ projects
-    def choose_project(self) -> None:
-        start = str(self.project.root.parent) if self.project else str(Path.home())
-        folder = QFileDialog.getExistingDirectory(self, "Open kernel project", start)
-        if folder:
-            self.open_project(Path(folder))
-
-    def new_project(self) -> None:
-        start = self.project.root.parent if self.project and not self._is_bundled() else Path.home()
-        dialog = NewProjectDialog(self, start_dir=start)
-        if dialog.exec() != NewProjectDialog.DialogCode.Accepted:
-            return
-        self.create_project(dialog.project_name(), dialog.template(), dialog.destination())
-
-    def create_project(self, name: str, template: str, destination: Path) -> bool:
-        """Make the project `name` from `template` in `destination` and open it (trusted: it is
-        our own template); False, with a message, when the name or the folder is refused."""
-        try:
-            root = templates.create_project(name, template, destination)
-        except WorkbenchError as exc:
-            self.show_error(str(exc))
-            return False
-        return self.open_project(root)
-
-    def open_project(self, path: Path | Project) -> bool:
-        """Open a project folder (or an already loaded Project); False, with a message, if it fails."""
-        try:
-            project = path if isinstance(path, Project) else Project.open(path)
-            project = self._writable_copy(project)  # never edit inside the install folder
-        except WorkbenchError as exc:
-            self.show_error(str(exc))
-            return False
-        if self.project is not None:
-            if not self._settle_unsaved(f"before opening {project.name}"):
-                return False
-            self._remember_open_files()
-            self.editor_tabs.close_all()
-        self.project = project
-        self._diagnostics.clear()
-        root = str(project.root)
-        self.settings.last_project = root
-        self.settings.add_recent(root)
-        self.setWindowTitle(f"{project.name} — {project.root} — Rust GPU Workbench")
-        self.project_tree.set_root(project.root)
-        self.trusted = is_trusted(project.root)
-        self.editor_tabs.set_read_only(not self.trusted)
-        if self.trusted:
-            self.trust_bar.hide()
-        elif is_declined(project.root):
-            self.trust_bar.hide()
-            self.show_message(f"{project.name} is read-only (Build > Trust this project… to build it)")
-        else:
-            self.trust_bar.ask(project.root)
-        if self.bridge is not None:
-            # An untrusted project is not handed to the services: nothing may build it.
-            self.bridge.set_project(project if self.trusted else None)
-        self.files_watch.watch(project if self.trusted else None)
-        self._restore_open_files(project)
-        self._update_actions()
-        return True
-
-    def _writable_copy(self, project: Project) -> Project:
-        """`project`, or the user's copy of it when it is read-only or inside the install folder."""
-        if not needs_user_copy(project.root):
-            return project
-        bundled = is_bundled(project.root)
-        copy = user_copy(project.root)
-        if bundled:
-            set_trusted(copy, True)  # our own example, as with File > New
-            self.show_message(f"opened your copy of the {project.name} example: {copy} "
-                              f"(the example itself, {project.root}, is never edited)")  # fmt: skip
-        else:
-            self.show_message(f"{project.root} is read-only: opened your copy in {copy}")
-        return Project.open(copy)
-
-    def set_trusted(self, trusted: bool) -> None:
-        if self.project is None:
-            return
-        try:
-            set_trusted(self.project.root, trusted)
-        except WorkbenchError as exc:  # the trust list cannot be written: say so, change nothing
-            self.show_error(str(exc))
-            return
-        self.trust_bar.hide()
-        if trusted != self.trusted:
-            self.trusted = trusted
-            self.editor_tabs.set_read_only(not trusted)
-            if self.bridge is not None:
-                self.bridge.set_project(self.project if trusted else None)
-            self.files_watch.watch(self.project if trusted else None)
-        if self.persist_settings:
-            save_settings(self.settings)
-        self._update_actions()
-
-    def _is_bundled(self) -> bool:
-        return self.project is not None and is_bundled(self.project.root)
-
-    def _fill_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        for path in self.settings.recent_projects:
-            action = self.recent_menu.addAction(path, lambda p=path: self.open_project(Path(p)))
-            action.setEnabled(Path(path).is_dir())
-        if not self.settings.recent_projects:
-            self.recent_menu.addAction("(none)").setEnabled(False)
-
-    def _restore_open_files(self, project: Project) -> None:
-        root = str(project.root)
-        files = [f for f in self.settings.open_files.get(root, []) if Path(f).is_file()]
-        if not files and project.main_source() is not None:
-            files = [str(project.main_source())]
-        for file in files:
-            self.editor_tabs.open_file(file)
-        current = self.settings.current_file.get(root)
-        if current and Path(current).is_file():
-            self.editor_tabs.open_file(current)
-
-    def _remember_open_files(self) -> None:
-        if self.project is None:
-            return
-        root = str(self.project.root)
-        self.settings.open_files[root] = self.editor_tabs.open_files()
-        editor = self.editor_tabs.current_editor()
-        if editor is not None:
-            self.settings.current_file[root] = str(editor.path)
 
     # ================================================================ editing
     def _editor_call(self, name: str) -> None:
@@ -482,72 +354,15 @@ class MainWindow(QMainWindow):
         if editor is not None:
             getattr(editor, name)()
 
-    def save_current(self) -> bool:
-        return self.editor_tabs.save()
-
-    def open_location(self, path: str, line: int, column: int = 1) -> None:
-        """Open `path` (absolute, or relative to the project) at 1-based line:column."""
-        file = Path(path)
-        if not file.is_absolute() and self.project is not None:
-            file = self.project.root / file
-        self.editor_tabs.open_file(file, line=max(1, line), column=max(1, column))
-
     def _on_current_file(self, path: str) -> None:
         if path and self.project is not None:
             self.position_label.setText(self.project.relative(path))
 
-    def _on_saved(self, path: str) -> None:
-        if self.bridge is None or not self.trusted:
-            return
-        if self._is_manifest(path):
-            self.bridge.check_manifest()  # re-read, with or without hot reload
-        if self.hot_reload_action.isChecked():
-            self.confirm_reference_device(lambda: self.bridge.on_saved(path))
-
-    def _is_manifest(self, path: str | Path) -> bool:
-        return self.project is not None and Path(path).resolve() == self.project.manifest.path.resolve()
-
-    def _on_disk_changed(self, paths: list[str]) -> None:
-        """Files changed on disk by another program: what the editor shows it reloads itself
-        (`reloadedFromDisk`); any other source is as good as saved, workbench.toml re-read."""
-        elsewhere = [p for p in paths if self.editor_tabs.editor_for(p) is None]
-        if elsewhere:
-            self._on_saved(next((p for p in elsewhere if self._is_manifest(p)), elsewhere[0]))
-
     def confirm_reference_device(self, proceed) -> bool:
         """Run `proceed` now, unless the reference backend needs a device the user unchecked:
-        then ask first (non-modal) and run it only when they agree to check that device."""
-        from workbench.run.labels import reference_device_notice
-
-        notice = reference_device_notice(
-            self.bridge.expected_reference(), self.bridge.devices(), self.bridge.devices_info
-        )
-        if notice is None:
-            proceed()
-            return True
-        if self.findChild(QMessageBox, "referenceDeviceQuestion") is not None:
-            return False  # already asking
-        box = QMessageBox(QMessageBox.Icon.Question, "The reference needs an unchecked device",
-                          notice["message"] + f"\n\nCheck {notice['label']} and run, or cancel?", parent=self)  # fmt: skip
-        box.setObjectName("referenceDeviceQuestion")
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        check = box.addButton(f"Check {notice['label']} and run", QMessageBox.ButtonRole.AcceptRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-
-        def answered(_result: int) -> None:
-            box.setObjectName("")  # a later run may ask again
-            if box.clickedButton() is not check:
-                self.show_message(f"not run: the reference {notice['reference']} needs {notice['label']}")
-                return
-            self.bridge.set_devices([*self.bridge.devices(), notice["spec"]])
-            picker = self.panels.get("devices")
-            if hasattr(picker, "populate") and self.bridge.devices_info:
-                picker.populate(self.bridge.devices_info)  # shows the device checked
-            proceed()
-
-        box.finished.connect(answered)
-        box.open()
-        return False
+        then ask first (`devices/reference_question.py`)."""
+        picker = self.panels.get("devices")
+        return confirm_reference_device(self, self.bridge, picker, proceed, self.show_message)
 
     # ================================================================ build / run
     def build(self) -> None:
@@ -583,42 +398,11 @@ class MainWindow(QMainWindow):
                 action.setChecked(name in backends)
                 action.blockSignals(False)
 
-    def _on_build_finished(self, results: dict) -> None:
-        for backend, result in results.items():
-            diags = []
-            for diag in getattr(result, "diagnostics", None) or []:
-                diags.append({**diag, "backend": diag.get("backend") or backend})
-            self._diagnostics[backend] = diags
-        self._show_diagnostics()
-
-    def _on_run_findings(self, report) -> None:
-        """cpu-sim's findings underlined at their Rust lines like a compiler's, until a run that
-        checks again (workbench.run.sim_findings)."""
-        found = run_diagnostics(report)
-        if found is not None:
-            self._diagnostics[RUN_SOURCE] = found
-            self._show_diagnostics()
-
-    def _on_project_reread(self, project: Project | None) -> None:
-        if project is not None and self.project is not None and project.root == self.project.root:
-            self.project = project  # workbench.toml as the folder holds it now
-
-    def _on_manifest_checked(self, diagnostics: list[dict]) -> None:
-        """workbench.toml's errors at their lines, as a build's are (cleared when it reads well)."""
-        self._diagnostics[MANIFEST_SOURCE] = list(diagnostics)
-        self._show_diagnostics()
-
     def show_source_diagnostics(self, source: str, diagnostics: list[dict]) -> None:
         """Diagnostics of rustfmt, clippy or the tests (`dev_loop`), replacing that source's last."""
-        self._diagnostics[source] = list(diagnostics)
-        self._show_diagnostics()
+        self.diagnostics.set(source, diagnostics)
         if hasattr(self.panels.get("build"), "show_source_diagnostics"):
             self.panels["build"].show_source_diagnostics(source, diagnostics)
-
-    def _show_diagnostics(self) -> None:
-        if self.project is not None:
-            merged = [d for diags in self._diagnostics.values() for d in diags]
-            self.editor_tabs.set_diagnostics(self.project.root, merged)
 
     def _on_busy(self, busy: bool) -> None:
         self.busy_bar.setVisible(busy)
@@ -666,7 +450,7 @@ class MainWindow(QMainWindow):
         box.setObjectName("ErrorMessage")
         box.open()
 
-    # ================================================================ layout and closing
+    # ================================================================ layout
     def _restore_layout(self) -> None:
         """The remembered geometry, brought inside the screen, and dock layout; a layout of another
         LAYOUT_VERSION, a damaged one, or one that needs more room than the screen (and than the
@@ -674,7 +458,7 @@ class MainWindow(QMainWindow):
         self._layout_restored = False
         if self.settings.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(self.settings.window_geometry.encode()))
-            self.fit_to_screen()
+            fit_to_screen(self)
         if self.settings.window_state:
             default_need = self.minimumSizeHint()
             state = QByteArray.fromBase64(self.settings.window_state.encode())
@@ -682,38 +466,11 @@ class MainWindow(QMainWindow):
             if not self._layout_restored:
                 log.info("the saved window layout is from another version: using the default layout")
                 self.settings.window_state = ""
-            elif not self._fits(self.minimumSizeHint(), default_need):
+            elif not fits(self, self.minimumSizeHint(), default_need):
                 log.info("the saved window layout does not fit the screen: using the default layout")
                 self.restoreState(self._default_state, LAYOUT_VERSION)
                 self._layout_restored = False
                 self.settings.window_state = ""
-
-    def _screen_area(self) -> QRect:
-        """The available area of the screen the window is on (or would be, before it is shown)."""
-        screen = QGuiApplication.screenAt(self.geometry().center()) or self.screen()
-        return screen.availableGeometry()
-
-    def _fits(self, need: QSize, default_need: QSize) -> bool:
-        """Whether a layout needing `need` fits the screen, or needs no more than the default does."""
-        area = self._screen_area()
-        return all(n <= max(a, d) for n, a, d in ((need.width(), area.width(), default_need.width()),
-                                                   (need.height(), area.height(), default_need.height())))  # fmt: skip
-
-    def fit_to_screen(self) -> None:
-        """Shrink and move the window inside its screen's available area (a window saved while it
-        was larger than the screen, or on a larger screen, comes back inside this one)."""
-        area = self._screen_area()
-        frame = self.frameGeometry()
-        extra = QSize(frame.width() - self.width(), frame.height() - self.height())
-        width = max(1, min(self.width(), area.width() - extra.width()))
-        height = max(1, min(self.height(), area.height() - extra.height()))
-        if (width, height) != (self.width(), self.height()):
-            self.resize(width, height)
-        frame = self.frameGeometry()
-        x = min(max(frame.x(), area.left()), max(area.left(), area.right() + 1 - frame.width()))
-        y = min(max(frame.y(), area.top()), max(area.top(), area.bottom() + 1 - frame.height()))
-        if (x, y) != (frame.x(), frame.y()):
-            self.move(x, y)
 
     def reset_layout(self) -> None:
         """The default docks, every one shown and docked, sized in proportion to the window."""
@@ -737,53 +494,3 @@ class MainWindow(QMainWindow):
             self.settings.backends = self.selected_backends()
         if self.persist_settings:
             save_settings(self.settings)
-
-    def _settle_unsaved(self, when: str) -> bool:
-        """Ask whether to save unsaved edits `when` ("before closing"); False: the user cancelled,
-        or a file could not be saved (its buffer stays open, nothing the user typed is lost)."""
-        modified = self.editor_tabs.modified_editors()
-        if not modified or not self.ask_before_discarding:
-            return True
-        names = ", ".join(e.path.name for e in modified)
-        answer = QMessageBox.question(
-            self,
-            "Unsaved changes",
-            f"Save the changes to {names} {when}?",
-            QMessageBox.StandardButton.SaveAll
-            | QMessageBox.StandardButton.Discard
-            | QMessageBox.StandardButton.Cancel,
-        )
-        if answer == QMessageBox.StandardButton.Cancel:
-            return False
-        if answer == QMessageBox.StandardButton.SaveAll:
-            self.editor_tabs.save_all()
-            return not self.editor_tabs.modified_editors()  # a failed save was reported
-        return True
-
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        if self._closed:
-            event.accept()
-            return
-        if not self._settle_unsaved("before closing"):
-            event.ignore()
-            return
-        self.save_layout()
-        self.shutdown()
-        event.accept()
-
-    def shutdown(self) -> None:
-        """Stop everything that runs in the background: editors, panels, then the services."""
-        if self._closed:
-            return
-        self._closed = True
-        self.files_watch.stop()
-        self.dev_loop.shutdown()
-        self.editor_tabs.shutdown()
-        for key, panel in self.panels.items():
-            if key != "project" and hasattr(panel, "shutdown"):
-                try:
-                    panel.shutdown()
-                except Exception:
-                    log.exception("shutting down the %s panel failed", key)
-        if self.bridge is not None:
-            self.bridge.shutdown()

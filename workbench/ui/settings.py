@@ -42,7 +42,7 @@ class Settings:
     devices: list[str] = field(default_factory=lambda: ["cpu", "wgpu:0"])
     editor_font_size: int = 10
     hot_reload: bool = True
-    format_on_save: bool = False  # rustfmt on each save of a Rust file (ui.dev_loop)
+    format_on_save: bool = False  # rustfmt on each save of a Rust file (ui.tests_dock.dev_loop)
     #: record every run in the sessions database (the Sessions panel's toggle)
     record_runs: bool = True
     #: the sessions database file ("": sessions.db in the user data folder)

@@ -70,7 +70,7 @@ MUTED = "#808080"
 ERROR = "#ff5c57"  # a refused value's frame, an error's marker
 BUSY = "#1f6fd1"  # a build in progress
 FAILED_MARK = "#d62728"  # a failed configuration's cross in the tuning plot
-# The plots' marks (ui/plot_marks.py says when): a failed check's ring and label, a stale result's
+# The plots' marks (ui/plot_model/marks.py says when): a failed check's ring and label, a stale result's
 # text and the opacity it is drawn at.
 CHECK_FAILED = "#ff5252"
 STALE_TEXT = "#8a8f98"

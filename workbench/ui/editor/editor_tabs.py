@@ -228,7 +228,7 @@ class EditorTabs(QWidget):
         if editor is None or editor.isReadOnly():
             return False
         if self.before_save is not None:
-            self.before_save(editor)  # format on save (ui.dev_loop)
+            self.before_save(editor)  # format on save (ui.tests_dock.dev_loop)
         try:
             editor.path.write_text(editor.text(), encoding="utf-8")
         except OSError as exc:

@@ -14,7 +14,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from workbench.ui import theme
-from workbench.ui.plot_axes import AXIS, BACKGROUND, TEXT, RowAxis, UnitAxis
+from workbench.ui.plots.axes import AXIS, BACKGROUND, TEXT, RowAxis, UnitAxis
 
 PALETTE = theme.SERIES  # one colour per series, the theme's
 

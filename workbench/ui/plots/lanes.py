@@ -14,7 +14,7 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6.QtWidgets import QSizePolicy
 
-from workbench.ui.plot_axes import AXIS, BACKGROUND, RowAxis, UnitAxis
+from workbench.ui.plots.axes import AXIS, BACKGROUND, RowAxis, UnitAxis
 from workbench.ui.theme import CHECK_FAILED as FAILED_COLOR
 
 ROW_PX = 22

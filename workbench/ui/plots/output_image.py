@@ -1,7 +1,7 @@
 """`OutputImages`: a 2-D output buffer (matmul's `c`) as two images, one backend's values and its
 error against the reference, each with a colour bar; hovering an element shows its (row, col)
 and its value or error. The outputs tab shows it in place of the 1-D envelope when the manifest
-makes the buffer 2-D (`plot_image.buffer_shape`)."""
+makes the buffer 2-D (`plot_model.image.buffer_shape`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from workbench.ui.plot_axes import AXIS, TEXT
-from workbench.ui.plot_data import OutputsDrawing
-from workbench.ui.plot_image import element_at, finite_range, hover_text
+from workbench.ui.plot_model.data import OutputsDrawing
+from workbench.ui.plot_model.image import element_at, finite_range, hover_text
+from workbench.ui.plots.axes import AXIS, TEXT
 from workbench.ui.plots.base import make_plot
 
 VALUE_MAP, ERROR_MAP = "viridis", "inferno"

@@ -1,7 +1,7 @@
 """The outputs tab: one output buffer of every backend over the index, its error against the
 reference (absolute or in ULPs, the check's mismatches marked) and backend against reference.
 
-A buffer the manifest makes 2-D (`length = "m * n"`, `plot_image.buffer_shape`) is drawn as
+A buffer the manifest makes 2-D (`length = "m * n"`, `plot_model.image.buffer_shape`) is drawn as
 images instead (values and error, colour bars, hover for (row, col) and value: `OutputImages`),
 with the scatter beside them.
 
@@ -22,10 +22,10 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSpli
 from workbench.errors import WorkbenchError
 from workbench.manifest import Check
 from workbench.run.verify import Tolerance
-from workbench.ui.plot_axes import AXIS, TEXT
-from workbench.ui.plot_data import OutputsCache, OutputsDrawing, compute_outputs
-from workbench.ui.plot_image import buffer_shape, run_symbols
-from workbench.ui.plot_marks import Marks, marks_of, order_key
+from workbench.ui.plot_model.data import OutputsCache, OutputsDrawing, compute_outputs
+from workbench.ui.plot_model.image import buffer_shape, run_symbols
+from workbench.ui.plot_model.marks import Marks, marks_of, order_key
+from workbench.ui.plots.axes import AXIS, TEXT
 from workbench.ui.plots.base import PlotTab, legend_label, make_plot, settle_range, view_range
 from workbench.ui.plots.output_image import OutputImages
 

@@ -2,7 +2,7 @@
 backend × device (the Tuning panel's "Size sweep" tab).
 
 What it says and how:
-- the size axis is log10 with our own ticks (`plot_axes.UnitAxis`: decades as "1k", "10k", "1M",
+- the size axis is log10 with our own ticks (`axes.UnitAxis`: decades as "1k", "10k", "1M",
   as many labels as fit the axis' width), never pyqtgraph's log labels that ran into each other;
 - the value axis is log when the curves span more than `log_scale_wanted`'s 8× (llvmpipe next to
   a cpu would be a flat line at the bottom otherwise), else linear in one unit;
@@ -24,9 +24,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from workbench.ui.plot_axes import TEXT, UnitAxis
-from workbench.ui.plot_data import log_scale_wanted, si_scale
-from workbench.ui.plot_marks import slot_order_key
+from workbench.ui.plot_model.data import log_scale_wanted, si_scale
+from workbench.ui.plot_model.marks import slot_order_key
+from workbench.ui.plots.axes import TEXT, UnitAxis
 from workbench.ui.plots.base import PALETTE, legend_label, make_plot, settle_range
 from workbench.ui.plots.lanes import FailureLane, lane_legend
 

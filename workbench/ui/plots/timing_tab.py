@@ -1,6 +1,6 @@
 """The timing tab: each backend × device's median and IQR side by side (★ the fastest, ratios to the
 reference), the spread of its samples around its own median, and the median per run over the
-session with the edits marked. Rows come in series order (`plot_marks`); stale results are dimmed
+session with the edits marked. Rows come in series order (`plot_model.marks`); stale results are dimmed
 and named, failed checks ringed in red, results that did not run listed as failed rows (compare)
 or in the failure lane under the history, never drawn at a time they did not take."""
 
@@ -16,14 +16,21 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from workbench.backends import BACKENDS
 from workbench.run.host_load import run_conditions
-from workbench.ui.plot_axes import AXIS, BACKGROUND, TEXT, UnitAxis
-from workbench.ui.plot_data import TimingRow, format_si, log_scale_wanted, series_name, si_scale, timing_rows
-from workbench.ui.plot_marks import (
+from workbench.ui.plot_model.data import (
+    TimingRow,
+    format_si,
+    log_scale_wanted,
+    series_name,
+    si_scale,
+    timing_rows,
+)
+from workbench.ui.plot_model.marks import (
     Failure,
     failed_runs,
     marks_of,
     order_key,
 )
+from workbench.ui.plots.axes import AXIS, BACKGROUND, TEXT, UnitAxis
 from workbench.ui.plots.base import PlotTab, legend_label, make_plot, settle_range
 from workbench.ui.plots.lanes import FailureLane, lane_legend
 from workbench.ui.theme import CHECK_FAILED as FAILED_COLOR

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QDockWidget
 
 from workbench.build import rustfmt
 from workbench.ui.child_job import ChildJob
-from workbench.ui.tests_dock import TestsPanel
+from workbench.ui.tests_dock.panel import TestsPanel
 
 log = logging.getLogger(__name__)
 

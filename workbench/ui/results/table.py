@@ -39,8 +39,8 @@ from workbench.run.service import RunReport
 from workbench.ui import theme
 from workbench.ui.ceilings_store import store_for
 from workbench.ui.layout_fit import ElidedLabel, OnResize
-from workbench.ui.plot_marks import result_order_key
-from workbench.ui.result_details import ResultDetails
+from workbench.ui.plot_model.marks import result_order_key
+from workbench.ui.results.details import ResultDetails
 from workbench.units import format_tolerance
 
 #: The columns by name (`row_texts` keys), in the order shown: what a run is judged by (time,
@@ -136,7 +136,7 @@ class ResultsTable(QWidget):
         header = self.table.horizontalHeader()
         # No column sorts until the user clicks one: Qt's default (the first column, descending)
         # listed wgsl, nvptx, cpu where every plot lists the reference first, then the backend
-        # table's order (`plot_marks.result_order_key`, the order rows are filled in).
+        # table's order (`plot_model.marks.result_order_key`, the order rows are filled in).
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         header.setMaximumSectionSize(MAX_COLUMN_WIDTH)
         for col in range(len(COLUMNS) - 1):

@@ -12,11 +12,11 @@ never blocks them (benchmarks/sessions_window.py measures the window's stalls). 
 refreshes when it is on screen; a recording made while it is hidden marks it stale, and a refresh
 with the same filters only adds the runs recorded since.
 
-- the runs list (`sessions_runs_table.RunsTable`, a model/view) lists the runs that pass the
+- the runs list (`runs_table.RunsTable`, a model/view) lists the runs that pass the
   filters (kernel, backend, device, date, verified), newest first, loading more as it scrolls;
 - "Set as baseline" pins the selected run; selecting another run compares the two in the Compare
-  tab (`sessions_compare.SessionCompare`, as `sessions compare` does);
-- the History tab (`sessions_history.SessionHistory`) shows the selected run's kernel: median with
+  tab (`compare.SessionCompare`, as `sessions compare` does);
+- the History tab (`history.SessionHistory`) shows the selected run's kernel: median with
   its interquartile range per backend × device over the edits of its sources; clicking a point
   shows that run's source diff.
 """
@@ -53,9 +53,9 @@ from workbench.profile.sessions.store import SessionStore, default_db_path
 from workbench.profile.sessions.wording import runs_ref
 from workbench.ui import theme
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.sessions_compare import SessionCompare
-from workbench.ui.sessions_history import SessionHistory
-from workbench.ui.sessions_runs_table import RunsTable
+from workbench.ui.sessions.compare import SessionCompare
+from workbench.ui.sessions.history import SessionHistory
+from workbench.ui.sessions.runs_table import RunsTable
 from workbench.ui.visibility import follow_dock, on_screen
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import numpy as np
 from workbench.records import timing_quartiles
 from workbench.run.inputs import POISON_BITS, poison_mask
 from workbench.run.verify import Tolerance, bad_elements, ulp_distance
-from workbench.ui.plot_marks import Marks, marks_of, result_order_key
+from workbench.ui.plot_model.marks import Marks, marks_of, result_order_key
 
 #: Most points drawn per output curve; longer arrays are decimated (min/max per bucket).
 MAX_POINTS = 4000
@@ -114,7 +114,7 @@ class OutputsDrawing:
     size: int = 0
     x_range: tuple[int, int] = (0, 0)  # the index range [lo, hi) the curves were decimated over
     decimated: bool = False
-    #: A 2-D buffer (`plot_image.buffer_shape`): (rows, cols), each backend's values and errors as
+    #: A 2-D buffer (`plot_model.image.buffer_shape`): (rows, cols), each backend's values and errors as
     #: row-major matrices (views of the arrays, no copies).
     shape: tuple[int, int] | None = None
     images: dict[str, np.ndarray] = field(default_factory=dict)
@@ -370,7 +370,7 @@ class TimingRow:
 
 
 def timing_rows(report: Any) -> list[TimingRow]:
-    """Rows of the comparison view in series order (`plot_marks.order_key`: the same order whatever
+    """Rows of the comparison view in series order (`plot_model.marks.order_key`: the same order whatever
     order the backends finished in); the fastest and the reference marked, stale rows and failed
     checks flagged. The fastest is a fresh result whose check did not fail."""
     rows: list[TimingRow] = []

@@ -32,7 +32,7 @@ from workbench.run.mismatches import BufferMismatches, result_mismatches
 from workbench.run.sim_device import SIM_BACKEND
 from workbench.run.sim_writers import writer_text
 from workbench.ui import theme
-from workbench.ui.trace_view import TraceBridge, TraceView
+from workbench.ui.results.trace_view import TraceBridge, TraceView
 from workbench.units import format_tolerance
 
 MISMATCH_COLUMNS = ("Index", "Expected", "Got", "Abs error", "Rel error", "ULP", "Never written")

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QSplitter, QVBoxLayout, QW
 from workbench.errors import WorkbenchError
 from workbench.profile.sessions import paging
 from workbench.profile.sessions.wording import run_ref, sentence
-from workbench.ui.plot_axes import OpaqueGridAxis
+from workbench.ui.plots.axes import OpaqueGridAxis
 from workbench.ui.theme import PLOT_AXIS as AXIS
 from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
 from workbench.ui.theme import PLOT_TEXT as TEXT

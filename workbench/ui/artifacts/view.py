@@ -46,7 +46,8 @@ from PySide6.QtWidgets import (
 from workbench.build.ptx_lines import PtxLines
 from workbench.build.source_match import best_match
 from workbench.build.spirv_lines import NO_LINES_HINT, SpirvLines
-from workbench.ui import ir_panes, theme
+from workbench.ui import theme
+from workbench.ui.artifacts import ir_panes
 from workbench.ui.editor.code_view import CodeView
 from workbench.ui.editor.highlighter import RustHighlighter, token_format
 from workbench.ui.layout_fit import wrap_within

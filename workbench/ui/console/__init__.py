@@ -1,0 +1,1 @@
+"""The Console dock: an IPython console on the window's services."""

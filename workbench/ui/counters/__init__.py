@@ -1,0 +1,1 @@
+"""The Counters dock: Nsight Compute counters of the last run, one column per backend × device."""

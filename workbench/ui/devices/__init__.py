@@ -1,0 +1,1 @@
+"""The Devices dock: every device by runtime, its properties and measured ceilings."""

@@ -1,0 +1,1 @@
+"""The Tests dock (`panel`) and the dev loop that makes it: Format, clippy, tests after a save."""

@@ -1,0 +1,1 @@
+"""The Tuning dock: tunables' controls, background sweeps, their heatmap and convergence."""
