@@ -407,13 +407,19 @@ class MainWindow(QMainWindow):
         if self.bridge is not None:
             # An untrusted project is not handed to the services: nothing may build it.
             self.bridge.set_project(project if self.trusted else None)
-        self.files_watch.watch(project if self.trusted else None)
-        # The editors (each file read and its top highlighted) come on the next turn of the event
-        # loop: opening a project then never holds the window for longer than 50 ms
-        # (benchmarks/day_sequence.py; with them in one turn it took 56-76 ms of GUI time).
-        QTimer.singleShot(0, self, lambda: self._restore_open_files(project))
+        # 1 ms, not 0: a zero-time call posted now runs in the same pass of the event loop.
+        QTimer.singleShot(1, self, lambda: self._after_open(project))
         self._update_actions()
         return True
+
+    def _after_open(self, project: Project) -> None:
+        """The rest of opening `project`, on the event loop's next turn: its files watched (each
+        one hashed) and its editors opened (each file read, its top highlighted). In one turn with
+        the rest, opening held the window for 77-96 ms (benchmarks/day_sequence.py; goal 50)."""
+        if self._closed or project is not self.project:  # closed, or another project opened meanwhile
+            return
+        self.files_watch.watch(project if self.trusted else None)
+        self._restore_open_files(project)
 
     def _writable_copy(self, project: Project) -> Project:
         """`project`, or the user's copy of it when it is read-only or inside the install folder."""
@@ -460,8 +466,6 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction("(none)").setEnabled(False)
 
     def _restore_open_files(self, project: Project) -> None:
-        if project is not self.project:  # another project was opened meanwhile
-            return
         root = str(project.root)
         files = [f for f in self.settings.open_files.get(root, []) if Path(f).is_file()]
         if not files and project.main_source() is not None:
