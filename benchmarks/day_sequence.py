@@ -82,6 +82,36 @@ def prepare_copy() -> Path:
     return copy
 
 
+class ThreadsSampler(StackSampler):
+    """`StackSampler`, plus, while the GUI thread is stalled, the innermost project (or library)
+    frame of every other Python thread of the window's process: a gap in which the GUI thread's
+    own CPU is small is a wait, for a core or for the GIL, and these say who ran meanwhile."""
+
+    def _work(self) -> None:
+        import threading
+        import traceback
+
+        names = {}
+        while not self._stop.wait(0.002):
+            if time.perf_counter() - self.meter.last < self.threshold_s:
+                continue
+            frames = sys._current_frames()
+            for ident, frame in frames.items():
+                if ident == threading.get_ident():
+                    continue
+                if ident not in names:
+                    names = {t.ident: t.name for t in threading.enumerate()}
+                stack = traceback.extract_stack(frame)
+                ours = [f for f in stack if "/workbench/" in f.filename] or stack[-1:]
+                inner = f"{Path(ours[-1].filename).name}:{ours[-1].name}"
+                last = f"{Path(stack[-1].filename).name}:{stack[-1].name}"
+                who = "GUI" if ident == self.thread_id else names.get(ident, str(ident))
+                self.samples.append((time.perf_counter(), f"[{who}] {inner} .. {last}"))
+
+    def top(self, count: int = 12, start: float = 0.0, end: float = float("inf")) -> list[dict]:
+        return super().top(max(count, 12), start, end)  # every thread's: more than the GUI's 3
+
+
 class Day:
     """The day's steps on one window, each measured by `Steps.measure`."""
 
@@ -216,14 +246,14 @@ def measure(
         window = create_window(cache_dir=cache, settings=settings)
         window.persist_settings = False
         window.ask_before_discarding = False
-        window.resize(*size)
         window.show()
+        window.resize(*size)  # after show, as sessions_window.py does
         app.processEvents()
         startup_s = time.perf_counter() - started
         settle_heap()
         idle_after_s = _until_idle()
         meter = CpuStallMeter()
-        sampler = StackSampler(meter) if diagnose else None
+        sampler = ThreadsSampler(meter) if diagnose else None
         if sampler is not None:
             sampler.start()
         steps = Steps(window, meter, sampler, each, steps=STEPS)
@@ -350,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.diagnose:
         for step, found in measured["where"].items():
-            print(f"  {step}: " + "; ".join(f"{w['where']} ({w['ms']} ms)" for w in found[:6]))
+            print(f"  {step}: " + "; ".join(f"{w['where']} ({w['ms']} ms)" for w in found[:12]))
     path = write_json(args.out, "day_sequence.json", result, default=str)
     table_path = (
         Path(args.table) if args.table else output_path(args.out, "day_sequence.json").with_suffix(".txt")
