@@ -87,6 +87,26 @@ class ThreadsSampler(StackSampler):
     frame of every other Python thread of the window's process: a gap in which the GUI thread's
     own CPU is small is a wait, for a core or for the GIL, and these say who ran meanwhile."""
 
+    def __init__(self, meter, threshold_s: float = 0.015):
+        import threading
+
+        super().__init__(meter, threshold_s)
+        self.native_id = threading.get_native_id()  # made on the GUI thread
+
+    def _gui_state(self) -> str:
+        """The GUI thread's scheduler state and system call as the kernel reports them: R waiting
+        for a core (or running), D in uninterruptible I/O, S asleep in the call named (a futex:
+        a lock, the GIL)."""
+        task = Path(f"/proc/self/task/{self.native_id}")
+        try:
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            call = (task / "syscall").read_text().split()[0]
+        except (OSError, IndexError):
+            return "?"
+        names = {"0": "read", "1": "write", "7": "poll", "202": "futex", "4": "stat", "262": "fstatat",
+                 "257": "openat", "74": "fsync", "75": "fdatasync", "271": "ppoll", "232": "epoll_wait"}  # fmt: skip
+        return f"{state} {names.get(call, call)}"
+
     def _work(self) -> None:
         import threading
         import traceback
@@ -95,6 +115,7 @@ class ThreadsSampler(StackSampler):
         while not self._stop.wait(0.002):
             if time.perf_counter() - self.meter.last < self.threshold_s:
                 continue
+            self.samples.append((time.perf_counter(), f"[GUI kernel state] {self._gui_state()}"))
             frames = sys._current_frames()
             for ident, frame in frames.items():
                 if ident == threading.get_ident():
