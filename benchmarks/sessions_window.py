@@ -88,14 +88,16 @@ def _spin(ms: int) -> None:
 class Steps:
     """The user's steps on the window's Sessions panel, each run from the event loop."""
 
-    def __init__(self, window, meter: CpuStallMeter, sampler: StackSampler | None, each: bool = False):
+    def __init__(
+        self, window, meter: CpuStallMeter, sampler: StackSampler | None, each: bool = False, steps=STEPS
+    ):
         self.window = window
         self.each = each
         self.panel = window.panels["sessions"]
         self.meter = meter
         self.sampler = sampler
-        self.stalls: dict[str, list[float]] = {step: [] for step in STEPS}
-        self.cpu: dict[str, list[float]] = {step: [] for step in STEPS}
+        self.stalls: dict[str, list[float]] = {step: [] for step in steps}
+        self.cpu: dict[str, list[float]] = {step: [] for step in steps}
         self.where: dict[str, list[dict]] = {}
         self.recorded = 0
         #: Comparable rows in each comparison shown; runs in each history plotted.

@@ -103,6 +103,24 @@ def wait_signal(signal, start: Callable[[], Any], timeout_s: float, what: str, a
     return got[0]
 
 
+def screen_image(window):
+    """The X server's picture of the screen where `window` is (the root window read back through
+    the server, as `xwd -root` or `import -window root` read it): what a user sees, including
+    whatever Qt did not draw. Needs a real X display (`QT_QPA_PLATFORM=xcb`)."""
+    from PySide6.QtGui import QGuiApplication
+
+    assert QGuiApplication.platformName() == "xcb", (
+        f"an X11 screenshot needs the xcb platform, not {QGuiApplication.platformName()!r}"
+    )
+    window.raise_()
+    window.activateWindow()
+    wait_until(lambda: window.isVisible() and window.windowHandle().isExposed(), 10, "the window exposed")
+    shown = time.monotonic() + 0.2  # the last paint flushed to the server
+    wait_until(lambda: time.monotonic() > shown, 5, "the paint flushed")
+    x, y, width, height = window.frameGeometry().getRect()
+    return window.screen().grabWindow(0, x, y, width, height).toImage()
+
+
 def pixel_stats(image) -> dict:
     """What says a picture is not blank: distinct colours and the luminance spread of a 160×100
     thumbnail, and the share of its pixels that differ from the most common colour."""
@@ -221,16 +239,17 @@ class Shots:
         return report
 
     # ---------------------------------------------------------------- pictures and records
-    def shot(self, widget, name: str) -> dict:
+    def shot(self, widget, name: str, screen: bool = False) -> dict:
         """Save `widget` as benchmarks/results/<session>/<name>.png, an 8-bit palette PNG (text in
         the dark theme keeps its shape; a window is then ~100 KB). Returns its file, size and
-        pixel statistics, refused when the picture is blank."""
+        pixel statistics, refused when the picture is blank. `screen`: what the X server shows
+        where the window is (`screen_image`), not Qt's rendering of the widget."""
         from PySide6.QtCore import Qt
         from PySide6.QtGui import QImage
 
         settle()
         plots_drawn(widget, name)
-        image = widget.grab().toImage()
+        image = screen_image(widget) if screen else widget.grab().toImage()
         assert not image.isNull() and image.width() > 50 and image.height() > 50, f"{name}: nothing drawn"
         stats = pixel_stats(image)
         assert stats["distinct_colours"] > 8 and stats["luminance_sd"] > 5, f"{name} looks blank: {stats}"

@@ -221,6 +221,7 @@ def make_window(qtbot, shared_cache_dir):
         qtbot.waitExposed(window, timeout=HANG_GUARD_MS)
         if project_path is not None:
             assert window.open_project(Path(project_path))
+            qtbot.wait(20)  # its editors open on the event loop's next turn (MainWindow.open_project)
         return window
 
     yield make

@@ -36,6 +36,7 @@ def test_an_opened_example_is_the_users_copy_and_the_repository_is_never_edited(
     before = tree_digest(EXAMPLES / "saxpy")
     window = bare_window(qtbot)
     assert window.open_project(EXAMPLES / "saxpy")
+    qtbot.wait(20)  # the editors open on the event loop's next turn
     root = window.project.root
     assert not root.is_relative_to(EXAMPLES.resolve()), root
     assert root.is_relative_to(private_projects_dir.resolve()) and root.name == "saxpy"

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QStyle, QStyleOptionComboBox
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.profile.sessions import paging
@@ -206,6 +207,19 @@ def test_the_columns_that_matter_are_visible_in_the_window(
         assert table.sizeHintForColumn(column) <= header.sectionSize(column), name
         assert header.sectionSizeFromContents(column).width() <= header.sectionSize(column), name
     assert not table.horizontalScrollBar().isVisible()
+    # The filters' "any …" texts whole in their fields (6 characters' width cut "any backend").
+    for box in (panel.kernel_box, panel.backend_box, panel.device_box):
+        assert box.currentIndex() == 0 and box.currentText().startswith("any ")
+        option = QStyleOptionComboBox()
+        box.initStyleOption(option)
+        style = box.style()
+        field = style.subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, box
+        )
+        assert box.fontMetrics().horizontalAdvance(box.currentText()) <= field.width(), (
+            box.currentText(),
+            field.width(),
+        )
     save_screenshot(window, test_output_dir / f"sessions-100k-{size[0]}x{size[1]}.png")
 
     # The rest on demand: the header's menu shows a hidden column.
@@ -241,6 +255,11 @@ def test_set_as_baseline_and_compare_through_the_model_with_one_wording(make_wid
     assert model.baseline_id == baseline
     label = panel.baseline_label.text()
     assert label.startswith(f"Baseline run #{baseline} (★): ")
+    # The kernel named as the list names it ("saxpy", not "saxpy/saxpy" beside the list's "saxpy").
+    kernel = model.runs[25]["kernel"]
+    assert model.runs[25]["project"] == kernel and label.startswith(
+        f"Baseline run #{baseline} (★): {kernel}, "
+    )
 
     with qtbot.waitSignal(panel.compare.compared, timeout=WORK_GUARD_MS) as shown:
         click_row(table, 5)

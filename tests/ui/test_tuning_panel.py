@@ -4,7 +4,10 @@ flags a failing one, resumes, applies the best; a size sweep draws one curve per
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+from pytestqt.exceptions import TimeoutError
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.profile.sessions.store import SessionStore
@@ -334,3 +337,46 @@ def test_a_search_draws_its_convergence_and_the_heatmap_says_what_it_shows(
         panel.controls["threads"].setCurrentIndex(1)
         assert panel.status.text().startswith("running threads=64")
     qtbot.waitUntil(lambda: panel.status.text() == "", timeout=HANG_GUARD_MS)
+
+
+def test_one_tunables_plot_ticks_its_values_and_prints_them_inside_the_plot(make_window, example_copy, qtbot):
+    """At 1280×800 in the whole window after a sweep of two values of `threads`: the ticks are the
+    values as the manifest writes them ("64", not "64.0"), and each printed median lies wholly
+    inside the plot (the view clips what lies outside: "1.287 ms" was shown for 61.287 ms)."""
+    root = example_copy("saxpy", tunables=("threads",))
+    manifest = root / "workbench.toml"
+    text, count = re.subn(r"(?m)^threads = \[.*\]", "threads = [256, 64]", manifest.read_text(), count=1)
+    assert count == 1  # [kernel.tunables]' threads, the first such line ([kernel.launch] has its own)
+    manifest.write_text(text)
+    window = make_window(root)
+    window.resize(1280, 800)
+    window.bridge.set_backends(["cpu", "wgsl"])  # the reference: wgsl's results are verified, ranked
+    window.bridge.set_sizes({"n": 2048})
+    panel = window.panels["tuning"]
+    panel.timing = FAST
+    panel.rounds.setValue(2)  # medians ranked (and printed) need rounds to compare
+    window.docks["tuning"].raise_()
+    with qtbot.waitSignal(panel.sweepFinished, timeout=WORK_GUARD_MS):
+        assert panel.start_sweep()
+    data = panel.plot_data()
+    assert len(data["cells"]) == 2, (
+        panel.status.text(),
+        [(e["config"], e.get("error")) for e in panel.entries],
+    )
+    assert data["mode"] == "scatter" and sorted(data["ticks"], key=int) == ["64", "256"]
+    assert sorted(panel.plot.getAxis("bottom")._tickLevels[0]) == [(64.0, "64"), (256.0, "256")]
+    assert len(panel.cell_labels) == 2
+    view = panel.plot.getViewBox()
+
+    def outside() -> list[str]:
+        return [
+            label.toPlainText()
+            for label in panel.cell_labels
+            if not view.sceneBoundingRect().contains(label.sceneBoundingRect())
+        ]
+
+    try:
+        qtbot.waitUntil(lambda: not outside(), timeout=5_000)  # the view's range follows its layout
+    except TimeoutError:
+        pass
+    assert not outside(), f"printed medians cut by the plot's edge: {outside()}"

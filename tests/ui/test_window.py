@@ -59,6 +59,8 @@ def test_window_opens_with_placeholders_when_panels_are_missing(qtbot, test_outp
     qtbot.addWidget(window)
     window.show()
     assert window.open_project(SAXPY)
+    assert window.editor_tabs.current_editor() is None  # the editors open on the loop's next turn
+    qtbot.wait(20)
     assert window.docks["plots"].widget().objectName() == "PanelPlaceholder"
     # The user's copy of the example, never the repository's (issue 36 item 8).
     assert window.project.root != SAXPY.resolve() and (window.project.root / ".workbench-copy-of").is_file()
@@ -142,6 +144,7 @@ def test_layout_open_files_and_choices_are_restored(make_window, example_copy, q
 
     again = make_window(None, panels=())
     assert again.open_project(Path(load_settings().last_project))
+    qtbot.wait(20)  # the editors open on the event loop's next turn
     assert [Path(p).name for p in again.editor_tabs.open_files()] == ["lib.rs", "saxpy.wgsl"]
     assert again.editor_tabs.current_editor().path.name == "saxpy.wgsl"
     assert not again.docks["console"].isVisible()

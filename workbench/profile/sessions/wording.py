@@ -37,6 +37,11 @@ def against(run_id: int, baseline_id: int, invocation: bool = False) -> str:
     return f"{text}, whole invocations" if invocation else text
 
 
+def kernel_ref(run: Mapping[str, Any]) -> str:
+    """The run's kernel, after its project when the two are named apart ("saxpy", "demo/saxpy")."""
+    return run["kernel"] if run["project"] == run["kernel"] else f"{run['project']}/{run['kernel']}"
+
+
 def marked(text: str, baseline: bool) -> str:
     """A list's cell for a run, marked when the run is the baseline ("★ saxpy")."""
     return f"{BASELINE_MARK} {text}" if baseline else text
@@ -50,6 +55,6 @@ def sentence(text: str) -> str:
 def baseline_line(run: Mapping[str, Any]) -> str:
     """The Compare tab's header for the pinned run."""
     return (
-        f"{sentence(baseline_ref(run['id']))} ({BASELINE_MARK}): {run['project']}/{run['kernel']}, "
+        f"{sentence(baseline_ref(run['id']))} ({BASELINE_MARK}): {kernel_ref(run)}, "
         f"{run['backend']} on {run['device']}, {run['time']}. Select another run to compare."
     )

@@ -360,7 +360,10 @@ class ArtifactsView(QWidget):
             if main is not None:
                 self.source_box.setCurrentIndex(max(0, self.source_box.findData(str(main))))
         self.source_box.blockSignals(False)
-        self._show_source()
+        if on_screen(self):
+            self._show_source()
+        else:  # reading and highlighting it waits until the view is seen (showEvent, dock raised)
+            self._stale = True
 
     def set_results(self, results: dict[str, Any]) -> None:
         """Take a build's {backend: BuildResult}; keeps the shown backend when it is still there."""
@@ -531,8 +534,7 @@ class ArtifactsView(QWidget):
         self._source_path = path
         bar = self.source_view.verticalScrollBar()
         position = bar.value()
-        self.source_view.setPlainText(text)
-        self.source_highlighter.restart()  # the top now, the rest of a long file in chunks
+        self.source_highlighter.set_text(self.source_view, text)  # the top now, the rest in chunks
         bar.setValue(position)
 
     # ------------------------------------------------------------------ Rust <-> PTX / SPIR-V lines

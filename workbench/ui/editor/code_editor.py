@@ -49,8 +49,7 @@ class CodeEditor(CodeView):
     # ---------------------------------------------------------------- file I/O
     def load_text(self, text: str) -> None:
         """Replace the whole buffer (a new undo history; not marked modified)."""
-        self.setPlainText(text)
-        self.highlighter.restart()
+        self.highlighter.set_text(self, text)
         self.document().setModified(False)
 
     def reload_preserving_view(self, text: str) -> None:

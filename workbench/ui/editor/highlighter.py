@@ -18,6 +18,7 @@ from pygments.lexers import RustLexer
 from pygments.token import Comment, Keyword, String, Token
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
+from PySide6.QtWidgets import QPlainTextEdit
 
 from workbench.ui import theme
 
@@ -128,7 +129,10 @@ def token_format(ttype) -> QTextCharFormat | None:
 class RustHighlighter(QSyntaxHighlighter):
     """Incremental Rust highlighter; `highlight_count` counts highlightBlock calls (for tests)."""
 
-    CHUNK = 200  # blocks highlighted per timer tick while a large file is being opened
+    #: Blocks highlighted at once (the top of a file just opened, then per timer tick): about a
+    #: screenful. Lexing a line not seen before takes 0.2-0.5 ms on a loaded 2-core machine, so 200
+    #: blocks held the event loop for up to 100 ms when a project opened (benchmarks/day_sequence.py).
+    CHUNK = 48
 
     def __init__(self, document: QTextDocument):
         self.highlight_count = 0
@@ -150,6 +154,15 @@ class RustHighlighter(QSyntaxHighlighter):
         """After replacing the whole text: highlight the top now, the rest in chunks."""
         self._ready_until = self.CHUNK
         self._schedule()
+
+    def set_text(self, view: QPlainTextEdit, text: str) -> None:
+        """Replace `view`'s whole text: the top highlighted now, the rest in chunks. The frontier is
+        moved back before the text goes in: once a file was highlighted to its end every block is
+        live, and `setPlainText` would highlight all of the next one at once."""
+        self._timer.stop()
+        self._ready_until = self.CHUNK
+        view.setPlainText(text)
+        self.restart()
 
     def is_done(self) -> bool:
         return not self._timer.isActive()

@@ -201,7 +201,9 @@ class SessionsPanel(QWidget):
         box = QComboBox()
         box.addItem(anything, None)
         box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        box.setMinimumContentsLength(6)  # long kernel or device names are elided, not widening the dock
+        # Long kernel or device names are elided, not widening the dock; "any backend" stays whole
+        # (6 characters cut it to "any backen" at 1280×800).
+        box.setMinimumContentsLength(max(6, len(anything)))
         box.currentIndexChanged.connect(lambda _i: self.refresh())
         return box
 

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QStyle, QTa
 from workbench.profile.sessions import paging
 from workbench.profile.sessions.conditions import series_text
 from workbench.profile.sessions.paging import RunFilter
-from workbench.profile.sessions.wording import marked, run_ref
+from workbench.profile.sessions.wording import kernel_ref, marked, run_ref
 from workbench.result_text import cell_of, row_verdict, verdict_tone
 from workbench.ui import theme
 from workbench.units import format_time
@@ -63,8 +63,9 @@ def verified_text(run: dict[str, Any]) -> str:
 
 
 def kernel_text(run: dict[str, Any]) -> str:
-    """The kernel, after its project when the two are named apart ("saxpy", "demo/saxpy")."""
-    return run["kernel"] if run["project"] == run["kernel"] else f"{run['project']}/{run['kernel']}"
+    """The kernel, after its project when the two are named apart (`wording.kernel_ref`, as the
+    Compare tab's baseline line names it)."""
+    return kernel_ref(run)
 
 
 def _cells(run: dict[str, Any], extra: dict[str, Any]) -> tuple[str, ...]:

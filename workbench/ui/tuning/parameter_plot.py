@@ -96,7 +96,9 @@ class ParameterPlot(QWidget):
             self._draw_heatmap(data)
             return
         bottom, left = self.plot.getAxis("bottom"), self.plot.getAxis("left")
-        bottom.setTicks([[(float(v), str(v)) for v in _tick_values(data)]] if data["ticks"] else None)
+        # The tunable's values as the manifest writes them ("64", not the axis position's "64.0").
+        ticks = list(zip(_tick_values(data), data["ticks"], strict=True))
+        bottom.setTicks([[(float(x), label) for x, label in ticks]] if ticks else None)
         left.setTicks(None)
         self.plot.setLabel("bottom", data["tunable"] or "")
         self.plot.setLabel("left", "median time", units="s")
@@ -108,9 +110,17 @@ class ParameterPlot(QWidget):
             self.series[slot] = item
         if data["cells"] and len(data["cells"]) <= tuning_view.PRINT_CELLS:
             values = [float(v) for v in _tick_values(data)]
+            top = max(cell["median_s"] for cell in data["cells"].values())
             for key, cell in data["cells"].items():
-                label = pg.TextItem(cell["text"], color=theme.TEXT, anchor=(0.5, 1.2))
-                label.setPos(values[int(key)], cell["median_s"])
+                x = values[int(key)]
+                # Labels lean inwards: the end values' sideways, the slowest's below its point;
+                # centred above, part of them lay outside the plot, which clips them ("1.287 ms"
+                # for 61.287 ms at 1280×800).
+                side = 0.0 if x == min(values) else 1.0 if x == max(values) else 0.5
+                label = pg.TextItem(
+                    cell["text"], color=theme.TEXT, anchor=(side, -0.2 if cell["median_s"] == top else 1.2)
+                )
+                label.setPos(x, cell["median_s"])
                 self.plot.addItem(label)
                 self.cell_labels.append(label)
         failures: dict[str, list[tuple[float, str]]] = {}
