@@ -193,6 +193,7 @@ class TuningPanel(QWidget):
         self.tabs.addTab(self.convergence_plot, "Convergence")
         s = self.size_tab = SizeSweepTab()
         self.size_spec, self.size_metric, self.size_button = s.spec, s.metric, s.button
+        self.size_view, self.size_plot = s.view, s.view.plot  # log axes, ceilings, failed sizes in a lane
         self.tabs.addTab(self.size_tab, "Size sweep")
         layout.addWidget(self.tabs, 1)
 
