@@ -21,7 +21,7 @@
 use core::cell::{Cell, RefCell};
 use core::panic::Location;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::exec::{Group, Status};
@@ -146,6 +146,7 @@ impl Checks {
     pub fn global_shadow(&self, buffer: u32, len: usize, writers: super::debug::Writers) -> *const GlobalShadow {
         let mut shadow = GlobalShadow::take(self as *const Checks, buffer, len);
         shadow.writers = writers;
+        *shadow.slow.get_mut() = writers.is_on();
         let ptr = &*shadow as *const GlobalShadow;
         self.shadows.lock().unwrap().push(shadow);
         ptr
@@ -328,6 +329,10 @@ struct SharedEntry {
     atomic: u16,
     aloc: u16,
     written: bool,
+    /// A read in this epoch has nothing to check or record: the element was written, no writer
+    /// or atomic in this epoch, two readers kept (matmul's tiles: each element read by a row of
+    /// invocations). A write or an atomic clears it, as does a new epoch.
+    quiet: bool,
 }
 
 pub struct SharedShadow {
@@ -371,7 +376,62 @@ impl Group {
         Access { group: self.coords.get(), local: self.local_coords(who as usize - 1), what, at: location_of(loc) }
     }
 
+    /// A plain read or write of element `i` of shared array `slot` by the invocation running.
+    ///
+    /// The common case inline: the element's entry is of this epoch (or emptied for it), was
+    /// written before a read, and holds no other invocation's access that conflicts: a few
+    /// compares, and the new writer or first two readers recorded. Anything else (a finding,
+    /// an index past the shadow) goes to `shared_access_slow`, which makes the same checks in full.
+    #[inline(always)]
     pub(crate) fn shared_access(&self, slot: u32, i: usize, write: bool, at: &'static Location<'static>) {
+        let epoch = self.epoch.get();
+        if let Some(entry) = self.shared_entry_fast(slot, i, epoch) {
+            if !write && entry.quiet {
+                return;
+            }
+            let me = (self.current.get() + 1) as u16;
+            let free = |who: u16| who == 0 || who == me;
+            if write {
+                if free(entry.atomic) && free(entry.writer) && free(entry.reader) && free(entry.reader2) {
+                    entry.writer = me;
+                    entry.wloc = cached_location_id(&self.location_ids, at);
+                    entry.written = true;
+                    entry.quiet = false;
+                    return;
+                }
+            } else if entry.written && free(entry.atomic) && free(entry.writer) {
+                if entry.reader == 0 {
+                    entry.reader = me;
+                    entry.rloc = cached_location_id(&self.location_ids, at);
+                } else if entry.reader != me && entry.reader2 == 0 {
+                    entry.reader2 = me;
+                    entry.r2loc = cached_location_id(&self.location_ids, at);
+                    if entry.writer == 0 && entry.atomic == 0 {
+                        entry.quiet = true;
+                    }
+                }
+                return;
+            }
+        }
+        self.shared_access_slow(slot, i, write, at)
+    }
+
+    /// This epoch's entry of element `i` of shared array `slot` (as `shared_entry`), or None
+    /// past the shadow's length (`shared_entry` then panics in the slow path, as before).
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    fn shared_entry_fast(&self, slot: u32, i: usize, epoch: u32) -> Option<&mut SharedEntry> {
+        let shadow = unsafe { &mut *self.slot(slot).shadow.get() };
+        let entry = shadow.entries.get_mut(i)?;
+        if entry.epoch != epoch {
+            let written = entry.written;
+            *entry = SharedEntry { epoch, written, ..SharedEntry::default() };
+        }
+        Some(entry)
+    }
+
+    #[inline(never)]
+    fn shared_access_slow(&self, slot: u32, i: usize, write: bool, at: &'static Location<'static>) {
         let Some(checks) = self.checks() else { return };
         let entry = self.shared_entry(slot, i);
         let me = (self.current.get() + 1) as u16;
@@ -392,6 +452,7 @@ impl Group {
                 race(other);
             }
             entry.writer = me;
+            entry.quiet = false;
             entry.wloc = lid;
             entry.written = true;
         } else {
@@ -407,7 +468,24 @@ impl Group {
     /// An atomic read-modify-write of element `i` of shared array `slot`: it races with another
     /// invocation's plain access in this epoch, never with an atomic; an atomic on an element no
     /// invocation wrote is an uninitialized read (GPU workgroup memory starts undefined).
+    #[inline(always)]
     pub(crate) fn shared_atomic(&self, slot: u32, i: usize, at: &'static Location<'static>) {
+        if let Some(entry) = self.shared_entry_fast(slot, i, self.epoch.get()) {
+            // Written before, and no other invocation's plain access in this epoch: no finding.
+            let me = (self.current.get() + 1) as u16;
+            let free = |who: u16| who == 0 || who == me;
+            if entry.written && free(entry.writer) && free(entry.reader) && free(entry.reader2) {
+                entry.atomic = me;
+                entry.aloc = cached_location_id(&self.location_ids, at);
+                entry.quiet = false;
+                return;
+            }
+        }
+        self.shared_atomic_slow(slot, i, at)
+    }
+
+    #[inline(never)]
+    fn shared_atomic_slow(&self, slot: u32, i: usize, at: &'static Location<'static>) {
         let Some(checks) = self.checks() else { return };
         let entry = self.shared_entry(slot, i);
         let me = (self.current.get() + 1) as u16;
@@ -419,6 +497,7 @@ impl Group {
             checks.report("shared-race", self.shared_array(slot), Some(i as u64), None, self.shared_side(who, loc, what), Some(this()));
         }
         entry.atomic = me;
+        entry.quiet = false;
         entry.aloc = cached_location_id(&self.location_ids, at);
         entry.written = true;
     }
@@ -493,6 +572,9 @@ pub struct GlobalShadow {
     /// The generation of the last launch with an atomic on this buffer (0: none since the
     /// last clearing, so `atomics` is all zero).
     atomic_generation: AtomicU64,
+    /// Plain accesses take `access_slow`: atomics touched this buffer in this launch, or the
+    /// launch records writers. One load per access instead of two checks.
+    slow: AtomicBool,
     /// This launch's writer arrays, if it asked for them (`debug::Writers`).
     writers: super::debug::Writers,
 }
@@ -553,6 +635,13 @@ fn conflicts(earlier: u64, me: u64) -> bool {
     (earlier ^ me) & LOCAL != 0 && (earlier ^ me) & EPOCH == 0
 }
 
+/// Whether `word` is of `me`'s launch (generation) and `conflicts` with it (0, a word of
+/// another launch, or this invocation's own: no).
+#[inline(always)]
+fn current_conflict(word: u64, me: u64) -> bool {
+    (word ^ me) >> 56 == 0 && conflicts(word, me)
+}
+
 #[inline(always)]
 fn same_invocation(a: u64, b: u64) -> bool {
     const WHO: u64 = (0xFF_FFFF << 32) | (0x7FF << 21);
@@ -597,11 +686,13 @@ impl GlobalShadow {
                 others: zeroed_words(len),
                 atomics: zeroed_words(len),
                 atomic_generation: AtomicU64::new(0),
+                slow: AtomicBool::new(false),
                 writers: super::debug::Writers::NONE,
             }),
         };
         shadow.checks = checks;
         shadow.buffer = buffer;
+        *shadow.slow.get_mut() = false;
         shadow
     }
 
@@ -635,6 +726,13 @@ impl GlobalShadow {
         if word >> 56 == self.generation { word } else { 0 }
     }
 
+    /// A plain read or write of element `i` (`i` < the buffer's length: the caller checked).
+    ///
+    /// The common case inline: no atomic touched this buffer in this launch, no writer arrays,
+    /// and the element's words are empty, of another launch, or this invocation's own (or
+    /// ordered before it): two loads, and a swap for a write or a store for a first read.
+    /// Anything else — a race to report, a second reader — goes out of line (`access_slow`,
+    /// `write_slow`), which makes the same checks in full.
     #[inline(always)]
     pub fn access(&self, i: usize, write: bool, at: &'static Location<'static>) {
         let Some((linear, local, epoch, lid)) = whoami(at) else { return };
@@ -642,6 +740,36 @@ impl GlobalShadow {
             return;
         }
         let me = pack(self.generation, linear, local, epoch, lid);
+        if self.slow.load(Ordering::Relaxed) {
+            return self.access_slow(i, write, me, at);
+        }
+        let cell = unsafe { self.cells.get_unchecked(i) };
+        if write {
+            let seen = cell.writer.load(Ordering::Relaxed);
+            let before = if seen == me { seen } else { cell.writer.swap(me, Ordering::Relaxed) };
+            let reader = cell.reader.load(Ordering::Relaxed);
+            // SECOND in a reader word of this launch: another reader to check (`others`).
+            if current_conflict(before, me) || current_conflict(reader, me) || ((reader ^ me) >> 56 == 0 && reader & SECOND != 0) {
+                self.write_slow(i, before, me, at);
+            }
+        } else {
+            let writer = cell.writer.load(Ordering::Relaxed);
+            let reader = cell.reader.load(Ordering::Relaxed);
+            if (reader ^ me) >> 56 != 0 {
+                // The first reader of this launch.
+                if current_conflict(writer, me) {
+                    return self.access_slow(i, write, me, at);
+                }
+                cell.reader.store(me, Ordering::Relaxed);
+            } else if current_conflict(writer, me) || !same_invocation(reader, me) {
+                self.access_slow(i, write, me, at);
+            }
+        }
+    }
+
+    /// `access` in full: atomics of this launch, writer arrays, races, second readers.
+    #[inline(never)]
+    fn access_slow(&self, i: usize, write: bool, me: u64, at: &'static Location<'static>) {
         let cell = &self.cells[i];
         if self.atomic_generation.load(Ordering::Relaxed) == self.generation {
             // Atomics touched this buffer in this launch: another invocation's unordered atomic
@@ -653,29 +781,15 @@ impl GlobalShadow {
         }
         if write {
             if self.writers.is_on() {
-                self.writers.wrote(i, linear, local, lid);
+                let (linear, local, _, lid) = unpack(me);
+                self.writers.wrote(i, linear, local as usize, lid);
             }
             // Another writer, or a reader, not ordered before this write: a race. The swap makes
             // two writers on two threads see each other whatever the timing; a writer that wrote
             // this element already (same word) needs no atomic.
             let seen = cell.writer.load(Ordering::Relaxed);
             let before = if seen == me { seen } else { cell.writer.swap(me, Ordering::Relaxed) };
-            let before = if before >> 56 == self.generation { before } else { 0 };
-            if before != 0 && conflicts(before, me) {
-                self.race(i, before, "write", me, write, at);
-                return;
-            }
-            let reader = self.current(&cell.reader);
-            if reader != 0 && conflicts(reader, me) {
-                self.race(i, reader, "read", me, write, at);
-                return;
-            }
-            if reader & SECOND != 0 {
-                let other = self.current(&self.others[i]);
-                if other != 0 && conflicts(other, me) {
-                    self.race(i, other, "read", me, write, at);
-                }
-            }
+            self.write_slow(i, before, me, at);
         } else {
             let writer = self.current(&cell.writer);
             if writer != 0 && conflicts(writer, me) {
@@ -699,6 +813,29 @@ impl GlobalShadow {
         }
     }
 
+    /// A write of element `i` by `me` after the swap that gave `before` (the writer it
+    /// replaced): a race with that writer, or with a reader, not ordered before it.
+    #[inline(never)]
+    fn write_slow(&self, i: usize, before: u64, me: u64, at: &'static Location<'static>) {
+        let cell = &self.cells[i];
+        let before = if before >> 56 == self.generation { before } else { 0 };
+        if before != 0 && conflicts(before, me) {
+            self.race(i, before, "write", me, true, at);
+            return;
+        }
+        let reader = self.current(&cell.reader);
+        if reader != 0 && conflicts(reader, me) {
+            self.race(i, reader, "read", me, true, at);
+            return;
+        }
+        if reader & SECOND != 0 {
+            let other = self.current(&self.others[i]);
+            if other != 0 && conflicts(other, me) {
+                self.race(i, other, "read", me, true, at);
+            }
+        }
+    }
+
     /// An atomic read-modify-write of element `i`: it races with another invocation's unordered
     /// plain write or read (first reader, and the second where `SECOND` says so), never with
     /// another atomic.
@@ -715,6 +852,7 @@ impl GlobalShadow {
         // Once per launch and buffer (a load after that), so plain accesses start reading `atomics`.
         if self.atomic_generation.load(Ordering::Relaxed) != self.generation {
             self.atomic_generation.store(self.generation, Ordering::Relaxed);
+            self.slow.store(true, Ordering::Relaxed);
         }
         let slot = &self.atomics[i];
         if slot.load(Ordering::Relaxed) != me {
