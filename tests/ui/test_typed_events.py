@@ -24,6 +24,7 @@ from workbench.ui.build_panel import BuildPanelBridge
 from workbench.ui.ceilings_store import CeilingsOwner
 from workbench.ui.console import ConsoleBridge
 from workbench.ui.counters_view import CountersBridge
+from workbench.ui.debug import DebugBridge
 from workbench.ui.device_picker import DevicePickerBridge
 from workbench.ui.plots.panel import PlotsBridge
 from workbench.ui.result_details import DetailsBridge
@@ -33,7 +34,7 @@ from workbench.ui.size_controls import SizeControlsBridge
 from workbench.ui.trace_view import TraceBridge
 from workbench.ui.tuning_panel import TuningBridge
 
-PROTOCOLS = [ArtifactsBridge, BuildPanelBridge, CeilingsOwner, ConsoleBridge, CountersBridge, DevicePickerBridge, PlotsBridge,
+PROTOCOLS = [ArtifactsBridge, BuildPanelBridge, CeilingsOwner, ConsoleBridge, CountersBridge, DebugBridge, DevicePickerBridge, PlotsBridge,
              DetailsBridge, ResultsBridge, SessionsBridge, SizeControlsBridge, TraceBridge, TuningBridge]  # fmt: skip
 UI = Path(__file__).resolve().parents[2] / "workbench" / "ui"
 TIMEOUT_MS = 600_000

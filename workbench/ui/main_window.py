@@ -33,6 +33,7 @@ from workbench.manifest import MANIFEST_NAME
 from workbench.project import Project, examples_dir
 from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
 from workbench.trust_store import is_bundled, is_declined, is_trusted, set_trusted
+from workbench.ui.debug import install as install_debug_dock
 from workbench.ui.dev_loop import DevLoop
 from workbench.ui.editor import EditorTabs
 from workbench.ui.layout_fit import ElidedLabel
@@ -132,6 +133,7 @@ class MainWindow(QMainWindow):
         self._make_status_bar()
         self._connect()
         self.dev_loop = DevLoop(self)  # Format, lints after a build, the Tests dock (issue 39)
+        self.debug_panel = install_debug_dock(self)  # the Debug dock (issue 40)
         self._default_state = self.saveState(LAYOUT_VERSION)
         self._restore_layout()
         self._hide_stray_tab_bars()  # a restored layout's, too
