@@ -1,10 +1,12 @@
 """The Debug dock (issue 40) with the real gdb on real cpu-sim debug builds, in the real window:
 a breakpoint set by a click in the editor's gutter stops reduction in workgroup 3, local 17, whose
-locals model shows `tid` and the partial sum a hand computation gives; stepping over a barrier
+locals model shows `tid` and the partial sum a hand computation gives (and again from the
+parked session the first one's end started; not from it after an edit); stepping over a barrier
 shows the workgroup's other invocations waiting at the next one and the shared array they wrote;
 a kernel that panics under the debugger is reported while the window's event loop never stalls
 (a probe event re-posted to itself measures every gap); the details view's "Debug element"
-stops at the writer's line in the writer's invocation when the window's run recorded writers."""
+stops at the writer's line in the writer's invocation when the window's run recorded writers; Stop
+ends a session whose kernel never stops at once; without gdb the dock says how to get it."""
 
 from __future__ import annotations
 
@@ -112,6 +114,7 @@ def test_the_dock_stops_reduction_in_workgroup_3_local_17_with_its_locals(reduct
     assert (stop["reason"], stop["file"], stop["line"]) == ("breakpoint", "src/lib.rs", line), stop
     assert stop["invocation"] == {"group": [3, 0, 0], "local": [17, 0, 0]}
     assert (local(panel, "tid"), local(panel, "block"), local(panel, "sum")) == ("17", "3", "0")
+    first_build = panel.worker.job.build.library
     # The editor shows the stopped line: its arrow and background, the file current.
     assert window.editor_tabs.current_editor() is editor and editor.execution_line == line
     assert model_rows(panel.stack_model)[0][1:] == ["reduction::reduction_body", f"src/lib.rs:{line}"]
@@ -146,6 +149,27 @@ def test_the_dock_stops_reduction_in_workgroup_3_local_17_with_its_locals(reduct
     qtbot.mouseClick(panel.stop_button, Qt.MouseButton.LeftButton)
     assert not panel.worker.running() and editor.execution_line is None
     assert not any(b.isEnabled() for b in panel.step_buttons.values())
+
+    # The session's end parked the next one at the kernel's entry: Debug again takes it, and stops
+    # at the same place with the same values.
+    worker = panel.worker
+    qtbot.waitUntil(lambda: worker._spare is not None and worker._spare[1].debugger.loaded, timeout=STOP_MS)
+    qtbot.mouseClick(panel.debug_button, Qt.MouseButton.LeftButton)
+    stop = wait_stop(qtbot, panel, panel.stops_seen)
+    assert worker.seconds["parked"] == 1.0
+    assert (stop["line"], stop["invocation"]["local"]) == (line, [17, 0, 0])
+    assert (local(panel, "tid"), local(panel, "sum")) == ("17", "0")
+
+    # An edit since the parked session was made: another debug build, so the parked one is ended
+    # unused and the next session runs the edited kernel.
+    panel.stop_session()
+    qtbot.waitUntil(lambda: worker._spare is not None and worker._spare[1].debugger.loaded, timeout=STOP_MS)
+    lib.write_text(lib.read_text() + "// edited after the session\n")
+    qtbot.waitUntil(lambda: "edited after" in editor.text())  # the editor reloaded it
+    qtbot.mouseClick(panel.debug_button, Qt.MouseButton.LeftButton)
+    stop = wait_stop(qtbot, panel, panel.stops_seen, FIRST_STOP_MS)
+    assert worker.seconds["parked"] == 0.0 and stop["line"] == line
+    assert worker.job.build.library != first_build
 
 
 def test_stepping_over_a_barrier_shows_the_workgroup_waiting(reduction_window, qtbot):

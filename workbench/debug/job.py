@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.debug.build import ensure_debug_build
+from workbench.debug.build import DebugBuild, ensure_debug_build
 from workbench.debug.session import DebugError, Debugger, gdb_path, launcher_argv, run_session
 from workbench.project import Project
 from workbench.run.inputs import make_inputs, verification_inputs
@@ -39,6 +39,14 @@ class DebugJob:
             timeout_s, printed=folder / "stderr.txt",
         )  # fmt: skip
 
+    def aim(self, invocation: TracePoint | None) -> None:
+        """Stop in `invocation` (a job opened without one: a window's parked session)."""
+        threads, grid = self.kernel.evaluate(self.symbols).geometry("cpu-sim")
+        if invocation is not None and (why := outside(invocation, grid, threads)):
+            raise DebugError(f"--invocation: {why}")
+        self.invocation = invocation
+        self.debugger.invocation = (invocation.group, invocation.local) if invocation is not None else None
+
     def close(self) -> None:
         try:
             self.debugger.close()
@@ -54,9 +62,11 @@ def open_debug(
     invocation: TracePoint | None = None,
     cache_dir: str | Path | None = None,
     timeout_s: float = 60.0,
+    build: DebugBuild | None = None,
 ) -> DebugJob:
-    """The kernel's debug build (built now if this source has none), the run's inputs at these
-    sizes and seed written for the launcher, gdb started on it (not run yet: `debugger.start`)."""
+    """The kernel's debug build (built now if this source has none; `build`: that one, no
+    lookup), the run's inputs at these sizes and seed written for the launcher, gdb started on it
+    (not run yet: `debugger.start`)."""
     started = time.perf_counter()
     kernel = project.manifest.kernel(kernel_name)
     symbols = kernel.symbols(sizes or {}, None)
@@ -65,7 +75,7 @@ def open_debug(
     threads, grid = values.geometry("cpu-sim")
     if invocation is not None and (why := outside(invocation, grid, threads)):
         raise DebugError(f"--invocation: {why}")
-    build = ensure_debug_build(project, cache_dir)
+    build = build or ensure_debug_build(project, cache_dir)
     built = time.perf_counter()
     record = dict(build.info["kernels"][kernel.name], artifact=str(build.library), checks=True)
     spec = make_launch_spec(kernel, "cpu-sim", record, symbols, 0, build.folder, values=values)

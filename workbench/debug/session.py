@@ -342,6 +342,7 @@ class Debugger:
         self.watched: str | None = None
         self._at_barrier = False  # stopped inside the barrier by `resume("barrier")`
         self._table: int | None = None  # the states table's address
+        self.loaded = False  # held at the kernel's entry (`load`)
         self.ended = False  # exited, panicked, stopped by a signal, timed out or closed
 
     def _condition(self) -> str:
@@ -351,8 +352,10 @@ class Debugger:
         condition = " && ".join(f"{CURRENT}[{k}] == {v}" for k, v in enumerate(coords))
         return f"-c {json.dumps(condition)} "
 
-    def start(self, breakpoints: list[tuple[Path, int]], watch: tuple[str, int] | None) -> Stop:
-        """Run to the entry, set the breakpoints and the watch, run to the first stop."""
+    def load(self) -> Stop | None:
+        """Run to the kernel's entry and hold it there (None), or the stop that ended the launch
+        before it (the library never loaded, the entry never reached). A window parks a session
+        loaded ahead of a click (gdb's own start and the launcher's are most of the way)."""
         session = self.session
         # Stop when the kernel's library loads, read its symbols (and the C library's: a panic
         # stops in abort), then run to the entry.
@@ -368,10 +371,18 @@ class Debugger:
         first = session.wait_stopped()
         if first is None or first.get("reason") != "breakpoint-hit":
             return self._end(_ended(session, first, "the entry was never reached"))
+        self.loaded = True
+        return None
+
+    def start(self, breakpoints: list[tuple[Path, int]], watch: tuple[str, int] | None) -> Stop:
+        """Run to the entry (unless `load` did), set the breakpoints and the watch, run to the
+        first stop."""
+        if not self.loaded and (ended := self.load()) is not None:
+            return ended
         for path, line in breakpoints:
             self.add_breakpoint(path, line)
         if watch is not None:
-            self.watched = _watch(session, self.addresses_file, watch)
+            self.watched = _watch(self.session, self.addresses_file, watch)
         return self._go("-exec-continue")
 
     def add_breakpoint(self, path: Path, line: int) -> None:

@@ -344,7 +344,7 @@ class DebugPanel(QWidget):
         self._update_actions()
 
     def shutdown(self) -> None:
-        self.worker.close()
+        self.worker.shutdown()
 
     # ------------------------------------------------------------------ answers
     def _say(self, text: str) -> None:
