@@ -280,7 +280,7 @@ STATES_TABLE = "gpu_kernel::host::debug::gpu_kernel_debug_states"
 RESUMES = (*STEPS, "barrier")
 
 
-def workgroup_states(words: list[int], file: str | None) -> dict[str, Any]:
+def workgroup_states(words: list[int]) -> dict[str, Any]:
     """The executor's table (`STATES_TABLE`'s first 3 + 2·count words) as a stop's `workgroup`:
     each invocation `running` (the one stopped), `ready` (released, not at a barrier yet), `not
     started` (before the workgroup's first barrier opened), `waiting` (at barrier N, line L) or
@@ -291,7 +291,7 @@ def workgroup_states(words: list[int], file: str | None) -> dict[str, Any]:
         state, line = words[3 + 2 * t], words[4 + 2 * t]
         entry: dict[str, Any] = {"local": t}
         if state == 1:
-            entry.update(state="waiting", barrier=opened + 1, file=file, line=line)
+            entry.update(state="waiting", barrier=opened + 1, line=line)  # the barrier's line
         elif state == 2:
             entry["state"] = "returned"
         elif t == current:
@@ -424,14 +424,14 @@ class Debugger:
         if stop.reason in ("exited", "timeout", "panic", "signal"):
             self.ended = True
         if stop.reason not in ("exited", "timeout"):
-            stop.workgroup = self.states(stop.file)
+            stop.workgroup = self.states()
         return stop
 
     def _end(self, stop: Stop) -> Stop:
         self.ended = True
         return stop
 
-    def states(self, file: str | None = None) -> dict[str, Any] | None:
+    def states(self) -> dict[str, Any] | None:
         """The running workgroup's invocations (`workgroup_states`), read from the executor's
         table in the debug build (memory only: a call into the kernel's process would cost gdb
         its place in an inlined call, and `next` would then step into it)."""
@@ -450,7 +450,7 @@ class Debugger:
             words = head + self._words(self._table + 12, 2 * head[0])
         except (DebugError, ValueError, AttributeError, KeyError, IndexError):
             return None  # a build without the table (an older one)
-        return workgroup_states(words, file)
+        return workgroup_states(words)
 
     def _words(self, address: int, count: int) -> list[int]:
         memory = self.session.command(f"-data-read-memory-bytes {address:#x} {4 * count}")

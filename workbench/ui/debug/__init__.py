@@ -27,7 +27,8 @@ def install(window: Any) -> DebugPanel:
     window.tabifyDockWidget(window.docks["build"], dock)
     window.docks["build"].raise_()
     window.docks["debug"], window.panels["debug"] = dock, panel
-    window.view_menu.addAction(dock.toggleViewAction())
+    # Among the docks' entries of the View menu (before its separator), as the Tests dock's.
+    window.view_menu.insertAction(window.view_menu.actions()[len(window.docks) - 1], dock.toggleViewAction())
     window.editor_tabs.gutterClicked.connect(panel.toggle_breakpoint)
     panel.openLocation.connect(lambda path, line: window.open_location(path, line))
     panel.message.connect(window.show_message)
