@@ -55,7 +55,7 @@ def test_a_bad_commands_line_is_named(saxpy, tmp_path):
     proc = debug(saxpy, "--watch", "y[3]", "--commands", str(commands))
     assert proc.returncode != 0
     assert (
-        "--commands line 3: 'jump 12'; expected one of next, step, finish, continue or print EXPR"
+        "--commands line 3: 'jump 12'; expected one of next, step, finish, continue, barrier or print EXPR"
         in proc.stderr
     )
 

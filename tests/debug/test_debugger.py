@@ -1,7 +1,8 @@
 """`workbench debug` (issue 40, items 2 and 3) with the real gdb on real debug builds of the
 examples: a breakpoint in reduction's loop stops only in workgroup 3, local 17, whose locals are
 what a hand computation of its partial sum gives; `next` steps on from it, and over a barrier,
-while the workgroup's other invocations run (the shared array read before and after); a watch on an element
+while the workgroup's other invocations run (the shared array read before and after, each
+stop's states of the workgroup's invocations); a watch on an element
 of saxpy's y stops at the invocation that writes it with the old and new value; a kernel that
 panics under the debugger is reported, and one that never ends is stopped at the time limit."""
 
@@ -158,6 +159,22 @@ def test_stepping_over_a_barrier_lets_the_workgroup_s_other_invocations_run(
     before, after = json.loads(proc.stdout)["stops"]
     assert (before["line"], after["line"]) == (barrier, barrier + 1)
     assert after["reason"] == "step" and after["invocation"] == {"group": [3, 0, 0], "local": [17, 0, 0]}
+    # The workgroup's states (the executor's table): before, 0-16 wait at this barrier, 18-255 have
+    # not started; after it opened, 0-16 wait at the tree's first barrier, 18-255 are on their way.
+    tree = text[: text.index("        ctx.barrier();\n        stride /= 2;")].count("\n") + 1
+
+    def states(stop: dict) -> list[tuple]:
+        return [(e["state"], e.get("barrier"), e.get("line")) for e in stop["workgroup"]["invocations"]]
+
+    assert (
+        states(before)
+        == [("waiting", 1, barrier)] * 17 + [("running", None, None)] + [("not started", None, None)] * 238
+    )
+    assert (
+        states(after)
+        == [("waiting", 2, tree)] * 17 + [("running", None, None)] + [("ready", None, None)] * 238
+    )
+    assert (before["workgroup"]["barriers_opened"], after["workgroup"]["barriers_opened"]) == (0, 1)
     # Between two barriers a workgroup's invocations run one after another: at the barrier,
     # invocation 18 has not stored its sum yet; once it opens, every invocation has.
     assert before["prints"] == [{"expression": "*(scratch.ptr + 18)", "value": "0"}]

@@ -25,6 +25,7 @@ from workbench.ui.build.panel import BuildPanelBridge
 from workbench.ui.ceilings_store import CeilingsOwner
 from workbench.ui.console.panel import ConsoleBridge
 from workbench.ui.counters.view import CountersBridge
+from workbench.ui.debug import DebugBridge
 from workbench.ui.devices.picker import DevicePickerBridge
 from workbench.ui.plots.panel import PlotsBridge
 from workbench.ui.results.details import DetailsBridge
@@ -34,7 +35,7 @@ from workbench.ui.sessions.panel import SessionsBridge
 from workbench.ui.size_controls import SizeControlsBridge
 from workbench.ui.tuning.panel import TuningBridge
 
-PROTOCOLS = [ArtifactsBridge, BuildPanelBridge, CeilingsOwner, ConsoleBridge, CountersBridge, DevicePickerBridge, PlotsBridge,
+PROTOCOLS = [ArtifactsBridge, BuildPanelBridge, CeilingsOwner, ConsoleBridge, CountersBridge, DebugBridge, DevicePickerBridge, PlotsBridge,
              DetailsBridge, ResultsBridge, SessionsBridge, SizeControlsBridge, TraceBridge, TuningBridge]  # fmt: skip
 UI = Path(__file__).resolve().parents[2] / "workbench" / "ui"
 TIMEOUT_MS = WORK_GUARD_MS

@@ -60,7 +60,10 @@ def _element(text: str) -> tuple[str, int]:
 
 
 def stop_lines(stop: dict) -> list[str]:
-    """One stop as text: where, which invocation, the watch's values, locals, stack."""
+    """One stop as text: where, which invocation, the watch's values, locals, the workgroup's
+    states, stack."""
+    from workbench.debug.session import states_summary
+
     where = f"{stop.get('file')}:{stop.get('line')}" if stop.get("file") else "(no frame of the project)"
     head = f"{stop['reason']} at {where}"
     if stop.get("invocation"):
@@ -74,6 +77,8 @@ def stop_lines(stop: dict) -> list[str]:
         out.append(f"  {w['element']}: {w.get('old')} -> {w.get('new')}")
     out += [f"  {v['name']} = {v['value']}" for v in stop.get("locals", [])]
     out += [f"  print {p['expression']} = {p['value']}" for p in stop.get("prints", [])]
+    if stop.get("workgroup"):
+        out += [f"  {line}" for line in states_summary(stop["workgroup"])]
     out += [f"  #{k} {f.get('function')} {f.get('file') or f.get('from') or ''}:{f.get('line') or ''}"
             for k, f in enumerate(stop.get("stack", [])[:12])]  # fmt: skip
     return out

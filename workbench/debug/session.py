@@ -37,7 +37,8 @@ from workbench.errors import WorkbenchError
 #: The executor's current invocation in a debug build (host/debug.rs), as gdb names it.
 CURRENT = "gpu_kernel::host::debug::gpu_kernel_debug_current"
 
-#: --commands' words → gdb's machine-interface commands (`print EXPR` is read apart).
+#: --commands' words → gdb's machine-interface commands (`print EXPR` is read apart; `barrier`:
+#: `Debugger.resume`).
 STEPS = {"next": "-exec-next", "step": "-exec-step", "finish": "-exec-finish", "continue": "-exec-continue"}
 
 #: A watched element's C type, by the manifest's element type (the watch expression is C).
@@ -80,6 +81,7 @@ class Stop:
     stack: list[dict[str, Any]] = field(default_factory=list)  # {"function", "file", "line"}
     watch: dict[str, Any] | None = None  # {"element", "old", "new"}
     prints: list[dict[str, str]] = field(default_factory=list)  # `print EXPR` of --commands
+    workgroup: dict[str, Any] | None = None  # the workgroup's invocations (`workgroup_states`)
     detail: str = ""  # the signal, the exit code, what the panic printed
 
     def to_json(self) -> dict[str, Any]:
@@ -96,9 +98,9 @@ def parse_commands(text: str) -> list[str]:
         if not line:
             continue
         word = line.split(None, 1)[0]
-        if word not in STEPS and not (word == "print" and len(line.split(None, 1)) == 2):
+        if word not in RESUMES and not (word == "print" and len(line.split(None, 1)) == 2):
             raise DebugError(
-                f"--commands line {number}: {line!r}; expected one of {', '.join(STEPS)} or print EXPR"
+                f"--commands line {number}: {line!r}; expected one of {', '.join(RESUMES)} or print EXPR"
             )
         out.append(line)
     return out
@@ -118,11 +120,13 @@ class GdbSession:
         self._events: list[dict[str, Any]] = []
         self._token = 0
         self.inferior_pid: int | None = None
+        self.own_level: str | None = None  # the last stop's frame of the kernel's own code
+        self.closed = False
         # Settings before anything loads (no round trip each). No symbols of shared libraries
         # unless asked (`run_session` reads the kernel's and the C library's): reading the
         # interpreter's and its extensions' took most of the way to the entry.
         settings = ("debuginfod enabled off", "pagination off", "confirm off", "print pretty off",
-                    "startup-with-shell off", "auto-solib-add off")  # fmt: skip
+                    "startup-with-shell off", "auto-solib-add off", "print repeats unlimited")  # fmt: skip
         early = [arg for setting in settings for arg in ("-iex", f"set {setting}")]
         self.gdb = GdbController(
             command=[gdb_path(), "--nx", "--quiet", *early, "--interpreter=mi3", "--args", *argv],
@@ -147,6 +151,8 @@ class GdbSession:
         self.gdb.write(f"{token}{text}", read_response=False)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            if self.closed:
+                raise DebugError("the debugging session was ended")
             for k, record in enumerate(self._events):
                 if record.get("type") == "result" and record.get("token") == token:
                     del self._events[k]
@@ -164,12 +170,16 @@ class GdbSession:
                 if record.get("type") == "notify" and record.get("message") == "stopped":
                     del self._events[k]
                     return record.get("payload") or {}
+            if self.closed:
+                raise DebugError("the debugging session was ended")
             if time.monotonic() >= deadline:
                 return None
             self._take(self.gdb.get_gdb_response(timeout_sec=0.2, raise_error_on_timeout=False))
 
     def close(self) -> None:
-        """gdb and the launcher go, whatever state they are in."""
+        """gdb and the launcher go, whatever state they are in; a wait for gdb in another thread
+        (a window's) ends with a DebugError within its next poll (0.2 s)."""
+        self.closed = True
         pid = self.inferior_pid
         try:
             self.gdb.exit()
@@ -184,7 +194,9 @@ class GdbSession:
     # ---------------------------------------------------------------- reading a stop
 
     def evaluate(self, expression: str) -> str:
-        return str(self.command(f"-data-evaluate-expression {json.dumps(expression)}").get("value"))
+        """`expression`'s value in the frame of the kernel's own code the last stop showed."""
+        frame = f"--thread 1 --frame {self.own_level} " if self.own_level is not None else ""
+        return str(self.command(f"-data-evaluate-expression {frame}{json.dumps(expression)}").get("value"))
 
     def _relative(self, fullname: str | None) -> str | None:
         if not fullname:
@@ -240,6 +252,7 @@ class GdbSession:
             else {"function": f.get("func"), "from": f.get("from")}
             for f in frames
         ]
+        self.own_level = None
         stop = Stop(reason, stack=stack, invocation=self.invocation())
         own = next((f for f in frames if self._own(f.get("fullname"))), None)
         if own is not None:
@@ -248,7 +261,7 @@ class GdbSession:
                 int(own["line"]),
                 own.get("func"),
             )
-            level = own.get("level", "0")
+            level = self.own_level = own.get("level", "0")
             variables = self.command(f"-stack-list-variables --frame {level} --thread 1 --all-values")
             for v in variables.get("variables") or []:
                 entry = {"name": v.get("name"), "value": v.get("value")}
@@ -258,74 +271,220 @@ class GdbSession:
         return stop
 
 
-def run_session(
-    launcher_argv: list[str],
-    cwd: Path,
-    project_root: Path,
-    library: Path,
-    entry: str,
-    addresses_file: Path,
-    breakpoint: tuple[Path, int] | None,
-    invocation: tuple[tuple[int, int, int], tuple[int, int, int]] | None,
-    watch: tuple[str, int] | None,
-    commands: list[str],
-    timeout_s: float = 60.0,
-    max_stops: int = 100,
-    printed: Path | None = None,
-) -> list[Stop]:
-    """Run the launcher under gdb to the entry, set the breakpoint (in `invocation` only) and the
-    watch, run, and read each stop; after each, the next of `commands` (none left: the session
-    ends). Always ends gdb and the launcher."""
-    session = GdbSession(launcher_argv, cwd, project_root, entry, timeout_s)
-    session.printed = printed
-    stops: list[Stop] = []
-    try:
+#: The kernel API's barrier (a stop in it shows its caller's line: `read_stop` finds the kernel's frame).
+BARRIER = "gpu_kernel::host::exec::Ctx::barrier"
+#: The executor's table of the running workgroup's invocations (host/debug.rs: count, barriers
+#: opened, the invocation running, then per invocation state and line).
+STATES_TABLE = "gpu_kernel::host::debug::gpu_kernel_debug_states"
+#: Resumptions a session offers (`Debugger.resume`): the --commands words and `barrier`.
+RESUMES = (*STEPS, "barrier")
+
+
+def workgroup_states(words: list[int]) -> dict[str, Any]:
+    """The executor's table (`STATES_TABLE`'s first 3 + 2·count words) as a stop's `workgroup`:
+    each invocation `running` (the one stopped), `ready` (released, not at a barrier yet), `not
+    started` (before the workgroup's first barrier opened), `waiting` (at barrier N, line L) or
+    `returned`."""
+    count, opened, current = words[0], words[1], words[2]
+    invocations = []
+    for t in range(count):
+        state, line = words[3 + 2 * t], words[4 + 2 * t]
+        entry: dict[str, Any] = {"local": t}
+        if state == 1:
+            entry.update(state="waiting", barrier=opened + 1, line=line)  # the barrier's line
+        elif state == 2:
+            entry["state"] = "returned"
+        elif t == current:
+            entry["state"] = "running"
+        else:  # ready: before the first barrier opened it has not run a line yet
+            entry["state"] = "not started" if opened == 0 and t > current else "ready"
+        invocations.append(entry)
+    return {"barriers_opened": opened, "invocations": invocations}
+
+
+def states_summary(workgroup: dict[str, Any]) -> list[str]:
+    """The workgroup's states as lines of runs of consecutive invocations alike
+    (`locals 0-16: waiting at barrier 1 (line 83)`)."""
+    runs: list[tuple[int, int, str]] = []
+    for entry in workgroup.get("invocations", []):
+        text = entry["state"]
+        if text == "waiting":
+            text = f"waiting at barrier {entry['barrier']} (line {entry['line']})"
+        if runs and runs[-1][2] == text and runs[-1][1] == entry["local"] - 1:
+            runs[-1] = (runs[-1][0], entry["local"], text)
+        else:
+            runs.append((entry["local"], entry["local"], text))
+    return [f"local {a}: {t}" if a == b else f"locals {a}-{b}: {t}" for a, b, t in runs]
+
+
+class Debugger:
+    """One launch under gdb, stop by stop: `start` runs to the first stop, `resume` on to the
+    next; breakpoints (in the session's invocation only) come and go between stops. `workbench
+    debug` (`run_session`) and the window's Debug dock drive it the same way; it blocks while
+    the kernel runs, so a window calls it off its thread. `close()` ends gdb and the launcher."""
+
+    def __init__(
+        self,
+        launcher_argv: list[str],
+        cwd: Path,
+        project_root: Path,
+        library: Path,
+        entry: str,
+        addresses_file: Path,
+        invocation: tuple[tuple[int, int, int], tuple[int, int, int]] | None,
+        timeout_s: float = 60.0,
+        printed: Path | None = None,
+    ):
+        self.library, self.addresses_file, self.invocation = library, addresses_file, invocation
+        self.session = GdbSession(launcher_argv, cwd, project_root, entry, timeout_s)
+        self.session.printed = printed
+        self.breakpoints: dict[tuple[str, int], str] = {}  # (full path, line) -> gdb's number
+        self.watched: str | None = None
+        self._at_barrier = False  # stopped inside the barrier by `resume("barrier")`
+        self._table: int | None = None  # the states table's address
+        self.loaded = False  # held at the kernel's entry (`load`)
+        self.ended = False  # exited, panicked, stopped by a signal, timed out or closed
+
+    def _condition(self) -> str:
+        if self.invocation is None:
+            return ""
+        coords = [*self.invocation[0], *self.invocation[1]]
+        condition = " && ".join(f"{CURRENT}[{k}] == {v}" for k, v in enumerate(coords))
+        return f"-c {json.dumps(condition)} "
+
+    def load(self) -> Stop | None:
+        """Run to the kernel's entry and hold it there (None), or the stop that ended the launch
+        before it (the library never loaded, the entry never reached). A window parks a session
+        loaded ahead of a click (gdb's own start and the launcher's are most of the way)."""
+        session = self.session
         # Stop when the kernel's library loads, read its symbols (and the C library's: a panic
         # stops in abort), then run to the entry.
-        session.command(f"-catch-load -t {re.escape(library.name)}")
+        session.command(f"-catch-load -t {re.escape(self.library.name)}")
         session.command("-exec-run")
         loaded = session.wait_stopped()
         if loaded is None or loaded.get("reason") != "solib-event":
-            return [_ended(session, loaded, f"{library.name} was never loaded")]
-        for name in (library.name, "libc.so", "libgcc_s"):
+            return self._end(_ended(session, loaded, f"{self.library.name} was never loaded"))
+        for name in (self.library.name, "libc.so", "libgcc_s"):
             session.command(f'-interpreter-exec console "sharedlibrary {name}"')
-        session.command(f"-break-insert -t {entry}")
+        session.command(f"-break-insert -t {self.session.entry}")
         session.command("-exec-continue")
         first = session.wait_stopped()
         if first is None or first.get("reason") != "breakpoint-hit":
-            return [_ended(session, first, "the entry was never reached")]
-        if breakpoint is not None:
-            path, line = breakpoint
-            condition = ""
-            if invocation is not None:
-                coords = [*invocation[0], *invocation[1]]
-                condition = " && ".join(f"{CURRENT}[{k}] == {v}" for k, v in enumerate(coords))
-                condition = f"-c {json.dumps(condition)} "
-            session.command(f"-break-insert {condition}{json.dumps(f'{path}:{line}')}")
-        watched = None
+            return self._end(_ended(session, first, "the entry was never reached"))
+        self.loaded = True
+        return None
+
+    def start(self, breakpoints: list[tuple[Path, int]], watch: tuple[str, int] | None) -> Stop:
+        """Run to the entry (unless `load` did), set the breakpoints and the watch, run to the
+        first stop."""
+        if not self.loaded and (ended := self.load()) is not None:
+            return ended
+        for path, line in breakpoints:
+            self.add_breakpoint(path, line)
         if watch is not None:
-            watched = _watch(session, addresses_file, watch)
-        pending = list(commands)
-        session.command("-exec-continue")
-        while len(stops) < max_stops:
-            payload = session.wait_stopped()
-            stop = _classify(session, payload, watched)
-            stops.append(stop)
-            if stop.reason in ("exited", "timeout", "panic", "signal") or not pending:
-                break
-            while pending and pending[0].startswith("print "):
-                expression = pending.pop(0).split(None, 1)[1]
+            self.watched = _watch(self.session, self.addresses_file, watch)
+        return self._go("-exec-continue")
+
+    def add_breakpoint(self, path: Path, line: int) -> None:
+        """A breakpoint at `path:line` that stops in the session's invocation only."""
+        key = (str(Path(path).resolve()), int(line))
+        if key not in self.breakpoints:
+            reply = self.session.command(
+                f"-break-insert {self._condition()}{json.dumps(f'{key[0]}:{key[1]}')}"
+            )
+            self.breakpoints[key] = str((reply.get("bkpt") or {}).get("number"))
+
+    def remove_breakpoint(self, path: Path, line: int) -> None:
+        number = self.breakpoints.pop((str(Path(path).resolve()), int(line)), None)
+        if number is not None:
+            self.session.command(f"-break-delete {number}")
+
+    def resume(self, how: str) -> Stop:
+        """`next`, `step`, `finish`, `continue`, or `barrier` (on to the invocation's next
+        barrier, stopped before it waits). A step while stopped in the kernel API's code (at a
+        barrier) first finishes it, back to the kernel's line."""
+        if how not in RESUMES:
+            raise DebugError(f"no such step {how!r}; expected one of {', '.join(RESUMES)}")
+        if self.ended:
+            raise DebugError("the launch has ended: start another session")
+        at_barrier, self._at_barrier = self._at_barrier, how == "barrier"
+        if how == "barrier":
+            self.session.command(f"-break-insert -t {self._condition()}{BARRIER}")
+            return self._go("-exec-continue")
+        if how in ("next", "step") and at_barrier:  # stopped in the barrier: out of it, past it
+            return self._go("-exec-finish")
+        return self._go(STEPS[how])
+
+    def evaluate(self, expression: str) -> str:
+        return self.session.evaluate(expression)
+
+    def _go(self, command: str) -> Stop:
+        self.session.command(command)
+        stop = _classify(self.session, self.session.wait_stopped(), self.watched)
+        if stop.reason in ("exited", "timeout", "panic", "signal"):
+            self.ended = True
+        if stop.reason not in ("exited", "timeout"):
+            stop.workgroup = self.states()
+        return stop
+
+    def _end(self, stop: Stop) -> Stop:
+        self.ended = True
+        return stop
+
+    def states(self) -> dict[str, Any] | None:
+        """The running workgroup's invocations (`workgroup_states`), read from the executor's
+        table in the debug build (memory only: a call into the kernel's process would cost gdb
+        its place in an inlined call, and `next` would then step into it)."""
+        session = self.session
+        try:
+            if self._table is None:
+                session.command("-gdb-set language rust")
                 try:
-                    value = session.evaluate(expression)
-                except DebugError as exc:
-                    value = f"<{exc}>"
-                stop.prints.append({"expression": expression, "value": value})
-            if not pending:
-                break
-            session.command(STEPS[pending.pop(0)])
-        return stops
-    finally:
-        session.close()
+                    value = session.evaluate(f"&{STATES_TABLE}")
+                finally:
+                    session.command("-gdb-set language auto")
+                self._table = int(re.search(r"0x[0-9a-f]+", value).group(0), 16)
+            head = self._words(self._table, 3)
+            if head[0] <= 0:
+                return None
+            words = head + self._words(self._table + 12, 2 * head[0])
+        except (DebugError, ValueError, AttributeError, KeyError, IndexError):
+            return None  # a build without the table (an older one)
+        return workgroup_states(words)
+
+    def _words(self, address: int, count: int) -> list[int]:
+        memory = self.session.command(f"-data-read-memory-bytes {address:#x} {4 * count}")
+        raw = bytes.fromhex(memory["memory"][0]["contents"])
+        return [int.from_bytes(raw[k : k + 4], "little") for k in range(0, len(raw), 4)]
+
+    def close(self) -> None:
+        self.ended = True
+        self.session.close()
+
+
+def run_session(
+    debugger: Debugger,
+    breakpoints: list[tuple[Path, int]],
+    watch: tuple[str, int] | None,
+    commands: list[str],
+    max_stops: int = 100,
+) -> list[Stop]:
+    """Start `debugger` (to the breakpoints, in its invocation only, or the watch) and read each
+    stop; after each, the next of `commands` (none left: the session ends). The caller closes it."""
+    stops = [debugger.start(breakpoints, watch)]
+    pending = list(commands)
+    while len(stops) < max_stops and not debugger.ended:
+        while pending and pending[0].startswith("print "):
+            expression = pending.pop(0).split(None, 1)[1]
+            try:
+                value = debugger.evaluate(expression)
+            except DebugError as exc:
+                value = f"<{exc}>"
+            stops[-1].prints.append({"expression": expression, "value": value})
+        if not pending:
+            break
+        stops.append(debugger.resume(pending.pop(0)))
+    return stops
 
 
 def _watch(session: GdbSession, addresses_file: Path, watch: tuple[str, int]) -> str:

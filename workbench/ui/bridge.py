@@ -44,7 +44,7 @@ SIGNAL_OF: dict[type, tuple[str, Any]] = {
 #: The session's methods the bridge offers as its own (the panels', console's and tests' calls).
 _FORWARDED = (
     "set_project", "check_manifest", "set_backends", "backends", "set_devices", "devices",
-    "set_trace", "trace", "set_sizes", "sizes", "kernel_name", "set_tunables", "tunables",
+    "set_trace", "trace", "set_writers", "writers", "set_sizes", "sizes", "kernel_name", "set_tunables", "tunables",
     "expected_reference", "build", "run", "on_saved", "cancel", "refresh_devices",
     "request_line_info", "start_build", "start_run", "build_blocking", "run_blocking",
     "recording_of", "run_ids", "record_counters",
@@ -82,6 +82,9 @@ class ServiceBridge(QObject):
     runRecorded = Signal(object)
     #: After `record_counters`: {"ids": {key: run id}, "not_recorded": {key: why}} or {"error": ...}.
     countersRecorded = Signal(object)
+    #: {"buffer", "index", "writer" (its `sim_writers` record, or None)}: the details view's "Debug
+    #: element", for the Debug dock (`ui/debug`).
+    debugRequested = Signal(object)
 
     def __init__(self, parent: QObject | None = None, cache_dir: Any = None, recorder: Any = None):
         super().__init__(parent)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from workbench.backends import BACKENDS
 from workbench.manifest import MANIFEST_NAME
 from workbench.project import Project, examples_dir
+from workbench.ui.debug import install as install_debug_dock
 from workbench.ui.devices.reference_question import confirm_reference_device
 from workbench.ui.editor import EditorTabs
 from workbench.ui.layout_fit import ElidedLabel
@@ -129,6 +130,7 @@ class MainWindow(ProjectLifecycle, QMainWindow):
         self._make_status_bar()
         self._connect()
         self.dev_loop = DevLoop(self)  # Format, lints after a build, the Tests dock (issue 39)
+        self.debug_panel = install_debug_dock(self)  # the Debug dock (issue 40)
         self._default_state = self.saveState(LAYOUT_VERSION)
         self._restore_layout()
         self._hide_stray_tab_bars()  # a restored layout's, too

@@ -83,6 +83,10 @@ CODE_BACKGROUND = BASE
 CODE_TEXT = TEXT
 #: Lines that belong together across two views (a Rust line and the PTX / SPIR-V made from it).
 LINKED_LINE = "#4a4126"
+#: The Debug dock's marks in the editor: a breakpoint's dot, the stopped line's arrow and background.
+DEBUG_BREAKPOINT = "#e06c75"
+DEBUG_LINE = "#e5c07b"
+DEBUG_LINE_BACKGROUND = "#3b4a2a"
 BRACKET_MATCH, BRACKET_MISMATCH = "#3e4f5f", "#7a2a2a"
 FIND_MATCH, FIND_NOTHING = "#5a4b1e", "#5a2222"
 SEVERITY = {"error": ERROR, "warning": "#e5c07b", "note": LINK, "help": LINK}

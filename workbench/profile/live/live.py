@@ -240,6 +240,9 @@ class LiveLoop:
         self.reference: str | None = None
         #: The invocation cpu-sim traces (`run.sim_trace.TracePoint`; None: none).
         self.trace: Any = None
+        #: The output elements whose writers cpu-sim records, beside the check's mismatches
+        #: (`run.sim_writers`; [] the mismatches only, None: no writers recorded).
+        self.writers: list[tuple[str, int]] | None = None
         #: Latest RunResult per (backend, device spec): kept across cancelled cycles.
         self.results: dict[tuple[str, str], Any] = {}
         self.last_build: dict[str, Any] | None = None
@@ -493,6 +496,7 @@ class LiveLoop:
                 build_job=job,
                 reference=self.reference,
                 trace=self.trace,
+                writers=self.writers,
             )
             report = self.run_service.execute(asked, on_event=on_event)
         except WorkbenchError as exc:

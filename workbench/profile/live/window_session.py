@@ -235,6 +235,14 @@ class WindowSession(SessionDelivery):
     def trace(self) -> Any:
         return self.loop.trace
 
+    def set_writers(self, elements: list[tuple[str, int]] | None) -> None:
+        """cpu-sim records the writers of the check's mismatches and of `elements` in the next
+        runs (`run.sim_writers`; None: no writers)."""
+        self.loop.writers = list(elements) if elements is not None else None
+
+    def writers(self) -> list[tuple[str, int]] | None:
+        return self.loop.writers
+
     def set_sizes(self, sizes: dict[str, int] | None) -> None:
         """Problem sizes for runs (None: the manifest's defaults)."""
         self.loop.sizes = dict(sizes) if sizes else None
@@ -375,6 +383,7 @@ class WindowSession(SessionDelivery):
             timeout_s=self.loop.timeout_s,
             build_service=self.build_service,
             reference=self.loop.reference,
+            writers=self.loop.writers,
         )
 
         def work() -> Any:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRect, Qt
-from PySide6.QtGui import QColor, QKeyEvent, QPainter, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtGui import QColor, QKeyEvent, QPainter, QPolygon, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QTextEdit
 
 from workbench.ui import theme
@@ -39,6 +39,10 @@ class CodeEditor(CodeView):
         self._search_selections: list[QTextEdit.ExtraSelection] = []
         self._text_cache: tuple[int, str] = (-1, "")
         self.path = Path(path) if path is not None else None
+        #: The Debug dock's marks: breakpoint lines (a red dot) and the line stopped at (an arrow
+        #: and the line's background); `set_debug_marks`.
+        self.breakpoint_lines: set[int] = set()
+        self.execution_line: int | None = None
         self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * 4)
         self.setCenterOnScroll(False)
         self.highlighter = RustHighlighter(self.document())
@@ -88,8 +92,29 @@ class CodeEditor(CodeView):
         self.centerCursor()
 
     # ---------------------------------------------------------------- gutter
+    def set_debug_marks(self, breakpoints: set[int], execution_line: int | None) -> None:
+        self.breakpoint_lines, self.execution_line = set(breakpoints), execution_line
+        self.gutter.update()
+        self.update_extra_selections()
+
     def paint_gutter_line(self, painter: QPainter, line: int, rect: QRect) -> None:
-        """A dot in the colour of the line's worst diagnostic."""
+        """A dot in the colour of the line's worst diagnostic; a breakpoint's red dot and the
+        stopped line's arrow over it."""
+        height = self.fontMetrics().height()
+        if line in self.breakpoint_lines or line == self.execution_line:
+            size = max(10, height * 3 // 4)
+            top = rect.top() + (height - size) // 2
+            painter.setPen(Qt.PenStyle.NoPen)
+            if line in self.breakpoint_lines:
+                painter.setBrush(QColor(theme.DEBUG_BREAKPOINT))
+                painter.drawEllipse(2, top, size, size)
+            if line == self.execution_line:  # an arrow, inside the breakpoint's dot when there is one
+                inset = 2 if line in self.breakpoint_lines else 0
+                left, right = 2 + inset, 2 + size - inset
+                painter.setBrush(QColor(theme.DEBUG_LINE))
+                painter.drawPolygon(QPolygon([QPoint(left, top + inset), QPoint(right, top + size // 2),
+                                              QPoint(left, top + size - inset)]))  # fmt: skip
+            return
         diags = self._diag_by_line.get(line)
         if diags:
             worst = min(diags, key=lambda d: SEVERITY_RANK.get(d.get("severity"), 9))
@@ -214,6 +239,14 @@ class CodeEditor(CodeView):
         current.cursor = self.textCursor()
         current.cursor.clearSelection()
         selections.append(current)
+        if self.execution_line is not None:  # the line the debugger stopped at
+            block = self.document().findBlockByNumber(self.execution_line - 1)
+            if block.isValid():
+                stopped = QTextEdit.ExtraSelection()
+                stopped.format.setBackground(QColor(theme.DEBUG_LINE_BACKGROUND))
+                stopped.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+                stopped.cursor = QTextCursor(block)
+                selections.append(stopped)
         selections.extend(self._search_selections)
         selections.extend(self._diagnostic_selections())
         selections.extend(self._bracket_selections())

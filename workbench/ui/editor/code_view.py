@@ -8,7 +8,7 @@ through `paint_gutter_line` and explains it through `gutter_tooltip`.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QFont, QFontDatabase, QPainter
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip, QWidget
 
@@ -47,6 +47,12 @@ class LineNumberGutter(QWidget):
     def paintEvent(self, event) -> None:  # noqa: N802
         self.view.paint_gutter(event)
 
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        if event.button() == Qt.MouseButton.LeftButton:
+            block = self.view.cursorForPosition(event.position().toPoint()).block()
+            self.view.gutterClicked.emit(block.blockNumber() + 1)
+        super().mousePressEvent(event)
+
     def event(self, event) -> bool:
         if event.type() == event.Type.ToolTip:
             block = self.view.cursorForPosition(event.pos()).block()
@@ -56,6 +62,9 @@ class LineNumberGutter(QWidget):
 
 class CodeView(QPlainTextEdit):
     """Code in the theme's dark palette, fixed-width, unwrapped, with a line-number gutter."""
+
+    #: A click in the gutter at this 1-based line (the Debug dock's breakpoints).
+    gutterClicked = Signal(int)
 
     #: Room left of the numbers for a marker (the editor's diagnostics).
     MARKER_WIDTH = 12

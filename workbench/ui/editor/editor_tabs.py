@@ -84,12 +84,16 @@ class EditorTabs(QWidget):
     conflictOnDisk = Signal(str)
     currentFileChanged = Signal(str)
     errorMessage = Signal(str)
+    #: (file, 1-based line): a click in an editor's gutter (the Debug dock toggles a breakpoint).
+    gutterClicked = Signal(str, int)
 
     def __init__(self, parent=None, font_size: int = 10):
         super().__init__(parent)
         self.font_size = font_size
         self.read_only = False
         self.diagnostics: dict[str, list[dict]] = {}  # resolved path -> diagnostics
+        #: The Debug dock's breakpoints (resolved path -> lines) and stopped line (`set_debug_marks`).
+        self.debug_marks: tuple[dict[str, set[int]], tuple[str, int] | None] = ({}, None)
         self.before_save = None  # called with the editor before its text is written (format on save)
         self.tabs = QTabWidget(self)
         self.tabs.setTabsClosable(True)
@@ -141,6 +145,9 @@ class EditorTabs(QWidget):
             editor.load_text(text)
             editor.setReadOnly(self.read_only)
             editor.set_diagnostics(self.diagnostics.get(_key(path), []))
+            lines, stopped = self.debug_marks[0].get(_key(path), set()), self.debug_marks[1]
+            editor.set_debug_marks(lines, stopped[1] if stopped and stopped[0] == _key(path) else None)
+            editor.gutterClicked.connect(lambda line, p=str(path): self.gutterClicked.emit(p, line))
             page = EditorPage(editor)
             page.disk_bar.reload_button.clicked.connect(lambda _=False, e=editor: self._reload_from_disk(e))
             page.disk_bar.keep_button.clicked.connect(page.disk_bar.hide)
@@ -312,6 +319,18 @@ class EditorTabs(QWidget):
         self.diagnostics = by_file
         for editor in self.editors():
             editor.set_diagnostics(by_file.get(_key(editor.path), []))
+
+    def set_debug_marks(self, breakpoints: dict[str, set[int]], stopped: tuple[str, int] | None) -> None:
+        """The Debug dock's breakpoints (full path → lines) and the line stopped at, in every
+        editor, now and as files open."""
+        breakpoints = {_key(p): set(lines) for p, lines in breakpoints.items()}
+        stopped = (_key(stopped[0]), stopped[1]) if stopped else None
+        self.debug_marks = (breakpoints, stopped)
+        for editor in self.editors():
+            key = _key(editor.path)
+            editor.set_debug_marks(
+                breakpoints.get(key, set()), stopped[1] if stopped and stopped[0] == key else None
+            )
 
 
 def _key(path: str | Path) -> str:

@@ -12,13 +12,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
     QDialogButtonBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -51,6 +53,8 @@ class DetailsBridge(TraceBridge, Protocol):
     them: tests/ui/test_typed_events.py)."""
 
     reference_changed: dict[str, Any] | None
+    #: The Debug dock's request (`ui/debug`): {"buffer", "index", "writer"}.
+    debugRequested: SignalInstance
 
 
 class ResultDetails(QDialog):
@@ -65,6 +69,7 @@ class ResultDetails(QDialog):
         device = device_label(result.device or {})
         self.setWindowTitle(f"{result.backend} on {device} — check details")
         self.result = result
+        self.bridge = bridge
         self.buffers: list[BufferMismatches] = result_mismatches(report, result, LIMIT)
         self.plots: dict[str, pg.PlotWidget] = {}
 
@@ -164,9 +169,39 @@ class ResultDetails(QDialog):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 table.setItem(row, col, item)
         layout.addWidget(table, 2)
+        self._debug_button(layout, table, buffer, writers)
         if buffer.window is not None:
             layout.addWidget(self._window_plot(buffer), 1)
         return page
+
+    def _debug_button(self, layout: QVBoxLayout, table: QTableWidget, buffer: BufferMismatches,
+                      writers: dict[int, dict]) -> None:  # fmt: skip
+        """The button "Debug element": the Debug dock stops at the selected element's writer (its
+        line, in its invocation: the run recorded writers), else at the first write to it
+        (`ui/debug`)."""
+        if self.bridge is None:
+            return
+        requested = self.bridge.debugRequested
+        button = QPushButton("Debug element")
+        button.setObjectName(f"debugElement:{buffer.name}")
+        button.setToolTip(
+            "Stop in the invocation that wrote the selected element, at the line that wrote it (Debug dock)"
+        )
+        button.setEnabled(False)
+        table.itemSelectionChanged.connect(lambda: button.setEnabled(table.currentRow() >= 0))
+
+        def debug() -> None:
+            row = table.currentRow()
+            if 0 <= row < len(buffer.first):
+                index = int(buffer.first[row].index)
+                requested.emit({"buffer": buffer.name, "index": index, "writer": writers.get(index)})
+
+        button.clicked.connect(debug)
+        table.cellDoubleClicked.connect(lambda _r, _c: debug())
+        row = QHBoxLayout()
+        row.addWidget(button)
+        row.addStretch(1)
+        layout.addLayout(row)
 
     def _window_plot(self, buffer: BufferMismatches) -> pg.PlotWidget:
         index, expected, got = buffer.window

@@ -8,6 +8,8 @@
 //! - **The current invocation** (`gpu_kernel_debug_current`): the workgroup and local id running on
 //!   the thread that last switched invocations, for a debugger's conditional breakpoint
 //!   (`workbench debug` runs the executor on one worker thread).
+//! - **The workgroup's states** (`gpu_kernel_debug_states`): each invocation of the running
+//!   workgroup ready, waiting at a barrier (its line) or returned, kept at each switch.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -18,13 +20,49 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 #[used]
 pub static mut gpu_kernel_debug_current: [u32; 6] = [0; 6];
 
+/// The most invocations of one workgroup (`exec::run_grid` refuses more).
+pub const MAX_INVOCATIONS: usize = 1024;
+
+/// The running workgroup's invocations, for a debugger (read at a stop, never called): the
+/// invocation count, the barriers opened so far (the workgroup's epoch), the invocation running,
+/// then per invocation its state (0 ready: not at a barrier; 1 waiting at a barrier; 2 returned)
+/// and the barrier's line (waiting). Kept by `now_running` at each switch.
+#[unsafe(no_mangle)]
+#[used]
+pub static mut gpu_kernel_debug_states: [u32; 3 + 2 * MAX_INVOCATIONS] = [0; 3 + 2 * MAX_INVOCATIONS];
+
+/// What the table last showed: workgroup (linear), epoch, the invocation running.
 #[cfg(feature = "debug")]
-/// Invocation `t` of `group` runs now (one store of six words: cheap beside a fiber switch).
+static mut SHOWN: (u64, u32, usize) = (u64::MAX, 0, 0);
+
+#[cfg(feature = "debug")]
+/// Invocation `t` of `group` runs now (one store of six words: cheap beside a fiber switch), and
+/// the states table follows: the invocation that ran until now has changed state (it waits at a
+/// barrier, or returned), or, in a new workgroup or once a barrier opened, all of them have.
 #[inline(always)]
 pub(crate) fn now_running(group: &super::exec::Group, t: usize) {
     let g = group.coords.get();
     let l = group.local_coords(t);
     unsafe { *core::ptr::addr_of_mut!(gpu_kernel_debug_current) = [g[0], g[1], g[2], l[0], l[1], l[2]] };
+    let table = unsafe { &mut *core::ptr::addr_of_mut!(gpu_kernel_debug_states) };
+    let shown = unsafe { &mut *core::ptr::addr_of_mut!(SHOWN) };
+    let threads = group.threads().min(MAX_INVOCATIONS);
+    let (linear, epoch) = (group.linear.get(), group.epoch.get());
+    let mut show = |u: usize| {
+        let (state, line) = group.debug_state(u);
+        table[3 + 2 * u] = state;
+        table[4 + 2 * u] = line;
+    };
+    if shown.0 != linear || shown.1 != epoch {
+        (0..threads).for_each(&mut show);
+    } else if shown.2 < threads {
+        show(shown.2);
+    }
+    if t < threads {
+        show(t);
+    }
+    table[..3].copy_from_slice(&[threads as u32, epoch, t as u32]);
+    *shown = (linear, epoch, t);
 }
 
 /// One buffer's writer arrays (the runtime's memory, zeroed by it before the launch).

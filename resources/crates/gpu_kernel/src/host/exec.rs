@@ -314,6 +314,22 @@ impl Group {
         local_coords(t, self.size)
     }
 
+    /// Invocation `t`'s state for a debugger (`debug::gpu_kernel_debug_states`): 0 ready
+    /// (not at a barrier), 1 waiting at the barrier of line `.1`, 2 returned; and the count.
+    #[cfg(feature = "debug")]
+    pub(crate) fn debug_state(&self, t: usize) -> (u32, u32) {
+        match self.status[t].get() {
+            Status::Ready => (0, 0),
+            Status::Waiting(at) => (1, at.line()),
+            Status::Done => (2, 0),
+        }
+    }
+
+    #[cfg(feature = "debug")]
+    pub(crate) fn threads(&self) -> usize {
+        self.threads
+    }
+
     #[cfg(feature = "sim")]
     #[inline(always)]
     pub(crate) fn checks(&self) -> Option<&sim::Checks> {
