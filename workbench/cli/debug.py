@@ -85,8 +85,8 @@ def stop_lines(stop: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from workbench.debug.gdb_mi import parse_commands
     from workbench.debug.job import debug_kernel
-    from workbench.debug.session import parse_commands
 
     project = Project.open(args.path)
     kernel = project.manifest.kernel(args.kernel)

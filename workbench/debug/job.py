@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from workbench.debug.build import DebugBuild, ensure_debug_build
-from workbench.debug.session import DebugError, Debugger, gdb_path, launcher_argv, run_session
+from workbench.debug.gdb_mi import DebugError, gdb_path
+from workbench.debug.session import Debugger, launcher_argv, run_session
 from workbench.project import Project
 from workbench.run.inputs import make_inputs, verification_inputs
 from workbench.run.sim_trace import TracePoint, outside

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from workbench.debug.session import DebugError, Stop
+from workbench.debug.gdb_mi import DebugError, Stop
 
 #: Elements shown on each side of the index.
 AROUND = 4

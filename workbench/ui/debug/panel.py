@@ -207,7 +207,7 @@ class DebugPanel(QWidget):
     # ------------------------------------------------------------------ set-up
     def _check_tools(self) -> str:
         """Why nothing can be debugged here ("" when gdb and pygdbmi are there)."""
-        from workbench.debug.session import DebugError, gdb_path
+        from workbench.debug.gdb_mi import DebugError, gdb_path
 
         try:
             gdb_path()
