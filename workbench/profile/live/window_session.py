@@ -34,6 +34,7 @@ from workbench.profile.live.last_good import LastGood
 from workbench.profile.live.live import LiveCycleStarted, LiveEvent, LiveLoop, LiveManifest, LiveProject
 from workbench.profile.live.recordings import Recordings
 from workbench.profile.live.session_delivery import SessionDelivery
+from workbench.profile.live.session_probes import SessionProbes
 from workbench.profile.sessions.findings_history import dispute_from_history
 from workbench.project import Project
 from workbench.run.request import RunRequest
@@ -41,7 +42,7 @@ from workbench.run.request import RunRequest
 log = logging.getLogger(__name__)
 
 
-class WindowSession(SessionDelivery):
+class WindowSession(SessionDelivery, SessionProbes):
     """Build, run and hot-reload a project off the owner's thread; report through typed events."""
 
     def __init__(
@@ -197,29 +198,6 @@ class WindowSession(SessionDelivery):
         """The chosen backends ([]: the default, see `set_backends`)."""
         return list(self.loop.backends)
 
-    def _show_default_backends(self) -> None:
-        """Find the default backends off the owner's thread (it asks the runtimes' workers)."""
-        project = self.project
-        if self._closed or project is None:
-            return
-        if self._defaults_thread is not None and self._defaults_thread.is_alive():
-            return
-
-        def work() -> None:
-            current = project
-            try:
-                while current is not None and not self._closed:
-                    backends = self.run_service.default_backends(current)
-                    if current is self.project:
-                        self._post(("default-backends", (current, backends)))
-                        return
-                    current = self.project  # another project opened meanwhile: its defaults
-            except Exception as exc:  # a broken probe: the status bar says so, the window goes on
-                self._post(("job-failed", f"could not find the default backends: {exc}"))
-
-        self._defaults_thread = threading.Thread(target=work, name="wb-default-backends", daemon=True)
-        self._defaults_thread.start()
-
     def set_devices(self, specs: list[str]) -> None:
         """Device specs to run on (`cpu`, `cuda:0`, `wgpu:0`); empty means the run service's default."""
         self.loop.devices = list(dict.fromkeys(specs))
@@ -302,58 +280,6 @@ class WindowSession(SessionDelivery):
                 self.run_service.cancel()
                 self.build_service.cancel()
             self._emit(ev.StatusMessage("cancelling…"))
-
-    def refresh_devices(self, refresh: bool = False) -> None:
-        """List devices on a background thread; `DevicesListed` carries the answer."""
-        if self._closed or (self._device_thread is not None and self._device_thread.is_alive()):
-            return
-
-        def work() -> None:
-            from workbench.run.devices import list_devices
-
-            try:
-                info = list_devices(refresh=refresh)
-            except Exception as exc:  # a broken probe must reach the user as text
-                info = {"error": f"could not list devices: {exc}"}
-            self._post(("devices", info))
-            if "error" not in info:  # then the GPU hosts' devices, probed over ssh (slower)
-                from workbench.remote.hosts import HostStore
-                from workbench.remote.probe import all_hosts_devices
-
-                if HostStore().names():
-                    self._post(("devices", dict(info, hosts=all_hosts_devices(refresh=refresh))))
-
-        self._device_thread = threading.Thread(target=work, name="wb-list-devices", daemon=True)
-        self._device_thread.start()
-
-    def request_line_info(self, artifact_dir: str) -> bool:
-        """Build the line tables of an nvptx or cpu build (and an nvptx build's SASS where nvdisasm
-        is) in the background (`build.line_info`, `build.sass`); `LineInfoReady` answers. False
-        when one is in flight for that folder already."""
-        if self._closed or self.project is None or not artifact_dir:
-            return False
-        thread = self._line_threads.get(artifact_dir)
-        if thread is not None and thread.is_alive():
-            return False
-        from workbench.build.process import Budget
-
-        if self._line_budget is None:
-            self._line_budget = Budget()
-        project, budget = self.project, self._line_budget
-
-        def work() -> None:
-            from workbench.build.sass import ensure_line_views
-
-            try:
-                path = ensure_line_views(project, artifact_dir, budget)  # + SASS where nvdisasm is
-                self._post(("line-info", (artifact_dir, path, "")))
-            except Exception as exc:  # a failed or cancelled build: said in the artifacts view
-                self._post(("line-info", (artifact_dir, None, str(exc) or type(exc).__name__)))
-
-        thread = threading.Thread(target=work, name="wb-line-info", daemon=True)
-        self._line_threads[artifact_dir] = thread
-        thread.start()
-        return True
 
     # ------------------------------------------------------------------ console jobs
     def start_build(self, backends: list[str] | None = None) -> Future:
