@@ -335,7 +335,7 @@ pub unsafe extern "C" fn matmul_cpu(
     let tile = unsafe { (*launch).threads[0] } as usize;
     let kernel = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (a, b, c) = unsafe { (kernel.input(0, a), kernel.input(1, b), kernel.output(2, c)) };
-    kernel.run(|ctx| {
+    kernel.run(move |ctx| {
         let a_tile = ctx.shared::<f32, MAX_TILE_ELEMENTS>();
         let b_tile = ctx.shared::<f32, MAX_TILE_ELEMENTS>();
         matmul_kernel(ctx, tile, m, n, k, a, b, c, a_tile, b_tile)
