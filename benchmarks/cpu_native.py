@@ -165,6 +165,7 @@ def main() -> int:
     from workbench.run.service import RunService
 
     variants = args.variants.split(",")
+    load_before = os.getloadavg()  # the 2-core VM is shared: its load says how far to trust times
     rows = []
     with tempfile.TemporaryDirectory(prefix="cpu-native-") as tmp:
         service = RunService()
@@ -200,7 +201,8 @@ def main() -> int:
         finally:
             service.close()
     data = {"machine": machine(), "goals": {"cpu_over_plain": GOAL_NATIVE, "sim_over_cpu": GOAL_SIM},
-            "rounds": args.rounds, "rows": rows}  # fmt: skip
+            "rounds": args.rounds, "load_average": {"before": load_before, "after": os.getloadavg()},
+            "rows": rows}  # fmt: skip
     path = write_json(args.out, "cpu_native.json", data)
     if args.json:
         print(json.dumps(data, indent=2))
