@@ -5,6 +5,8 @@ invocation to the next, workgroups handed to parked pool threads in chunks.
 - Every example verifies on cpu against wgsl (llvmpipe: an independent reference) and on cpu-sim
   against cpu, with no finding, at sizes that are no multiple of the workgroup (partial last
   workgroups, the odd tail of every loop).
+- A barrier only some invocations reach, on the plain build: the waiting are let go, every
+  invocation runs once (whether invocation 0 waits or not).
 - A kernel whose result depends on barrier ordering (a neighbour read after a barrier, a prefix
   sum with barriers inside a loop), on a 1-D and a 2-D workgroup, where some workgroups take a
   barrier-free path (the choice is per workgroup): its outputs equal numpy's exactly on cpu and
@@ -225,3 +227,59 @@ def test_a_kernel_that_depends_on_barrier_ordering_matches_numpy(example_copy, s
     assert sim.status == "ok", sim.error
     assert sim.verified is True, sim.check
     assert sim.findings["findings"] == [], sim.findings
+
+
+DIVERGENT_KERNEL = """
+use gpu_kernel::prelude::*;
+
+/// Workgroup g: invocations with (t + g) % 2 == 1 wait at a barrier, the others do not (a GPU's
+/// behaviour is undefined; the host lets the waiting go). In even workgroups invocation 0 returns
+/// without waiting (the barrier-free loop then meets the barriers), in odd ones it waits first
+/// (fibers, some returning while others wait).
+#[inline(always)]
+pub fn divergent_body(ctx: Ctx, n: u32, x: In<f32>, mut y: Out<f32>) {
+    let t = ctx.local_id_x();
+    let g = ctx.group_linear();
+    let i = g * ctx.group_size_x() + t;
+    if (t + g) % 2 == 1 {
+        ctx.barrier();
+    }
+    if i < n as usize {
+        y[i] += x[i] + 1.0; // once per invocation: run twice, it would show
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn divergent_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, x: *const f32, y: *mut f32) {
+    let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
+    let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
+    k.run(move |ctx| divergent_body(ctx, n, x, y));
+}
+"""
+
+
+def test_a_divergent_barrier_on_plain_cpu_lets_the_waiting_go(example_copy, shared_cache_dir):
+    """The plain build knows a divergent barrier without bookkeeping in its loop (issue 37): it
+    finishes, and every invocation runs once."""
+    root = example_copy("saxpy")
+    (root / "src" / "lib.rs").write_text(DIVERGENT_KERNEL)
+    manifest = (
+        ORDER_MANIFEST.replace('name = "order"', 'name = "divergent"')
+        .replace('cpu = "order_cpu"', 'cpu = "divergent_cpu"')
+        .replace('[[kernel.arg]]\nname = "a"\nkind = "scalar"\ntype = "f32"\nvalue = "2.5"\n\n', "")
+        .replace("THREADS", "[64]")
+        .replace("GROUP", "64")
+    )
+    (root / "workbench.toml").write_text(manifest)
+    n = 5 * 64 + 17
+    x = np.arange(n, dtype=np.float32)
+    np.save(root / "x.npy", x)
+    np.save(root / "y.npy", np.ones(n, np.float32))
+    service = RunService(timing=ONE_SAMPLE)
+    try:
+        report = service.run(root, backends=["cpu"], sizes={"n": n}, cache_dir=shared_cache_dir)
+    finally:
+        service.close()
+    (result,) = report.results
+    assert result.status == "ok", result.error
+    np.testing.assert_array_equal(report.outputs["cpu"]["y"], x + 2.0)

@@ -49,7 +49,7 @@ pub unsafe extern "C" fn bitonic_cpu(
 ) {
     let kernel = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let data = unsafe { kernel.output(0, data) };
-    kernel.run(|ctx| bitonic_body(ctx, ctx.group_size_x(), n, j, k, data));
+    kernel.run(move |ctx| bitonic_body(ctx, ctx.group_size_x(), n, j, k, data));
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

@@ -76,7 +76,7 @@ pub unsafe extern "C" fn histogram_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, bins) = unsafe { (k.input(0, x), k.output(1, bins)) };
-    k.run(|ctx| {
+    k.run(move |ctx| {
         let local = ctx.shared::<u32, BINS>();
         histogram_body(ctx, ITEMS, n, x, bins, local)
     });

@@ -335,6 +335,8 @@ pub unsafe extern "C" fn matmul_cpu(
     let tile = unsafe { (*launch).threads[0] } as usize;
     let kernel = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (a, b, c) = unsafe { (kernel.input(0, a), kernel.input(1, b), kernel.output(2, c)) };
+    // Not `move` (see gpu_kernel's host/mod.rs): by value, the captures stay live across the
+    // tile loop's barriers on every invocation's own stack, 12 % slower on the cpu backend.
     kernel.run(|ctx| {
         let a_tile = ctx.shared::<f32, MAX_TILE_ELEMENTS>();
         let b_tile = ctx.shared::<f32, MAX_TILE_ELEMENTS>();

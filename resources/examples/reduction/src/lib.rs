@@ -105,7 +105,7 @@ pub unsafe extern "C" fn reduction_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, partial) = unsafe { (k.input(0, x), k.output(1, partial)) };
-    k.run(|ctx| {
+    k.run(move |ctx| {
         let scratch = ctx.shared::<f32, BLOCK>();
         reduction_body(ctx, VECTOR, MAX_GROUPS, n, x, partial, scratch)
     });

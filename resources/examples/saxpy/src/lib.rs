@@ -74,7 +74,7 @@ pub unsafe extern "C" fn saxpy_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
-    k.run(|ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));
+    k.run(move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

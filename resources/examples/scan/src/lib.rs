@@ -142,7 +142,7 @@ pub unsafe extern "C" fn scan_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y, sums) = unsafe { (k.input(0, x), k.output(1, y), k.output(2, sums)) };
-    k.run(|ctx| {
+    k.run(move |ctx| {
         let scan = ctx.shared::<u32, BLOCK>();
         scan_body(ctx, n, x, y, sums, scan)
     });
@@ -158,7 +158,7 @@ pub unsafe extern "C" fn scan_add_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (sums, y) = unsafe { (k.input(0, sums), k.output(1, y)) };
-    k.run(|ctx| {
+    k.run(move |ctx| {
         let total = ctx.shared::<u32, BLOCK>();
         scan_add_body(ctx, n, sums, y, total)
     });

@@ -107,7 +107,7 @@ pub unsafe extern "C" fn softmax_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
-    k.run(|ctx| {
+    k.run(move |ctx| {
         let red = ctx.shared::<f32, BLOCK>();
         softmax_body(ctx, rows, cols, x, y, red)
     });

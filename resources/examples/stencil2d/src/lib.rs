@@ -95,7 +95,7 @@ pub unsafe extern "C" fn stencil2d_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x_old, x_new) = unsafe { (k.input(0, x_old), k.output(1, x_new)) };
-    k.run(|ctx| {
+    k.run(move |ctx| {
         let tile = ctx.shared::<f32, HALO_ELEMENTS>();
         stencil2d_body(
             ctx,

@@ -78,7 +78,7 @@ pub unsafe extern "C" fn transpose_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (a, b) = unsafe { (k.input(0, a), k.output(1, b)) };
-    k.run(|ctx| {
+    k.run(move |ctx| {
         let t = ctx.shared::<f32, TILE_ELEMENTS>();
         transpose_body(ctx, TILE, PAD, m, n, a, b, t)
     });

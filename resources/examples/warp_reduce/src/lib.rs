@@ -72,7 +72,7 @@ pub unsafe extern "C" fn warp_reduce_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, partial) = unsafe { (k.input(0, x), k.output(1, partial)) };
-    k.run(|ctx| {
+    k.run(move |ctx| {
         let sums = ctx.shared::<f32, BLOCK>();
         warp_reduce_body(ctx, n, x, partial, sums)
     });

@@ -26,7 +26,7 @@ pub fn blank_body(ctx: Ctx, block: usize, n: u32, mut x: Out<f32>) {
 pub unsafe extern "C" fn blank_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, x: *mut f32) {
     let kernel = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let x = unsafe { kernel.output(0, x) };
-    kernel.run(|ctx| blank_body(ctx, ctx.group_size_x(), n, x));
+    kernel.run(move |ctx| blank_body(ctx, ctx.group_size_x(), n, x));
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

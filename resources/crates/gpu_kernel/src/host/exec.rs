@@ -69,9 +69,6 @@ pub struct Group {
     pub(crate) location_ids: sim::FastIds,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
-    /// Plain build: invocation 0 returned without a barrier and the rest run as a plain loop; a
-    /// barrier reached now is a divergent one and does not wait.
-    free: Cell<bool>,
     /// The invocation that reached the first barrier on the worker's stack.
     home: Cell<usize>,
     /// Whether this workgroup changed `status` or `slot_next` (it reached a barrier, or asked for
@@ -165,11 +162,14 @@ impl<'a> Ctx<'a> {
     #[track_caller]
     pub fn barrier(&self) {
         let group = self.group;
-        if group.free.get() {
-            // Plain build, invocation 0 never waited: divergent, let go (see the module's comment).
+        let me = self.t as usize;
+        if cfg!(not(feature = "sim")) && me != 0 && !group.converted.get() {
+            // Plain build: invocation 0 returned without waiting, the rest run as a plain loop;
+            // a barrier now is a divergent one: let go (see the module's comment). Read here,
+            // not stored by the loop: a store to the workgroup in the loop kept LLVM from
+            // hoisting the body's loads of its captures (saxpy 1.51 -> 1.01 ms).
             return;
         }
-        let me = self.t as usize;
         group.status[me].set(Status::Waiting(Location::caller()));
         if !group.converted.replace(true) {
             convert(group, me);
@@ -299,7 +299,6 @@ impl Group {
             #[cfg(feature = "sim")]
             location_ids: sim::NO_IDS,
             converted: Cell::new(false),
-            free: Cell::new(false),
             home: Cell::new(0),
             dirty: Cell::new(true),
             resume_sp: Cell::new(0),
@@ -348,7 +347,6 @@ impl Group {
         self.epoch.set(0);
         self.slots_used.set(0);
         self.converted.set(false);
-        self.free.set(false);
         self.current.set(0);
         // A sim build marks every invocation's status as it returns.
         if self.dirty.replace(cfg!(feature = "sim")) {
@@ -425,34 +423,33 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
 unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
     let body = unsafe { &*(body as *const F) };
     // Read once: the body is opaque to the optimizer, and `Group`'s cells could change under it.
-    let (threads, size) = (group.threads, group.size);
+    let size = group.size;
     let first = Ctx::of(group, 0, [0; 3]);
-    // One loop, the body inlined once (a copy per form cost the edit loop's build 19 %):
-    // invocation 0 first decides (see the module's comment).
+    // One loop nest, the body inlined once (a copy per form cost the edit loop's build 19 %):
+    // invocation 0 first decides (see the module's comment). The local ids are the loops'
+    // counters, x innermost: in a 1-D workgroup `x` is the loop's induction variable, so an
+    // index `group * size + x` is affine in it (a counter wrapping through `next_local` cost
+    // saxpy's loop about 8 %).
     #[cfg(not(feature = "sim"))]
     {
-        let mut local = [0; 3];
-        let mut t = 0;
-        loop {
-            body(Ctx { local, t: t as u32, ..first });
-            if t == 0 {
-                if group.converted.get() {
-                    home_returned(group, 0);
-                    return;
+        let mut t = 0u32;
+        for z in 0..size[2] {
+            for y in 0..size[1] {
+                for x in 0..size[0] {
+                    body(Ctx { local: [x, y, z], t, ..first });
+                    if t == 0 && group.converted.get() {
+                        home_returned(group, 0);
+                        return;
+                    }
+                    t += 1;
                 }
-                group.free.set(true);
             }
-            t += 1;
-            if t == threads {
-                break;
-            }
-            local = next_local(local, size);
         }
     }
     #[cfg(feature = "sim")]
     {
         let mut local = [0; 3];
-        for t in 0..threads {
+        for t in 0..group.threads {
             group.current.set(t);
             #[cfg(feature = "debug")]
             super::debug::now_running(group, t);
@@ -619,12 +616,19 @@ fn run_grid(
     if threads > 1024 {
         panic!("gpu_kernel: {threads} invocations per workgroup; GPUs allow at most 1024");
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let workers = (if workers == 0 { cores } else { workers as usize }).min(total as usize).max(1);
+    let workers = (if workers == 0 { cores() } else { workers as usize }).min(total as usize).max(1);
     // About 64 chunks per worker: one atomic per chunk, not per workgroup, and still a balanced end.
     let chunk = (total / (workers as u64 * 64)).clamp(1, 256);
     let job = GridJob { grid, size, checks: checks as usize, kernel, entry_at, next: AtomicU64::new(0), total, chunk };
     pool::run(workers - 1, &|| work(&job));
+}
+
+/// The cores, asked once per process: `available_parallelism` reads the cgroup's CPU quota
+/// from /proc and /sys (open, read, statx, close: 40 µs a launch on this VM, as long as a whole
+/// launch of a 256-element kernel).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 thread_local! {
