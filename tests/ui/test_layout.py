@@ -11,12 +11,23 @@ from PySide6.QtCore import QRect, Qt
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.backends import BACKENDS
 from workbench.ui.main_window import LAYOUT_VERSION
-from workbench.ui.results.table import COL_CHECK, COL_GBPS, COL_MEDIAN, COL_VERIFIED
+from workbench.ui.results.table import (
+    CHECK_MIN_WIDTH,
+    CHECK_WIDTH,
+    COL_BACKEND,
+    COL_CHECK,
+    COL_GBPS,
+    COL_MEDIAN,
+    COL_PEAK,
+    COL_VERIFIED,
+)
 from workbench.ui.settings import load_settings, save_settings
 
 REPO = Path(__file__).resolve().parents[2]
 SAXPY = REPO / "resources" / "examples" / "saxpy"
 RUN_TIMEOUT_MS = WORK_GUARD_MS
+#: A cell's margins around its text (the style's focus-frame margins, both sides, and a little more).
+CELL_PADDING = 12
 SIZES = ((1280, 800), (1600, 1000))
 #: A 2,000-character error: words, and a path no line can break (what a manifest error names).
 LONG_ERROR = (
@@ -40,11 +51,22 @@ def wait_quietly(qtbot, predicate, timeout_ms: int = HANG_GUARD_MS) -> None:
 
 
 def cells_out_of_view(table) -> list[str]:
-    """The median, GB/s, verdict and check cells of every row that are not wholly in view."""
+    """The backend, median, GB/s, verdict and check cells of every row that are not wholly in view,
+    and a check column narrower than CHECK_MIN_WIDTH."""
     viewport = table.table.viewport().rect()
     problems = []
+    check_width = table.table.horizontalHeader().sectionSize(COL_CHECK)
+    if check_width < CHECK_MIN_WIDTH:
+        problems.append(f"check column {check_width} px < {CHECK_MIN_WIDTH}")
+    metrics = table.table.fontMetrics()
     for row in range(table.table.rowCount()):
-        for col in (COL_MEDIAN, COL_GBPS, COL_VERIFIED, COL_CHECK):
+        # A check that fits its widest column (CHECK_WIDTH) is shown whole ("max abs 0, max 0 ULP"
+        # read "max abs 0," at 1280×800 with the Sessions dock open); a longer one is elided.
+        text = table.table.item(row, COL_CHECK).text()
+        need = metrics.horizontalAdvance(text) + CELL_PADDING
+        if need <= CHECK_WIDTH and check_width < need:
+            problems.append(f"row {row} check {text!r} needs {need} px, has {check_width}")
+        for col in (COL_BACKEND, COL_MEDIAN, COL_GBPS, COL_VERIFIED, COL_CHECK):
             rect = table.column_rect(row, col)
             if not inside(viewport, rect):
                 title = table.table.horizontalHeaderItem(col).text()
@@ -89,6 +111,32 @@ def test_the_numbers_and_every_build_row_are_in_view_at_both_sizes(make_window, 
             results.row_texts(),
         )
         assert (window.width(), window.height()) == (width, height)
+        # The default layout with the Sessions dock on the right in view (its runs list asks for
+        # room): the Results pane ~430 px wide at 1280×800, the check was mostly out of view.
+        window.docks["sessions"].raise_()
+        settle_qt()
+        wait_quietly(qtbot, lambda: not cells_out_of_view(results))
+        assert not cells_out_of_view(results), (width, height, "Sessions shown", cells_out_of_view(results))
+        assert window.docks["sessions"].isVisible() and window.docks["results"].width() < 0.5 * width
+        window.grab().save(str(test_output_dir / f"layout_{width}x{height}_sessions.png"))
+        # The device names as drawn: each whole, or its " · API" / " · GPU semantics" kept whole
+        # (elided in the middle, the CPU with GPU semantics read "AMD EPY…mantics"); an
+        # unavailable runtime's row says what is missing, whole (the rest is its tooltip).
+        drawn = picker.names.drawn
+        for group in (picker.tree.topLevelItem(i) for i in range(picker.tree.topLevelItemCount())):
+            for child in (group.child(i) for i in range(group.childCount())):
+                full = child.text(0)
+                assert full in drawn, (full, drawn)
+                _head, mark, suffix = full.rpartition(" · ")
+                if mark:
+                    assert drawn[full].endswith(mark + suffix), (width, full, drawn[full])
+                if child.isDisabled():
+                    assert drawn[full] == full, (width, full, drawn[full])
+                    assert child.toolTip(0).startswith(full)
+        sim = picker.sim_item()
+        assert sim is not None and drawn[sim.text(0)].endswith(" · GPU semantics"), drawn
+        window.docks["plots"].raise_()
+        settle_qt()
         save_path = test_output_dir / f"layout_{width}x{height}.png"
         assert window.grab().save(str(save_path))
         # Every backend the examples can build has its row in view (idle until built).
@@ -101,6 +149,14 @@ def test_the_numbers_and_every_build_row_are_in_view_at_both_sizes(make_window, 
         assert not cells_out_of_view(results), cells_out_of_view(results)
         assert (window.width(), window.height()) == (width, height)
         window.bridge.set_backends(["cpu", "wgsl"])
+    # "% peak" empty on every row (no roof for llvmpipe or an unmeasured CPU): hidden, and the GB/s
+    # header and cells say why and how to fill it.
+    if not any(row["% of peak"] for row in results.row_texts()):
+        from workbench.ui.results.table import PEAK_HIDDEN
+
+        assert results.table.isColumnHidden(COL_PEAK)
+        assert PEAK_HIDDEN in results.table.horizontalHeaderItem(COL_GBPS).toolTip()
+        assert "Devices › Measure" in results.table.item(0, COL_GBPS).toolTip()
     # Device rows show the short name (elided in the middle if need be), the full one in the tooltip.
     wgpu = picker.group_item("wgpu")
     llvmpipe = next(wgpu.child(i) for i in range(wgpu.childCount()) if "llvmpipe" in wgpu.child(i).text(0))
@@ -290,3 +346,62 @@ def test_no_stray_tab_bar_is_drawn_over_the_docks(make_window, example_copy):
             settle_qt()
             assert stray() == [] and misplaced() == []
             assert len(bars()) == 2  # build | console, and plots | artifacts | sessions | tuning | counters
+
+
+def test_the_compare_tables_verdict_change_and_ci_are_readable_at_both_sizes(make_window, qtbot, tmp_path):
+    """The Sessions dock in the default layout, a run compared against a baseline: the change, its
+    CI and the verdict are in view and whole (at 1280×800 the CI was elided and the invocations
+    scrolled off); the other columns come from the header's menu."""
+    from tests.ui.test_sessions_panel import synthetic
+    from workbench.profile.sessions.compare import COLUMNS
+    from workbench.profile.sessions.record import record_report
+    from workbench.profile.sessions.store import SessionStore
+
+    db = tmp_path / "s.db"
+    with SessionStore(db) as store:
+        record_report(store, synthetic("saxpy", {("cpu", "cpu"): 1e-3, ("wgsl", "wgpu:0"): 2e-3}, 1))
+        record_report(store, synthetic("saxpy", {("cpu", "cpu"): 1e-3, ("wgsl", "wgpu:0"): 1.6e-3}, 2))
+    settings = load_settings()
+    settings.sessions_db = str(db)
+    save_settings(settings)
+    window = make_window(None)
+    panel = window.panels["sessions"]
+    compare = panel.compare
+    table = compare.compare_table
+    for width, height in SIZES:
+        window.resize(width, height)
+        window.reset_layout()
+        window.docks["sessions"].raise_()
+        settle_qt()
+        panel.refresh()
+        if compare.compare_result is None:
+            panel.select_run(1)
+            panel.set_baseline(panel.current_id())
+            with qtbot.waitSignal(compare.compared, timeout=HANG_GUARD_MS):
+                panel.select_run(3)
+        settle_qt()
+        assert (window.width(), window.height()) == (width, height)
+        assert table.rowCount() == 2
+        viewport = table.viewport().rect()
+        metrics = table.fontMetrics()
+        for row in range(table.rowCount()):
+            for name in ("backend", "change", "95% CI of change", "verdict"):
+                column = COLUMNS.index(name)
+                rect = table.visualRect(table.model().index(row, column))
+                text = table.item(row, column).text()
+                assert inside(viewport, rect), (width, name, rect.getRect(), viewport.getRect())
+                # Whole: on one line, or wrapped within the cell's height (the verdict).
+                lines = metrics.boundingRect(
+                    rect.adjusted(4, 0, -4, 0), Qt.TextFlag.TextWordWrap | Qt.AlignmentFlag.AlignLeft, text
+                )
+                assert lines.width() <= rect.width() - 8 and lines.height() <= rect.height(), (
+                    width,
+                    name,
+                    text,
+                    lines.getRect(),
+                    rect.getRect(),
+                )
+        # The rest on demand, from the header's menu; every cell's tooltip has the whole row.
+        menu = {action.text(): action for action in compare.column_menu().actions()}
+        assert set(menu) == set(COLUMNS) and not menu["invocations"].isChecked()
+        assert "invocations: " in table.item(0, 0).toolTip()

@@ -17,7 +17,7 @@ from workbench.build.artifacts import read_build
 from workbench.ui.artifacts.view import ArtifactsView
 from workbench.ui.build.panel import COL_BACKEND, COL_CACHE, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
 from workbench.ui.console.panel import ConsolePanel
-from workbench.ui.devices.picker import DevicePicker
+from workbench.ui.devices.picker import DevicePicker, short_reason
 from workbench.ui.plots import MAX_POINTS, PlotsPanel
 from workbench.ui.results.table import ResultsTable
 
@@ -54,7 +54,10 @@ def test_device_picker_lists_llvmpipe_and_greys_cuda(qtbot, make_widget, bridge,
     cuda = picker.group_item("CUDA")
     assert cuda.isDisabled()
     assert cuda.childCount() == 1 and cuda.child(0).text(0)  # the reason, as a greyed row
-    assert cuda.toolTip(0) == cuda.child(0).text(0)
+    # The row says what is missing (the reason's first clause), its tooltip the reason whole.
+    assert cuda.toolTip(0) == cuda.child(0).toolTip(0)
+    assert cuda.child(0).text(0) == short_reason(cuda.toolTip(0))
+    assert cuda.toolTip(0).startswith(cuda.child(0).text(0))
     wgpu = picker.group_item("wgpu")
     names = [wgpu.child(i).text(0) for i in range(wgpu.childCount())]
     # Adapters sharing a name are told apart by their graphics API.

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 
 from tests.waits import WORK_GUARD_MS
 from workbench.run.ceilings_roof import rate_cell, read_roof, roof_cell, roof_line
-from workbench.ui.results.table import COL_GBPS, COL_PEAK, NO_ROOF, WARN, ResultsTable
+from workbench.ui.results.table import COL_GBPS, COL_PEAK, NO_ROOF, PEAK_HIDDEN, WARN, ResultsTable
 
 TIMEOUT_MS = WORK_GUARD_MS
 
@@ -35,6 +35,10 @@ def test_percent_of_peak_fills_once_the_ceilings_are_measured(
     if store.get(device) is None:  # nothing measured: an empty cell that says how to get one
         assert table.row_texts()[0]["% of peak"] == ""
         assert table.table.item(0, COL_PEAK).toolTip() == NO_ROOF
+        # Empty on every row: the column hidden, the GB/s header and cell say why and how.
+        assert table.table.isColumnHidden(COL_PEAK)
+        assert PEAK_HIDDEN in table.table.horizontalHeaderItem(COL_GBPS).toolTip()
+        assert table.table.item(0, COL_GBPS).toolTip() == NO_ROOF
     assert float(table.row_texts()[0]["GB/s"]) > 0  # matmul moves few bytes: never "0.00"
 
     store.remeasure([device])  # the device panel's Measure
@@ -45,6 +49,8 @@ def test_percent_of_peak_fills_once_the_ceilings_are_measured(
     assert reading is not None and reading["source"] == "measured"
     row = table.row_texts()[0]
     assert row["% of peak"] == roof_cell(reading) and row["% of peak"].split(" ")[0] != "0.0"
+    assert not table.table.isColumnHidden(COL_PEAK)  # a roof known: shown again
+    assert PEAK_HIDDEN not in table.table.horizontalHeaderItem(COL_GBPS).toolTip()
     assert row["GB/s"] == rate_cell(result.throughput, reading)
     if reading["bound"] == "compute":
         assert row["GB/s"].endswith(" GFLOP/s") and row["% of peak"].endswith("FMA f32")

@@ -365,13 +365,13 @@ def test_one_tunables_plot_ticks_its_values_and_prints_them_inside_the_plot(make
     )
     assert data["mode"] == "scatter" and sorted(data["ticks"], key=int) == ["64", "256"]
     assert sorted(panel.plot.getAxis("bottom")._tickLevels[0]) == [(64.0, "64"), (256.0, "256")]
-    assert len(panel.cell_labels) == 2
+    assert len(panel.time_plot.cell_labels) == 2
     view = panel.plot.getViewBox()
 
     def outside() -> list[str]:
         return [
             label.toPlainText()
-            for label in panel.cell_labels
+            for label in panel.time_plot.cell_labels
             if not view.sceneBoundingRect().contains(label.sceneBoundingRect())
         ]
 
@@ -380,3 +380,24 @@ def test_one_tunables_plot_ticks_its_values_and_prints_them_inside_the_plot(make
     except TimeoutError:
         pass
     assert not outside(), f"printed medians cut by the plot's edge: {outside()}"
+    # The lines are named under the plot, never over the data: no legend box in the plot (at
+    # 1280×800 it lay over the points and the orange line crossed "cpu@cpu"); the legend line lies
+    # below the plot's area at both sizes and names each line in its colour.
+    from tests.waits import settle_qt
+    from workbench.ui.plots.base import SeriesColors
+
+    assert panel.plot.getPlotItem().legend is None
+    legend = panel.time_plot.legend
+    for width, height in ((1280, 800), (1600, 1000)):
+        window.resize(width, height)
+        settle_qt()
+        assert legend.isVisible()
+        plot_rect = panel.plot.geometry()
+        legend_rect = legend.geometry()
+        assert legend_rect.top() >= plot_rect.bottom(), (legend_rect.getRect(), plot_rect.getRect())
+        assert legend_rect.height() >= legend.heightForWidth(legend_rect.width())  # every line shown
+        colours = SeriesColors()
+        for slot in sorted(panel.time_plot.series):
+            assert f'color:{colours(slot)}">■</span>&nbsp;{slot}' in legend.text()
+            pen = panel.time_plot.series[slot].opts["pen"]
+            assert pen.color().name() == colours(slot).lower()

@@ -3,7 +3,11 @@ device's properties below, its measured ceilings (`workbench ceilings`) beside t
 
 wgpu adapters are named with their graphics API ("llvmpipe · Vulkan", "… · OpenGL"): one driver
 often appears once per API. A row shows the short name (without the parenthesised details, as the
-results table does), elided in the middle if it is still too long; the full name is its tooltip.
+results table does); too long for its column, the name is elided and its " · API" (or " · GPU
+semantics") kept whole (`elide_name`: elided in the middle, "AMD EPY…mantics" named neither the CPU
+nor what the row is); the full name is its tooltip. An unavailable runtime's row says what is missing
+in the reason's first clause ("pycuda is not installed", `short_reason`), the reason whole (what to
+install: the runtime's own words, README's) in its tooltip and the status line's.
 
 Under the CPU, the CPU "with GPU semantics" (`workbench.run.sim_device`): not a device of its own
 but the cpu-sim backend on the CPU; its box adds the backend to the runs (as the toolbar's
@@ -14,9 +18,10 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from PySide6.QtCore import Qt, SignalInstance
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -24,6 +29,8 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableWidget,
     QTableWidgetItem,
     QTreeWidget,
@@ -50,6 +57,50 @@ BACKEND_ROLE = Qt.ItemDataRole.UserRole + 2
 MUTED = QColor(theme.MUTED)
 #: The most rows the device list makes room for before it scrolls.
 TREE_ROWS = 10
+#: What a row's name ends with that says what it is ("llvmpipe · Vulkan", "AMD EPYC · GPU semantics").
+SUFFIX_MARK = " · "
+
+
+def elide_name(text: str, metrics: QFontMetrics, width: int) -> str:
+    """`text` in `width` pixels: the part before its last " · " elided at its end, the suffix kept
+    whole ("… · GPU semantics" where only the suffix fits: the row sits under the CPU it names);
+    without a suffix (or no room for it), elided in the middle."""
+    if metrics.horizontalAdvance(text) <= width:
+        return text
+    head, mark, tail = text.rpartition(SUFFIX_MARK)
+    suffix = mark + tail
+    room = width - metrics.horizontalAdvance(suffix)
+    if mark and room >= metrics.horizontalAdvance("AB…"):
+        return metrics.elidedText(head, Qt.TextElideMode.ElideRight, room) + suffix
+    if mark and room >= metrics.horizontalAdvance("…"):
+        return "…" + suffix
+    return metrics.elidedText(text, Qt.TextElideMode.ElideMiddle, width)
+
+
+def short_reason(reason: str) -> str:
+    """What is missing, the reason's first clause ("pycuda is not installed"; the rest says what to
+    install): a row's text, the whole reason its tooltip."""
+    return reason.split("; ", 1)[0]
+
+
+class NameDelegate(QStyledItemDelegate):
+    """Draws the device names with `elide_name`; `drawn` keeps each text as last drawn (full text:
+    drawn text), what a user sees."""
+
+    def __init__(self, parent: Any = None):
+        super().__init__(parent)
+        self.drawn: dict[str, str] = {}
+
+    def paint(self, painter, option, index) -> None:
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        style = opt.widget.style() if opt.widget is not None else QApplication.style()
+        rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, opt.widget)
+        margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, opt.widget) + 1
+        full = opt.text
+        opt.text = elide_name(full, opt.fontMetrics, rect.width() - 2 * margin)
+        self.drawn[full] = opt.text
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
 
 
 def wgpu_api(device: dict[str, Any]) -> str:
@@ -187,6 +238,8 @@ class DevicePicker(QWidget):
         self.tree.setUniformRowHeights(True)
         self.tree.setIndentation(14)
         self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.names = NameDelegate(self.tree)
+        self.tree.setItemDelegateForColumn(0, self.names)
         header = self.tree.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -343,7 +396,7 @@ class DevicePicker(QWidget):
                 group.setForeground(0, MUTED)
                 group.setForeground(1, MUTED)
                 group.setDisabled(True)
-                note = QTreeWidgetItem([reason, ""])
+                note = QTreeWidgetItem([short_reason(reason), ""])
                 note.setToolTip(0, reason)
                 note.setForeground(0, MUTED)
                 note.setFlags(Qt.ItemFlag.ItemIsEnabled)
@@ -534,7 +587,7 @@ class DevicePicker(QWidget):
                 group.setText(1, "unreachable")
                 group.setToolTip(0, reason)
                 group.setForeground(0, MUTED)
-                note = QTreeWidgetItem([reason, ""])
+                note = QTreeWidgetItem([short_reason(reason), ""])
                 note.setToolTip(0, reason)
                 note.setForeground(0, MUTED)
                 note.setFlags(Qt.ItemFlag.ItemIsEnabled)

@@ -1,4 +1,10 @@
-"""The results table: one row per backend × device with its check, timing, throughput and resources."""
+"""The results table: one row per backend × device with its check, timing, throughput and resources.
+
+"% peak" is hidden while it is empty on every row (no roof known for any device: nothing measured,
+no datasheet): the GB/s header and cells say why and how to fill it (`NO_ROOF`), and the column
+returns once a roof is known. Its room goes to the check, which at 1280×800 with the Sessions dock
+open (the Results pane ~430 px wide) was pushed mostly out of view.
+"""
 
 from __future__ import annotations
 
@@ -80,6 +86,8 @@ HEADER_TIPS = {
     "(copy, read or FMA f32), else its datasheet; ⚠ more than 3 % above it: a measurement problem",
 }
 NO_ROOF = "no roof known for this device: measure its ceilings (Devices › Measure, or `workbench ceilings`)"
+#: The GB/s header's tooltip while "% peak" is hidden (empty on every row).
+PEAK_HIDDEN = f"% of peak hidden: {NO_ROOF}"
 GOOD = QColor(theme.GOOD)
 BAD = QColor(theme.BAD)
 MUTED = QColor(theme.MUTED)
@@ -245,6 +253,9 @@ class ResultsTable(QWidget):
         if results:
             model.dataChanged.emit(model.index(0, 0), model.index(len(results) - 1, len(COLUMNS) - 1))
         self.table.setSortingEnabled(True)
+        self._show_peak(
+            any(self.table.item(row, COL_PEAK).text() for row in range(len(results))) or not results
+        )
         fresh = [r for r in results if r.stale is None]
         stale = len(results) - len(fresh)
         verified = sum(1 for r in fresh if r.verified)
@@ -335,7 +346,12 @@ class ResultsTable(QWidget):
             Qt.ItemDataRole.ToolTipRole,
             roof_line(reading) or (NO_ROOF if status == "ok" else ""),
         )
-        self._set(row, COL_GBPS, Qt.ItemDataRole.ToolTipRole, roof_line(reading))
+        self._set(
+            row,
+            COL_GBPS,
+            Qt.ItemDataRole.ToolTipRole,
+            roof_line(reading) or (NO_ROOF if status == "ok" else ""),
+        )
         self._set(
             row, COL_PEAK, Qt.ItemDataRole.ForegroundRole, WARN if reading and reading["suspect"] else None
         )
@@ -362,6 +378,14 @@ class ResultsTable(QWidget):
         else:
             self._set(row, COL_STATUS, Qt.ItemDataRole.ToolTipRole, None)
 
+    def _show_peak(self, shown: bool) -> None:
+        """Show "% peak" when a row has a roof; hidden, the GB/s header says why (`PEAK_HIDDEN`)."""
+        header_tip = HEADER_TIPS["GB/s"] + ("" if shown else f"\n{PEAK_HIDDEN}")
+        self.table.horizontalHeaderItem(COL_GBPS).setToolTip(header_tip)
+        if self.table.isColumnHidden(COL_PEAK) == shown:
+            self.table.setColumnHidden(COL_PEAK, not shown)
+            self._fit_columns()
+
     def _section_resized(self, col: int, _old: int, _new: int) -> None:
         if col < COL_CHECK:  # a number's column changed width: the check takes what is left
             self._fit_columns()
@@ -370,7 +394,7 @@ class ResultsTable(QWidget):
         """Give the check the width the columns before it leave in the viewport (between
         CHECK_MIN_WIDTH and CHECK_WIDTH), so the numbers and the verdict stay in view."""
         header = self.table.horizontalHeader()
-        lead = sum(header.sectionSize(col) for col in range(COL_CHECK))
+        lead = sum(header.sectionSize(col) for col in range(COL_CHECK) if not header.isSectionHidden(col))
         room = self.table.viewport().width() - lead
         width = max(CHECK_MIN_WIDTH, min(CHECK_WIDTH, room))
         if header.sectionSize(COL_CHECK) != width:

@@ -12,6 +12,12 @@ runs the noise floor reads thousands of earlier runs of the pair, half a second 
 that, on a thread, would hold the GIL the GUI thread paints with. One question is in flight at a
 time; a newer one waits in its place and replaces any that waited (clicking through rows compares
 the last one clicked). `compared` says when an answer is shown; `failed` names what went wrong.
+
+The table shows what a comparison is read for (`SHOWN`: the backend, its median, the change, its CI
+and the verdict, on at most `VERDICT_LINES` lines, its end elided: every cell's tooltip has the whole
+row); the device, the baseline's median, the invocations and the noise floor on demand from the
+header's context menu, as the runs list does (at 1280×800 the CI and the invocations were cut off
+or scrolled out of the dock; a verdict wrapped whole took five lines and hid the next row).
 """
 
 from __future__ import annotations
@@ -21,13 +27,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QProcess, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QPoint, QProcess, Qt, Signal
+from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QHeaderView,
     QLabel,
+    QMenu,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -47,6 +54,13 @@ log = logging.getLogger(__name__)
 CHILD = "workbench.profile.sessions.compare_child"
 
 NO_BASELINE = "No baseline: select a run and press “Set as baseline”."
+#: The columns shown until the user picks others (the header's context menu).
+SHOWN = ("backend", "median", "change", "95% CI of change", "verdict")
+#: A row's height in lines: a long verdict wraps on these, then ends in "…".
+VERDICT_LINES = 2
+#: Shorter titles (the full name is the title's tooltip).
+TITLES = {"95% CI of change": "95% CI", "invocations": "inv.", "noise floor": "floor"}
+_VERDICT = COLUMNS.index("verdict")
 
 
 class SessionCompare(QWidget):
@@ -76,12 +90,26 @@ class SessionCompare(QWidget):
 
         self.baseline_label = QLabel(NO_BASELINE)
         wrap_within(self.baseline_label)
-        self.compare_table = QTableWidget(0, len(COLUMNS))
-        self.compare_table.setHorizontalHeaderLabels(COLUMNS)
-        self.compare_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.compare_table.verticalHeader().hide()
-        self.compare_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.compare_table.horizontalHeader().setStretchLastSection(True)
+        table = self.compare_table = QTableWidget(0, len(COLUMNS))
+        table.setHorizontalHeaderLabels([TITLES.get(name, name) for name in COLUMNS])
+        for column, name in enumerate(COLUMNS):
+            table.horizontalHeaderItem(column).setToolTip(f"{name} (right-click: choose the columns)")
+        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        table.verticalHeader().hide()
+        # The numbers as wide as their text; the verdict (the last column) takes the rest and wraps.
+        header = table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(_VERDICT, QHeaderView.ResizeMode.Stretch)
+        table.setWordWrap(True)
+        rows = table.verticalHeader()
+        rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        rows.setDefaultSectionSize(VERDICT_LINES * table.fontMetrics().lineSpacing() + 8)
+        for column, name in enumerate(COLUMNS):
+            table.setColumnHidden(column, name not in SHOWN)
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        header.customContextMenuRequested.connect(
+            lambda at: self.column_menu().exec(header.mapToGlobal(QPoint(at)))
+        )
         self.method_label = QLabel("")
         wrap_within(self.method_label)
         self.invocation_box = QCheckBox("Pair whole invocations")
@@ -97,6 +125,24 @@ class SessionCompare(QWidget):
         layout.addWidget(self.invocation_box)
         layout.addWidget(self.compare_table, 1)
         layout.addWidget(self.method_label)
+
+    def shown_columns(self) -> list[str]:
+        return [name for c, name in enumerate(COLUMNS) if not self.compare_table.isColumnHidden(c)]
+
+    def set_column_shown(self, name: str, shown: bool) -> None:
+        self.compare_table.setColumnHidden(COLUMNS.index(name), not shown)
+
+    def column_menu(self) -> QMenu:
+        """Checkable entries, one per column (what ran and the verdict always shown)."""
+        menu = QMenu(self)
+        for column, name in enumerate(COLUMNS):
+            action = QAction(name, menu)
+            action.setCheckable(True)
+            action.setChecked(not self.compare_table.isColumnHidden(column))
+            action.setEnabled(name not in ("backend", "verdict"))
+            action.toggled.connect(lambda on, n=name: self.set_column_shown(n, on))
+            menu.addAction(action)
+        return menu
 
     def set_baseline(self, store: Any, run_id: int) -> bool:
         """Pin run `run_id` as the baseline; False (and `failed`) when the store cannot read it."""
@@ -209,8 +255,12 @@ class SessionCompare(QWidget):
             texts = cells(entry)
             for column, text in enumerate(texts):
                 item = QTableWidgetItem(text)
+                # Each cell's tooltip: the whole row, the hidden columns too.
+                item.setToolTip(
+                    "\n".join(f"{name}: {value}" for name, value in zip(COLUMNS, texts, strict=True))
+                )
                 if column == len(texts) - 1:
-                    item.setToolTip(entry["verdict"])
+                    item.setToolTip(f"{entry['verdict']}\n\n{item.toolTip()}")
                     if entry["outcome"] in theme.VERDICT:
                         item.setForeground(QColor(theme.VERDICT[entry["outcome"]]))
                 self.compare_table.setItem(row, column, item)

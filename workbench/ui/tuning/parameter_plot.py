@@ -3,7 +3,9 @@
 Time vs parameters (`profile/tuning/tuning_view.py` says what): a line per backend × device for one
 tunable, a heatmap of the chosen backend × device for two (ticks that are the tunables' values, a
 colour bar in the timing's unit, each cell's value on hover and printed when few, identical builds
-labelled ≡A, ≡B…); failed configurations in a lane under it (`plots/lanes.py`). Convergence: a
+labelled ≡A, ≡B…); the lines named in a legend line under the plot (a legend box inside the plot
+lay over the points and a line crossed its names at 1280×800); failed configurations in a lane
+under it (`plots/lanes.py`). Convergence: a
 search's best so far against evaluations beside random search's expectation.
 """
 
@@ -18,6 +20,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.profile.tuning import ranking, tuning_view
 from workbench.ui import theme
+from workbench.ui.plots.base import SeriesColors, legend_label
 from workbench.ui.plots.lanes import FailureLane
 from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
 from workbench.ui.theme import SERIES as PALETTE
@@ -58,13 +61,15 @@ def parameter_data(entries: list[dict[str, Any]], best: dict[str, dict[str, Any]
 
 class ParameterPlot(QWidget):
     """The Time vs parameters tab: the plot (`plot`), the heatmap or the lines (`heatmap`,
-    `colorbar`, `series`, `cell_labels`, replaced at each `draw`) and the failed lane."""
+    `colorbar`, `series`, `cell_labels`, replaced at each `draw`), the legend line under it
+    (`legend`: each line's colour and name, outside the data) and the failed lane."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.plot = pg.PlotWidget(background=BACKGROUND)
         self.plot.setLabel("left", "median time", units="s")
-        self.plot.addLegend(offset=(-10, 10))
+        self.legend = legend_label()
+        self.legend.setObjectName("tuningLegend")
         self.heatmap = pg.ImageItem()
         self.colorbar: pg.ColorBarItem | None = None
         self.cell_labels: list[pg.TextItem] = []
@@ -77,6 +82,7 @@ class ParameterPlot(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addWidget(self.plot, 1)
+        layout.addWidget(self.legend)
         layout.addWidget(self.failed_lane)
 
     def draw(self, data: dict[str, Any]) -> None:
@@ -85,9 +91,8 @@ class ParameterPlot(QWidget):
         self.plot.clear()
         self.series = {}
         self.cell_labels = []
-        legend = self.plot.plotItem.legend
-        if legend is not None:
-            legend.clear()
+        self.legend.clear()
+        self.legend.hide()  # a heatmap has its colour bar; the lines show it again
         if self.colorbar is not None:
             self.plot.plotItem.layout.removeItem(self.colorbar)
             self.colorbar.setParentItem(None)
@@ -102,24 +107,32 @@ class ParameterPlot(QWidget):
         left.setTicks(None)
         self.plot.setLabel("bottom", data["tunable"] or "")
         self.plot.setLabel("left", "median time", units="s")
-        for i, (slot, s) in enumerate(sorted(data["series"].items())):
-            colour = PALETTE[i % len(PALETTE)]
+        colours = SeriesColors()  # one colour per line, in the slots' order
+        for slot, s in sorted(data["series"].items()):
+            colour = colours(slot)
             item = pg.PlotDataItem(s["x"], s["y"], pen=pg.mkPen(colour, width=1.5), symbol="o", symbolSize=8,
                                    symbolBrush=pg.mkBrush(colour), name=slot)  # fmt: skip
             self.plot.addItem(item)
             self.series[slot] = item
+        self.legend.setText(colours.legend_html(sorted(self.series)))
+        self.legend.setVisible(bool(self.series))
         if data["cells"] and len(data["cells"]) <= tuning_view.PRINT_CELLS:
             values = [float(v) for v in _tick_values(data)]
             top = max(cell["median_s"] for cell in data["cells"].values())
+            # The view spans every line's points, not only the printed slot's: a label leans
+            # towards the middle of them all (below a point in the upper half, above one in the
+            # lower half), else the slowest's, below its point, fell under a faster slot's line
+            # at the view's bottom edge and was cut.
+            ys = [float(y) for s in data["series"].values() for y in s["y"] if np.isfinite(y)]
+            lo, hi = (min(ys), max(ys)) if ys else (top, top)
             for key, cell in data["cells"].items():
                 x = values[int(key)]
-                # Labels lean inwards: the end values' sideways, the slowest's below its point;
-                # centred above, part of them lay outside the plot, which clips them ("1.287 ms"
-                # for 61.287 ms at 1280×800).
+                # Labels lean inwards: the end values' sideways; centred, part of them lay outside
+                # the plot, which clips them ("1.287 ms" for 61.287 ms at 1280×800).
                 side = 0.0 if x == min(values) else 1.0 if x == max(values) else 0.5
-                label = pg.TextItem(
-                    cell["text"], color=theme.TEXT, anchor=(side, -0.2 if cell["median_s"] == top else 1.2)
-                )
+                y = cell["median_s"]
+                below = y >= (lo + hi) / 2 if hi > lo else y == top
+                label = pg.TextItem(cell["text"], color=theme.TEXT, anchor=(side, -0.2 if below else 1.2))
                 label.setPos(x, cell["median_s"])
                 self.plot.addItem(label)
                 self.cell_labels.append(label)
