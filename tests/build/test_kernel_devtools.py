@@ -131,6 +131,31 @@ def test_lint_reports_a_clippy_lint_at_its_line_with_its_name_and_link(example_c
     assert "index.html#needless_range_loop" in text.stdout
 
 
+@needs_clippy
+def test_lint_and_test_of_a_cp_r_copy_place_the_api_crate_and_report_only_the_users_code(
+    tmp_path, shared_cache_dir
+):
+    """A copy made with `cp -r` keeps the example's `gpu_kernel` link, which then leads nowhere:
+    `lint` and `test` place the workbench's crate first, as a build does (not cargo's "failed to
+    read …/gpu_kernel/Cargo.toml"), and clippy's findings in that crate are not the user's."""
+    copies = {}
+    for command in ("lint", "test"):
+        project = copies[command] = tmp_path / command / "saxpy"
+        project.parent.mkdir()
+        subprocess.run(["cp", "-r", str(EXAMPLES / "saxpy"), str(project)], check=True)
+        assert (project / "gpu_kernel").is_symlink() and not (project / "gpu_kernel").exists()
+    out = cli("lint", copies["lint"], "--json", "--cache-dir", shared_cache_dir)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "failed to read" not in out.stdout + out.stderr
+    assert (copies["lint"] / "gpu_kernel" / "Cargo.toml").is_file()
+    files = {d["file"] for d in json.loads(out.stdout)["diagnostics"]}
+    assert not {f for f in files if f.startswith("gpu_kernel/")}, files
+    out = cli("test", copies["test"], "--json", "--cache-dir", shared_cache_dir)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    tests = json.loads(out.stdout)["tests"]
+    assert tests and all(t["status"] == "passed" for t in tests), tests
+
+
 def test_lint_without_clippy_says_so_in_one_line(example_copy):
     out = cli("lint", example_copy("saxpy"), env={"WB_CARGO_CLIPPY": "/nonexistent/cargo-clippy"})
     assert out.returncode == 2

@@ -24,6 +24,7 @@ from workbench.build import cache
 from workbench.build.adapters.host_rust import clippy
 from workbench.build.diagnostics import from_cargo_message, parse_cargo_json_line
 from workbench.build.install_hints import TOOL_HINTS
+from workbench.kernel_api import dependency_path, ensure_crate
 from workbench.records import Diagnostic
 
 #: The source the window files lints under (a diagnostic's backend column).
@@ -91,6 +92,12 @@ def lint_crate(crate_dir: Path, root: Path, cache_dir: str | Path | None = None,
                check=lambda: None) -> LintOutcome:  # fmt: skip
     """Both passes over the crate; `check()` is polled (it raises to stop). Raises ClippyMissing."""
     crate_dir, root = Path(crate_dir), Path(root).resolve()
+    # The kernel API crate first, as every build does: placed where a copy (`cp -r`) lost it, else
+    # one diagnostic naming the cause and the fix, never cargo's "failed to read …/Cargo.toml".
+    problem = ensure_crate(crate_dir)
+    if problem is not None:
+        return LintOutcome(ok=False, diagnostics=[problem.diagnostic(SOURCE, root)])
+    api = _folder_in(dependency_path(crate_dir), root)
     target_dir = cache.target_dir(cache.cache_root(cache_dir), SOURCE)
     target_dir.mkdir(parents=True, exist_ok=True)
     outcome = LintOutcome(ok=True)
@@ -119,6 +126,8 @@ def lint_crate(crate_dir: Path, root: Path, cache_dir: str | Path | None = None,
             diag = from_cargo_message(record, root, SOURCE)
             if diag is None or diag.file is None or Path(diag.file).is_absolute():
                 return  # a summary, or a file outside the project
+            if api is not None and Path(diag.file).is_relative_to(api):
+                return  # the kernel API crate's own code (the project's copy of it) is not the user's
             key = (diag.severity, diag.message, diag.file, diag.line, diag.column)
             if key in seen:
                 return
@@ -133,3 +142,15 @@ def lint_crate(crate_dir: Path, root: Path, cache_dir: str | Path | None = None,
             outcome.ok = False
     outcome.seconds = time.monotonic() - start
     return outcome
+
+
+def _folder_in(path: Path | None, root: Path) -> Path | None:
+    """`path` relative to the project's `root` (as diagnostics name files), None when outside it."""
+    if path is None:
+        return None
+    for candidate in (Path(os.path.normpath(path.absolute())), path.parent.resolve() / path.name):
+        try:
+            return candidate.relative_to(root)
+        except ValueError:
+            continue
+    return None

@@ -30,6 +30,7 @@ from workbench.build import cache
 from workbench.build.adapters.host_rust import cargo, rustc
 from workbench.build.diagnostics import from_cargo_message, parse_cargo_json_line
 from workbench.build.install_hints import TOOL_HINTS
+from workbench.kernel_api import ensure_crate
 from workbench.records import Diagnostic
 
 #: The source the window files test diagnostics under.
@@ -110,6 +111,10 @@ def build_tests(
     cargo_path, rustc_path = cargo(), rustc()
     if not cargo_path or not rustc_path:
         raise CargoMissing()
+    # The kernel API crate first, as every build does (`kernel_api.ensure_crate`).
+    problem = ensure_crate(Path(crate_dir))
+    if problem is not None:
+        return TestBuild(ok=False, diagnostics=[problem.diagnostic(SOURCE, Path(root).resolve())])
     target_dir = cache.target_dir(cache.cache_root(cache_dir), "test")
     cmd = [
         cargo_path,
