@@ -266,6 +266,25 @@ fn out_of_bounds(what: &str, id: u32, index: usize, len: usize) -> ! {
     panic!("{what} {id}: index {index} is out of bounds (length {len})")
 }
 
+/// The one bounds rule of every accessor (`In`, `Out`, `Shared`; `get4`/`set4` go through them):
+/// an index below the length goes on. Past the end, a cpu-sim build with checks reports it at
+/// the kernel's line and skips the access (the accessor returns `$skip`: a read gives the default
+/// value); a plain host build stops the kernel there (`out_of_bounds`), as a slice does. A macro,
+/// not a function: the sim branch names fields only a sim build has, and every access inlines it
+/// (inlining decides the cpu backend's speed: benchmarks/kernel_crate_ab.py).
+macro_rules! check_bounds {
+    ($i:expr, $len:expr, $what:literal, $id:expr, $write:expr, sim: $sim:expr, skip: $skip:expr) => {
+        if $i >= $len {
+            #[cfg(feature = "sim")]
+            if let Some((checks, array)) = $sim {
+                checks.out_of_bounds(array, $i, $len, $write, Location::caller());
+                return $skip;
+            }
+            out_of_bounds($what, $id, $i, $len);
+        }
+    };
+}
+
 /// A read-only buffer.
 pub struct In<'a, T> {
     ptr: *const T,
@@ -292,14 +311,9 @@ impl<T: Element> In<'_, T> {
     #[inline(always)]
     #[track_caller]
     pub fn get(&self, i: usize) -> T {
-        if i >= self.len {
-            #[cfg(feature = "sim")]
-            if !self.checks.is_null() {
-                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
-                return T::default();
-            }
-            out_of_bounds("buffer", self.id, i, self.len);
-        }
+        check_bounds!(i, self.len, "buffer", self.id, false,
+            sim: (!self.checks.is_null()).then(|| (unsafe { &*self.checks }, sim::Array::Buffer(self.id))),
+            skip: T::default());
         unsafe { self.ptr.add(i).read() }
     }
 }
@@ -329,14 +343,9 @@ impl<T: Element> Out<'_, T> {
     #[inline(always)]
     #[track_caller]
     pub fn get(&self, i: usize) -> T {
-        if i >= self.len {
-            #[cfg(feature = "sim")]
-            if !self.checks.is_null() {
-                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
-                return T::default();
-            }
-            out_of_bounds("buffer", self.id, i, self.len);
-        }
+        check_bounds!(i, self.len, "buffer", self.id, false,
+            sim: (!self.checks.is_null()).then(|| (unsafe { &*self.checks }, sim::Array::Buffer(self.id))),
+            skip: T::default());
         #[cfg(feature = "sim")]
         if !self.shadow.is_null() {
             unsafe { &*self.shadow }.access(i, false, Location::caller());
@@ -348,14 +357,9 @@ impl<T: Element> Out<'_, T> {
     #[inline(always)]
     #[track_caller]
     pub fn set(&mut self, i: usize, value: T) {
-        if i >= self.len {
-            #[cfg(feature = "sim")]
-            if !self.checks.is_null() {
-                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, true, Location::caller());
-                return;
-            }
-            out_of_bounds("buffer", self.id, i, self.len);
-        }
+        check_bounds!(i, self.len, "buffer", self.id, true,
+            sim: (!self.checks.is_null()).then(|| (unsafe { &*self.checks }, sim::Array::Buffer(self.id))),
+            skip: ());
         #[cfg(feature = "sim")]
         if !self.shadow.is_null() {
             unsafe { &*self.shadow }.access(i, true, Location::caller());
@@ -372,14 +376,9 @@ impl<T: Atomic> Out<'_, T> {
     #[inline(always)]
     #[track_caller]
     pub fn atomic_add(&mut self, i: usize, value: T) -> T {
-        if i >= self.len {
-            #[cfg(feature = "sim")]
-            if !self.checks.is_null() {
-                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, true, Location::caller());
-                return T::default();
-            }
-            out_of_bounds("buffer", self.id, i, self.len);
-        }
+        check_bounds!(i, self.len, "buffer", self.id, true,
+            sim: (!self.checks.is_null()).then(|| (unsafe { &*self.checks }, sim::Array::Buffer(self.id))),
+            skip: T::default());
         #[cfg(feature = "sim")]
         if !self.shadow.is_null() {
             unsafe { &*self.shadow }.atomic(i, Location::caller());
@@ -455,14 +454,9 @@ impl<T: Element, const N: usize> Shared<'_, T, N> {
     #[inline(always)]
     #[track_caller]
     pub fn get(&self, i: usize) -> T {
-        if i >= N {
-            #[cfg(feature = "sim")]
-            if let Some(checks) = self.group.checks() {
-                checks.out_of_bounds(self.group.shared_array(self.slot), i, N, false, Location::caller());
-                return T::default();
-            }
-            out_of_bounds("shared array", self.slot, i, N);
-        }
+        check_bounds!(i, N, "shared array", self.slot, false,
+            sim: self.group.checks().map(|checks| (checks, self.group.shared_array(self.slot))),
+            skip: T::default());
         #[cfg(feature = "sim")]
         if self.group.checks().is_some() {
             self.group.shared_access(self.slot, i, false, Location::caller());
@@ -472,14 +466,9 @@ impl<T: Element, const N: usize> Shared<'_, T, N> {
     #[inline(always)]
     #[track_caller]
     pub fn set(&mut self, i: usize, value: T) {
-        if i >= N {
-            #[cfg(feature = "sim")]
-            if let Some(checks) = self.group.checks() {
-                checks.out_of_bounds(self.group.shared_array(self.slot), i, N, true, Location::caller());
-                return;
-            }
-            out_of_bounds("shared array", self.slot, i, N);
-        }
+        check_bounds!(i, N, "shared array", self.slot, true,
+            sim: self.group.checks().map(|checks| (checks, self.group.shared_array(self.slot))),
+            skip: ());
         #[cfg(feature = "sim")]
         if self.group.checks().is_some() {
             self.group.shared_access(self.slot, i, true, Location::caller());
@@ -494,14 +483,9 @@ impl<T: Atomic, const N: usize> Shared<'_, T, N> {
     #[inline(always)]
     #[track_caller]
     pub fn atomic_add(&mut self, i: usize, value: T) -> T {
-        if i >= N {
-            #[cfg(feature = "sim")]
-            if let Some(checks) = self.group.checks() {
-                checks.out_of_bounds(self.group.shared_array(self.slot), i, N, true, Location::caller());
-                return T::default();
-            }
-            out_of_bounds("shared array", self.slot, i, N);
-        }
+        check_bounds!(i, N, "shared array", self.slot, true,
+            sim: self.group.checks().map(|checks| (checks, self.group.shared_array(self.slot))),
+            skip: T::default());
         #[cfg(feature = "sim")]
         if self.group.checks().is_some() {
             self.group.shared_atomic(self.slot, i, Location::caller());
@@ -532,14 +516,9 @@ impl<T: Element> Index<usize> for In<'_, T> {
     #[inline(always)]
     #[track_caller]
     fn index(&self, i: usize) -> &T {
-        if i >= self.len {
-            #[cfg(feature = "sim")]
-            if !self.checks.is_null() {
-                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
-                return spare_zero();
-            }
-            out_of_bounds("buffer", self.id, i, self.len);
-        }
+        check_bounds!(i, self.len, "buffer", self.id, false,
+            sim: (!self.checks.is_null()).then(|| (unsafe { &*self.checks }, sim::Array::Buffer(self.id))),
+            skip: spare_zero());
         unsafe { &*self.ptr.add(i) }
     }
 }
@@ -549,14 +528,9 @@ impl<T: Element> Index<usize> for Out<'_, T> {
     #[inline(always)]
     #[track_caller]
     fn index(&self, i: usize) -> &T {
-        if i >= self.len {
-            #[cfg(feature = "sim")]
-            if !self.checks.is_null() {
-                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, false, Location::caller());
-                return spare_zero();
-            }
-            out_of_bounds("buffer", self.id, i, self.len);
-        }
+        check_bounds!(i, self.len, "buffer", self.id, false,
+            sim: (!self.checks.is_null()).then(|| (unsafe { &*self.checks }, sim::Array::Buffer(self.id))),
+            skip: spare_zero());
         #[cfg(feature = "sim")]
         if !self.shadow.is_null() {
             unsafe { &*self.shadow }.access(i, false, Location::caller());
@@ -569,14 +543,9 @@ impl<T: Element> IndexMut<usize> for Out<'_, T> {
     #[inline(always)]
     #[track_caller]
     fn index_mut(&mut self, i: usize) -> &mut T {
-        if i >= self.len {
-            #[cfg(feature = "sim")]
-            if !self.checks.is_null() {
-                unsafe { &*self.checks }.out_of_bounds(sim::Array::Buffer(self.id), i, self.len, true, Location::caller());
-                return spare_slot();
-            }
-            out_of_bounds("buffer", self.id, i, self.len);
-        }
+        check_bounds!(i, self.len, "buffer", self.id, true,
+            sim: (!self.checks.is_null()).then(|| (unsafe { &*self.checks }, sim::Array::Buffer(self.id))),
+            skip: spare_slot());
         #[cfg(feature = "sim")]
         if !self.shadow.is_null() {
             unsafe { &*self.shadow }.access(i, true, Location::caller());
