@@ -21,6 +21,8 @@ from typing import Any
 
 import psutil
 
+from workbench import childproc
+
 #: Other processes using this many cores (or a quarter of the machine, if more) make a run "busy".
 BUSY_OTHER_CORES = 0.5
 #: NVML clock-event reasons that mean the GPU slowed itself down (run/nvml.py's names).
@@ -56,72 +58,10 @@ def busy_seconds() -> float | None:
     return sum(fields[i] for i in _BUSY_FIELDS if i < len(fields)) / os.sysconf("SC_CLK_TCK")
 
 
-def _proc_children(pid: int) -> list[int] | None:
-    """`pid`'s child processes from /proc/<pid>/task/*/children (each thread lists those it
-    started), or None where the kernel does not expose the file."""
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return [] if os.path.isdir("/proc/self/task") else None  # it exited, or no /proc at all
-    for task in tasks:
-        text = _read(f"/proc/{pid}/task/{task}/children")
-        if text is None:
-            if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):
-                return None  # no CONFIG_PROC_CHILDREN: psutil's walk instead
-            continue  # the thread ended meanwhile
-        found.extend(int(x) for x in text.split())
-    return found
-
-
-def _proc_seconds(pid: int) -> float | None:
-    """user + system + reaped children's CPU seconds of `pid` from /proc/<pid>/stat."""
-    text = _read(f"/proc/{pid}/stat")
-    if not text:
-        return None
-    fields = text.rsplit(")", 1)[1].split()
-    try:  # after the name: state is field 3, utime..cstime are fields 14..17
-        return sum(int(fields[i]) for i in range(11, 15)) / os.sysconf("SC_CLK_TCK")
-    except (IndexError, ValueError):
-        return None
-
-
 def tree_seconds(root: psutil.Process) -> dict[int, float]:
-    """CPU seconds of `root` and every descendant ({pid: user + system + reaped children}).
-
-    On Linux the tree is followed through /proc/<pid>/task/*/children and each process's stat
-    is read directly: psutil's `children(recursive=True)` reads the stat file of every process on
-    the machine, in Python, on the run's thread, while the window's GUI thread waits for the GIL
-    (a few ms at 100 processes, more on a loaded machine). Elsewhere psutil's walk."""
-    out: dict[int, float] = {}
-    pending = [root.pid]
-    while pending:
-        pid = pending.pop()
-        children = _proc_children(pid)
-        if children is None:
-            return _psutil_tree_seconds(root)
-        seconds = _proc_seconds(pid)
-        if seconds is not None:
-            out[pid] = seconds
-        pending.extend(c for c in children if c not in out)
-    return out
-
-
-def _psutil_tree_seconds(root: psutil.Process) -> dict[int, float]:
-    out: dict[int, float] = {}
-    try:
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return out
-    for proc in procs:
-        try:
-            t = proc.cpu_times()
-        except psutil.Error:
-            continue
-        out[proc.pid] = (
-            t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
-        )
-    return out
+    """CPU seconds of `root` and every descendant ({pid: user + system + reaped children}), read
+    through /proc's children lists (`childproc.tree_cpu_seconds`), not by walking every process."""
+    return childproc.tree_cpu_seconds(root.pid)
 
 
 def cpu_mhz() -> dict[str, float] | None:
