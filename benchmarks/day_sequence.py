@@ -111,17 +111,16 @@ class ThreadsSampler(StackSampler):
         import threading
         import traceback
 
-        names = {}
         while not self._stop.wait(0.002):
             if time.perf_counter() - self.meter.last < self.threshold_s:
                 continue
             self.samples.append((time.perf_counter(), f"[GUI kernel state] {self._gui_state()}"))
             frames = sys._current_frames()
+            # Named now, not from a map kept since: an ended thread's ident is reused by the next.
+            names = {t.ident: t.name for t in threading.enumerate()}
             for ident, frame in frames.items():
                 if ident == threading.get_ident():
                     continue
-                if ident not in names:
-                    names = {t.ident: t.name for t in threading.enumerate()}
                 stack = traceback.extract_stack(frame)
                 ours = [f for f in stack if "/workbench/" in f.filename] or stack[-1:]
                 inner = f"{Path(ours[-1].filename).name}:{ours[-1].name}"

@@ -72,10 +72,7 @@ def lower_priority(pid: int, niceness: int) -> None:
     a nice value only orders processes within their group: the group's own niceness is what yields
     the cores to other sessions (the window's, the other builds'), so both are set."""
     target = min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness) if hasattr(os, "getpriority") else 0
-    try:
-        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-    except psutil.Error:
-        return  # it already exited
+    procs = _tree(pid)  # empty: it already exited
     for proc in procs:
         try:
             proc.nice(max(target, proc.nice()))
@@ -115,13 +112,79 @@ def pump_lines(stream, on_line: Callable[[str | None], None], name: str = "wb-pi
     return thread
 
 
+def descendants(pid: int) -> list[int] | None:
+    """The pids of `pid`'s descendants, read from /proc/<pid>/task/*/children (each thread lists
+    the processes it started) down the tree; None where the kernel has no such file (psutil's
+    `children(recursive=True)` then). psutil reads the stat file of every process on the machine,
+    in Python: milliseconds of a background thread holding the GIL while the window's GUI thread
+    waits for it, at each run (`run.host_load`) and each sample of a build's share clock."""
+    if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):
+        return None
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        parent = pending.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue  # it exited meanwhile
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children", encoding="ascii") as file:
+                    children = [int(x) for x in file.read().split()]
+            except (OSError, ValueError):
+                continue  # the thread ended meanwhile
+            for child in children:
+                if child != pid and child not in found:
+                    found.append(child)
+                    pending.append(child)
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds of `pid` and every descendant ({pid: user + system + reaped children}); a
+    process that exited meanwhile is left out."""
+    pids = descendants(pid)
+    if pids is None:
+        seconds = {proc.pid: _cpu_seconds(proc) for proc in _tree(pid)}
+        return {one: s for one, s in seconds.items() if s is not None}
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
+    for one in (pid, *pids):
+        try:
+            with open(f"/proc/{one}/stat", encoding="ascii", errors="replace") as file:
+                fields = file.read().rsplit(")", 1)[1].split()
+            # After the name: state is field 3; utime, stime, cutime, cstime are fields 14-17.
+            out[one] = sum(int(fields[i]) for i in range(11, 15)) / ticks
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _cpu_seconds(proc: psutil.Process) -> float | None:
+    try:
+        t = proc.cpu_times()
+    except psutil.Error:
+        return None
+    return t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+
+
 def _tree(pid: int) -> list[psutil.Process]:
     """`pid`'s process and all its descendants that still exist."""
+    pids = descendants(pid)
     try:
         leader = psutil.Process(pid)
-        return [leader, *leader.children(recursive=True)]
+        if pids is None:
+            return [leader, *leader.children(recursive=True)]
     except psutil.Error:
         return []
+    procs = [leader]
+    for child in pids:
+        try:
+            procs.append(psutil.Process(child))
+        except psutil.Error:
+            continue  # exited meanwhile
+    return procs
 
 
 def _group_alive(pgid: int) -> bool:

@@ -52,6 +52,12 @@ def test_build_log_shows_the_selected_backends_cached_build_before_any_build_her
     bridge.set_backends(["cpu"])
     panel = make_widget(BuildPanel, bridge, show=True)
     assert panel._selected_backend() == "cpu" and panel.state("cpu") == "idle"
+    # Looked up once the Log is in view, not while the Diagnostics tab is (the look-up is Python
+    # on a background thread, holding the GIL the GUI thread needs).
+    assert panel.tabs.currentWidget() is not panel.log_view
+    qtbot.wait(200)
+    assert not panel._lookups and panel.log_view.toPlainText() == ""
+    panel.tabs.setCurrentWidget(panel.log_view)
     qtbot.waitUntil(
         lambda: _log_state(panel)[0].startswith("served from the build cache"), timeout=WORK_GUARD_MS
     )
@@ -67,6 +73,7 @@ def test_build_log_says_what_the_selected_backend_is_doing_never_select_one(
     bridge.set_project(root)
     bridge.set_backends(["cpu", "wgsl"])
     panel = make_widget(BuildPanel, bridge, show=True)
+    panel.tabs.setCurrentWidget(panel.log_view)
     assert panel._selected_backend() == "cpu"
     qtbot.waitUntil(lambda: _log_state(panel) == ("", NOT_BUILT.format(backend="cpu")), timeout=WORK_GUARD_MS)
     bridge.buildEvent.emit(BuildEvent("queued", "saxpy", "cpu"))

@@ -8,7 +8,7 @@ A build's time limit counts one of two clocks (`Budget.counts`):
 - "wall": seconds since the build started (a build someone waits for, at normal priority);
 - "share": a niced background build's. Wall time counts at the rate of the machine's share that was
   free or this build's own: rate = (idle CPU + the build tree's CPU) / (cores × elapsed), read from
-  psutil every `SHARE_SAMPLE_S`. On a quiet machine it is the wall clock (a hung build still
+  /proc every `SHARE_SAMPLE_S`. On a quiet machine it is the wall clock (a hung build still
   stops); while other processes take every core the clock all but stops, so a build that yields
   the cores as asked never times out for having yielded them (issue 36: a niced nvptx build hit
   its 300 s limit on a busy machine, 164 s from the command line).
@@ -28,8 +28,9 @@ import psutil
 from workbench import childproc
 
 GRACE_S = childproc.GRACE_S
-#: How often the "share" clock samples the machine (psutil's CPU times and the build's processes).
-SHARE_SAMPLE_S = 0.5
+#: How often the "share" clock samples the machine (its idle time and the build's processes' CPU):
+#: each sample is Python on the build's thread, holding the GIL the window's GUI thread needs.
+SHARE_SAMPLE_S = 1.0
 #: Below this rate the share clock is said to be paused for a busy machine (`Budget.progress`).
 PAUSED_RATE = 0.5
 
@@ -47,21 +48,8 @@ class BuildTimeout(Exception):
 
 def tree_cpu_seconds(pids: Iterable[int]) -> float:
     """CPU seconds used by the processes `pids` and all their descendants, reaped children included
-    (a finished rustc's time lands in cargo's children times)."""
-    total = 0.0
-    for pid in list(pids):
-        try:
-            root = psutil.Process(pid)
-            procs = [root, *root.children(recursive=True)]
-        except psutil.Error:
-            continue
-        for proc in procs:
-            try:
-                t = proc.cpu_times()
-            except psutil.Error:
-                continue
-            total += t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
-    return total
+    (a finished rustc's time lands in cargo's children times); `childproc.tree_cpu_seconds`."""
+    return sum(sum(childproc.tree_cpu_seconds(pid).values()) for pid in list(pids))
 
 
 def idle_seconds() -> float:

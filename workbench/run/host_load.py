@@ -21,6 +21,8 @@ from typing import Any
 
 import psutil
 
+from workbench import childproc
+
 #: Other processes using this many cores (or a quarter of the machine, if more) make a run "busy".
 BUSY_OTHER_CORES = 0.5
 #: NVML clock-event reasons that mean the GPU slowed itself down (run/nvml.py's names).
@@ -57,21 +59,9 @@ def busy_seconds() -> float | None:
 
 
 def tree_seconds(root: psutil.Process) -> dict[int, float]:
-    """CPU seconds of `root` and every descendant ({pid: user + system + reaped children})."""
-    out: dict[int, float] = {}
-    try:
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return out
-    for proc in procs:
-        try:
-            t = proc.cpu_times()
-        except psutil.Error:
-            continue
-        out[proc.pid] = (
-            t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
-        )
-    return out
+    """CPU seconds of `root` and every descendant ({pid: user + system + reaped children}), read
+    through /proc's children lists (`childproc.tree_cpu_seconds`), not by walking every process."""
+    return childproc.tree_cpu_seconds(root.pid)
 
 
 def cpu_mhz() -> dict[str, float] | None:

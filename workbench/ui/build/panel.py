@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal, SignalInstance
+from PySide6.QtCore import QElapsedTimer, QEvent, QObject, Qt, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -90,6 +90,20 @@ class _Row:
         self.clock = QElapsedTimer()
         self.result: Any = None  # the BuildResult shown, once the build finished
         self.log: list[str] = []
+
+
+class _OnShow(QObject):
+    """Calls `callback` whenever `widget` is shown (its tab made current, its dock raised)."""
+
+    def __init__(self, callback, widget: QWidget):
+        super().__init__(widget)
+        self._callback = callback
+        widget.installEventFilter(self)
+
+    def eventFilter(self, _watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if event.type() == QEvent.Type.Show:
+            self._callback()
+        return False
 
 
 @runtime_checkable
@@ -176,6 +190,7 @@ class BuildPanel(QWidget):
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self.diagnostics, "Diagnostics")
         self.tabs.addTab(self.log_view, "Log")
+        self._log_show_filter = _OnShow(self._log_shown, self.log_view)
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.build_button)
@@ -427,9 +442,20 @@ class BuildPanel(QWidget):
         row = self._rows.get(backend) if backend else None
         self.log_view.setPlainText("\n".join(row.log) if row else "")
         self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
-        if row is not None and not row.log and row.state == "idle":
+        if row is not None and not row.log and row.state == "idle" and self.log_view.isVisible():
             self._look_up(backend)
         self._show_placeholder()
+
+    def _log_shown(self) -> None:
+        """The Log came into view (its tab, or the dock): the selected idle row's cached log is
+        looked up now. Not before: the look-up hashes the sources and asks the toolchain for its
+        version on a background thread, Python that holds the GIL while the GUI thread waits (at
+        every project opened and every backend change, seen or not)."""
+        backend = self._selected_backend()
+        row = self._rows.get(backend) if backend else None
+        if row is not None and not row.log and row.state == "idle":
+            self._look_up(backend)
+            self._show_placeholder()
 
     def _show_placeholder(self) -> None:
         """What the log says while it has no line: about the selected backend, never "select one"
