@@ -8,11 +8,12 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import EXAMPLES, REPO, cli
-from tests.waits import FIRING_LIMIT_S
+from tests.waits import FIRING_LIMIT_S, WORK_GUARD_S
 from workbench.build.adapters import host_rust
 
 TEMPLATE = REPO / "resources" / "templates" / "blank"
@@ -154,6 +155,28 @@ def test_lint_and_test_of_a_cp_r_copy_place_the_api_crate_and_report_only_the_us
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     tests = json.loads(out.stdout)["tests"]
     assert tests and all(t["status"] == "passed" for t in tests), tests
+
+
+@needs_clippy
+@pytest.mark.parametrize("features", [(), ("sim",), ("debug",)], ids=["plain", "sim", "debug"])
+def test_the_kernel_api_crate_every_project_builds_with_is_clippy_clean(features, tmp_path, shared_cache_dir):
+    """clippy lints a path dependency as the project's own code: a user's plain `cargo clippy` in a
+    project made by `workbench new` shows whatever the shipped crate has (an `x != x` error stopped
+    it). Linted in a copy, so no Cargo.lock or target folder lands in the shipped crate."""
+    from workbench.build.clippy import lint_command
+    from workbench.kernel_api import crate_dir
+
+    crate = tmp_path / "gpu_kernel"
+    shutil.copytree(crate_dir(), crate, ignore=shutil.ignore_patterns("target"))
+    cmd, env = lint_command(crate, features, Path(shared_cache_dir) / "api-clippy")
+    out = subprocess.run(cmd, cwd=crate, env=env, capture_output=True, text=True, timeout=WORK_GUARD_S)
+    records = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    found = [
+        r["message"]["rendered"]
+        for r in records
+        if r.get("reason") == "compiler-message" and r["message"]["level"] in ("warning", "error")
+    ]
+    assert out.returncode == 0 and not found, "".join(found)[:4000] + out.stderr[-2000:]
 
 
 def test_lint_without_clippy_says_so_in_one_line(example_copy):

@@ -131,8 +131,8 @@ pub fn exp_portable(x: f32) -> f32 {
     const LOG2_E: f32 = core::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_145_75; // ln 2 with its low 12 bits zero: n · LN2_HI is exact for |n| < 2^12
     const LN2_LO: f32 = 1.428_606_8e-6; // ln 2 - LN2_HI
-    if x != x {
-        return x; // NaN
+    if x.is_nan() {
+        return x;
     }
     if x > 88.722_84 {
         return f32::INFINITY;

@@ -42,6 +42,9 @@ pub(crate) enum Status {
     Done,
 }
 
+/// Starts the fiber of one invocation of a workgroup (monomorphized for the kernel body).
+type Spawn = unsafe fn(&Group, usize);
+
 /// One workgroup's state, reused by a worker thread for every workgroup it runs. Only that
 /// thread touches it (its fibers run one at a time), hence `Cell`s and no locks.
 pub struct Group {
@@ -78,7 +81,7 @@ pub struct Group {
     /// The worker's stack, parked while the fibers finish a converted workgroup.
     resume_sp: Cell<usize>,
     /// Starts the fiber of invocation `u` (monomorphized for the kernel body: `spawn::<F>`).
-    spawn: Cell<Option<unsafe fn(&Group, usize)>>,
+    spawn: Cell<Option<Spawn>>,
     spawn_data: Cell<[*const u8; 2]>,
     /// Where the entry called `Kernel::run` (a divergence report's "returned" side).
     #[allow(dead_code)]

@@ -268,17 +268,17 @@ fn out_of_bounds(what: &str, id: u32, index: usize, len: usize) -> ! {
 
 /// The one bounds rule of every accessor (`In`, `Out`, `Shared`; `get4`/`set4` go through them):
 /// an index below the length goes on. Past the end, a cpu-sim build with checks reports it at
-/// the kernel's line and skips the access (the accessor returns `$skip`: a read gives the default
-/// value); a plain host build stops the kernel there (`out_of_bounds`), as a slice does. A macro,
+/// the kernel's line and skips the access (the accessor returns `skip`: a read gives the default
+/// value, a write nothing); a plain host build stops the kernel there (`out_of_bounds`), as a slice does. A macro,
 /// not a function: the sim branch names fields only a sim build has, and every access inlines it
 /// (inlining decides the cpu backend's speed: benchmarks/kernel_crate_ab.py).
 macro_rules! check_bounds {
-    ($i:expr, $len:expr, $what:literal, $id:expr, $write:expr, sim: $sim:expr, skip: $skip:expr) => {
+    ($i:expr, $len:expr, $what:literal, $id:expr, $write:expr, sim: $sim:expr $(, skip: $skip:expr)?) => {
         if $i >= $len {
             #[cfg(feature = "sim")]
             if let Some((checks, array)) = $sim {
                 checks.out_of_bounds(array, $i, $len, $write, Location::caller());
-                return $skip;
+                return $($skip)?;
             }
             out_of_bounds($what, $id, $i, $len);
         }
@@ -358,8 +358,7 @@ impl<T: Element> Out<'_, T> {
     #[track_caller]
     pub fn set(&mut self, i: usize, value: T) {
         check_bounds!(i, self.len, "buffer", self.id, true,
-            sim: (!self.checks.is_null()).then(|| (unsafe { &*self.checks }, sim::Array::Buffer(self.id))),
-            skip: ());
+            sim: (!self.checks.is_null()).then(|| (unsafe { &*self.checks }, sim::Array::Buffer(self.id))));
         #[cfg(feature = "sim")]
         if !self.shadow.is_null() {
             unsafe { &*self.shadow }.access(i, true, Location::caller());
@@ -403,7 +402,7 @@ impl In<'_, f32> {
     #[inline(always)]
     #[track_caller]
     pub fn get4(&self, i: usize) -> [f32; 4] {
-        if i % 4 != 0 {
+        if !i.is_multiple_of(4) {
             misaligned("buffer", self.id, i);
         }
         [self.get(i), self.get(i + 1), self.get(i + 2), self.get(i + 3)]
@@ -415,7 +414,7 @@ impl Out<'_, f32> {
     #[inline(always)]
     #[track_caller]
     pub fn get4(&self, i: usize) -> [f32; 4] {
-        if i % 4 != 0 {
+        if !i.is_multiple_of(4) {
             misaligned("buffer", self.id, i);
         }
         [self.get(i), self.get(i + 1), self.get(i + 2), self.get(i + 3)]
@@ -424,7 +423,7 @@ impl Out<'_, f32> {
     #[inline(always)]
     #[track_caller]
     pub fn set4(&mut self, i: usize, value: [f32; 4]) {
-        if i % 4 != 0 {
+        if !i.is_multiple_of(4) {
             misaligned("buffer", self.id, i);
         }
         self.set(i, value[0]);
@@ -467,8 +466,7 @@ impl<T: Element, const N: usize> Shared<'_, T, N> {
     #[track_caller]
     pub fn set(&mut self, i: usize, value: T) {
         check_bounds!(i, N, "shared array", self.slot, true,
-            sim: self.group.checks().map(|checks| (checks, self.group.shared_array(self.slot))),
-            skip: ());
+            sim: self.group.checks().map(|checks| (checks, self.group.shared_array(self.slot))));
         #[cfg(feature = "sim")]
         if self.group.checks().is_some() {
             self.group.shared_access(self.slot, i, true, Location::caller());
@@ -500,7 +498,7 @@ impl<const N: usize> Shared<'_, f32, N> {
     #[inline(always)]
     #[track_caller]
     pub fn get4(&self, i: usize) -> [f32; 4] {
-        if i % 4 != 0 {
+        if !i.is_multiple_of(4) {
             misaligned("shared array", self.slot, i);
         }
         [self.get(i), self.get(i + 1), self.get(i + 2), self.get(i + 3)]

@@ -82,6 +82,10 @@ pub struct TraceRecord {
 /// Trace records kept per launch (a loop that traces more is cut there; `trace_dropped` counts).
 const MAX_TRACE: usize = 4096;
 
+/// Each finding reported, by kind, array and lines, to its place in the list: a repeat only counts
+/// (`Finding.count`).
+type SeenFindings = HashMap<(&'static str, Array, Loc, Option<Loc>), usize>;
+
 pub struct Checks {
     grid: [u32; 3],
     size: [u32; 3],
@@ -89,7 +93,9 @@ pub struct Checks {
     traced: Option<([u32; 3], [u32; 3])>,
     pub(crate) traces: Mutex<Vec<TraceRecord>>,
     pub(crate) trace_dropped: AtomicU64,
-    findings: Mutex<(Vec<Finding>, HashMap<(&'static str, Array, Loc, Option<Loc>), usize>)>,
+    findings: Mutex<(Vec<Finding>, SeenFindings)>,
+    // Boxed: each shadow's address is held by the launch's `Out` handles while the Vec grows.
+    #[allow(clippy::vec_box)]
     shadows: Mutex<Vec<Box<GlobalShadow>>>,
     pub(crate) dropped: AtomicU64,
     /// The launch records writers (`debug::Writers`): the report lists the locations.
@@ -221,6 +227,7 @@ const FAST_SLOTS: usize = 64;
 /// Location ids by location address, direct-mapped (a worker thread's own: in `WORKER` and in
 /// its `Group`, so workgroup-memory accesses, which have the group at hand, need no TLS lookup).
 pub(crate) type FastIds = [Cell<(usize, u16)>; FAST_SLOTS];
+#[allow(clippy::declare_interior_mutable_const)] // an initializer, copied fresh into each slot
 pub(crate) const NO_IDS: FastIds = [const { Cell::new((0, 0)) }; FAST_SLOTS];
 
 /// What a worker thread's accesses to global buffers read, in one thread-local (one TLS lookup
@@ -583,6 +590,7 @@ unsafe impl Send for GlobalShadow {}
 unsafe impl Sync for GlobalShadow {}
 
 /// Shadows of finished launches, for the next launch with a buffer of the same length.
+#[allow(clippy::vec_box)] // boxed: a pooled shadow keeps its address when handed to a launch
 static POOL: Mutex<Vec<Box<GlobalShadow>>> = Mutex::new(Vec::new());
 /// The most shadow memory kept between launches (bytes); larger shadows are freed.
 const POOL_BYTES: usize = 1 << 30;

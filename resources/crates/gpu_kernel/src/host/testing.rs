@@ -144,7 +144,7 @@ impl Grid {
 impl Drop for Grid {
     fn drop(&mut self) {
         // The kernel holds the record: it goes first.
-        drop(self.kernel.take());
+        self.kernel = None;
         unsafe {
             drop(Box::from_raw(self.record));
             drop(Box::from_raw(self.lens as *mut [u64; MAX_BUFFERS]));
