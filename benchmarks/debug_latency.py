@@ -22,6 +22,13 @@ writer's line, then *Stop*; alternately `cold` (gdb and the launcher start after
 entry: `ui/debug/worker.py`). The first click builds the debug build (not timed). `--shot PNG`
 saves the window at the last stop (the editor and the bottom row).
 
+Then the first click the user meets, the debug build cached: each sample opens a new window
+on the project, runs it (the mismatch, writers recorded), opens the details view, selects y[1234]
+and clicks *Debug element* — `first at once` clicks as soon as the details view is open (the
+session the run's mismatch parked, `DebugPanel.warm_up`, may still be starting: the click waits
+for it), `first` once the parked session is ready (`click_after_run_s`: the click's time after the
+run's end, there the pause a user needs between the run and the click).
+
     .venv/bin/python benchmarks/debug_latency.py [--reps 7] [--out PATH]
     .venv/bin/python benchmarks/debug_latency.py --window [--reps 7] [--shot PNG] [--out PATH]
 """
@@ -126,10 +133,11 @@ def window_main(args: argparse.Namespace) -> int:
         lib.write_text(lib.read_text().replace(BODY, WRONG))
         manifest.write_text(manifest.read_text().replace('reference = "cpu"\n', 'reference = "wgsl"\n'))
         samples, line = window_samples(root, work / "cache", args.reps, args.shot)
+        samples += first_click_samples(root, work / "cache", args.reps)
     phases = ("build", "prepare", "to the stop", "memory")
     cases = {}
-    for name, parked in (("parked", 1.0), ("cold", 0.0)):
-        runs = [r for r in samples if r["parked"] == parked]
+    for name in ("parked", "cold", "first", "first at once"):
+        runs = [r for r in samples if r["case"] == name]
         totals = [r["total"] for r in runs]
         cases[name] = {
             "median_s": statistics.median(totals),
@@ -138,6 +146,9 @@ def window_main(args: argparse.Namespace) -> int:
             "phases_median_s": {k: statistics.median(r.get(k, 0.0) for r in runs) for k in phases},
             "within_goal": statistics.median(totals) <= GOAL_S,
         }
+        if name.startswith("first"):
+            cases[name]["click_after_run_median_s"] = statistics.median(r["click_after_run_s"] for r in runs)
+            cases[name]["clicks_on_a_parked_session"] = sum(r["parked"] for r in runs)
     result = {
         "machine": machine(),
         "load_average": os.getloadavg(),
@@ -218,7 +229,7 @@ def window_samples(root: Path, cache: Path, reps: int, shot: str | None) -> tupl
         assert (stop["reason"], stop["line"]) == ("breakpoint", writer["line"]), stop
         assert bool(worker.seconds["parked"]) == parked, (rep, worker.seconds)
         if rep > 0:  # the first click built the debug build
-            samples.append({"total": took, **worker.seconds})
+            samples.append({"case": "parked" if parked else "cold", "total": took, **worker.seconds})
         if rep < 2 * reps:
             panel.stop_session()
     dialog.close()
@@ -239,6 +250,56 @@ def window_samples(root: Path, cache: Path, reps: int, shot: str | None) -> tupl
     panel.stop_session()
     window.close()
     return samples, int(writer["line"])
+
+
+def first_click_samples(root: Path, cache: Path, reps: int) -> list[dict]:
+    """The window's first click, `reps` times each way, a new window each (the module's doc)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QPushButton, QTableWidget
+
+    from workbench.ui.app import create_application, create_window
+
+    app = create_application()
+    samples = []
+    for rep in range(2 * reps):
+        at_once = rep % 2 == 1
+        window = create_window(cache_dir=cache)
+        window.persist_settings = False
+        window.ask_before_discarding = False
+        window.show()
+        window.resize(1280, 800)
+        assert window.open_project(root)
+        window.bridge.set_sizes({"n": 4096})
+        window.bridge.set_backends(["wgsl", "cpu-sim"])
+        panel, worker = window.panels["debug"], window.panels["debug"].worker
+        panel.writers_box.setChecked(True)
+        reports: list = []
+        window.bridge.runFinished.connect(reports.append)
+        window.bridge.run()
+        wait(app, lambda r=reports: r, 600)
+        ended = time.perf_counter()
+        results = window.panels["results"]
+        row = next(r for r in range(results.table.rowCount()) if results.result_at(r).backend == "cpu-sim")
+        dialog = results.show_details(row)
+        dialog.findChild(QTableWidget, "mismatches:y").selectRow(0)
+        button = dialog.findChild(QPushButton, "debugElement:y")
+        if not at_once:
+            wait(app, worker.parked, 120)
+        ready = time.perf_counter() - ended
+        start = time.perf_counter()
+        QTest.mouseClick(button, Qt.MouseButton.LeftButton)
+        wait(app, lambda p=panel: p.stops_seen > 0 and p.locals_model.rowCount() > 0 or p.failures, 600)
+        took = time.perf_counter() - start
+        assert not panel.failures, panel.failures
+        assert panel.last_stop["reason"] == "breakpoint", panel.last_stop
+        samples.append({"case": "first at once" if at_once else "first", "total": took,
+                        "click_after_run_s": ready, **worker.seconds})  # fmt: skip
+        dialog.close()
+        panel.stop_session()
+        window.close()
+        app.processEvents()
+    return samples
 
 
 def wait(app, predicate, timeout_s: float) -> None:

@@ -5,7 +5,9 @@ parked session the first one's end started; not from it after an edit); stepping
 shows the workgroup's other invocations waiting at the next one and the shared array they wrote;
 a kernel that panics under the debugger is reported while the window's event loop never stalls
 (a probe event re-posted to itself measures every gap); the details view's "Debug element"
-stops at the writer's line in the writer's invocation when the window's run recorded writers; Stop
+stops at the writer's line in the writer's invocation when the window's run recorded writers (a
+run with a mismatch parks a session before the first click when the debug build is cached, and
+that click uses it; nothing is parked without it); Stop
 ends a session whose kernel never stops at once; without gdb the dock says how to get it."""
 
 from __future__ import annotations
@@ -286,10 +288,19 @@ def test_debug_element_stops_at_the_writer_of_a_window_run(make_window, example_
     panel = window.panels["debug"]
     qtbot.mouseClick(panel.writers_box, Qt.MouseButton.LeftButton)
     assert panel.writers_box.isChecked() and window.bridge.writers() == []
+    worker = panel.worker
     with qtbot.waitSignal(window.bridge.runFinished, timeout=FIRST_STOP_MS) as done:
         window.bridge.run()
     sim = next(r for r in done.args[0].results if r.backend == "cpu-sim")
     assert sim.verified is False and sim.writers["y"]["elements"][0]["index"] == 1234, sim.error
+    # The mismatch made a debug click likely and the dock looked for the debug build to park a
+    # session on; none is cached yet, so nothing is parked (and nothing was built for it).
+    assert worker._spare_thread is not None
+    qtbot.waitUntil(lambda: not worker.parking(), timeout=STOP_MS)
+    assert not worker.parked() and worker._spare is None
+    from workbench.debug.build import cached_debug_build
+
+    assert cached_debug_build(Project.open(root), window.bridge.cache_dir) is None
     results = window.panels["results"]
     row = next(r for r in range(results.table.rowCount()) if results.result_at(r) is sim)
     dialog = results.show_details(row)
@@ -303,6 +314,23 @@ def test_debug_element_stops_at_the_writer_of_a_window_run(make_window, example_
     assert stop["invocation"] == {"group": [4, 0, 0], "local": [210, 0, 0]}
     assert window.editor_tabs.current_editor().execution_line == line
     assert panel.point.text() == "4:210"
+    assert worker.seconds["parked"] == 0.0  # this click built the debug build
+    # As in a window opened later on the cached debug build: no session ever ended in it (the
+    # one parked when this one ends is dropped), a run shows the mismatch, and the dock parks a
+    # session before any click, which the first "Debug element" then uses.
+    panel.stop_session()
+    worker._drop_spare()
+    assert not worker.parked() and cached_debug_build(Project.open(root), window.bridge.cache_dir)
+    with qtbot.waitSignal(window.bridge.runFinished, timeout=FIRST_STOP_MS):
+        window.bridge.run()
+    qtbot.waitUntil(worker.parked, timeout=STOP_MS)
+    assert not worker.running() and panel.stops_seen == 1
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    stop = wait_stop(qtbot, panel, 1)
+    assert (stop["reason"], stop["line"]) == ("breakpoint", line)
+    assert stop["invocation"] == {"group": [4, 0, 0], "local": [210, 0, 0]}
+    assert worker.seconds["parked"] == 1.0 and not worker.parked()
+    assert local(panel, "i") == "1234"
     dialog.close()
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from workbench.build import cache
 from workbench.build.adapters import ADAPTERS, BuildRequest
 from workbench.build.artifacts import read_build, write_build
-from workbench.build.builder import build_backend
+from workbench.build.builder import build_backend, cached_result
 from workbench.build.process import Budget
 from workbench.build.toolchains import detect
 from workbench.errors import WorkbenchError
@@ -61,6 +61,29 @@ def _flags(sim_flags: list[str]) -> list[str]:
     return [*flags, *PROFILE_FLAGS]
 
 
+def _place(project: Project) -> tuple[str, str]:
+    """The project's folder and its hash. The cpu-sim build's key leaves the folder out (a copy
+    of a project shares its build), but debug information names the source files by their full
+    paths: one debug build per folder, or a copy's breakpoints would name files gdb never saw."""
+    where = str(project.root.resolve())
+    return where, hashlib.sha256(where.encode()).hexdigest()[:12]
+
+
+def _known(folder: Path, data: dict[str, Any], place: str) -> DebugBuild | None:
+    known = ((data.get("debug_builds") or {}).get(place) or {}).get("artifact")
+    return DebugBuild(folder / known, folder, data) if known and (folder / known).is_file() else None
+
+
+def cached_debug_build(project: Project, cache_dir: str | Path | None = None) -> DebugBuild | None:
+    """The project's debug build as its source is now when the cache has it, else None: nothing
+    is built (the window parks a debugging session only on a build already there)."""
+    result = cached_result(project, "cpu-sim", cache.cache_root(cache_dir))
+    if result is None or result.status != "ok" or not result.artifact_dir:
+        return None
+    folder = Path(result.artifact_dir)
+    return _known(folder, read_build(folder), _place(project)[1])
+
+
 def ensure_debug_build(
     project: Project, cache_dir: str | Path | None = None, budget: Budget | None = None
 ) -> DebugBuild:
@@ -73,14 +96,9 @@ def ensure_debug_build(
         raise DebugBuildError(f"the cpu-sim build {result.status}: {why}")
     folder = Path(result.artifact_dir)
     data: dict[str, Any] = read_build(folder)
-    # The cpu-sim build's key leaves the project's folder out (a copy of a project shares its
-    # build), but debug information names the source files by their full paths: one debug build
-    # per folder, or a copy's breakpoints would name files gdb never saw.
-    where = str(project.root.resolve())
-    place = hashlib.sha256(where.encode()).hexdigest()[:12]
-    known = ((data.get("debug_builds") or {}).get(place) or {}).get("artifact")
-    if known and (folder / known).is_file():
-        return DebugBuild(folder / known, folder, data)
+    where, place = _place(project)
+    if found := _known(folder, data, place):
+        return found
     adapter, toolchain = ADAPTERS["cpu-sim"], detect("cpu-sim")
     flags = _flags(list(data.get("flags") or []))
     timed = next(iter(data.get("kernels", {}).values()), {}).get("artifact", "kernel.so")

@@ -30,6 +30,8 @@ def install(window: Any) -> DebugPanel:
     # Among the docks' entries of the View menu (before its separator), as the Tests dock's.
     window.view_menu.insertAction(window.view_menu.actions()[len(window.docks) - 1], dock.toggleViewAction())
     window.editor_tabs.gutterClicked.connect(panel.toggle_breakpoint)
+    # The dock brought to the front: a debug click is likely (parks only on a cached debug build).
+    dock.visibilityChanged.connect(lambda shown: shown and panel.warm_up())
     panel.openLocation.connect(lambda path, line: window.open_location(path, line))
     panel.message.connect(window.show_message)
     if panel.bridge is not None:  # the details view's "Debug element"

@@ -56,6 +56,7 @@ class DebugBridge(Protocol):
 
     cache_dir: Any
     debugRequested: SignalInstance
+    runFinished: SignalInstance
 
     def sizes(self) -> dict[str, int] | None: ...
 
@@ -138,6 +139,8 @@ class DebugPanel(QWidget):
         self.worker.stopped.connect(self._on_stop)
         self.worker.failed.connect(self._on_failed)
         self.worker.closed.connect(self._on_closed)
+        if self.bridge is not None:  # a run with wrong elements: a debug click is likely
+            self.bridge.runFinished.connect(self._on_run_finished)
 
         self.missing = QLabel()
         self.missing.setObjectName("debugMissing")
@@ -345,6 +348,26 @@ class DebugPanel(QWidget):
 
     def shutdown(self) -> None:
         self.worker.shutdown()
+
+    # ------------------------------------------------------------------ ahead of the first click
+    def warm_up(self) -> bool:
+        """Park a session now (a debug click became likely), so that even the window's first
+        click only sets breakpoints and runs on: only with gdb, a trusted project, no session
+        running, and the debug build already cached (`DebugWorker.park`: looked up off this
+        thread; nothing is built). True: a look-up began."""
+        project = self._project()
+        if self.unavailable or project is None or self._session_open():
+            return False
+        if self.window is not None and not self.window.trusted:
+            return False
+        return self.worker.park(project, self._sizes(), self._cache_dir())
+
+    def _on_run_finished(self, report: Any) -> None:
+        """A run whose results show wrong elements or recorded writers: the details view's
+        "Debug element" is the likely next click."""
+        results = getattr(report, "results", None) or []
+        if any(r.verified is False or r.writers for r in results):
+            self.warm_up()
 
     # ------------------------------------------------------------------ answers
     def _say(self, text: str) -> None:

@@ -9,6 +9,9 @@ to the stop, about 1 s of it on a quiet 2-core machine: once a session ends, the
 started and held at the kernel's entry (`Debugger.load`) with the same project, sizes and debug
 build — the *parked* session; a click then only sets its breakpoints and runs on. A parked session
 made before an edit (another debug build) or at other sizes is ended, never used.
+The window's first session has none before it: `park` makes one ahead of the first click when a
+click becomes likely (the dock's `warm_up`: a run with wrong elements, the dock brought to the
+front), only on the debug build the cache already has.
 """
 
 from __future__ import annotations
@@ -179,19 +182,59 @@ class DebugWorker(QObject):
         self.closed.emit()
 
     # ------------------------------------------------------------------ the parked session
+    def park(self, project: Any, sizes: dict | None, cache_dir: Any, timeout_s: float = 60.0) -> bool:
+        """Park a session ahead of the first click (a debug click became likely): like `_park`,
+        but only on the debug build the cache already has (looked up off this thread; nothing is
+        built for it). Not while a session runs or one is being parked; a parked session for
+        these sizes and this build is kept, another is ended and replaced. True: a look-up began."""
+        if self._session is not None:
+            return False
+        return self._start_spare(project, None, sizes, cache_dir, timeout_s, None)
+
+    def parked(self) -> bool:
+        """A parked session is held at the kernel's entry."""
+        with self._spare_lock:
+            spare = self._spare
+        return spare is not None and spare[1].debugger.loaded and not spare[1].debugger.ended
+
+    def parking(self) -> bool:
+        """A parked session is being looked up or started."""
+        thread = self._spare_thread
+        return thread is not None and thread.is_alive()
+
     def _park(self) -> None:
         """Start a parked session like the last one (its build: nothing is built for it)."""
-        if self._last is None or self._spare_thread is not None:
-            return
-        project, kernel, sizes, cache_dir, timeout_s, build = self._last
-        key = (str(project.root), kernel, dict(sizes or {}), str(build.library))
+        if self._last is not None:
+            self._start_spare(*self._last)
+
+    def _start_spare(self, project: Any, kernel: Any, sizes: Any, cache_dir: Any, timeout_s: float,
+                     build: Any) -> bool:  # fmt: skip
+        """A thread parks a session on `build` (None: the cached one, or none at all). One gdb
+        at most: a parked session made otherwise (other sizes, another build) is ended first."""
+        if self.parking():
+            return False
         self._spare_cancelled = False
 
         def prepare() -> None:
+            from workbench.debug.build import cached_debug_build
             from workbench.debug.job import open_debug
 
             try:
-                job = open_debug(project, kernel, sizes, None, None, cache_dir, timeout_s, build=build)
+                found = build or cached_debug_build(project, cache_dir)
+            except Exception:  # noqa: BLE001 - no look-up, no parked session
+                return
+            if found is None:
+                return  # no debug build cached: nothing is built just to park
+            key = (str(project.root), kernel, dict(sizes or {}), str(found.library))
+            with self._spare_lock:
+                old = self._spare
+                if old is not None and old[0] == key and not old[1].debugger.ended:
+                    return  # already parked like this
+                self._spare = None
+            if old is not None:
+                old[1].close()
+            try:
+                job = open_debug(project, kernel, sizes, None, None, cache_dir, timeout_s, build=found)
             except Exception:  # noqa: BLE001 - no parked session: the next one starts cold
                 return
             with self._spare_lock:
@@ -206,6 +249,7 @@ class DebugWorker(QObject):
 
         self._spare_thread = threading.Thread(target=prepare, name="wb-debug-parked", daemon=True)
         self._spare_thread.start()
+        return True
 
     def _take_spare(self, project: Any, kernel: Any, sizes: Any, invocation: Any, cache_dir: Any) -> Any:
         """(The session's thread.) The parked session when it was made for this project, kernel,
