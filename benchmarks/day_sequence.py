@@ -35,7 +35,6 @@ import os
 import platform
 import re
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -54,6 +53,7 @@ from benchmarks.sessions_window import (  # noqa: E402
     _scheduler,
     _spin,
     _until_idle,
+    step_summary,
     table,
 )
 
@@ -349,17 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
         if shots is not None:
             shots.finish()
-    steps = {
-        step: {
-            "max_ms": max(values),
-            "median_ms": round(statistics.median(values), 1),
-            "each_ms": values,
-            "max_gui_cpu_ms": max(measured["cpu_ms"][step]),
-            "each_gui_cpu_ms": measured["cpu_ms"][step],
-            "ok": max(values) <= GOAL_MS,
-        }
-        for step, values in measured["stalls_ms"].items()
-    }
+    steps = step_summary(measured)
     total = max(row["max_ms"] for row in steps.values())
     result = {
         "benchmark": "day_sequence",

@@ -263,6 +263,22 @@ def measure(db: Path, repeat: int, diagnose: bool, each: bool = False) -> dict:
     }
 
 
+def step_summary(measured: dict) -> dict:
+    """Each step's longest and median stall and the GUI thread's CPU in them, against GOAL_MS
+    (`measured`: the probe's `stalls_ms` and `cpu_ms` by step; day_sequence.py's too)."""
+    return {
+        step: {
+            "max_ms": max(values),
+            "median_ms": round(statistics.median(values), 1),
+            "each_ms": values,
+            "max_gui_cpu_ms": max(measured["cpu_ms"][step]),
+            "each_gui_cpu_ms": measured["cpu_ms"][step],
+            "ok": max(values) <= GOAL_MS,
+        }
+        for step, values in measured["stalls_ms"].items()
+    }
+
+
 def _scheduler() -> str:
     """SCHED_OTHER as a user runs it; SCHED_FIFO under `chrt -R -f N` (what the committed "quiet"
     result used): the shared machine's other processes then wait for the window's, as on a quiet
@@ -302,17 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         measured = measure(db, args.repeat, args.diagnose, args.each)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    steps = {
-        step: {
-            "max_ms": max(values),
-            "median_ms": round(statistics.median(values), 1),
-            "each_ms": values,
-            "max_gui_cpu_ms": max(measured["cpu_ms"][step]),
-            "each_gui_cpu_ms": measured["cpu_ms"][step],
-            "ok": max(values) <= GOAL_MS,
-        }
-        for step, values in measured["stalls_ms"].items()
-    }
+    steps = step_summary(measured)
     result = {
         "benchmark": "sessions_window",
         "runs": args.runs,

@@ -239,19 +239,22 @@ class EventLoopProbe(QObject):
         return True
 
 
-def test_a_kernel_that_panics_under_the_debugger_never_hangs_the_window(make_window, example_copy, qtbot):
+def _window_on_saxpy_with(make_window, example_copy, lines: str):
+    """A window (Build dock, n = 4096) on a saxpy copy whose body starts with `lines`."""
     root = example_copy("saxpy")
     lib = root / "src" / "lib.rs"
     guard = "    let n = n as usize;\n"
     assert lib.read_text().count(guard) == 1
-    lib.write_text(
-        lib.read_text().replace(
-            guard, guard + '    if i == 300 {\n        panic!("invocation 300 gives up");\n    }\n'
-        )
-    )
+    lib.write_text(lib.read_text().replace(guard, guard + lines))
     window = make_window(root, panels=("build",))
     window.bridge.set_sizes({"n": 4096})
-    panel = window.panels["debug"]
+    return root, window, window.panels["debug"]
+
+
+def test_a_kernel_that_panics_under_the_debugger_never_hangs_the_window(make_window, example_copy, qtbot):
+    root, window, panel = _window_on_saxpy_with(
+        make_window, example_copy, '    if i == 300 {\n        panic!("invocation 300 gives up");\n    }\n'
+    )
     probe = EventLoopProbe()
     start = time.perf_counter()
     try:
@@ -368,18 +371,9 @@ def test_without_gdb_the_dock_says_how_to_get_it_and_its_actions_are_off(qtbot, 
 def test_stop_ends_a_session_whose_kernel_never_stops_without_stalling_the_window(
     make_window, example_copy, qtbot
 ):
-    root = example_copy("saxpy")
-    lib = root / "src" / "lib.rs"
-    guard = "    let n = n as usize;\n"
-    assert lib.read_text().count(guard) == 1
-    lib.write_text(
-        lib.read_text().replace(
-            guard, guard + "    while i == 7 && n > 0 {\n        core::hint::spin_loop();\n    }\n"
-        )
+    root, window, panel = _window_on_saxpy_with(
+        make_window, example_copy, "    while i == 7 && n > 0 {\n        core::hint::spin_loop();\n    }\n"
     )
-    window = make_window(root, panels=("build",))
-    window.bridge.set_sizes({"n": 4096})
-    panel = window.panels["debug"]
     window.bridge.debugRequested.emit({"buffer": "y", "index": 1234, "writer": None})  # never written
     # The debug build made and gdb running the kernel, spinning in invocation 7.
     qtbot.waitUntil(lambda: panel.worker.job is not None and panel.worker.job.debugger.session.inferior_pid,
