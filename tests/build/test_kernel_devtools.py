@@ -179,6 +179,26 @@ def test_the_kernel_api_crate_every_project_builds_with_is_clippy_clean(features
     assert out.returncode == 0 and not found, "".join(found)[:4000] + out.stderr[-2000:]
 
 
+@needs_clippy
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in EXAMPLES.iterdir() if (p / "workbench.toml").is_file()) + ["new"]
+)
+def test_every_example_and_a_new_project_lint_clean(name, example_copy, tmp_path, shared_cache_dir):
+    """What a user opens first shows no lint in the Diagnostics pane: `workbench lint` (both
+    passes) of a copy of each bundled example, and of a project `workbench new` made (blank)."""
+    if name == "new":
+        project = tmp_path / "made" / "vadd"
+        made = cli("new", "vadd", project)
+        assert made.returncode == 0, made.stderr
+    else:
+        project = example_copy(name)
+    out = cli("lint", project, "--json", "--cache-dir", shared_cache_dir)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    report = json.loads(out.stdout)
+    found = [f"{d['file']}:{d['line']} {d['code']}" for d in report["diagnostics"]]
+    assert report["ok"] and found == [], found
+
+
 def test_lint_without_clippy_says_so_in_one_line(example_copy):
     out = cli("lint", example_copy("saxpy"), env={"WB_CARGO_CLIPPY": "/nonexistent/cargo-clippy"})
     assert out.returncode == 2

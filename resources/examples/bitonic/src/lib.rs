@@ -38,6 +38,9 @@ pub fn bitonic_body(ctx: Ctx, block: usize, n: u32, j: u32, k: u32, mut data: Ou
 }
 
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
+/// # Safety
+/// `launch` is the runtime's launch record and each pointer the buffer of that name, as the
+/// workbench's cpu runtime passes them, valid for the call.
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bitonic_cpu(

@@ -226,9 +226,10 @@ pub fn matmul_blocked_body<const R: usize, const TT: usize>(
                     0
                 };
                 let v = quad(&a, (row0 + r) * k + k0 + kq, avail, k % 4 == 0);
-                for t in 0..4 {
-                    a_tile.set((kq + t) * edge + r, v[t]);
-                }
+                a_tile.set(kq * edge + r, v[0]); // written out, as `quad`'s four loads
+                a_tile.set((kq + 1) * edge + r, v[1]);
+                a_tile.set((kq + 2) * edge + r, v[2]);
+                a_tile.set((kq + 3) * edge + r, v[3]);
                 q += threads;
             }
             let mut q = tid;
@@ -240,9 +241,10 @@ pub fn matmul_blocked_body<const R: usize, const TT: usize>(
                     0
                 };
                 let v = quad(&b, (k0 + r) * n + col0 + cq, avail, n % 4 == 0);
-                for t in 0..4 {
-                    b_tile.set(r * edge + cq + t, v[t]);
-                }
+                b_tile.set(r * edge + cq, v[0]);
+                b_tile.set(r * edge + cq + 1, v[1]);
+                b_tile.set(r * edge + cq + 2, v[2]);
+                b_tile.set(r * edge + cq + 3, v[3]);
                 q += threads;
             }
         }
@@ -320,6 +322,9 @@ pub fn matmul_kernel<const TT: usize>(
 pub const MAX_TILE_ELEMENTS: usize = 1024;
 
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
+/// # Safety
+/// `launch` is the runtime's launch record and each pointer the buffer of that name, as the
+/// workbench's cpu runtime passes them, valid for the call.
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn matmul_cpu(

@@ -26,6 +26,7 @@ const _: () = assert!(VECTOR == 1 || VECTOR == 4, "vector is 1 or 4");
 /// 4i .. 4i + 4 in 16-byte accesses (`vector` 4), the last invocation the 1 to 3 left over one by
 /// one.
 #[inline(always)]
+#[allow(clippy::assign_op_pattern)] // `y[i] = a * x[i] + y[i]`: SAXPY as its references write it
 pub fn saxpy_body(
     ctx: Ctx,
     block: usize,
@@ -63,6 +64,9 @@ pub fn saxpy_body(
 }
 
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
+/// # Safety
+/// `launch` is the runtime's launch record and each pointer the buffer of that name, as the
+/// workbench's cpu runtime passes them, valid for the call.
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn saxpy_cpu(

@@ -29,6 +29,7 @@ pub const HALO_ELEMENTS: usize = (64 + 2) * (16 + 2);
 /// block are loaded into `tile` by all its invocations together (points outside the grid as 0,
 /// never used), then invocation (x, y) computes its point from the tile.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // the launch's buffers and scalars, as every entry passes them
 pub fn stencil2d_body(
     ctx: Ctx,
     bx: usize,
@@ -84,6 +85,9 @@ pub fn stencil2d_body(
 }
 
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
+/// # Safety
+/// `launch` is the runtime's launch record and each pointer the buffer of that name, as the
+/// workbench's cpu runtime passes them, valid for the call.
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn stencil2d_cpu(

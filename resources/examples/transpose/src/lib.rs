@@ -30,6 +30,7 @@ pub const TILE_ELEMENTS: usize = 32 * 33;
 /// to `b` at rows gx·tile.., columns gy·tile... Invocation (x, y) copies elements x of rows y,
 /// y + rows, ... of the block (rows = the workgroup's height, `block_rows`), in and out.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // the launch's buffers and scalars, as every entry passes them
 pub fn transpose_body(
     ctx: Ctx,
     tile: usize,
@@ -67,6 +68,9 @@ pub fn transpose_body(
 }
 
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
+/// # Safety
+/// `launch` is the runtime's launch record and each pointer the buffer of that name, as the
+/// workbench's cpu runtime passes them, valid for the call.
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn transpose_cpu(

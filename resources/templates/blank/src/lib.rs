@@ -21,6 +21,9 @@ pub fn blank_body(ctx: Ctx, block: usize, n: u32, mut x: Out<f32>) {
 }
 
 // ---------------------------------------------------------------- cpu and cpu-sim: the host executor
+/// # Safety
+/// `launch` is the runtime's launch record and each pointer the buffer of that name, as the
+/// workbench's cpu runtime passes them, valid for the call.
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "spirv")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn blank_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, x: *mut f32) {
