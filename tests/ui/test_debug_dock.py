@@ -152,6 +152,8 @@ def test_the_dock_stops_reduction_in_workgroup_3_local_17_with_its_locals(reduct
     qtbot.mouseClick(panel.stop_button, Qt.MouseButton.LeftButton)
     assert not panel.worker.running() and editor.execution_line is None
     assert not any(b.isEnabled() for b in panel.step_buttons.values())
+    models = (panel.locals_model, panel.stack_model, panel.workgroup_model, panel.memory_model)
+    assert panel.where.text() == "Not debugging." and all(m.rowCount() == 0 for m in models)
 
     # The session's end parked the next one at the kernel's entry: Debug again takes it, and stops
     # at the same place with the same values.

@@ -343,6 +343,7 @@ class DebugPanel(QWidget):
         self.worker.close()
         self.last_stop = None
         self.where.setText("Not debugging.")
+        self._clear()  # the ended session's values would read as the state of a live one
         self._show_marks()
         self._update_actions()
 
