@@ -103,10 +103,11 @@ def wait_signal(signal, start: Callable[[], Any], timeout_s: float, what: str, a
     return got[0]
 
 
-def screen_image(window):
+def screen_image(window, above=()):
     """The X server's picture of the screen where `window` is (the root window read back through
     the server, as `xwd -root` or `import -window root` read it): what a user sees, including
-    whatever Qt did not draw. Needs a real X display (`QT_QPA_PLATFORM=xcb`)."""
+    whatever Qt did not draw. Needs a real X display (`QT_QPA_PLATFORM=xcb`). `above`: windows
+    (a dialog) raised over it afterwards: with no window manager, nothing keeps a dialog on top."""
     from PySide6.QtGui import QGuiApplication
 
     assert QGuiApplication.platformName() == "xcb", (
@@ -114,6 +115,8 @@ def screen_image(window):
     )
     window.raise_()
     window.activateWindow()
+    for other in above:
+        other.raise_()
     wait_until(lambda: window.isVisible() and window.windowHandle().isExposed(), 10, "the window exposed")
     shown = time.monotonic() + 0.2  # the last paint flushed to the server
     wait_until(lambda: time.monotonic() > shown, 5, "the paint flushed")
@@ -239,21 +242,27 @@ class Shots:
         return report
 
     # ---------------------------------------------------------------- pictures and records
-    def shot(self, widget, name: str, screen: bool = False) -> dict:
+    def shot(self, widget, name: str, screen: bool = False, above=(), full_colour: bool = False) -> dict:
         """Save `widget` as benchmarks/results/<session>/<name>.png, an 8-bit palette PNG (text in
         the dark theme keeps its shape; a window is then ~100 KB). Returns its file, size and
         pixel statistics, refused when the picture is blank. `screen`: what the X server shows
-        where the window is (`screen_image`), not Qt's rendering of the widget."""
+        where the window is (`screen_image`, with `above` raised over it), not Qt's rendering of
+        the widget. `full_colour`: 24-bit (the palette's 6×6×6 cube maps a dark tint such as the
+        debugger's stopped-line background onto the editor's own background)."""
         from PySide6.QtCore import Qt
         from PySide6.QtGui import QImage
 
         settle()
         plots_drawn(widget, name)
-        image = screen_image(widget) if screen else widget.grab().toImage()
+        image = screen_image(widget, above) if screen else widget.grab().toImage()
         assert not image.isNull() and image.width() > 50 and image.height() > 50, f"{name}: nothing drawn"
         stats = pixel_stats(image)
         assert stats["distinct_colours"] > 8 and stats["luminance_sd"] > 5, f"{name} looks blank: {stats}"
-        palette = image.convertToFormat(QImage.Format.Format_Indexed8, Qt.ImageConversionFlag.ThresholdDither)
+        palette = (
+            image.convertToFormat(QImage.Format.Format_RGB888)
+            if full_colour
+            else image.convertToFormat(QImage.Format.Format_Indexed8, Qt.ImageConversionFlag.ThresholdDither)
+        )
         path = self.out_dir / f"{name}.png"
         assert palette.save(str(path), "PNG", 0), f"cannot write {path}"
         return {
