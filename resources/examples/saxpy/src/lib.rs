@@ -26,7 +26,7 @@ const _: () = assert!(VECTOR == 1 || VECTOR == 4, "vector is 1 or 4");
 /// 4i .. 4i + 4 in 16-byte accesses (`vector` 4), the last invocation the 1 to 3 left over one by
 /// one.
 #[inline(always)]
-#[allow(clippy::assign_op_pattern)] // `y[i] = a * x[i] + y[i]`: SAXPY as its references write it
+#[allow(clippy::assign_op_pattern)] // the SAXPY line as its references (saxpy.cu, saxpy.wgsl) write it
 pub fn saxpy_body(
     ctx: Ctx,
     block: usize,
