@@ -53,3 +53,12 @@ def settle_qt(turns: int = 4) -> None:
     for _ in range(turns):
         QCoreApplication.sendPostedEvents()
         QApplication.processEvents()
+
+
+def default_ctrl_c() -> None:
+    """`preexec_fn` of a child a test sends Ctrl-C to: SIGINT back to its default, as in a user's
+    terminal. A disposition of "ignore" that the test process picked up is inherited across exec,
+    and Python then installs no KeyboardInterrupt handler: the child never hears the Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

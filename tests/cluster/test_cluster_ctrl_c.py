@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 
-from tests.waits import HANG_GUARD_S, WORK_GUARD_S, wait_until
+from tests.waits import HANG_GUARD_S, WORK_GUARD_S, default_ctrl_c, wait_until
 
 from .conftest import DASK_ENV, REPO, recorded_rows
 
@@ -31,7 +31,7 @@ def test_ctrl_c_stops_a_local_cluster_sweep_quietly_and_keeps_what_was_recorded(
         [sys.executable, "-m", "workbench", "tune", str(project), "--backend", "cpu", "--size", "n=4096",
          "--rounds", "3", "--confirm", "0", "--param", "threads=64,128,256,512,1024", "--db", str(db),
          "--cluster", "local:2", "--cache-dir", str(shared_cache_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True, preexec_fn=default_ctrl_c,
         env={**os.environ, **DASK_ENV, "PYTHONPATH": str(REPO)},
     )  # fmt: skip
     seen = []

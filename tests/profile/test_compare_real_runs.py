@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli as run_cli
-from tests.waits import WORK_GUARD_S
+from tests.waits import WORK_GUARD_S, default_ctrl_c
 from workbench.profile.sessions.store import SessionStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -208,7 +208,7 @@ def test_uneven_sides_and_a_killed_series_get_no_verdict(recorded, tmp_path):
     child = subprocess.Popen(
         [sys.executable, "-m", "workbench", "run", *args, "--repeat", "3"],
         cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=default_ctrl_c,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + WORK_GUARD_S

@@ -11,6 +11,7 @@ import sys
 
 import psutil
 
+from tests.waits import default_ctrl_c
 from workbench.profile.sessions.store import SessionStore
 from workbench.remote.hosts import HostStore
 
@@ -132,7 +133,7 @@ def test_ctrl_c_mid_sweep_stops_the_hosts_workers(sshd, example_copy, shared_cac
             [sys.executable, "-m", "workbench", "tune", str(example_copy("saxpy", tunables=("threads",))), *SWEEP, "--param",
              "threads=64,128,256,512", "--db", str(tmp_path / "s.db"), "--cluster", f"hosts:{name}",
              "--cache-dir", str(shared_cache_dir)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, preexec_fn=default_ctrl_c,
         )  # fmt: skip
         seen = []
         for line in proc.stderr:
