@@ -177,33 +177,17 @@ def window_samples(root: Path, cache: Path, reps: int, shot: str | None) -> tupl
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QImage
     from PySide6.QtTest import QTest
-    from PySide6.QtWidgets import QPushButton, QTableWidget
 
     from workbench.trust_store import set_trusted
-    from workbench.ui.app import create_application, create_window
+    from workbench.ui.app import create_application
     from workbench.ui.screenshot import save_screenshot
 
     app = create_application()
     set_trusted(root)
-    window = create_window(cache_dir=cache)
-    window.persist_settings = False
-    window.ask_before_discarding = False
-    window.show()
-    window.resize(1280, 800)
-    assert window.open_project(root)
-    window.bridge.set_sizes({"n": 4096})
-    window.bridge.set_backends(["wgsl", "cpu-sim"])
+    window, reports = _run_with_writers(root, cache)
     panel = window.panels["debug"]
-    panel.writers_box.setChecked(True)
-    reports = []
-    window.bridge.runFinished.connect(reports.append)
-    window.bridge.run()
     wait(app, lambda: reports, 600)
-    results = window.panels["results"]
-    row = next(r for r in range(results.table.rowCount()) if results.result_at(r).backend == "cpu-sim")
-    dialog = results.show_details(row)
-    dialog.findChild(QTableWidget, "mismatches:y").selectRow(0)
-    button = dialog.findChild(QPushButton, "debugElement:y")
+    results, row, dialog, button = _debug_element_button(window)
     writer = results.result_at(row).writers["y"]["elements"][0]
     samples = []
     worker = panel.worker
@@ -256,34 +240,18 @@ def first_click_samples(root: Path, cache: Path, reps: int) -> list[dict]:
     """The window's first click, `reps` times each way, a new window each (the module's doc)."""
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
-    from PySide6.QtWidgets import QPushButton, QTableWidget
 
-    from workbench.ui.app import create_application, create_window
+    from workbench.ui.app import create_application
 
     app = create_application()
     samples = []
     for rep in range(2 * reps):
         at_once = rep % 2 == 1
-        window = create_window(cache_dir=cache)
-        window.persist_settings = False
-        window.ask_before_discarding = False
-        window.show()
-        window.resize(1280, 800)
-        assert window.open_project(root)
-        window.bridge.set_sizes({"n": 4096})
-        window.bridge.set_backends(["wgsl", "cpu-sim"])
+        window, reports = _run_with_writers(root, cache)
         panel, worker = window.panels["debug"], window.panels["debug"].worker
-        panel.writers_box.setChecked(True)
-        reports: list = []
-        window.bridge.runFinished.connect(reports.append)
-        window.bridge.run()
         wait(app, lambda r=reports: r, 600)
         ended = time.perf_counter()
-        results = window.panels["results"]
-        row = next(r for r in range(results.table.rowCount()) if results.result_at(r).backend == "cpu-sim")
-        dialog = results.show_details(row)
-        dialog.findChild(QTableWidget, "mismatches:y").selectRow(0)
-        button = dialog.findChild(QPushButton, "debugElement:y")
+        _results, _row, dialog, button = _debug_element_button(window)
         if not at_once:
             wait(app, worker.parked, 120)
         ready = time.perf_counter() - ended
@@ -300,6 +268,38 @@ def first_click_samples(root: Path, cache: Path, reps: int) -> list[dict]:
         window.close()
         app.processEvents()
     return samples
+
+
+def _run_with_writers(root: Path, cache: Path):
+    """A new window at 1280×800 on `root` (n = 4096, wgsl and cpu-sim), writers recorded, its Run
+    started; the list its run's report lands in."""
+    from workbench.ui.app import create_window
+
+    window = create_window(cache_dir=cache)
+    window.persist_settings = False
+    window.ask_before_discarding = False
+    window.show()
+    window.resize(1280, 800)
+    assert window.open_project(root)
+    window.bridge.set_sizes({"n": 4096})
+    window.bridge.set_backends(["wgsl", "cpu-sim"])
+    window.panels["debug"].writers_box.setChecked(True)
+    reports: list = []
+    window.bridge.runFinished.connect(reports.append)
+    window.bridge.run()
+    return window, reports
+
+
+def _debug_element_button(window):
+    """The cpu-sim result's details with its first bad element of y selected, and its "Debug
+    element" button: (results panel, row, dialog, button)."""
+    from PySide6.QtWidgets import QPushButton, QTableWidget
+
+    results = window.panels["results"]
+    row = next(r for r in range(results.table.rowCount()) if results.result_at(r).backend == "cpu-sim")
+    dialog = results.show_details(row)
+    dialog.findChild(QTableWidget, "mismatches:y").selectRow(0)
+    return results, row, dialog, dialog.findChild(QPushButton, "debugElement:y")
 
 
 def wait(app, predicate, timeout_s: float) -> None:
