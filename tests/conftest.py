@@ -292,3 +292,15 @@ def no_leaked_threads_or_processes(request):
         problems.append("child processes still running (killed now): " + "; ".join(described))
     if problems:
         pytest.fail("left running after the test:\n  " + "\n  ".join(problems))
+
+
+def skip_without_debugger(needs_cargo: bool = True) -> None:
+    """Skip a debugging test where its tools are missing (host cargo, gdb, pygdbmi), saying how
+    to get each."""
+    from workbench.build.toolchains import detect
+
+    if needs_cargo and not detect("cpu").found:
+        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
+    if shutil.which("gdb") is None:
+        pytest.skip("no gdb: apt-get install gdb (packaging/bootstrap.sh setup installs it)")
+    pytest.importorskip("pygdbmi")

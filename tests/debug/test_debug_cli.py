@@ -4,12 +4,13 @@ before anything is built or started; a missing gdb is said in one line with how 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import skip_without_debugger
 
 
 def debug(root: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -21,9 +22,7 @@ def debug(root: Path, *extra: str, env: dict[str, str] | None = None) -> subproc
 
 @pytest.fixture
 def saxpy(example_copy, tmp_path):
-    if shutil.which("gdb") is None:
-        pytest.skip("no gdb: apt-get install gdb (packaging/bootstrap.sh setup installs it)")
-    pytest.importorskip("pygdbmi")
+    skip_without_debugger(needs_cargo=False)
     return example_copy("saxpy")
 
 

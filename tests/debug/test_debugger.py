@@ -9,7 +9,6 @@ panics under the debugger is reported, and one that never ends is stopped at the
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.build.toolchains import detect
+from tests.conftest import skip_without_debugger
 from workbench.project import Project
 from workbench.run.inputs import make_inputs
 
@@ -26,11 +25,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(autouse=True)
 def _tools():
-    if not detect("cpu").found:
-        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
-    if shutil.which("gdb") is None:
-        pytest.skip("no gdb: apt-get install gdb (packaging/bootstrap.sh setup installs it)")
-    pytest.importorskip("pygdbmi")
+    skip_without_debugger()
 
 
 def debug(root: Path, cache: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:

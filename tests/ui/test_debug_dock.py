@@ -12,7 +12,6 @@ ends a session whose kernel never stops at once; without gdb the dock says how t
 
 from __future__ import annotations
 
-import shutil
 import time
 
 import numpy as np
@@ -20,8 +19,8 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QRect, Qt
 from PySide6.QtWidgets import QPushButton, QTableWidget
 
+from tests.conftest import skip_without_debugger
 from tests.waits import FIRING_LIMIT_S, WORK_GUARD_MS
-from workbench.build.toolchains import detect
 from workbench.project import Project
 from workbench.run.inputs import make_inputs
 
@@ -34,11 +33,7 @@ STOP_MS = WORK_GUARD_MS
 
 @pytest.fixture(autouse=True)
 def _tools():
-    if not detect("cpu").found:
-        pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
-    if shutil.which("gdb") is None:
-        pytest.skip("no gdb: apt-get install gdb (packaging/bootstrap.sh setup installs it)")
-    pytest.importorskip("pygdbmi")
+    skip_without_debugger()
 
 
 def line_of(root, snippet: str) -> int:
