@@ -83,6 +83,18 @@ def short_reason(reason: str) -> str:
     return reason.split("; ", 1)[0]
 
 
+def add_reason_row(group: QTreeWidgetItem, reason: str) -> QTreeWidgetItem:
+    """Under a runtime or host that lists no device: one muted row with the reason's first clause
+    (`short_reason`), the whole reason in its tooltip; the row it added."""
+    note = QTreeWidgetItem([short_reason(reason), ""])
+    note.setToolTip(0, reason)
+    note.setForeground(0, MUTED)
+    note.setFlags(Qt.ItemFlag.ItemIsEnabled)
+    group.addChild(note)
+    note.setFirstColumnSpanned(True)
+    return note
+
+
 class NameDelegate(QStyledItemDelegate):
     """Draws the device names with `elide_name`; `drawn` keeps each text as last drawn (full text:
     drawn text), what a user sees."""
@@ -396,13 +408,7 @@ class DevicePicker(QWidget):
                 group.setForeground(0, MUTED)
                 group.setForeground(1, MUTED)
                 group.setDisabled(True)
-                note = QTreeWidgetItem([short_reason(reason), ""])
-                note.setToolTip(0, reason)
-                note.setForeground(0, MUTED)
-                note.setFlags(Qt.ItemFlag.ItemIsEnabled)
-                note.setDisabled(True)
-                group.addChild(note)
-                note.setFirstColumnSpanned(True)
+                add_reason_row(group, reason).setDisabled(True)
                 continue
             for position, device in enumerate(entry.get("devices") or []):
                 item = self._device_item(device)
@@ -587,10 +593,5 @@ class DevicePicker(QWidget):
                 group.setText(1, "unreachable")
                 group.setToolTip(0, reason)
                 group.setForeground(0, MUTED)
-                note = QTreeWidgetItem([short_reason(reason), ""])
-                note.setToolTip(0, reason)
-                note.setForeground(0, MUTED)
-                note.setFlags(Qt.ItemFlag.ItemIsEnabled)
-                group.addChild(note)
-                note.setFirstColumnSpanned(True)
+                add_reason_row(group, reason)
         return count
