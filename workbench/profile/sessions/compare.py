@@ -120,15 +120,15 @@ def _side(store: SessionStore, run: dict[str, Any], partner: dict[str, Any]) -> 
 
 
 def _load_reason(side: list[dict[str, Any]]) -> str:
-    """Why a change the slower side's load could explain gets no verdict: "the load could explain
-    it: busy run #12 (other processes 1.00 of 2 cores) could be up to 2× slower"."""
+    """Why a change the busier side's load could explain gets no verdict: "the load could explain
+    it: busy run #12 (other processes 1.00 of 2 cores) could be up to 2× slower or faster"."""
     worst = max(side, key=load_factor)
     factor = load_factor(worst)
     host = worst.get("host") if isinstance(worst.get("host"), dict) else {}
     used = host.get("other_cpu_cores")
     what = f" (other processes {used:.2f} of {host.get('cpus')} cores)" if used is not None else ""
     could = "any amount" if factor == float("inf") else f"up to {factor:.2g}×"
-    return f"the load could explain it: busy run #{worst['id']}{what} could be {could} slower"
+    return f"the load could explain it: busy run #{worst['id']}{what} could be {could} slower or faster"
 
 
 def _not_comparable(a: dict[str, Any] | None, b: dict[str, Any] | None, differs: list[str]) -> dict[str, Any]:
