@@ -6,7 +6,7 @@ backend × device. A pair that measured different things (`comparable.difference
 tunables, backend, device, flags, …) is "not comparable" with what differs, unless forced. The
 verdict (faster / slower / same / ambiguous) rests on the per-invocation medians of both sides and
 the A/A noise floor (`noise.py`): none with fewer than `noise.MIN_INVOCATIONS` a side, no faster /
-slower that the slower side's load could explain (`noise.load_factor`), and a verdict that rests on
+slower that the busier side's load could explain (`noise.load_factor`), and a verdict that rests on
 a run made on a busy machine says so.
 
 Kept beside it, per row under "within": the older within-run statistic, a percentile bootstrap 95%
