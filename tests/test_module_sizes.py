@@ -30,8 +30,6 @@ WAITING: dict[str, str] = {
     "workbench/ui/plots/timing_tab.py": "the timing plot's items apart from the tab's controls",
     "workbench/ui/plots/outputs_tab.py": "the outputs image apart from the mismatch table",
     "workbench/ui/build/panel.py": "the build rows' model apart from the log view",
-    "workbench/profile/tuning/strategies.py": "optuna's samplers apart from the classic strategies "
-    "(annealing, genetic, differential evolution), one module per family",
     "workbench/ui/sessions/panel.py": "export / import and the record toggle apart from the panel's "
     "composition of the runs list, Compare and History",
 }
