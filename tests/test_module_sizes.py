@@ -20,8 +20,6 @@ LIMIT = 500
 WAITING: dict[str, str] = {
     "workbench/profile/tuning/tune.py": "the space (parameters, Point, Search) and BackgroundSweep "
     "apart from the runner's rounds and resume reads",
-    "workbench/ui/artifacts/view.py": "a ui/artifacts/ folder: the source / IR panes apart from the "
-    "view's selection and cache reads",
     "workbench/profile/live/live.py": "the cycle's build gating apart from the run scheduling",
     "workbench/run/runtimes/wgpu_runtime.py": "pipeline creation and binding apart from timing "
     "(timestamp queries)",

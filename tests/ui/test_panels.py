@@ -337,7 +337,7 @@ def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     ],
 )
 def test_source_view_replaces_only_what_changed(qtbot, old, new):
-    from workbench.ui.artifacts.view import code_view, replace_changed
+    from workbench.ui.artifacts.code_panes import code_view, replace_changed
 
     view = code_view("source")
     qtbot.addWidget(view)

@@ -11,7 +11,7 @@ from PySide6.QtGui import QColor
 
 from tests.waits import HANG_GUARD_MS
 from workbench.ui import theme
-from workbench.ui.artifacts.view import LINKED, code_view, set_code
+from workbench.ui.artifacts.code_panes import LINKED, code_view, set_code
 from workbench.ui.editor.code_editor import CodeEditor
 from workbench.ui.editor.code_view import CodeView, LineNumberGutter
 

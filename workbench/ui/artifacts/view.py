@@ -8,7 +8,8 @@ build option that adds it.
 A save during hot reload changes the Rust source shown here: the source view is updated in place
 (only the changed lines are replaced) and highlighted by the editor's incremental Rust highlighter,
 so a one-line edit re-highlights a line, not the file. Nothing is refreshed while the view is off
-screen (its dock tabified behind another one); it catches up when it is shown.
+screen (its dock tabified behind another one); it catches up when it is shown. The panes themselves
+(numbered, highlighted, linked lines, in-place updates): `code_panes.py`.
 """
 
 from __future__ import annotations
@@ -16,14 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import QRect, Qt, QTimer, SignalInstance
+from PySide6.QtCore import Qt, QTimer, SignalInstance
 from PySide6.QtGui import (
-    QColor,
     QFont,
-    QPainter,
-    QSyntaxHighlighter,
-    QTextCursor,
-    QTextFormat,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -32,46 +28,30 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPlainTextEdit,
     QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
-    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from workbench.build.ptx_lines import PtxLines
-from workbench.build.source_match import best_match
 from workbench.build.spirv_lines import NO_LINES_HINT, SpirvLines
-from workbench.ui import theme
-from workbench.ui.artifacts import ir_panes
-from workbench.ui.editor.code_view import CodeView
-from workbench.ui.editor.highlighter import RustHighlighter, token_format
+from workbench.ui.artifacts import ir_panes, line_links
+from workbench.ui.artifacts.code_panes import (
+    TEXT_SUFFIXES,
+    NumberedView,
+    code_view,
+    read_text,
+    replace_changed,
+    set_code,
+)
+from workbench.ui.editor.highlighter import RustHighlighter
 from workbench.ui.layout_fit import wrap_within
 from workbench.ui.visibility import follow_dock, on_screen
 
-#: Artifact suffixes shown as text, with their pygments lexer (None: plain text).
-TEXT_SUFFIXES = {
-    ".ptx": "ptx",
-    ".s": "ptx",
-    ".asm": "gas",  # the cpu build's assembly with line tables (GNU as syntax)
-    ".sass": None,  # nvdisasm -gp of an nvptx build (workbench.build.sass)
-    ".spvasm": None,
-    ".wgsl": "wgsl",
-    ".cu": "cuda",
-    ".cuh": "cuda",
-    ".rs": "rust",
-    ".msl": "c",
-    ".metal": "c",
-    ".hlsl": "c",
-}
-#: Files bigger than this are shown truncated (a PTX of a big crate can be megabytes).
-MAX_TEXT_BYTES = 2_000_000
-#: Highlighting is per line with pygments; beyond this many lines it is skipped (too slow).
-MAX_HIGHLIGHT_LINES = 20_000
 #: Artifact suffixes with a line map to the Rust source: (what the view calls them, parser).
 LINE_MAPS = {
     ".ptx": ("PTX", PtxLines.parse),
@@ -92,154 +72,6 @@ LINE_TABLE_BUILDS = {"nvptx": "Rust ↔ PTX view (a line-table build of its own;
                             "not changed)"}  # fmt: skip
 RESOURCE_KEYS = (("registers", "Registers"), ("spills", "Spills"), ("shared_bytes", "Shared memory (B)"),
                  ("stack_bytes", "Stack (B)"))  # fmt: skip
-
-
-class PygmentsHighlighter(QSyntaxHighlighter):
-    """Line-by-line highlighting with a pygments lexer (good enough for read-only code views), in
-    the editor's syntax colours (`highlighter.token_format`)."""
-
-    def __init__(self, document, lexer_name: str):
-        super().__init__(document)
-        from pygments.lexers import get_lexer_by_name
-
-        self.lexer = get_lexer_by_name(lexer_name, stripnl=False, ensurenl=False)
-
-    def highlightBlock(self, text: str) -> None:  # noqa: N802
-        position = 0
-        for token, value in self.lexer.get_tokens(text):
-            fmt = token_format(token)
-            if fmt is not None:
-                self.setFormat(position, len(value), fmt)
-            position += len(value)
-
-
-#: Background of the lines that belong together (a Rust line and its PTX / SPIR-V lines).
-LINKED = QColor(theme.LINKED_LINE)
-
-
-class NumberedView(CodeView):
-    """A read-only code view (the editor's, with its gutter and palette), linked lines highlighted."""
-
-    MARKER_WIDTH = 0  # nothing is marked left of the numbers: a linked line's whole row is
-
-    def __init__(self):
-        super().__init__()
-        self.linked: list[int] = []  # 1-based lines highlighted as belonging to the other side
-        self.line_map: PtxLines | None = None  # PTX or SPIR-V lines -> Rust lines
-        self.code_kind = ""  # "PTX" or "SPIR-V": what the note calls its lines
-        self._linked_set: set[int] = set()
-
-    def paint_gutter_line(self, painter: QPainter, line: int, rect: QRect) -> None:
-        if line in self._linked_set:
-            painter.fillRect(rect, LINKED)
-
-    def paint_gutter(self, event) -> None:
-        self._linked_set = set(self.linked)
-        super().paint_gutter(event)
-
-    def set_linked(self, lines: list[int], scroll: bool = True) -> None:
-        """Highlight these 1-based lines (full width); scroll the first into view."""
-        self.linked = list(lines)
-        selections = []
-        doc = self.document()
-        for line in self.linked:
-            block = doc.findBlockByNumber(line - 1)
-            if not block.isValid():
-                continue
-            selection = QTextEdit.ExtraSelection()
-            selection.format.setBackground(LINKED)  # the syntax colours stay readable on it
-            selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
-            selection.cursor = QTextCursor(block)
-            selections.append(selection)
-        self.setExtraSelections(selections)
-        if scroll and self.linked:
-            block = doc.findBlockByNumber(self.linked[0] - 1)
-            if block.isValid():
-                first = self.firstVisibleBlock().blockNumber() + 1
-                visible = max(1, self.viewport().height() // max(1, self.fontMetrics().height()))
-                if not first <= self.linked[0] < first + visible - 1:
-                    bar = self.verticalScrollBar()
-                    bar.setValue(max(0, self.linked[0] - 1 - visible // 3))
-        self.gutter.update()
-
-
-def code_view(name: str = "") -> QPlainTextEdit:
-    view = NumberedView()
-    view.setObjectName(name)
-    view.setReadOnly(True)
-    view.setTextInteractionFlags(
-        Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
-    )
-    return view
-
-
-def set_code(view: QPlainTextEdit, text: str, lexer: str | None) -> None:
-    view.setPlainText(text)
-    old = getattr(view, "_highlighter", None)
-    if old is not None:
-        old.setDocument(None)
-        view._highlighter = None
-    if lexer and text.count("\n") < MAX_HIGHLIGHT_LINES:
-        try:
-            view._highlighter = PygmentsHighlighter(view.document(), lexer)
-        except Exception:  # no lexer of that name in this pygments: plain text is fine
-            view._highlighter = None
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix (binary search over slice comparisons: C speed on big texts)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    """Length of the common suffix, at most `limit`."""
-    lo, hi = 0, min(len(a), len(b), limit)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[len(a) - mid :] == b[len(b) - mid :]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _utf16_length(text: str) -> int:
-    """Qt text positions count UTF-16 code units (a character beyond U+FFFF counts 2)."""
-    return len(text.encode("utf-16-le")) // 2
-
-
-def replace_changed(view: QPlainTextEdit, old: str, new: str) -> None:
-    """Make `view` show `new` by replacing only the span that differs from `old` (its text now).
-
-    The document's highlighter then re-highlights the changed blocks only, and the view keeps
-    its scroll position and selection outside the change."""
-    start = _common_prefix(old, new)
-    tail = _common_suffix(old, new, min(len(old), len(new)) - start)
-    cursor = QTextCursor(view.document())
-    cursor.beginEditBlock()
-    cursor.setPosition(_utf16_length(old[:start]))
-    cursor.setPosition(_utf16_length(old[: len(old) - tail]), QTextCursor.MoveMode.KeepAnchor)
-    cursor.insertText(new[start : len(new) - tail])
-    cursor.endEditBlock()
-
-
-def read_text(path: Path) -> str:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_TEXT_BYTES + 1)
-    except OSError as exc:
-        return f"// cannot read {path}: {exc}"
-    text = data[:MAX_TEXT_BYTES].decode("utf-8", errors="replace")
-    if len(data) > MAX_TEXT_BYTES:
-        text += f"\n// … truncated at {MAX_TEXT_BYTES:,} bytes; open {path} for the rest"
-    return text
 
 
 @runtime_checkable
@@ -625,88 +457,7 @@ class ArtifactsView(QWidget):
         self.lines_note.setText(text)
 
     def _from_source(self) -> None:
-        """The Rust cursor moved: highlight the PTX lines generated from its line."""
-        if not self._source_path:
-            return
-        line = self.source_view.textCursor().blockNumber() + 1
-        views = self.line_views()
-        if not views:
-            return
-        self.source_view.set_linked([line], scroll=False)
-        hits = {}
-        for view in views:
-            lines = view.line_map.ptx_lines_for(self._source_path, line)
-            view.set_linked(lines)
-            hits[view] = lines
-        current = self.tabs.currentWidget()
-        if not hits.get(current):
-            best = next((v for v, lines in hits.items() if lines), None)
-            if best is not None:
-                self.tabs.setCurrentWidget(best)
-        shown = hits.get(self.tabs.currentWidget()) or []
-        kind = getattr(self.tabs.currentWidget(), "code_kind", "") or views[0].code_kind
-        rel = self.source_box.currentText()
-        self.lines_note.setText(
-            f"{rel}:{line} → {kind} lines {_ranges(shown)}"
-            if shown
-            else f"{rel}:{line} generated no {kind} instructions"
-        )
+        line_links.from_source(self)
 
     def _from_artifact(self, view: NumberedView) -> None:
-        """A PTX / SPIR-V cursor moved: highlight the Rust line it came from, and that line's
-        PTX / SPIR-V lines."""
-        if view.line_map is None or not view.line_map.has_lines:
-            return
-        number = view.textCursor().blockNumber() + 1
-        hit = view.line_map.source_for(number)
-        kind = view.code_kind
-        if hit is None:
-            view.set_linked([], scroll=False)
-            self.lines_note.setText(f"{kind} line {number}: no source line")
-            return
-        file, line = hit
-        index = self._source_index(file)
-        if index < 0:
-            view.set_linked(view.line_map.ptx_lines_for(file, line), scroll=False)
-            self.lines_note.setText(
-                f"{kind} line {number} comes from {file}:{line} (not a file of this project)"
-            )
-            return
-        if index != self.source_box.currentIndex():
-            self.source_box.setCurrentIndex(index)
-        view.set_linked(view.line_map.ptx_lines_for(file, line), scroll=False)
-        self.source_view.set_linked([line])
-        ptx_line = getattr(view.line_map, "ptx_line_of", {}).get(number)
-        if ptx_line is not None:  # SASS: its PTX line too, in the line-table PTX
-            for other in self.line_views():
-                if other.code_kind == "PTX":
-                    other.set_linked([ptx_line])
-            self.lines_note.setText(
-                f"SASS line {number} ← PTX line {ptx_line} ← {self.source_box.currentText()}:{line}"
-            )
-            return
-        self.lines_note.setText(f"{kind} line {number} ← {self.source_box.currentText()}:{line}")
-
-    def _source_index(self, file: str) -> int:
-        """The source box entry of a `.file` path (the same file, or the same tail when the build
-        ran in another copy of the project)."""
-        entries = [(i, self.source_box.itemData(i)) for i in range(self.source_box.count())]
-        same = next((i for i, path in entries if Path(path) == Path(file)), None)
-        if same is not None:
-            return same
-        best = best_match(file, entries)
-        return -1 if best is None else best
-
-
-def _ranges(lines: list[int]) -> str:
-    """[3, 4, 5, 9] -> "3–5, 9"."""
-    out: list[str] = []
-    start = prev = None
-    for n in [*sorted(lines), None]:
-        if start is not None and (n is None or n != prev + 1):
-            out.append(str(start) if start == prev else f"{start}–{prev}")
-            start = None
-        if n is not None and start is None:
-            start = n
-        prev = n
-    return ", ".join(out)
+        line_links.from_artifact(self, view)
