@@ -21,8 +21,6 @@ WAITING: dict[str, str] = {
     "workbench/profile/tuning/tune.py": "the space (parameters, Point, Search) and BackgroundSweep "
     "apart from the runner's rounds and resume reads",
     "workbench/profile/live/live.py": "the cycle's build gating apart from the run scheduling",
-    "workbench/run/runtimes/wgpu_runtime.py": "pipeline creation and binding apart from timing "
-    "(timestamp queries)",
     "workbench/ui/plot_model/data.py": "one module per plot's data (outputs, timing, roofline)",
     "workbench/ui/devices/picker.py": "the device list model apart from the picker widget",
     "workbench/ui/plots/timing_tab.py": "the timing plot's items apart from the tab's controls",

@@ -11,15 +11,13 @@ A 1-D grid beyond the adapter's workgroups-per-dimension limit is dispatched fol
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from workbench.build.wgpu_features import open_device, unsupported_here
+from workbench.build.wgpu_features import open_device
+from workbench.run.runtimes import wgpu_pipeline
 from workbench.run.runtimes.base import Prepared, Runtime, RuntimeFailure, check_arrays
-from workbench.run.runtimes.shader_info import ShaderInfo, spirv_info, wgsl_info
-from workbench.run.spec import buffer_args, dtype_of, fold_grid, scalar_args
 
 #: Bytes per slice of an upload or a download: bounds the staging memory a transfer holds at once
 #: (a whole-buffer staging copy of a 1 GiB buffer is 1 GiB more host memory).
@@ -48,12 +46,6 @@ def _import_wgpu():
     return wgpu
 
 
-def _error_text(exc: BaseException) -> str:
-    """wgpu's error text (naga's diagnostics included), trimmed of blank lines."""
-    text = str(exc).strip() or type(exc).__name__
-    return "\n".join(line for line in text.splitlines() if line.strip())
-
-
 def _timestamp_period_ns(queue: Any) -> float:
     """Nanoseconds per timestamp tick (wgpu-py has no public call: use the native one, guarded)."""
     try:
@@ -63,42 +55,6 @@ def _timestamp_period_ns(queue: Any) -> float:
         return period if period > 0 else 1.0
     except Exception:
         return 1.0
-
-
-def pack_scalars(args: list[dict[str, Any]]) -> bytes:
-    """Scalars in launch order, 4 bytes each (8 for 64-bit types), padded to a multiple of 16."""
-    data = bytearray()
-    for arg in args:
-        try:
-            data += np.array(arg["value"], dtype=dtype_of(arg["type"])).tobytes()
-        except (OverflowError, ValueError, TypeError) as exc:
-            raise RuntimeFailure(
-                f"scalar {arg['name']!r} = {arg['value']!r} does not fit {arg['type']}: {exc}"
-            ) from None
-    data += b"\0" * (-len(data) % 16 if data else 16)
-    return bytes(data)
-
-
-def _pick_entry(entry: str, info: ShaderInfo, path: str, origin: str = "") -> str:
-    if not info.entry_points:
-        return entry  # nothing found by the scan: let wgpu decide
-    # rust-gpu names entry points by their Rust path; cargo-gpu's WGSL name drops the `::`.
-    for candidate in (entry, entry.replace("::", ""), entry.split("::")[-1]):
-        if candidate in info.entry_points:
-            return candidate
-    raise RuntimeFailure(
-        f"{Path(path).name} has no compute entry point {entry!r}; "
-        f"its entry points: {', '.join(info.entry_points)}"
-        + (f" (the name looked up: {origin})" if origin else "")
-    )
-
-
-def declared_of(info: Any, binding: int, arg: dict[str, Any]) -> str | None:
-    """The layout type of `binding` as the shader declares it; None where a shader that declares
-    its bindings does not use this one; the buffer's direction where nothing is declared."""
-    if info.bindings:
-        return info.bindings.get(binding)
-    return "read-only-storage" if arg["direction"] == "in" else "storage"
 
 
 class WgpuPrepared(Prepared):
@@ -127,160 +83,18 @@ class WgpuPrepared(Prepared):
             raise
         except Exception as exc:
             self.close()
-            raise RuntimeFailure(f"wgpu: {_error_text(exc)}") from None
+            raise RuntimeFailure(f"wgpu: {wgpu_pipeline.error_text(exc)}") from None
 
     # ----------------------------------------------------------------------- set-up
 
-    def _load_module(self) -> tuple[Any, ShaderInfo, bool]:
-        artifact = self.spec["artifact"]
-        path, kind = artifact["path"], artifact["kind"]
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise RuntimeFailure(f"cannot read shader {path}: {exc.strerror or exc}") from None
-        try:
-            if kind == "spirv":
-                info, code, is_wgsl = spirv_info(raw), raw, False
-            elif kind == "wgsl":
-                code = raw.decode("utf-8")
-                info, is_wgsl = wgsl_info(code), True
-            else:
-                raise RuntimeFailure(f"the wgpu runtime runs spirv or wgsl artifacts, not {kind!r}")
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise RuntimeFailure(f"{path}: {exc}") from None
-        try:
-            module = self.device.create_shader_module(label=Path(path).name, code=code)
-        except Exception as exc:
-            text = _error_text(exc)
-            name = (self._adapter_info or {}).get("device") or "this device"
-            why = unsupported_here(text, name, self.device.features)
-            raise RuntimeFailure(
-                f"{why + chr(10) if why else ''}naga/wgpu rejected the {kind} module {Path(path).name}:\n{text}"
-            ) from None
-        return module, info, is_wgsl
-
     def _build(self) -> None:
-        wgpu, spec, device = self._wgpu, self.spec, self.device
-        module, info, is_wgsl = self._load_module()
-        artifact = spec["artifact"]
-        entry = _pick_entry(artifact["entry"], info, artifact["path"], artifact.get("entry_origin", ""))
-        max_groups = int(device.limits.get("max-compute-workgroups-per-dimension", 65535))
-        try:
-            # A 1-D grid past the per-dimension limit is folded into 2-D/3-D: kernels recover the
-            # linear workgroup from num_workgroups (docs/manifest.md, "Large grids on wgpu").
-            self.grid = fold_grid(spec["grid"], max_groups)
-        except ValueError as exc:
-            raise RuntimeFailure(str(exc)) from None
-
-        entries: list[dict[str, Any]] = []  # (binding, layout type, buffer)
-        usage = wgpu.BufferUsage
-        for arg in buffer_args(spec):
-            name, length, dtype = arg["name"], int(arg["length"]), dtype_of(arg["type"])
-            size = max(length * dtype.itemsize, 16)
-            size += -size % 16  # a multiple of 16: a shader may view any buffer as vec4<f32>
-            buffer = device.create_buffer(
-                label=name,
-                size=size,
-                usage=usage.STORAGE | usage.UNIFORM | usage.COPY_SRC | usage.COPY_DST,
-            )
-            self.buffers[name] = buffer
-            self._lengths[name] = (length, dtype)
-            binding = arg.get("binding")
-            if binding is None:
-                raise RuntimeFailure(f"buffer {name!r} has no wgpu binding (set `binding` in workbench.toml)")
-            # The buffer at its binding, and at its further bindings (`views`), where the shader
-            # views the same memory under another type (array<vec4<f32>> beside array<f32>).
-            for number in [binding, *(arg.get("views") or ())]:
-                declared = declared_of(info, number, arg)
-                if declared is None:
-                    continue  # the shader does not use it: it stays out of the layout
-                if number == binding and declared == "read-only-storage" and arg["direction"] != "in":
-                    raise RuntimeFailure(
-                        f"buffer {name!r} is {arg['direction']!r} but the shader declares binding {binding} "
-                        "read-only"
-                    )
-                entries.append({"binding": number, "type": declared, "buffer": buffer, "size": size})
-
-        scalars = scalar_args(spec)
-        wgpu_opts = spec.get("wgpu") or {}
-        mode = wgpu_opts.get("mode", "uniform")
-        constants: dict[str, float] = {}
-        immediate_size = 0
-        if scalars and mode == "uniform":
-            params_binding = wgpu_opts.get("params_binding")
-            if params_binding is None:
-                raise RuntimeFailure(
-                    "scalars go in a uniform buffer but [kernel.wgpu] params_binding is not set"
-                )
-            data = pack_scalars(scalars)
-            params = device.create_buffer_with_data(
-                label="params", data=data, usage=usage.UNIFORM | usage.STORAGE | usage.COPY_DST
-            )
-            self.buffers["__params__"] = params
-            if not info.bindings or params_binding in info.bindings:
-                declared = info.bindings.get(params_binding, "uniform")
-                entries.append(
-                    {"binding": params_binding, "type": declared, "buffer": params, "size": len(data)}
-                )
-        elif scalars and mode == "push":
-            if "immediates" not in device.features:
-                raise RuntimeFailure(
-                    f"scalars are push constants but {self._adapter_info.get('device', 'this adapter')} "
-                    "has no 'immediates' feature; use scalars = \"uniform\""
-                )
-            self._immediates = pack_scalars(scalars)
-            immediate_size = len(self._immediates)
-            limit = device.limits.get("max-immediate-size", 0)
-            if immediate_size > limit:
-                raise RuntimeFailure(f"{immediate_size} bytes of push constants exceed the device's {limit}")
-        elif scalars and mode == "override":
-            ids = wgpu_opts.get("override_ids") or {}
-            for arg in scalars:
-                constants[str(ids.get(arg["name"], arg["name"]))] = arg["value"]
-        elif scalars:
-            raise RuntimeFailure(f"unknown wgpu scalar mode {mode!r}; modes: uniform, push, override")
-        if is_wgsl:
-            for name, value in (spec.get("constants") or {}).items():
-                if name in info.overrides and name not in constants:
-                    constants[name] = value
-
-        declared_missing = sorted(set(info.bindings) - {e["binding"] for e in entries})
-        if declared_missing:
-            raise RuntimeFailure(
-                f"the shader declares binding(s) {', '.join(map(str, declared_missing))} in group 0 "
-                "but no kernel argument is bound there"
-            )
-        entries.sort(key=lambda e: e["binding"])
-        layout = device.create_bind_group_layout(
-            entries=[
-                {
-                    "binding": e["binding"],
-                    "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": {"type": e["type"]},
-                }
-                for e in entries
-            ]
+        device = self.device
+        made = wgpu_pipeline.create(
+            self._wgpu, self.spec, device, self._adapter_info, self.buffers, self._lengths
         )
-        pipeline_layout = device.create_pipeline_layout(
-            bind_group_layouts=[layout], immediate_size=immediate_size
-        )
-        compute: dict[str, Any] = {"module": module, "entry_point": entry}
-        if constants:
-            compute["constants"] = constants
-        try:
-            self.pipeline = device.create_compute_pipeline(layout=pipeline_layout, compute=compute)
-        except Exception as exc:
-            raise RuntimeFailure(
-                f"naga/wgpu could not create the compute pipeline for {entry!r}:\n{_error_text(exc)}"
-            ) from None
-        self.bind_group = device.create_bind_group(
-            layout=layout,
-            entries=[
-                {"binding": e["binding"], "resource": {"buffer": e["buffer"], "offset": 0, "size": e["size"]}}
-                for e in entries
-            ],
-        )
-
+        self.grid, self.pipeline, self.bind_group = made.grid, made.pipeline, made.bind_group
+        self._immediates = made.immediates
+        usage = self._wgpu.BufferUsage
         if "timestamp-query" in device.features:
             self._query_set = device.create_query_set(type="timestamp", count=2)
             self._resolve = device.create_buffer(size=16, usage=usage.QUERY_RESOLVE | usage.COPY_SRC)
@@ -303,7 +117,9 @@ class WgpuPrepared(Prepared):
             try:
                 self._upload_sliced(self.buffers[name], flat)
             except Exception as exc:
-                raise RuntimeFailure(f"uploading buffer {name!r} failed: {_error_text(exc)}") from None
+                raise RuntimeFailure(
+                    f"uploading buffer {name!r} failed: {wgpu_pipeline.error_text(exc)}"
+                ) from None
 
     def _upload_sliced(self, buffer: Any, data: np.ndarray) -> None:
         """A large buffer's bytes through two reused mapped staging buffers, slice by slice: while
@@ -373,7 +189,7 @@ class WgpuPrepared(Prepared):
         except RuntimeFailure:
             raise
         except Exception as exc:
-            raise RuntimeFailure(f"wgpu launch failed: {_error_text(exc)}") from None
+            raise RuntimeFailure(f"wgpu launch failed: {wgpu_pipeline.error_text(exc)}") from None
         delta = int(ticks[1]) - int(ticks[0])
         return max(delta, 0) * self._period_ns * 1e-9
 
@@ -395,7 +211,7 @@ class WgpuPrepared(Prepared):
             self.queue.submit([encoder.finish()])
             self._wait_idle()
         except Exception as exc:
-            raise RuntimeFailure(f"wgpu: flushing caches failed: {_error_text(exc)}") from None
+            raise RuntimeFailure(f"wgpu: flushing caches failed: {wgpu_pipeline.error_text(exc)}") from None
 
     def nvml_device(self) -> dict[str, Any]:
         """How NVML finds this adapter: by PCI device id, for NVIDIA adapters only."""
@@ -470,7 +286,7 @@ class WgpuPrepared(Prepared):
                 finally:
                     staging.unmap()
         except Exception as exc:
-            raise RuntimeFailure(f"reading buffer {name!r} failed: {_error_text(exc)}") from None
+            raise RuntimeFailure(f"reading buffer {name!r} failed: {wgpu_pipeline.error_text(exc)}") from None
         finally:
             staging.destroy()
 
@@ -507,7 +323,9 @@ class WgpuRuntime(Runtime):
             try:
                 self._adapters = list(wgpu.gpu.enumerate_adapters_sync())
             except Exception as exc:
-                raise RuntimeFailure(f"wgpu could not list adapters: {_error_text(exc)}") from None
+                raise RuntimeFailure(
+                    f"wgpu could not list adapters: {wgpu_pipeline.error_text(exc)}"
+                ) from None
         return self._adapters
 
     def available(self) -> tuple[bool, str]:
@@ -561,7 +379,9 @@ class WgpuRuntime(Runtime):
                 # The build's naga validator opens its device the same way (one list of features).
                 self._devices[index] = open_device(adapter, f"workbench wgpu:{index}")
             except Exception as exc:
-                raise RuntimeFailure(f"wgpu could not open adapter {index}: {_error_text(exc)}") from None
+                raise RuntimeFailure(
+                    f"wgpu could not open adapter {index}: {wgpu_pipeline.error_text(exc)}"
+                ) from None
         return self._devices[index], dict(adapter.info)
 
     def prepare(self, spec: dict[str, Any], device_index: int) -> Prepared:
