@@ -17,7 +17,8 @@ from workbench.build.artifacts import read_build
 from workbench.ui.artifacts.view import ArtifactsView
 from workbench.ui.build.panel import COL_BACKEND, COL_CACHE, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
 from workbench.ui.console.panel import ConsolePanel
-from workbench.ui.devices.picker import DevicePicker, short_reason
+from workbench.ui.devices.picker import DevicePicker
+from workbench.ui.devices.rows import short_reason
 from workbench.ui.plots import MAX_POINTS, PlotsPanel
 from workbench.ui.results.table import ResultsTable
 
