@@ -21,7 +21,6 @@ WAITING: dict[str, str] = {
     "workbench/profile/tuning/tune.py": "the space (parameters, Point, Search) and BackgroundSweep "
     "apart from the runner's rounds and resume reads",
     "workbench/profile/live/live.py": "the cycle's build gating apart from the run scheduling",
-    "workbench/ui/plot_model/data.py": "one module per plot's data (outputs, timing, roofline)",
     "workbench/ui/plots/timing_tab.py": "the timing plot's items apart from the tab's controls",
     "workbench/ui/plots/outputs_tab.py": "the outputs image apart from the mismatch table",
     "workbench/ui/build/panel.py": "the build rows' model apart from the log view",

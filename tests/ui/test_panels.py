@@ -294,7 +294,7 @@ def test_console_namespace_builds_runs_and_reads_results(
 def test_outputs_drawing_matches_the_arrays_and_reuses_unchanged_ones():
     """The outputs tab's numpy work (run off the GUI thread): curves, errors, mismatch marks."""
     from workbench.run.verify import Tolerance
-    from workbench.ui.plot_model.data import OutputsCache, compute_outputs, decimate, envelope
+    from workbench.ui.plot_model.outputs import OutputsCache, compute_outputs, decimate, envelope
 
     rng = np.random.default_rng(1)
     ref = rng.standard_normal(100_000).astype(np.float32)

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
-from workbench.ui.plot_model.data import timing_rows
+from workbench.ui.plot_model.timing import timing_rows
 from workbench.ui.plots import PlotsPanel
 from workbench.ui.results.table import ResultsTable
 

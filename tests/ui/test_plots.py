@@ -22,14 +22,10 @@ from workbench.run.mismatches import result_mismatches
 from workbench.run.verify import Tolerance, bad_elements
 from workbench.ui.bridge import ServiceBridge
 from workbench.ui.main_window import LAYOUT_VERSION
-from workbench.ui.plot_model.data import (
-    compute_outputs,
-    format_si,
-    log_ticks,
-    roofline_model,
-    roofline_ranges,
-    timing_rows,
-)
+from workbench.ui.plot_model.outputs import compute_outputs
+from workbench.ui.plot_model.roofline import roofline_model, roofline_ranges
+from workbench.ui.plot_model.timing import timing_rows
+from workbench.ui.plot_model.units import format_si, log_ticks
 from workbench.ui.plots import PARTS, TABS, PlotsPanel
 from workbench.ui.plots.base import FittedPlot
 

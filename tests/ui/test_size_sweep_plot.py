@@ -16,7 +16,7 @@ from PySide6.QtGui import QImage, QPainter
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.profile.tuning.size_sweep import copy_ceilings
 from workbench.run.timing import TimingOptions
-from workbench.ui.plot_model.data import log_scale_wanted
+from workbench.ui.plot_model.timing import log_scale_wanted
 
 FAST = TimingOptions(min_n=5, min_time_s=0.02, warmup_max_n=6, warmup_max_s=0.3, max_time_s=2.0)
 LINE = "        y[i] = params.a * x[i] + y[i];"
@@ -147,7 +147,7 @@ def test_size_sweep_plot_is_readable_and_puts_failed_sizes_in_their_lane(
 
 
 def test_log_ticks_never_offer_more_labels_than_fit():
-    from workbench.ui.plot_model.data import format_count, log_ticks
+    from workbench.ui.plot_model.units import format_count, log_ticks
 
     for lo, hi in ((2.9, 6.1), (3.0, 9.5), (0.2, 2.9), (-6.5, -1.2), (3.01, 3.9)):
         for max_labels in (2, 3, 5, 12):

@@ -8,7 +8,7 @@ tolerances allow a difference.
 
 This module is the one home of that rule: `bad_elements(got, ref, Tolerance)` is the mask of the
 elements `compare` counts as bad, and the details view (`run/mismatches.py`) and the outputs plot
-(`ui/plot_model/data.py`) mark exactly those.
+(`ui/plot_model/outputs.py`) mark exactly those.
 
 A comparison that could hardly fail is flagged as weak (`weakness`): when most reference
 elements are below `atol` (an all-zero output then passes too) or the reference output is constant.

@@ -8,7 +8,7 @@ row labels or a legend line under the plot, never a legend box over the data.
 `plots_data()` returns what each plot shows, in base units (`workbench gui --plots-json`).
 """
 
-from workbench.ui.plot_model.data import MAX_POINTS
+from workbench.ui.plot_model.outputs import MAX_POINTS
 from workbench.ui.plots.axes import AXIS, BACKGROUND, TEXT, OpaqueGridAxis
 from workbench.ui.plots.base import PALETTE
 from workbench.ui.plots.panel import PARTS, TABS, PlotsPanel

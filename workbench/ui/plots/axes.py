@@ -7,7 +7,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPen
 
 from workbench.ui import theme
-from workbench.ui.plot_model.data import format_count, format_si, log_ticks
+from workbench.ui.plot_model.units import format_count, format_si, log_ticks
 
 #: Plot colours: the theme's (the window's dark editor palette).
 BACKGROUND, TEXT, AXIS = theme.PLOT_BACKGROUND, theme.PLOT_TEXT, theme.PLOT_AXIS

@@ -12,8 +12,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from workbench.ui.plot_model.data import OutputsDrawing
 from workbench.ui.plot_model.image import element_at, finite_range, hover_text
+from workbench.ui.plot_model.outputs import OutputsDrawing
 from workbench.ui.plots.axes import AXIS, TEXT
 from workbench.ui.plots.base import make_plot
 

@@ -22,9 +22,9 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSpli
 from workbench.errors import WorkbenchError
 from workbench.manifest import Check
 from workbench.run.verify import Tolerance
-from workbench.ui.plot_model.data import OutputsCache, OutputsDrawing, compute_outputs
 from workbench.ui.plot_model.image import buffer_shape, run_symbols
 from workbench.ui.plot_model.marks import Marks, marks_of, order_key
+from workbench.ui.plot_model.outputs import OutputsCache, OutputsDrawing, compute_outputs
 from workbench.ui.plots.axes import AXIS, TEXT
 from workbench.ui.plots.base import PlotTab, legend_label, make_plot, settle_range, view_range
 from workbench.ui.plots.output_image import OutputImages

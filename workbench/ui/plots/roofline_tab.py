@@ -14,14 +14,9 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from workbench.run.ceilings_roof import read_roof, roof_line, roof_lines
-from workbench.ui.plot_model.data import (
-    Roof,
-    RoofPoint,
-    format_si,
-    roofline_model,
-    roofline_ranges,
-    series_name,
-)
+from workbench.ui.plot_model.roofline import Roof, RoofPoint, roofline_model, roofline_ranges
+from workbench.ui.plot_model.timing import series_name
+from workbench.ui.plot_model.units import format_si
 from workbench.ui.plots.axes import AXIS, TEXT
 from workbench.ui.plots.base import PlotTab, count, legend_label, make_plot, view_range
 from workbench.ui.theme import CHECK_FAILED as FAILED_COLOR

@@ -24,8 +24,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from workbench.ui.plot_model.data import log_scale_wanted, si_scale
 from workbench.ui.plot_model.marks import slot_order_key
+from workbench.ui.plot_model.timing import log_scale_wanted
+from workbench.ui.plot_model.units import si_scale
 from workbench.ui.plots.axes import TEXT, UnitAxis
 from workbench.ui.plots.base import PALETTE, legend_label, make_plot, settle_range
 from workbench.ui.plots.lanes import FailureLane, lane_legend

@@ -16,20 +16,14 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from workbench.backends import BACKENDS
 from workbench.run.host_load import run_conditions
-from workbench.ui.plot_model.data import (
-    TimingRow,
-    format_si,
-    log_scale_wanted,
-    series_name,
-    si_scale,
-    timing_rows,
-)
 from workbench.ui.plot_model.marks import (
     Failure,
     failed_runs,
     marks_of,
     order_key,
 )
+from workbench.ui.plot_model.timing import TimingRow, log_scale_wanted, series_name, timing_rows
+from workbench.ui.plot_model.units import format_si, si_scale
 from workbench.ui.plots.axes import AXIS, BACKGROUND, TEXT, UnitAxis
 from workbench.ui.plots.base import PlotTab, legend_label, make_plot, settle_range
 from workbench.ui.plots.lanes import FailureLane, lane_legend
