@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QRect, Qt
 from PySide6.QtGui import QTextCursor
-from PySide6.QtWidgets import QPushButton, QTableWidget
+from PySide6.QtWidgets import QPushButton, QTableView, QTableWidget
 
 from tests.conftest import skip_without_debugger
-from tests.ui.test_layout import CELL_PADDING
 from tests.waits import FIRING_LIMIT_S, WORK_GUARD_MS, settle_qt
 from workbench.project import Project
 from workbench.run.inputs import make_inputs
@@ -188,28 +187,28 @@ def test_locals_are_readable_at_1280_by_800(make_window, example_copy, qtbot):
     assert panel.debug_typed()
     stop = wait_stop(qtbot, panel, 0, FIRST_STOP_MS)
     assert stop["line"] == line
-    view, model = panel.locals_view, panel.locals_model
+    view, model = panel.findChild(QTableView, "debugLocals"), panel.locals_model
     qtbot.waitUntil(lambda: view.isVisible() and view.viewport().height() > 0)
     settle_qt()
     viewport = view.viewport().rect()
     shown = [r for r in range(model.rowCount()) if viewport.contains(view.visualRect(model.index(r, 1)))]
     # Reduction's body has 16 locals and arguments here; before the dock took its share of the
-    # window and its step buttons went beside the tabs, 3 were in view. The editor keeps room
-    # for the code around the stopped line.
+    # window, 3 were in view. The editor keeps room for the code around the stopped line.
     assert model.rowCount() == 16 and len(shown) >= 10, (len(shown), view.size())
+    # Every tab's title in view (no scrolling the tab bar to reach Workgroup).
+    bar = panel.tabs.tabBar()
+    assert all(bar.rect().contains(bar.tabRect(k)) for k in range(bar.count()))
     assert editor.viewport().height() >= 12 * editor.fontMetrics().height()
     assert inside(panel.tabs, panel) and inside(window.docks["debug"], window)
     # Each value's full text is its tooltip; what the cell shows is whole (never elided), ctx as
     # its workgroup and local id.
-    metrics = view.fontMetrics()
     for r, local_ in enumerate(stop["locals"]):
         name = local_["name"] + (" (arg)" if local_.get("arg") else "")
         assert model.index(r, 1).data(Qt.ItemDataRole.ToolTipRole) == f"{name} = {local_['value']}"
         text = model.index(r, 1).data()
-        assert metrics.horizontalAdvance(text) + CELL_PADDING <= view.columnWidth(1), (
-            text,
-            view.columnWidth(1),
-        )
+        for column, shown_text in ((0, name), (1, text)):  # the cell's own size hint: never elided
+            need = view.sizeHintForIndex(model.index(r, column)).width()
+            assert need <= view.columnWidth(column), (shown_text, need, view.columnWidth(column))
     ctx = next(r for r, v in enumerate(stop["locals"]) if v["name"] == "ctx")
     assert model.index(ctx, 1).data() == "Ctx {group: [3, 0, 0], local: [17, 0, 0]}"
     assert stop["locals"][ctx]["value"].startswith("gpu_kernel::host::exec::Ctx {local: [17, 0, 0]")
@@ -412,9 +411,9 @@ def test_a_step_off_the_kernel_says_it_returned_and_breakpoints_follow_the_fix(
     stop = wait_stop(qtbot, panel, 0, FIRST_STOP_MS)
     assert (stop["reason"], stop["line"], stop["invocation"]["local"]) == ("breakpoint", writer, [210, 0, 0])
     # The Workgroup tab opens at the stopped invocation: its row selected and in view.
-    panel.tabs.setCurrentWidget(panel.workgroup_view)
+    panel.tabs.setCurrentWidget(panel.findChild(QTableView, "debugWorkgroup"))
     settle_qt()
-    view, rows = panel.workgroup_view, panel.workgroup_model
+    view, rows = panel.findChild(QTableView, "debugWorkgroup"), panel.workgroup_model
 
     def at_210(state: str) -> bool:
         return (

@@ -15,7 +15,9 @@ Each stop reads the frame of the kernel's own code (the first frame in the proje
 write stops inside the kernel API's `set`), its locals and arguments as gdb prints Rust values,
 the call stack in Rust names and the invocation running. A panic (the entry cannot unwind: the
 process aborts) stops at SIGABRT and is reported with its stack; a stop that does not come within
-the time limit is reported, and gdb and the launcher are killed whatever happens.
+the time limit is reported, and gdb and the launcher are killed whatever happens. A step off the
+kernel's end, which gdb would stop in the launcher's closure, is reported as the invocation's
+return (`returned`).
 """
 
 from __future__ import annotations
@@ -203,7 +205,8 @@ class Debugger:
     def resume(self, how: str) -> Stop:
         """`next`, `step`, `finish`, `continue`, or `barrier` (on to the invocation's next
         barrier, stopped before it waits). A step while stopped in the kernel API's code (at a
-        barrier) first finishes it, back to the kernel's line."""
+        barrier) first finishes it, back to the kernel's line. A step that leaves the kernel's
+        code for the launcher's stops as `returned` (`_returned`); after it every step continues."""
         if how not in RESUMES:
             raise DebugError(f"no such step {how!r}; expected one of {', '.join(RESUMES)}")
         if self.ended:

@@ -93,7 +93,7 @@ def _table(model: QStandardItemModel, name: str) -> QTableView:
     view.setObjectName(name)
     view.setModel(model)
     view.verticalHeader().setVisible(False)
-    view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)  # compact rows
+    view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 4)  # compact rows
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -179,18 +179,14 @@ class DebugPanel(QWidget):
         top.addWidget(self.stop_button)
         top.addWidget(self.writers_box)
         self.step_buttons: dict[str, QToolButton] = {}
-        # The step buttons beside the tabs (a row of their own cost the Locals tab two rows at
-        # 1280x800).
-        self.steps_bar = QWidget()
-        self.steps_bar.setObjectName("debugSteps")
-        steps = QHBoxLayout(self.steps_bar)
-        steps.setContentsMargins(0, 0, 0, 0)
+        steps = QHBoxLayout()
         steps.setSpacing(2)
         for label, word, tip in STEP_BUTTONS:
             button = _button(label, f"debug-{word}", tip)
             button.clicked.connect(lambda _=False, w=word: self.resume(w))
             self.step_buttons[word] = button
             steps.addWidget(button)
+        steps.addStretch(1)
         self.where = QLabel("Not debugging: type an invocation, or use a bad element's 'Debug element'.")
         self.where.setObjectName("debugWhere")
         self.where.setWordWrap(True)
@@ -202,7 +198,6 @@ class DebugPanel(QWidget):
         self.memory_model = _model("Array", "Index", "Value")
         self.tabs = QTabWidget()
         self.tabs.setObjectName("debugTabs")
-        self.tabs.setCornerWidget(self.steps_bar, Qt.Corner.TopRightCorner)
         self.tabs.addTab(_table(self.locals_model, "debugLocals"), "Locals")
         self.tabs.addTab(_table(self.stack_model, "debugStack"), "Stack")
         self.workgroup_view = _table(self.workgroup_model, "debugWorkgroup")
@@ -211,14 +206,16 @@ class DebugPanel(QWidget):
         # Shown after the stop (a hidden view scrolls by a size it does not have yet).
         self.tabs.currentChanged.connect(lambda _k: self._show_stopped_invocation())
         self.locals_view = self.tabs.widget(0)
-        # The value column takes what the name leaves; a long value shows its summary, elided at
-        # the right, the full value in the cell's tooltip.
+        # The name column as wide as the names (`_on_stop`), the value column what is left: a long
+        # value shows its summary, elided at the right, the full value in the cell's tooltip.
+        self.locals_view.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
         self.locals_view.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.locals_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.missing)
         layout.addLayout(top)
+        layout.addLayout(steps)
         layout.addWidget(self.where)
         layout.addWidget(self.tabs, 1)
         self._tips: dict[QToolButton, str] = {}  # each button's own tooltip (a reason is added)
@@ -435,6 +432,7 @@ class DebugPanel(QWidget):
         values = [v["value"] for v in stop.get("locals", [])]
         _fill(self.locals_model, [(n, value_summary(v)) for n, v in zip(names, values, strict=True)],
               [(n, f"{n} = {v}") for n, v in zip(names, values, strict=True)])  # fmt: skip
+        self.locals_view.resizeColumnToContents(0)
         _fill(self.stack_model, [
             (str(k), f.get("function") or "?", f"{f.get('file')}:{f.get('line')}" if f.get("line") else f.get("from") or "")
             for k, f in enumerate(stop.get("stack", []))
