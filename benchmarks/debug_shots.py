@@ -9,9 +9,11 @@ stopped-line tint survives) and the facts asserted before it:
 1. `1-mismatch`: after the run, cpu-sim's row ✗ and its details view with y[1234]'s row selected;
 2. `2-paused-locals` / `2-paused-workgroup`: after *Debug element*, paused at the writer's line
    (the editor's marked line), the Debug dock's Locals tab, then its Workgroup tab;
-3. `3-step`: after one step (Over);
+3. `3-step`: after one step (Over) off the body's last line: the invocation returned (no line in
+   the launcher's closure), its row in the Workgroup tab;
 4. `4-verified`: the session stopped, the wrong lines replaced on disk by the original store (as
-   another editor saves a fix), the rerun hot reload starts: cpu-sim verified ✓.
+   another editor saves a fix), the rerun hot reload starts: cpu-sim verified ✓; the writer's
+   breakpoint, its line gone, is removed.
 
     DISPLAY=:98 QT_QPA_PLATFORM=xcb python benchmarks/debug_shots.py [--out-dir DIR] [--cache-dir DIR]
 
@@ -110,16 +112,18 @@ def sequence(shots: Shots) -> dict:
         window, f"{PREFIX}-2-paused-workgroup", screen=True, full_colour=True
     )
 
-    # 3. One step (Over).
+    # 3. One step (Over) off the body's last line: the invocation returned.
     QTest.mouseClick(panel.step_buttons["next"], Qt.MouseButton.LeftButton)
-    stop = _stopped(panel, panel.stops_seen, "one step over")
-    assert stop["reason"] == "step" and stop["line"] != wrong_line, stop
-    assert editor.execution_line == stop["line"]
-    panel.tabs.setCurrentIndex(0)
+    wait_until(lambda: panel.stops_seen > 1 or panel.failures, 600, "one step over")
+    assert not panel.failures, panel.failures
+    stop = panel.last_stop
+    assert stop["reason"] == "returned" and editor.execution_line is None, stop
+    selected = [i.row() for i in panel.workgroup_view.selectionModel().selectedRows()]
+    assert selected == [210], selected
     facts["stepped"] = {
         "where": panel.where.text(),
-        "line": stop["line"],
-        "locals": _rows(panel.locals_model),
+        "workgroup 209-212": _rows(panel.workgroup_model)[209:213],
+        "steps enabled": [w for w, b in panel.step_buttons.items() if b.isEnabled()],
     }
     facts["shots"]["3-step"] = shots.shot(window, f"{PREFIX}-3-step", screen=True, full_colour=True)
 
@@ -139,6 +143,7 @@ def sequence(shots: Shots) -> dict:
     editor.centerCursor()
     docks["results"].raise_()
     facts["fixed_line"] = fixed_line
+    facts["breakpoints after the fix"] = {path: sorted(lines) for path, lines in panel.breakpoints.items()}
     facts["verified"] = {r.backend: r.verified for r in report.results}
     facts["shots"]["4-verified"] = shots.shot(window, f"{PREFIX}-4-verified", screen=True, full_colour=True)
     return facts

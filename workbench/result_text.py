@@ -102,6 +102,14 @@ def verdict(result: Any) -> str:
     return _verdict(result.verified, bool(check.get("weak")), check.get("unverified"))
 
 
+def outcome_text(result: Any) -> str:
+    """A result's status and check in words, for a heading: `ran, check: failed` (a run that
+    completed: never `ok: failed`, which read as the check being fine), `error: not verified`."""
+    if result.status == "ok":
+        return f"ran, check: {verdict(result)}"
+    return f"{result.status}: {verdict(result)}"
+
+
 def disputed_text(check: Mapping[str, Any] | None) -> str:
     """ "disputed — the reference (cpu) has 1 race at src/lib.rs:87" ("" when not disputed)."""
     why = (check or {}).get("disputed")

@@ -108,6 +108,31 @@ def test_a_watch_stops_where_an_invocation_writes_the_element(example_copy, shar
     assert stop["watch"]["element"] == "y[1234]"
 
 
+def test_a_step_off_the_kernel_s_last_line_reports_the_invocation_returned(
+    example_copy, shared_cache_dir, tmp_path
+):
+    root = example_copy("saxpy")
+    line = line_of(root, "        y[i] = a * x[i] + y[i];")  # the body's last statement
+    commands = tmp_path / "commands"
+    commands.write_text("next\nnext\n")
+    proc = debug(root, shared_cache_dir, "--invocation", "4/210", "--break", f"src/lib.rs:{line}",
+                 "--size", "n=4096", "--commands", str(commands), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first, returned, after = json.loads(proc.stdout)["stops"]
+    assert (first["reason"], first["line"], first["function"]) == ("breakpoint", line, "saxpy::saxpy_body")
+    # gdb's `next` at the body's end stops in its caller, the entry's closure (`k.run(move |ctx|
+    # saxpy_body(…))`), where the body's locals are gone: the session says the invocation
+    # returned instead, with no line of the launcher and the invocation returned in its workgroup.
+    assert returned["reason"] == "returned", returned
+    assert returned["invocation"] == {"group": [4, 0, 0], "local": [210, 0, 0]}
+    assert "file" not in returned and "line" not in returned and "locals" not in returned
+    assert returned["detail"].startswith("saxpy::saxpy_body returned")
+    states = {e["local"]: e["state"] for e in returned["workgroup"]["invocations"]}
+    assert states[210] == "returned" and states[209] == "returned" and states[211] == "not started"
+    # Nothing of the invocation is left to step: the next step runs the launch on, to its end.
+    assert after["reason"] == "exited", after
+
+
 def test_a_kernel_that_panics_under_the_debugger_is_reported(example_copy, shared_cache_dir):
     root = example_copy("saxpy")
     lib = root / "src" / "lib.rs"

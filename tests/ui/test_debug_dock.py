@@ -17,10 +17,11 @@ import time
 import numpy as np
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QRect, Qt
-from PySide6.QtWidgets import QPushButton, QTableWidget
+from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QPushButton, QTableView, QTableWidget
 
 from tests.conftest import skip_without_debugger
-from tests.waits import FIRING_LIMIT_S, WORK_GUARD_MS
+from tests.waits import FIRING_LIMIT_S, WORK_GUARD_MS, settle_qt
 from workbench.project import Project
 from workbench.run.inputs import make_inputs
 
@@ -170,6 +171,48 @@ def test_the_dock_stops_reduction_in_workgroup_3_local_17_with_its_locals(reduct
     stop = wait_stop(qtbot, panel, panel.stops_seen, FIRST_STOP_MS)
     assert worker.seconds["parked"] == 0.0 and stop["line"] == line
     assert worker.job.build.library != first_build
+
+
+def test_locals_are_readable_at_1280_by_800(make_window, example_copy, qtbot):
+    root = example_copy("reduction")
+    window = make_window(root)  # every panel: the bottom row as a user has it
+    window.bridge.set_sizes({"n": 16384})
+    window.resize(1280, 800)
+    panel = window.panels["debug"]
+    lib = root / "src" / "lib.rs"
+    line = line_of(root, "sum += load_sum(&x, vector, lo, n)")
+    editor = window.editor_tabs.open_file(lib)
+    click_gutter(qtbot, editor, line)
+    panel.point.setText("3:17")
+    assert panel.debug_typed()
+    stop = wait_stop(qtbot, panel, 0, FIRST_STOP_MS)
+    assert stop["line"] == line
+    view, model = panel.findChild(QTableView, "debugLocals"), panel.locals_model
+    qtbot.waitUntil(lambda: view.isVisible() and view.viewport().height() > 0)
+    settle_qt()
+    viewport = view.viewport().rect()
+    shown = [r for r in range(model.rowCount()) if viewport.contains(view.visualRect(model.index(r, 1)))]
+    # Reduction's body has 16 locals and arguments here; before the dock took its share of the
+    # window, 3 were in view. The editor keeps room for the code around the stopped line.
+    assert model.rowCount() == 16 and len(shown) >= 10, (len(shown), view.size())
+    # Every tab's title in view (no scrolling the tab bar to reach Workgroup).
+    bar = panel.tabs.tabBar()
+    assert all(bar.rect().contains(bar.tabRect(k)) for k in range(bar.count()))
+    assert editor.viewport().height() >= 12 * editor.fontMetrics().height()
+    assert inside(panel.tabs, panel) and inside(window.docks["debug"], window)
+    # Each value's full text is its tooltip; what the cell shows is whole (never elided), ctx as
+    # its workgroup and local id.
+    for r, local_ in enumerate(stop["locals"]):
+        name = local_["name"] + (" (arg)" if local_.get("arg") else "")
+        assert model.index(r, 1).data(Qt.ItemDataRole.ToolTipRole) == f"{name} = {local_['value']}"
+        text = model.index(r, 1).data()
+        for column, shown_text in ((0, name), (1, text)):  # the cell's own size hint: never elided
+            need = view.sizeHintForIndex(model.index(r, column)).width()
+            assert need <= view.columnWidth(column), (shown_text, need, view.columnWidth(column))
+    ctx = next(r for r, v in enumerate(stop["locals"]) if v["name"] == "ctx")
+    assert model.index(ctx, 1).data() == "Ctx {group: [3, 0, 0], local: [17, 0, 0]}"
+    assert stop["locals"][ctx]["value"].startswith("gpu_kernel::host::exec::Ctx {local: [17, 0, 0]")
+    panel.stop_session()
 
 
 def test_stepping_over_a_barrier_shows_the_workgroup_waiting(reduction_window, qtbot):
@@ -341,6 +384,91 @@ def test_debug_element_stops_at_the_writer_of_a_window_run(make_window, example_
     assert worker.seconds["parked"] == 1.0 and not worker.parked()
     assert local(panel, "i") == "1234"
     dialog.close()
+
+
+def delete_lines(qtbot, editor, first: int, last: int) -> None:
+    """Select lines first..last (1-based, whole, with their newlines) and press Delete."""
+    doc = editor.document()
+    cursor = QTextCursor(doc)
+    cursor.setPosition(doc.findBlockByNumber(first - 1).position())
+    cursor.setPosition(doc.findBlockByNumber(last).position(), QTextCursor.MoveMode.KeepAnchor)
+    editor.setTextCursor(cursor)
+    qtbot.keyClick(editor, Qt.Key.Key_Delete)
+
+
+def test_a_step_off_the_kernel_says_it_returned_and_breakpoints_follow_the_fix(
+    make_window, example_copy, qtbot
+):
+    root = example_copy("saxpy")
+    lib = root / "src" / "lib.rs"
+    lib.write_text(lib.read_text().replace(BODY, WRONG))
+    writer, good = line_of(root, "y[i] = 5.0;"), line_of(root, "            y[i] = a * x[i] + y[i];")
+    window = make_window(root, panels=("build",))
+    window.bridge.set_sizes({"n": 4096})
+    panel, key = window.panels["debug"], str(lib.resolve())
+    window.bridge.debugRequested.emit({"buffer": "y", "index": 1234, "writer": {
+        "group": [4, 0, 0], "local": [210, 0, 0], "file": "src/lib.rs", "line": writer}})  # fmt: skip
+    stop = wait_stop(qtbot, panel, 0, FIRST_STOP_MS)
+    assert (stop["reason"], stop["line"], stop["invocation"]["local"]) == ("breakpoint", writer, [210, 0, 0])
+    # The Workgroup tab opens at the stopped invocation: its row selected and in view.
+    panel.tabs.setCurrentWidget(panel.findChild(QTableView, "debugWorkgroup"))
+    settle_qt()
+    view, rows = panel.findChild(QTableView, "debugWorkgroup"), panel.workgroup_model
+
+    def at_210(state: str) -> bool:
+        return (
+            [i.row() for i in view.selectionModel().selectedRows()] == [210]
+            and view.viewport().rect().contains(view.visualRect(rows.index(210, 0)))
+            and rows.index(210, 1).data() == state
+        )
+
+    assert at_210("running")
+    # Over from the body's last line: gdb's `next` would stop in the entry's closure, the body's
+    # locals gone; the dock says the invocation returned, and only Continue is left.
+    for _ in range(4):
+        before = panel.stops_seen
+        qtbot.mouseClick(panel.step_buttons["next"], Qt.MouseButton.LeftButton)
+        stop = wait_stop(qtbot, panel, before)
+        if stop["reason"] != "step":
+            break
+        assert stop["function"] == "saxpy::saxpy_body", stop
+    assert stop["reason"] == "returned", stop
+    assert panel.where.text().startswith("returned: workgroup 4 local 210 — saxpy::saxpy_body returned")
+    assert [w for w, b in panel.step_buttons.items() if b.isEnabled()] == ["continue"]
+    editor = window.editor_tabs.current_editor()
+    assert editor.path == lib.resolve() and editor.execution_line is None
+    settle_qt()
+    assert at_210("returned") and model_rows(panel.locals_model) == []
+    before = panel.stops_seen
+    qtbot.mouseClick(panel.step_buttons["continue"], Qt.MouseButton.LeftButton)
+    assert wait_stop(qtbot, panel, before)["reason"] == "exited"
+    panel.stop_session()
+
+    # The fix, in the editor: the `if` around the good statement goes (3 lines above it, 1 below).
+    # The good statement's breakpoint moves up with it; the writer's, its line deleted, goes.
+    click_gutter(qtbot, editor, good)
+    assert panel.breakpoints == {key: {writer, good}}
+    delete_lines(qtbot, editor, good + 1, good + 1)
+    delete_lines(qtbot, editor, good - 3, good - 1)
+    fixed = good - 3
+    assert editor.text().splitlines()[fixed - 1].strip() == "y[i] = a * x[i] + y[i];"
+    assert editor.breakpoint_lines == {fixed} and panel.breakpoints == {key: {fixed}}
+    window.editor_tabs.save_all()
+    # Changed on disk by another program (two lines above): the reload keeps it on its statement.
+    lib.write_text("// fixed\n// by hand\n" + lib.read_text())
+    qtbot.waitUntil(lambda: "by hand" in editor.text(), timeout=STOP_MS)
+    assert editor.breakpoint_lines == {fixed + 2} and panel.breakpoints == {key: {fixed + 2}}
+    # gdb takes the moved line: the fixed kernel stops there, in the invocation typed.
+    panel.point.setText("4:210")
+    before = panel.stops_seen
+    assert panel.debug_typed()
+    stop = wait_stop(qtbot, panel, before, FIRST_STOP_MS)
+    assert (stop["reason"], stop["line"], stop["invocation"]["local"]) == (
+        "breakpoint",
+        fixed + 2,
+        [210, 0, 0],
+    )
+    panel.stop_session()
 
 
 def test_without_gdb_the_dock_says_how_to_get_it_and_its_actions_are_off(qtbot, tmp_path, monkeypatch):

@@ -62,19 +62,11 @@ def _element(text: str) -> tuple[str, int]:
 def stop_lines(stop: dict) -> list[str]:
     """One stop as text: where, which invocation, the watch's values, locals, the workgroup's
     states, stack."""
-    from workbench.debug.session import states_summary
+    from workbench.debug.session import states_summary, stop_headline
 
-    where = f"{stop.get('file')}:{stop.get('line')}" if stop.get("file") else "(no frame of the project)"
-    head = f"{stop['reason']} at {where}"
-    if stop.get("invocation"):
-        inv = stop["invocation"]
-        head += f" in workgroup {tuple(inv['group'])} local {tuple(inv['local'])}"
-    out = [head]
+    out = [stop_headline(stop)]
     if stop.get("detail"):
         out.append(f"  {stop['detail']}")
-    if stop.get("watch"):
-        w = stop["watch"]
-        out.append(f"  {w['element']}: {w.get('old')} -> {w.get('new')}")
     out += [f"  {v['name']} = {v['value']}" for v in stop.get("locals", [])]
     out += [f"  print {p['expression']} = {p['value']}" for p in stop.get("prints", [])]
     if stop.get("workgroup"):

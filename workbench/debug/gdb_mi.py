@@ -56,7 +56,7 @@ def gdb_path() -> str:
 class Stop:
     """One stop, as `workbench debug --json` prints it."""
 
-    reason: str  # breakpoint, step, watch, panic, signal, exited, timeout
+    reason: str  # breakpoint, step, returned, watch, panic, signal, exited, timeout
     file: str | None = None  # relative to the project (the kernel's own frame)
     line: int | None = None
     function: str | None = None

@@ -15,7 +15,9 @@ Each stop reads the frame of the kernel's own code (the first frame in the proje
 write stops inside the kernel API's `set`), its locals and arguments as gdb prints Rust values,
 the call stack in Rust names and the invocation running. A panic (the entry cannot unwind: the
 process aborts) stops at SIGABRT and is reported with its stack; a stop that does not come within
-the time limit is reported, and gdb and the launcher are killed whatever happens.
+the time limit is reported, and gdb and the launcher are killed whatever happens. A step off the
+kernel's end, which gdb would stop in the launcher's closure, is reported as the invocation's
+return (`returned`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from workbench.debug.gdb_mi import (
 
 def workgroup_states(words: list[int]) -> dict[str, Any]:
     """The executor's table (`STATES_TABLE`'s first 3 + 2·count words) as a stop's `workgroup`:
-    each invocation `running` (the one stopped), `ready` (released, not at a barrier yet), `not
+    the invocation running (`current`, its linear local id) and each invocation `running` (the one stopped), `ready` (released, not at a barrier yet), `not
     started` (before the workgroup's first barrier opened), `waiting` (at barrier N, line L) or
     `returned`."""
     count, opened, current = words[0], words[1], words[2]
@@ -58,7 +60,7 @@ def workgroup_states(words: list[int]) -> dict[str, Any]:
         else:  # ready: before the first barrier opened it has not run a line yet
             entry["state"] = "not started" if opened == 0 and t > current else "ready"
         invocations.append(entry)
-    return {"barriers_opened": opened, "invocations": invocations}
+    return {"barriers_opened": opened, "current": current, "invocations": invocations}
 
 
 def states_summary(workgroup: dict[str, Any]) -> list[str]:
@@ -74,6 +76,46 @@ def states_summary(workgroup: dict[str, Any]) -> list[str]:
         else:
             runs.append((entry["local"], entry["local"], text))
     return [f"local {a}: {t}" if a == b else f"locals {a}-{b}: {t}" for a, b, t in runs]
+
+
+#: A stop's headline, by its reason (`stop_headline`): what happened, then where.
+_HEADS = {
+    "breakpoint": "stopped at a breakpoint",
+    "step": "stopped after a step",
+    "watch": "stopped at a write",
+    "returned": "returned",
+    "panic": "panicked",
+    "signal": "stopped by a signal",
+    "exited": "ended",
+    "timeout": "timed out",
+}
+
+
+def short_coords(values: list[int]) -> str:
+    """`4` for [4, 0, 0], `(1, 2)` for [1, 2, 0]: a workgroup or local id, short."""
+    values = list(values)
+    while len(values) > 1 and values[-1] == 0:
+        values.pop()
+    return str(values[0]) if len(values) == 1 else f"({', '.join(map(str, values))})"
+
+
+def stop_headline(stop: dict[str, Any]) -> str:
+    """One stop in a line, as the CLI and the Debug dock say it: `stopped at a breakpoint:
+    src/lib.rs:62, workgroup 4 local 210`, `returned: workgroup 4 local 210`, `panicked:
+    src/lib.rs:43, workgroup 1 local 44`; a watch adds the element's old and new value."""
+    parts = []
+    if stop.get("file"):
+        parts.append(f"{stop['file']}:{stop.get('line')}")
+    elif stop["reason"] in ("breakpoint", "step", "watch"):
+        parts.append("outside the project's code")
+    if stop.get("invocation"):
+        inv = stop["invocation"]
+        parts.append(f"workgroup {short_coords(inv['group'])} local {short_coords(inv['local'])}")
+    head = _HEADS.get(stop["reason"], stop["reason"]) + (f": {', '.join(parts)}" if parts else "")
+    if stop.get("watch"):
+        w = stop["watch"]
+        head += f"; {w['element']}: {w.get('old')} → {w.get('new')}"
+    return head
 
 
 class Debugger:
@@ -100,6 +142,8 @@ class Debugger:
         self.breakpoints: dict[tuple[str, int], str] = {}  # (full path, line) -> gdb's number
         self.watched: str | None = None
         self._at_barrier = False  # stopped inside the barrier by `resume("barrier")`
+        self._kernel_function: str | None = None  # the kernel code's function the last stop was in
+        self.returned = False  # a step left the kernel's code: the invocation has returned
         self._table: int | None = None  # the states table's address
         self.loaded = False  # held at the kernel's entry (`load`)
         self.ended = False  # exited, panicked, stopped by a signal, timed out or closed
@@ -161,30 +205,55 @@ class Debugger:
     def resume(self, how: str) -> Stop:
         """`next`, `step`, `finish`, `continue`, or `barrier` (on to the invocation's next
         barrier, stopped before it waits). A step while stopped in the kernel API's code (at a
-        barrier) first finishes it, back to the kernel's line."""
+        barrier) first finishes it, back to the kernel's line. A step that leaves the kernel's
+        code for the launcher's stops as `returned` (`_returned`); after it every step continues."""
         if how not in RESUMES:
             raise DebugError(f"no such step {how!r}; expected one of {', '.join(RESUMES)}")
         if self.ended:
             raise DebugError("the launch has ended: start another session")
+        if self.returned:  # nothing of the invocation is left to step: the launch runs on
+            how = "continue"
         at_barrier, self._at_barrier = self._at_barrier, how == "barrier"
         if how == "barrier":
             self.session.command(f"-break-insert -t {self._condition()}{BARRIER}")
             return self._go("-exec-continue")
         if how in ("next", "step") and at_barrier:  # stopped in the barrier: out of it, past it
-            return self._go("-exec-finish")
-        return self._go(STEPS[how])
+            return self._go("-exec-finish", step=True)
+        return self._go(STEPS[how], step=how != "continue")
 
     def evaluate(self, expression: str) -> str:
         return self.session.evaluate(expression)
 
-    def _go(self, command: str) -> Stop:
+    def _go(self, command: str, step: bool = False) -> Stop:
         self.session.command(command)
         stop = _classify(self.session, self.session.wait_stopped(), self.watched)
         if stop.reason in ("exited", "timeout", "panic", "signal"):
             self.ended = True
+        elif step and stop.reason == "step" and self._kernel_function and self._launcher(stop.function):
+            stop = self._returned(stop)
+        elif stop.function and not self._launcher(stop.function):
+            self._kernel_function = stop.function
         if stop.reason not in ("exited", "timeout"):
             stop.workgroup = self.states()
+            if stop.reason == "returned" and stop.workgroup is not None:
+                # The executor notes a return at its next switch of invocation; the step saw it.
+                for entry in stop.workgroup["invocations"]:
+                    if entry["state"] == "running":
+                        entry["state"] = "returned"
         return stop
+
+    def _launcher(self, function: str | None) -> bool:
+        """Not the kernel's code: no frame of the project's (the executor's), or the entry or a
+        closure of it (`saxpy::saxpy_cpu::{closure#0}`: the launcher that calls the body)."""
+        return function is None or self.session.entry in function.split("::")
+
+    def _returned(self, stop: Stop) -> Stop:
+        """A step out of the kernel's last line went on into the launcher (gdb's `next` at a
+        function's end stops in its caller), where the invocation's locals are gone: reported as
+        the invocation's return, held there; the steps after it continue the launch."""
+        self.returned = True
+        detail = f"{self._kernel_function} returned: this invocation has ended (Continue runs the launch on)"
+        return Stop("returned", invocation=stop.invocation, stack=stop.stack, detail=detail)
 
     def _end(self, stop: Stop) -> Stop:
         self.ended = True

@@ -37,6 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.debug.session import stop_headline
+from workbench.debug.values import value_summary
 from workbench.errors import WorkbenchError
 from workbench.ui.debug.worker import DebugWorker
 
@@ -91,7 +93,7 @@ def _table(model: QStandardItemModel, name: str) -> QTableView:
     view.setObjectName(name)
     view.setModel(model)
     view.verticalHeader().setVisible(False)
-    view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)  # compact rows
+    view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 4)  # compact rows
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -100,12 +102,15 @@ def _table(model: QStandardItemModel, name: str) -> QTableView:
     return view
 
 
-def _fill(model: QStandardItemModel, rows: list[tuple[str, ...]]) -> None:
+def _fill(
+    model: QStandardItemModel, rows: list[tuple[str, ...]], tips: list[tuple[str, ...]] | None = None
+) -> None:
+    """The model's rows; each cell's tooltip its full text (`tips`: those, when a cell shows less)."""
     model.removeRows(0, model.rowCount())
-    for row in rows:
+    for k, row in enumerate(rows):
         items = [QStandardItem(str(text)) for text in row]
-        for item in items:
-            item.setToolTip(item.text())
+        for item, tip in zip(items, tips[k] if tips else row, strict=True):
+            item.setToolTip(str(tip))
         model.appendRow(items)
 
 
@@ -121,6 +126,7 @@ class DebugPanel(QWidget):
 
     message = Signal(str)
     openLocation = Signal(str, int)  # the stopped line, to show in the editor
+    sessionStarted = Signal()  # a session is starting: the dock is given room for its tables
 
     def __init__(self, window: Any = None, parent: QWidget | None = None):
         super().__init__(parent)
@@ -194,8 +200,17 @@ class DebugPanel(QWidget):
         self.tabs.setObjectName("debugTabs")
         self.tabs.addTab(_table(self.locals_model, "debugLocals"), "Locals")
         self.tabs.addTab(_table(self.stack_model, "debugStack"), "Stack")
-        self.tabs.addTab(_table(self.workgroup_model, "debugWorkgroup"), "Workgroup")
+        self.workgroup_view = _table(self.workgroup_model, "debugWorkgroup")
+        self.tabs.addTab(self.workgroup_view, "Workgroup")
         self.tabs.addTab(_table(self.memory_model, "debugMemory"), "Memory")
+        # Shown after the stop (a hidden view scrolls by a size it does not have yet).
+        self.tabs.currentChanged.connect(lambda _k: self._show_stopped_invocation())
+        self.locals_view = self.tabs.widget(0)
+        # The name column as wide as the names (`_on_stop`), the value column what is left: a long
+        # value shows its summary, elided at the right, the full value in the cell's tooltip.
+        self.locals_view.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        self.locals_view.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.locals_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.missing)
@@ -225,13 +240,17 @@ class DebugPanel(QWidget):
 
     def _update_actions(self, busy: bool = False) -> None:
         stopped = self._session_open() and not busy and self.last_stop is not None and not self._ended()
+        returned = stopped and (self.last_stop or {}).get("reason") == "returned"
         ready = not self.unavailable and not busy
         self.debug_button.setEnabled(ready)
         self.point.setEnabled(not self.unavailable)
         self.stop_button.setEnabled(self._session_open() and not self.unavailable)
-        for button in self.step_buttons.values():
-            button.setEnabled(stopped)
-        why = self.unavailable or ("" if stopped else "Not stopped in an invocation")
+        for word, button in self.step_buttons.items():
+            # The invocation returned: nothing of it is left to step; Continue runs the launch on.
+            button.setEnabled(stopped and (word == "continue" or not returned))
+        why = self.unavailable or (
+            "The invocation has returned" if returned else "" if stopped else "Not stopped in an invocation"
+        )
         for button in [*self.step_buttons.values(), self.debug_button]:
             tip = self._tips.setdefault(button, button.toolTip())
             button.setToolTip(
@@ -264,6 +283,20 @@ class DebugPanel(QWidget):
         (lines.add if on else lines.discard)(line)
         self.worker.set_breakpoint(Path(key), line, on)
         self._show_marks()
+
+    def breakpoints_moved(self, path: str, lines: list[int]) -> None:
+        """An edit (or a reload from disk) moved the file's breakpoints with their statements, or
+        removed those whose line went: gdb's follow (plain FILE:LINE, as the core takes them)."""
+        key = str(Path(path).resolve())
+        old, new = self.breakpoints.get(key, set()), set(lines)
+        for line in sorted(old - new):
+            self.worker.set_breakpoint(Path(key), line, False)
+        for line in sorted(new - old):
+            self.worker.set_breakpoint(Path(key), line, True)
+        if new:
+            self.breakpoints[key] = new
+        else:
+            self.breakpoints.pop(key, None)
 
     def _breakpoint_list(self) -> list[tuple[Path, int]]:
         return [(Path(p), line) for p, lines in sorted(self.breakpoints.items()) for line in sorted(lines)]
@@ -330,6 +363,7 @@ class DebugPanel(QWidget):
         self._show_marks()
         if self.parentWidget() is not None:
             self.parentWidget().raise_()  # the dock, in front of the tabs beside it
+        self.sessionStarted.emit()
         return True
 
     def resume(self, how: str) -> None:
@@ -390,19 +424,15 @@ class DebugPanel(QWidget):
     def _on_stop(self, stop: dict[str, Any]) -> None:
         self.last_stop = stop
         self.stops_seen += 1
-        where = f"{stop.get('file')}:{stop.get('line')}" if stop.get("file") else "(no frame of the project)"
-        head = f"{stop['reason']} at {where}"
-        if stop.get("invocation"):
-            inv = stop["invocation"]
-            head += f" in workgroup {tuple(inv['group'])} local {tuple(inv['local'])}"
-        if stop.get("watch"):
-            w = stop["watch"]
-            head += f"; {w['element']}: {w.get('old')} → {w.get('new')}"
+        head = stop_headline(stop)
         if stop.get("detail"):
             head += f" — {stop['detail'][:300]}"
         self.where.setText(head)
-        _fill(self.locals_model, [(v["name"] + (" (arg)" if v.get("arg") else ""), v["value"])
-                                  for v in stop.get("locals", [])])  # fmt: skip
+        names = [v["name"] + (" (arg)" if v.get("arg") else "") for v in stop.get("locals", [])]
+        values = [v["value"] for v in stop.get("locals", [])]
+        _fill(self.locals_model, [(n, value_summary(v)) for n, v in zip(names, values, strict=True)],
+              [(n, f"{n} = {v}") for n, v in zip(names, values, strict=True)])  # fmt: skip
+        self.locals_view.resizeColumnToContents(0)
         _fill(self.stack_model, [
             (str(k), f.get("function") or "?", f"{f.get('file')}:{f.get('line')}" if f.get("line") else f.get("from") or "")
             for k, f in enumerate(stop.get("stack", []))
@@ -416,10 +446,21 @@ class DebugPanel(QWidget):
                 mark = " ◀" if index == array["index"] else ""
                 rows.append((f"{array['name']} ({array['kind']})", f"{index}{mark}", value))
         _fill(self.memory_model, rows)
+        self._show_stopped_invocation()
         self._show_marks()
         if stop.get("file") and stop.get("line") and self._project() is not None:
             self.openLocation.emit(str(self._project().root / stop["file"]), int(stop["line"]))
         self._update_actions()
+
+    def _show_stopped_invocation(self) -> None:
+        """The Workgroup tab at the stopped invocation's row: selected, scrolled into view."""
+        current = ((self.last_stop or {}).get("workgroup") or {}).get("current")
+        if current is None or not 0 <= current < self.workgroup_model.rowCount():
+            return
+        self.workgroup_view.selectRow(current)
+        self.workgroup_view.scrollTo(
+            self.workgroup_model.index(current, 0), QAbstractItemView.ScrollHint.PositionAtCenter
+        )
 
     # ------------------------------------------------------------------ writers
     def _record_writers(self, on: bool) -> None:

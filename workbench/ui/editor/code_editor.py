@@ -8,9 +8,10 @@ message and the backend that reported it.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtCore import QPoint, QRect, Qt, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QPainter, QPolygon, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QTextEdit
 
@@ -31,6 +32,9 @@ INDENT = "    "
 class CodeEditor(CodeView):
     """A Rust source editor bound to one file (the one code view, with diagnostics in its gutter)."""
 
+    #: The breakpoint lines (sorted) after an edit or a reload from disk moved or removed some.
+    breakpointsMoved = Signal(object)
+
     def __init__(self, path: Path | None = None, parent=None, font_size: int = 10):
         super().__init__(parent, font_size=font_size)
         self.diagnostics: list[dict] = []
@@ -43,6 +47,10 @@ class CodeEditor(CodeView):
         #: and the line's background); `set_debug_marks`.
         self.breakpoint_lines: set[int] = set()
         self.execution_line: int | None = None
+        #: Each breakpoint anchored to its line's text and end (`_line_anchor`): edits move it
+        #: with its statement, and the deletion of the whole line removes it, as editors do.
+        self._breakpoints: list[QTextCursor] = []
+        self._replacing = False  # the whole text is being replaced (`reload_preserving_view`)
         self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * 4)
         self.setCenterOnScroll(False)
         self.highlighter = RustHighlighter(self.document())
@@ -61,7 +69,14 @@ class CodeEditor(CodeView):
         line = self.textCursor().blockNumber()
         column = self.textCursor().positionInBlock()
         scroll = self.verticalScrollBar().value()
-        self.load_text(text)
+        old, marks = self.text(), sorted(self.breakpoint_lines)
+        self._replacing = True
+        try:
+            self.load_text(text)
+        finally:
+            self._replacing = False
+        if marks:  # the breakpoints to the lines their statements are on now (a diff of the two)
+            self._set_breakpoints(follow_lines(old, text, marks))
         self.go_to(line + 1, column + 1)
         self.verticalScrollBar().setValue(scroll)
 
@@ -93,9 +108,43 @@ class CodeEditor(CodeView):
 
     # ---------------------------------------------------------------- gutter
     def set_debug_marks(self, breakpoints: set[int], execution_line: int | None) -> None:
-        self.breakpoint_lines, self.execution_line = set(breakpoints), execution_line
-        self.gutter.update()
+        self.execution_line = execution_line
+        self._set_breakpoints(breakpoints, announce=False)
         self.update_extra_selections()
+
+    def _line_anchor(self, line: int) -> QTextCursor | None:
+        """A cursor selecting line `line`'s text and its end (the newline; the document's end on
+        the last line): text typed in it or beside it keeps it on its line; once the whole line
+        is deleted the selection is empty."""
+        doc = self.document()
+        block = doc.findBlockByNumber(line - 1)
+        if line < 1 or not block.isValid():
+            return None
+        cursor = QTextCursor(doc)
+        cursor.setPosition(block.position())
+        cursor.setPosition(min(block.position() + block.length(), doc.characterCount() - 1),
+                           QTextCursor.MoveMode.KeepAnchor)  # fmt: skip
+        return cursor
+
+    def _set_breakpoints(self, lines: set[int] | list[int], announce: bool = True) -> None:
+        anchors = {line: self._line_anchor(line) for line in lines}
+        self._breakpoints = [cursor for cursor in anchors.values() if cursor is not None]
+        changed = set(lines) != self.breakpoint_lines
+        self.breakpoint_lines = set(lines)
+        self.gutter.update()
+        if announce and changed:
+            self.breakpointsMoved.emit(sorted(self.breakpoint_lines))
+
+    def _follow_breakpoints(self) -> None:
+        """After an edit: each breakpoint on the line its text is on now; those whose whole line
+        went are removed (two lines joined into one keep one breakpoint)."""
+        doc = self.document()
+        lines = {
+            doc.findBlock(cursor.selectionStart()).blockNumber() + 1
+            for cursor in self._breakpoints
+            if cursor.hasSelection()
+        }
+        self._set_breakpoints(lines)  # anchored afresh: to the whole of the line it is on now
 
     def paint_gutter_line(self, painter: QPainter, line: int, rect: QRect) -> None:
         """A dot in the colour of the line's worst diagnostic; a breakpoint's red dot and the
@@ -184,6 +233,8 @@ class CodeEditor(CodeView):
     def _on_contents_changed(self) -> None:
         if self._anchors:
             self._reindex()
+        if self._breakpoints and not self._replacing:
+            self._follow_breakpoints()
 
     def live_diagnostics(self) -> list[dict]:
         """The diagnostics still shown, at their current line and column (edits move them)."""
@@ -298,6 +349,28 @@ class CodeEditor(CodeView):
             self.textCursor().insertText(INDENT)
             return
         super().keyPressEvent(event)
+
+
+def follow_lines(old: str, new: str, lines: list[int]) -> list[int]:
+    """Where lines `lines` (1-based) of `old` are in `new`, by a diff of their lines (the text
+    replaced from disk): a line kept, or one of a run of lines changed into as many, is at its
+    place in `new`; a line deleted, or changed within a run of another length, is found by its
+    text within that run, else dropped. (An edit in the editor moves the anchors instead.)"""
+    before, after = old.splitlines(), new.splitlines()
+    moved = []
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for line in lines:
+            k = line - 1
+            if not i1 <= k < i2:
+                continue
+            if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+                moved.append(j1 + k - i1 + 1)
+            elif before[k].strip():
+                found = [j for j in range(j1, j2) if after[j].strip() == before[k].strip()]
+                if found:
+                    moved.append(found[0] + 1)
+    return sorted(set(moved))
 
 
 def _find_match(text: str, pos: int) -> int | None:

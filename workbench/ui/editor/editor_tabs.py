@@ -86,6 +86,8 @@ class EditorTabs(QWidget):
     errorMessage = Signal(str)
     #: (file, 1-based line): a click in an editor's gutter (the Debug dock toggles a breakpoint).
     gutterClicked = Signal(str, int)
+    #: (file, its breakpoint lines): an edit or a reload from disk moved or removed breakpoints.
+    breakpointsMoved = Signal(str, object)
 
     def __init__(self, parent=None, font_size: int = 10):
         super().__init__(parent)
@@ -148,6 +150,7 @@ class EditorTabs(QWidget):
             lines, stopped = self.debug_marks[0].get(_key(path), set()), self.debug_marks[1]
             editor.set_debug_marks(lines, stopped[1] if stopped and stopped[0] == _key(path) else None)
             editor.gutterClicked.connect(lambda line, p=str(path): self.gutterClicked.emit(p, line))
+            editor.breakpointsMoved.connect(lambda lines, p=str(path): self._on_breakpoints_moved(p, lines))
             page = EditorPage(editor)
             page.disk_bar.reload_button.clicked.connect(lambda _=False, e=editor: self._reload_from_disk(e))
             page.disk_bar.keep_button.clicked.connect(page.disk_bar.hide)
@@ -319,6 +322,10 @@ class EditorTabs(QWidget):
         self.diagnostics = by_file
         for editor in self.editors():
             editor.set_diagnostics(by_file.get(_key(editor.path), []))
+
+    def _on_breakpoints_moved(self, path: str, lines: list[int]) -> None:
+        self.debug_marks[0][_key(path)] = set(lines)
+        self.breakpointsMoved.emit(path, list(lines))
 
     def set_debug_marks(self, breakpoints: dict[str, set[int]], stopped: tuple[str, int] | None) -> None:
         """The Debug dock's breakpoints (full path → lines) and the line stopped at, in every

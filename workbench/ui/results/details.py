@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.result_text import ELEMENT_DIGITS, check_line, format_number, stale_note, verdict
+from workbench.result_text import ELEMENT_DIGITS, check_line, format_number, outcome_text, stale_note
 from workbench.run.labels import device_label
 from workbench.run.mismatches import BufferMismatches, result_mismatches
 from workbench.run.sim_device import SIM_BACKEND
@@ -100,9 +100,7 @@ class ResultDetails(QDialog):
     # ------------------------------------------------------------------ text
     def _summary_text(self, report: Any, result: Any, bridge: DetailsBridge | None) -> str:
         check = result.check or {}
-        lines = [
-            f"<b>{result.backend}</b> on {device_label(result.device or {})} — {result.status}: {verdict(result)}"
-        ]
+        lines = [f"<b>{result.backend}</b> on {device_label(result.device or {})} — {outcome_text(result)}"]
         if result.stale is not None:
             lines.append(f"<i>{_escape(stale_note(result.stale))}</i>")
         if result.error:
