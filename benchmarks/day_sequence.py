@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_output import OUT_HELP, machine, output_path, write_json  # noqa: E402
 from benchmarks.hot_reload import StackSampler, _prepare_environment  # noqa: E402
+from benchmarks.rt_threads import threads_share_scheduler  # noqa: E402
 from benchmarks.sessions_db import ensure_db  # noqa: E402
 from benchmarks.sessions_window import (  # noqa: E402
     GOAL_MS,
@@ -324,6 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--diagnose", action="store_true", help="sample the GUI thread's stack during stalls")
     parser.add_argument("--each", action="store_true", help="print each step's wall, CPU and stall times")
     parser.add_argument(
+        "--gui-thread-only", action="store_true",
+        help="under chrt: leave the window's other threads at SCHED_OTHER, as the results committed before this option did "
+        "(the GUI thread then waits for a GIL held by a thread waiting for a core)",
+    )  # fmt: skip
+    parser.add_argument(
         "--shots", metavar="DIR",
         help="instead: a day at 1280×800 and one at 1600×1000 on an X display (QT_QPA_PLATFORM=xcb), "
         "an X11 screenshot of each state into DIR (PNG) with DIR/day_shots.json",
@@ -331,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [(1280, 800), (1600, 1000)] if args.shots else [SIZE] * args.repeat
 
+    every_thread = not args.gui_thread_only and threads_share_scheduler()
     work = Path(tempfile.mkdtemp(prefix="wb-day-sequence-"))
     try:
         _prepare_environment(work)
@@ -365,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         **({"where": measured["where"]} if args.diagnose else {}),
         "load_average_before": measured["load_before"],
         "load_average": os.getloadavg(),
-        "scheduler": _scheduler(),
+        "scheduler": _scheduler() + (", every thread" if every_thread else ""),
         "machine": machine(),
         "python": platform.python_version(),
         "db_recorded_s": round(fill_s, 1) or None,
