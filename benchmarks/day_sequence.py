@@ -26,6 +26,9 @@ apart, not as a step.
 
 The JSON and table keep the load average before and after and the scheduler (see sessions_window.py
 for why a run under `chrt -R -f 10` separates the window's own work from the shared machine's load).
+Under a real-time policy every thread of the window's process takes it (`rt_threads.py`: Linux
+resets threads too, and the GUI thread then waited for worker threads behind the load);
+`--gui-thread-only` leaves them at SCHED_OTHER, as the results before it.
 """
 
 from __future__ import annotations
