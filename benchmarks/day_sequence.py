@@ -21,11 +21,14 @@ keeps running 300 ms after it, so what it queued counts too):
 Goal: ≤ 50 ms each. The window's start-up (built on the GUI thread before its loop runs) is given
 apart, not as a step.
 
-    python benchmarks/day_sequence.py [--runs 100000] [--repeat 1] [--out FILE.json] [--table FILE.txt] [--diagnose]
+    python benchmarks/day_sequence.py [--runs 100000] [--repeat 1] [--out FILE.json] [--table FILE.txt] [--diagnose] [--trace]
     chrt -R -f 10 python benchmarks/day_sequence.py ...   # as root: the window's process ahead of the load
 
 The JSON and table keep the load average before and after and the scheduler (see sessions_window.py
 for why a run under `chrt -R -f 10` separates the window's own work from the shared machine's load).
+Under a real-time policy every thread of the window's process takes it (`rt_threads.py`: Linux
+resets threads too, and the GUI thread then waited for worker threads behind the load);
+`--gui-thread-only` leaves them at SCHED_OTHER, as the results before it.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_output import OUT_HELP, machine, output_path, write_json  # noqa: E402
 from benchmarks.hot_reload import StackSampler, _prepare_environment  # noqa: E402
+from benchmarks.rt_threads import threads_share_scheduler  # noqa: E402
 from benchmarks.sessions_db import ensure_db  # noqa: E402
 from benchmarks.sessions_window import (  # noqa: E402
     GOAL_MS,
@@ -244,10 +248,12 @@ class Day:
 
 
 def measure(
-    db: Path, cache: Path, sizes: list[tuple[int, int]], diagnose: bool, each: bool, shots=None
+    db: Path, cache: Path, sizes: list[tuple[int, int]], diagnose: bool, each: bool, shots=None, trace=None
 ) -> dict:
     """Each day at its size in `sizes` (a fresh window each); `shots`: a `window_shots.Shots` that
-    takes an X11 screenshot of each state reached, named `<width>x<height>-<n>-<state>`."""
+    takes an X11 screenshot of each state reached, named `<width>x<height>-<n>-<state>`; `trace`:
+    a `thread_trace.ThreadTrace` of this process, whose summary of each gap of 30 ms or more goes
+    to the result's "waits"."""
     from workbench.ui.app import create_application, create_window, settle_heap
     from workbench.ui.settings import Settings
 
@@ -258,6 +264,8 @@ def measure(
     cpu: dict[str, list[float]] = {step: [] for step in STEPS}
     where: dict[str, list[dict]] = {}
     pictures: dict[str, dict] = {}
+    gaps: list[tuple[str, float, float]] = []
+    names: dict[str, str] = {}
     for size in sizes:
         copy = prepare_copy()
         settings = Settings(sessions_db=str(db), record_runs=True, backends=["cpu", "wgsl"],
@@ -305,9 +313,15 @@ def measure(
             cpu[step] += steps.cpu[step]
         for step, found in steps.where.items():
             where.setdefault(step, []).extend(found)
+        gaps += steps.gaps
+        names.update(steps.thread_names)
         runs.append({"startup_s": round(startup_s, 2), "idle_after_s": idle_after_s, **geometry, **day.facts})
+    waits = []
+    if trace is not None:
+        trace.stop()
+        waits = trace.summary(gaps, names)
     return {"stalls_ms": stalls, "cpu_ms": cpu, "where": where, "days": runs, "load_before": load_before,
-            "pictures": pictures}  # fmt: skip
+            "pictures": pictures, "waits": waits}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -324,6 +338,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--diagnose", action="store_true", help="sample the GUI thread's stack during stalls")
     parser.add_argument("--each", action="store_true", help="print each step's wall, CPU and stall times")
     parser.add_argument(
+        "--trace", action="store_true",
+        help="read every thread of the window's process (and children) from /proc in a process of its own: "
+        "who ran or waited for a core in each gap of 30 ms or more (printed, and under 'waits' in the JSON)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--gui-thread-only", action="store_true",
+        help="under chrt: leave the window's other threads at SCHED_OTHER, as the results committed before this option did "
+        "(the GUI thread then waits for a GIL held by a thread waiting for a core)",
+    )  # fmt: skip
+    parser.add_argument(
         "--shots", metavar="DIR",
         help="instead: a day at 1280×800 and one at 1600×1000 on an X display (QT_QPA_PLATFORM=xcb), "
         "an X11 screenshot of each state into DIR (PNG) with DIR/day_shots.json",
@@ -331,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [(1280, 800), (1600, 1000)] if args.shots else [SIZE] * args.repeat
 
+    every_thread = not args.gui_thread_only and threads_share_scheduler()
     work = Path(tempfile.mkdtemp(prefix="wb-day-sequence-"))
     try:
         _prepare_environment(work)
@@ -344,7 +369,12 @@ def main(argv: list[str] | None = None) -> int:
 
             shots = Shots(Path(args.shots), Path(args.cache_dir), "day_shots")
             shots.out_dir.mkdir(parents=True, exist_ok=True)
-        measured = measure(db, Path(args.cache_dir), sizes, args.diagnose, args.each, shots)
+        trace = None
+        if args.trace:
+            from benchmarks.thread_trace import ThreadTrace
+
+            trace = ThreadTrace(work / "thread_trace.jsonl")
+        measured = measure(db, Path(args.cache_dir), sizes, args.diagnose, args.each, shots, trace)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if shots is not None:
@@ -363,9 +393,10 @@ def main(argv: list[str] | None = None) -> int:
         "all_ok": all(row["ok"] for row in steps.values()),
         "days": measured["days"],
         **({"where": measured["where"]} if args.diagnose else {}),
+        **({"waits": measured["waits"]} if args.trace else {}),
         "load_average_before": measured["load_before"],
         "load_average": os.getloadavg(),
-        "scheduler": _scheduler(),
+        "scheduler": _scheduler() + (", every thread" if every_thread else ""),
         "machine": machine(),
         "python": platform.python_version(),
         "db_recorded_s": round(fill_s, 1) or None,
@@ -388,6 +419,12 @@ def main(argv: list[str] | None = None) -> int:
         f"  in total           {total:.1f} ms longest stall (goal ≤ {GOAL_MS:.0f} ms each); window start-up {startup} (before its loop runs, not a step)",
     ])  # fmt: skip
     print(text)
+    for wait in measured["waits"]:
+        tasks = "; ".join(f"{t['task']} [{t['policy']}] CPU {t['cpu_ms']} ms, runnable {t['runnable_ms']} ms"
+                          for t in wait["tasks"])  # fmt: skip
+        print(
+            f"  {wait['step']}: {wait['ms']} ms gap (GUI thread's system calls {wait['gui_syscalls']}): {tasks}"
+        )
     if args.diagnose:
         for step, found in measured["where"].items():
             print(f"  {step}: " + "; ".join(f"{w['where']} ({w['ms']} ms)" for w in found[:12]))

@@ -99,6 +99,10 @@ class Steps:
         self.stalls: dict[str, list[float]] = {step: [] for step in steps}
         self.cpu: dict[str, list[float]] = {step: [] for step in steps}
         self.where: dict[str, list[dict]] = {}
+        #: Each gap of the probe over `REPORTED_STALL_S`: (step, start, end), `time.perf_counter`.
+        self.gaps: list[tuple[str, float, float]] = []
+        #: Task id -> Python thread name, of the threads seen while a step ran (`thread_trace`).
+        self.thread_names: dict[str, str] = {}
         self.recorded = 0
         #: Comparable rows in each comparison shown; runs in each history plotted.
         self.compared: list[int] = []
@@ -119,9 +123,12 @@ class Steps:
         while until is not None and not until():
             if time.monotonic() > deadline:
                 raise SystemExit(f"{step}: not done within {timeout_s} s")
+            self._name_threads()
             _spin(10)
+        self._name_threads()
         _spin(AFTER_MS)
         self.meter.stop()
+        self.gaps += [(step, end - gap, end) for end, gap in self.meter.gaps]
         if self.each:
             spent = time.perf_counter() - start
             print(
@@ -133,6 +140,11 @@ class Steps:
         if self.sampler is not None:
             for where in self.sampler.top(3, start, time.perf_counter()):
                 self.where.setdefault(step, []).append(where)
+
+    def _name_threads(self) -> None:
+        import threading
+
+        self.thread_names.update({str(t.native_id): t.name for t in threading.enumerate()})
 
     def click_row(self, row: int) -> None:
         from PySide6.QtCore import Qt
