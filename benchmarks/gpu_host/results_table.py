@@ -2,9 +2,11 @@
 
     python benchmarks/gpu_host/results_table.py benchmarks/results/h200-<date>.json [--out README.md]
 
-One row per example, size and backend: median, GB/s (memory-bound examples) or GFLOP/s (matmul),
-the percentage of the device's measured ceiling (`device_ceilings`: copy_gbps, fma_gflops_f32)
-or, where none was measured, of the theoretical peak (said in the header), registers; then the
+One row per example, size and backend: median, the rate and the share of the roof that binds it
+as `workbench run` read it (`throughput.roof`, `workbench.run.ceilings_roof`: GB/s against the
+copy, read or write ceiling the kernel's traffic selects, or GFLOP/s against the FMA one; a share
+over the ceiling flagged, never shown as plain "104 %"); results from before that reading, against
+the copy / FMA ceiling (`device_ceilings`) or the theoretical peak (said in the header); registers; then the
 cold-L2 median and Nsight Compute's duration where the run has them, the rust-gpu modules, the
 harness-overhead ratios and the GPU test summary. The table is generated: edit the results, not it.
 """
@@ -16,6 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from workbench.run.ceilings_roof import ROOF_NAMES
+
+#: Results from before `throughput.roof`: the examples read in GFLOP/s.
 COMPUTE_BOUND = {"matmul"}
 
 
@@ -53,6 +58,33 @@ def ceilings(data: dict[str, Any]) -> tuple[float | None, float | None, str]:
     )
 
 
+def _rate_and_share(
+    r: dict[str, Any],
+    tp: dict[str, Any],
+    data: dict[str, Any],
+    gbps_ceiling: float | None,
+    gflops_ceiling: float | None,
+) -> tuple[str, str]:
+    """The rate and its share of the roof: the run's own reading (`throughput.roof`: the roof its
+    traffic selects, "read 98 %"), else the copy / FMA ceiling of older results."""
+    roof = tp.get("roof")
+    if roof:
+        rate_text = f"{roof['achieved']:,.0f} {roof['unit']}"
+        name = ROOF_NAMES.get(roof["roof"], roof["roof"])
+        share = f"{100 * roof['fraction']:.0f} % of {name}"
+        if roof.get("suspect"):
+            share += " (over the ceiling: suspect)"
+        return rate_text, share
+    compute = r["kernel"] in COMPUTE_BOUND
+    rate = tp.get("gflops") if compute else tp.get("gbps")
+    own = (data.get("ceilings_by_device") or {}).get(r.get("device_spec") or "") or {}
+    ceiling = (own.get("fma_gflops_f32") if compute else own.get("copy_gbps")) or (
+        gflops_ceiling if compute else gbps_ceiling
+    )
+    rate_text = "–" if rate is None else f"{rate:,.0f} {'GFLOP/s' if compute else 'GB/s'}"
+    return rate_text, "–" if not (rate and ceiling) else f"{100 * rate / ceiling:.0f} %"
+
+
 def table(data: dict[str, Any]) -> str:
     gbps_ceiling, gflops_ceiling, what = ceilings(data)
     lines = [
@@ -62,14 +94,7 @@ def table(data: dict[str, Any]) -> str:
     ]
     for r in data.get("results", []):
         tp = r.get("throughput") or {}
-        compute = r["kernel"] in COMPUTE_BOUND
-        rate = tp.get("gflops") if compute else tp.get("gbps")
-        own = (data.get("ceilings_by_device") or {}).get(r.get("device_spec") or "") or {}
-        ceiling = (own.get("fma_gflops_f32") if compute else own.get("copy_gbps")) or (
-            gflops_ceiling if compute else gbps_ceiling
-        )
-        rate_text = "–" if rate is None else f"{rate:,.0f} {'GFLOP/s' if compute else 'GB/s'}"
-        share = "–" if not (rate and ceiling) else f"{100 * rate / ceiling:.0f} %"
+        rate_text, share = _rate_and_share(r, tp, data, gbps_ceiling, gflops_ceiling)
         timing = r.get("timing") or {}
         status = {True: "yes", False: "NO", None: "reference" if r.get("status") == "ok" else r.get("status")}
         ncu = r.get("ncu") or {}
