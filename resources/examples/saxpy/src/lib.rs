@@ -78,7 +78,13 @@ pub unsafe extern "C" fn saxpy_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
-    k.run(move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));
+    // `inline(always)`: cpu-sim's checks make the closure too large for LLVM to inline into the
+    // executor's invocation loop, which then calls it out of line for every invocation
+    // (docs/cpu-sim.md, "Speed against plain Rust").
+    k.run(
+        #[inline(always)]
+        move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y),
+    );
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend
