@@ -78,13 +78,10 @@ pub unsafe extern "C" fn saxpy_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
-    // `inline(always)`: cpu-sim's checks make the closure too large for LLVM to inline into the
-    // executor's invocation loop, which then calls it out of line for every invocation
-    // (docs/cpu-sim.md, "Speed against plain Rust").
-    k.run(
-        #[inline(always)]
-        move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y),
-    );
+    // `sim_inline!`: cpu-sim's invocation loop inlines the closure, checks and all (docs/cpu-sim.md).
+    let body =
+        gpu_kernel::sim_inline!(move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));
+    k.run(body);
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

@@ -425,16 +425,7 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
 /// then, if it reached no barrier, the others as a plain loop (a `sim` build: one after the
 /// other until one reaches a barrier).
 unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
-    invocations(group, unsafe { &*(body as *const F) })
-}
-
-/// `run_invocations`' loop, the body a reference argument: LLVM then knows the body's stores
-/// leave the closure's captures alone and loads them once per workgroup. An entry's closure
-/// marked `#[inline(always)]` (inlined before that is known) had them reloaded for every
-/// invocation in a `run_invocations` that made the reference itself: saxpy 0.94 -> 1.10 ms of
-/// CPU time a launch on `cpu`. Never inlined, so the reference stays an argument.
-#[inline(never)]
-fn invocations<F: Fn(Ctx) + Sync>(group: &Group, body: &F) {
+    let body = unsafe { &*(body as *const F) };
     // Read once: the body is opaque to the optimizer, and `Group`'s cells could change under it.
     let size = group.size;
     let first = Ctx::of(group, 0, [0; 3]);
