@@ -13,7 +13,8 @@ cpu backend with the manifest's tolerances at a size that is no multiple of the 
 Goals: cpu / plain sequential <= 1.0 (the cpu backend uses every core), cpu-sim / cpu <= 3.
 
 `--cpu-time` measures CPU time per launch instead (the cpu variant on every core, its threads'
-time summed, against the plain sequential one): each variant's artifact from the check's build,
+time summed, against the plain sequential one; `--variants cpu,plain,cpu-sim` adds cpu-sim, every
+check on): each variant's artifact from the check's build,
 called in a process of its own through the cpu runtime with the manifest's inputs, `time.
 process_time` around each launch. On a loaded machine a wall-clock median says more about the
 scheduler than about the code (a helper thread preempted while it holds workgroups holds the
@@ -207,7 +208,9 @@ def main() -> int:
     parser.add_argument("--examples", default=",".join(EXAMPLES))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="default,large")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument(
+        "--variants", help=f"default {','.join(VARIANTS)}; with --cpu-time cpu,plain (cpu-sim may be added)"
+    )
     parser.add_argument("--check-only", action="store_true", help="only check the plain versions' outputs")
     parser.add_argument("--cpu-time", action="store_true",
                         help="CPU time per launch of cpu and plain (see above), not the run service's wall-clock median")  # fmt: skip
@@ -226,7 +229,12 @@ def main() -> int:
     from workbench.project import examples_dir
     from workbench.run.service import RunService
 
-    variants = ["cpu", "plain"] if args.cpu_time else args.variants.split(",")
+    if args.cpu_time:
+        variants = args.variants.split(",") if args.variants else ["cpu", "plain"]
+        if unknown := set(variants) - {"cpu", "plain", "cpu-sim"}:
+            parser.error(f"--cpu-time measures cpu, plain and cpu-sim, not {', '.join(sorted(unknown))}")
+    else:
+        variants = (args.variants or ",".join(VARIANTS)).split(",")
     load_before = os.getloadavg()  # the 2-core VM is shared: its load says how far to trust times
     rows = []
     with tempfile.TemporaryDirectory(prefix="cpu-native-") as tmp:
@@ -239,6 +247,10 @@ def main() -> int:
                 for kernel in kernels_of(seq):
                     artifacts: dict = {}
                     check = check_plain(service, example, kernel, seq, artifacts)
+                    if args.cpu_time and "cpu-sim" in variants:
+                        sim = service.run(examples_dir() / example, kernel=kernel, backends=["cpu-sim"],
+                                          sizes=CHECK[example], keep_outputs=False)  # fmt: skip
+                        artifacts["cpu-sim"] = sim.results[0].provenance["artifact"]
                     print(f"{example}/{kernel}: plain version {'matches' if check['ok'] else 'DIFFERS'}: {check}",
                           file=sys.stderr)  # fmt: skip
                     if args.check_only:

@@ -24,6 +24,7 @@ import argparse
 import io
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -59,7 +60,16 @@ def project_copy(example: str, crate: Path, into: Path) -> Path:
     link = copy / "gpu_kernel"
     link.unlink()
     link.symlink_to(crate.resolve(), target_is_directory=True)
+    if "macro_rules! sim_inline" not in (crate / "src" / "host" / "mod.rs").read_text():
+        # A crate from before `sim_inline!`: the entries pass the closure itself, as they did
+        # then (the macro changes only the sim build; the cpu build's code is the same).
+        lib = copy / "src" / "lib.rs"
+        lib.write_text(SIM_INLINE.sub(r"\2.run(\1);", lib.read_text()))
     return copy
+
+
+#: An entry's `let body = gpu_kernel::sim_inline!(CLOSURE); K.run(body);`.
+SIM_INLINE = re.compile(r"let body =\s*gpu_kernel::sim_inline!\((.*?)\);\s*(\w+)\.run\(body\);", re.S)
 
 
 def workbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:

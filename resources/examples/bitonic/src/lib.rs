@@ -52,7 +52,10 @@ pub unsafe extern "C" fn bitonic_cpu(
 ) {
     let kernel = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let data = unsafe { kernel.output(0, data) };
-    kernel.run(move |ctx| bitonic_body(ctx, ctx.group_size_x(), n, j, k, data));
+    // `sim_inline!`: cpu-sim's invocation loop inlines the closure, checks and all (docs/cpu-sim.md).
+    let body =
+        gpu_kernel::sim_inline!(move |ctx| bitonic_body(ctx, ctx.group_size_x(), n, j, k, data));
+    kernel.run(body);
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

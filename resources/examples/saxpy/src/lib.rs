@@ -78,7 +78,10 @@ pub unsafe extern "C" fn saxpy_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
-    k.run(move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));
+    // `sim_inline!`: cpu-sim's invocation loop inlines the closure, checks and all (docs/cpu-sim.md).
+    let body =
+        gpu_kernel::sim_inline!(move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));
+    k.run(body);
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

@@ -24,6 +24,7 @@ use core::cell::{Cell, UnsafeCell};
 use core::panic::Location;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use super::fiber::{self, Stacks};
 use super::pool;
@@ -625,8 +626,14 @@ fn run_grid(
     // About 64 chunks per worker: one atomic per chunk, not per workgroup, and still a balanced end.
     let chunk = (total / (workers as u64 * 64)).clamp(1, 256);
     let job = GridJob { grid, size, checks: checks as usize, kernel, entry_at, next: AtomicU64::new(0), total, chunk };
-    pool::run(workers - 1, &|| work(&job));
+    pool::run(workers - 1, &|wake| work(&job, wake));
 }
+
+/// Helpers are woken when the launching thread's estimate of the work left (its own time so far,
+/// scaled by the workgroups left) is at least this: about what handing work to a parked thread
+/// costs before it starts (a futex wake and a time slice on this VM), twice over, so sharing
+/// what is left pays for itself.
+const WORTH_SHARING: Duration = Duration::from_micros(40);
 
 /// The cores, asked once per process: `available_parallelism` reads the cgroup's CPU quota
 /// from /proc and /sys (open, read, statx, close: 40 µs a launch on this VM, as long as a whole
@@ -642,8 +649,12 @@ thread_local! {
     static STACKS: RefCell<Option<Stacks>> = const { RefCell::new(None) };
 }
 
-/// A worker's part of a launch: chunks of workgroups until none is left.
-fn work(job: &GridJob) {
+/// A worker's part of a launch: chunks of workgroups until none is left. The launching thread
+/// (`wake`) starts alone with one workgroup, then after each chunk wakes the pool's helpers once
+/// the work left is worth sharing (`WORTH_SHARING`): a small launch never pays for the hand-off,
+/// a large one loses at most its first chunk's time on the helpers. Workgroups are independent,
+/// so which thread runs which, and when, changes no result.
+fn work(job: &GridJob, wake: Option<&pool::Wake>) {
     let group = Group::new(job.grid, job.size, job.checks as ChecksPtr, job.entry_at);
     let threads = group.threads;
     let kept = STACKS.with(|s| s.borrow_mut().take());
@@ -658,14 +669,28 @@ fn work(job: &GridJob) {
     let starts: Vec<Start> = (0..threads).map(|local| Start { group: &group, local, body: kernel.body }).collect();
     group.spawn.set(Some(kernel.spawn));
     group.spawn_data.set([&stacks as *const Stacks as *const u8, starts.as_ptr() as *const u8]);
+    let started = wake.map(|_| Instant::now());
+    let mut alone = wake;
+    let mut take = if alone.is_some() { 1 } else { job.chunk };
     loop {
-        let from = job.next.fetch_add(job.chunk, Ordering::Relaxed);
+        let from = job.next.fetch_add(take, Ordering::Relaxed);
         if from >= job.total {
             break;
         }
-        for linear in from..(from + job.chunk).min(job.total) {
+        for linear in from..(from + take).min(job.total) {
             group.begin(linear);
             unsafe { (kernel.group)(&group, kernel.body) };
+        }
+        take = job.chunk;
+        if let (Some(pool), Some(started)) = (alone, started) {
+            let next = job.next.load(Ordering::Relaxed);
+            if next >= job.total {
+                break;
+            }
+            let left = started.elapsed().mul_f64((job.total - next) as f64 / next as f64);
+            if left >= WORTH_SHARING && pool.wake() {
+                alone = None;
+            }
         }
     }
     #[cfg(feature = "sim")]

@@ -1,22 +1,30 @@
 //! The executor's worker threads: started once and parked between launches, not started and
 //! joined for every launch (`std::thread::scope` cost 60–150 µs a launch here, most of a small
-//! kernel's time). The launching thread works too, so a launch on `n` workers wakes `n - 1`
-//! helpers. A helper idle for `IDLE` exits (a process that loads many kernel libraries, each with
-//! its own copy of this crate, keeps no threads for the ones it no longer runs).
+//! kernel's time). The launching thread works too and wakes its helpers only when it finds the
+//! launch worth sharing (`Wake::wake`, called by the executor once it has timed its first
+//! workgroups): handing a launch to a parked thread costs more than a small launch's work (saxpy
+//! at n = 4096, 16 workgroups: 11–14 µs a launch with the helper woken, about 8 µs with it
+//! never scheduled). A helper idle for `IDLE` exits (a process that loads many kernel libraries,
+//! each with its own copy of this crate, keeps no threads for the ones it no longer runs).
 //!
 //! Non-generic: compiled once in gpu_kernel, never for a kernel's closure.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 const IDLE: Duration = Duration::from_secs(10);
 
+/// A launch's work as the pool runs it: the launching thread's call gets `Some(wake)` where it
+/// has helpers to wake; a helper's call, and one with no helpers, `None`.
+pub(crate) type Work<'a> = dyn Fn(Option<&Wake>) + Sync + 'a;
+
 /// The launch's work, shared by the launching thread and the helpers (it lives on the launching
 /// thread's stack: `run` returns only when no helper still runs it).
 #[derive(Clone, Copy)]
-struct Task(*const (dyn Fn() + Sync + 'static));
+struct Task(*const Work<'static>);
 unsafe impl Send for Task {}
 
 struct State {
@@ -36,32 +44,37 @@ static STATE: Mutex<State> =
     Mutex::new(State { seq: 0, task: None, want: 0, taken: 0, finished: 0, alive: 0, panic: None });
 /// Helpers wait here for a launch.
 static WAKE: Condvar = Condvar::new();
-/// The launching thread waits here for its helpers (and a second launching thread for the first).
+/// The launching thread waits here for its helpers.
 static DONE: Condvar = Condvar::new();
 
 fn lock() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Run `task` on this thread and on up to `helpers` pool threads at once; return when every one
-/// that started it has finished. A panic in any of them is raised here, after all have stopped.
-pub(crate) fn run(helpers: usize, task: &(dyn Fn() + Sync)) {
-    if helpers == 0 {
-        task();
-        return;
-    }
-    // Only the address travels; `run` outlives every use (it waits for `finished == taken`).
-    let erased: &(dyn Fn() + Sync + 'static) = unsafe { core::mem::transmute(task) };
-    {
+/// The launching thread's handle on its helpers: none runs the launch until `wake`.
+pub(crate) struct Wake {
+    helpers: usize,
+    task: Task,
+    /// Whether this launch was handed to the pool (its helpers must be waited for).
+    published: Cell<bool>,
+}
+
+impl Wake {
+    /// Wake up to `helpers` pool threads to share the launch (at most once). False when it
+    /// cannot now: none wanted, or another thread's launch holds the pool (kernels launched from
+    /// two threads share it one at a time; this one may ask again later, or finish alone).
+    pub(crate) fn wake(&self) -> bool {
+        if self.published.get() {
+            return false;
+        }
         let mut s = lock();
-        while s.task.is_some() {
-            // Another thread's launch (kernels launched from two threads): one at a time.
-            s = DONE.wait(s).unwrap_or_else(|e| e.into_inner());
+        if s.task.is_some() {
+            return false;
         }
         s.seq += 1;
-        s.task = Some(Task(erased));
-        (s.want, s.taken, s.finished) = (helpers, 0, 0);
-        while s.alive < helpers {
+        s.task = Some(self.task);
+        (s.want, s.taken, s.finished) = (self.helpers, 0, 0);
+        while s.alive < self.helpers {
             if std::thread::Builder::new().name("gpu_kernel".into()).spawn(helper).is_err() {
                 s.want = s.alive;
                 break;
@@ -69,18 +82,34 @@ pub(crate) fn run(helpers: usize, task: &(dyn Fn() + Sync)) {
             s.alive += 1;
         }
         WAKE.notify_all();
+        self.published.set(true);
+        true
     }
-    let mine = catch_unwind(AssertUnwindSafe(task));
-    let mut s = lock();
-    // Helpers that have not woken yet stay out: the work is done.
-    s.want = s.taken;
-    while s.finished < s.taken {
-        s = DONE.wait(s).unwrap_or_else(|e| e.into_inner());
+}
+
+/// Run `task` on this thread, which may wake up to `helpers` pool threads to run it too
+/// (`Wake::wake`); return when every one that started it has finished. A panic in any of them is
+/// raised here, after all have stopped.
+pub(crate) fn run(helpers: usize, task: &Work) {
+    if helpers == 0 {
+        task(None);
+        return;
     }
-    s.task = None;
-    let theirs = s.panic.take();
-    DONE.notify_all();
-    drop(s);
+    // Only the address travels; `run` outlives every use (it waits for `finished == taken`).
+    let erased: &Work<'static> = unsafe { core::mem::transmute(task) };
+    let wake = Wake { helpers, task: Task(erased), published: Cell::new(false) };
+    let mine = catch_unwind(AssertUnwindSafe(|| task(Some(&wake))));
+    let mut theirs = None;
+    if wake.published.get() {
+        let mut s = lock();
+        // Helpers that have not woken yet stay out: the work is done.
+        s.want = s.taken;
+        while s.finished < s.taken {
+            s = DONE.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.task = None;
+        theirs = s.panic.take();
+    }
     if let Err(payload) = mine {
         resume_unwind(payload);
     }
@@ -98,7 +127,7 @@ fn helper() {
                 seen = s.seq;
                 s.taken += 1;
                 drop(s);
-                let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { (*task.0)() }));
+                let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { (*task.0)(None) }));
                 s = lock();
                 if let Err(payload) = outcome {
                     s.panic.get_or_insert(payload);

@@ -527,6 +527,43 @@ mod tests {
         assert!(message.contains("src/host/testing.rs:"), "{message}");
     }
 
+    /// Workgroups long enough that the launching thread wakes the pool's helper (pool.rs): each
+    /// still runs exactly once, whichever thread runs it, and a panic in any reaches the caller.
+    /// (Which threads take part depends on timing: not asserted.)
+    #[test]
+    fn shared_launches_run_every_workgroup_once_and_raise_a_panic() {
+        let groups = 16;
+        let mut counts = vec![0u32; groups];
+        let grid = Grid::with_workers([groups as u32, 1, 1], [64, 1, 1], 2);
+        let cb = grid.output(&mut counts);
+        grid.run(|ctx| {
+            let mut cb = cb;
+            if ctx.local_id_x() == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(300));
+            }
+            cb.atomic_add(ctx.group_id_x(), 1);
+        });
+        assert_eq!(counts, vec![64; groups]);
+
+        let mut y = vec![0u32; groups];
+        let grid = Grid::with_workers([groups as u32, 1, 1], [64, 1, 1], 2);
+        let yb = grid.output(&mut y);
+        let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            grid.run(|ctx| {
+                let _ = yb;
+                if ctx.local_id_x() == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(300));
+                    if ctx.group_id_x() == groups - 1 {
+                        panic!("workgroup {} gives up", ctx.group_id_x());
+                    }
+                }
+            })
+        }));
+        let payload = failed.expect_err("the panic reaches the caller");
+        let message = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert_eq!(message, format!("workgroup {} gives up", groups - 1));
+    }
+
     #[test]
     fn json_reader_reads_the_report_shapes() {
         let j = Json::parse(r#"{"a":[1,-2.5e0,"x\"y"],"b":{"c":true,"d":null}}"#).unwrap();
