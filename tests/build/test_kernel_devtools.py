@@ -297,7 +297,9 @@ def test_list_names_each_test_at_its_function(example_copy, shared_cache_dir):
 @needs_cargo
 def test_the_harness_own_tests_pass_with_the_sim_feature(tmp_path):
     """gpu_kernel::testing's own tests: a clean launch, a seeded race found at its line, an
-    out-of-bounds index and a divergent barrier failing the launch."""
+    out-of-bounds index and a divergent barrier failing the launch, launches long enough to share
+    their workgroups with the pool's helper (each run once, a workgroup's panic raised), the JSON
+    reader."""
     crate = tmp_path / "gpu_kernel"
     shutil.copytree(REPO / "resources" / "crates" / "gpu_kernel", crate)
     env = {"RUSTC": host_rust.rustc(), "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(tmp_path / "target")}
@@ -306,7 +308,13 @@ def test_the_harness_own_tests_pass_with_the_sim_feature(tmp_path):
         cwd=crate, capture_output=True, text=True, timeout=600, env={**os.environ, **env},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "test result: ok. 4 passed" in done.stdout
+    for name in (
+        "barrier_and_shared_memory_are_checked_clean", "a_race_on_shared_memory_is_found_at_its_line",
+        "out_of_bounds_and_divergence_fail_the_test", "shared_launches_run_every_workgroup_once_and_raise_a_panic",
+        "json_reader_reads_the_report_shapes",
+    ):  # fmt: skip
+        assert f"testing::tests::{name} ... ok" in done.stdout, name
+    assert "test result: ok. 5 passed" in done.stdout
 
 
 # --------------------------------------------------------------------------------------- doctor
