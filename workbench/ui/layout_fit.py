@@ -134,6 +134,15 @@ class LinesLabel(QLabel):
             self.setToolTip(tip)
 
 
+def keep_room_when_hidden(widget: QWidget) -> QWidget:
+    """Its layout keeps `widget`'s room while it is hidden: showing it later moves nothing else.
+    Returns the widget."""
+    policy = widget.sizePolicy()
+    policy.setRetainSizeWhenHidden(True)
+    widget.setSizePolicy(policy)
+    return widget
+
+
 def wrap_within(label: QLabel) -> QLabel:
     """Make `label` wrap inside the width its layout gives it; its longest line (or a path with no
     space to break at) no longer sets a minimum width. Returns the label."""

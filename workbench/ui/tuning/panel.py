@@ -43,7 +43,7 @@ from workbench.profile.tuning.events import (
     SweepNote,
     SweepSearched,
 )
-from workbench.ui.layout_fit import LinesLabel, wrap_within
+from workbench.ui.layout_fit import LinesLabel, keep_room_when_hidden, wrap_within
 from workbench.ui.tuning.cluster_control import ClusterControl
 from workbench.ui.tuning.controls import SweepOptions, tunable_control
 from workbench.ui.tuning.parameter_plot import (
@@ -118,6 +118,12 @@ class TuningPanel(QWidget):
         self._redraw_timer.setSingleShot(True)
         self._redraw_timer.setInterval(0)
         self._redraw_timer.timeout.connect(self._redraw_if_shown)
+        # ... and the plot in a turn of its own after the table, verdict and buttons: the loop
+        # handles input (and paints) between the two (together they were one 40-50 ms stall).
+        self._plot_timer = QTimer(self)
+        self._plot_timer.setSingleShot(True)
+        self._plot_timer.setInterval(0)
+        self._plot_timer.timeout.connect(self._draw_plot)
         self._stale = False  # results arrived that are not drawn yet
         self._dock_followed = False
         self._build_ui()
@@ -164,7 +170,7 @@ class TuningPanel(QWidget):
         #: Why Apply is disabled (empty while it is enabled). This label, the status and the
         #: verdict keep their height whatever their text (`LinesLabel`): the plot under them keeps
         #: its geometry as a sweep's results come (it was re-laid out and repainted at each).
-        self.apply_reason = LinesLabel("", lines=2)
+        self.apply_reason = LinesLabel("", lines=3)
         self.apply_reason.setObjectName("apply-reason")
         row.addWidget(self.apply_reason, 1)
         layout.addLayout(row)
@@ -186,6 +192,8 @@ class TuningPanel(QWidget):
         row.addWidget(self.progress, 1)
         row.addWidget(self.slot_label)
         row.addWidget(self.slot)
+        for widget in (self.progress, self.slot_label, self.slot):  # the row's height: the plot's stays
+            keep_room_when_hidden(widget)
         self._show_slots()
         layout.addLayout(row)
         layout.addWidget(self.status)
@@ -411,7 +419,7 @@ class TuningPanel(QWidget):
             if not self._dock_followed:  # a tabified dock raised does not show its panel again
                 self._dock_followed = follow_dock(self, self._dock_visible) is not None
             return
-        self._redraw()
+        self._redraw(plot_now=False)
 
     def _dock_visible(self, visible: bool) -> None:
         if visible and self._stale:
@@ -422,7 +430,8 @@ class TuningPanel(QWidget):
         if self._stale:
             self._redraw_timer.start()
 
-    def _redraw(self) -> None:
+    def _redraw(self, plot_now: bool = True) -> None:
+        """Everything the results show; the plot now or (`plot_now` False) in the next turn."""
         self._stale = False
         self._redraw_timer.stop()
         slots = sorted({ranking.slot(e) for e in self.entries})
@@ -439,8 +448,13 @@ class TuningPanel(QWidget):
             self.slot.blockSignals(False)
             self._show_slots()
         self._fill_table()
-        self._draw_plot()
         self._update_buttons()
+        slot = self.slot.currentText()
+        self.verdict.setText(tuning_view.verdict(self.best.get(slot), slot) if slot else "")
+        if plot_now:
+            self._draw_plot()
+        else:
+            self._plot_timer.start()
 
     def _slot_chosen(self, text: str) -> None:
         """The user chose a backend × device: kept while it exists, even one without effect."""
@@ -458,6 +472,7 @@ class TuningPanel(QWidget):
         return parameter_data(self.entries, self.best, names, self.slot.currentText())
 
     def _draw_plot(self) -> None:
+        self._plot_timer.stop()
         data = self.plot_data()
         self.verdict.setText(data.get("verdict", ""))
         self.time_plot.draw(data)

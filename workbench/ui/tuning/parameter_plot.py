@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.profile.tuning import ranking, tuning_view
 from workbench.ui import theme
+from workbench.ui.layout_fit import keep_room_when_hidden
 from workbench.ui.plots.base import SeriesColors, legend_label
 from workbench.ui.plots.lanes import FailureLane
 from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
@@ -70,6 +71,10 @@ class ParameterPlot(QWidget):
         self.plot.setLabel("left", "median time", units="s")
         self.legend = legend_label()
         self.legend.setObjectName("tuningLegend")
+        # Its line is kept while it is hidden or empty: the plot above keeps its height when the
+        # first result shows it (each change of the plot's geometry re-lays it out and repaints it).
+        self.legend.setMinimumHeight(self.legend.fontMetrics().lineSpacing())
+        keep_room_when_hidden(self.legend)
         self.heatmap = pg.ImageItem()
         self.colorbar: pg.ColorBarItem | None = None
         self.cell_labels: list[pg.TextItem] = []
