@@ -189,7 +189,10 @@ class ParameterPlot(QWidget):
                 label.setAnchor(anchor)
             else:
                 label = pg.TextItem(text, color=theme.TEXT, anchor=anchor)
-                self.plot.addItem(label)
+                # Outside the auto range: a label's extent in data units follows the range, which
+                # it then moved again (the plot was repainted 7 times per result as they settled);
+                # leaning inwards from its point, it lies inside the points' range anyway.
+                self.plot.addItem(label, ignoreBounds=True)
                 self.cell_labels.append(label)
             label.setPos(x, y)
         failures: dict[str, list[tuple[float, str]]] = {}
