@@ -43,9 +43,6 @@ from workbench.profile.tuning.events import (
     SweepNote,
     SweepSearched,
 )
-
-# Imported with the window, not at the first Sweep: its import was most of that click's stall.
-from workbench.profile.tuning.tune import STRATEGIES, Point, Search, TuneError, space
 from workbench.ui.layout_fit import LinesLabel, keep_room_when_hidden, wrap_within
 from workbench.ui.tuning.cluster_control import ClusterControl
 from workbench.ui.tuning.controls import SweepOptions, tunable_control
@@ -288,11 +285,15 @@ class TuningPanel(QWidget):
         return not error, spec
 
     def start_sweep(self) -> bool:
+        from workbench.profile.tuning.tune import Point, TuneError, space
+
         if self.project is None or self.kernel is None or self.runner.running():
             return False
         ok, cluster = self._cluster_or_refuse()
         if not ok:
             return False
+        from workbench.profile.tuning.tune import STRATEGIES, Search
+
         strategy = self.strategy.currentText()
         budget_s = float(self.budget_s.value()) or None
         try:
@@ -322,6 +323,7 @@ class TuningPanel(QWidget):
 
     def start_size_sweep(self) -> bool:
         from workbench.profile.tuning.size_sweep import parse_size_range, size_points
+        from workbench.profile.tuning.tune import TuneError
 
         if self.project is None or self.kernel is None or self.runner.running():
             return False
