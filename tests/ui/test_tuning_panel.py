@@ -406,3 +406,61 @@ def test_one_tunables_plot_ticks_its_values_and_prints_them_inside_the_plot(make
             assert f'color:{colours(slot)}">■</span>&nbsp;{slot}' in legend.text()
             pen = panel.time_plot.series[slot].opts["pen"]
             assert pen.color().name() == colours(slot).lower()
+
+
+def test_a_sweeps_results_keep_the_plots_geometry_and_each_turns_results_are_drawn_once(
+    make_window, example_copy, qtbot
+):
+    """At 1280×800: the labels above the plot (status, verdict, Apply's reason) keep their height
+    whatever their text, so the plot keeps its geometry from the first result drawn to the last
+    (it shrank 408 → 373 px as they gained lines, re-laid out and repainted at each result); a
+    text too long for its lines is cut with its whole text in the tooltip. Results arriving in
+    one turn of the event loop are drawn once, and none while the panel is behind another dock
+    (drawn when it is raised)."""
+    from tests.waits import settle_qt
+    from workbench.profile.tuning.events import SweepEntries
+
+    root = example_copy("saxpy", tunables=("threads",))
+    manifest = root / "workbench.toml"
+    manifest.write_text(
+        re.sub(r"(?m)^threads = \[.*\]", "threads = [256, 64]", manifest.read_text(), count=1)
+    )
+    window = make_window(root)
+    window.resize(1280, 800)
+    window.bridge.set_backends(["cpu", "wgsl"])
+    window.bridge.set_sizes({"n": 2048})
+    panel = window.panels["tuning"]
+    panel.timing = FAST
+    panel.rounds.setValue(2)
+    window.docks["tuning"].raise_()
+    settle_qt()
+    with qtbot.waitSignal(panel.sweepFinished, timeout=WORK_GUARD_MS):
+        assert panel.start_sweep()
+        qtbot.waitUntil(lambda: panel.time_plot.draws >= 1, timeout=WORK_GUARD_MS)
+        settle_qt()
+        first = panel.plot.geometry()
+    settle_qt()
+    assert panel.status.text().startswith("done: ") and panel.verdict.text()
+    assert panel.plot.geometry() == first, (first.getRect(), panel.plot.geometry().getRect())
+    long = "a reason that goes on " * 60
+    for label in (panel.status, panel.verdict, panel.apply_reason):
+        label.setText(long)
+    settle_qt()
+    assert panel.plot.geometry() == first
+    assert panel.status.text() == long and panel.status.toolTip() == long and panel.status.is_cut()
+
+    data, draws = panel.plot_data(), panel.time_plot.draws
+    result = SweepEntries(0, 1, [], False, 0, False, merged=panel.entries, best=panel.best)
+    for _ in range(5):  # through the runner's queued relay, as the sweep's thread posts them
+        panel.runner._relay.posted.emit(result)
+    settle_qt()
+    assert panel.time_plot.draws == draws + 1
+    assert panel.plot_data() == data and sorted(panel.time_plot.series) == sorted(data["series"])
+
+    window.docks["sessions"].raise_()  # the Tuning dock's tab behind it
+    settle_qt()
+    panel.runner._relay.posted.emit(result)
+    settle_qt()
+    assert panel.time_plot.draws == draws + 1  # not drawn off screen
+    window.docks["tuning"].raise_()
+    qtbot.waitUntil(lambda: panel.time_plot.draws == draws + 2, timeout=HANG_GUARD_MS)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Signal, SignalInstance
+from PySide6.QtCore import QTimer, Signal, SignalInstance
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -43,7 +43,7 @@ from workbench.profile.tuning.events import (
     SweepNote,
     SweepSearched,
 )
-from workbench.ui.layout_fit import wrap_within
+from workbench.ui.layout_fit import LinesLabel, keep_room_when_hidden, wrap_within
 from workbench.ui.tuning.cluster_control import ClusterControl
 from workbench.ui.tuning.controls import SweepOptions, tunable_control
 from workbench.ui.tuning.parameter_plot import (
@@ -55,6 +55,7 @@ from workbench.ui.tuning.parameter_plot import (
 from workbench.ui.tuning.runner import CopyCeilings, SweepRunner, finished_text
 from workbench.ui.tuning.size_tab import SizeSweepTab
 from workbench.ui.tuning.table import ConfigurationsTable, config_text
+from workbench.ui.visibility import follow_dock, on_screen
 from workbench.units import format_time
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,20 @@ class TuningPanel(QWidget):
         self._user_slot: str | None = None  # a backend × device the user chose (kept while it exists)
         self.runner = SweepRunner(self._on_event)
         self._size_mode = False
+        # A sweep's results are drawn at most once per turn of the event loop, and not while the
+        # panel is off screen (drawn when it is shown): each draw re-lays out and repaints the plot.
+        self._redraw_timer = QTimer(self)
+        self._redraw_timer.setSingleShot(True)
+        self._redraw_timer.setInterval(0)
+        self._redraw_timer.timeout.connect(self._redraw_if_shown)
+        # ... and the plot in a turn of its own after the table, verdict and buttons: the loop
+        # handles input (and paints) between the two (together they were one 40-50 ms stall).
+        self._plot_timer = QTimer(self)
+        self._plot_timer.setSingleShot(True)
+        self._plot_timer.setInterval(0)
+        self._plot_timer.timeout.connect(self._draw_plot)
+        self._stale = False  # results arrived that are not drawn yet
+        self._dock_followed = False
         self._build_ui()
         if bridge is not None:
             bridge.projectChanged.connect(self.set_project)
@@ -152,8 +167,10 @@ class TuningPanel(QWidget):
         row = QHBoxLayout()
         for widget in (self.sweep_button, self.cancel_button, self.apply_button):
             row.addWidget(widget)
-        #: Why Apply is disabled (empty while it is enabled).
-        self.apply_reason = wrap_within(QLabel(""))
+        #: Why Apply is disabled (empty while it is enabled). This label, the status and the
+        #: verdict keep their height whatever their text (`LinesLabel`): the plot under them keeps
+        #: its geometry as a sweep's results come (it was re-laid out and repainted at each).
+        self.apply_reason = LinesLabel("", lines=3)
         self.apply_reason.setObjectName("apply-reason")
         row.addWidget(self.apply_reason, 1)
         layout.addLayout(row)
@@ -167,7 +184,7 @@ class TuningPanel(QWidget):
             "runs of the sweep done (rounds × configurations, then the leaders re-timed)"
         )
         self.progress.hide()
-        self.status = wrap_within(QLabel(""))  # a sweep error must not widen the window
+        self.status = LinesLabel("", lines=3)  # a sweep error must not widen the window
         self.slot = QComboBox()
         self.slot.setToolTip("backend × device: the heatmap's and Apply's choice")
         self.slot.currentTextChanged.connect(self._slot_chosen)
@@ -175,11 +192,13 @@ class TuningPanel(QWidget):
         row.addWidget(self.progress, 1)
         row.addWidget(self.slot_label)
         row.addWidget(self.slot)
+        for widget in (self.progress, self.slot_label, self.slot):  # the row's height: the plot's stays
+            keep_room_when_hidden(widget)
         self._show_slots()
         layout.addLayout(row)
         layout.addWidget(self.status)
         #: The verdict of the slot shown: the winner beyond noise, or the tie set.
-        self.verdict = wrap_within(QLabel(""))
+        self.verdict = LinesLabel("", lines=2)
         self.verdict.setObjectName("tuning-verdict")
         layout.addWidget(self.verdict)
 
@@ -368,7 +387,7 @@ class TuningPanel(QWidget):
                 self.size_tab.add_entries(event.entries)
             else:
                 self.entries, self.best = event.merged, event.best
-                self._redraw()
+                self._schedule_redraw()
         elif isinstance(event, CopyCeilings) and self._size_mode:
             self.size_tab.set_ceilings(event.ceilings)
         elif isinstance(event, SweepFinished):
@@ -387,7 +406,34 @@ class TuningPanel(QWidget):
             self.sweepFinished.emit(result)
 
     # ================================================================ drawing
-    def _redraw(self) -> None:
+    def _schedule_redraw(self) -> None:
+        """Results came: drawn once this turn of the event loop is over (several results of one
+        turn: one draw), or when the panel is next on screen."""
+        self._stale = True
+        self._redraw_timer.start()
+
+    def _redraw_if_shown(self) -> None:
+        if not self._stale:
+            return
+        if not on_screen(self):
+            if not self._dock_followed:  # a tabified dock raised does not show its panel again
+                self._dock_followed = follow_dock(self, self._dock_visible) is not None
+            return
+        self._redraw(plot_now=False)
+
+    def _dock_visible(self, visible: bool) -> None:
+        if visible and self._stale:
+            self._redraw_timer.start()  # once the raised dock is laid out and on screen
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
+        super().showEvent(event)
+        if self._stale:
+            self._redraw_timer.start()
+
+    def _redraw(self, plot_now: bool = True) -> None:
+        """Everything the results show; the plot now or (`plot_now` False) in the next turn."""
+        self._stale = False
+        self._redraw_timer.stop()
         slots = sorted({ranking.slot(e) for e in self.entries})
         current = self.slot.currentText()
         wanted = (
@@ -402,8 +448,13 @@ class TuningPanel(QWidget):
             self.slot.blockSignals(False)
             self._show_slots()
         self._fill_table()
-        self._draw_plot()
         self._update_buttons()
+        slot = self.slot.currentText()
+        self.verdict.setText(tuning_view.verdict(self.best.get(slot), slot) if slot else "")
+        if plot_now:
+            self._draw_plot()
+        else:
+            self._plot_timer.start()
 
     def _slot_chosen(self, text: str) -> None:
         """The user chose a backend × device: kept while it exists, even one without effect."""
@@ -421,6 +472,7 @@ class TuningPanel(QWidget):
         return parameter_data(self.entries, self.best, names, self.slot.currentText())
 
     def _draw_plot(self) -> None:
+        self._plot_timer.stop()
         data = self.plot_data()
         self.verdict.setText(data.get("verdict", ""))
         self.time_plot.draw(data)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.profile.tuning import ranking, tuning_view
 from workbench.ui import theme
+from workbench.ui.layout_fit import keep_room_when_hidden
 from workbench.ui.plots.base import SeriesColors, legend_label
 from workbench.ui.plots.lanes import FailureLane
 from workbench.ui.theme import PLOT_BACKGROUND as BACKGROUND
@@ -61,7 +62,7 @@ def parameter_data(entries: list[dict[str, Any]], best: dict[str, dict[str, Any]
 
 class ParameterPlot(QWidget):
     """The Time vs parameters tab: the plot (`plot`), the heatmap or the lines (`heatmap`,
-    `colorbar`, `series`, `cell_labels`, replaced at each `draw`), the legend line under it
+    `colorbar`, `series`, `cell_labels`: a heatmap replaced at each `draw`, the lines updated), the legend line under it
     (`legend`: each line's colour and name, outside the data) and the failed lane."""
 
     def __init__(self, parent: QWidget | None = None):
@@ -70,6 +71,10 @@ class ParameterPlot(QWidget):
         self.plot.setLabel("left", "median time", units="s")
         self.legend = legend_label()
         self.legend.setObjectName("tuningLegend")
+        # Its line is kept while it is hidden or empty: the plot above keeps its height when the
+        # first result shows it (each change of the plot's geometry re-lays it out and repaints it).
+        self.legend.setMinimumHeight(self.legend.fontMetrics().lineSpacing())
+        keep_room_when_hidden(self.legend)
         self.heatmap = pg.ImageItem()
         self.colorbar: pg.ColorBarItem | None = None
         self.cell_labels: list[pg.TextItem] = []
@@ -77,7 +82,11 @@ class ParameterPlot(QWidget):
         self.plot.scene().sigMouseMoved.connect(self._hover)
         # Failed configurations have no time: a lane of their own under the plot (plots/lanes.py).
         self.failed_lane = FailureLane("tuning_failed_lane", self.plot)
-        self.series: dict[str, pg.ScatterPlotItem] = {}
+        self.series: dict[str, pg.PlotDataItem] = {}
+        #: Draws so far (a sweep's results of one turn of the event loop are drawn once).
+        self.draws = 0
+        self._mode = ""  # what the plot holds: "scatter" (updated in place), "heatmap" or nothing
+        self._shown: dict[str, Any] = {}  # the ticks and axis titles set: set again only when changed
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
@@ -86,36 +95,74 @@ class ParameterPlot(QWidget):
         layout.addWidget(self.failed_lane)
 
     def draw(self, data: dict[str, Any]) -> None:
-        """Draw `parameter_data`'s numbers."""
+        """Draw `parameter_data`'s numbers. Lines are updated in place (their items, labels,
+        ticks and axis titles kept where unchanged: a sweep draws at each result, and clearing
+        and rebuilding the plot re-laid it out and repainted it several times); a heatmap is
+        rebuilt."""
+        self.draws += 1
         self.grid_data = data
+        if data["mode"] == "heatmap" or self._mode != "scatter":
+            self._clear()
+        self._mode = data["mode"]
+        if data["mode"] == "heatmap":
+            self.legend.setText("")
+            self.legend.hide()  # a heatmap has its colour bar; the lines show it again
+            self._draw_heatmap(data)
+            return
+        self._draw_lines(data)
+
+    def _clear(self) -> None:
         self.plot.clear()
         self.series = {}
-        self.cell_labels = []
-        self.legend.clear()
-        self.legend.hide()  # a heatmap has its colour bar; the lines show it again
+        self._remove_labels(0)
+        self._shown = {}
         if self.colorbar is not None:
             self.plot.plotItem.layout.removeItem(self.colorbar)
             self.colorbar.setParentItem(None)
             self.colorbar = None
-        if data["mode"] == "heatmap":
-            self._draw_heatmap(data)
-            return
+
+    def _set(self, key: str, value: Any, setter: Any) -> None:
+        """Call `setter(*value)` unless `value` is what `key` shows already (each call re-lays out
+        the axis, the plot's geometry with it)."""
+        if self._shown.get(key, object()) != value:
+            self._shown[key] = value
+            setter(*value)
+
+    def _remove_labels(self, keep: int) -> None:
+        for label in self.cell_labels[keep:]:
+            self.plot.removeItem(label)
+        self.cell_labels = self.cell_labels[:keep]
+
+    def _draw_lines(self, data: dict[str, Any]) -> None:
         bottom, left = self.plot.getAxis("bottom"), self.plot.getAxis("left")
         # The tunable's values as the manifest writes them ("64", not the axis position's "64.0").
-        ticks = list(zip(_tick_values(data), data["ticks"], strict=True))
-        bottom.setTicks([[(float(x), label) for x, label in ticks]] if ticks else None)
-        left.setTicks(None)
-        self.plot.setLabel("bottom", data["tunable"] or "")
-        self.plot.setLabel("left", "median time", units="s")
+        ticks = [(float(x), label) for x, label in zip(_tick_values(data), data["ticks"], strict=True)]
+        self._set("bottom ticks", ([ticks] if ticks else None,), bottom.setTicks)
+        self._set("left ticks", (None,), left.setTicks)
+        self._set("bottom label", ("bottom", data["tunable"] or ""), self.plot.setLabel)
+        self._set("left label", ("left", "median time", "s"), self.plot.setLabel)
         colours = SeriesColors()  # one colour per line, in the slots' order
-        for slot, s in sorted(data["series"].items()):
+        slots = sorted(data["series"])
+        if slots != list(self.series):  # colours follow the order: the lines are made again
+            for item in self.series.values():
+                self.plot.removeItem(item)
+            self.series = {}
+        for slot in slots:
+            s = data["series"][slot]
             colour = colours(slot)
-            item = pg.PlotDataItem(s["x"], s["y"], pen=pg.mkPen(colour, width=1.5), symbol="o", symbolSize=8,
-                                   symbolBrush=pg.mkBrush(colour), name=slot)  # fmt: skip
-            self.plot.addItem(item)
-            self.series[slot] = item
-        self.legend.setText(colours.legend_html(sorted(self.series)))
+            item = self.series.get(slot)
+            if item is None:
+                item = pg.PlotDataItem(s["x"], s["y"], pen=pg.mkPen(colour, width=1.5), symbol="o", symbolSize=8,
+                                       symbolBrush=pg.mkBrush(colour), name=slot)  # fmt: skip
+                self.plot.addItem(item)
+                self.series[slot] = item
+            else:
+                item.setData(s["x"], s["y"])
+        legend = colours.legend_html(slots)
+        if self.legend.text() != legend:
+            self.legend.setText(legend)
         self.legend.setVisible(bool(self.series))
+        texts: list[tuple[str, float, float, tuple[float, float]]] = []
         if data["cells"] and len(data["cells"]) <= tuning_view.PRINT_CELLS:
             values = [float(v) for v in _tick_values(data)]
             top = max(cell["median_s"] for cell in data["cells"].values())
@@ -132,16 +179,29 @@ class ParameterPlot(QWidget):
                 side = 0.0 if x == min(values) else 1.0 if x == max(values) else 0.5
                 y = cell["median_s"]
                 below = y >= (lo + hi) / 2 if hi > lo else y == top
-                label = pg.TextItem(cell["text"], color=theme.TEXT, anchor=(side, -0.2 if below else 1.2))
-                label.setPos(x, cell["median_s"])
-                self.plot.addItem(label)
+                texts.append((cell["text"], x, y, (side, -0.2 if below else 1.2)))
+        self._remove_labels(len(texts))
+        for n, (text, x, y, anchor) in enumerate(texts):
+            if n < len(self.cell_labels):
+                label = self.cell_labels[n]
+                if label.toPlainText() != text:
+                    label.setText(text)
+                label.setAnchor(anchor)
+            else:
+                label = pg.TextItem(text, color=theme.TEXT, anchor=anchor)
+                # Outside the auto range: a label's extent in data units follows the range, which
+                # it then moved again (the plot was repainted 7 times per result as they settled);
+                # leaning inwards from its point, it lies inside the points' range anyway.
+                self.plot.addItem(label, ignoreBounds=True)
                 self.cell_labels.append(label)
+            label.setPos(x, y)
         failures: dict[str, list[tuple[float, str]]] = {}
         for f in data["failed"]:
             x = f["config"].get(data["tunable"])
             if isinstance(x, int | float):
                 failures.setdefault(f["slot"], []).append((float(x), "failed"))
-        self.failed_lane.set_failures(failures)
+        if failures != self.failed_lane.failures:
+            self.failed_lane.set_failures(failures)
 
     def _draw_heatmap(self, data: dict[str, Any]) -> None:
         grid = np.array(data["median_s"], dtype=float)
