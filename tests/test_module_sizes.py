@@ -24,6 +24,8 @@ WAITING: dict[str, str] = {
     "workbench/ui/plots/timing_tab.py": "the timing plot's items apart from the tab's controls",
     "workbench/ui/plots/outputs_tab.py": "the outputs image apart from the mismatch table",
     "workbench/ui/build/panel.py": "the build rows' model apart from the log view",
+    "workbench/ui/tuning/panel.py": "the sweep's start (points, cluster, search) and its redraw "
+    "scheduling apart from the panel's composition and Apply",
     "workbench/ui/sessions/panel.py": "export / import and the record toggle apart from the panel's "
     "composition of the runs list, Compare and History",
 }

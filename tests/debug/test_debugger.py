@@ -120,7 +120,7 @@ def test_a_step_off_the_kernel_s_last_line_reports_the_invocation_returned(
     assert proc.returncode == 0, proc.stderr
     first, returned, after = json.loads(proc.stdout)["stops"]
     assert (first["reason"], first["line"], first["function"]) == ("breakpoint", line, "saxpy::saxpy_body")
-    # gdb's `next` at the body's end stops in its caller, the entry's closure (`k.run(move |ctx|
+    # gdb's `next` at the body's end stops in its caller, the entry's closure (`sim_inline!(move |ctx|
     # saxpy_body(…))`), where the body's locals are gone: the session says the invocation
     # returned instead, with no line of the launcher and the invocation returned in its workgroup.
     assert returned["reason"] == "returned", returned

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 FAST_TIMING = TimingOptions(min_n=5, min_time_s=0.02, warmup_max_n=6, warmup_max_s=0.3, max_time_s=2.0)
 
 #: The CPU entry's launch of the kernel body in the saxpy example; variants put their fault just before it.
-SAXPY_CPU_LOOP = "    k.run(move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));"
+SAXPY_CPU_LOOP = "    k.run(body);"
 SAXPY_WGSL_LINE = "        y[i] = params.a * x[i] + y[i];"
 
 NULL_WRITE = "unsafe { core::ptr::write_volatile(core::ptr::null_mut::<f32>(), 1.0) };"

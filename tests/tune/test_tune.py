@@ -170,7 +170,7 @@ def test_tune_on_cpu_sim_records_each_configuration_with_its_findings(
     root = example_copy("saxpy", tunables=("threads",))
     lib = root / "src" / "lib.rs"
     text = lib.read_text()
-    call = "k.run(move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y));"
+    call = "move |ctx| saxpy_body(ctx, ctx.group_size_x(), VECTOR, n, a, x, y)"  # the entry's closure
     assert text.count(call) == 1
     lib.write_text(text.replace(call, call.replace("ctx.group_size_x()", "64")))
     db = tmp_path / "s.db"

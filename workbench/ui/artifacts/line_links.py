@@ -6,13 +6,13 @@ the line maps are `workbench.build.ptx_lines` / `spirv_lines`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from workbench.build.source_match import best_match
+from workbench.ui.artifacts.code_panes import NumberedView
 
-if TYPE_CHECKING:
-    from workbench.ui.artifacts.code_panes import NumberedView
-    from workbench.ui.artifacts.view import ArtifactsView
+#: The view these functions serve (`view.ArtifactsView`; not imported: the view imports this module).
+ArtifactsView = Any
 
 
 def from_source(self: ArtifactsView) -> None:
