@@ -11,7 +11,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
+from workbench.trust_store import set_trusted
 from workbench.ui.artifacts.view import INSTRUCTION_COLUMNS
+from workbench.ui.visibility import on_screen
 
 SIZES = ((1280, 800), (1600, 1000))
 BUILD_TIMEOUT_MS = WORK_GUARD_MS
@@ -59,3 +61,32 @@ def test_the_artifacts_dock_sits_with_the_plots_and_its_code_pane_fits_an_instru
         # The Rust source beside (or under) it gets the same room.
         assert need <= view.source_view.viewport().width()
         assert window.grab().save(str(test_output_dir / f"artifacts_{width}x{height}.png"))
+
+
+def test_a_hidden_artifacts_view_lists_the_projects_sources_once_shown(make_window, example_copy, qtbot):
+    """Opening a project while the view is covered (the Plots tab in front) leaves its source list
+    for later: listing the sources cost the open step's longest stall 3-7 ms
+    (benchmarks/day_sequence.py). Raised, it lists them with lib.rs chosen and shown."""
+    root, other = example_copy("saxpy"), example_copy("reduction")
+    for folder in (root, other):
+        set_trusted(folder)  # an untrusted project is not handed to the services: no sources
+    window = make_window()  # every panel: Artifacts tabified with Plots, as the user has it
+    view = window.panels["artifacts"]
+    assert window.docks["plots"] in window.tabifiedDockWidgets(window.docks["artifacts"])
+    window.docks["plots"].raise_()
+    settle_qt()
+    assert not on_screen(view)
+    assert window.open_project(root)
+    qtbot.wait(20)
+    assert view.source_box.count() == 0 and view.source_view.toPlainText() == ""
+    window.docks["artifacts"].raise_()
+    qtbot.waitUntil(lambda: view.source_box.count() > 0, timeout=HANG_GUARD_MS)
+    lib = window.project.root / "src" / "lib.rs"
+    sources = [view.source_box.itemData(i) for i in range(view.source_box.count())]
+    assert sources == [str(p) for p in window.project.rust_sources()]
+    assert view.source_box.currentText() == "src/lib.rs"
+    qtbot.waitUntil(lambda: view.source_view.toPlainText() == lib.read_text(), timeout=HANG_GUARD_MS)
+    # Another project opened while it is in view is listed at once.
+    assert window.open_project(other)
+    assert view.source_box.currentText() == "src/lib.rs"
+    assert view.source_box.currentData() == str(window.project.root / "src" / "lib.rs")
