@@ -134,6 +134,10 @@ class Cluster:
     def _open(self, devices: list[str], cache_dir: str | None) -> None:
         from distributed import Client
 
+        from .quiet_cancel import hide_sync_cancel_bug
+
+        hide_sync_cancel_bug()  # a Ctrl-C prints the sweep's one line, not distributed's NameError
+
         if self.spec.kind == "scheduler":
             try:
                 self.client = Client(self.spec.address, timeout=SCHEDULER_TIMEOUT_S)
