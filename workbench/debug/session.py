@@ -43,9 +43,9 @@ from workbench.debug.gdb_mi import (
 
 def workgroup_states(words: list[int]) -> dict[str, Any]:
     """The executor's table (`STATES_TABLE`'s first 3 + 2·count words) as a stop's `workgroup`:
-    the invocation running (`current`, its linear local id) and each invocation `running` (the one stopped), `ready` (released, not at a barrier yet), `not
-    started` (before the workgroup's first barrier opened), `waiting` (at barrier N, line L) or
-    `returned`."""
+    the invocation running (`current`, its linear local id) and each invocation `running` (the one
+    stopped), `ready` (released, not at a barrier yet), `not started` (before the workgroup's first
+    barrier opened), `waiting` (at barrier N, line L) or `returned`."""
     count, opened, current = words[0], words[1], words[2]
     invocations = []
     for t in range(count):
@@ -91,11 +91,17 @@ _HEADS = {
 }
 
 
-def short_coords(values: list[int]) -> str:
-    """`4` for [4, 0, 0], `(1, 2)` for [1, 2, 0]: a workgroup or local id, short."""
+def trailing_zeros_dropped(values: list[int] | tuple[int, ...]) -> list[int]:
+    """A workgroup or local id without its trailing zero dimensions ([4, 0, 0] → [4]; at least one)."""
     values = list(values)
     while len(values) > 1 and values[-1] == 0:
         values.pop()
+    return values
+
+
+def short_coords(values: list[int]) -> str:
+    """`4` for [4, 0, 0], `(1, 2)` for [1, 2, 0]: a workgroup or local id, short."""
+    values = trailing_zeros_dropped(values)
     return str(values[0]) if len(values) == 1 else f"({', '.join(map(str, values))})"
 
 

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.debug.session import stop_headline
+from workbench.debug.session import stop_headline, trailing_zeros_dropped
 from workbench.debug.values import value_summary
 from workbench.errors import WorkbenchError
 from workbench.ui.debug.worker import DebugWorker
@@ -76,10 +76,7 @@ def _button(text: str, name: str, tip: str) -> QToolButton:
 
 def _coords(values: tuple[int, ...]) -> str:
     """`4` for (4, 0, 0), `1,2` for (1, 2, 0): what the invocation field takes, short."""
-    values = tuple(values)
-    while len(values) > 1 and values[-1] == 0:
-        values = values[:-1]
-    return ",".join(map(str, values))
+    return ",".join(map(str, trailing_zeros_dropped(values)))
 
 
 def _model(*headers: str) -> QStandardItemModel:
