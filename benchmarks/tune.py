@@ -51,7 +51,8 @@ def sweep_once(
     root: Path, values: list[int], n: int, db: Path, cache: Path, timing, rounds: int, confirm: int
 ) -> dict:
     from workbench.profile.sessions.store import SessionStore
-    from workbench.profile.tuning.tune import Point, SweepRunner
+    from workbench.profile.tuning.sweep_space import Point
+    from workbench.profile.tuning.tune import SweepRunner
     from workbench.project import Project
     from workbench.run.service import RunService
 

@@ -18,8 +18,6 @@ LIMIT = 500
 
 #: Module (relative to the repository) -> the split it waits for.
 WAITING: dict[str, str] = {
-    "workbench/profile/tuning/tune.py": "the space (parameters, Point, Search) and BackgroundSweep "
-    "apart from the runner's rounds and resume reads",
     "workbench/profile/live/live.py": "the cycle's build gating apart from the run scheduling",
     "workbench/ui/plots/timing_tab.py": "the timing plot's items apart from the tab's controls",
     "workbench/ui/plots/outputs_tab.py": "the outputs image apart from the mismatch table",

@@ -15,7 +15,7 @@ from workbench.build import build_project
 from workbench.build.toolchains import detect
 from workbench.errors import ManifestError
 from workbench.manifest import load_manifest
-from workbench.profile.tuning.tune import space
+from workbench.profile.tuning.sweep_space import space
 from workbench.project import Project
 
 

@@ -13,7 +13,8 @@ from workbench.profile.sessions.store import SessionStore
 from workbench.profile.tuning import ranking
 from workbench.profile.tuning.apply import ApplyError, apply_config
 from workbench.profile.tuning.events import SweepEntries, SweepEvent
-from workbench.profile.tuning.tune import Point, SweepRunner, TuneError, parse_param, space
+from workbench.profile.tuning.sweep_space import Point, TuneError, parse_param, space
+from workbench.profile.tuning.tune import SweepRunner
 from workbench.project import Project
 
 

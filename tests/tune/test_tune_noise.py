@@ -15,7 +15,8 @@ from workbench.profile.sessions.store import SessionStore
 from workbench.profile.tuning import ranking
 from workbench.profile.tuning.apply import ApplyError, choose_slot, winner_config
 from workbench.profile.tuning.events import SweepEntries
-from workbench.profile.tuning.tune import Point, SweepRunner
+from workbench.profile.tuning.sweep_space import Point
+from workbench.profile.tuning.tune import SweepRunner
 from workbench.project import Project
 
 

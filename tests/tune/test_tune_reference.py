@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.profile.tuning.tune import Point, SweepRunner
+from workbench.profile.tuning.sweep_space import Point
+from workbench.profile.tuning.tune import SweepRunner
 from workbench.project import Project
 
 

@@ -287,7 +287,7 @@ def replay_table(data: dict[str, Any]) -> str:
 
 def run(args) -> int:
     from workbench.profile.tuning.events import SweepEntries, SweepEvent, SweepSearched
-    from workbench.profile.tuning.tune import STRATEGIES, Point, Search, parse_param, space
+    from workbench.profile.tuning.sweep_space import STRATEGIES, Point, Search, parse_param, space
     from workbench.size_values import parse_sizes
 
     if args.replay:

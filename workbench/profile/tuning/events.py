@@ -32,7 +32,7 @@ class SweepPoint(SweepEvent):
 
     index: int
     total: int
-    point: Any  # workbench.profile.tuning.tune.Point
+    point: Any  # workbench.profile.tuning.sweep_space.Point
     round: int
 
 
@@ -65,7 +65,7 @@ class SweepSearched(SweepEvent):
 class SweepDone(SweepEvent):
     """The runner is done (finished or cancelled): its whole result."""
 
-    result: Any  # workbench.profile.tuning.tune.SweepResult
+    result: Any  # workbench.profile.tuning.sweep_space.SweepResult
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class SweepNote(SweepEvent):
 class SweepFinished(SweepEvent):
     """A background sweep's thread is over: its result (None when it failed) or its error."""
 
-    result: Any  # workbench.profile.tuning.tune.SweepResult | None
+    result: Any  # workbench.profile.tuning.sweep_space.SweepResult | None
     error: str | None
 
 

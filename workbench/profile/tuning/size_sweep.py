@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from workbench import expr
-from workbench.profile.tuning.tune import Point, SweepResult, TuneError
+from workbench.profile.tuning.sweep_space import Point, SweepResult, TuneError
 
 #: Points in one sweep at most (2^0..2^64 is 65; a list longer than this is a typo).
 MAX_POINTS = 64

@@ -285,14 +285,14 @@ class TuningPanel(QWidget):
         return not error, spec
 
     def start_sweep(self) -> bool:
-        from workbench.profile.tuning.tune import Point, TuneError, space
+        from workbench.profile.tuning.sweep_space import Point, TuneError, space
 
         if self.project is None or self.kernel is None or self.runner.running():
             return False
         ok, cluster = self._cluster_or_refuse()
         if not ok:
             return False
-        from workbench.profile.tuning.tune import STRATEGIES, Search
+        from workbench.profile.tuning.sweep_space import STRATEGIES, Search
 
         strategy = self.strategy.currentText()
         budget_s = float(self.budget_s.value()) or None
@@ -323,7 +323,7 @@ class TuningPanel(QWidget):
 
     def start_size_sweep(self) -> bool:
         from workbench.profile.tuning.size_sweep import parse_size_range, size_points
-        from workbench.profile.tuning.tune import TuneError
+        from workbench.profile.tuning.sweep_space import TuneError
 
         if self.project is None or self.kernel is None or self.runner.running():
             return False

@@ -46,7 +46,7 @@ class SweepRunner:
     def start(self, project: Any, kernel: str, points: list, *, size_mode: bool, cache_dir: Any,
               **sweep: Any) -> None:  # fmt: skip
         """Start a `BackgroundSweep` of `points` (`sweep`: its keyword arguments)."""
-        from workbench.profile.tuning.tune import BackgroundSweep
+        from workbench.profile.tuning.background import BackgroundSweep
 
         def on_event(event: SweepEvent) -> None:  # the sweep thread
             self._relay.posted.emit(event)
