@@ -111,7 +111,7 @@ class PhaseClock:
         self._lock = threading.Lock()
 
     def __call__(self, event) -> None:
-        from workbench.profile.live.live import LiveRunEvent
+        from workbench.profile.live.live_events import LiveRunEvent
 
         # The event's class names it in the timeline; the run's own inside a `LiveRunEvent`.
         kind = (

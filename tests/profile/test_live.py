@@ -9,15 +9,15 @@ import pytest
 
 from tests.waits import WORK_GUARD_S, wait_until
 from workbench.build import BuildService
-from workbench.profile.live.live import (
+from workbench.profile.live.agreement import affected_backends
+from workbench.profile.live.live import LiveLoop
+from workbench.profile.live.live_events import (
     LiveBuildFinished,
     LiveCycleFinished,
     LiveCycleStarted,
     LiveEvent,
     LiveIdle,
-    LiveLoop,
     LiveRunEvent,
-    affected_backends,
 )
 from workbench.project import Project
 from workbench.run.events import RunEvent, RunFinished

@@ -17,7 +17,7 @@ import pytest
 from PySide6.QtCore import SignalInstance
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
-from workbench.profile.live.live import LiveEvent
+from workbench.profile.live.live_events import LiveEvent
 from workbench.profile.tuning.events import SweepEntries, SweepEvent
 from workbench.run.events import Event, RunDone, RunEvent, RunFinished, RunPhase
 from workbench.ui.artifacts.view import ArtifactsBridge

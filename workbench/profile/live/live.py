@@ -10,26 +10,8 @@ one in flight (its build processes and its run), so a burst of saves costs one b
     loop.wait_idle()
     loop.close()
 
-Events (one frozen record per kind, below; read by class and attribute, never as dicts):
-
-- `LiveCycleStarted` (cycle, reason, path, backends, affected)
-- `LiveProject` (cycle, project) — `workbench.toml` changed on disk: the cycle uses it
-- `LiveManifest` (cycle, diagnostics) — what is wrong with `workbench.toml` as read this cycle
-  (`build.manifest_check.on_disk`; empty: nothing), before any build
-- `LiveBuildFinished` (cycle, results: {backend: BuildResult}, rebuilt, cached, background) —
-  after a run, the builds done by then; a second one (`background` True, with just those) once
-  the builds the run did not wait for (runtime unavailable here) are done too; later cycles
-  neither wait for nor restart a backend still building in the background
-- `LiveRunEvent` (cycle, event) — an event of the run service (`workbench.run.events`), as it
-  came; each backend runs as soon as its own build is done (`RunService.run(build_job=...)`)
-- `LiveCycleFinished` (cycle, status, reason, latency_s, build, report, error,
-  reference_changed, project, building) where status is ``ok``, ``error`` (nothing could run;
-  `error` says why) or ``cancelled`` (superseded or cancelled; `build` and `report` keep
-  whatever had finished). `building`: the backends still building in the background after a
-  run. `reference_changed` is None, or (when a check failed and the reference backend's own
-  sources changed since the last run in which every backend agreed) ``{reference, message,
-  failed, unchanged}`` — see `AgreementTracker`.
-- `LiveIdle` after a cycle, once no request is in flight or pending.
+Events: `live_events.py` (typed, one frozen record per kind). Which backends a save affects and
+whether the reference changed since every backend agreed: `agreement.py`.
 
 Edit-to-result latency is measured from the moment of the save (`saved_at`, `time.monotonic()`)
 to the moment the run's report is ready; a manual run measures from the request (`latency_s` of
@@ -38,165 +20,30 @@ every completed cycle that ran; `reason` tells which).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.build import manifest_check
 from workbench.errors import WorkbenchError
+from workbench.profile.live.agreement import AgreementTracker, affected_backends
+from workbench.profile.live.live_events import (
+    LiveBuildFinished,
+    LiveCycleFinished,
+    LiveCycleStarted,
+    LiveEvent,
+    LiveIdle,
+    LiveListener,
+    LiveManifest,
+    LiveProject,
+    LiveRunEvent,
+)
 from workbench.project import Project
-from workbench.run.events import Event, RunEvent, RunFinished
+from workbench.run.events import RunEvent, RunFinished
 from workbench.run.request import RunRequest
-
-
-@dataclass(frozen=True)
-class LiveEvent(Event):
-    """The base of the live loop's events."""
-
-
-@dataclass(frozen=True)
-class LiveCycleStarted(LiveEvent):
-    """A cycle starts: why, the saved file, the backends it builds and runs."""
-
-    cycle: int
-    reason: str  # save | build | run
-    path: str | None
-    backends: list[str]
-    affected: list[str]  # those whose build reads `path` (`affected_backends`)
-
-
-@dataclass(frozen=True)
-class LiveProject(LiveEvent):
-    """`workbench.toml` changed on disk: the cycle uses this project."""
-
-    cycle: int
-    project: Project
-
-
-@dataclass(frozen=True)
-class LiveManifest(LiveEvent):
-    """What is wrong with `workbench.toml` as this cycle read it (empty: nothing)."""
-
-    cycle: int
-    diagnostics: list[Any]  # workbench.records.Diagnostic
-
-
-@dataclass(frozen=True)
-class LiveBuildFinished(LiveEvent):
-    """The cycle's builds done by its run (`background`: those it did not wait for, later)."""
-
-    cycle: int
-    results: dict[str, Any]  # backend -> BuildResult
-    rebuilt: list[str]
-    cached: list[str]
-    background: bool = False
-
-
-@dataclass(frozen=True)
-class LiveRunEvent(LiveEvent):
-    """An event of the cycle's run, as the run service made it."""
-
-    cycle: int
-    event: RunEvent
-
-
-@dataclass(frozen=True)
-class LiveCycleFinished(LiveEvent):
-    """A cycle is over: ok, error (nothing could run) or cancelled."""
-
-    cycle: int
-    reason: str
-    status: str  # ok | error | cancelled
-    latency_s: float | None = None
-    build: dict[str, Any] | None = None
-    report: Any = None  # RunReport
-    error: str | None = None
-    reference_changed: dict[str, Any] | None = None
-    project: Project | None = None
-    building: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class LiveIdle(LiveEvent):
-    """No request is in flight or pending any more."""
-
-
-LiveListener = Callable[[LiveEvent], None]
-
-
-def affected_backends(project: Project, path: str | Path | None, backends: list[str]) -> list[str]:
-    """The backends among `backends` whose artifacts can change when `path` changes: those whose
-    build key reads it (`Project.backend_sources`, the same rule as the cache).
-
-    Only informative (the build cache makes unchanged backends hits anyway): it lets the window
-    say what a save will rebuild before the build finishes. Unknown files affect everything.
-    """
-    if path is None:
-        return list(backends)
-    path = Path(path)
-    if not path.is_absolute():
-        path = project.root / path
-    path = path.resolve()
-    affected = [b for b in backends if path in project.backend_sources(b)]
-    return affected or list(backends)
-
-
-def backend_source_hash(project: Project, backend: str) -> str:
-    """A digest of one backend's own sources (its build's inputs less the shared manifest)."""
-    digest = hashlib.sha256()
-    manifest = project.manifest.path.resolve()
-    for path in project.backend_sources(backend):
-        if path.resolve() == manifest:
-            continue
-        digest.update(project.relative(path).encode() + b"\0")
-        try:
-            digest.update(path.read_bytes())
-        except OSError:
-            digest.update(b"<unreadable>")
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
-class AgreementTracker:
-    """Remembers each backend's source digest at the last run in which every backend agreed, so
-    a failed check can say the reference itself changed instead of blaming the others."""
-
-    def __init__(self) -> None:
-        #: backend -> source digest at the last all-agree run (None: no such run yet).
-        self.agreed: dict[str, str] | None = None
-
-    def forget(self) -> None:
-        self.agreed = None
-
-    def observe(self, project: Project, report: Any) -> dict[str, Any] | None:
-        results = [r for r in getattr(report, "results", []) if r.status != "skipped"]
-        reference = getattr(report, "reference", "") or ""
-        if not results or not reference:
-            return None
-        backends = {r.backend for r in results} | {reference}
-        hashes = {b: backend_source_hash(project, b) for b in backends}
-        failed = sorted({r.backend for r in results if r.verified is False})
-        reference_ok = any(r.backend == reference and r.status == "ok" for r in results)
-        compared = [r for r in results if r.verified is True]
-        if reference_ok and compared and not failed and all(r.status == "ok" for r in results):
-            self.agreed = hashes
-            return None
-        if not failed or self.agreed is None or reference not in self.agreed:
-            return None
-        if hashes[reference] == self.agreed[reference]:
-            return None  # the reference is what everyone agreed with: blame stands
-        unchanged = [b for b in failed if b in self.agreed and hashes[b] == self.agreed[b]]
-        return {
-            "reference": reference,
-            "message": f"the reference changed: {reference}'s source was edited",
-            "failed": failed,
-            "unchanged": unchanged,
-        }
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.profile.live import session_events as ev
-from workbench.profile.live.live import (
+from workbench.profile.live.live_events import (
     LiveBuildFinished,
     LiveCycleFinished,
     LiveCycleStarted,

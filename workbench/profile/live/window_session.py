@@ -31,7 +31,8 @@ from workbench.errors import WorkbenchError
 from workbench.profile.live import session_events as ev
 from workbench.profile.live.console_jobs import ConsoleJobs
 from workbench.profile.live.last_good import LastGood
-from workbench.profile.live.live import LiveCycleStarted, LiveEvent, LiveLoop, LiveManifest, LiveProject
+from workbench.profile.live.live import LiveLoop
+from workbench.profile.live.live_events import LiveCycleStarted, LiveEvent, LiveManifest, LiveProject
 from workbench.profile.live.recordings import Recordings
 from workbench.profile.live.session_delivery import SessionDelivery
 from workbench.profile.live.session_probes import SessionProbes
