@@ -22,8 +22,16 @@ from workbench.ui.plot_model.marks import (
     marks_of,
     order_key,
 )
-from workbench.ui.plot_model.timing import TimingRow, log_scale_wanted, series_name, timing_rows
-from workbench.ui.plot_model.units import format_si, si_scale
+from workbench.ui.plot_model.timing import (
+    TimingRow,
+    compare_note,
+    log_scale_wanted,
+    row_model,
+    row_text,
+    series_name,
+    timing_rows,
+)
+from workbench.ui.plot_model.units import si_scale
 from workbench.ui.plots.axes import AXIS, BACKGROUND, TEXT, UnitAxis
 from workbench.ui.plots.base import PlotTab, legend_label, make_plot, settle_range
 from workbench.ui.plots.lanes import FailureLane, lane_legend
@@ -277,7 +285,7 @@ class TimingTab(PlotTab):
         self.medians.setData([self._median_spot(r, i, to_x) for i, r in enumerate(rows)])
         for i, row in enumerate(rows):
             color = FASTEST if row.fastest else STALE_TEXT if row.marks.stale else TEXT
-            label = pg.TextItem(self._row_text(row), color=color, anchor=(0, 0.5))
+            label = pg.TextItem(row_text(row), color=color, anchor=(0, 0.5))
             label.setPos(float(to_x(row.q3_s)), i)
             plot.addItem(label, ignoreBounds=True)
             self.compare_labels.append(label)
@@ -298,42 +306,15 @@ class TimingTab(PlotTab):
         self.model = {
             "y_unit": unit,
             "scale": scale,
-            "rows": [
-                {
-                    "backend": r.backend,
-                    "device": r.device,
-                    "median_s": r.median_s,
-                    "iqr_s": r.iqr_s,
-                    "q1_s": r.q1_s,
-                    "q3_s": r.q3_s,
-                    "ratio_to_reference": r.ratio,
-                    "fastest": r.fastest,
-                    "reference": r.reference,
-                    "stale": r.marks.stale,
-                    "stale_reason": r.marks.stale_reason or None,
-                    "check_failed": r.marks.check_failed,
-                    "verdict": r.verdict,
-                    "label": self._row_text(r),
-                }
-                for r in rows
-            ],
+            "rows": [row_model(r) for r in rows],
             "failed_runs": self._failed_model(failed),
         }
-        reference = getattr(report, "reference", "") or ""
-        fastest = next((r for r in rows if r.fastest), None)
         # A busy host or a throttled GPU is said here as in the results caption (one rule).
         conditions = run_conditions(report)
         self.model["conditions"] = conditions
-        stale = sum(r.marks.stale for r in rows)
-        wrong = sum(r.marks.check_failed for r in rows)
+        failures = [(self._name_of(f.backend, f.device), f.why) for f in failed]
         self.timing_note.setText(
-            f"{len(rows)} backend × device pairs"
-            + (f" · fastest: {fastest.series} ({format_si(fastest.median_s, 's')})" if fastest else "")
-            + (f" · ratios against the reference backend {reference}" if reference else "")
-            + (f" · {stale} stale (dimmed: kept from an earlier run)" if stale else "")
-            + (f" · {wrong} check failed (red ring: the time of a wrong result)" if wrong else "")
-            + "".join(f" · ✗ {self._name_of(f.backend, f.device)} did not run: {f.why}" for f in failed)
-            + (f" · ⚠ measured while {' and '.join(conditions)}" if conditions else "")
+            compare_note(rows, failures, getattr(report, "reference", "") or "", conditions)
         )
 
     def _median_spot(self, row: TimingRow, i: int, to_x) -> dict[str, Any]:
@@ -362,25 +343,6 @@ class TimingTab(PlotTab):
             for f in failed
         ]
 
-    @staticmethod
-    def _row_text(row: TimingRow) -> str:
-        text = format_si(row.median_s, "s")
-        if row.reference:
-            text += " · reference"
-        elif row.ratio:
-            # Say which way: "48.5× ref" read as faster as often as slower.
-            if row.ratio >= 1:
-                text += f" · {row.ratio:.3g}× slower than ref"
-            else:
-                text += f" · {1 / row.ratio:.3g}× faster than ref"
-        if row.marks.check_failed:
-            text += " · ✗ check failed"
-        elif row.marks.disputed:
-            text += " · ⚠ disputed"
-        if row.marks.stale:
-            text += " · stale"
-        return text + (" ★" if row.fastest else "")
-
     def _fit_compare(self, *_: Any) -> None:
         """Leave room right of the whiskers for the labels (their width in pixels is known only now)."""
         rows = self._compare_rows
@@ -388,7 +350,7 @@ class TimingTab(PlotTab):
             return
         vb = self.compare_plot.getPlotItem().getViewBox()
         metrics = QFontMetrics(self.font())
-        label_px = max(metrics.horizontalAdvance(self._row_text(r)) for r in rows) + 16
+        label_px = max(metrics.horizontalAdvance(row_text(r)) for r in rows) + 16
         width_px = max(vb.width(), 80.0)
         xs = [lab.pos().x() for lab in self.compare_labels[: len(rows)]]
         data = self.whiskers.getData()[0]
