@@ -18,7 +18,6 @@ LIMIT = 500
 
 #: Module (relative to the repository) -> the split it waits for.
 WAITING: dict[str, str] = {
-    "workbench/ui/plots/outputs_tab.py": "the outputs image apart from the mismatch table",
     "workbench/ui/build/panel.py": "the build rows' model apart from the log view",
     "workbench/ui/tuning/panel.py": "the sweep's start (points, cluster, search) and its redraw "
     "scheduling apart from the panel's composition and Apply",

@@ -1,7 +1,7 @@
 """The numbers behind the outputs plot: decimated curves, errors against the reference and mismatch
 marks (the elements the check counts as bad: `verify.bad_elements`, under the check's whole
-`Tolerance`), ulp errors and the scatter sample. numpy only (no Qt): the plots panel runs this on a
-worker thread."""
+`Tolerance`: `check_tolerance`), ulp errors and the scatter sample, each output's marks and the note
+under the plot. numpy only (no Qt): the plots panel runs this on a worker thread."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from workbench.manifest import Check
 from workbench.run.inputs import POISON_BITS, poison_mask
 from workbench.run.verify import Tolerance, bad_elements, ulp_distance
+from workbench.ui.plot_model.marks import Marks, marks_of
 
 #: Most points drawn per output curve; longer arrays are decimated (min/max per bucket).
 MAX_POINTS = 4000
@@ -275,3 +277,47 @@ def scatter_sample(
     if bad.size:
         index = np.union1d(index, bad)
     return ref[index].astype(np.float64), values[index].astype(np.float64)
+
+
+def check_tolerance(report: Any) -> Tolerance:
+    """The tolerance the run's check judged with (max_ulp included): the plot marks what the
+    check counted; a report without a check gets the manifest's default `[kernel.check]`."""
+    for result in report.results:
+        check = result.check or {}
+        if "rtol" in check:
+            return Tolerance.of(check)
+    default = Check()
+    return Tolerance(default.rtol, default.atol, default.max_ulp)
+
+
+def marks_by_output(report: Any) -> dict[str, Marks]:
+    """The marks of each output key ("wgsl", or "wgsl@wgpu:1" for a second device)."""
+    out: dict[str, Marks] = {}
+    for result in getattr(report, "results", None) or ():
+        spec = str((result.device or {}).get("spec") or "")
+        for key in (f"{result.backend}@{spec}", result.backend):
+            out.setdefault(key, marks_of(result))
+    return out
+
+
+def outputs_note(drawing: OutputsDrawing) -> str:
+    reference = drawing.reference
+    lo, hi = drawing.x_range
+    note = f"{drawing.size:,} elements"
+    if (lo, hi) != (0, drawing.size):
+        note += f" · showing [{lo:,}, {hi:,})"
+    if drawing.shape is not None:
+        note += f" · a {drawing.shape[0]} × {drawing.shape[1]} image (rows × columns, row-major)"
+    elif drawing.decimated:
+        note += " · min/max envelope per bucket (zoom in for every element)"
+    note += f" · reference {reference}" if reference else " · no reference"
+    if drawing.mark_count:
+        note += f" · {drawing.mark_count:,} mismatches (✕)"
+    if drawing.unwritten_count:
+        note += f" · {drawing.unwritten_count:,} never written (□)"
+    exact = [b for b, same in drawing.exact.items() if same]
+    if exact:
+        note += f" · {', '.join(exact)} = {reference} exactly (the curves overlap)"
+    elif drawing.errors and not drawing.mark_count and not drawing.unwritten_count:
+        note += " · all within tolerance"
+    return note

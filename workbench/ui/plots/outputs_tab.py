@@ -20,11 +20,16 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout
 
 from workbench.errors import WorkbenchError
-from workbench.manifest import Check
-from workbench.run.verify import Tolerance
 from workbench.ui.plot_model.image import buffer_shape, run_symbols
-from workbench.ui.plot_model.marks import Marks, marks_of, order_key
-from workbench.ui.plot_model.outputs import OutputsCache, OutputsDrawing, compute_outputs
+from workbench.ui.plot_model.marks import Marks, order_key
+from workbench.ui.plot_model.outputs import (
+    OutputsCache,
+    OutputsDrawing,
+    check_tolerance,
+    compute_outputs,
+    marks_by_output,
+    outputs_note,
+)
 from workbench.ui.plots.axes import AXIS, TEXT
 from workbench.ui.plots.base import PlotTab, legend_label, make_plot, settle_range, view_range
 from workbench.ui.plots.output_image import OutputImages
@@ -243,7 +248,7 @@ class OutputsTab(PlotTab):
             dict(report.outputs or {}),
             self.arg_box.currentText(),
             getattr(report, "reference", "") or "",
-            self._check_settings(report),
+            check_tolerance(report),
         )
         self._shape = self._buffer_shape(report, request[1])
         if wait:
@@ -299,17 +304,6 @@ class OutputsTab(PlotTab):
             return None
         return buffer_shape(kernel, arg, run_symbols(report), int(np.asarray(arrays[0]).size))
 
-    @staticmethod
-    def _check_settings(report: Any) -> Tolerance:
-        """The tolerance the run's check judged with (max_ulp included): the plot marks what the
-        check counted; a report without a check gets the manifest's default `[kernel.check]`."""
-        for result in report.results:
-            check = result.check or {}
-            if "rtol" in check:
-                return Tolerance.of(check)
-        default = Check()
-        return Tolerance(default.rtol, default.atol, default.max_ulp)
-
     # ---------------------------------------------------------------- drawing
     def _set_points(self, store_name: str, store: dict, plot: pg.PlotWidget, name: str, points, width=1):
         """setData unless these very points are already drawn (an unchanged output: no repaint)."""
@@ -331,7 +325,7 @@ class OutputsTab(PlotTab):
         # The reference first and wider, underneath: a backend that matches it stays visible on top;
         # the others in series order, whatever order they finished in.
         order = sorted(drawing.curves, key=lambda key: order_key(*key.partition("@")[::2], reference))
-        marks = self._marks(self._report)
+        marks = marks_by_output(self._report)
         for z, backend in enumerate(order):
             self._set_points("outputs", self.output_curves, self.output_plot, backend, drawing.curves[backend],
                              width=3 if backend == reference else 1)  # fmt: skip
@@ -354,7 +348,7 @@ class OutputsTab(PlotTab):
         self.first_bad_button.setText(
             f"First bad: [{drawing.first_bad:,}]" if drawing.first_bad is not None else "First bad"
         )
-        self.output_note.setText(self._note(drawing))
+        self.output_note.setText(outputs_note(drawing))
         self.output_legend.setText(
             self.colors.legend_html(
                 order,
@@ -363,29 +357,6 @@ class OutputsTab(PlotTab):
             )
         )
         self.model = self._outputs_model(drawing, marks)
-
-    @staticmethod
-    def _note(drawing: OutputsDrawing) -> str:
-        reference = drawing.reference
-        lo, hi = drawing.x_range
-        note = f"{drawing.size:,} elements"
-        if (lo, hi) != (0, drawing.size):
-            note += f" · showing [{lo:,}, {hi:,})"
-        if drawing.shape is not None:
-            note += f" · a {drawing.shape[0]} × {drawing.shape[1]} image (rows × columns, row-major)"
-        elif drawing.decimated:
-            note += " · min/max envelope per bucket (zoom in for every element)"
-        note += f" · reference {reference}" if reference else " · no reference"
-        if drawing.mark_count:
-            note += f" · {drawing.mark_count:,} mismatches (✕)"
-        if drawing.unwritten_count:
-            note += f" · {drawing.unwritten_count:,} never written (□)"
-        exact = [b for b, same in drawing.exact.items() if same]
-        if exact:
-            note += f" · {', '.join(exact)} = {reference} exactly (the curves overlap)"
-        elif drawing.errors and not drawing.mark_count and not drawing.unwritten_count:
-            note += " · all within tolerance"
-        return note
 
     def _redraw_outputs(self) -> None:
         """The error and scatter plots of the current drawing, in the chosen error mode."""
@@ -468,16 +439,6 @@ class OutputsTab(PlotTab):
     def _image_redrawn(self) -> None:
         if self.model.get("image") is not None:
             self.model["image"] = self.images.model()
-
-    @staticmethod
-    def _marks(report: Any) -> dict[str, Marks]:
-        """The marks of each output key ("wgsl", or "wgsl@wgpu:1" for a second device)."""
-        out: dict[str, Marks] = {}
-        for result in getattr(report, "results", None) or ():
-            spec = str((result.device or {}).get("spec") or "")
-            for key in (f"{result.backend}@{spec}", result.backend):
-                out.setdefault(key, marks_of(result))
-        return out
 
     def _outputs_model(self, drawing: OutputsDrawing, marks: dict[str, Marks]) -> dict[str, Any]:
         (x0, x1), (y0, y1) = view_range(self.output_plot)
