@@ -21,8 +21,6 @@ WAITING: dict[str, str] = {
     "workbench/ui/build/panel.py": "the build rows' model apart from the log view",
     "workbench/ui/tuning/panel.py": "the sweep's start (points, cluster, search) and its redraw "
     "scheduling apart from the panel's composition and Apply",
-    "workbench/ui/sessions/panel.py": "export / import and the record toggle apart from the panel's "
-    "composition of the runs list, Compare and History",
 }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
 
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.profile.sessions.compare import COLUMNS as COMPARE_COLUMNS
@@ -50,7 +51,7 @@ def filled_db(tmp_path):
     return path
 
 
-def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path, qtbot):
+def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path, qtbot, monkeypatch):
     panel = make_widget(SessionsPanel, None, db_path=filled_db, show=True)
     panel.refresh()
     assert panel.shown_ids() == [5, 4, 3, 2, 1]
@@ -92,6 +93,17 @@ def test_list_filter_compare_and_export(make_widget, filled_db, tmp_path, qtbot)
     assert [r["id"] for r in csv.DictReader((tmp_path / "picked.csv").open())] == ["4"]
     assert not panel.export_to("csv", tmp_path / "no" / "such" / "x.csv")
     assert "cannot write" in panel.message.text()
+
+    # An existing file: called directly, the export leaves it alone and says so; through
+    # "Export runs as…", Qt's save dialog asked before returning its name, so it is replaced.
+    old = tmp_path / "old.csv"
+    old.write_text("id\nkept\n")
+    assert not panel.export_to("csv", old)
+    assert "exists" in panel.message.text() and old.read_text() == "id\nkept\n"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(old), "CSV (*.csv)"))
+    panel.export_dialog("csv")
+    assert [r["id"] for r in csv.DictReader(old.open())] == ["4"]
+    assert panel.message.text() == f"exported 1 run(s) to {old}"
 
 
 def test_a_corrupt_database_is_reported_in_the_panel(make_widget, tmp_path):

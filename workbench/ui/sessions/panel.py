@@ -33,7 +33,6 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMenu,
@@ -56,12 +55,11 @@ from workbench.ui.layout_fit import wrap_within
 from workbench.ui.sessions.compare import SessionCompare
 from workbench.ui.sessions.history import SessionHistory
 from workbench.ui.sessions.runs_table import RunsTable
+from workbench.ui.sessions.transfer import EXPORT_FORMATS, ExportImport
 from workbench.ui.visibility import follow_dock, on_screen
 
 log = logging.getLogger(__name__)
 
-#: Runs an export of the list takes when none is selected (the newest that pass the filters).
-LIST_LIMIT = 2000
 #: Narrower than this, the list sits above the Compare/History tabs (a dock of a 1280×800 window
 #: is about 420 px wide: side by side the list would show two columns).
 SIDE_BY_SIDE_PX = 900
@@ -71,11 +69,6 @@ SINCE = {
     "last 24 hours": 86400,
     "last 7 days": 7 * 86400,
     "last 30 days": 30 * 86400,
-}
-EXPORT_FORMATS = {
-    "csv": ("CSV", "*.csv"),
-    "json": ("JSON bundle", "*.json"),
-    "chrome-trace": ("Chrome trace", "*.json"),
 }
 
 
@@ -88,8 +81,8 @@ class SessionsBridge(Protocol):
     recorder: Any
 
 
-class SessionsPanel(QWidget):
-    """Browse, compare and export the recorded runs."""
+class SessionsPanel(ExportImport, QWidget):
+    """Browse, compare and export the recorded runs (export / import: `transfer.ExportImport`)."""
 
     #: After each recording of the window's runs (the bridge's): {"ids": [...]} or {"error": "..."}.
     recorded = Signal(object)
@@ -421,57 +414,6 @@ class SessionsPanel(QWidget):
         store = self.store()
         if store is not None:
             self.history.show_diff(store, run_id)
-
-    # ================================================================ export / import
-    def export_ids(self) -> list[int]:
-        """The selected runs, else the newest `LIST_LIMIT` that pass the filters."""
-        selected = self.selected_ids()
-        store = self.store()
-        if selected or store is None:
-            return selected
-        runs = paging.page(store, self.run_filter().resolved(store), limit=LIST_LIMIT)
-        return [run["id"] for run in runs]
-
-    def export_to(self, fmt: str, path: str | Path) -> bool:
-        from workbench.profile.sessions.export import render, write_text
-
-        store = self.store()
-        if store is None:
-            return False
-        ids = self.export_ids()
-        try:
-            write_text(path, render(store, fmt, ids))
-        except WorkbenchError as exc:
-            self.show_message(str(exc), error=True)
-            return False
-        self.show_message(f"exported {len(ids)} run(s) to {path}")
-        return True
-
-    def export_dialog(self, fmt: str) -> None:
-        label, pattern = EXPORT_FORMATS[fmt]
-        path, _ = QFileDialog.getSaveFileName(self, f"Export runs as {label}", "", f"{label} ({pattern})")
-        if path:
-            self.export_to(fmt, path)
-
-    def import_from(self, path: str | Path) -> bool:
-        from workbench.profile.sessions.export import import_bundle
-
-        store = self.store()
-        if store is None:
-            return False
-        try:
-            added, skipped = import_bundle(store, path)
-        except WorkbenchError as exc:
-            self.show_message(str(exc), error=True)
-            return False
-        self.show_message(f"imported {added} run(s) from {path}; {skipped} were already here")
-        self.refresh()
-        return True
-
-    def import_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import runs", "", "Sessions bundle (*.json)")
-        if path:
-            self.import_from(path)
 
     # ================================================================ plumbing
     def show_message(self, text: str, error: bool = False) -> None:
