@@ -19,8 +19,6 @@ LIMIT = 500
 #: Module (relative to the repository) -> the split it waits for.
 WAITING: dict[str, str] = {
     "workbench/ui/build/panel.py": "the build rows' model apart from the log view",
-    "workbench/ui/tuning/panel.py": "the sweep's start (points, cluster, search) and its redraw "
-    "scheduling apart from the panel's composition and Apply",
 }
 
 

@@ -287,7 +287,7 @@ def replay_table(data: dict[str, Any]) -> str:
 
 def run(args) -> int:
     from workbench.profile.tuning.events import SweepEntries, SweepEvent, SweepSearched
-    from workbench.profile.tuning.sweep_space import STRATEGIES, Point, Search, parse_param, space
+    from workbench.profile.tuning.sweep_space import parse_param, plan
     from workbench.size_values import parse_sizes
 
     if args.replay:
@@ -298,16 +298,13 @@ def run(args) -> int:
         kernel = project.manifest.kernel(args.kernel)
         sizes = parse_sizes(args.size, kernel)
         params = dict(parse_param(p) for p in args.param)
-        sp = space(kernel, params, sizes, strategy, args.budget, args.seed)
+        sweep = plan(kernel, params, sizes, strategy, args.budget, args.budget_time, args.seed)
     except (WorkbenchError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    search = None
-    if strategy not in STRATEGIES or args.budget_time is not None:
-        search = Search(sp, sizes, strategy, args.budget, args.budget_time, args.seed)
+    sp, search, points = sweep.space, sweep.search, sweep.points
     backends = [b.strip() for b in args.backend.split(",") if b.strip()] if args.backend else None
     devices = [d.strip() for spec in args.device for d in spec.split(",") if d.strip()]
-    points = [Point(config, sizes) for config in sp.configs]
 
     def progress(event: SweepEvent) -> None:
         if isinstance(event, SweepSearched) and not args.json:

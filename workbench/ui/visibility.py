@@ -2,12 +2,14 @@
 
 A dock tabified behind another one stays `isVisible()`, only moved off screen, and raising it does
 not show its widget again: panels that skip work while hidden ask `on_screen` and listen to their
-dock's `visibilityChanged` (`follow_dock`)."""
+dock's `visibilityChanged` (`follow_dock`); `WhenSeen` is the whole rule for work that waits until a
+view is seen."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QDockWidget, QWidget
 
 
@@ -24,3 +26,68 @@ def follow_dock(widget: QWidget, callback: Callable[[bool], None]) -> QDockWidge
     if parent is not None:
         parent.visibilityChanged.connect(callback)
     return parent
+
+
+class WhenSeen(QObject):
+    """Work on a view that waits until the view is seen: the one rule of the panels that skip
+    drawing while covered (a tabified dock behind another, a hidden tab).
+
+    `mark()` says the view is out of date. With `defer` (several marks in one turn of the event
+    loop are one `run`) the work runs once this turn is over; without, at once; in both cases
+    only while `widget` is on screen. A covered view runs it when it is next shown: its own show
+    (at once, or after that turn with `defer`),
+    or its tabified dock raised (followed from the first show, once the widget has its dock).
+    `clear()` tells it the view was brought up to date another way."""
+
+    def __init__(self, widget: QWidget, run: Callable[[], None], *, defer: bool = False) -> None:
+        super().__init__(widget)
+        self.stale = False
+        self._widget = widget
+        self._run = run
+        self._defer = defer
+        self._followed = False
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self.run_if_shown)
+        widget.installEventFilter(self)
+
+    def mark(self) -> None:
+        self.stale = True
+        if self._defer:
+            self._timer.start()
+        else:
+            self.run_if_shown()
+
+    def clear(self) -> None:
+        self.stale = False
+        self._timer.stop()
+
+    def run_if_shown(self) -> bool:
+        """Run the waiting work if the view is on screen; whether it ran."""
+        if not self.stale:
+            return False
+        if not on_screen(self._widget):
+            self._follow()
+            return False
+        self.clear()
+        self._run()
+        return True
+
+    def _follow(self) -> None:
+        if not self._followed:  # a raised dock does not show its widget again: listen to the dock
+            self._followed = follow_dock(self._widget, self._dock_visible) is not None
+
+    def _dock_visible(self, visible: bool) -> None:
+        if visible and self.stale:
+            self._timer.start()  # the dock's geometry lands after this signal
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if watched is self._widget and event.type() == QEvent.Type.Show:
+            self._follow()
+            if self.stale and self._defer:
+                self._timer.start()  # after the widget's own showEvent has laid it out
+            elif self.stale:  # being shown: seen (its region is known only once laid out)
+                self.clear()
+                self._run()
+        return False

@@ -225,3 +225,31 @@ class SweepResult:
             "seconds": self.seconds,
             **({"search": self.search} if self.search is not None else {}),
         }
+
+
+@dataclass
+class SweepPlan:
+    """What a sweep runs: its space, the points (a configuration each, at the sizes) and, when a
+    strategy chooses round 1's configurations one by one, the `Search`."""
+
+    space: Space
+    points: list[Point]
+    search: Search | None
+
+
+def plan(
+    kernel: Kernel,
+    params: dict[str, tuple[int | float, ...]] | None = None,
+    sizes: dict[str, int] | None = None,
+    strategy: str = "grid",
+    budget: int | None = None,
+    budget_s: float | None = None,
+    seed: int = 0,
+) -> SweepPlan:
+    """The sweep `workbench tune` and the Tuning panel start: `space`'s configurations; a search
+    strategy, or a time budget for any strategy, searches them (`Search`)."""
+    sp = space(kernel, params, sizes, strategy, budget, seed)
+    search = None
+    if strategy not in STRATEGIES or budget_s is not None:
+        search = Search(sp, sizes, strategy, budget, budget_s, seed)
+    return SweepPlan(sp, [Point(config, sizes) for config in sp.configs], search)

@@ -17,14 +17,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import Qt, QTimer, SignalInstance
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtGui import (
     QFont,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QDockWidget,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -50,7 +49,7 @@ from workbench.ui.artifacts.code_panes import (
 )
 from workbench.ui.editor.highlighter import RustHighlighter
 from workbench.ui.layout_fit import wrap_within
-from workbench.ui.visibility import follow_dock, on_screen
+from workbench.ui.visibility import WhenSeen
 
 #: Artifact suffixes with a line map to the Rust source: (what the view calls them, parser).
 LINE_MAPS = {
@@ -98,7 +97,9 @@ class ArtifactsView(QWidget):
         self._results: dict[str, Any] = {}
         # Highlighting PTX and sources costs tens of milliseconds of GUI time: done only while
         # visible, and only when what is shown has changed (most saves leave artifacts cached).
-        self._stale = False
+        # Listing, reading and highlighting wait until the view is seen: 3-7 ms of the open step's
+        # longest stall when done covered (day_sequence.py).
+        self._outdated = WhenSeen(self, self._refresh)
         self._shown: tuple[str, str] | None = None
         # The project whose Rust sources the source list waits for (listing them walks the folder
         # and resolves each path): filled when the view is seen, as the highlighting is.
@@ -131,7 +132,6 @@ class ArtifactsView(QWidget):
         self.lines_note.setObjectName("lineInfo")
         wrap_within(self.lines_note)
         self.lines_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self._dock: QDockWidget | None = None
 
         left = QWidget()
         ll = QVBoxLayout(left)
@@ -190,11 +190,7 @@ class ArtifactsView(QWidget):
         self.source_box.clear()
         self.source_box.blockSignals(False)
         self._sources_of = project
-        if on_screen(self):
-            self._fill_sources()
-            self._show_source()
-        else:  # listing, reading and highlighting wait until the view is seen (showEvent, dock
-            self._stale = True  # raised): 3-7 ms of the open step's longest stall (day_sequence.py)
+        self._outdated.mark()
 
     def _fill_sources(self) -> None:
         """The source list of the project it waits for (`_sources_of`), its main source chosen."""
@@ -218,10 +214,7 @@ class ArtifactsView(QWidget):
                 self._previous[backend] = old  # the Diff pane compares the two
             if result.status == "ok" or backend not in self._results:
                 self._results[backend] = result
-        if not on_screen(self):
-            self._stale = True  # refreshed by showEvent, or when its dock is raised
-            return
-        self._refresh()
+        self._outdated.mark()
 
     def pane_width(self) -> int:
         """What one code pane needs: `INSTRUCTION_COLUMNS` of code, its gutter, a scroll bar."""
@@ -238,21 +231,6 @@ class ArtifactsView(QWidget):
             self.splitter.setOrientation(orientation)
             self.splitter.setSizes([1000, 1000])
 
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        if self._dock is None:
-            self._dock = follow_dock(self, self._dock_visibility)
-        if self._stale:
-            self._refresh()
-
-    def _dock_visibility(self, visible: bool) -> None:
-        if visible and self._stale:
-            QTimer.singleShot(0, self, self._refresh_if_stale)  # after the dock's geometry is set
-
-    def _refresh_if_stale(self) -> None:
-        if self._stale and self.isVisible():
-            self._refresh()
-
     def shutdown(self) -> None:
         """Stop the source highlighter's lazy pass (a large file is highlighted in chunks)."""
         self.source_highlighter.stop()
@@ -262,7 +240,7 @@ class ArtifactsView(QWidget):
         super().closeEvent(event)
 
     def _refresh(self) -> None:
-        self._stale = False
+        self._outdated.clear()
         self._fill_sources()  # first: the backend's panes link their lines to these sources
         current = self.backend_box.currentText()
         self.backend_box.blockSignals(True)

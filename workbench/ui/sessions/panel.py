@@ -56,7 +56,7 @@ from workbench.ui.sessions.compare import SessionCompare
 from workbench.ui.sessions.history import SessionHistory
 from workbench.ui.sessions.runs_table import RunsTable
 from workbench.ui.sessions.transfer import EXPORT_FORMATS, ExportImport
-from workbench.ui.visibility import follow_dock, on_screen
+from workbench.ui.visibility import WhenSeen, on_screen
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,9 @@ class SessionsPanel(ExportImport, QWidget):
         self._store: SessionStore | None = None
         #: What the list was loaded for (filters and database): the same again only adds new runs.
         self._listed: tuple[Any, ...] | None = None
-        self._stale = True
+        #: The list waits until the panel is seen (a recording, another database).
+        self._list_view = WhenSeen(self, self.refresh)
+        self._list_view.stale = True
         #: A recording arrived since the history was drawn: it is drawn again when next shown.
         self._history_stale = False
         self._history_queued = False
@@ -211,8 +213,7 @@ class SessionsPanel(ExportImport, QWidget):
         """Use another database file (None: the default in the user data folder)."""
         self._close_database()
         self.db_path = Path(path) if path else None
-        self._stale = True
-        self._refresh_if_shown()
+        self._list_view.mark()
 
     def database_path(self) -> Path:
         return self.db_path or default_db_path()
@@ -242,10 +243,9 @@ class SessionsPanel(ExportImport, QWidget):
             ids = outcome.get("ids") or []
             if ids:
                 self.show_message(f"recorded {runs_ref(ids)} in {self.database_path()}")
-            self._stale = True
             self._history_stale = True
             self.compare.forget()
-            self._refresh_if_shown()
+            self._list_view.mark()
             if on_screen(self.history):
                 self._show_selected()  # the plotted kernel may have new runs
         self.recorded.emit(outcome)
@@ -272,8 +272,9 @@ class SessionsPanel(ExportImport, QWidget):
             return
         store = self.store()
         if store is None:
+            self._list_view.stale = True  # tried again when next shown
             return
-        self._stale = False
+        self._list_view.clear()
         try:
             for box, column in (
                 (self.kernel_box, "kernel"),
@@ -422,16 +423,9 @@ class SessionsPanel(ExportImport, QWidget):
         if error:
             log.warning("%s", text)
 
-    def _refresh_if_shown(self) -> None:
-        if self._stale and on_screen(self):
-            self.refresh()
-
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         self._arrange()
-        if not hasattr(self, "_followed"):
-            self._followed = follow_dock(self, lambda visible: visible and self._refresh_if_shown())
-        self._refresh_if_shown()
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)

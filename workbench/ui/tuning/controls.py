@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox
 
 from workbench.profile.tuning import strategies
@@ -21,6 +21,15 @@ def tunable_control(name: str, values: list[Any], chosen: dict[str, Any]) -> QCo
     if name in chosen and chosen[name] in values:
         control.setCurrentIndex(values.index(chosen[name]))
     return control
+
+
+def show_config(controls: dict[str, QComboBox], config: dict[str, Any]) -> None:
+    """Each tunable's control on its value in `config`, with no hot reload (signals blocked)."""
+    for name, value in config.items():
+        control = controls.get(name)
+        if control is not None and control.findData(value) >= 0:
+            with QSignalBlocker(control):
+                control.setCurrentIndex(control.findData(value))
 
 
 class SweepOptions:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import QTimer, Signal, SignalInstance
+from PySide6.QtCore import QSignalBlocker, QTimer, Signal, SignalInstance
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -45,18 +45,17 @@ from workbench.profile.tuning.events import (
 )
 from workbench.ui.layout_fit import LinesLabel, keep_room_when_hidden, wrap_within
 from workbench.ui.tuning.cluster_control import ClusterControl
-from workbench.ui.tuning.controls import SweepOptions, tunable_control
+from workbench.ui.tuning.controls import SweepOptions, show_config, tunable_control
 from workbench.ui.tuning.parameter_plot import (
     ParameterPlot,
     convergence_plot,
     draw_convergence,
     parameter_data,
 )
-from workbench.ui.tuning.runner import CopyCeilings, SweepRunner, finished_text
+from workbench.ui.tuning.runner import CopyCeilings, SweepRunner, finished_text, searching_text, started_text
 from workbench.ui.tuning.size_tab import SizeSweepTab
 from workbench.ui.tuning.table import ConfigurationsTable, config_text
-from workbench.ui.visibility import follow_dock, on_screen
-from workbench.units import format_time
+from workbench.ui.visibility import WhenSeen
 
 log = logging.getLogger(__name__)
 
@@ -114,18 +113,13 @@ class TuningPanel(QWidget):
         self._size_mode = False
         # A sweep's results are drawn at most once per turn of the event loop, and not while the
         # panel is off screen (drawn when it is shown): each draw re-lays out and repaints the plot.
-        self._redraw_timer = QTimer(self)
-        self._redraw_timer.setSingleShot(True)
-        self._redraw_timer.setInterval(0)
-        self._redraw_timer.timeout.connect(self._redraw_if_shown)
+        self._results_view = WhenSeen(self, lambda: self._redraw(plot_now=False), defer=True)
         # ... and the plot in a turn of its own after the table, verdict and buttons: the loop
         # handles input (and paints) between the two (together they were one 40-50 ms stall).
         self._plot_timer = QTimer(self)
         self._plot_timer.setSingleShot(True)
         self._plot_timer.setInterval(0)
         self._plot_timer.timeout.connect(self._draw_plot)
-        self._stale = False  # results arrived that are not drawn yet
-        self._dock_followed = False
         self._build_ui()
         if bridge is not None:
             bridge.projectChanged.connect(self.set_project)
@@ -285,40 +279,25 @@ class TuningPanel(QWidget):
         return not error, spec
 
     def start_sweep(self) -> bool:
-        from workbench.profile.tuning.sweep_space import Point, TuneError, space
+        from workbench.profile.tuning.sweep_space import TuneError, plan
 
         if self.project is None or self.kernel is None or self.runner.running():
             return False
         ok, cluster = self._cluster_or_refuse()
         if not ok:
             return False
-        from workbench.profile.tuning.sweep_space import STRATEGIES, Search
-
-        strategy = self.strategy.currentText()
+        strategy, budget = self.strategy.currentText(), self.budget.value() or None
         budget_s = float(self.budget_s.value()) or None
         try:
-            budget = self.budget.value() or None
-            sp = space(self.kernel, None, self._sizes(), strategy, budget)
+            sweep = plan(self.kernel, None, self._sizes(), strategy, budget, budget_s)
         except TuneError as exc:
             self.status.setText(str(exc))
             return False
-        search = None
-        if strategy not in STRATEGIES or budget_s is not None:
-            search = Search(sp, self._sizes(), strategy, budget, budget_s)
-        points = [Point(config, self._sizes()) for config in sp.configs]
-        pruned = f"; {len(sp.pruned)} pruned by constraints" if sp.pruned else ""
-        if search is not None:
-            limit = min(budget or len(sp.configs), len(sp.configs))
-            self.status.setText(f"searching ({strategy}) at most {limit} of {len(sp.configs)} configuration(s)"
-                                + (f" or {budget_s:g} s" if budget_s else "") + pruned)  # fmt: skip
-        else:
-            self.status.setText(f"sweeping {len(points)} configuration(s){pruned}")
-        if cluster:
-            self.status.setText(f"{self.status.text()} on cluster {cluster}")
+        self.status.setText(started_text(sweep, strategy, budget, budget_s, cluster))
         self.entries, self.best, self.evaluations = [], {}, []
         self._size_mode = False
         self._draw_convergence()
-        self._start(points, cluster, search)
+        self._start(sweep.points, cluster, sweep.search)
         return True
 
     def start_size_sweep(self) -> bool:
@@ -375,10 +354,7 @@ class TuningPanel(QWidget):
             self.status.setText(event.text)
         elif isinstance(event, SweepSearched):
             self.evaluations.append(event.evaluation)
-            e = event.evaluation
-            best = format_time(e.best) if e.best is not None else "none yet"
-            self.status.setText(f"searching ({self.strategy.currentText()}): evaluation {e.n} of at most "
-                                f"{event.budget}, best so far {best}")  # fmt: skip
+            self.status.setText(searching_text(self.strategy.currentText(), event))
             self._draw_convergence()
         elif isinstance(event, SweepEntries):
             self.progress.setRange(0, event.total)
@@ -409,43 +385,22 @@ class TuningPanel(QWidget):
     def _schedule_redraw(self) -> None:
         """Results came: drawn once this turn of the event loop is over (several results of one
         turn: one draw), or when the panel is next on screen."""
-        self._stale = True
-        self._redraw_timer.start()
-
-    def _redraw_if_shown(self) -> None:
-        if not self._stale:
-            return
-        if not on_screen(self):
-            if not self._dock_followed:  # a tabified dock raised does not show its panel again
-                self._dock_followed = follow_dock(self, self._dock_visible) is not None
-            return
-        self._redraw(plot_now=False)
-
-    def _dock_visible(self, visible: bool) -> None:
-        if visible and self._stale:
-            self._redraw_timer.start()  # once the raised dock is laid out and on screen
-
-    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
-        super().showEvent(event)
-        if self._stale:
-            self._redraw_timer.start()
+        self._results_view.mark()
 
     def _redraw(self, plot_now: bool = True) -> None:
         """Everything the results show; the plot now or (`plot_now` False) in the next turn."""
-        self._stale = False
-        self._redraw_timer.stop()
+        self._results_view.clear()
         slots = sorted({ranking.slot(e) for e in self.entries})
         current = self.slot.currentText()
         wanted = (
             self._user_slot if self._user_slot in slots else tuning_view.pick_slot(self.best, slots, current)
         )
         if [self.slot.itemText(i) for i in range(self.slot.count())] != slots or wanted != current:
-            self.slot.blockSignals(True)
-            self.slot.clear()
-            self.slot.addItems(slots)
-            if wanted:
-                self.slot.setCurrentText(wanted)
-            self.slot.blockSignals(False)
+            with QSignalBlocker(self.slot):
+                self.slot.clear()
+                self.slot.addItems(slots)
+                if wanted:
+                    self.slot.setCurrentText(wanted)
             self._show_slots()
         self._fill_table()
         self._update_buttons()
@@ -506,9 +461,8 @@ class TuningPanel(QWidget):
         if self.slot.findText(slot) < 0:
             self.slot.addItem(slot)
             self._show_slots()
-        self.slot.blockSignals(True)
-        self.slot.setCurrentText(slot)
-        self.slot.blockSignals(False)
+        with QSignalBlocker(self.slot):
+            self.slot.setCurrentText(slot)
 
     def apply_best(self) -> dict[str, Any] | None:
         from workbench.profile.tuning.apply import apply_config, winner_config
@@ -524,12 +478,7 @@ class TuningPanel(QWidget):
             return None
         self.status.setText(f"applied {config_text(config)} ({slot}) to workbench.toml (the new defaults)")
         # The controls and the next hot-reload runs follow the applied configuration.
-        for name, value in config.items():
-            control = self.controls.get(name)
-            if control is not None and control.findData(value) >= 0:
-                control.blockSignals(True)
-                control.setCurrentIndex(control.findData(value))
-                control.blockSignals(False)
+        show_config(self.controls, config)
         if self.bridge is not None:
             self.bridge.set_tunables({**self.bridge.tunables(), **config})
         self.applied.emit(config)

@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 
 from workbench.profile.tuning import ranking
 from workbench.profile.tuning.events import SweepDone, SweepEvent
+from workbench.units import format_time
 
 
 @dataclass(frozen=True)
@@ -100,3 +101,26 @@ def finished_text(result: Any, best: dict[str, dict[str, Any]], size_mode: bool)
         + f"{counts['not verified']} not verified, {resumed} resumed from the sessions store"
         + "".join(f"; {text}" for text in unread)
     )
+
+
+def started_text(
+    sweep: Any, strategy: str, budget: int | None, budget_s: float | None, cluster: str | None
+) -> str:
+    """The status line of a sweep that starts (`sweep`: a `sweep_space.SweepPlan`): how many
+    configurations it sweeps or searches, those the constraints pruned, the cluster."""
+    configs, pruned = sweep.space.configs, sweep.space.pruned
+    tail = f"; {len(pruned)} pruned by constraints" if pruned else ""
+    if sweep.search is not None:
+        limit = min(budget or len(configs), len(configs))
+        text = f"searching ({strategy}) at most {limit} of {len(configs)} configuration(s)"
+        text += (f" or {budget_s:g} s" if budget_s else "") + tail
+    else:
+        text = f"sweeping {len(sweep.points)} configuration(s){tail}"
+    return f"{text} on cluster {cluster}" if cluster else text
+
+
+def searching_text(strategy: str, event: Any) -> str:
+    """The status line while a search runs (`event`: its `SweepSearched`)."""
+    e = event.evaluation
+    best = format_time(e.best) if e.best is not None else "none yet"
+    return f"searching ({strategy}): evaluation {e.n} of at most {event.budget}, best so far {best}"
