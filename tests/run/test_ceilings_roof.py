@@ -74,6 +74,15 @@ def test_a_memory_bound_result_against_its_copy_or_read_roof():
     assert read_roof(reduction, CPU, _ceilings())["fraction"] == pytest.approx(0.9)
     no_read = read_roof(reduction, CPU, _ceilings(read=None))
     assert no_read["roof"] == "copy" and no_read["suspect"]  # 27 GB/s over a 20 GB/s copy ceiling
+    # An in-place kernel (bitonic) is held to the update ceiling, named in every text.
+    bitonic = {"gbps": 22.0, "gflops": None, "memory_roof": "update"}
+    ceilings = _ceilings()
+    ceilings.update_gbps = 25.0
+    update = read_roof(bitonic, CPU, ceilings)
+    assert (update["roof"], update["ceiling"], update["suspect"]) == ("update", 25.0, False)
+    assert roof_cell(update) == "88.0 % update"
+    assert roof_line(update) == "88.0 % of the measured update roof (memory-bound: 22.00 of 25.00 GB/s)"
+    assert roof_cell(read_roof(bitonic, CPU, _ceilings())) == "⚠ 110.0 % copy"  # not measured: copy
 
 
 def test_a_compute_bound_result_reads_in_gflops_against_the_fma_roof():
