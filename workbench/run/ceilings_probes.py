@@ -1,7 +1,8 @@
 """The ceiling kernels of each runtime as launch specs (`probes`): every variant of the memory
-streams (copy, read, write, update: `ceilings_kernels.STREAMS`) and the FMA loops, sized for the device, with the work one launch does; the cpu
-kernels' library built once per rustc (under a lock, in a private folder, then renamed). What they
-measure and how the best variant becomes a ceiling is `ceilings.py`.
+streams (copy, read, write, update: `ceilings_kernels.STREAMS`) and the FMA loops, sized for the
+device, with the work one launch does; the cpu kernels' library built once per rustc (under a lock,
+in a private folder, then renamed). What they measure and how the best variant becomes a ceiling is
+`ceilings.py`.
 """
 
 from __future__ import annotations
