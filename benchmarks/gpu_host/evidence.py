@@ -201,8 +201,10 @@ class Run:
         data["doctor"] = _json_or_none(text)
         code, _ = sh([self.python, "-m", "workbench", "ceilings", "--help"], log, 20)
         if code == 0:
+            # Every device's streams (copy, read, write, update: `ceilings_kernels.STREAMS`) and FMA;
+            # a cut-off run loses them all (and with them every result's roof), so room to spare.
             code, text = sh(
-                [self.python, "-m", "workbench", "ceilings", "--json"], log, max(30, min(90, self.left()))
+                [self.python, "-m", "workbench", "ceilings", "--json"], log, max(30, min(150, self.left()))
             )
             data["ceilings"] = _json_or_none(text)
         else:

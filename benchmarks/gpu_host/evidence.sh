@@ -30,4 +30,5 @@ $py benchmarks/gpu_host/evidence.py run --out "$out" ${STEPS:+--steps "$STEPS"} 
 date=$(date -u +%Y-%m-%d)
 $py benchmarks/gpu_host/evidence.py assemble "$out" --json "$out/h200-$date.json" 2>&1 | tee -a "$out/evidence.log"
 $py benchmarks/gpu_host/results_table.py "$out/h200-$date.json" --out "$out/README.md" 2>&1 | tee -a "$out/evidence.log"
-cat "$out/README.md" 2>/dev/null | head -40
+# The results table and the measured ceilings (every stream: copy, read, write, update), up to the next section.
+awk '/^## / && !/^## Measured ceilings/ {exit} {print}' "$out/README.md" 2>/dev/null

@@ -4,11 +4,13 @@
 
 One row per example, size and backend: median, the rate and the share of the roof that binds it
 as `workbench run` read it (`throughput.roof`, `workbench.run.ceilings_roof`: GB/s against the
-copy, read or write ceiling the kernel's traffic selects, or GFLOP/s against the FMA one; a share
-over the ceiling flagged, never shown as plain "104 %"); results from before that reading, against
+copy, read, write or update ceiling the kernel's traffic selects, or GFLOP/s against the FMA one; a
+share over the ceiling flagged, never shown as plain "104 %"); results from before that reading, against
 the copy / FMA ceiling (`device_ceilings`) or the theoretical peak (said in the header); registers; then the
-cold-L2 median and Nsight Compute's duration where the run has them, the rust-gpu modules, the
-harness-overhead ratios and the GPU test summary. The table is generated: edit the results, not it.
+cold-L2 median and Nsight Compute's duration where the run has them; each device's measured ceilings
+(every memory stream, `ceilings_kernels.STREAMS`, and FMA, with the variant that won each), the rust-gpu
+modules, the harness-overhead ratios and the GPU test summary. The table is generated: edit the
+results, not it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from workbench.run.ceilings_kernels import STREAMS
 from workbench.run.ceilings_roof import ROOF_NAMES
 
 #: Results from before `throughput.roof`: the examples read in GFLOP/s.
@@ -109,6 +112,39 @@ def table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _rate(value: float | None) -> str:
+    """A ceiling: whole units on a GPU ("2,948"), three digits where it is small (llvmpipe's "0.347")."""
+    if not value:
+        return "not measured"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def ceilings_table(data: dict[str, Any]) -> list[str]:
+    """Lines of each measured device's ceilings: every memory stream in GB/s and the FMA ones in
+    GFLOP/s ("not measured": a stream the run's checkout lacks, or whose variants all failed),
+    then the variant that won each figure; [] when the run measured none."""
+    by_device = data.get("ceilings_by_device") or {}
+    if not by_device:
+        return []
+    lines = [
+        "",
+        "## Measured ceilings (`workbench ceilings`: each the best of its kernel variants)",
+        "",
+        "| device | name | "
+        + " | ".join(f"{ROOF_NAMES[s]} GB/s" for s in STREAMS)
+        + " | FMA f32 GFLOP/s | FMA f64 GFLOP/s | best variants |",
+        "|---|---|" + "---|" * len(STREAMS) + "---|---|---|",
+    ]
+    for spec, c in by_device.items():
+        figures = " | ".join(_rate(c.get(f"{s}_gbps")) for s in STREAMS)
+        variants = "; ".join(f"{k}: {v}" for k, v in (c.get("variants") or {}).items()) or "–"
+        lines.append(
+            f"| {spec} | {c.get('name') or '–'} | {figures} | {_rate(c.get('fma_gflops_f32'))} "
+            f"| {_rate(c.get('fma_gflops_f64'))} | {variants} |"
+        )
+    return lines
+
+
 def render(data: dict[str, Any], source: str) -> str:
     device = data.get("device") or {}
     parts = [
@@ -122,6 +158,7 @@ def render(data: dict[str, Any], source: str) -> str:
         "(cuda-c at the large sizes).",
         "",
         table(data),
+        *ceilings_table(data),
     ]
     modules = data.get("rust_gpu_modules") or []
     if modules:

@@ -2,12 +2,16 @@
 // the workbench measures, so a ceiling is the best the device did, not one kernel's figure.
 //
 // Compiled here (no GPU needed) into ceilings.ptx beside this file, which the cuda runtime loads:
-//   nvcc -ptx -arch=compute_70 -O3 -o resources/ceilings/ceilings.ptx resources/ceilings/ceilings.cu
+//   nvcc -ptx -arch=compute_75 -O3 -o resources/ceilings/ceilings.ptx resources/ceilings/ceilings.cu
+// then the header set back to the committed `.version 7.0` / `.target sm_52` (nvcc 13 writes
+// 9.0 / sm_75; the test compares the same way):
+//   sed -i -e 's/^\.version 9\.0$/.version 7.0/' -e 's/^\.target sm_75$/.target sm_52/' resources/ceilings/ceilings.ptx
 // (tests/run/test_ceilings.py checks that ptxas assembles every entry and that the entries are the
 // ones `workbench/run/ceilings_kernels.py` names.)
 //
-// Entries: wb_{copy,read,write}_w{4,8,16}_u{1,4}(src, dst, n) where n counts elements of the
-// access width (float, float2, float4). Each thread strides over the whole grid; `U` independent
+// Entries: wb_{copy,read,write,update}_w{4,8,16}_u{1,4}(src, dst, n) where n counts elements of
+// the access width (float, float2, float4); write and update never touch src (update rewrites dst
+// in place, dst[j] = dst[j] * 0.5 + 1: the roof of an in-place kernel such as a bitonic pass). Each thread strides over the whole grid; `U` independent
 // accesses are in flight per thread and iteration. A grid of one thread per element (u1, grid =
 // n / 256) is the plain stream; a smaller grid (a few blocks per SM) is the grid-stride form.
 // The read stream stores only when the sum is a value the zero-filled input never gives, so the
@@ -22,6 +26,15 @@ template <typename V> __device__ __forceinline__ V filled(float x);
 template <> __device__ __forceinline__ float filled<float>(float x) { return x; }
 template <> __device__ __forceinline__ float2 filled<float2>(float x) { return make_float2(x, x); }
 template <> __device__ __forceinline__ float4 filled<float4>(float x) { return make_float4(x, x, x, x); }
+
+template <typename V> __device__ __forceinline__ V updated(V v);
+template <> __device__ __forceinline__ float updated<float>(float v) { return v * 0.5f + 1.0f; }
+template <> __device__ __forceinline__ float2 updated<float2>(float2 v) {
+    return make_float2(v.x * 0.5f + 1.0f, v.y * 0.5f + 1.0f);
+}
+template <> __device__ __forceinline__ float4 updated<float4>(float4 v) {
+    return make_float4(v.x * 0.5f + 1.0f, v.y * 0.5f + 1.0f, v.z * 0.5f + 1.0f, v.w * 0.5f + 1.0f);
+}
 
 template <typename V, int U>
 __device__ __forceinline__ void copy_stream(const V* __restrict__ src, V* __restrict__ dst, unsigned n) {
@@ -67,6 +80,20 @@ __device__ __forceinline__ void write_stream(V* __restrict__ dst, unsigned n) {
     for (; i < n; i += stride) dst[i] = v;
 }
 
+template <typename V, int U>
+__device__ __forceinline__ void update_stream(V* __restrict__ dst, unsigned n) {
+    unsigned stride = gridDim.x * blockDim.x;
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + (U - 1) * stride < n; i += U * stride) {
+        V v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = dst[i + u * stride];
+#pragma unroll
+        for (int u = 0; u < U; ++u) dst[i + u * stride] = updated(v[u]);
+    }
+    for (; i < n; i += stride) dst[i] = updated(dst[i]);
+}
+
 #define ENTRIES(V, W, U)                                                                              \
     extern "C" __global__ void wb_copy_w##W##_u##U(const V* src, V* dst, unsigned n) {               \
         copy_stream<V, U>(src, dst, n);                                                               \
@@ -76,6 +103,9 @@ __device__ __forceinline__ void write_stream(V* __restrict__ dst, unsigned n) {
     }                                                                                                 \
     extern "C" __global__ void wb_write_w##W##_u##U(const V* src, V* dst, unsigned n) {              \
         write_stream<V, U>(dst, n);                                                                   \
+    }                                                                                                 \
+    extern "C" __global__ void wb_update_w##W##_u##U(const V* src, V* dst, unsigned n) {             \
+        update_stream<V, U>(dst, n);                                                                  \
     }
 
 ENTRIES(float, 4, 1)

@@ -13,7 +13,17 @@ import pytest
 
 from tests.waits import HANG_GUARD_S
 from workbench.run import ceilings_kernels
-from workbench.run.ceilings import Ceilings, cached, ceilings_for, device_key, measure, probes
+from workbench.run.ceilings import (
+    CEILINGS_FILE,
+    FORMAT,
+    Ceilings,
+    cached,
+    ceilings_for,
+    device_key,
+    measure,
+    probes,
+)
+from workbench.run.ceilings_kernels import STREAMS
 from workbench.run.devices import list_devices
 
 
@@ -37,8 +47,9 @@ def test_cpu_and_llvmpipe_ceilings_are_positive_and_cached(tmp_path):
         assert ceilings.copy_gbps and ceilings.copy_gbps > 0.1, ceilings
         assert ceilings.read_gbps and ceilings.read_gbps > 0.1, ceilings  # the read stream
         assert ceilings.write_gbps and ceilings.write_gbps > 0.1, ceilings  # the write stream
+        assert ceilings.update_gbps and ceilings.update_gbps > 0.1, ceilings  # the in-place stream
         # Each stream's figure names the variant that won it.
-        assert {"copy", "read", "write", "f32"} <= set(ceilings.variants or {}), ceilings.variants
+        assert {*STREAMS, "f32"} <= set(ceilings.variants or {}), ceilings.variants
         assert ceilings.fma_gflops_f32 and ceilings.fma_gflops_f32 > 0.1, ceilings
         assert ceilings.measured.endswith("Z") and ceilings.method
     assert first[0].fma_gflops_f64 and first[0].fma_gflops_f64 > 0  # every x86/ARM CPU has f64 FMA
@@ -50,13 +61,7 @@ def test_cpu_and_llvmpipe_ceilings_are_positive_and_cached(tmp_path):
             forms.setdefault(probe.what, set()).add(probe.variant)
         one_core = device["runtime"] == "cpu" and int(device.get("cores") or os.cpu_count() or 1) == 1
         assert all(len(v) >= 2 for v in forms.values()) or one_core, forms
-        assert set(ceilings.variants) == {
-            "copy",
-            "read",
-            "write",
-            "f32",
-            *(["f64"] if ceilings.fma_gflops_f64 else []),
-        }
+        assert set(ceilings.variants) == {*STREAMS, "f32", *(["f64"] if ceilings.fma_gflops_f64 else [])}
         assert all(ceilings.variants[what] in forms[what] for what in ceilings.variants), ceilings.variants
     # Cached per device + driver: read back without measuring (same time stamp), refresh re-measures.
     again = ceilings_for(devices, cache_dir=tmp_path)
@@ -67,6 +72,38 @@ def test_cpu_and_llvmpipe_ceilings_are_positive_and_cached(tmp_path):
     remeasured = []
     ceilings_for(devices[:1], refresh=True, cache_dir=tmp_path, on_measure=remeasured.append)
     assert remeasured == devices[:1]
+    # A cache file from before the update stream (format 3, entries without `update_gbps`) is not
+    # read: its devices are measured again.
+    path = tmp_path / CEILINGS_FILE
+    data = json.loads(path.read_text())
+    for entry in data["devices"].values():
+        del entry["update_gbps"]
+    path.write_text(json.dumps({**data, "format": 3}))
+    assert cached(devices[0], tmp_path) is None
+    remeasured.clear()
+    (fresh,) = ceilings_for(devices[:1], cache_dir=tmp_path, on_measure=remeasured.append)
+    assert remeasured == devices[:1] and fresh.update_gbps and fresh.update_gbps > 0.1
+
+
+def test_an_entry_without_the_update_stream_reads_against_copy(tmp_path):
+    """A cache entry that has no update figure (written by hand, or one whose update variants all
+    failed) holds an in-place kernel to the copy ceiling, named "copy", not to nothing."""
+    from workbench.run.ceilings_roof import read_roof, roof_cell
+
+    device = {"runtime": "cpu", "spec": "cpu", "name": "Some CPU", "cores": 4}
+    entry = Ceilings("cpu", "Some CPU", 20.0, 400.0, None, "2026-12-05T08:00:00Z", "test", read_gbps=30.0)
+    stored = {k: v for k, v in entry.to_dict().items() if k != "update_gbps"}
+    (tmp_path / CEILINGS_FILE).write_text(
+        json.dumps({"format": FORMAT, "devices": {device_key(device): stored}})
+    )
+    found = cached(device, tmp_path)
+    assert found is not None and found.copy_gbps == 20.0 and found.update_gbps is None
+    bitonic = {"gbps": 18.0, "gflops": None, "memory_roof": "update"}
+    reading = read_roof(bitonic, device, found)
+    assert reading["roof"] == "copy" and reading["fraction"] == pytest.approx(18.0 / 20.0)
+    assert roof_cell(reading) == "90.0 % copy"
+    found.update_gbps = 24.0  # measured: the in-place kernel reads against it
+    assert roof_cell(read_roof(bitonic, device, found)) == "75.0 % update"
 
 
 def test_a_failing_kernel_is_a_note_not_a_crash(tmp_path, monkeypatch):
@@ -92,9 +129,14 @@ def test_cuda_probes_are_ptx_that_ptxas_accepts(tmp_path):
     device = {"runtime": "cuda", "index": 0, "spec": "cuda:0", "name": "test"}
     found = probes(device, tmp_path)
     whats = [p.what for p in found]
-    assert set(whats) == {"copy", "read", "write", "f32", "f64"}
+    assert set(whats) == {*STREAMS, "f32", "f64"}
     # Every access width and the grid-stride forms of each stream, each a different launch.
-    assert whats.count("copy") == whats.count("read") == whats.count("write") == 15
+    assert [whats.count(stream) for stream in STREAMS] == [15] * len(STREAMS)
+    for probe in found:  # an update launch rewrites one buffer: read + written, like copy
+        if probe.what == "update":
+            (dst,) = [a for a in probe.spec["args"] if a["name"] == "dst"]
+            assert probe.work == 2 * 4 * dst["length"], probe.variant
+            assert probe.spec["artifact"]["entry"].startswith("wb_update_"), probe.spec["artifact"]
     for path in {p.spec["artifact"]["path"] for p in found}:
         done = subprocess.run([ptxas, "-arch=sm_80", path, "-o", str(tmp_path / "o")],
                               capture_output=True, text=True)  # fmt: skip
@@ -130,7 +172,8 @@ def test_the_cuda_streams_are_the_ptx_nvcc_makes_of_their_source(tmp_path):
     )
     committed = (folder / "ceilings.ptx").read_text()
     entries = lambda text: re.findall(r"^\.visible \.entry (\w+)\(", text, re.M)  # noqa: E731
-    assert entries(made) == entries(committed) and len(entries(made)) == 18
+    assert entries(made) == entries(committed) and len(entries(made)) == 6 * len(STREAMS)
+    assert {e.split("_")[1] for e in entries(committed)} == set(STREAMS)
     release = lambda text: re.search(r"^// Cuda compilation tools, (.*)$", text, re.M).group(1)  # noqa: E731
     if release(made) == release(committed):  # the same nvcc: the same code, line for line
         strip = lambda text: [ln for ln in text.splitlines() if not ln.startswith("//")]  # noqa: E731
@@ -150,6 +193,8 @@ def test_cli_ceilings_json(tmp_path):
         "name",
         "copy_gbps",
         "read_gbps",
+        "write_gbps",
+        "update_gbps",
         "fma_gflops_f32",
         "fma_gflops_f64",
         "measured",
@@ -160,18 +205,35 @@ def test_cli_ceilings_json(tmp_path):
     assert bad.returncode == 2 and "nosuch" in bad.stderr
 
 
-def test_the_memory_roof_of_a_read_stream_is_the_read_ceiling():
+def test_the_memory_roof_of_every_example_kernel():
     """A kernel that writes at most 1/16 of what it reads (the reduction's partial sums) is held
-    against the read ceiling; one that writes as much as it reads (saxpy) against the copy ceiling."""
+    against the read ceiling; one rewriting its buffers in place (bitonic: one inout buffer; scan's
+    block-offset pass: y inout beside a few sums read) against the update ceiling; one that reads a
+    buffer and writes another (saxpy: x in, y inout; transpose; the scan itself) against the copy
+    ceiling. Every kernel of the real example manifests."""
     from workbench.manifest import load_manifest
     from workbench.project import examples_dir
     from workbench.run.ceilings import memory_roof
 
-    for example, sizes, roof in (("reduction", {"n": 1 << 20}, "read"), ("saxpy", {"n": 1 << 20}, "copy"),
-                                 ("matmul", {"m": 64, "n": 64, "k": 64}, "copy")):  # fmt: skip
-        kernel = load_manifest(examples_dir() / example).kernel()
-        values = kernel.evaluate(kernel.symbols(sizes))
-        assert memory_roof(kernel, values) == roof, example
+    expected = {
+        ("saxpy", "saxpy"): "copy",
+        ("reduction", "reduction"): "read",
+        ("warp_reduce", "warp_reduce"): "read",
+        ("histogram", "histogram"): "read",  # the bins are inout, but 1 KiB beside n bytes read
+        ("bitonic", "bitonic"): "update",
+        ("scan", "scan"): "copy",
+        ("scan", "scan_add"): "update",
+        ("matmul", "matmul"): "copy",
+        ("softmax", "softmax"): "copy",
+        ("stencil2d", "stencil2d"): "copy",
+        ("transpose", "transpose"): "copy",
+    }
+    seen = {}
+    for folder in sorted(p for p in examples_dir().iterdir() if (p / "workbench.toml").is_file()):
+        for kernel in load_manifest(folder).kernels:
+            values = kernel.evaluate(kernel.symbols())  # at the manifest's default sizes
+            seen[(folder.name, kernel.name)] = memory_roof(kernel, values)
+    assert seen == expected
 
 
 def test_datasheets_name_known_gpus_and_estimate_the_cpu():

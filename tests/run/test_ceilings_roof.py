@@ -74,6 +74,15 @@ def test_a_memory_bound_result_against_its_copy_or_read_roof():
     assert read_roof(reduction, CPU, _ceilings())["fraction"] == pytest.approx(0.9)
     no_read = read_roof(reduction, CPU, _ceilings(read=None))
     assert no_read["roof"] == "copy" and no_read["suspect"]  # 27 GB/s over a 20 GB/s copy ceiling
+    # An in-place kernel (bitonic) is held to the update ceiling, named in every text.
+    bitonic = {"gbps": 22.0, "gflops": None, "memory_roof": "update"}
+    ceilings = _ceilings()
+    ceilings.update_gbps = 25.0
+    update = read_roof(bitonic, CPU, ceilings)
+    assert (update["roof"], update["ceiling"], update["suspect"]) == ("update", 25.0, False)
+    assert roof_cell(update) == "88.0 % update"
+    assert roof_line(update) == "88.0 % of the measured update roof (memory-bound: 22.00 of 25.00 GB/s)"
+    assert roof_cell(read_roof(bitonic, CPU, _ceilings())) == "⚠ 110.0 % copy"  # not measured: copy
 
 
 def test_a_compute_bound_result_reads_in_gflops_against_the_fma_roof():
@@ -162,3 +171,35 @@ def test_run_json_and_table_give_every_result_its_roof(tmp_path, example_copy, s
         assert matmul["fraction_of_peak"] == pytest.approx(matmul["gflops"] / cpu["fma_gflops_f32"])
         assert " GFLOP/s " in matmul["row"] and "FMA f32" in matmul["row"]
     assert " 0.00 " not in saxpy["row"] + matmul["row"]
+
+
+def test_the_gpu_host_results_table_prints_every_measured_stream(tmp_path):
+    """`benchmarks/gpu_host/results_table.py` (what evidence.sh prints) lists each device's measured
+    ceilings, one column per stream: the H100 run from before the update stream says "not
+    measured", and a run that has it prints its figure."""
+    from workbench.run.ceilings_kernels import STREAMS
+
+    source = REPO / "benchmarks" / "results" / "h100-2026-12-05" / "h100-2026-12-05.json"
+    script = REPO / "benchmarks" / "gpu_host" / "results_table.py"
+
+    def ceilings_rows(data: dict) -> dict[str, list[str]]:
+        path = tmp_path / "results.json"
+        path.write_text(json.dumps(data))
+        done = subprocess.run([sys.executable, str(script), str(path), "--out", str(tmp_path / "README.md")],
+                              capture_output=True, text=True, cwd=REPO, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        lines = (tmp_path / "README.md").read_text().splitlines()
+        at = lines.index("## Measured ceilings (`workbench ceilings`: each the best of its kernel variants)")
+        header = [cell.strip() for cell in lines[at + 2].strip("|").split("|")]
+        assert header[2 : 2 + len(STREAMS)] == [f"{s} GB/s" for s in STREAMS]
+        end = lines.index("", at + 4)  # the section's table ends at its blank line
+        rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[at + 4 : end]]
+        return {row[0]: row for row in rows}
+
+    data = json.loads(source.read_text())
+    before = ceilings_rows(data)
+    update = 2 + STREAMS.index("update")
+    assert before["cuda:0"][2] == "2,948" and before["cuda:0"][update] == "not measured"
+    data["ceilings_by_device"]["cuda:0"]["update_gbps"] = 3301.4
+    assert ceilings_rows(data)["cuda:0"][update] == "3,301"

@@ -121,22 +121,30 @@ def test_a_read_stream_is_held_against_the_read_roof():
     reduction.throughput["memory_roof"] = "read"
     saxpy = _result("nvptx", "cuda:0", 1e-3, [1e-3], gflops=500.0, gbps=3000.0)
     saxpy.throughput["memory_roof"] = "copy"
+    bitonic = _result("wgsl", "cuda:0", 1e-3, [1e-3], gflops=100.0, gbps=3200.0)  # in place
+    bitonic.throughput["memory_roof"] = "update"
 
     class Report:
         reference = "cpu"
-        results = [reduction, saxpy]
+        results = [reduction, saxpy, bitonic]
 
     class Ceil:
-        copy_gbps, read_gbps, fma_gflops_f32 = 4000.0, 4500.0, 61000.0
+        copy_gbps, read_gbps, update_gbps, fma_gflops_f32 = 4000.0, 4500.0, 4400.0, 61000.0
 
     points, roofs = roofline_model(Report, lambda d: Ceil)
-    assert {r.key: r.bytes_per_s for r in roofs} == {"cuda:0 read": 4500e9, "cuda:0": 4000e9}
+    assert {r.key: r.bytes_per_s for r in roofs} == {
+        "cuda:0 read": 4500e9,
+        "cuda:0": 4000e9,
+        "cuda:0 update": 4400e9,
+    }
     by = {p.backend: p for p in points}
     assert by["cuda-c"].roof_memory == "read" and by["nvptx"].roof_memory == "copy"
+    assert by["wgsl"].roof_memory == "update"
     assert by["cuda-c"].fraction_of_roof == pytest.approx(1600 / 4500)
     assert by["nvptx"].fraction_of_roof == pytest.approx(3000 / 4000)
+    assert by["wgsl"].fraction_of_roof == pytest.approx(3200 / 4400)
 
-    class CopyOnly:
+    class CopyOnly:  # an entry from before the read and update streams
         copy_gbps, read_gbps, fma_gflops_f32 = 4000.0, None, 61000.0
 
     points, roofs = roofline_model(Report, lambda d: CopyOnly)
@@ -366,8 +374,11 @@ def test_plots_show_what_the_run_results_say(
     }
     measured = cached(cpu_item.data(0, 257), bridge.cache_dir)
     assert rows["Measured copy"] == f"{measured.copy_gbps:,.1f} GB/s" and rows["Datasheet GB/s"] == "unknown"
+    assert rows["Measured update"] == f"{measured.update_gbps:,.1f} GB/s"  # every stream, in place too
     labels = list(rows)
     assert labels.index("Measured copy") == labels.index("Datasheet GFLOP/s") + 1
+    streams = [label for label in labels if label.startswith("Measured ") and "FMA" not in label][:4]
+    assert streams == ["Measured copy", "Measured read", "Measured write", "Measured update"]
     for item in (cpu_item, picker.group_item("wgpu").child(0)):
         rect = picker.tree.visualItemRect(item)
         assert item.data(0, SPEC_ROLE) and rect.left() + 40 < picker.tree.columnWidth(0)  # room for the box

@@ -1,5 +1,5 @@
-"""`workbench ceilings [--device LIST] [--refresh] [--json]`: measured copy and read bandwidth and
-FMA throughput of every device (the roofs of the roofline), cached per device + driver."""
+"""`workbench ceilings [--device LIST] [--refresh] [--json]`: measured copy, read, write and update
+bandwidth and FMA throughput of every device (the roofs of the roofline), cached per device + driver."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from workbench.cli import EXIT_FAILED, EXIT_OK
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "ceilings",
-        help="measure each device's copy and read bandwidth and FMA throughput (the roofline's roofs)",
+        help="measure each device's copy, read, write and update bandwidth and FMA throughput (the roofline's roofs)",
         description="Measure each device's copy bandwidth (bytes read + written per second), read "
-        "bandwidth (bytes read per second: the roof of a kernel that mostly reads, such as a reduction) and FMA "
+        "bandwidth (bytes read per second: the roof of a kernel that mostly reads, such as a reduction), write "
+        "bandwidth (bytes written), update bandwidth (one buffer read and rewritten in place, bytes read + "
+        "written: the roof of an in-place kernel such as a bitonic pass) and FMA "
         "throughput (f32, and f64 where the device has it) with the workbench's own small kernels, "
         "run through the same runtimes as a kernel. Results are cached per device and driver in the "
         "user cache; --refresh measures again.",
@@ -55,6 +57,7 @@ def _fmt(value: float | None, unit: str) -> str:
 
 def run(args) -> int:
     from workbench.run.ceilings import CeilingsError, ceilings_for
+    from workbench.run.ceilings_kernels import STREAMS
     from workbench.run.devices import list_devices
 
     specs = [d.strip() for item in args.device for d in item.split(",") if d.strip()]
@@ -76,13 +79,12 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"devices": [c.to_json() for c in results] + failed}, indent=2))
     else:
-        print(
-            f"{'device':<8} {'name':<36} {'copy':>12} {'read':>12} {'write':>12} {'FMA f32':>16} {'FMA f64':>16}  measured"
-        )
+        streams = "".join(f" {stream:>12}" for stream in STREAMS)
+        print(f"{'device':<8} {'name':<36}{streams} {'FMA f32':>16} {'FMA f64':>16}  measured")
         for c in results:
+            figures = "".join(f" {_fmt(getattr(c, f'{stream}_gbps'), 'GB/s'):>12}" for stream in STREAMS)
             print(
-                f"{c.spec:<8} {c.name[:36]:<36} {_fmt(c.copy_gbps, 'GB/s'):>12} {_fmt(c.read_gbps, 'GB/s'):>12} "
-                f"{_fmt(c.write_gbps, 'GB/s'):>12} "
+                f"{c.spec:<8} {c.name[:36]:<36}{figures} "
                 f"{_fmt(c.fma_gflops_f32, 'GFLOP/s'):>16} {_fmt(c.fma_gflops_f64, 'GFLOP/s'):>16}  {c.measured}"
             )
             sheet = c.datasheet or {}

@@ -1,12 +1,13 @@
-"""Measured device ceilings: copy, read and write bandwidth and FMA throughput, by the
+"""Measured device ceilings: copy, read, write and update bandwidth and FMA throughput, by the
 workbench's own kernels.
 
 A roofline needs a device's memory and compute roofs. Datasheet figures are often missing
 (a CPU, llvmpipe) or out of reach of real code (`datasheets.py` keeps the known ones beside), so
 the workbench measures them: a copy stream (bytes read + written per second), a read stream
 (bytes read per second: the roof of a kernel that reads far more than it writes, such as a
-reduction), a write stream (bytes written; `memory_roof` says which one bounds a kernel) and an
-FMA loop (2 FLOP per fused multiply-add; f64 where the device has it), written in
+reduction), a write stream (bytes written), an update stream (one buffer rewritten in place,
+`dst[j] = f(dst[j])`, bytes read + written: the roof of an in-place kernel such as a bitonic pass;
+`memory_roof` says which one bounds a kernel) and an FMA loop (2 FLOP per fused multiply-add; f64 where the device has it), written in
 `ceilings_kernels.py` (CUDA's streams in `resources/ceilings/`) and run like a user's kernel —
 prepared, uploaded and timed by the runtime's worker process (`pool.WorkerProcess`), so a crash
 cannot reach the caller:
@@ -39,11 +40,13 @@ import numpy as np
 from workbench.build.cache import cache_root
 from workbench.build.scratch import locked
 from workbench.records import Record
+from workbench.run.ceilings_kernels import STREAMS
 from workbench.run.ceilings_probes import PROBES, CeilingsError, probes  # noqa: F401  (re-exported)
 from workbench.runtimes_table import RUNTIME_TABLE, RUNTIMES
 
 CEILINGS_FILE = "ceilings.json"
-FORMAT = 3  # 2: read_gbps; 3: write_gbps and the winning variants (older entries are measured again)
+#: 2: read_gbps; 3: write_gbps and the winning variants; 4: update_gbps (older files are measured again).
+FORMAT = 4
 #: A short timing run per kernel: the ceilings of one device take a few seconds at most.
 TIMING = {"min_n": 5, "min_time_s": 0.05, "max_time_s": 0.5, "warmup_max_n": 3, "warmup_max_s": 0.2}
 TIMEOUT_S = 60.0
@@ -65,6 +68,7 @@ class Ceilings(Record):
     notes: str = ""  # why a figure is missing
     read_gbps: float | None = None  # the read stream: bytes read per second
     write_gbps: float | None = None  # the write stream: bytes written per second
+    update_gbps: float | None = None  # the update stream: bytes read + written in place per second
     #: Which variant won each figure ("copy" -> "16-byte accesses, 4 in flight, grid-stride, ...").
     variants: dict[str, str] = field(default_factory=dict)
     #: The vendor's figures for the device where known (`datasheets.py`): shown beside the measured.
@@ -75,9 +79,7 @@ class Ceilings(Record):
         return {
             "spec": self.spec,
             "name": self.name,
-            "copy_gbps": self.copy_gbps,
-            "read_gbps": self.read_gbps,
-            "write_gbps": self.write_gbps,
+            **{f"{stream}_gbps": getattr(self, f"{stream}_gbps") for stream in STREAMS},
             "fma_gflops_f32": self.fma_gflops_f32,
             "fma_gflops_f64": self.fma_gflops_f64,
             "measured": self.measured,
@@ -175,7 +177,7 @@ def measure(
 
     own_pool = pool is None
     pool = pool or WorkerPool()
-    figures: dict[str, float | None] = {"copy": None, "read": None, "write": None, "f32": None, "f64": None}
+    figures: dict[str, float | None] = dict.fromkeys((*STREAMS, "f32", "f64"))
     winners: dict[str, str] = {}
     failed: dict[str, list[str]] = {}
     timers = set()
@@ -207,8 +209,9 @@ def measure(
     row = RUNTIME_TABLE.get(runtime)
     kernel_text = row.ceilings_kernels if row else runtime
     method = (
-        f"{kernel_text}: copy (bytes read + written), read and write streams (bytes read or written), each "
-        f"the best of its variants (access width, accesses in flight, grid), and FMA loops (2 FLOP each); "
+        f"{kernel_text}: copy and update (in place) streams (bytes read + written), read and write "
+        "streams (bytes read or written), each the best of its variants (access width, accesses in "
+        "flight, grid), and FMA loops (2 FLOP each); "
         f"best of {TIMING['min_n']}+ samples; timer {', '.join(sorted(timers)) or 'none'}"
     )
     # A figure none of whose variants ran says why (the first failure, and how many more); one
@@ -221,9 +224,7 @@ def measure(
     return Ceilings(
         spec=str(device.get("spec") or runtime),
         name=str(device.get("name") or ""),
-        copy_gbps=figures["copy"],
-        read_gbps=figures["read"],
-        write_gbps=figures["write"],
+        **{f"{stream}_gbps": figures[stream] for stream in STREAMS},
         variants=winners,
         fma_gflops_f32=figures["f32"],
         fma_gflops_f64=figures["f64"],
@@ -276,33 +277,41 @@ def all_devices(info: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 #: A kernel writing at most this fraction of what it reads is a read stream: its memory roof is
 #: the read ceiling (a reduction's partial sums), not the copy ceiling; and the other way round, a
-#: kernel reading at most this fraction of what it writes is held against the write ceiling.
+#: kernel reading at most this fraction of what it writes is held against the write ceiling. The
+#: same fraction bounds the traffic outside its in-place buffers that an update kernel may have.
 READ_STREAM_WRITES = 1 / 16
 
 
 def memory_roof(kernel: Any, values: Any) -> str:
     """Which measured memory ceiling bounds `kernel` at `values` (its evaluated lengths): "read"
     when its buffers written (out, inout) hold at most `READ_STREAM_WRITES` of the bytes of those
-    read (in, inout), "write" the other way round, else "copy"."""
+    read (in, inout), "write" the other way round; "update" when its traffic is an in-place
+    rewrite: the bytes of its `in` and `out` buffers together are at most `READ_STREAM_WRITES` of
+    those of its `inout` ones (every buffer inout, as a bitonic pass; or one rewritten in place
+    beside a few bytes only read, as scan's block-offset pass); else "copy".
+
+    Why a rule on `inout` bytes and not on the read/written ratio: reading and writing the same
+    lines (an update) and reading one buffer while writing another (a copy) move the same bytes
+    in a different pattern, and the in-place one runs faster on some devices (an H100's bitonic
+    pass reached 106-111 % of its copy ceiling), so only a kernel that is (nearly) all in-place
+    traffic is held to the update ceiling. A kernel with a separate input of its own size (saxpy:
+    x in, y inout) mixes a read stream with an update and stays on the copy ceiling."""
     from workbench.run.spec import dtype_of
 
-    read = written = 0
+    read = written = in_place = 0
     for arg in kernel.buffers:
         size = int(values.lengths.get(arg.name, 0)) * dtype_of(arg.type).itemsize
         if arg.direction in ("in", "inout"):
             read += size
         if arg.direction in ("out", "inout"):
             written += size
+        if arg.direction == "inout":
+            in_place += size
     if read and written <= READ_STREAM_WRITES * read:
         return "read"
     if written and read <= READ_STREAM_WRITES * written:
         return "write"
+    apart = (read - in_place) + (written - in_place)  # the bytes of the in and out buffers
+    if in_place and apart <= READ_STREAM_WRITES * in_place:
+        return "update"
     return "copy"
-
-
-def roof_gbps(ceilings: Ceilings | None, roof: str) -> float | None:
-    """The measured ceiling of a memory roof ("copy", "read", "write"), or the copy ceiling when
-    that one was not measured (an entry from before the read or write stream)."""
-    if ceilings is None:
-        return None
-    return getattr(ceilings, f"{roof}_gbps", None) or ceilings.copy_gbps

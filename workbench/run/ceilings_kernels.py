@@ -1,5 +1,5 @@
-"""The built-in kernels that measure device ceilings: copy, read and write streams and an FMA loop
-per runtime, the streams in several variants (access width, accesses in flight per invocation,
+"""The built-in kernels that measure device ceilings: copy, read, write and update streams and an FMA
+loop per runtime, the streams in several variants (access width, accesses in flight per invocation,
 occupancy), so a ceiling is the best the device did, not one kernel's figure.
 
 Each kernel is plain text here (Rust for the cpu runtime, WGSL for wgpu) or a file beside the
@@ -13,6 +13,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+#: The memory streams, in the order every list of them shows (the ceilings record's `<stream>_gbps`,
+#: the cache, `workbench ceilings`, the devices panel, the roof names): copy reads one buffer and
+#: writes another, read only reads, write only writes, update reads and writes one buffer in place
+#: (`dst[j] = f(dst[j])`: the roof of an in-place kernel such as a bitonic pass, which a copy stream
+#: underrates: the lines just read are the ones written back).
+STREAMS = ("copy", "read", "write", "update")
 
 #: FMA chains per CPU thread: enough independent chains to cover the FMA latency on two ports.
 CPU_LANES = 64
@@ -69,6 +76,25 @@ pub unsafe extern "C" fn wb_write(dst: *mut f32, n: u32, threads: u32) {
     thread::scope(|s| {
         for d in dst.chunks_mut(chunk) {
             s.spawn(move || d.fill(1.0));
+        }
+    });
+}
+
+/// The update stream: every thread rewrites its chunk in place (`v * 0.5 + 1`: bounded, never
+/// denormal, and not a value the compiler can skip reading).
+#[no_mangle]
+pub unsafe extern "C" fn wb_update(dst: *mut f32, n: u32, threads: u32) {
+    let n = n as usize;
+    let threads = (threads as usize).max(1);
+    let dst = std::slice::from_raw_parts_mut(dst, n);
+    let chunk = n.div_ceil(threads);
+    thread::scope(|s| {
+        for d in dst.chunks_mut(chunk) {
+            s.spawn(move || {
+                for v in d.iter_mut() {
+                    *v = *v * 0.5 + 1.0;
+                }
+            });
         }
     });
 }
@@ -199,7 +225,7 @@ def ptx_fma(kind: str) -> str:
 
 @dataclass(frozen=True)
 class Stream:
-    """One variant of a memory stream: `what` (copy, read, write), the bytes of one access
+    """One variant of a memory stream: `what` (one of `STREAMS`), the bytes of one access
     (`width`: 4, 8, 16), the accesses in flight per invocation and iteration (`unroll`), and
     whether the grid covers the buffer one access per invocation (`per_access`) or strides over it
     with `groups_per_unit` workgroups per SM (CUDA) or in all (wgpu)."""
@@ -222,7 +248,7 @@ def cuda_streams() -> list[Stream]:
     """Every CUDA variant: 4, 8 and 16-byte accesses; one per thread, or grid-stride at 2, 4 and 8
     blocks of 256 per SM (512 to 2,048 threads: the occupancies that matter) with 4 in flight."""
     out = []
-    for what in ("copy", "read", "write"):
+    for what in STREAMS:
         for width in (4, 8, 16):
             out.append(Stream(what, width, 1, True))
             out.append(Stream(what, width, 1, False, 8))
@@ -248,7 +274,7 @@ def wgpu_streams(gpu_like: bool) -> list[Stream]:
     costs real seconds)."""
     groups = 4096 if gpu_like else 64
     out = []
-    for what in ("copy", "read", "write"):
+    for what in STREAMS:
         out += [Stream(what, 4, 1, True), Stream(what, 16, 1, True), Stream(what, 16, 4, False, groups)]
         if gpu_like:
             out += [Stream(what, 8, 1, True), Stream(what, 16, 4, False, groups * 4)]
@@ -261,18 +287,21 @@ _WGSL_SUM = {4: "v", 8: "v.x + v.y", 16: "v.x + v.y + v.z + v.w"}
 
 def wgsl_stream(stream: Stream) -> str:
     """The WGSL of a stream variant: entry `wb_stream`; `src` at binding 0 and `dst` at 1 (a write
-    stream has `dst` alone, at 0; a read stream's `dst` is one f32, stored only when the sum is a
-    value the zero-filled input never gives). Grid-stride variants take the invocation count from
-    `num_workgroups`."""
+    or update stream has `dst` alone, at 0; a read stream's `dst` is one f32, stored only when the
+    sum is a value the zero-filled input never gives). Grid-stride variants take the invocation
+    count from `num_workgroups`."""
     ty = _WGSL_TYPE[stream.width]
     dst_ty = "f32" if stream.what == "read" else ty
+    one = f"{ty}(1.0)" if stream.width != 4 else "1.0"
     body_of = {
         "copy": "dst[j] = src[j];",
         "read": f"let v = src[j]; acc = acc + {_WGSL_SUM[stream.width]};",
-        "write": f"dst[j] = {ty}(1.0);" if stream.width != 4 else "dst[j] = 1.0;",
+        "write": f"dst[j] = {one};",
+        "update": f"dst[j] = dst[j] * 0.5 + {one};",  # in place: the line read is the one written
     }
-    n = "arrayLength(&dst)" if stream.what == "write" else "arrayLength(&src)"
-    if stream.what == "write":  # no source: `dst` alone, at binding 0
+    alone = stream.what in ("write", "update")
+    n = "arrayLength(&dst)" if alone else "arrayLength(&src)"
+    if alone:  # no source: `dst` alone, at binding 0
         buffers = [f"@group(0) @binding(0) var<storage, read_write> dst: array<{ty}>;"]
     else:
         buffers = [

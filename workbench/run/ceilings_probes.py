@@ -1,7 +1,8 @@
-"""The ceiling kernels of each runtime as launch specs (`probes`): every variant of the copy, read
-and write streams and the FMA loops, sized for the device, with the work one launch does; the cpu
-kernels' library built once per rustc (under a lock, in a private folder, then renamed). What they
-measure and how the best variant becomes a ceiling is `ceilings.py`.
+"""The ceiling kernels of each runtime as launch specs (`probes`): every variant of the memory
+streams (copy, read, write, update: `ceilings_kernels.STREAMS`) and the FMA loops, sized for the
+device, with the work one launch does; the cpu kernels' library built once per rustc (under a lock,
+in a private folder, then renamed). What they measure and how the best variant becomes a ceiling is
+`ceilings.py`.
 """
 
 from __future__ import annotations
@@ -126,9 +127,9 @@ def _spec(runtime, index, kind, path, entry, args, grid=(1, 1, 1), threads=(1, 1
 class _Probe:
     """One built-in kernel: its launch spec and the work one launch does."""
 
-    what: str  # "copy", "read", "write", "f32", "f64"
+    what: str  # a memory stream (`kernels.STREAMS`), "f32" or "f64"
     spec: dict[str, Any]
-    work: float  # bytes moved (copy, read, write) or FLOP (fma) per launch
+    work: float  # bytes moved (a stream) or FLOP (fma) per launch
     variant: str = ""  # which variant of `what` (a stream's access width, unroll, grid)
 
 
@@ -138,8 +139,15 @@ def _grid(groups: int) -> tuple[int, int, int]:
     return x, -(-groups // x), 1
 
 
-#: Bytes per element of each stream: copy reads and writes one, read and write one each.
-_STREAM_BYTES = {"copy": 8.0, "read": 4.0, "write": 4.0}
+#: Bytes per element of each stream: copy and update read and write one (update the same one, in
+#: place), read and write one each.
+_STREAM_BYTES = {"copy": 8.0, "read": 4.0, "write": 4.0, "update": 8.0}
+
+#: Elements of the update stream's one buffer per element of a copy buffer: the update touches as
+#: many bytes as the copy's source and destination together, so it is as far past the caches (on
+#: an EPYC with a 32 MiB L3, passes over a copy-sized 32 MiB buffer measured 35-58 GB/s, over
+#: 64 MiB 17-34 GB/s, alternated on the same host).
+UPDATE_SPAN = 2
 
 
 def _cpu_probes(device: dict[str, Any], cache_dir) -> list[_Probe]:
@@ -156,13 +164,12 @@ def _cpu_probes(device: dict[str, Any], cache_dir) -> list[_Probe]:
             "copy": [src, _buffer("dst", n, 1), *count],
             "read": [src, _buffer("sums", threads, 1), *count],
             "write": [_buffer("dst", n, 0), *count],
+            "update": [_buffer("dst", n * UPDATE_SPAN, 0), _scalar("n", n * UPDATE_SPAN), count[1]],
         }
-        out += [
-            _Probe(
-                what, _spec("cpu", 0, "cdylib", library, f"wb_{what}", args), _STREAM_BYTES[what] * n, variant
-            )
-            for what, args in streams.items()
-        ]
+        for what, args in streams.items():
+            elements = n * UPDATE_SPAN if what == "update" else n
+            spec = _spec("cpu", 0, "cdylib", library, f"wb_{what}", args)
+            out.append(_Probe(what, spec, _STREAM_BYTES[what] * elements, variant))
         for kind in ("f32", "f64"):
             args = [
                 _buffer("out", threads, 0, "out", kind),
@@ -186,14 +193,18 @@ def _wgpu_probes(device: dict[str, Any], cache_dir) -> list[_Probe]:
         text = kernels.wgsl_stream(stream)
         path = _write_kernel(cache_dir, "wgpu", f"{stream.what}.wgsl", text)
         per = stream.width // 4  # f32 per access
-        if stream.what == "write":
+        elements = n
+        if stream.what == "update":  # `dst` alone, the copy's footprint where the limit allows
+            elements = min(n * UPDATE_SPAN, limit // 4 // 1024 * 1024)
+            args = [_buffer("dst", elements, 0)]
+        elif stream.what == "write":  # `dst` alone (`kernels.wgsl_stream`)
             args = [_buffer("dst", n, 0)]
         else:
             dst = 4 if stream.what == "read" else n
             args = [_buffer("src", n, 0, "in"), _buffer("dst", dst, 1)]
-        grid = _grid(-(-n // per // 256)) if stream.per_access else (stream.groups_per_unit, 1, 1)
+        grid = _grid(-(-elements // per // 256)) if stream.per_access else (stream.groups_per_unit, 1, 1)
         spec = _spec("wgpu", index, "wgsl", path, "wb_stream", args, grid, (256, 1, 1))
-        out.append(_Probe(stream.what, spec, _STREAM_BYTES[stream.what] * n, stream.label))
+        out.append(_Probe(stream.what, spec, _STREAM_BYTES[stream.what] * elements, stream.label))
     iters = 1024 if gpu_like else 256
     kinds = ["f32"] + (["f64"] if "shader-f64" in (device.get("features") or []) else [])
     for kind in kinds:
@@ -214,13 +225,17 @@ def _cuda_probes(device: dict[str, Any], cache_dir) -> list[_Probe]:
     path = _write_kernel(cache_dir, "cuda", "streams.ptx", kernels.cuda_ptx())
     out: list[_Probe] = []
     for stream in kernels.cuda_streams():
-        count = n // (stream.width // 4)  # accesses of the stream's width
-        dst = 4 if stream.what == "read" else n
-        args = [_buffer("src", n, 0, "in"), _buffer("dst", dst, 1), _scalar("n", count)]
+        elements = n * UPDATE_SPAN if stream.what == "update" else n
+        count = elements // (stream.width // 4)  # accesses of the stream's width
+        # Every entry takes (src, dst, n); the write and update streams never touch `src` (a few
+        # bytes, not 256 MiB more to upload), the read stream's `dst` is one sum.
+        src = 4 if stream.what in ("write", "update") else n
+        dst = 4 if stream.what == "read" else elements
+        args = [_buffer("src", src, 0, "in"), _buffer("dst", dst, 1), _scalar("n", count)]
         grid = -(-count // 256) if stream.per_access else sms * stream.groups_per_unit
         spec = _spec("cuda", index, "ptx", path, kernels.cuda_entry(stream), args, (grid, 1, 1), (256, 1, 1))
         label = stream.label.replace("groups", "blocks per SM") if not stream.per_access else stream.label
-        out.append(_Probe(stream.what, spec, _STREAM_BYTES[stream.what] * n, label))
+        out.append(_Probe(stream.what, spec, _STREAM_BYTES[stream.what] * elements, label))
     groups, iters = 8192, 4096
     for kind in ("f32", "f64"):
         fma = _write_kernel(cache_dir, "cuda", f"fma_{kind}.ptx", kernels.ptx_fma(kind))

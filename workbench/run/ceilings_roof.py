@@ -1,14 +1,15 @@
 """Every result against the roof that binds it: the one rule, for the results table, the roofline,
 `workbench run`'s table and `--json` (issue 36 item 4, issue 42 items 2 and 4).
 
-A result's roofs are its device's measured ceilings (`ceilings.py`: copy or read bandwidth,
-FMA f32), each figure falling back to the device's datasheet peak where nothing was measured
+A result's roofs are its device's measured ceilings (`ceilings.py`: copy, read, write or update
+bandwidth, FMA f32), each figure falling back to the device's datasheet peak where nothing was measured
 (`datasheet`: the published figures of known models, else what the runtime derives from the
 device's clocks). The kernel's arithmetic intensity (FLOP per byte, from its manifest's metrics)
 selects the roof: at or above the ridge (compute roof / memory roof) it is compute-bound and read
-in GFLOP/s against the FMA roof, below it memory-bound and read in GB/s against the copy roof, or
-the read (write) roof for a kernel that mostly reads (writes) (`ceilings.memory_roof`). A kernel with only one metric is held
-to that one roof.
+in GFLOP/s against the FMA roof, below it memory-bound and read in GB/s against the copy roof, the
+read (write) roof for a kernel that mostly reads (writes), or the update roof for one that rewrites
+its buffers in place (`ceilings.memory_roof`; `memory_ceiling`: the copy roof where that one was not
+measured). A kernel with only one metric is held to that one roof.
 
 A result more than `SUSPECT_ABOVE` over its ceiling is not "112 %": the ceiling is a measurement
 of the best the device does, so beating it means the measurement is off (data served from a cache,
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.result_text import format_percent
+from workbench.run.ceilings_kernels import STREAMS
 from workbench.units import format_rate
 
 MISSING: Any = object()
@@ -27,7 +29,20 @@ MISSING: Any = object()
 #: More than this fraction of a ceiling is flagged as a measurement problem.
 SUSPECT_ABOVE = 1.03
 
-ROOF_NAMES = {"copy": "copy", "read": "read", "write": "write", "compute": "FMA f32"}
+#: Every roof a reading names, as its texts write it: the memory streams, then the FMA one.
+ROOF_NAMES = {**{stream: stream for stream in STREAMS}, "compute": "FMA f32"}
+
+
+def memory_ceiling(ceilings: Any, roof: str) -> tuple[str, float | None]:
+    """(the memory roof that applies, its measured GB/s) for a kernel `memory_roof` holds against
+    `roof`: that stream's measured ceiling, else the copy one ("copy", `copy_gbps`): an entry
+    measured before the stream existed, or one whose variants all failed. (`roof`, None) without
+    measured ceilings."""
+    own = getattr(ceilings, f"{roof}_gbps", None) if roof in STREAMS else None
+    if own:
+        return roof, float(own)
+    copy = getattr(ceilings, "copy_gbps", None)
+    return "copy", float(copy) if copy else None
 
 
 def datasheet(device: dict[str, Any] | None) -> tuple[float | None, float | None]:
@@ -65,19 +80,15 @@ def read_roof(
 ) -> dict[str, Any] | None:
     """A result against the roof that binds it, or None when no roof is known for its device:
 
-        {"bound": "memory" | "compute", "roof": "copy" | "read" | "write" | "compute", "unit": "GB/s" | "GFLOP/s",
+        {"bound": "memory" | "compute", "roof": a stream (`STREAMS`) | "compute", "unit": "GB/s" | "GFLOP/s",
          "achieved": float, "ceiling": float, "source": "measured" | "datasheet", "fraction": float,
          "datasheet": float | None, "fraction_of_datasheet": float | None, "suspect": bool}
 
     `ceilings`: the device's measured `Ceilings` (None: not measured)."""
     throughput = throughput or {}
     gbps, gflops = throughput.get("gbps"), throughput.get("gflops")
-    memory = throughput.get("memory_roof") or "copy"
     sheet_gbps, sheet_gflops = datasheet(device)
-    measured_own = getattr(ceilings, f"{memory}_gbps", None) if memory in ("read", "write") else None
-    measured_bw = measured_own or getattr(ceilings, "copy_gbps", None)
-    if not measured_own:
-        memory = "copy"  # no read (write) ceiling measured: the copy one bounds it
+    memory, measured_bw = memory_ceiling(ceilings, throughput.get("memory_roof") or "copy")
     measured_fl = getattr(ceilings, "fma_gflops_f32", None)
     bandwidth, compute = measured_bw or sheet_gbps, measured_fl or sheet_gflops
     bound = binding(gbps, gflops, bandwidth, compute)
@@ -123,7 +134,8 @@ def roof_fields(
 
 
 def roof_cell(reading: dict[str, Any] | None) -> str:
-    """A table cell: "61.2 % copy", "41.0 % FMA f32", "⚠ 112 % copy" (suspect); "" without a roof."""
+    """A table cell: "61.2 % copy", "61.2 % update", "41.0 % FMA f32", "⚠ 112 % copy" (suspect); ""
+    without a roof."""
     if not reading:
         return ""
     text = f"{format_percent(reading['fraction'])} {ROOF_NAMES[reading['roof']]}"

@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTreeWidgetItem
 
+from workbench.run.ceilings_kernels import STREAMS
 from workbench.run.labels import short_name
 from workbench.ui import theme
 
@@ -129,7 +130,8 @@ PROPERTY_LABELS = {
 
 
 def ceiling_rows(ceilings: Any, measuring: bool = False, error: str = "") -> list[tuple[str, str]]:
-    """(label, text) rows of a device's measured ceilings, shown beside the datasheet figures."""
+    """(label, text) rows of a device's measured ceilings, shown beside the datasheet figures: each
+    memory stream's ("Measured copy", "Measured update" ...), then the FMA ones."""
     if ceilings is None:
         state = "measuring…" if measuring else (f"failed: {error}" if error else "not measured yet (Measure)")
         return [("Measured ceilings", state)]
@@ -138,7 +140,10 @@ def ceiling_rows(ceilings: Any, measuring: bool = False, error: str = "") -> lis
         return f"{value:,.1f} {unit}" if value else "unknown"
 
     return [
-        ("Measured copy", fmt(ceilings.copy_gbps, "GB/s")),
+        *(
+            (f"Measured {stream}", fmt(getattr(ceilings, f"{stream}_gbps", None), "GB/s"))
+            for stream in STREAMS
+        ),
         ("Measured FMA f32", fmt(ceilings.fma_gflops_f32, "GFLOP/s")),
         ("Measured FMA f64", fmt(ceilings.fma_gflops_f64, "GFLOP/s")),
         ("Measured on", f"{ceilings.measured} · {ceilings.method}"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.run.ceilings_roof import memory_ceiling
 from workbench.ui.plot_model.marks import Marks, marks_of, result_order_key
 from workbench.ui.plot_model.timing import series_name
 
@@ -23,14 +24,15 @@ class RoofPoint:
     roof_flops_per_s: float | None = None  # what the device's roofs allow at this intensity
     fraction_of_roof: float | None = None
     roof_source: str = ""  # "measured" (ceilings) or "datasheet"
-    roof_memory: str = ""  # the memory roof it is held against: "copy" or "read" (a read stream)
+    roof_memory: str = ""  # the memory roof it is held against: "copy", "read", "update" ...
     marks: Marks = field(default_factory=Marks)
 
 
 @dataclass
 class Roof:
     """A device's memory and compute roofs (from its measured ceilings). `memory` names the memory
-    roof: "copy" (bytes read + written), or "read" for kernels that mostly read (`memory_roof`)."""
+    roof: "copy" (bytes read + written), or the stream `memory_roof` holds the kernel against where
+    it was measured ("read", "write", "update": `ceilings_roof.memory_ceiling`)."""
 
     device: str
     name: str
@@ -58,18 +60,18 @@ class Roof:
 
 def roof_of(device: dict[str, Any], ceilings: Any, memory: str = "copy") -> Roof | None:
     """The roofs of a result's device: its measured ceilings, else its datasheet peaks. `memory`
-    "read" takes the measured read ceiling where there is one (a read stream's roof)."""
+    (a stream: "read", "update" ...) takes that stream's measured ceiling where there is one, else
+    the copy one (`ceilings_roof.memory_ceiling`, the rule the results table reads by too)."""
     spec = str(device.get("spec") or device.get("runtime") or "?")
     if ceilings is not None and (ceilings.copy_gbps or ceilings.fma_gflops_f32):
-        read = getattr(ceilings, "read_gbps", None) if memory == "read" else None
-        bandwidth = read or ceilings.copy_gbps
+        memory, bandwidth = memory_ceiling(ceilings, memory)
         return Roof(
             spec,
             str(device.get("name") or ""),
             bandwidth * 1e9 if bandwidth else None,
             ceilings.fma_gflops_f32 * 1e9 if ceilings.fma_gflops_f32 else None,
             "measured",
-            "read" if read else "copy",
+            memory,
         )
     if device.get("peak_gbps") or device.get("peak_gflops"):
         bw, fl = device.get("peak_gbps"), device.get("peak_gflops")
@@ -115,7 +117,7 @@ def roofline_model(report: Any, ceilings_of) -> tuple[list[RoofPoint], list[Roof
             if point.roof_flops_per_s:
                 point.fraction_of_roof = point.flops_per_s / point.roof_flops_per_s
         points.append(point)
-    unique = {roof.key: roof for roof in roofs.values()}  # a read roof not measured is the copy roof
+    unique = {roof.key: roof for roof in roofs.values()}  # a stream's roof not measured is the copy roof
     return points, list(unique.values())
 
 

@@ -229,7 +229,7 @@ class RooflineTab(PlotTab):
     def _roofline_note(self, report: Any, points: list[RoofPoint], roofs: list[Roof]) -> str:
         notes = []
         for point in points:
-            # The roof its intensity selects, named (copy, read or FMA f32), a suspect one flagged.
+            # The roof its intensity selects, named (a stream's, "update" ..., or FMA f32), a suspect one flagged.
             line = roof_line(self._readings.get(point.series))
             if line:
                 notes.append(f"{point.series}: {line}")

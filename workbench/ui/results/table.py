@@ -37,7 +37,7 @@ from workbench.result_text import (
     verdict_cell,
     verdict_tone,
 )
-from workbench.run.ceilings_roof import rate_cell, read_roof, roof_cell, roof_line
+from workbench.run.ceilings_roof import ROOF_NAMES, rate_cell, read_roof, roof_cell, roof_line
 from workbench.run.events import RunEvent, RunFinished, RunVerified
 from workbench.run.host_load import describe, run_conditions
 from workbench.run.labels import device_label
@@ -83,7 +83,7 @@ HEADERS = {"% of peak": "% peak", "Spread (IQR)": "IQR", "Registers": "Regs"}
 HEADER_TIPS = {
     "GB/s": "GB/s; where the kernel is compute-bound, GFLOP/s (its unit written)",
     "% of peak": "% of the roof the kernel's arithmetic intensity selects: the device's measured ceilings "
-    "(copy, read or FMA f32), else its datasheet; ⚠ more than 3 % above it: a measurement problem",
+    f"({', '.join(ROOF_NAMES.values())}), else its datasheet; ⚠ more than 3 % above it: a measurement problem",
 }
 NO_ROOF = "no roof known for this device: measure its ceilings (Devices › Measure, or `workbench ceilings`)"
 #: The GB/s header's tooltip while "% peak" is hidden (empty on every row).
