@@ -90,6 +90,26 @@ pub unsafe extern "C" fn switch(save: *mut usize, to: usize) {
     )
 }
 
+/// Bring the top of a suspended fiber's stack (its saved registers and the frames above them:
+/// five lines) into the L1 cache ahead of the switch to it. Called one switch ahead: the stack
+/// switched to was last touched a round of the workgroup ago (256 stacks of 4 to 6 hot lines
+/// each, more than the L1 cache holds), and its first `pop` waited for the line (perf put 70 %
+/// of `switch` on it). scan_add 121 -> 96 ms of CPU time a launch, reduction 128 -> 106 ms.
+/// More lines, lines below the stack pointer for a fresh fiber, or two switches ahead measured
+/// no better.
+#[inline(always)]
+pub fn prefetch(sp: usize) {
+    use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    let p = sp as *const i8;
+    unsafe {
+        _mm_prefetch::<_MM_HINT_T0>(p);
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(128));
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(192));
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(256));
+    }
+}
+
 /// The first code a fresh fiber runs (`switch` returns into it): `entry(arg)`, which never returns.
 #[unsafe(naked)]
 unsafe extern "C" fn trampoline() {
