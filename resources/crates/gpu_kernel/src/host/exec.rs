@@ -58,6 +58,7 @@ pub struct Group {
     /// The invocation running now (set where fibers switch and, in a `sim` build, by the loop).
     pub(crate) current: Cell<usize>,
     status: Vec<Cell<Status>>,
+    /// Each invocation's fiber: its saved stack pointer, 0 where none is started in this launch.
     sp: Vec<Cell<usize>>,
     slot_next: Vec<Cell<u32>>,
     slots_used: Cell<u32>,
@@ -383,16 +384,21 @@ struct Start {
     body: *const u8,
 }
 
+/// A fiber's life: invocation `t` of the workgroup running now, then, parked where it returned,
+/// invocation `t` of the next workgroup that turns into fibers on this worker, and so on to the
+/// launch's end (`convert` starts a fiber only once per launch: preparing 255 stacks and entering
+/// each fiber afresh at every workgroup was a third of a one-barrier kernel's overhead).
 extern "C" fn fiber_main<F: Fn(Ctx) + Sync>(arg: *mut u8) -> ! {
     let start = unsafe { &*(arg as *const Start) };
     let group = unsafe { &*start.group };
-    let ctx = Ctx::of(group, start.t, start.local);
-    unsafe { (*(start.body as *const F))(ctx) };
-    group.status[start.t].set(Status::Done);
-    let mut ignored = 0usize;
-    stop(group, start.t, &mut ignored);
-    // A finished fiber is never resumed.
-    std::process::abort()
+    let body = unsafe { &*(start.body as *const F) };
+    loop {
+        body(Ctx::of(group, start.t, start.local));
+        group.status[start.t].set(Status::Done);
+        // Resumed only when a later workgroup's invocation `t` is ready to run (a finished
+        // invocation's status stays `Done` until `begin`).
+        stop(group, start.t, group.sp[start.t].as_ptr());
+    }
 }
 
 /// The kernel-specific part of a launch, the only code monomorphized for each kernel body: the
@@ -494,6 +500,9 @@ fn next_local(mut local: [u32; 3], size: [u32; 3]) -> [u32; 3] {
 fn home_returned(group: &Group, me: usize) {
     group.status[me].set(Status::Done);
     stop(group, me, group.resume_sp.as_ptr());
+    // The home's barriers saved its stack pointer where fiber `me` was parked (a `sim` build's
+    // home may be any invocation): that fiber is gone, start it afresh when next needed.
+    group.sp[me].set(0);
 }
 
 /// The workgroup's first barrier, reached by invocation `me` on the worker's stack: the
@@ -505,7 +514,10 @@ fn convert(group: &Group, me: usize) {
     group.dirty.set(true);
     let spawn = group.spawn.get().expect("a worker sets spawn");
     for u in me + 1..group.threads {
-        unsafe { spawn(group, u) };
+        // A fiber of an earlier workgroup of this launch is parked at its loop's end, ready.
+        if group.sp[u].get() == 0 {
+            unsafe { spawn(group, u) };
+        }
     }
 }
 

@@ -564,6 +564,40 @@ mod tests {
         assert_eq!(message, format!("workgroup {} gives up", groups - 1));
     }
 
+    /// A worker's fibers live on from workgroup to workgroup of a launch (each parked where its
+    /// invocation returned, then running the same invocation of the next workgroup with
+    /// barriers): every workgroup's invocations see their own workgroup's ids and shared array,
+    /// in workgroups after one whose first barrier was reached by another invocation than 0
+    /// (a divergent one: there that invocation runs on the worker's stack, not its fiber).
+    #[test]
+    fn fibers_run_each_later_workgroup_with_its_own_ids_and_memory() {
+        let (groups, threads) = (9usize, 50usize); // one worker runs them all, one after the other
+        let mut y = vec![0u32; groups * threads];
+        let grid = Grid::with_workers([groups as u32, 1, 1], [threads as u32, 1, 1], 1);
+        let yb = grid.output(&mut y);
+        let findings = grid.check(|ctx| {
+            let mut yb = yb;
+            let mut s = ctx.shared::<u32, 64>();
+            let (t, g) = (ctx.local_id_x(), ctx.group_id_x());
+            if g % 3 == 1 && t < 5 {
+                return; // diverges: invocation 5 reaches the barrier first
+            }
+            s.set(t, (g * 1000 + t) as u32);
+            ctx.barrier();
+            let right = s.get((t + 1) % threads); // the neighbour's, written before the barrier
+            ctx.barrier();
+            s.set(t, right + 1);
+            ctx.barrier();
+            yb[g * threads + t] = s.get((t + threads - 1) % threads);
+        });
+        let expected = ["barrier-divergence", "uninitialized-read"]; // the divergent workgroups'
+        assert!(findings.kinds().iter().all(|k| expected.contains(k)), "{findings:?}");
+        for g in (0..groups).filter(|g| g % 3 != 1) {
+            let row: Vec<u32> = (0..threads).map(|t| (g * 1000 + t) as u32 + 1).collect();
+            assert_eq!(y[g * threads..(g + 1) * threads], row[..], "workgroup {g}");
+        }
+    }
+
     #[test]
     fn json_reader_reads_the_report_shapes() {
         let j = Json::parse(r#"{"a":[1,-2.5e0,"x\"y"],"b":{"c":true,"d":null}}"#).unwrap();
