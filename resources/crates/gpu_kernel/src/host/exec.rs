@@ -62,7 +62,8 @@ pub struct Group {
     sp: Vec<Cell<usize>>,
     slot_next: Vec<Cell<u32>>,
     slots_used: Cell<u32>,
-    /// Each invocation's value in a subgroup shuffle (its bits), read by its neighbours.
+    /// Each invocation's value in a subgroup shuffle (its bits), read by its neighbours: two
+    /// halves of `threads`, used by turns (`Ctx::subgroup_shuffle_down`).
     exchange: Vec<Cell<u64>>,
     slots: UnsafeCell<Vec<Slot>>,
     #[allow(dead_code)]
@@ -207,23 +208,28 @@ impl<'a> Ctx<'a> {
     /// subgroup's end (GPUs leave it undefined there: a kernel must not use it).
     ///
     /// On the host the invocations of a workgroup run one at a time, so a shuffle is an exchange
-    /// through the workgroup between two barriers: every invocation of the workgroup must call it
-    /// (stricter than a GPU, where the subgroup's lanes suffice); one that does not is a barrier
-    /// divergence at this call in cpu-sim.
+    /// through the workgroup with a barrier between the writes and the reads: every invocation
+    /// of the workgroup must call it (stricter than a GPU, where the subgroup's lanes suffice);
+    /// one that does not is a barrier divergence at this call in cpu-sim.
+    ///
+    /// One barrier, not a second after the reads: the exchange has two halves, and a shuffle
+    /// writes the half of the barrier epoch it starts in, so the next shuffle (an epoch later at
+    /// least) writes the other half, or this one again only after a barrier that every lane
+    /// reaches after its read. warp_reduce's barriers: 11 -> 6 an invocation.
     #[track_caller]
     pub fn subgroup_shuffle_down<T: super::Shuffle>(&self, value: T, delta: u32) -> T {
         let group = self.group;
         let me = self.t as usize;
-        group.exchange[me].set(value.to_word());
+        let half = &group.exchange[(group.epoch.get() as usize & 1) * group.threads..][..group.threads];
+        half[me].set(value.to_word());
         self.barrier();
         let lane = me % SUBGROUP_SIZE;
         let source = me + delta as usize;
         let word = if lane + (delta as usize) < SUBGROUP_SIZE && source < group.threads {
-            group.exchange[source].get()
+            half[source].get()
         } else {
-            group.exchange[me].get()
+            half[me].get()
         };
-        self.barrier(); // every lane has read before any writes its next value
         T::from_word(word)
     }
 
@@ -302,7 +308,7 @@ impl Group {
             sp: (0..threads).map(|_| Cell::new(0)).collect(),
             slot_next: (0..threads).map(|_| Cell::new(0)).collect(),
             slots_used: Cell::new(0),
-            exchange: (0..threads).map(|_| Cell::new(0)).collect(),
+            exchange: (0..2 * threads).map(|_| Cell::new(0)).collect(),
             slots: UnsafeCell::new(Vec::new()),
             checks,
             #[cfg(feature = "sim")]

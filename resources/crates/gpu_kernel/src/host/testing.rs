@@ -598,6 +598,37 @@ mod tests {
         }
     }
 
+    /// Shuffles one after the other, and after a barrier, in workgroups that end inside a subgroup
+    /// (100 invocations): each gives the value of the lane `delta` above (its own past the
+    /// subgroup's or the workgroup's end), never a value of an earlier shuffle.
+    #[test]
+    fn shuffles_in_a_row_each_give_their_own_values() {
+        let (groups, threads) = (3usize, 100usize);
+        let mut y = vec![0u32; groups * threads];
+        let grid = Grid::with_workers([groups as u32, 1, 1], [threads as u32, 1, 1], 1);
+        let yb = grid.output(&mut y);
+        grid.run(|ctx| {
+            let mut yb = yb;
+            let (t, g) = (ctx.local_id_x(), ctx.group_id_x());
+            let a = ctx.subgroup_shuffle_down((g * 1000 + t) as u32, 1);
+            let b = ctx.subgroup_shuffle_down(a * 2, 2);
+            ctx.barrier();
+            let c = ctx.subgroup_shuffle_down(b + 7, 4);
+            yb[g * threads + t] = c;
+        });
+        let down = |values: &[u32], delta: usize| -> Vec<u32> {
+            let at = |t: usize| if t % 32 + delta < 32 && t + delta < threads { t + delta } else { t };
+            (0..threads).map(|t| values[at(t)]).collect()
+        };
+        for g in 0..groups {
+            let v: Vec<u32> = (0..threads).map(|t| (g * 1000 + t) as u32).collect();
+            let a = down(&v, 1);
+            let b = down(&a.iter().map(|x| x * 2).collect::<Vec<_>>(), 2);
+            let c = down(&b.iter().map(|x| x + 7).collect::<Vec<_>>(), 4);
+            assert_eq!(y[g * threads..(g + 1) * threads], c[..], "workgroup {g}");
+        }
+    }
+
     #[test]
     fn json_reader_reads_the_report_shapes() {
         let j = Json::parse(r#"{"a":[1,-2.5e0,"x\"y"],"b":{"c":true,"d":null}}"#).unwrap();
