@@ -167,26 +167,14 @@ impl<'a> Ctx<'a> {
 
     /// Wait until every invocation of the workgroup arrives here; workgroup memory written
     /// before is visible after.
-    #[inline(never)]
+    ///
+    /// Inlined as a call of `wait` with the workgroup and the invocation as arguments: the
+    /// kernel keeps them in registers, where `&self` had `wait` load them from the kernel's frame
+    /// first, two loads more on the chain of dependent loads that a switch is.
+    #[inline(always)]
     #[track_caller]
     pub fn barrier(&self) {
-        let group = self.group;
-        let me = self.t as usize;
-        if !group.converted.get() {
-            if cfg!(not(feature = "sim")) && me != 0 {
-                // Plain build: invocation 0 returned without waiting, the rest run as a plain
-                // loop; a barrier now is a divergent one: let go (see the module's comment).
-                // Read here, not stored by the loop: a store to the workgroup in the loop kept
-                // LLVM from hoisting the body's loads of its captures (saxpy 1.51 -> 1.01 ms).
-                return;
-            }
-            group.converted.set(true);
-            convert(group, me);
-        }
-        // Unchecked: `me` is an invocation of this workgroup, below `threads`, the length of
-        // `status` and `sp` (the bounds checks were a fifth of the barrier's instructions).
-        unsafe { group.status.get_unchecked(me) }.set(Status::Waiting(Location::caller()));
-        stop(group, me, unsafe { group.sp.get_unchecked(me) }.as_ptr());
+        wait(self.group, self.t as usize, Location::caller());
     }
 
     /// Invocations per subgroup on the host: a CUDA warp's 32 (a GPU's may differ: WGSL's
@@ -377,6 +365,26 @@ impl Group {
         #[cfg(feature = "sim")]
         self.diverged.set(false);
     }
+}
+
+/// `Ctx::barrier` of invocation `me` of `group`, at the kernel's line `at`.
+#[inline(never)]
+fn wait(group: &Group, me: usize, at: &'static Location<'static>) {
+    if !group.converted.get() {
+        if cfg!(not(feature = "sim")) && me != 0 {
+            // Plain build: invocation 0 returned without waiting, the rest run as a plain
+            // loop; a barrier now is a divergent one: let go (see the module's comment).
+            // Read here, not stored by the loop: a store to the workgroup in the loop kept
+            // LLVM from hoisting the body's loads of its captures (saxpy 1.51 -> 1.01 ms).
+            return;
+        }
+        group.converted.set(true);
+        convert(group, me);
+    }
+    // Unchecked: `me` is an invocation of this workgroup, below `threads`, the length of
+    // `status` and `sp` (the bounds checks were a fifth of the barrier's instructions).
+    unsafe { group.status.get_unchecked(me) }.set(Status::Waiting(at));
+    stop(group, me, unsafe { group.sp.get_unchecked(me) }.as_ptr());
 }
 
 /// The local coordinates of invocation `t` in a workgroup of `size` (x fastest).
