@@ -170,8 +170,11 @@ impl<'a> Ctx<'a> {
     ///
     /// Inlined as a call of `wait` with the workgroup and the invocation as arguments: the
     /// kernel keeps them in registers, where `&self` had `wait` load them from the kernel's frame
-    /// first, two loads more on the chain of dependent loads that a switch is.
-    #[inline(always)]
+    /// first, two loads more on the chain of dependent loads that a switch is. Not inlined in
+    /// `workbench debug`'s build: the debugger stops in this function (a breakpoint on it, and a
+    /// stop in it shown at its caller's line), and `next` steps over its call.
+    #[cfg_attr(not(feature = "debug"), inline(always))]
+    #[cfg_attr(feature = "debug", inline(never))]
     #[track_caller]
     pub fn barrier(&self) {
         wait(self.group, self.t as usize, Location::caller());
