@@ -298,8 +298,8 @@ def test_list_names_each_test_at_its_function(example_copy, shared_cache_dir):
 def test_the_harness_own_tests_pass_with_the_sim_feature(tmp_path):
     """gpu_kernel::testing's own tests: a clean launch, a seeded race found at its line, an
     out-of-bounds index and a divergent barrier failing the launch, launches long enough to share
-    their workgroups with the pool's helper (each run once, a workgroup's panic raised), the JSON
-    reader."""
+    their workgroups with the pool's helper (each run once, a workgroup's panic raised), fibers
+    running later workgroups after a divergent one, shuffles in a row, the JSON reader."""
     crate = tmp_path / "gpu_kernel"
     shutil.copytree(REPO / "resources" / "crates" / "gpu_kernel", crate)
     env = {"RUSTC": host_rust.rustc(), "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(tmp_path / "target")}
@@ -311,10 +311,11 @@ def test_the_harness_own_tests_pass_with_the_sim_feature(tmp_path):
     for name in (
         "barrier_and_shared_memory_are_checked_clean", "a_race_on_shared_memory_is_found_at_its_line",
         "out_of_bounds_and_divergence_fail_the_test", "shared_launches_run_every_workgroup_once_and_raise_a_panic",
-        "json_reader_reads_the_report_shapes",
+        "fibers_run_each_later_workgroup_with_its_own_ids_and_memory",
+        "shuffles_in_a_row_each_give_their_own_values", "json_reader_reads_the_report_shapes",
     ):  # fmt: skip
         assert f"testing::tests::{name} ... ok" in done.stdout, name
-    assert "test result: ok. 5 passed" in done.stdout
+    assert "test result: ok. 7 passed" in done.stdout
 
 
 # --------------------------------------------------------------------------------------- doctor

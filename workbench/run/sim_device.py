@@ -17,7 +17,7 @@ MODELLED = (
     "barriers (every invocation of the workgroup; divergence reported, never a hang)",
     "workgroup-shared arrays",
     "atomic_add on buffers and workgroup arrays (two atomics never race)",
-    "subgroup shuffles (32 lanes; an exchange between two workgroup barriers)",
+    "subgroup shuffles (32 lanes; an exchange through the workgroup with a workgroup barrier)",
 )
 #: What it checks at every access.
 CHECKS = ("shared-race", "global-race", "out-of-bounds", "barrier-divergence", "uninitialized-read")

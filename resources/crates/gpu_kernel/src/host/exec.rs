@@ -58,10 +58,12 @@ pub struct Group {
     /// The invocation running now (set where fibers switch and, in a `sim` build, by the loop).
     pub(crate) current: Cell<usize>,
     status: Vec<Cell<Status>>,
+    /// Each invocation's fiber: its saved stack pointer, 0 where none is started in this launch.
     sp: Vec<Cell<usize>>,
     slot_next: Vec<Cell<u32>>,
     slots_used: Cell<u32>,
-    /// Each invocation's value in a subgroup shuffle (its bits), read by its neighbours.
+    /// Each invocation's value in a subgroup shuffle (its bits), read by its neighbours: two
+    /// halves of `threads`, used by turns (`Ctx::subgroup_shuffle_down`).
     exchange: Vec<Cell<u64>>,
     slots: UnsafeCell<Vec<Slot>>,
     #[allow(dead_code)]
@@ -73,6 +75,9 @@ pub struct Group {
     pub(crate) location_ids: sim::FastIds,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
+    /// How many of its fibers (and its home invocation) have returned since it turned into
+    /// fibers: while none has, a round's end lets every invocation go (`open_barrier`).
+    returned: Cell<usize>,
     /// The invocation that reached the first barrier on the worker's stack.
     home: Cell<usize>,
     /// Whether this workgroup changed `status` or `slot_next` (it reached a barrier, or asked for
@@ -162,23 +167,17 @@ impl<'a> Ctx<'a> {
 
     /// Wait until every invocation of the workgroup arrives here; workgroup memory written
     /// before is visible after.
-    #[inline(never)]
+    ///
+    /// Inlined as a call of `wait` with the workgroup and the invocation as arguments: the
+    /// kernel keeps them in registers, where `&self` had `wait` load them from the kernel's frame
+    /// first, two loads more on the chain of dependent loads that a switch is. Not inlined in
+    /// `workbench debug`'s build: the debugger stops in this function (a breakpoint on it, and a
+    /// stop in it shown at its caller's line), and `next` steps over its call.
+    #[cfg_attr(not(feature = "debug"), inline(always))]
+    #[cfg_attr(feature = "debug", inline(never))]
     #[track_caller]
     pub fn barrier(&self) {
-        let group = self.group;
-        let me = self.t as usize;
-        if cfg!(not(feature = "sim")) && me != 0 && !group.converted.get() {
-            // Plain build: invocation 0 returned without waiting, the rest run as a plain loop;
-            // a barrier now is a divergent one: let go (see the module's comment). Read here,
-            // not stored by the loop: a store to the workgroup in the loop kept LLVM from
-            // hoisting the body's loads of its captures (saxpy 1.51 -> 1.01 ms).
-            return;
-        }
-        group.status[me].set(Status::Waiting(Location::caller()));
-        if !group.converted.replace(true) {
-            convert(group, me);
-        }
-        stop(group, me, group.sp[me].as_ptr());
+        wait(self.group, self.t as usize, Location::caller());
     }
 
     /// Invocations per subgroup on the host: a CUDA warp's 32 (a GPU's may differ: WGSL's
@@ -200,23 +199,28 @@ impl<'a> Ctx<'a> {
     /// subgroup's end (GPUs leave it undefined there: a kernel must not use it).
     ///
     /// On the host the invocations of a workgroup run one at a time, so a shuffle is an exchange
-    /// through the workgroup between two barriers: every invocation of the workgroup must call it
-    /// (stricter than a GPU, where the subgroup's lanes suffice); one that does not is a barrier
-    /// divergence at this call in cpu-sim.
+    /// through the workgroup with a barrier between the writes and the reads: every invocation
+    /// of the workgroup must call it (stricter than a GPU, where the subgroup's lanes suffice);
+    /// one that does not is a barrier divergence at this call in cpu-sim.
+    ///
+    /// One barrier, not a second after the reads: the exchange has two halves, and a shuffle
+    /// writes the half of the barrier epoch it starts in, so the next shuffle (an epoch later at
+    /// least) writes the other half, or this one again only after a barrier that every lane
+    /// reaches after its read. warp_reduce's barriers: 11 -> 6 an invocation.
     #[track_caller]
     pub fn subgroup_shuffle_down<T: super::Shuffle>(&self, value: T, delta: u32) -> T {
         let group = self.group;
         let me = self.t as usize;
-        group.exchange[me].set(value.to_word());
+        let half = &group.exchange[(group.epoch.get() as usize & 1) * group.threads..][..group.threads];
+        half[me].set(value.to_word());
         self.barrier();
         let lane = me % SUBGROUP_SIZE;
         let source = me + delta as usize;
         let word = if lane + (delta as usize) < SUBGROUP_SIZE && source < group.threads {
-            group.exchange[source].get()
+            half[source].get()
         } else {
-            group.exchange[me].get()
+            half[me].get()
         };
-        self.barrier(); // every lane has read before any writes its next value
         T::from_word(word)
     }
 
@@ -295,7 +299,7 @@ impl Group {
             sp: (0..threads).map(|_| Cell::new(0)).collect(),
             slot_next: (0..threads).map(|_| Cell::new(0)).collect(),
             slots_used: Cell::new(0),
-            exchange: (0..threads).map(|_| Cell::new(0)).collect(),
+            exchange: (0..2 * threads).map(|_| Cell::new(0)).collect(),
             slots: UnsafeCell::new(Vec::new()),
             checks,
             #[cfg(feature = "sim")]
@@ -303,6 +307,7 @@ impl Group {
             #[cfg(feature = "sim")]
             location_ids: sim::NO_IDS,
             converted: Cell::new(false),
+            returned: Cell::new(0),
             home: Cell::new(0),
             dirty: Cell::new(true),
             resume_sp: Cell::new(0),
@@ -351,6 +356,7 @@ impl Group {
         self.epoch.set(0);
         self.slots_used.set(0);
         self.converted.set(false);
+        self.returned.set(0);
         self.current.set(0);
         // A sim build marks every invocation's status as it returns.
         if self.dirty.replace(cfg!(feature = "sim")) {
@@ -362,6 +368,26 @@ impl Group {
         #[cfg(feature = "sim")]
         self.diverged.set(false);
     }
+}
+
+/// `Ctx::barrier` of invocation `me` of `group`, at the kernel's line `at`.
+#[inline(never)]
+fn wait(group: &Group, me: usize, at: &'static Location<'static>) {
+    if !group.converted.get() {
+        if cfg!(not(feature = "sim")) && me != 0 {
+            // Plain build: invocation 0 returned without waiting, the rest run as a plain
+            // loop; a barrier now is a divergent one: let go (see the module's comment).
+            // Read here, not stored by the loop: a store to the workgroup in the loop kept
+            // LLVM from hoisting the body's loads of its captures (saxpy 1.51 -> 1.01 ms).
+            return;
+        }
+        group.converted.set(true);
+        convert(group, me);
+    }
+    // Unchecked: `me` is an invocation of this workgroup, below `threads`, the length of
+    // `status` and `sp` (the bounds checks were a fifth of the barrier's instructions).
+    unsafe { group.status.get_unchecked(me) }.set(Status::Waiting(at));
+    stop(group, me, unsafe { group.sp.get_unchecked(me) }.as_ptr());
 }
 
 /// The local coordinates of invocation `t` in a workgroup of `size` (x fastest).
@@ -376,20 +402,29 @@ fn local_coords(t: usize, size: [u32; 3]) -> [u32; 3] {
 /// thin pointer: `fiber_main::<F>` knows its type).
 struct Start {
     group: *const Group,
-    local: usize,
+    t: usize,
+    /// The local coordinates of invocation `t`, worked out once per launch (three integer
+    /// divisions at every fiber start were a tenth of stencil2d's time).
+    local: [u32; 3],
     body: *const u8,
 }
 
+/// A fiber's life: invocation `t` of the workgroup running now, then, parked where it returned,
+/// invocation `t` of the next workgroup that turns into fibers on this worker, and so on to the
+/// launch's end (`convert` starts a fiber only once per launch: preparing 255 stacks and entering
+/// each fiber afresh at every workgroup was a third of a one-barrier kernel's overhead).
 extern "C" fn fiber_main<F: Fn(Ctx) + Sync>(arg: *mut u8) -> ! {
     let start = unsafe { &*(arg as *const Start) };
     let group = unsafe { &*start.group };
-    let ctx = Ctx::of(group, start.local, group.local_coords(start.local));
-    unsafe { (*(start.body as *const F))(ctx) };
-    group.status[start.local].set(Status::Done);
-    let mut ignored = 0usize;
-    stop(group, start.local, &mut ignored);
-    // A finished fiber is never resumed.
-    std::process::abort()
+    let body = unsafe { &*(start.body as *const F) };
+    loop {
+        body(Ctx::of(group, start.t, start.local));
+        group.status[start.t].set(Status::Done);
+        group.returned.set(group.returned.get() + 1);
+        // Resumed only when a later workgroup's invocation `t` is ready to run (a finished
+        // invocation's status stays `Done` until `begin`).
+        stop(group, start.t, group.sp[start.t].as_ptr());
+    }
 }
 
 /// The kernel-specific part of a launch, the only code monomorphized for each kernel body: the
@@ -502,7 +537,11 @@ fn next_local(mut local: [u32; 3], size: [u32; 3]) -> [u32; 3] {
 /// fibers: the others run on, and the last to stop switches back here.
 fn home_returned(group: &Group, me: usize) {
     group.status[me].set(Status::Done);
+    group.returned.set(group.returned.get() + 1);
     stop(group, me, group.resume_sp.as_ptr());
+    // The home's barriers saved its stack pointer where fiber `me` was parked (a `sim` build's
+    // home may be any invocation): that fiber is gone, start it afresh when next needed.
+    group.sp[me].set(0);
 }
 
 /// The workgroup's first barrier, reached by invocation `me` on the worker's stack: the
@@ -514,7 +553,10 @@ fn convert(group: &Group, me: usize) {
     group.dirty.set(true);
     let spawn = group.spawn.get().expect("a worker sets spawn");
     for u in me + 1..group.threads {
-        unsafe { spawn(group, u) };
+        // A fiber of an earlier workgroup of this launch is parked at its loop's end, ready.
+        if group.sp[u].get() == 0 {
+            unsafe { spawn(group, u) };
+        }
     }
 }
 
@@ -527,11 +569,17 @@ fn convert(group: &Group, me: usize) {
 fn stop(group: &Group, me: usize, save: *mut usize) {
     let next = me + 1;
     // The common case: the next invocation is ready (every one waits at the same barrier).
-    if next < group.threads && group.status[next].get() == Status::Ready {
+    // Unchecked indexing below `threads` (the length of `status` and `sp`), as in `barrier`.
+    if next < group.threads && unsafe { group.status.get_unchecked(next) }.get() == Status::Ready {
+        #[cfg(feature = "sim")]
         group.current.set(next);
         #[cfg(feature = "debug")]
         super::debug::now_running(group, next);
-        unsafe { fiber::switch(save, group.sp[next].get()) };
+        if next + 1 < group.threads {
+            // The one after: its lines arrive while `next` runs (`fiber::prefetch`).
+            fiber::prefetch(unsafe { group.sp.get_unchecked(next + 1) }.get());
+        }
+        unsafe { fiber::switch(save, group.sp.get_unchecked(next).get()) };
         return;
     }
     stop_slow(group, me, save)
@@ -562,6 +610,17 @@ fn stop_slow(group: &Group, me: usize, save: *mut usize) {
 /// others wait, is a divergence: a `sim` build reports it; all waiting are let go.
 #[inline(never)]
 fn open_barrier(group: &Group) -> Option<usize> {
+    #[cfg(not(feature = "sim"))]
+    if group.returned.get() == 0 {
+        // Every invocation has stopped in this round and none has returned: all wait at a
+        // barrier (the plain build does not tell barriers apart), all go on, invocation 0
+        // first. One store each, no test: the loop below was 7 % of scan_add's time.
+        for status in &group.status {
+            status.set(Status::Ready);
+        }
+        group.epoch.set(group.epoch.get() + 1);
+        return Some(0);
+    }
     #[cfg(feature = "sim")]
     {
         let mut first: Option<(usize, &'static Location<'static>)> = None;
@@ -678,7 +737,8 @@ fn work(job: &GridJob, wake: Option<&pool::Wake>) {
     #[cfg(feature = "sim")]
     sim::enter_group(&group);
     let kernel = job.kernel;
-    let starts: Vec<Start> = (0..threads).map(|local| Start { group: &group, local, body: kernel.body }).collect();
+    let starts: Vec<Start> =
+        (0..threads).map(|t| Start { group: &group, t, local: group.local_coords(t), body: kernel.body }).collect();
     group.spawn.set(Some(kernel.spawn));
     group.spawn_data.set([&stacks as *const Stacks as *const u8, starts.as_ptr() as *const u8]);
     let started = wake.map(|_| Instant::now());

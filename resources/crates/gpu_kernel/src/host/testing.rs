@@ -564,6 +564,71 @@ mod tests {
         assert_eq!(message, format!("workgroup {} gives up", groups - 1));
     }
 
+    /// A worker's fibers live on from workgroup to workgroup of a launch (each parked where its
+    /// invocation returned, then running the same invocation of the next workgroup with
+    /// barriers): every workgroup's invocations see their own workgroup's ids and shared array,
+    /// in workgroups after one whose first barrier was reached by another invocation than 0
+    /// (a divergent one: there that invocation runs on the worker's stack, not its fiber).
+    #[test]
+    fn fibers_run_each_later_workgroup_with_its_own_ids_and_memory() {
+        let (groups, threads) = (9usize, 50usize); // one worker runs them all, one after the other
+        let mut y = vec![0u32; groups * threads];
+        let grid = Grid::with_workers([groups as u32, 1, 1], [threads as u32, 1, 1], 1);
+        let yb = grid.output(&mut y);
+        let findings = grid.check(|ctx| {
+            let mut yb = yb;
+            let mut s = ctx.shared::<u32, 64>();
+            let (t, g) = (ctx.local_id_x(), ctx.group_id_x());
+            if g % 3 == 1 && t < 5 {
+                return; // diverges: invocation 5 reaches the barrier first
+            }
+            s.set(t, (g * 1000 + t) as u32);
+            ctx.barrier();
+            let right = s.get((t + 1) % threads); // the neighbour's, written before the barrier
+            ctx.barrier();
+            s.set(t, right + 1);
+            ctx.barrier();
+            yb[g * threads + t] = s.get((t + threads - 1) % threads);
+        });
+        let expected = ["barrier-divergence", "uninitialized-read"]; // the divergent workgroups'
+        assert!(findings.kinds().iter().all(|k| expected.contains(k)), "{findings:?}");
+        for g in (0..groups).filter(|g| g % 3 != 1) {
+            let row: Vec<u32> = (0..threads).map(|t| (g * 1000 + t) as u32 + 1).collect();
+            assert_eq!(y[g * threads..(g + 1) * threads], row[..], "workgroup {g}");
+        }
+    }
+
+    /// Shuffles one after the other, and after a barrier, in workgroups that end inside a subgroup
+    /// (100 invocations): each gives the value of the lane `delta` above (its own past the
+    /// subgroup's or the workgroup's end), never a value of an earlier shuffle.
+    #[test]
+    fn shuffles_in_a_row_each_give_their_own_values() {
+        let (groups, threads) = (3usize, 100usize);
+        let mut y = vec![0u32; groups * threads];
+        let grid = Grid::with_workers([groups as u32, 1, 1], [threads as u32, 1, 1], 1);
+        let yb = grid.output(&mut y);
+        grid.run(|ctx| {
+            let mut yb = yb;
+            let (t, g) = (ctx.local_id_x(), ctx.group_id_x());
+            let a = ctx.subgroup_shuffle_down((g * 1000 + t) as u32, 1);
+            let b = ctx.subgroup_shuffle_down(a * 2, 2);
+            ctx.barrier();
+            let c = ctx.subgroup_shuffle_down(b + 7, 4);
+            yb[g * threads + t] = c;
+        });
+        let down = |values: &[u32], delta: usize| -> Vec<u32> {
+            let at = |t: usize| if t % 32 + delta < 32 && t + delta < threads { t + delta } else { t };
+            (0..threads).map(|t| values[at(t)]).collect()
+        };
+        for g in 0..groups {
+            let v: Vec<u32> = (0..threads).map(|t| (g * 1000 + t) as u32).collect();
+            let a = down(&v, 1);
+            let b = down(&a.iter().map(|x| x * 2).collect::<Vec<_>>(), 2);
+            let c = down(&b.iter().map(|x| x + 7).collect::<Vec<_>>(), 4);
+            assert_eq!(y[g * threads..(g + 1) * threads], c[..], "workgroup {g}");
+        }
+    }
+
     #[test]
     fn json_reader_reads_the_report_shapes() {
         let j = Json::parse(r#"{"a":[1,-2.5e0,"x\"y"],"b":{"c":true,"d":null}}"#).unwrap();
