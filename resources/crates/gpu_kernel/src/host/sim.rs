@@ -298,7 +298,7 @@ fn whoami(at: &'static Location<'static>) -> u64 {
 }
 
 /// `whoami` from the workgroup's state (fibers, or outside the barrier-free loop).
-#[inline(never)]
+#[inline(always)]
 fn who_in_group(w: &Worker) -> u64 {
     let group = w.group.get();
     if group.is_null() {
@@ -917,9 +917,18 @@ impl GlobalShadow {
 
     /// Element `i`'s shadow in `cells` (moved there from its word, once per launch): the
     /// word's invocation as the writer if it wrote, as the first reader if it read.
+    #[inline(always)]
+    fn spill(&self, i: usize) -> &Cell2 {
+        // Spilled already (an atomic's element after the first atomic on it): one load.
+        if self.words[i].load(Ordering::Acquire) == (self.generation << GEN_SHIFT) | SPILL {
+            return &self.cells[i];
+        }
+        self.spill_now(i)
+    }
+
     #[cold]
     #[inline(never)]
-    fn spill(&self, i: usize) -> &Cell2 {
+    fn spill_now(&self, i: usize) -> &Cell2 {
         let slot = &self.words[i];
         let cell = &self.cells[i];
         let spilled = (self.generation << GEN_SHIFT) | SPILL;
