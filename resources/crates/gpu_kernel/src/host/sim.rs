@@ -399,8 +399,19 @@ fn pair_id_slow(key: u32) -> u16 {
 /// The (read, write) location ids of pair `id`.
 #[inline(always)]
 fn pair_of(id: u16) -> (u16, u16) {
-    let key = PAIRS[id as usize & LOCATION_LIMIT].load(Ordering::Relaxed);
+    let mut key = PAIRS[id as usize & LOCATION_LIMIT].load(Ordering::Relaxed);
+    if key == 0 {
+        key = pair_seen(id);
+    }
     ((key >> 11) as u16, (key & 0x7FF) as u16)
+}
+
+/// `pair_of` for an id another thread made and this one does not see yet (the word that held
+/// it was a relaxed store): the lock orders it after the id's making.
+#[cold]
+fn pair_seen(id: u16) -> u32 {
+    let _made = PAIR_COUNT.lock().unwrap();
+    PAIRS[id as usize & LOCATION_LIMIT].load(Ordering::Relaxed)
 }
 
 /// Every location with an id, in id order (id k + 1 at k): the report's `locations`.
