@@ -284,12 +284,18 @@ pub(crate) fn fibers() {
 }
 
 /// The invocation running on this thread and the location id of `at`, `pack`ed with generation
-/// 0; 0 outside a workgroup or past `GROUP_LIMIT` (no checks).
+/// 0; 0 outside a workgroup or past `GROUP_LIMIT` (no checks). `INLINE`: the fallback from the
+/// workgroup inlined (atomics, mostly in fibers); else out of line (plain accesses: inlined, it
+/// grew the barrier-free loop, bitonic 4.7 -> 5.3 ms of CPU time per launch).
 #[inline(always)]
-fn whoami(at: &'static Location<'static>) -> u64 {
+fn whoami<const INLINE: bool>(at: &'static Location<'static>) -> u64 {
     WORKER.with(|w| {
         let who = w.who.get();
-        let who = if who != 0 { who } else { who_in_group(w) };
+        let who = match (who, INLINE) {
+            (0, true) => group_who(w),
+            (0, false) => who_in_group(w),
+            _ => who,
+        };
         if who == 0 {
             return 0;
         }
@@ -297,11 +303,14 @@ fn whoami(at: &'static Location<'static>) -> u64 {
     })
 }
 
-/// `whoami` from the workgroup's state (fibers, or outside the barrier-free loop). Out of line:
-/// inlined, it made the barrier-free loop's code larger (bitonic 4.9 -> 5.3 ms of CPU time per
-/// launch); fibers' global accesses are few beside their barriers and workgroup memory.
 #[inline(never)]
 fn who_in_group(w: &Worker) -> u64 {
+    group_who(w)
+}
+
+/// `whoami` from the workgroup's state (fibers, or outside the barrier-free loop).
+#[inline(always)]
+fn group_who(w: &Worker) -> u64 {
     let group = w.group.get();
     if group.is_null() {
         return 0;
@@ -873,7 +882,7 @@ impl GlobalShadow {
     /// line (`access_slow`), which makes the full checks on the element's full shadow.
     #[inline(always)]
     pub fn access(&self, i: usize, write: bool, at: &'static Location<'static>) {
-        let who = whoami(at);
+        let who = whoami::<false>(at);
         if who == 0 {
             return;
         }
@@ -1051,7 +1060,7 @@ impl GlobalShadow {
     /// another atomic.
     #[inline(always)]
     pub fn atomic(&self, i: usize, at: &'static Location<'static>) {
-        let who = whoami(at);
+        let who = whoami::<true>(at);
         if who == 0 {
             return;
         }
