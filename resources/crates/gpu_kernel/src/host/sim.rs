@@ -6,9 +6,11 @@
 //!   is a race; a read of an element no invocation of this workgroup wrote is reported too.
 //!   A workgroup's fibers run on one thread, so this shadow needs no atomics.
 //! - Global buffers (`Out`): per element, the last writer and up to two readers, packed as
-//!   (workgroup, local id, epoch, location) in atomics, as workgroups run on several threads.
-//!   Accesses of one workgroup separated by a barrier are ordered; anything else by two
-//!   invocations, at least one writing, is a race, whatever order the threads ran in.
+//!   (workgroup, local id, epoch, location) in atomics, as workgroups run on several threads;
+//!   while one invocation alone touched the element in one epoch, one word says it
+//!   (`GlobalShadow::words`). Accesses of one workgroup separated by a barrier are ordered;
+//!   anything else by two invocations, at least one writing, is a race, whatever order the
+//!   threads ran in.
 //! - Atomics (`atomic_add`) never race with each other; an atomic and a plain access of one
 //!   element by two unordered invocations do (each element's last atomic is kept apart from its
 //!   writer and readers: `SharedEntry::atomic`, `GlobalShadow::atomics`).
