@@ -466,7 +466,7 @@ unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
             }
             // Only the debugger reads a barrier-free workgroup's statuses (`convert` marks those
             // before a first barrier returned): a store here, and a reset per workgroup, cost
-            // cpu-sim's barrier-free loop a fifth of its time.
+            // cpu-sim's barrier-free loop about a tenth of its time (saxpy 9.4 -> 8.5 ms).
             #[cfg(feature = "debug")]
             group.status[t].set(Status::Done);
             local = next_local(local, size);
