@@ -6,9 +6,11 @@
 //!   is a race; a read of an element no invocation of this workgroup wrote is reported too.
 //!   A workgroup's fibers run on one thread, so this shadow needs no atomics.
 //! - Global buffers (`Out`): per element, the last writer and up to two readers, packed as
-//!   (workgroup, local id, epoch, location) in atomics, as workgroups run on several threads.
-//!   Accesses of one workgroup separated by a barrier are ordered; anything else by two
-//!   invocations, at least one writing, is a race, whatever order the threads ran in.
+//!   (workgroup, local id, epoch, location) in atomics, as workgroups run on several threads;
+//!   while one invocation alone touched the element in one epoch, one word says it
+//!   (`GlobalShadow::words`). Accesses of one workgroup separated by a barrier are ordered;
+//!   anything else by two invocations, at least one writing, is a race, whatever order the
+//!   threads ran in.
 //! - Atomics (`atomic_add`) never race with each other; an atomic and a plain access of one
 //!   element by two unordered invocations do (each element's last atomic is kept apart from its
 //!   writer and readers: `SharedEntry::atomic`, `GlobalShadow::atomics`).
@@ -21,7 +23,7 @@
 use core::cell::{Cell, RefCell};
 use core::panic::Location;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::exec::{Group, Status};
@@ -235,11 +237,22 @@ pub(crate) const NO_IDS: FastIds = [const { Cell::new((0, 0)) }; FAST_SLOTS];
 struct Worker {
     /// The workgroup this worker thread runs (the fibers' accesses find their invocation here).
     group: Cell<*const Group>,
+    /// The invocation the barrier-free loop runs now, `pack`ed (workgroup, local id, epoch 0; no
+    /// generation or location), set by the loop for each invocation (`running`); 0 elsewhere
+    /// (fibers, a workgroup past `GROUP_LIMIT`): `whoami` then reads the workgroup's state. One
+    /// load per access instead of four and the packing.
+    who: Cell<u64>,
     fast: FastIds,
+    /// Pair ids by (read, write) location ids (`pair_id`), direct-mapped.
+    pairs: [Cell<(u32, u16)>; PAIR_SLOTS],
 }
 
+const PAIR_SLOTS: usize = 16;
+
 thread_local! {
-    static WORKER: Worker = const { Worker { group: Cell::new(core::ptr::null()), fast: NO_IDS } };
+    static WORKER: Worker = const {
+        Worker { group: Cell::new(core::ptr::null()), who: Cell::new(0), fast: NO_IDS, pairs: [const { Cell::new((0, 0)) }; PAIR_SLOTS] }
+    };
     /// Location ids of this thread (a cache of `LOCATIONS`).
     static LOCAL_IDS: RefCell<HashMap<usize, u16>> = RefCell::new(HashMap::new());
 }
@@ -249,21 +262,67 @@ pub(crate) fn enter_group(group: &Group) {
 }
 
 pub(crate) fn leave_group() {
-    WORKER.with(|w| w.group.set(core::ptr::null()));
+    WORKER.with(|w| {
+        w.group.set(core::ptr::null());
+        w.who.set(0);
+    });
 }
 
-/// The invocation running on this thread: (linear workgroup, local index, epoch, location id of
-/// `at`); None outside a workgroup.
+/// `running`'s first argument for the workgroup `linear` (0: past `GROUP_LIMIT`, no checks).
 #[inline(always)]
-fn whoami(at: &'static Location<'static>) -> Option<(u64, usize, u32, u16)> {
+pub(crate) fn loop_base(linear: u64) -> u64 {
+    if linear < GROUP_LIMIT { pack(0, linear, 0, 0, 0) } else { 0 }
+}
+
+/// The barrier-free loop runs invocation `local` of the workgroup of `base` (`loop_base`).
+#[inline(always)]
+pub(crate) fn running(base: u64, local: usize) {
+    WORKER.with(|w| w.who.set(if base == 0 { 0 } else { base | ((local as u64) << 22) }));
+}
+
+/// The workgroup turned into fibers: accesses read their invocation from it (`whoami`).
+pub(crate) fn fibers() {
+    WORKER.with(|w| w.who.set(0));
+}
+
+/// The invocation running on this thread and the location id of `at`, `pack`ed with generation
+/// 0; 0 outside a workgroup or past `GROUP_LIMIT` (no checks). `INLINE`: the fallback from the
+/// workgroup inlined (atomics, mostly in fibers); else out of line (plain accesses: inlined, it
+/// grew the barrier-free loop, bitonic 4.7 -> 5.3 ms of CPU time per launch).
+#[inline(always)]
+fn whoami<const INLINE: bool>(at: &'static Location<'static>) -> u64 {
     WORKER.with(|w| {
-        let group = w.group.get();
-        if group.is_null() {
-            return None;
+        let who = w.who.get();
+        let who = match (who, INLINE) {
+            (0, true) => group_who(w),
+            (0, false) => who_in_group(w),
+            _ => who,
+        };
+        if who == 0 {
+            return 0;
         }
-        let group = unsafe { &*group };
-        Some((group.linear.get(), group.current.get(), group.epoch.get(), fast_location_id(w, at)))
+        who | fast_location_id(w, at) as u64
     })
+}
+
+#[inline(never)]
+fn who_in_group(w: &Worker) -> u64 {
+    group_who(w)
+}
+
+/// `whoami` from the workgroup's state (fibers, or outside the barrier-free loop).
+#[inline(always)]
+fn group_who(w: &Worker) -> u64 {
+    let group = w.group.get();
+    if group.is_null() {
+        return 0;
+    }
+    let group = unsafe { &*group };
+    let linear = group.linear.get();
+    if linear >= GROUP_LIMIT {
+        return 0;
+    }
+    pack(0, linear, group.current.get(), group.epoch.get(), 0)
 }
 
 /// Every location an access came from, by id (0: none). At most `LOCATION_LIMIT` distinct
@@ -308,6 +367,64 @@ fn location_id_slow(at: &'static Location<'static>) -> u16 {
         ids.borrow_mut().insert(key, id);
         id
     })
+}
+
+/// The (read, write) location ids of each pair id (`read << 11 | write`; 0: none): the word of an
+/// element one invocation read and wrote holds both locations as one id (`GlobalShadow::words`).
+static PAIRS: [AtomicU32; LOCATION_LIMIT + 1] = [const { AtomicU32::new(0) }; LOCATION_LIMIT + 1];
+static PAIR_COUNT: Mutex<usize> = Mutex::new(0);
+
+/// The pair id of a read at location id `read` and a write at `write` (0: none left: the
+/// element's shadow spills instead).
+#[inline(always)]
+fn pair_id(read: u16, write: u16) -> u16 {
+    let key = (read as u32) << 11 | write as u32;
+    WORKER.with(|w| {
+        // By the write's location id (consecutive ids: a kernel's writes seldom share a slot).
+        let slot = &w.pairs[key as usize % PAIR_SLOTS];
+        let (k, id) = slot.get();
+        if k == key && id != 0 {
+            return id;
+        }
+        let id = pair_id_slow(key);
+        slot.set((key, id));
+        id
+    })
+}
+
+#[cold]
+fn pair_id_slow(key: u32) -> u16 {
+    if key == 0 {
+        return 0;
+    }
+    let mut count = PAIR_COUNT.lock().unwrap();
+    if let Some(k) = PAIRS[1..=*count].iter().position(|p| p.load(Ordering::Relaxed) == key) {
+        return (k + 1) as u16;
+    }
+    if *count >= LOCATION_LIMIT {
+        return 0;
+    }
+    *count += 1;
+    PAIRS[*count].store(key, Ordering::Relaxed);
+    *count as u16
+}
+
+/// The (read, write) location ids of pair `id`.
+#[inline(always)]
+fn pair_of(id: u16) -> (u16, u16) {
+    let mut key = PAIRS[id as usize & LOCATION_LIMIT].load(Ordering::Relaxed);
+    if key == 0 {
+        key = pair_seen(id);
+    }
+    ((key >> 11) as u16, (key & 0x7FF) as u16)
+}
+
+/// `pair_of` for an id another thread made and this one does not see yet (the word that held
+/// it was a relaxed store): the lock orders it after the id's making.
+#[cold]
+fn pair_seen(id: u16) -> u32 {
+    let _made = PAIR_COUNT.lock().unwrap();
+    PAIRS[id as usize & LOCATION_LIMIT].load(Ordering::Relaxed)
 }
 
 /// Every location with an id, in id order (id k + 1 at k): the report's `locations`.
@@ -551,10 +668,10 @@ impl SharedEntry {
 
 // ------------------------------------------------------------------------ global buffers
 
-/// One element's shadow: the last writer and the first reader, each `pack`ed (0 or another
-/// launch's generation: none), side by side in 16 bytes (four a cache line: an access misses
-/// once). A second reader, rare, is kept apart (`GlobalShadow::others`), flagged in the first's
-/// word (`SECOND`), so the common access never touches it.
+/// One element's full shadow: the last writer and the first reader, each `pack`ed (0 or another
+/// launch's generation: none), side by side in 16 bytes. A second reader, rare, is kept apart
+/// (`GlobalShadow::others`), flagged in the first's word (`SECOND`). Used only for an element
+/// whose one-word shadow (`GlobalShadow::words`) cannot say it: `spill`.
 #[repr(C, align(16))]
 pub struct Cell2 {
     writer: AtomicU64,
@@ -563,12 +680,23 @@ pub struct Cell2 {
 
 /// A global buffer's shadow. Kept between launches (`POOL`): every launch takes a new generation
 /// number, and words of another generation count as empty, so a launch neither allocates nor
-/// clears 24 bytes per element (at 2^20 elements, clearing and faulting in a fresh shadow cost
-/// more than the checks themselves); it is cleared once every 255 launches, when the number wraps.
+/// clears its shadow (at 2^20 elements, clearing and faulting in a fresh shadow cost more than the
+/// checks themselves); `words` is cleared once every 63 launches, when the number wraps.
+///
+/// Per element one word (`words`, 8 bytes where the full shadow has 24): the one invocation
+/// that touched the element in this launch, in one epoch, with whether it read and wrote (`READ`,
+/// `WROTE`) and where (the first read's location, the last write's, or both as a pair id:
+/// `pair_id`). An access by that invocation in that epoch — a kernel's common case: each element
+/// its own invocation's — is one load and at most a plain store. Anything else (another
+/// invocation, a later epoch, an atomic, writer arrays) moves the element to the full shadow
+/// (`cells`, `others`: `SPILL` in its word) as the writer and first reader it would have held,
+/// and the full checks run there, so a finding is the same as with the full shadow alone.
 pub struct GlobalShadow {
     checks: *const Checks,
     buffer: u32,
     generation: u64,
+    words: Vec<AtomicU64>,
+    /// The full shadow of spilled elements (calloc'd: only spilled elements' pages are touched).
     cells: Vec<Cell2>,
     /// Per element, the latest reader other than the first (read only where `SECOND` says so).
     others: Vec<AtomicU64>,
@@ -579,9 +707,11 @@ pub struct GlobalShadow {
     /// The generation of the last launch with an atomic on this buffer (0: none since the
     /// last clearing, so `atomics` is all zero).
     atomic_generation: AtomicU64,
-    /// Plain accesses take `access_slow`: atomics touched this buffer in this launch, or the
-    /// launch records writers. One load per access instead of two checks.
+    /// Plain writes take `access_slow`: the launch records writers. (An element an atomic
+    /// touched is spilled: plain accesses to it take `access_slow`, which reads `atomics`.)
     slow: AtomicBool,
+    /// Some element was spilled (its `cells` and `others` pages are memory now: `bytes`).
+    spilled: AtomicBool,
     /// This launch's writer arrays, if it asked for them (`debug::Writers`).
     writers: super::debug::Writers,
 }
@@ -613,19 +743,35 @@ fn zeroed_words(len: usize) -> Vec<AtomicU64> {
     unsafe { Vec::from_raw_parts(plain.as_mut_ptr() as *mut AtomicU64, plain.len(), plain.capacity()) }
 }
 
-// (generation: 8 bits) (workgroup + 1: 24 bits) (local id: 11 bits) (epoch mod 512: 9 bits)
+// (generation: 6 bits) (WROTE, READ: 1 bit each, in `words` only) (workgroup + 1: 24 bits)
+// (local id: 10 bits) (SPILL: 1 bit, in `words` only) (epoch mod 512: 9 bits)
 // (SECOND: 1 bit, in a first reader's word) (location id: 11 bits)
+const GEN_SHIFT: u32 = 58;
+const GEN_LIMIT: u64 = (1 << (64 - GEN_SHIFT)) - 1;
 const GROUP_LIMIT: u64 = (1 << 24) - 1;
 pub(crate) const LOCATION_LIMIT: usize = (1 << 11) - 1;
 /// In the first reader's word: another invocation read the element too (`others`).
 const SECOND: u64 = 1 << 11;
+/// In `words`: the invocation of the word wrote the element / read it.
+const WROTE: u64 = 1 << 57;
+const READ: u64 = 1 << 56;
+/// Both: the word's location field is a pair id (`pair_id`: the first read's and the last
+/// write's locations).
+const BOTH: u64 = READ | WROTE;
+/// In `words`: the element's shadow is in `cells` (the word holds only the generation and this,
+/// and `BUSY` while one thread moves it there).
+const SPILL: u64 = 1 << 21;
+const BUSY: u64 = 1;
+/// The bits of `words` that say "this invocation, this epoch, not spilled" (no flag, no location).
+const OWNER: u64 = !(WROTE | READ | SECOND | 0x7FF);
 
+#[inline(always)]
 fn pack(generation: u64, group: u64, local: usize, epoch: u32, loc: u16) -> u64 {
-    (generation << 56) | ((group + 1) << 32) | ((local as u64) << 21) | (((epoch & 0x1FF) as u64) << 12) | (loc as u64 & 0x7FF)
+    (generation << GEN_SHIFT) | ((group + 1) << 32) | ((local as u64) << 22) | (((epoch & 0x1FF) as u64) << 12) | (loc as u64 & 0x7FF)
 }
 
 fn unpack(word: u64) -> (u64, u32, u32, u16) {
-    (((word >> 32) & 0xFF_FFFF) - 1, ((word >> 21) & 0x7FF) as u32, ((word >> 12) & 0x1FF) as u32, (word & 0x7FF) as u16)
+    (((word >> 32) & 0xFF_FFFF) - 1, ((word >> 22) & 0x3FF) as u32, ((word >> 12) & 0x1FF) as u32, (word & 0x7FF) as u16)
 }
 
 /// Whether `earlier` (a word of this launch's generation) and an access by `me` are unordered
@@ -636,23 +782,16 @@ fn conflicts(earlier: u64, me: u64) -> bool {
     // workgroup between the same two barriers; another workgroup: always.
     const GROUP: u64 = 0xFF_FFFF << 32;
     const EPOCH: u64 = 0x1FF << 12;
-    const LOCAL: u64 = 0x7FF << 21;
+    const LOCAL: u64 = 0x3FF << 22;
     if (earlier ^ me) & GROUP != 0 {
         return true;
     }
     (earlier ^ me) & LOCAL != 0 && (earlier ^ me) & EPOCH == 0
 }
 
-/// Whether `word` is of `me`'s launch (generation) and `conflicts` with it (0, a word of
-/// another launch, or this invocation's own: no).
-#[inline(always)]
-fn current_conflict(word: u64, me: u64) -> bool {
-    (word ^ me) >> 56 == 0 && conflicts(word, me)
-}
-
 #[inline(always)]
 fn same_invocation(a: u64, b: u64) -> bool {
-    const WHO: u64 = (0xFF_FFFF << 32) | (0x7FF << 21);
+    const WHO: u64 = (0xFF_FFFF << 32) | (0x3FF << 22);
     (a ^ b) & WHO == 0
 }
 
@@ -662,18 +801,16 @@ impl GlobalShadow {
     pub(crate) fn take(checks: *const Checks, buffer: u32, len: usize) -> Box<GlobalShadow> {
         let pooled = {
             let mut pool = POOL.lock().unwrap();
-            pool.iter().position(|s| s.cells.len() == len).map(|k| pool.swap_remove(k))
+            pool.iter().position(|s| s.words.len() == len).map(|k| pool.swap_remove(k))
         };
         let mut shadow = match pooled {
             Some(mut shadow) => {
                 shadow.generation += 1;
-                if shadow.generation > 0xFF {
-                    // The generation wraps: words of 255 launches ago would look current.
-                    for cell in &mut shadow.cells {
-                        *cell.writer.get_mut() = 0;
-                        *cell.reader.get_mut() = 0;
-                    }
-                    for word in &mut shadow.others {
+                if shadow.generation > GEN_LIMIT {
+                    // The generation wraps: words of 63 launches ago would look current. `cells`
+                    // and `others` need no clearing: an element's cells are written when it
+                    // spills, and `others` is read only where this launch set `SECOND`.
+                    for word in &mut shadow.words {
                         *word.get_mut() = 0;
                     }
                     if *shadow.atomic_generation.get_mut() != 0 {
@@ -690,11 +827,13 @@ impl GlobalShadow {
                 checks,
                 buffer,
                 generation: 1,
+                words: zeroed_words(len),
                 cells: zeroed_cells(len),
                 others: zeroed_words(len),
                 atomics: zeroed_words(len),
                 atomic_generation: AtomicU64::new(0),
                 slow: AtomicBool::new(false),
+                spilled: AtomicBool::new(false),
                 writers: super::debug::Writers::NONE,
             }),
         };
@@ -714,11 +853,12 @@ impl GlobalShadow {
         }
     }
 
-    /// Shadow memory this shadow holds: its cells and `others`, and `atomics` where a kernel
-    /// touched them (untouched calloc'd pages are not memory yet).
+    /// Shadow memory this shadow holds: its words, and `cells`, `others` and `atomics` where a
+    /// kernel touched them (untouched calloc'd pages are not memory yet).
     fn bytes(&self) -> usize {
         let atomics = if self.atomic_generation.load(Ordering::Relaxed) != 0 { 8 } else { 0 };
-        self.cells.len() * (24 + atomics)
+        let spilled = if self.spilled.load(Ordering::Relaxed) { 24 } else { 0 };
+        self.words.len() * (8 + spilled + atomics)
     }
 
     fn side(&self, word: u64, what: &'static str) -> Access {
@@ -731,46 +871,119 @@ impl GlobalShadow {
     #[inline(always)]
     fn current(&self, slot: &AtomicU64) -> u64 {
         let word = slot.load(Ordering::Relaxed);
-        if word >> 56 == self.generation { word } else { 0 }
+        if word >> GEN_SHIFT == self.generation { word } else { 0 }
     }
 
     /// A plain read or write of element `i` (`i` < the buffer's length: the caller checked).
     ///
-    /// The common case inline: no atomic touched this buffer in this launch, no writer arrays,
-    /// and the element's words are empty, of another launch, or this invocation's own (or
-    /// ordered before it): two loads, and a swap for a write or a store for a first read.
-    /// Anything else — a race to report, a second reader — goes out of line (`access_slow`,
-    /// `write_slow`), which makes the same checks in full.
+    /// The common case inline: no writer arrays for a write, and the element's word is empty (of
+    /// another launch) or this invocation's in this epoch (an atomic spills the element):
+    /// one load, and a plain store for a first read or a first write after a read, a
+    /// compare-exchange for a first write (two writers on two threads see each other whatever
+    /// the timing). Anything else — another invocation's access, a later epoch — goes out of
+    /// line (`access_slow`), which makes the full checks on the element's full shadow.
     #[inline(always)]
     pub fn access(&self, i: usize, write: bool, at: &'static Location<'static>) {
-        let Some((linear, local, epoch, lid)) = whoami(at) else { return };
-        if linear >= GROUP_LIMIT {
+        let who = whoami::<false>(at);
+        if who == 0 {
             return;
         }
-        let me = pack(self.generation, linear, local, epoch, lid);
-        if self.slow.load(Ordering::Relaxed) {
+        let me = self.generation << GEN_SHIFT | who;
+        if write && self.slow.load(Ordering::Relaxed) {
             return self.access_slow(i, write, me, at);
         }
-        let cell = unsafe { self.cells.get_unchecked(i) };
-        if write {
-            let seen = cell.writer.load(Ordering::Relaxed);
-            let before = if seen == me { seen } else { cell.writer.swap(me, Ordering::Relaxed) };
-            let reader = cell.reader.load(Ordering::Relaxed);
-            // SECOND in a reader word of this launch: another reader to check (`others`).
-            if current_conflict(before, me) || current_conflict(reader, me) || ((reader ^ me) >> 56 == 0 && reader & SECOND != 0) {
-                self.write_slow(i, before, me, at);
-            }
-        } else {
-            let writer = cell.writer.load(Ordering::Relaxed);
-            let reader = cell.reader.load(Ordering::Relaxed);
-            if (reader ^ me) >> 56 != 0 {
-                // The first reader of this launch.
-                if current_conflict(writer, me) {
-                    return self.access_slow(i, write, me, at);
+        let slot = unsafe { self.words.get_unchecked(i) };
+        let word = slot.load(Ordering::Relaxed);
+        if (word ^ me) & OWNER == 0 {
+            // This invocation's, this epoch: a first read or write is added to the word, a write
+            // at another line replaces the write's.
+            let (lid, loc) = ((me & 0x7FF) as u16, (word & 0x7FF) as u16);
+            let with_pair = |read: u16, write: u16| pair_id(read, write) as u64 | (me & !0x7FF) | BOTH;
+            // Branches in the order of how common they are (a jump table cost saxpy 5 %).
+            let mine = if !write {
+                if word & READ != 0 {
+                    return;
                 }
-                cell.reader.store(me, Ordering::Relaxed);
-            } else if current_conflict(writer, me) || !same_invocation(reader, me) {
-                self.access_slow(i, write, me, at);
+                with_pair(lid, loc)
+            } else if word & BOTH == READ {
+                with_pair(loc, lid)
+            } else if word & BOTH == WROTE {
+                if loc == lid {
+                    return;
+                }
+                me | WROTE
+            } else {
+                let (read, write) = pair_of(loc);
+                if write == lid {
+                    return;
+                }
+                with_pair(read, lid)
+            };
+            if mine & 0x7FF != 0 {
+                slot.store(mine, Ordering::Relaxed);
+                return;
+            }
+            // No pair id left: the full shadow keeps both locations.
+        }
+        if (word ^ me) >> GEN_SHIFT != 0 {
+            // Nobody touched the element in this launch. Readers are kept with a plain store (two
+            // reads never race; two first readers on two threads at once may keep only one).
+            if !write {
+                slot.store(me | READ, Ordering::Relaxed);
+                return;
+            }
+            if slot.compare_exchange(word, me | WROTE, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+                return;
+            }
+        }
+        self.access_slow(i, write, me, at)
+    }
+
+    /// Element `i`'s shadow in `cells` (moved there from its word, once per launch): the
+    /// word's invocation as the writer if it wrote, as the first reader if it read.
+    #[inline(always)]
+    fn spill(&self, i: usize) -> &Cell2 {
+        // Spilled already (an atomic's element after the first atomic on it): one load.
+        if self.words[i].load(Ordering::Acquire) == (self.generation << GEN_SHIFT) | SPILL {
+            return &self.cells[i];
+        }
+        self.spill_now(i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn spill_now(&self, i: usize) -> &Cell2 {
+        let slot = &self.words[i];
+        let cell = &self.cells[i];
+        let spilled = (self.generation << GEN_SHIFT) | SPILL;
+        loop {
+            let word = slot.load(Ordering::Acquire);
+            if word == spilled {
+                return cell;
+            }
+            if word == spilled | BUSY {
+                // Another thread is moving it (two stores).
+                core::hint::spin_loop();
+                continue;
+            }
+            if slot.compare_exchange_weak(word, spilled | BUSY, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                let current = word >> GEN_SHIFT == self.generation;
+                let who = word & !(BOTH | 0x7FF);
+                let loc = word & 0x7FF;
+                let (read, write) = match word & BOTH {
+                    BOTH => {
+                        let (read, write) = pair_of(loc as u16);
+                        (who | read as u64, who | write as u64)
+                    }
+                    _ => (who | loc, who | loc),
+                };
+                cell.writer.store(if current && word & WROTE != 0 { write } else { 0 }, Ordering::Relaxed);
+                cell.reader.store(if current && word & READ != 0 { read } else { 0 }, Ordering::Relaxed);
+                if !self.spilled.load(Ordering::Relaxed) {
+                    self.spilled.store(true, Ordering::Relaxed);
+                }
+                slot.store(spilled, Ordering::Release);
+                return cell;
             }
         }
     }
@@ -778,7 +991,7 @@ impl GlobalShadow {
     /// `access` in full: atomics of this launch, writer arrays, races, second readers.
     #[inline(never)]
     fn access_slow(&self, i: usize, write: bool, me: u64, at: &'static Location<'static>) {
-        let cell = &self.cells[i];
+        let cell = self.spill(i);
         if self.atomic_generation.load(Ordering::Relaxed) == self.generation {
             // Atomics touched this buffer in this launch: another invocation's unordered atomic
             // races with this plain access (and the checks below still run).
@@ -826,7 +1039,7 @@ impl GlobalShadow {
     #[inline(never)]
     fn write_slow(&self, i: usize, before: u64, me: u64, at: &'static Location<'static>) {
         let cell = &self.cells[i];
-        let before = if before >> 56 == self.generation { before } else { 0 };
+        let before = if before >> GEN_SHIFT == self.generation { before } else { 0 };
         if before != 0 && conflicts(before, me) {
             self.race(i, before, "write", me, true, at);
             return;
@@ -849,24 +1062,25 @@ impl GlobalShadow {
     /// another atomic.
     #[inline(always)]
     pub fn atomic(&self, i: usize, at: &'static Location<'static>) {
-        let Some((linear, local, epoch, lid)) = whoami(at) else { return };
-        if linear >= GROUP_LIMIT {
+        let who = whoami::<true>(at);
+        if who == 0 {
             return;
         }
-        let me = pack(self.generation, linear, local, epoch, lid);
+        let me = self.generation << GEN_SHIFT | who;
         if self.writers.is_on() {
-            self.writers.wrote(i, linear, local, lid);
+            let (linear, local, _, lid) = unpack(me);
+            self.writers.wrote(i, linear, local as usize, lid);
         }
-        // Once per launch and buffer (a load after that), so plain accesses start reading `atomics`.
+        // Once per launch and buffer (a load after that), so `access_slow` starts reading `atomics`
+        // (plain accesses of this element take it: the element is spilled below).
         if self.atomic_generation.load(Ordering::Relaxed) != self.generation {
             self.atomic_generation.store(self.generation, Ordering::Relaxed);
-            self.slow.store(true, Ordering::Relaxed);
         }
         let slot = &self.atomics[i];
         if slot.load(Ordering::Relaxed) != me {
             slot.store(me, Ordering::Relaxed);
         }
-        let cell = &self.cells[i];
+        let cell = self.spill(i);
         let writer = self.current(&cell.writer);
         if writer != 0 && conflicts(writer, me) {
             return self.report_race(i, writer, "write", me, "atomic", at);
@@ -895,5 +1109,113 @@ impl GlobalShadow {
         let checks = unsafe { &*self.checks };
         let this = Access { at, ..self.side(me, mine) };
         checks.report("global-race", Array::Buffer(self.buffer), Some(i as u64), None, self.side(earlier, what), Some(this));
+    }
+}
+
+/// The one-word global shadow against the full one: each case a fast path could miss, found
+/// (or not) with the lines and invocations the full shadow reports.
+#[cfg(test)]
+mod tests {
+    use crate::testing::{Findings, Grid};
+
+    fn races(findings: &Findings) -> Vec<String> {
+        findings.items.iter().filter(|f| f.kind == "global-race").map(|f| f.message.clone()).collect()
+    }
+
+    /// "write by workgroup (g, 0, 0) local id (l, 0, 0) at src/host/sim.rs:LINE" and the like.
+    fn side(what: &str, group: u32, local: u32, line: u32) -> String {
+        format!("{what} by workgroup ({group}, 0, 0) local id ({local}, 0, 0) at src/host/sim.rs:{line}:")
+    }
+
+    /// One invocation reads, then another of its workgroup writes, the same element (and the
+    /// other way round), no barrier between them: both are races, with both lines.
+    #[test]
+    fn a_read_then_another_invocations_write_is_a_race_and_the_other_way_round() {
+        let mut y = vec![0u32; 4];
+        let grid = Grid::with_workers([1, 1, 1], [4, 1, 1], 1);
+        let yb = grid.output(&mut y);
+        let l = line!();
+        let findings = grid.check(move |ctx| {
+            let mut yb = yb;
+            match ctx.local_id_x() {
+                0 => yb[3] = yb.get(0), // l + 4: reads 0, writes 3
+                1 => yb.set(0, 1),      // l + 5
+                2 => yb[1] = yb.get(3), // l + 6
+                _ => {}
+            }
+        });
+        let races = races(&findings);
+        assert_eq!(races.len(), 2, "{findings:?}");
+        assert!(races[0].contains(&side("read", 0, 0, l + 4)) && races[0].contains(&side("write", 0, 1, l + 5)), "{races:?}");
+        assert!(races[1].contains(&side("write", 0, 0, l + 4)) && races[1].contains(&side("read", 0, 2, l + 6)), "{races:?}");
+    }
+
+    /// An element its own invocation read and wrote (saxpy's `y[i] = a * x[i] + y[i]`, one word
+    /// with both lines), then written twice by an invocation of another workgroup: the first write
+    /// races with the write, the second with the read, each at its own line.
+    #[test]
+    fn an_invocations_own_read_and_write_keep_both_lines() {
+        let mut y = vec![0u32; 8];
+        let grid = Grid::with_workers([2, 1, 1], [4, 1, 1], 1);
+        let yb = grid.output(&mut y);
+        let l = line!();
+        let findings = grid.check(move |ctx| {
+            let mut yb = yb;
+            let i = ctx.global_id_x();
+            let v = yb.get(i); // l + 4
+            yb.set(i, v + 1); // l + 5
+            if ctx.group_id_x() == 1 && ctx.local_id_x() == 0 {
+                yb.set(0, 7); // l + 7
+                yb.set(0, 8); // l + 8
+            }
+        });
+        let races = races(&findings);
+        assert_eq!(races.len(), 2, "{findings:?}");
+        assert!(races[0].contains(&side("write", 0, 0, l + 5)) && races[0].contains(&side("write", 1, 0, l + 7)), "{races:?}");
+        assert!(races[1].contains(&side("read", 0, 0, l + 4)) && races[1].contains(&side("write", 1, 0, l + 8)), "{races:?}");
+    }
+
+    /// Every workgroup writes the same elements without reading them first (a first write: the
+    /// compare-exchange), on two worker threads: a race, whichever thread ran which workgroup.
+    #[test]
+    fn writers_in_different_workgroups_race_on_any_thread() {
+        let mut y = vec![0u32; 64];
+        let grid = Grid::with_workers([256, 1, 1], [64, 1, 1], 2);
+        let yb = grid.output(&mut y);
+        let l = line!();
+        let findings = grid.check(move |ctx| {
+            let mut yb = yb;
+            yb[ctx.local_id_x()] = ctx.group_id_x() as u32; // l + 3
+        });
+        let races = races(&findings);
+        assert_eq!(races.len(), 1, "{findings:?}");
+        let at = format!("at src/host/sim.rs:{}:", l + 3);
+        assert_eq!(races[0].matches("write by").count(), 2, "{races:?}");
+        assert_eq!(races[0].matches(&at).count(), 2, "{races:?}");
+    }
+
+    /// Launch after launch on buffers of one length (the pooled shadow, a new generation each
+    /// time, past its wrap at 63): an element written by one invocation in one launch and read or
+    /// written by another in the next is no race; nor are accesses ordered by a barrier, or one
+    /// invocation's read and write in two epochs.
+    #[test]
+    fn launches_and_barriers_order_accesses() {
+        let n = 256;
+        let mut y = vec![0u32; n];
+        for launch in 0..70 {
+            let grid = Grid::with_workers([4, 1, 1], [64, 1, 1], 2);
+            let yb = grid.output(&mut y);
+            grid.run(move |ctx| {
+                let mut yb = yb;
+                let i = (ctx.global_id_x() + launch * 7) % n;
+                let v = yb[i];
+                ctx.barrier();
+                yb[i] = v + 1; // after a barrier: the same invocation, a later epoch
+                ctx.barrier();
+                let j = ctx.group_id_x() * 64 + (ctx.local_id_x() + 1) % 64;
+                let _ = yb.get((j + launch * 7) % n); // a neighbour's element, after the barrier
+            });
+        }
+        assert!(y.iter().all(|&v| v == 70), "{y:?}");
     }
 }

@@ -1,0 +1,42 @@
+"""cpu-sim's global shadow (issue 37): one word per element, the full two-word shadow only for the
+elements another invocation or epoch touches (`host/sim.rs`, `GlobalShadow`). The crate's own
+tests (`host::sim::tests`, a real `cargo test` of a copy of the kernel API crate with its `sim`
+feature) launch the cases such a fast path could miss and assert the findings' kinds, lines and
+invocations: a read then another invocation's write of one element and the other way round; an
+invocation's own read and write of one element, then another workgroup's two writes (each race
+at its own line); blind writes of many workgroups on two worker threads; launch after launch on
+a pooled shadow past its generation's wrap, and accesses ordered by barriers (no finding)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import REPO
+from workbench.build.adapters import host_rust
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not host_rust.cargo(), reason="no cargo installed")]
+
+TESTS = (
+    "a_read_then_another_invocations_write_is_a_race_and_the_other_way_round",
+    "an_invocations_own_read_and_write_keep_both_lines",
+    "writers_in_different_workgroups_race_on_any_thread",
+    "launches_and_barriers_order_accesses",
+)
+
+
+def test_the_global_shadow_finds_what_the_full_shadow_finds(tmp_path):
+    crate = tmp_path / "gpu_kernel"
+    shutil.copytree(REPO / "resources" / "crates" / "gpu_kernel", crate)
+    env = {"RUSTC": host_rust.rustc(), "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(tmp_path / "target")}
+    done = subprocess.run(
+        [host_rust.cargo(), "test", "--offline", "--lib", "--features", "sim", "host::sim::tests::"],
+        cwd=crate, capture_output=True, text=True, timeout=600, env={**os.environ, **env},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in TESTS:
+        assert f"host::sim::tests::{name} ... ok" in done.stdout, name
+    assert f"test result: ok. {len(TESTS)} passed" in done.stdout
