@@ -183,7 +183,7 @@ def main() -> int:
               f"{r['load_before']:.1f}–{r['load_after']:.1f} |")  # fmt: skip
     data = {"benchmark": "cpu_large", "machine": machine(), "goal_memory": GOAL_MEMORY, "rows": rows}
     if args.json or args.out:
-        write_json(data, args.out)
+        print(f"wrote {write_json(args.out, 'cpu_large.json', data)}")
     return 0 if all("error" not in r and r["verified"] for r in rows) else 1
 
 
