@@ -5,7 +5,6 @@ bundled examples."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, REPO, cli
+from tests.kernel_crate_tests import run_crate_tests
 from tests.waits import FIRING_LIMIT_S, WORK_GUARD_S
 from workbench.build.adapters import host_rust
 
@@ -300,22 +300,13 @@ def test_the_harness_own_tests_pass_with_the_sim_feature(tmp_path):
     out-of-bounds index and a divergent barrier failing the launch, launches long enough to share
     their workgroups with the pool's helper (each run once, a workgroup's panic raised), fibers
     running later workgroups after a divergent one, shuffles in a row, the JSON reader."""
-    crate = tmp_path / "gpu_kernel"
-    shutil.copytree(REPO / "resources" / "crates" / "gpu_kernel", crate)
-    env = {"RUSTC": host_rust.rustc(), "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(tmp_path / "target")}
-    done = subprocess.run(
-        [host_rust.cargo(), "test", "--offline", "--lib", "--features", "sim", "testing::"],
-        cwd=crate, capture_output=True, text=True, timeout=600, env={**os.environ, **env},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for name in (
+    names = (
         "barrier_and_shared_memory_are_checked_clean", "a_race_on_shared_memory_is_found_at_its_line",
         "out_of_bounds_and_divergence_fail_the_test", "shared_launches_run_every_workgroup_once_and_raise_a_panic",
         "fibers_run_each_later_workgroup_with_its_own_ids_and_memory",
         "shuffles_in_a_row_each_give_their_own_values", "json_reader_reads_the_report_shapes",
-    ):  # fmt: skip
-        assert f"testing::tests::{name} ... ok" in done.stdout, name
-    assert "test result: ok. 7 passed" in done.stdout
+    )  # fmt: skip
+    run_crate_tests(tmp_path, "testing", names)
 
 
 # --------------------------------------------------------------------------------------- doctor

@@ -9,13 +9,9 @@ a pooled shadow past its generation's wrap, and accesses ordered by barriers (no
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-
 import pytest
 
-from tests.conftest import REPO
+from tests.kernel_crate_tests import run_crate_tests
 from workbench.build.adapters import host_rust
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not host_rust.cargo(), reason="no cargo installed")]
@@ -29,14 +25,4 @@ TESTS = (
 
 
 def test_the_global_shadow_finds_what_the_full_shadow_finds(tmp_path):
-    crate = tmp_path / "gpu_kernel"
-    shutil.copytree(REPO / "resources" / "crates" / "gpu_kernel", crate)
-    env = {"RUSTC": host_rust.rustc(), "RUSTC_BOOTSTRAP": "1", "CARGO_TARGET_DIR": str(tmp_path / "target")}
-    done = subprocess.run(
-        [host_rust.cargo(), "test", "--offline", "--lib", "--features", "sim", "host::sim::tests::"],
-        cwd=crate, capture_output=True, text=True, timeout=600, env={**os.environ, **env},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for name in TESTS:
-        assert f"host::sim::tests::{name} ... ok" in done.stdout, name
-    assert f"test result: ok. {len(TESTS)} passed" in done.stdout
+    run_crate_tests(tmp_path, "host::sim", TESTS)
