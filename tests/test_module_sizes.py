@@ -17,9 +17,7 @@ PACKAGE = REPO / "workbench"
 LIMIT = 500
 
 #: Module (relative to the repository) -> the split it waits for.
-WAITING: dict[str, str] = {
-    "workbench/ui/build/panel.py": "the build rows' model apart from the log view",
-}
+WAITING: dict[str, str] = {}
 
 
 def _sizes() -> dict[str, int]:

@@ -15,7 +15,8 @@ from PySide6.QtCore import Qt
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, settle_qt
 from workbench.build.artifacts import read_build
 from workbench.ui.artifacts.view import ArtifactsView
-from workbench.ui.build.panel import COL_BACKEND, COL_CACHE, DIAG_BACKEND, DIAG_LOCATION, BuildPanel
+from workbench.ui.build.diagnostics import DIAG_BACKEND, DIAG_LOCATION
+from workbench.ui.build.panel import COL_BACKEND, COL_CACHE, BuildPanel
 from workbench.ui.console.panel import ConsolePanel
 from workbench.ui.devices.picker import DevicePicker
 from workbench.ui.devices.rows import short_reason

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from workbench.records import BuildResult
+
 WARP = 32
 
 
@@ -208,6 +210,23 @@ def result_occupancy(
         chosen or None,
     )
     return {name: (o.to_dict() if isinstance(o, Occupancy) else {"error": o}) for name, o in found.items()}
+
+
+def occupancy_texts(project: Any, result: Any) -> tuple[list[str], list[str]]:
+    """A build's occupancy in words at the tunables it was built with (the build panel's artifacts
+    cell and its tooltip): (["48/64 warps"] for its first kernel, or ["no block fits"]; every
+    kernel's line); nothing for a build with no ptxas report, and for a result that is not a
+    `BuildResult` (an event's dict form)."""
+    found = (
+        result_occupancy(project, result) if project is not None and isinstance(result, BuildResult) else {}
+    )
+    lines = [f"{name}: occupancy {o.get('text') or o.get('error')}" for name, o in found.items()]
+    first = next(iter(found.values()), None)
+    if not first:
+        return [], lines
+    return [
+        f"{first['warps_per_sm']}/{first['max_warps']} warps" if "text" in first else "no block fits"
+    ], lines
 
 
 def arch_of(compute_capability: str | None) -> str | None:

@@ -28,6 +28,20 @@ def follow_dock(widget: QWidget, callback: Callable[[bool], None]) -> QDockWidge
     return parent
 
 
+class OnShow(QObject):
+    """Calls `callback` whenever `widget` is shown (its tab made current, its dock raised)."""
+
+    def __init__(self, callback: Callable[[], None], widget: QWidget) -> None:
+        super().__init__(widget)
+        self._callback = callback
+        widget.installEventFilter(self)
+
+    def eventFilter(self, _watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if event.type() == QEvent.Type.Show:
+            self._callback()
+        return False
+
+
 class WhenSeen(QObject):
     """Work on a view that waits until the view is seen: the one rule of the panels that skip
     drawing while covered (a tabified dock behind another, a hidden tab).

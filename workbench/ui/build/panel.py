@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from PySide6.QtCore import QElapsedTimer, QEvent, QObject, Qt, QTimer, Signal, SignalInstance
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -23,13 +23,14 @@ from PySide6.QtWidgets import (
 
 from workbench.build.builder import cached_result
 from workbench.build.manifest_check import MANIFEST_SOURCE
-from workbench.build.occupancy import result_occupancy
+from workbench.build.occupancy import occupancy_texts
 from workbench.build.process import progress_text
-from workbench.records import BuildResult
 from workbench.run.sim_findings import RUN_SOURCE, run_diagnostics
 from workbench.ui import theme
+from workbench.ui.build.diagnostics import DiagnosticsList, field_of
 from workbench.ui.editor.code_editor import editor_font
 from workbench.ui.layout_fit import ElidedLabel, OnResize
+from workbench.ui.visibility import OnShow
 
 #: State -> (label, colour) shown in the State column.
 STATES = {
@@ -54,31 +55,16 @@ EMPTY_LOGS = {
     "cancelled": "{backend}'s build was cancelled before it printed anything.",
     "ok": "{backend}'s build printed nothing.",
 }
-DIAG_SEVERITY, DIAG_BACKEND, DIAG_LOCATION, DIAG_MESSAGE = range(4)
 LOG_LIMIT_LINES = 5000
 
 
-#: Rows that add nothing to the error above them (rustc prints one per failed crate).
-_NOISE = ("For more information about this error", "For more information about these errors")
 #: Words of the summary that take a plural; states like "ok" or "building…" do not.
 _COUNTABLE = {"error": "errors", "diagnostic": "diagnostics"}
-
-
-def is_noise(message: str, file: Any) -> bool:
-    """rustc's "For more information about this error, try `rustc --explain …`" footers."""
-    return not file and message.startswith(_NOISE)
 
 
 def _count(n: int, word: str) -> str:
     """ "1 error", "2 errors", "2 ok" (only nouns are pluralised)."""
     return f"{n} {_COUNTABLE.get(word, word) if n != 1 else word}"
-
-
-def _field(obj: Any, name: str, default: Any = None) -> Any:
-    """Read a field of a record or of its dict form."""
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
 
 
 class _Row:
@@ -90,20 +76,6 @@ class _Row:
         self.clock = QElapsedTimer()
         self.result: Any = None  # the BuildResult shown, once the build finished
         self.log: list[str] = []
-
-
-class _OnShow(QObject):
-    """Calls `callback` whenever `widget` is shown (its tab made current, its dock raised)."""
-
-    def __init__(self, callback, widget: QWidget):
-        super().__init__(widget)
-        self._callback = callback
-        widget.installEventFilter(self)
-
-    def eventFilter(self, _watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
-        if event.type() == QEvent.Type.Show:
-            self._callback()
-        return False
 
 
 @runtime_checkable
@@ -140,9 +112,6 @@ class BuildPanel(QWidget):
         self.bridge = bridge
         self._rows: dict[str, _Row] = {}
         self._icons: dict[str, QIcon] = {}
-        self._diag_keys: set[tuple] = set()
-        self._diag_groups: dict[tuple, list[str]] = {}  # (severity, message, file, line, col) -> backends
-        self._diag_items: dict[tuple, QTreeWidgetItem] = {}
         self._manifest_diagnostics: list[dict] = []  # workbench.toml's, as last read (bridge.manifestChecked)
 
         self.build_button = QPushButton("Build")
@@ -176,21 +145,13 @@ class BuildPanel(QWidget):
         self._lookups: set[tuple[str, int]] = set()  # (backend, id(project)) being looked up
         self._looked_up.connect(self._on_looked_up, Qt.ConnectionType.QueuedConnection)
 
-        self.diagnostics = QTreeWidget()
-        self.diagnostics.setObjectName("diagnostics")
-        self.diagnostics.setRootIsDecorated(False)
-        self.diagnostics.setUniformRowHeights(True)
-        self.diagnostics.setHeaderLabels(["", "Backend", "Location", "Message"])
-        dheader = self.diagnostics.header()
-        dheader.setStretchLastSection(True)
-        for col in (DIAG_SEVERITY, DIAG_BACKEND, DIAG_LOCATION):
-            dheader.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        self.diagnostics = DiagnosticsList(bridge.backends)
 
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self.diagnostics, "Diagnostics")
         self.tabs.addTab(self.log_view, "Log")
-        self._log_show_filter = _OnShow(self._log_shown, self.log_view)
+        self._log_show_filter = OnShow(self._log_shown, self.log_view)
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.build_button)
@@ -239,9 +200,6 @@ class BuildPanel(QWidget):
         self.table.clear()
         self._rows.clear()
         self.diagnostics.clear()
-        self._diag_keys.clear()
-        self._diag_groups.clear()
-        self._diag_items.clear()
         self.log_view.clear()
         self.summary.clear()
         for diagnostic in self._manifest_diagnostics:  # workbench.toml's stand until it is re-read
@@ -306,8 +264,8 @@ class BuildPanel(QWidget):
 
     # ------------------------------------------------------------------ events from the bridge
     def _on_build_event(self, event: Any) -> None:
-        backend = _field(event, "backend") or ""
-        kind = _field(event, "kind")
+        backend = field_of(event, "backend") or ""
+        kind = field_of(event, "kind")
         row = self._row(backend)
         if kind == "queued":
             self._set_state(
@@ -322,25 +280,25 @@ class BuildPanel(QWidget):
             row.item.setText(COL_CACHE, "")
             row.item.setText(COL_ARTIFACTS, "")
             self._set_state(row, "building")
-            self._clear_diagnostics(backend)
+            self.diagnostics.forget(backend)
             if not self._ticker.isActive():
                 self._ticker.start()
             self._tick()
         elif kind == "progress":
-            self._show_progress(row, _field(event, "progress"))
+            self._show_progress(row, field_of(event, "progress"))
             return  # the counts of the summary are the same
         elif kind == "output":
-            line = _field(event, "line") or ""
+            line = field_of(event, "line") or ""
             row.log.append(line)
             if self._selected_backend() == backend:
                 self.log_view.appendPlainText(line)
             return  # a log line changes no count of the summary
         elif kind == "diagnostic":
-            diagnostic = _field(event, "diagnostic")
+            diagnostic = field_of(event, "diagnostic")
             if diagnostic is not None:
                 self._add_diagnostic(backend, diagnostic)
         elif kind == "finished":
-            result = _field(event, "result")
+            result = field_of(event, "result")
             if result is not None:
                 self._apply_result(backend, result)
         self._update_summary()
@@ -364,49 +322,35 @@ class BuildPanel(QWidget):
         if row.result is result:
             return  # it came as the build's "finished" event and again in the build's results
         row.result = result
-        status = _field(result, "status", "error")
-        seconds = float(_field(result, "seconds", 0.0) or 0.0)
+        status = field_of(result, "status", "error")
+        seconds = float(field_of(result, "seconds", 0.0) or 0.0)
         if row.clock.isValid() and row.state == "building" and not seconds:
             seconds = row.clock.elapsed() / 1000.0
-        cached = bool(_field(result, "cached", False))
-        tooltip = _field(result, "hint", "") or ""
+        cached = bool(field_of(result, "cached", False))
+        tooltip = field_of(result, "hint", "") or ""
         self._set_state(row, status if status in STATES else "error", tooltip)
         row.item.setText(COL_TIME, f"{seconds:.2f} s" if status != "skipped" else "")
         row.item.setText(COL_CACHE, "hit" if cached else ("miss" if status == "ok" else ""))
         row.item.setToolTip(COL_CACHE, "served from the build cache" if cached else "built now")
-        artifacts = _field(result, "artifacts", []) or []
-        occupancy, lines = self._occupancy(result)
+        artifacts = field_of(result, "artifacts", []) or []
+        # A CUDA build's occupancy at the block size of the tunables it was built with.
+        occupancy, lines = occupancy_texts(self.bridge.project, result)
         # The occupancy leads the (stretching, elided) artifacts cell: a column of its own pushed
         # the rows past a 1280-pixel window's build dock (tests/ui/test_layout.py).
         row.item.setText(COL_ARTIFACTS, " · ".join([*occupancy, ", ".join(Path(a).name for a in artifacts)]))
         row.item.setToolTip(COL_ARTIFACTS, "\n".join([*lines, *artifacts]))
-        text = _field(result, "log", "") or ""
+        text = field_of(result, "log", "") or ""
         streamed = bool(row.log)  # the log view already shows streamed lines as they came
         if text and not row.log:
             row.log = text.splitlines()
         if status == "skipped" and not row.log and tooltip:
             row.log = [tooltip]
-        for diagnostic in _field(result, "diagnostics", []) or []:
+        for diagnostic in field_of(result, "diagnostics", []) or []:
             self._add_diagnostic(backend, diagnostic)
         if not streamed and self._selected_backend() == backend:
             self._show_selected_log()
         if not any(r.state == "building" for r in self._rows.values()):
             self._ticker.stop()
-
-    def _occupancy(self, result: Any) -> tuple[list[str], list[str]]:
-        """A CUDA build's theoretical occupancy (workbench.build.occupancy) at the block size of the
-        tunables it was built with: (["48/64 warps"] for the first kernel, every kernel's line);
-        nothing for builds with no ptxas report."""
-        found = {}
-        if self.bridge.project is not None and isinstance(result, BuildResult):
-            found = result_occupancy(self.bridge.project, result)
-        lines = [f"{name}: occupancy {o.get('text') or o.get('error')}" for name, o in found.items()]
-        first = next(iter(found.values()), None)
-        if not first:
-            return [], lines
-        return [
-            f"{first['warps_per_sm']}/{first['max_warps']} warps" if "text" in first else "no block fits"
-        ], lines
 
     def _on_busy(self, busy: bool) -> None:
         self.cancel_button.setEnabled(busy)
@@ -496,40 +440,24 @@ class BuildPanel(QWidget):
         self._lookups.discard((backend, id(project)))
         row = self._rows.get(backend)
         if row is not None and not row.log and row.state == "idle" and project is self.bridge.project:
-            text = _field(found, "log", "") or _field(found, "hint", "") or ""
+            text = field_of(found, "log", "") or field_of(found, "hint", "") or ""
             row.log = text.splitlines()
             if row.log and self._selected_backend() == backend:
                 self.log_view.setPlainText(text)
         if self._selected_backend() == backend:
             self._show_placeholder()
 
-    def _clear_diagnostics(self, backend: str) -> None:
-        """Take `backend` off every diagnostic row; rows no backend reports any more go."""
-        for key, backends in list(self._diag_groups.items()):
-            if backend not in backends:
-                continue
-            backends.remove(backend)
-            item = self._diag_items[key]
-            if backends:
-                item.setText(DIAG_BACKEND, ", ".join(backends))
-                continue
-            del self._diag_groups[key], self._diag_items[key]
-            index = self.diagnostics.indexOfTopLevelItem(item)
-            if index >= 0:
-                self.diagnostics.takeTopLevelItem(index)
-        self._diag_keys = {k for k in self._diag_keys if k[0] != backend}
-
     def show_manifest_diagnostics(self, diagnostics: list[dict]) -> None:
         """What is wrong with workbench.toml as last read: rows at its lines, replacing the last."""
         self._manifest_diagnostics = list(diagnostics)
-        self._clear_diagnostics(MANIFEST_SOURCE)
+        self.diagnostics.forget(MANIFEST_SOURCE)
         for diagnostic in self._manifest_diagnostics:
             self._add_diagnostic(MANIFEST_SOURCE, diagnostic)
         self._update_summary()
 
     def show_source_diagnostics(self, source: str, diagnostics: list) -> None:
         """Rows of a source that is not a build (rustfmt, clippy, tests), replacing its last."""
-        self._clear_diagnostics(source)
+        self.diagnostics.forget(source)
         for diagnostic in diagnostics:
             self._add_diagnostic(source, diagnostic)
         self._update_summary()
@@ -540,73 +468,24 @@ class BuildPanel(QWidget):
         found = run_diagnostics(report)
         if found is None:
             return
-        self._clear_diagnostics(RUN_SOURCE)
+        self.diagnostics.forget(RUN_SOURCE)
         for diagnostic in found:
             self._add_diagnostic(RUN_SOURCE, diagnostic)
         self._update_summary()
 
     def _add_diagnostic(self, backend: str, diagnostic: Any) -> None:
-        severity = _field(diagnostic, "severity", "error") or "error"
-        message = _field(diagnostic, "message", "") or ""
-        file = _field(diagnostic, "file")
-        line = _field(diagnostic, "line")
-        column = _field(diagnostic, "column")
-        if is_noise(message, file):
-            return
-        key = (backend, severity, message, file, line, column)
-        if key in self._diag_keys:  # the same diagnostic arrives as an event and in the result
-            return
-        self._diag_keys.add(key)
-        # The same message at the same place from several backends (one crate, many targets) is
-        # one row naming them all.
-        group = key[1:]
-        if group in self._diag_groups:
-            backends = self._diag_groups[group]
-            backends.append(backend)
-            order = {name: i for i, name in enumerate(self.bridge.backends())}
-            backends.sort(key=lambda name: (order.get(name, len(order)), name))  # as the toolbar lists them
-            self._diag_items[group].setText(DIAG_BACKEND, ", ".join(backends))
-            return
-        location = ""
-        if file:
-            location = f"{file}:{line}" if line else str(file)
-            if line and column:
-                location += f":{column}"
-        item = QTreeWidgetItem(["", backend, location, message.splitlines()[0] if message else ""])
-        item.setIcon(DIAG_SEVERITY, self._severity_icon(severity))
-        item.setToolTip(DIAG_SEVERITY, severity)
-        item.setToolTip(DIAG_MESSAGE, _field(diagnostic, "rendered", "") or message)
-        item.setData(DIAG_SEVERITY, Qt.ItemDataRole.UserRole, (file, line, column))
-        self._diag_groups[group] = [backend]
-        self._diag_items[group] = item
-        self.diagnostics.addTopLevelItem(item)
-        if severity == "error" and self.tabs.currentWidget() is not self.diagnostics:
+        if (
+            self.diagnostics.add(backend, diagnostic) == "error"
+            and self.tabs.currentWidget() is not self.diagnostics
+        ):
             self.tabs.setCurrentWidget(self.diagnostics)
 
     def diagnostic_rows(self) -> list[dict[str, str]]:
         """The diagnostics list as a user reads it: backend(s), location, message per row."""
-        rows = []
-        for index in range(self.diagnostics.topLevelItemCount()):
-            item = self.diagnostics.topLevelItem(index)
-            rows.append(
-                {
-                    "severity": item.toolTip(DIAG_SEVERITY),
-                    "backend": item.text(DIAG_BACKEND),
-                    "location": item.text(DIAG_LOCATION),
-                    "message": item.text(DIAG_MESSAGE),
-                }
-            )
-        return rows
-
-    def _severity_icon(self, severity: str) -> QIcon:
-        pixmap = {
-            "error": QStyle.StandardPixmap.SP_MessageBoxCritical,
-            "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
-        }.get(severity, QStyle.StandardPixmap.SP_MessageBoxInformation)
-        return self.style().standardIcon(pixmap)
+        return self.diagnostics.rows()
 
     def _open_diagnostic(self, item: QTreeWidgetItem, *_: Any) -> None:
-        file, line, column = item.data(DIAG_SEVERITY, Qt.ItemDataRole.UserRole) or (None, None, None)
+        file, line, column = self.diagnostics.location(item)
         if not file:
             return
         path = Path(file)
