@@ -168,16 +168,16 @@ impl<'a> Ctx<'a> {
     /// Wait until every invocation of the workgroup arrives here; workgroup memory written
     /// before is visible after.
     ///
-    /// Inlined as a call of `wait` with the workgroup and the invocation as arguments: the
-    /// kernel keeps them in registers, where `&self` had `wait` load them from the kernel's frame
-    /// first, two loads more on the chain of dependent loads that a switch is. Not inlined in
-    /// `workbench debug`'s build: the debugger stops in this function (a breakpoint on it, and a
-    /// stop in it shown at its caller's line), and `next` steps over its call.
+    /// Inlined as a call of `barrier_wait` with the workgroup and the invocation as arguments:
+    /// the kernel keeps them in registers, where `&self` had `barrier_wait` load them from the
+    /// kernel's frame first, two loads more on the chain of dependent loads that a switch is. Not
+    /// inlined in `workbench debug`'s build: the debugger stops in this function (a breakpoint on
+    /// it, and a stop in it shown at its caller's line), and `next` steps over its call.
     #[cfg_attr(not(feature = "debug"), inline(always))]
     #[cfg_attr(feature = "debug", inline(never))]
     #[track_caller]
     pub fn barrier(&self) {
-        wait(self.group, self.t as usize, Location::caller());
+        barrier_wait(self.group, self.t as usize, Location::caller());
     }
 
     /// Invocations per subgroup on the host: a CUDA warp's 32 (a GPU's may differ: WGSL's
@@ -370,9 +370,10 @@ impl Group {
     }
 }
 
-/// `Ctx::barrier` of invocation `me` of `group`, at the kernel's line `at`.
+/// `Ctx::barrier` of invocation `me` of `group`, at the kernel's line `at`. Its name says barrier:
+/// the IR summary counts a host build's calls of such a symbol as its barriers (`ir_instructions`).
 #[inline(never)]
-fn wait(group: &Group, me: usize, at: &'static Location<'static>) {
+fn barrier_wait(group: &Group, me: usize, at: &'static Location<'static>) {
     if !group.converted.get() {
         if cfg!(not(feature = "sim")) && me != 0 {
             // Plain build: invocation 0 returned without waiting, the rest run as a plain
