@@ -10,6 +10,8 @@ geometry when its text changes: a plot re-laid out and repainted at each message
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
@@ -151,15 +153,24 @@ def wrap_within(label: QLabel) -> QLabel:
     return label
 
 
-class OnResize(QObject):
-    """Calls `callback` whenever `widget` is resized (an event filter the widget owns)."""
+class OnEvent(QObject):
+    """Calls `callback` whenever `widget` gets an event of the subclass's `kind` (an event filter
+    the widget owns): `OnResize` here, `visibility.OnShow`."""
 
-    def __init__(self, callback, widget: QWidget):
+    kind: QEvent.Type
+
+    def __init__(self, callback: Callable[[], None], widget: QWidget) -> None:
         super().__init__(widget)
         self._callback = callback
         widget.installEventFilter(self)
 
     def eventFilter(self, _watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
-        if event.type() == QEvent.Type.Resize:
+        if event.type() == self.kind:
             self._callback()
         return False
+
+
+class OnResize(OnEvent):
+    """Calls `callback` whenever `widget` is resized."""
+
+    kind = QEvent.Type.Resize

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QDockWidget, QWidget
 
+from workbench.ui.layout_fit import OnEvent
+
 
 def on_screen(widget: QWidget) -> bool:
     """Visible and not covered."""
@@ -28,18 +30,10 @@ def follow_dock(widget: QWidget, callback: Callable[[bool], None]) -> QDockWidge
     return parent
 
 
-class OnShow(QObject):
+class OnShow(OnEvent):
     """Calls `callback` whenever `widget` is shown (its tab made current, its dock raised)."""
 
-    def __init__(self, callback: Callable[[], None], widget: QWidget) -> None:
-        super().__init__(widget)
-        self._callback = callback
-        widget.installEventFilter(self)
-
-    def eventFilter(self, _watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
-        if event.type() == QEvent.Type.Show:
-            self._callback()
-        return False
+    kind = QEvent.Type.Show
 
 
 class WhenSeen(QObject):
@@ -64,7 +58,7 @@ class WhenSeen(QObject):
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
         self._timer.timeout.connect(self.run_if_shown)
-        widget.installEventFilter(self)
+        self._on_show = OnShow(self._shown, widget)
 
     def mark(self) -> None:
         self.stale = True
@@ -96,12 +90,10 @@ class WhenSeen(QObject):
         if visible and self.stale:
             self._timer.start()  # the dock's geometry lands after this signal
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
-        if watched is self._widget and event.type() == QEvent.Type.Show:
-            self._follow()
-            if self.stale and self._defer:
-                self._timer.start()  # after the widget's own showEvent has laid it out
-            elif self.stale:  # being shown: seen (its region is known only once laid out)
-                self.clear()
-                self._run()
-        return False
+    def _shown(self) -> None:
+        self._follow()
+        if self.stale and self._defer:
+            self._timer.start()  # after the widget's own showEvent has laid it out
+        elif self.stale:  # being shown: seen (its region is known only once laid out)
+            self.clear()
+            self._run()
