@@ -5,12 +5,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.waits import HANG_GUARD_S
 from workbench.build import build_project, read_build
 from workbench.project import Project
 from workbench.records import TimingStats, timing_quartiles
+from workbench.run.buffers import BackendBuffers
+from workbench.run.inputs import InputCache
 from workbench.run.pool import WorkerProcess
 from workbench.run.spec import make_launch_spec
 from workbench.run.timing import TimingOptions, choose_batch, measure, settled, summarize, throughput
@@ -148,3 +151,35 @@ def test_the_worker_measures_back_to_back_with_heartbeats(cpu_saxpy_worker):
     assert stats["method"] == "wall-clock" and stats["n"] == len(stats["samples_s"]) >= 5
     assert sum(stats["samples_s"]) <= elapsed  # the samples are of this measurement, however slow
     assert beats and {b["phase"] for b in beats} <= {"warmup", "batch", "samples"}
+
+
+@pytest.mark.parametrize("restore", [True, False])
+def test_fresh_inputs_put_an_in_place_buffer_back_before_every_timed_sample(cpu_saxpy_worker, restore):
+    """`[kernel.timing] fresh_inputs`: every timed sample runs on the uploaded input, not on the
+    previous sample's output (an idempotent in-place step such as bitonic's would otherwise be
+    timed writing nothing). saxpy's y = a x + y is in place: restored before every launch, y ends
+    as one launch leaves it; not restored, it has been added to at every launch."""
+    worker, prepare = cpu_saxpy_worker
+    n = 4099
+    prepare(n)
+    kernel = SAXPY.manifest.kernel()
+    cache = InputCache()
+    inputs = cache.make(kernel, kernel.evaluate(kernel.symbols({"n": n}, None)), 0, ".")
+    buffers = BackendBuffers(kernel, inputs, cache, shared=worker.shared, spare={})
+    header, arrays, fds = buffers.upload_request(restore=restore, binds=True)
+    worker.request(header, arrays, timeout_s=HANG_GUARD_S, fds=fds)
+    worker.request({"op": "launch", "count": 1}, timeout_s=HANG_GUARD_S)
+    reply, received = worker.request(
+        {"op": "download", "names": ["y"], "into_shared": buffers.shared}, timeout_s=HANG_GUARD_S
+    )
+    once = np.array(buffers.outputs(["y"], reply, received)["y"], copy=True)
+    assert not np.array_equal(once, inputs["y"])
+    options = {"min_n": 4, "min_time_s": 0.0, "warmup_max_n": 3, "warmup_max_s": 0.2, "min_sample_s": 0.0}
+    measured, _ = worker.request(
+        {"op": "measure", "options": options, "restore": restore}, timeout_s=HANG_GUARD_S
+    )
+    assert measured["stats"]["n"] >= 4
+    # The verified output stays the caller's (shared); the timing ran on the worker's own copy.
+    after = worker.request({"op": "download", "names": ["y"]}, timeout_s=HANG_GUARD_S)[1]["y"]
+    assert np.array_equal(after, once) is restore
+    assert np.array_equal(buffers.outputs(["y"], reply, received)["y"], once)
