@@ -45,11 +45,15 @@ class WhenSeen(QObject):
     only while `widget` is on screen. A covered view runs it when it is next shown: its own show
     (at once, or after that turn with `defer`),
     or its tabified dock raised (followed from the first show, once the widget has its dock).
-    `clear()` tells it the view was brought up to date another way."""
+    `clear()` tells it the view was brought up to date another way; `retry_when_shown()`, from
+    `run`, that it could not be (it runs again at the next show, not now). `stale`: out of date
+    from the start (drawn at the first show)."""
 
-    def __init__(self, widget: QWidget, run: Callable[[], None], *, defer: bool = False) -> None:
+    def __init__(
+        self, widget: QWidget, run: Callable[[], None], *, defer: bool = False, stale: bool = False
+    ) -> None:
         super().__init__(widget)
-        self.stale = False
+        self.stale = stale
         self._widget = widget
         self._run = run
         self._defer = defer
@@ -70,6 +74,10 @@ class WhenSeen(QObject):
     def clear(self) -> None:
         self.stale = False
         self._timer.stop()
+
+    def retry_when_shown(self) -> None:
+        """Still out of date, without running now (`mark` would run `run` again at once)."""
+        self.stale = True
 
     def run_if_shown(self) -> bool:
         """Run the waiting work if the view is on screen; whether it ran."""

@@ -102,8 +102,7 @@ class SessionsPanel(ExportImport, QWidget):
         #: What the list was loaded for (filters and database): the same again only adds new runs.
         self._listed: tuple[Any, ...] | None = None
         #: The list waits until the panel is seen (a recording, another database).
-        self._list_view = WhenSeen(self, self.refresh)
-        self._list_view.stale = True
+        self._list_view = WhenSeen(self, self.refresh, stale=True)
         #: A recording arrived since the history was drawn: it is drawn again when next shown.
         self._history_stale = False
         self._history_queued = False
@@ -272,7 +271,7 @@ class SessionsPanel(ExportImport, QWidget):
             return
         store = self.store()
         if store is None:
-            self._list_view.stale = True  # tried again when next shown
+            self._list_view.retry_when_shown()
             return
         self._list_view.clear()
         try:
