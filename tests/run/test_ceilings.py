@@ -248,3 +248,18 @@ def test_datasheets_name_known_gpus_and_estimate_the_cpu():
     assert estimate.fp32_gflops == 4 * 3.0 * 8 * 2 * 2 and estimate.fp64_gflops == estimate.fp32_gflops / 2
     assert "4 threads" in estimate.source and estimate.memory_gbps is None
     assert cpu_estimate(threads=2, cpuinfo="flags : avx512f\n") is None  # no clock reported: no guess
+
+
+@pytest.mark.parametrize("gpu_like", [True, False])
+def test_every_wgpu_stream_variant_is_wgsl_naga_accepts(tmp_path, gpu_like):
+    """Every wgpu ceiling variant, the GPU-only ones too (none of them runs here on llvmpipe),
+    validated by naga in the workbench's validator child."""
+    from workbench.build.shader_check import validate
+
+    streams = ceilings_kernels.wgpu_streams(gpu_like)
+    assert {s.what for s in streams} == set(STREAMS)
+    for index, stream in enumerate(streams):
+        path = tmp_path / f"{index}-{stream.what}.wgsl"
+        path.write_text(ceilings_kernels.wgsl_stream(stream), encoding="utf-8")
+        verdict = validate("wgsl", path)
+        assert verdict["shader_check"] == "ok", (stream.label, verdict)
