@@ -11,10 +11,10 @@ of the two:
   already built; the two crates alternate, `--build-reps` times each. `--base-build previous`
   gives the base the command the adapter ran before it built a cdylib alone (`cargo build` of
   both crate types, the profile's codegen units, the system's linker): a build-command A/B when
-  `--base` is the same crate (HEAD);
-- run: `workbench run --backend cpu` of each example's prebuilt artifacts, the two crates
-  alternating in separate processes, `--reps` times each; the median of each crate's medians and
-  their ratio (head / base). Between processes this machine varies by several per cent: read a
+  `--base` is the same crate (HEAD). Wall clock and the CPU time of cargo and what it ran;
+- run: `workbench run --backend cpu` of each example's prebuilt artifacts (built by this tree's
+  workbench, whatever `--base-build` says), the two crates alternating in separate processes,
+  `--reps` times each; the median of each crate's medians and their ratio (head / base). Between processes this machine varies by several per cent: read a
   ratio beside its spread.
 
     .venv/bin/python benchmarks/kernel_crate_ab.py --base REV [--examples saxpy,reduction]
@@ -29,6 +29,7 @@ import io
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -99,13 +100,16 @@ def build_command(kind: str, target_dir: Path) -> list[str]:
 
 def cargo_build_times(
     projects: dict[str, Path], reps: int, target: Path, kinds: dict[str, str]
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Seconds of a cpu build (`build_command` of `kinds[name]`) after an edit of saxpy's kernel
-    line, the crates alternating; each its own target folder, warmed by one build first."""
+    line, the crates alternating; each its own target folder, warmed by one build first: (wall
+    clock, CPU time of cargo and the processes it ran). On the shared VM the CPU time moves less
+    with the load than the wall clock does."""
     from workbench.build.adapters.host_rust import rustc
 
     env = {**os.environ, "RUSTC": rustc() or "rustc", "RUSTC_BOOTSTRAP": "1"}
     times: dict[str, list[float]] = {name: [] for name in projects}
+    cpu: dict[str, list[float]] = {name: [] for name in projects}
     sources = {name: (p / "src" / "lib.rs").read_text() for name, p in projects.items()}
     for rep in range(reps + 1):
         for name, project in projects.items():
@@ -114,13 +118,17 @@ def cargo_build_times(
                 raise SystemExit(f"saxpy's kernel line ({KERNEL_LINE!r}) is not in its lib.rs")
             (project / "src" / "lib.rs").write_text(edited)
             cmd = build_command(kinds[name], target / name)
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(cmd, cwd=project, env=env, check=True, capture_output=True)
+            wall = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if rep:  # the first is the warm-up: the dependencies' own build
-                times[name].append(time.perf_counter() - start)
+                times[name].append(wall)
+                cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     for name, project in projects.items():
         (project / "src" / "lib.rs").write_text(sources[name])
-    return times
+    return times, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help=OUT_HELP)
     args = parser.parse_args(argv)
     examples = [e for e in args.examples.split(",") if e]
+    load_before = os.getloadavg()  # the 2-core VM is shared: its load says how far to trust times
 
     with tempfile.TemporaryDirectory(prefix="wb-crate-ab-") as tmp:
         tmp = Path(tmp)
@@ -149,13 +158,13 @@ def main(argv: list[str] | None = None) -> int:
             for name, crate in crates.items()
         }
 
-        build = None
+        build = build_cpu = None
         if "saxpy" in examples:
             build_copies = {
                 name: project_copy("saxpy", crate, tmp / f"build-{name}") for name, crate in crates.items()
             }
             kinds = {"base": args.base_build, "head": "adapter"}
-            build = cargo_build_times(build_copies, args.build_reps, tmp / "targets", kinds)
+            build, build_cpu = cargo_build_times(build_copies, args.build_reps, tmp / "targets", kinds)
 
         runs: dict[str, dict[str, list[float]]] = {}
         for (ex, name), project in copies.items():
@@ -186,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
         "build_commands": {"base": args.base_build, "head": "adapter"},
         "build_s": build and {name: [round(t, 4) for t in ts] for name, ts in build.items()},
         "build_median_s": build and {name: round(statistics.median(ts), 4) for name, ts in build.items()},
+        "build_cpu_s": build_cpu and {name: [round(t, 4) for t in ts] for name, ts in build_cpu.items()},
+        "build_cpu_median_s": build_cpu
+        and {name: round(statistics.median(ts), 4) for name, ts in build_cpu.items()},
+        "load_avg": [round(x, 2) for x in load_before + os.getloadavg()],
         "run_median_s": {
             ex: {name: [round(t, 6) for t in ts] for name, ts in by.items()} for ex, by in runs.items()
         },
@@ -208,6 +221,10 @@ def table(result: dict) -> str:
         cmds = result.get("build_commands") or {"base": "adapter", "head": "adapter"}
         lines.append(f"saxpy cpu build after a kernel edit: base {b['base']:.3f} s ({cmds['base']} command), "
                      f"head {b['head']:.3f} s ({cmds['head']} command)")  # fmt: skip
+        if c := result.get("build_cpu_median_s"):
+            lines.append(
+                f"  CPU time of cargo and what it ran: base {c['base']:.3f} s, head {c['head']:.3f} s"
+            )
         lines.append("")
     lines.append(f"{'example':<12} {'base ms (each run)':<28} {'head ms (each run)':<28} head/base")
     for ex, by in result["run_median_s"].items():
