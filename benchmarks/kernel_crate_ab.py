@@ -7,15 +7,19 @@ crate as it is here ("head") and as it was at `--base` ("base"), each example a 
 of the two:
 
 - build: saxpy's kernel line edited (a different factor each time, so nothing is served from a
-  cache), then `cargo build` with the cpu adapter's flags, the crate's dependencies already built;
-  the two crates alternate, `--build-reps` times each;
-- run: `workbench run --backend cpu` of each example's prebuilt artifacts, the two crates
-  alternating in separate processes, `--reps` times each; the median of each crate's medians and
-  their ratio (head / base). Between processes this machine varies by several per cent: read a
+  cache), then the cpu adapter's cargo command (`cpu.build_command`), the crate's dependencies
+  already built; the two crates alternate, `--build-reps` times each. `--base-build previous`
+  gives the base the command the adapter ran before it built a cdylib alone (`cargo build` of
+  both crate types, the profile's codegen units, the system's linker): a build-command A/B when
+  `--base` is the same crate (HEAD). Wall clock and the CPU time of cargo and what it ran;
+- run: `workbench run --backend cpu` of each example's prebuilt artifacts (built by this tree's
+  workbench, whatever `--base-build` says), the two crates alternating in separate processes,
+  `--reps` times each; the median of each crate's medians and their ratio (head / base). Between processes this machine varies by several per cent: read a
   ratio beside its spread.
 
     .venv/bin/python benchmarks/kernel_crate_ab.py --base REV [--examples saxpy,reduction]
                                                    [--reps 3] [--build-reps 7] [--out PATH]
+                                                   [--base-build adapter|previous]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import io
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -78,14 +83,33 @@ def workbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def cargo_build_times(projects: dict[str, Path], reps: int, target: Path) -> dict[str, list[float]]:
-    """Seconds of `cargo build --release --lib` (the cpu adapter's flags, without its JSON
-    messages and `-Zchecksum-freshness`) after an edit of saxpy's kernel line, the crates
-    alternating; each its own target folder, warmed by one build first."""
-    from workbench.build.adapters.host_rust import cargo, rustc
+#: The cpu adapter's cargo command before it built the cdylib alone (`--base-build previous`).
+PREVIOUS_BUILD = ["build", "-Zchecksum-freshness", "--release", "--lib", "--offline", "--message-format=json"]
+
+
+def build_command(kind: str, target_dir: Path) -> list[str]:
+    """The cargo command of a cpu build of saxpy: the adapter's (`adapter`) or `PREVIOUS_BUILD`."""
+    from workbench.build.adapters.cpu import CpuAdapter, build_command
+    from workbench.build.adapters.host_rust import cargo
+
+    if kind == "previous":
+        return [cargo() or "cargo", *PREVIOUS_BUILD, "--target-dir", str(target_dir)]
+    flags = CpuAdapter().flags(None, "host", {}, None)
+    return build_command(cargo() or "cargo", flags, "host", target_dir)
+
+
+def cargo_build_times(
+    projects: dict[str, Path], reps: int, target: Path, kinds: dict[str, str]
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds of a cpu build (`build_command` of `kinds[name]`) after an edit of saxpy's kernel
+    line, the crates alternating; each its own target folder, warmed by one build first: (wall
+    clock, CPU time of cargo and the processes it ran). On the shared VM the CPU time moves less
+    with the load than the wall clock does."""
+    from workbench.build.adapters.host_rust import rustc
 
     env = {**os.environ, "RUSTC": rustc() or "rustc", "RUSTC_BOOTSTRAP": "1"}
     times: dict[str, list[float]] = {name: [] for name in projects}
+    cpu: dict[str, list[float]] = {name: [] for name in projects}
     sources = {name: (p / "src" / "lib.rs").read_text() for name, p in projects.items()}
     for rep in range(reps + 1):
         for name, project in projects.items():
@@ -93,15 +117,18 @@ def cargo_build_times(projects: dict[str, Path], reps: int, target: Path) -> dic
             if edited == sources[name]:
                 raise SystemExit(f"saxpy's kernel line ({KERNEL_LINE!r}) is not in its lib.rs")
             (project / "src" / "lib.rs").write_text(edited)
-            cmd = [cargo() or "cargo", "build", "--release", "--lib", "--offline", "--quiet",
-                   "--target-dir", str(target / name)]  # fmt: skip
+            cmd = build_command(kinds[name], target / name)
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(cmd, cwd=project, env=env, check=True, capture_output=True)
+            wall = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if rep:  # the first is the warm-up: the dependencies' own build
-                times[name].append(time.perf_counter() - start)
+                times[name].append(wall)
+                cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     for name, project in projects.items():
         (project / "src" / "lib.rs").write_text(sources[name])
-    return times
+    return times, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,9 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--build-reps", type=int, default=7)
+    parser.add_argument("--base-build", choices=("adapter", "previous"), default="adapter",
+                        help="the base's build command: the cpu adapter's (default) or the one before "
+                        "it built a cdylib alone")  # fmt: skip
     parser.add_argument("--out", help=OUT_HELP)
     args = parser.parse_args(argv)
     examples = [e for e in args.examples.split(",") if e]
+    load_before = os.getloadavg()  # the 2-core VM is shared: its load says how far to trust times
 
     with tempfile.TemporaryDirectory(prefix="wb-crate-ab-") as tmp:
         tmp = Path(tmp)
@@ -127,12 +158,13 @@ def main(argv: list[str] | None = None) -> int:
             for name, crate in crates.items()
         }
 
-        build = None
+        build = build_cpu = None
         if "saxpy" in examples:
             build_copies = {
                 name: project_copy("saxpy", crate, tmp / f"build-{name}") for name, crate in crates.items()
             }
-            build = cargo_build_times(build_copies, args.build_reps, tmp / "targets")
+            kinds = {"base": args.base_build, "head": "adapter"}
+            build, build_cpu = cargo_build_times(build_copies, args.build_reps, tmp / "targets", kinds)
 
         runs: dict[str, dict[str, list[float]]] = {}
         for (ex, name), project in copies.items():
@@ -160,8 +192,13 @@ def main(argv: list[str] | None = None) -> int:
             ["git", "-C", str(REPO), "rev-parse", args.base], capture_output=True, text=True
         ).stdout.strip(),  # fmt: skip
         "head": "working tree",
+        "build_commands": {"base": args.base_build, "head": "adapter"},
         "build_s": build and {name: [round(t, 4) for t in ts] for name, ts in build.items()},
         "build_median_s": build and {name: round(statistics.median(ts), 4) for name, ts in build.items()},
+        "build_cpu_s": build_cpu and {name: [round(t, 4) for t in ts] for name, ts in build_cpu.items()},
+        "build_cpu_median_s": build_cpu
+        and {name: round(statistics.median(ts), 4) for name, ts in build_cpu.items()},
+        "load_avg": [round(x, 2) for x in load_before + os.getloadavg()],
         "run_median_s": {
             ex: {name: [round(t, 6) for t in ts] for name, ts in by.items()} for ex, by in runs.items()
         },
@@ -181,7 +218,13 @@ def table(result: dict) -> str:
     lines = [f"gpu_kernel: this tree (head) against {result['base'][:10]} (base)", ""]
     if result["build_median_s"]:
         b = result["build_median_s"]
-        lines.append(f"saxpy cpu build after a kernel edit: base {b['base']:.3f} s, head {b['head']:.3f} s")
+        cmds = result.get("build_commands") or {"base": "adapter", "head": "adapter"}
+        lines.append(f"saxpy cpu build after a kernel edit: base {b['base']:.3f} s ({cmds['base']} command), "
+                     f"head {b['head']:.3f} s ({cmds['head']} command)")  # fmt: skip
+        if c := result.get("build_cpu_median_s"):
+            lines.append(
+                f"  CPU time of cargo and what it ran: base {c['base']:.3f} s, head {c['head']:.3f} s"
+            )
         lines.append("")
     lines.append(f"{'example':<12} {'base ms (each run)':<28} {'head ms (each run)':<28} head/base")
     for ex, by in result["run_median_s"].items():

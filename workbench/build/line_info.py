@@ -10,9 +10,10 @@ hot-reload builds), and adds the file to the artifact folder and to its build.js
 
     "line_info": {"artifact": "saxpy.lines.ptx", "flags": ["-C", "debuginfo=line-tables-only"], "note": …}
 
-The cpu backend's listing is made the same way (`cargo rustc --crate-type cdylib -- --emit asm -C
-debuginfo=line-tables-only`, target dir `cpu-asm`): the shared library has no text to show, and its
-assembly with `.file` / `.loc` is read by the same `PtxLines` parser.
+The cpu backend's listing is made the same way (`cargo rustc --crate-type cdylib -- -C codegen-units=1
+--emit asm -C debuginfo=line-tables-only`: the build's code flags plus line tables, target dir
+`cpu-asm`): the shared library has no text to show, and its assembly with `.file` / `.loc` is read
+by the same `PtxLines` parser.
 
 Only when the build is still the project's current one (same cache key): line numbers of an older
 source would point at the wrong lines.

@@ -1,4 +1,12 @@
-"""`cpu`: host cargo builds the kernel crate as a cdylib; the artifact is the shared library."""
+"""`cpu`: host cargo builds the kernel crate as a cdylib; the artifact is the shared library.
+
+The build is on the edit -> result path, so it does only what the run needs (`benchmarks/
+kernel_crate_ab.py` times it): `cargo rustc --crate-type cdylib` (no rlib: nothing reads one from
+this target dir; `cargo test` builds its own), the crate itself in one codegen unit (one kernel
+file: sixteen units only add a ThinLTO pass across them, and the code is as fast), and linked by
+rust-lld where a rustup toolchain ships one (`host_rust.rust_lld`: the system's ld.bfd spends
+about twice as long reading the standard library's objects). The dependencies keep the profile's
+flags, so the cached `gpu_kernel` is not rebuilt for them."""
 
 from __future__ import annotations
 
@@ -12,7 +20,7 @@ from workbench.build.adapters.base import (
     version_of,
 )
 from workbench.build.adapters.cargo import CHECKSUM_FRESHNESS, RUST_READ, cargo_env, run_cargo, rust_reads
-from workbench.build.adapters.host_rust import cargo, rustc
+from workbench.build.adapters.host_rust import cargo, rust_lld, rustc
 from workbench.build.diagnostics import error
 from workbench.build.install_hints import TOOLCHAIN_HINTS
 from workbench.records import ToolchainInfo
@@ -22,6 +30,26 @@ HINT = TOOLCHAIN_HINTS["cpu"]  # README.md's words (install_hints)
 #: Built on demand in a target dir of its own (`workbench.build.line_info`), never run or timed.
 ASM_FLAGS = ("--emit", "asm", "-C", "debuginfo=line-tables-only")
 ASM_SUFFIX = ".lines.asm"
+#: rustc flags of the kernel crate's own compilation (its dependencies keep the profile's): the
+#: listing's too, so that it shows the code that runs.
+CODE_FLAGS = ("-C", "codegen-units=1")
+
+
+def crate_rustc_flags(target: str) -> list[str]:
+    """What `cargo rustc` passes after `--` for a cpu build of `target` ("host" or a triple):
+    CODE_FLAGS, and rust-lld as the linker of a host build where one is found."""
+    flags = list(CODE_FLAGS)
+    lld = rust_lld() if target == "host" else None
+    if lld:
+        flags += ["-C", "link-arg=-fuse-ld=lld", "-C", f"link-arg=-B{lld}"]
+    return flags
+
+
+def build_command(cargo_path: str, flags: list[str], target: str, target_dir: Path) -> list[str]:
+    """The cpu build's cargo command line (`flags`: the adapter's `flags()`); also what
+    `benchmarks/kernel_crate_ab.py` times."""
+    return [cargo_path, "rustc", CHECKSUM_FRESHNESS, *flags, "--offline", "--message-format=json",
+            "--target-dir", str(target_dir), "--", *crate_rustc_flags(target)]  # fmt: skip
 
 
 class CpuAdapter(Adapter):
@@ -45,7 +73,7 @@ class CpuAdapter(Adapter):
         return target or "host"
 
     def flags(self, project, target, tunables, toolchain) -> list[str]:
-        flags = ["--release", "--lib"]
+        flags = ["--release", "--lib", "--crate-type", "cdylib"]
         if target != "host":
             flags += ["--target", target]
         return flags
@@ -56,8 +84,7 @@ class CpuAdapter(Adapter):
 
     def build(self, req: BuildRequest) -> AdapterOutput:
         tc = req.toolchain
-        cmd = [tc.details["cargo"], "build", CHECKSUM_FRESHNESS, *req.flags, "--offline",
-               "--message-format=json", "--target-dir", str(req.target_dir)]  # fmt: skip
+        cmd = build_command(tc.details["cargo"], req.flags, req.target, req.target_dir)
         # RUSTC_BOOTSTRAP: -Z flags on a stable toolchain.
         outcome = run_cargo(req, cmd, cargo_env(req, {"RUSTC": tc.path, "RUSTC_BOOTSTRAP": "1"}))
         if not outcome.ok:
@@ -70,8 +97,8 @@ class CpuAdapter(Adapter):
             if f.endswith((".so", ".dylib", ".dll"))
         ]
         if not libs:
-            req.diagnostic(error("the crate produced no cdylib: add crate-type = [\"cdylib\", \"rlib\"] "
-                                 "to [lib] in Cargo.toml", "cpu"))  # fmt: skip
+            req.diagnostic(error("cargo reported no shared library (.so, .dylib, .dll) for the crate's "
+                                 "[lib]", "cpu"))  # fmt: skip
             return AdapterOutput(False)
         name = copy_into(libs[0], req.out_dir)
         kernels = {k.name: self.kernel_record(k, name) for k in req.project.manifest.kernels}
@@ -85,9 +112,9 @@ class CpuAdapter(Adapter):
         fails). `cargo rustc --crate-type cdylib`: the code of the library that runs (an rlib's
         assembly would leave out what only the cdylib keeps)."""
         tc = req.toolchain
-        cmd = [tc.details["cargo"], "rustc", CHECKSUM_FRESHNESS, *req.flags, "--crate-type", "cdylib",
-               "--offline", "--message-format=json", "--target-dir", str(req.target_dir),
-               "--", *ASM_FLAGS]  # fmt: skip
+        cmd = [tc.details["cargo"], "rustc", CHECKSUM_FRESHNESS, *req.flags, "--offline",
+               "--message-format=json", "--target-dir", str(req.target_dir), "--", *CODE_FLAGS,
+               *ASM_FLAGS]  # fmt: skip
         outcome = run_cargo(req, cmd, cargo_env(req, {"RUSTC": tc.path, "RUSTC_BOOTSTRAP": "1"}))
         if not outcome.ok:
             return None

@@ -19,10 +19,17 @@ toolchain has one, else the first `cargo-clippy` on PATH (rustup's stable here; 
 1.96 has none, and Debian's `rust-clippy` belongs to its older rustc) with the `cargo` of its own
 folder. Lints run in a target dir of their own (`build/clippy.py`), so the other toolchain's
 artifacts never meet the build's.
+
+`rust_lld()` finds a linker faster than the system's `ld` for the cpu build's cdylib: the `gcc-ld`
+folder that rustup's toolchains ship (`ld.lld`, a wrapper of their `rust-lld`), looked for in
+`rustc()`'s own sysroot first, then in rustup's toolchains. Debian's rustc ships none, so this is
+only found where rustup is installed too; nothing is installed for it. Any LLD links the objects
+of any rustc (plain ELF, no bitcode), so rustup's may link Debian's rustc's output.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 
 from workbench import childproc
@@ -69,6 +76,29 @@ def clippy() -> tuple[str, str] | None:
     own = os.path.join(os.path.dirname(driver), "cargo")
     paired = own if os.access(own, os.X_OK) else base
     return (paired, driver) if paired else None
+
+
+def rust_lld() -> str | None:
+    """The `gcc-ld` folder holding an `ld.lld` wrapper of rust-lld (cc's `-B` with `-fuse-ld=lld`),
+    or None: `$WB_RUST_LLD` when set (a folder, or `off`), else `rustc()`'s sysroot's, else that
+    of rustup's stable toolchain, else of another rustup toolchain (see the module docstring)."""
+    chosen = os.environ.get("WB_RUST_LLD")
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "off") else chosen
+    sysroots = []
+    if compiler := rustc():
+        # rustc's default sysroot is its executable's folder's parent (no `rustc --print` per build).
+        sysroots.append(os.path.dirname(os.path.dirname(os.path.realpath(compiler))))
+    home = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
+    toolchains = sorted(glob.glob(os.path.join(home, "toolchains", "*")))
+    sysroots += sorted(toolchains, key=lambda t: not os.path.basename(t).startswith("stable-"))
+    for root in sysroots:
+        wrappers = glob.glob(os.path.join(root, "lib", "rustlib", "*", "bin", "gcc-ld", "ld.lld"))
+        for wrapper in sorted(wrappers):
+            folder = os.path.dirname(wrapper)  # the wrapper runs its parent folder's rust-lld
+            if os.access(wrapper, os.X_OK) and os.access(os.path.join(folder, "..", "rust-lld"), os.X_OK):
+                return folder
+    return None
 
 
 def _tool(name: str, toolchain: str | None) -> str | None:
