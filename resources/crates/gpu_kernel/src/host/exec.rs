@@ -73,6 +73,10 @@ pub struct Group {
     /// Location ids of workgroup-memory accesses (`sim`), cached per worker.
     #[cfg(feature = "sim")]
     pub(crate) location_ids: sim::FastIds,
+    /// The launch's generation (`sim::Checks::generation`; 0 without checks), read by the global
+    /// shadow's accesses from fibers.
+    #[cfg(feature = "sim")]
+    pub(crate) generation: u64,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
     /// How many of its fibers (and its home invocation) have returned since it turned into
@@ -306,6 +310,8 @@ impl Group {
             diverged: Cell::new(false),
             #[cfg(feature = "sim")]
             location_ids: sim::NO_IDS,
+            #[cfg(feature = "sim")]
+            generation: unsafe { checks.as_ref() }.map_or(0, |checks| checks.generation),
             converted: Cell::new(false),
             returned: Cell::new(0),
             home: Cell::new(0),
@@ -513,8 +519,7 @@ unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
 fn sim_loop<F: Fn(Ctx) + Sync>(group: &Group, body: &F, first: Ctx) {
     let size = group.size;
     let mut local = [0; 3];
-    let generation = group.checks().map_or(0, |checks| checks.generation);
-    let (mut who, step) = sim::loop_who(generation, group.linear.get());
+    let (mut who, step) = sim::loop_who(group.generation, group.linear.get());
     for t in 0..group.threads {
         group.current.set(t);
         sim::running(who);

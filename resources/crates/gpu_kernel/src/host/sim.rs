@@ -328,11 +328,10 @@ fn group_who(w: &Worker) -> u64 {
     }
     let group = unsafe { &*group };
     let linear = group.linear.get();
-    let Some(checks) = group.checks() else { return 0 };
     if linear >= GROUP_LIMIT {
         return 0;
     }
-    pack(checks.generation, linear, group.current.get(), group.epoch.get(), 0)
+    pack(group.generation, linear, group.current.get(), group.epoch.get(), 0)
 }
 
 /// Launches with checks in this process so far (`Checks::launch`).
