@@ -690,10 +690,11 @@ pub struct Cell2 {
     reader: AtomicU64,
 }
 
-/// A global buffer's shadow. Kept between launches (`POOL`): every launch takes a new generation
-/// number, and words of another generation count as empty, so a launch neither allocates nor
-/// clears its shadow (at 2^20 elements, clearing and faulting in a fresh shadow cost more than the
-/// checks themselves); `words` is cleared once every 63 launches, when the number wraps.
+/// A global buffer's shadow. Kept between launches (`POOL`): every launch has a generation of its
+/// own among the last 63 launches (`Checks::generation`), and words of another generation count
+/// as empty, so a launch neither allocates nor clears its shadow (at 2^20 elements, clearing and
+/// faulting in a fresh shadow cost more than the checks themselves); `words` is cleared once 63
+/// launches have passed since it last was, when the number could come round again (`take`).
 ///
 /// Per element one word (`words`, 8 bytes where the full shadow has 24): the one invocation
 /// that touched the element in this launch, in one epoch, with whether it read and wrote (`READ`,
