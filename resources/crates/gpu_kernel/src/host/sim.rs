@@ -693,8 +693,9 @@ pub struct Cell2 {
 /// A global buffer's shadow. Kept between launches (`POOL`): every launch has a generation of its
 /// own among the last 63 launches (`Checks::generation`), and words of another generation count
 /// as empty, so a launch neither allocates nor clears its shadow (at 2^20 elements, clearing and
-/// faulting in a fresh shadow cost more than the checks themselves); `words` is cleared once 63
-/// launches have passed since it last was, when the number could come round again (`take`).
+/// faulting in a fresh shadow cost more than the checks themselves); `words` is cleared when the
+/// launches it holds words of and this one span 63 launches, so the number could come round
+/// again (`take`).
 ///
 /// Per element one word (`words`, 8 bytes where the full shadow has 24): the one invocation
 /// that touched the element in this launch, in one epoch, with whether it read and wrote (`READ`,
@@ -709,8 +710,10 @@ pub struct GlobalShadow {
     buffer: u32,
     /// The launch's generation (`Checks::generation`).
     generation: u64,
-    /// The launch number (`Checks::launch`) when `words` were last all zero.
-    cleared: u64,
+    /// The launches (`Checks::launch`) whose generations `words` may hold: every launch that
+    /// took this shadow since its words were last all zero is in `oldest ..= newest`.
+    oldest: u64,
+    newest: u64,
     words: Vec<AtomicU64>,
     /// The full shadow of spilled elements (calloc'd: only spilled elements' pages are touched).
     cells: Vec<Cell2>,
@@ -821,12 +824,15 @@ impl GlobalShadow {
         };
         let mut shadow = match pooled {
             Some(mut shadow) => {
-                // Its words hold generations of launches since `cleared` (zero before): one of
-                // them is this launch's generation once 63 launches have passed since (the
-                // generation wraps), so the shadow is cleared. `cells` and `others` need no
-                // clearing: an element's cells are written when it spills, and `others` is read
-                // only where this launch set `SECOND`.
-                if launch - shadow.cleared >= GEN_LIMIT {
+                // Its words hold generations of launches `oldest ..= newest` (zero before): one of
+                // them may be this launch's generation once this launch and those span 63
+                // launches (the generation comes round; launches may take shadows out of their
+                // order), so the shadow is cleared. `cells` and `others` need no clearing: an
+                // element's cells are written when it spills, and `others` is read only where
+                // this launch set `SECOND`.
+                let (oldest, newest) = (shadow.oldest.min(launch), shadow.newest.max(launch));
+                (shadow.oldest, shadow.newest) = (oldest, newest);
+                if newest - oldest >= GEN_LIMIT {
                     for word in &mut shadow.words {
                         *word.get_mut() = 0;
                     }
@@ -836,7 +842,7 @@ impl GlobalShadow {
                         }
                         *shadow.atomic_generation.get_mut() = 0;
                     }
-                    shadow.cleared = launch;
+                    (shadow.oldest, shadow.newest) = (launch, launch);
                 }
                 shadow
             }
@@ -844,7 +850,8 @@ impl GlobalShadow {
                 checks,
                 buffer,
                 generation,
-                cleared: launch,
+                oldest: launch,
+                newest: launch,
                 words: zeroed_words(len),
                 cells: zeroed_cells(len),
                 others: zeroed_words(len),
