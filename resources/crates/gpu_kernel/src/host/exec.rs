@@ -73,6 +73,10 @@ pub struct Group {
     /// Location ids of workgroup-memory accesses (`sim`), cached per worker.
     #[cfg(feature = "sim")]
     pub(crate) location_ids: sim::FastIds,
+    /// The launch's generation (`sim::Checks::generation`; 0 without checks), read by the global
+    /// shadow's accesses from fibers.
+    #[cfg(feature = "sim")]
+    pub(crate) generation: u64,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
     /// How many of its fibers (and its home invocation) have returned since it turned into
@@ -306,6 +310,8 @@ impl Group {
             diverged: Cell::new(false),
             #[cfg(feature = "sim")]
             location_ids: sim::NO_IDS,
+            #[cfg(feature = "sim")]
+            generation: unsafe { checks.as_ref() }.map_or(0, |checks| checks.generation),
             converted: Cell::new(false),
             returned: Cell::new(0),
             home: Cell::new(0),
@@ -463,6 +469,7 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
 unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
     let body = unsafe { &*(body as *const F) };
     // Read once: the body is opaque to the optimizer, and `Group`'s cells could change under it.
+    #[cfg(not(feature = "sim"))]
     let size = group.size;
     let first = Ctx::of(group, 0, [0; 3]);
     // One loop nest, the body inlined once (a copy per form cost the edit loop's build 19 %):
@@ -499,26 +506,37 @@ unsafe fn run_invocations<F: Fn(Ctx) + Sync>(group: &Group, body: *const u8) {
         }
     }
     #[cfg(feature = "sim")]
-    {
-        let mut local = [0; 3];
-        let base = sim::loop_base(group.linear.get());
-        for t in 0..group.threads {
-            group.current.set(t);
-            sim::running(base, t);
-            #[cfg(feature = "debug")]
-            super::debug::now_running(group, t);
-            body(Ctx { local, t: t as u32, ..first });
-            if group.converted.get() {
-                home_returned(group, t);
-                return;
-            }
-            // Only the debugger reads a barrier-free workgroup's statuses (`convert` marks those
-            // before a first barrier returned): a store here, and a reset per workgroup, cost
-            // cpu-sim's barrier-free loop about a tenth of its time (saxpy 9.4 -> 8.5 ms).
-            #[cfg(feature = "debug")]
-            group.status[t].set(Status::Done);
-            local = next_local(local, size);
+    sim_loop(group, body, first);
+}
+
+/// cpu-sim's barrier-free loop (`run_invocations`): every invocation one after the other until
+/// one reaches a barrier. Out of line, the closure a `&F` argument: LLVM then knows no store in
+/// the loop changes the closure (a `&` to a type without interior mutability is `noalias
+/// readonly`), so its captures stay in registers instead of being reloaded after every store
+/// the checks make.
+#[cfg(feature = "sim")]
+#[inline(never)]
+fn sim_loop<F: Fn(Ctx) + Sync>(group: &Group, body: &F, first: Ctx) {
+    let size = group.size;
+    let mut local = [0; 3];
+    let (mut who, step) = sim::loop_who(group.generation, group.linear.get());
+    for t in 0..group.threads {
+        group.current.set(t);
+        sim::running(who);
+        who += step;
+        #[cfg(feature = "debug")]
+        super::debug::now_running(group, t);
+        body(Ctx { local, t: t as u32, ..first });
+        if group.converted.get() {
+            home_returned(group, t);
+            return;
         }
+        // Only the debugger reads a barrier-free workgroup's statuses (`convert` marks those
+        // before a first barrier returned): a store here, and a reset per workgroup, cost
+        // cpu-sim's barrier-free loop about a tenth of its time (saxpy 9.4 -> 8.5 ms).
+        #[cfg(feature = "debug")]
+        group.status[t].set(Status::Done);
+        local = next_local(local, size);
     }
 }
 

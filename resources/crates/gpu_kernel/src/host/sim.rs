@@ -89,6 +89,10 @@ const MAX_TRACE: usize = 4096;
 type SeenFindings = HashMap<(&'static str, Array, Loc, Option<Loc>), usize>;
 
 pub struct Checks {
+    /// This launch's number in the process (`LAUNCHES`) and its generation (`generation_of`):
+    /// every shadow of the launch stamps its words with it.
+    launch: u64,
+    pub(crate) generation: u64,
     grid: [u32; 3],
     size: [u32; 3],
     /// The invocation traced (workgroup, local id), if any.
@@ -114,7 +118,10 @@ const MAX_FINDINGS: usize = 64;
 
 impl Checks {
     pub fn new(grid: [u32; 3], size: [u32; 3], traced: Option<([u32; 3], [u32; 3])>) -> Checks {
+        let launch = LAUNCHES.fetch_add(1, Ordering::Relaxed) + 1;
         Checks {
+            launch,
+            generation: (launch - 1) % GEN_LIMIT + 1,
             grid,
             size,
             traced,
@@ -152,7 +159,7 @@ impl Checks {
     }
 
     pub fn global_shadow(&self, buffer: u32, len: usize, writers: super::debug::Writers) -> *const GlobalShadow {
-        let mut shadow = GlobalShadow::take(self as *const Checks, buffer, len);
+        let mut shadow = GlobalShadow::take(self as *const Checks, self.launch, self.generation, buffer, len);
         shadow.writers = writers;
         *shadow.slow.get_mut() = writers.is_on();
         let ptr = &*shadow as *const GlobalShadow;
@@ -237,8 +244,8 @@ pub(crate) const NO_IDS: FastIds = [const { Cell::new((0, 0)) }; FAST_SLOTS];
 struct Worker {
     /// The workgroup this worker thread runs (the fibers' accesses find their invocation here).
     group: Cell<*const Group>,
-    /// The invocation the barrier-free loop runs now, `pack`ed (workgroup, local id, epoch 0; no
-    /// generation or location), set by the loop for each invocation (`running`); 0 elsewhere
+    /// The invocation the barrier-free loop runs now, `pack`ed (the launch's generation, workgroup,
+    /// local id, epoch 0; no location), set by the loop for each invocation (`running`); 0 elsewhere
     /// (fibers, a workgroup past `GROUP_LIMIT`): `whoami` then reads the workgroup's state. One
     /// load per access instead of four and the packing.
     who: Cell<u64>,
@@ -268,16 +275,17 @@ pub(crate) fn leave_group() {
     });
 }
 
-/// `running`'s first argument for the workgroup `linear` (0: past `GROUP_LIMIT`, no checks).
+/// `running`'s argument for invocation 0 of the workgroup `linear` of a launch of generation
+/// `generation`, and what to add for each next invocation (0 and 0: past `GROUP_LIMIT`, no checks).
 #[inline(always)]
-pub(crate) fn loop_base(linear: u64) -> u64 {
-    if linear < GROUP_LIMIT { pack(0, linear, 0, 0, 0) } else { 0 }
+pub(crate) fn loop_who(generation: u64, linear: u64) -> (u64, u64) {
+    if linear < GROUP_LIMIT { (pack(generation, linear, 0, 0, 0), 1 << 22) } else { (0, 0) }
 }
 
-/// The barrier-free loop runs invocation `local` of the workgroup of `base` (`loop_base`).
+/// The barrier-free loop runs the invocation `who` (`loop_who`).
 #[inline(always)]
-pub(crate) fn running(base: u64, local: usize) {
-    WORKER.with(|w| w.who.set(if base == 0 { 0 } else { base | ((local as u64) << 22) }));
+pub(crate) fn running(who: u64) {
+    WORKER.with(|w| w.who.set(who));
 }
 
 /// The workgroup turned into fibers: accesses read their invocation from it (`whoami`).
@@ -285,8 +293,8 @@ pub(crate) fn fibers() {
     WORKER.with(|w| w.who.set(0));
 }
 
-/// The invocation running on this thread and the location id of `at`, `pack`ed with generation
-/// 0; 0 outside a workgroup or past `GROUP_LIMIT` (no checks). `INLINE`: the fallback from the
+/// The invocation running on this thread and the location id of `at`, `pack`ed with the launch's
+/// generation (`Checks::generation`: one for every shadow of the launch); 0 outside a workgroup or past `GROUP_LIMIT` (no checks). `INLINE`: the fallback from the
 /// workgroup inlined (atomics, mostly in fibers); else out of line (plain accesses: inlined, it
 /// grew the barrier-free loop, bitonic 4.7 -> 5.3 ms of CPU time per launch).
 #[inline(always)]
@@ -305,6 +313,7 @@ fn whoami<const INLINE: bool>(at: &'static Location<'static>) -> u64 {
     })
 }
 
+#[cold]
 #[inline(never)]
 fn who_in_group(w: &Worker) -> u64 {
     group_who(w)
@@ -322,8 +331,11 @@ fn group_who(w: &Worker) -> u64 {
     if linear >= GROUP_LIMIT {
         return 0;
     }
-    pack(0, linear, group.current.get(), group.epoch.get(), 0)
+    pack(group.generation, linear, group.current.get(), group.epoch.get(), 0)
 }
+
+/// Launches with checks in this process so far (`Checks::launch`).
+static LAUNCHES: AtomicU64 = AtomicU64::new(0);
 
 /// Every location an access came from, by id (0: none). At most `LOCATION_LIMIT` distinct
 /// locations (the global shadow keeps 12 bits of it).
@@ -678,10 +690,12 @@ pub struct Cell2 {
     reader: AtomicU64,
 }
 
-/// A global buffer's shadow. Kept between launches (`POOL`): every launch takes a new generation
-/// number, and words of another generation count as empty, so a launch neither allocates nor
-/// clears its shadow (at 2^20 elements, clearing and faulting in a fresh shadow cost more than the
-/// checks themselves); `words` is cleared once every 63 launches, when the number wraps.
+/// A global buffer's shadow. Kept between launches (`POOL`): every launch has a generation of its
+/// own among the last 63 launches (`Checks::generation`), and words of another generation count
+/// as empty, so a launch neither allocates nor clears its shadow (at 2^20 elements, clearing and
+/// faulting in a fresh shadow cost more than the checks themselves); `words` is cleared when the
+/// launches it holds words of and this one span 63 launches, so the number could come round
+/// again (`take`).
 ///
 /// Per element one word (`words`, 8 bytes where the full shadow has 24): the one invocation
 /// that touched the element in this launch, in one epoch, with whether it read and wrote (`READ`,
@@ -694,7 +708,12 @@ pub struct Cell2 {
 pub struct GlobalShadow {
     checks: *const Checks,
     buffer: u32,
+    /// The launch's generation (`Checks::generation`).
     generation: u64,
+    /// The launches (`Checks::launch`) whose generations `words` may hold: every launch that
+    /// took this shadow since its words were last all zero is in `oldest ..= newest`.
+    oldest: u64,
+    newest: u64,
     words: Vec<AtomicU64>,
     /// The full shadow of spilled elements (calloc'd: only spilled elements' pages are touched).
     cells: Vec<Cell2>,
@@ -796,20 +815,24 @@ fn same_invocation(a: u64, b: u64) -> bool {
 }
 
 impl GlobalShadow {
-    /// A shadow for `len` elements: a pooled one of that length with the next generation, or a
-    /// new one.
-    pub(crate) fn take(checks: *const Checks, buffer: u32, len: usize) -> Box<GlobalShadow> {
+    /// A shadow for `len` elements for launch number `launch` of generation `generation`
+    /// (`Checks`): a pooled one of that length, or a new one.
+    pub(crate) fn take(checks: *const Checks, launch: u64, generation: u64, buffer: u32, len: usize) -> Box<GlobalShadow> {
         let pooled = {
             let mut pool = POOL.lock().unwrap();
             pool.iter().position(|s| s.words.len() == len).map(|k| pool.swap_remove(k))
         };
         let mut shadow = match pooled {
             Some(mut shadow) => {
-                shadow.generation += 1;
-                if shadow.generation > GEN_LIMIT {
-                    // The generation wraps: words of 63 launches ago would look current. `cells`
-                    // and `others` need no clearing: an element's cells are written when it
-                    // spills, and `others` is read only where this launch set `SECOND`.
+                // Its words hold generations of launches `oldest ..= newest` (zero before): one of
+                // them may be this launch's generation once this launch and those span 63
+                // launches (the generation comes round; launches may take shadows out of their
+                // order), so the shadow is cleared. `cells` and `others` need no clearing: an
+                // element's cells are written when it spills, and `others` is read only where
+                // this launch set `SECOND`.
+                let (oldest, newest) = (shadow.oldest.min(launch), shadow.newest.max(launch));
+                (shadow.oldest, shadow.newest) = (oldest, newest);
+                if newest - oldest >= GEN_LIMIT {
                     for word in &mut shadow.words {
                         *word.get_mut() = 0;
                     }
@@ -819,14 +842,16 @@ impl GlobalShadow {
                         }
                         *shadow.atomic_generation.get_mut() = 0;
                     }
-                    shadow.generation = 1;
+                    (shadow.oldest, shadow.newest) = (launch, launch);
                 }
                 shadow
             }
             None => Box::new(GlobalShadow {
                 checks,
                 buffer,
-                generation: 1,
+                generation,
+                oldest: launch,
+                newest: launch,
                 words: zeroed_words(len),
                 cells: zeroed_cells(len),
                 others: zeroed_words(len),
@@ -839,6 +864,7 @@ impl GlobalShadow {
         };
         shadow.checks = checks;
         shadow.buffer = buffer;
+        shadow.generation = generation;
         *shadow.slow.get_mut() = false;
         shadow
     }
@@ -884,11 +910,11 @@ impl GlobalShadow {
     /// line (`access_slow`), which makes the full checks on the element's full shadow.
     #[inline(always)]
     pub fn access(&self, i: usize, write: bool, at: &'static Location<'static>) {
-        let who = whoami::<false>(at);
-        if who == 0 {
+        // The launch's generation included (`whoami`).
+        let me = whoami::<false>(at);
+        if me == 0 {
             return;
         }
-        let me = self.generation << GEN_SHIFT | who;
         if write && self.slow.load(Ordering::Relaxed) {
             return self.access_slow(i, write, me, at);
         }
@@ -1062,11 +1088,10 @@ impl GlobalShadow {
     /// another atomic.
     #[inline(always)]
     pub fn atomic(&self, i: usize, at: &'static Location<'static>) {
-        let who = whoami::<true>(at);
-        if who == 0 {
+        let me = whoami::<true>(at);
+        if me == 0 {
             return;
         }
-        let me = self.generation << GEN_SHIFT | who;
         if self.writers.is_on() {
             let (linear, local, _, lid) = unpack(me);
             self.writers.wrote(i, linear, local as usize, lid);
