@@ -82,6 +82,7 @@ def cargo_build_times(projects: dict[str, Path], reps: int, target: Path) -> dic
     """Seconds of `cargo build --release --lib` (the cpu adapter's flags, without its JSON
     messages and `-Zchecksum-freshness`) after an edit of saxpy's kernel line, the crates
     alternating; each its own target folder, warmed by one build first."""
+    from workbench.build.adapters.cpu import LOOP_FLAGS
     from workbench.build.adapters.host_rust import cargo, rustc
 
     env = {**os.environ, "RUSTC": rustc() or "rustc", "RUSTC_BOOTSTRAP": "1"}
@@ -93,7 +94,7 @@ def cargo_build_times(projects: dict[str, Path], reps: int, target: Path) -> dic
             if edited == sources[name]:
                 raise SystemExit(f"saxpy's kernel line ({KERNEL_LINE!r}) is not in its lib.rs")
             (project / "src" / "lib.rs").write_text(edited)
-            cmd = [cargo() or "cargo", "build", "--release", "--lib", "--offline", "--quiet",
+            cmd = [cargo() or "cargo", "build", "--release", "--lib", *LOOP_FLAGS, "--offline", "--quiet",
                    "--target-dir", str(target / name)]  # fmt: skip
             start = time.perf_counter()
             subprocess.run(cmd, cwd=project, env=env, check=True, capture_output=True)
