@@ -30,6 +30,9 @@ def test_cpu_assembly_maps_the_kernel_line_to_its_instructions_both_ways(example
     asm = text.splitlines()
     hits = lines.ptx_lines_for(source, target)
     assert any("mulss" in asm[n - 1] for n in hits) and any("addss" in asm[n - 1] for n in hits)
+    # Four elements at a time too: the cpu build's loop passes (`LOOP_FLAGS`) split the bounds
+    # and `i < n` checks out of the workgroup's loop, and its middle vectorises.
+    assert any("mulps" in asm[n - 1] for n in hits) and any("addps" in asm[n - 1] for n in hits)
     # And back: each of those instructions names that Rust line (the DWARF 5 `.file N "dir" "name"`).
     for n in hits:
         file, line = lines.source_for(n)

@@ -17,7 +17,10 @@ import pytest
 from tests.conftest import EXAMPLES, cli
 
 BODY = "    } else if i < n {\n        y[i] = a * x[i] + y[i];"
-#: Two kernels that stop: an explicit panic at element 77, and a read half the buffer too far.
+#: Kernels that stop: an explicit panic at element 77, a read half the buffer too far (from the
+#: first invocation of workgroup 2 on), and one 100 elements too far (from invocation 924, inside
+#: workgroup 3's span: the cpu build splits the span's loop where the checks start to fail,
+#: `LOOP_FLAGS` in workbench/build/adapters/cpu.py, and the check must still stop it there).
 FAULTS = {
     "panic": (
         '    } else if i < n {\n        if i == 77 { panic!("gave up at element {i} of {n}"); }\n'
@@ -28,6 +31,11 @@ FAULTS = {
     "oob": (
         "    } else if i < n {\n        y[i] = a * x[i + n / 2] + y[i];",
         "x[i + n / 2]",
+        "buffer 0: index 1024 is out of bounds (length 1024)",
+    ),
+    "oob-mid": (
+        "    } else if i < n {\n        y[i] = a * x[i + 100] + y[i];",
+        "x[i + 100]",
         "buffer 0: index 1024 is out of bounds (length 1024)",
     ),
 }
@@ -47,7 +55,7 @@ def faulty_copy(tmp_path: Path, fault: str) -> tuple[Path, str]:
     return root, f"src/lib.rs:{line_no}:"
 
 
-@pytest.mark.parametrize("fault", ["panic", "oob"])
+@pytest.mark.parametrize("fault", ["panic", "oob", "oob-mid"])
 def test_a_kernel_panic_reaches_json_and_the_run_table_whole(fault, tmp_path, shared_cache_dir):
     root, where = faulty_copy(tmp_path, fault)
     message = FAULTS[fault][2]

@@ -52,6 +52,26 @@ def build_command(cargo_path: str, flags: list[str], target: str, target_dir: Pa
             "--target-dir", str(target_dir), "--", *crate_rustc_flags(target)]  # fmt: skip
 
 
+#: LLVM's inductive range check elimination (irce) after rustc's own pipeline, then the loop
+#: vectoriser again: the executor's loop over a barrier-free workgroup's invocations splits where
+#: the kernel's `if i < n` and the accessors' bounds checks are known to hold, and that part
+#: vectorises (saxpy's loop was scalar: a guarded store). The checks stay in the iterations
+#: around it, so an out-of-bounds index still stops at its line. `-disable-lftr`: irce reads a
+#: latch `i < end`, which indvars otherwise rewrites as `i != end`. `min-eliminated-checks=100`:
+#: only loops LLVM expects to run 100 times or more, which its estimate for a loop without a
+#: profile never is (under 40) and the executor's is (it marks the loop's exit cold, `exec.rs`):
+#: split everywhere, reduction's grid-stride loop (4 iterations an invocation) lost 7-12 %. A
+#: RUSTFLAGS of the user's replaces these (cargo's rule): slower, still right. The `cpu` build's
+#: only: cpu-sim's checked loop measured no faster with them, and `workbench debug` builds from
+#: cpu-sim's flags at opt-level 0, its code kept as written (docs/cpu-sim.md, "Sixth pass").
+LOOP_FLAGS = (
+    "--config",
+    "build.rustflags = ['-Cllvm-args=-disable-lftr', "
+    "'-Cllvm-args=-irce-min-eliminated-checks=100', "
+    "'-Cpasses=function(irce,simplifycfg,instcombine,loop-vectorize,instcombine,simplifycfg)']",
+)
+
+
 class CpuAdapter(Adapter):
     name = "cpu"
     shares_target_dir = True
@@ -73,7 +93,7 @@ class CpuAdapter(Adapter):
         return target or "host"
 
     def flags(self, project, target, tunables, toolchain) -> list[str]:
-        flags = ["--release", "--lib", "--crate-type", "cdylib"]
+        flags = ["--release", "--lib", "--crate-type", "cdylib", *(LOOP_FLAGS if self.name == "cpu" else ())]
         if target != "host":
             flags += ["--target", target]
         return flags
