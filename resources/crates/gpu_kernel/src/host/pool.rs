@@ -7,15 +7,27 @@
 //! never scheduled). A helper idle for `IDLE` exits (a process that loads many kernel libraries,
 //! each with its own copy of this crate, keeps no threads for the ones it no longer runs).
 //!
+//! Back-to-back launches (the timing protocol's, a host loop's) may find their helpers awake: a
+//! helper that has finished its part spins for `SPIN` on the launch counter (`PUBLISHED`) before
+//! it parks, and the launching thread spins as long for its helpers' last workgroups before it
+//! sleeps on `DONE` (saxpy at 2^20 on the loaded 2-core VM: 0.27 -> 0.25 ms a launch, the same
+//! CPU time; docs/cpu-sim.md, "Seventh pass"). Spinning yields the core every 64 polls: a woken
+//! helper was found on the launching thread's own core, the two taking turns on it.
+//!
 //! Non-generic: compiled once in gpu_kernel, never for a kernel's closure.
 
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const IDLE: Duration = Duration::from_secs(10);
+/// How long a helper, and the launching thread waiting for its helpers, spin before they sleep:
+/// longer than the launching side's gap between two launches (a ctypes call and the first
+/// workgroup, tens of µs), short enough that a process launching now and then wastes little.
+const SPIN: Duration = Duration::from_micros(200);
 
 /// A launch's work as the pool runs it: the launching thread's call gets `Some(wake)` where it
 /// has helpers to wake; a helper's call, and one with no helpers, `None`.
@@ -35,13 +47,28 @@ struct State {
     want: usize,
     taken: usize,
     finished: usize,
-    /// Helper threads alive (parked or working).
+    /// Helper threads alive (parked or working), and those parked on `WAKE`.
     alive: usize,
+    sleeping: usize,
     panic: Option<Box<dyn Any + Send>>,
 }
 
-static STATE: Mutex<State> =
-    Mutex::new(State { seq: 0, task: None, want: 0, taken: 0, finished: 0, alive: 0, panic: None });
+static STATE: Mutex<State> = Mutex::new(State {
+    seq: 0,
+    task: None,
+    want: 0,
+    taken: 0,
+    finished: 0,
+    alive: 0,
+    sleeping: 0,
+    panic: None,
+});
+/// `State::seq` of the launch open to helpers now, 0 when none: what spinning threads watch
+/// without the lock (written under it).
+static PUBLISHED: AtomicU64 = AtomicU64::new(0);
+/// Helpers running a launch's work now (written under the lock): what the launching thread
+/// watches while it spins for them.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
 /// Helpers wait here for a launch.
 static WAKE: Condvar = Condvar::new();
 /// The launching thread waits here for its helpers.
@@ -81,7 +108,10 @@ impl Wake {
             }
             s.alive += 1;
         }
-        WAKE.notify_all();
+        PUBLISHED.store(s.seq, Ordering::Release);
+        if s.sleeping > 0 {
+            WAKE.notify_all();
+        }
         self.published.set(true);
         true
     }
@@ -104,6 +134,13 @@ pub(crate) fn run(helpers: usize, task: &Work) {
         let mut s = lock();
         // Helpers that have not woken yet stay out: the work is done.
         s.want = s.taken;
+        PUBLISHED.store(0, Ordering::Release);
+        if s.finished < s.taken {
+            // Their last chunks take microseconds; a futex sleep and wake-up longer.
+            drop(s);
+            spin_until(|| RUNNING.load(Ordering::Acquire) == 0);
+            s = lock();
+        }
         while s.finished < s.taken {
             s = DONE.wait(s).unwrap_or_else(|e| e.into_inner());
         }
@@ -126,6 +163,7 @@ fn helper() {
             if s.seq != seen && s.taken < s.want {
                 seen = s.seq;
                 s.taken += 1;
+                RUNNING.fetch_add(1, Ordering::AcqRel);
                 drop(s);
                 let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { (*task.0)(None) }));
                 s = lock();
@@ -133,17 +171,47 @@ fn helper() {
                     s.panic.get_or_insert(payload);
                 }
                 s.finished += 1;
+                RUNNING.fetch_sub(1, Ordering::AcqRel);
                 if s.finished == s.taken {
                     DONE.notify_all();
                 }
+                // The next launch comes soon when launches follow each other: watch for it
+                // awake rather than from a futex sleep.
+                drop(s);
+                spin_until(|| {
+                    let p = PUBLISHED.load(Ordering::Acquire);
+                    p != 0 && p != seen
+                });
+                s = lock();
                 continue;
             }
         }
+        s.sleeping += 1;
         let (guard, wait) = WAKE.wait_timeout(s, IDLE).unwrap_or_else(|e| e.into_inner());
         s = guard;
+        s.sleeping -= 1;
         if wait.timed_out() && (s.task.is_none() || s.seq == seen) {
             s.alive -= 1;
             return;
         }
+    }
+}
+
+/// Spin until `ready` or for `SPIN`, whichever is first. Every 64 polls it reads the clock and
+/// yields: on a machine with more runnable threads than cores, the thread it waits for may be
+/// queued behind it on its own core.
+fn spin_until(ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    loop {
+        for _ in 0..64 {
+            if ready() {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed() >= SPIN {
+            return;
+        }
+        std::thread::yield_now();
     }
 }

@@ -528,8 +528,10 @@ mod tests {
     }
 
     /// Workgroups long enough that the launching thread wakes the pool's helper (pool.rs): each
-    /// still runs exactly once, whichever thread runs it, and a panic in any reaches the caller.
-    /// (Which threads take part depends on timing: not asserted.)
+    /// still runs exactly once, whichever thread runs it, and a panic in any reaches the caller;
+    /// launches right after each other (the helper still spinning for the next one, not parked)
+    /// each run every workgroup once too. (Which threads take part depends on timing: not
+    /// asserted.)
     #[test]
     fn shared_launches_run_every_workgroup_once_and_raise_a_panic() {
         let groups = 16;
@@ -562,6 +564,20 @@ mod tests {
         let payload = failed.expect_err("the panic reaches the caller");
         let message = payload.downcast_ref::<String>().cloned().unwrap_or_default();
         assert_eq!(message, format!("workgroup {} gives up", groups - 1));
+
+        for launch in 0..40u32 {
+            let mut counts = vec![0u32; groups];
+            let grid = Grid::with_workers([groups as u32, 1, 1], [64, 1, 1], 2);
+            let cb = grid.output(&mut counts);
+            grid.run(|ctx| {
+                let mut cb = cb;
+                if ctx.local_id_x() == 0 && launch % 2 == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+                cb.atomic_add(ctx.group_id_x(), 1);
+            });
+            assert_eq!(counts, vec![64; groups], "launch {launch}");
+        }
     }
 
     /// A worker's fibers live on from workgroup to workgroup of a launch (each parked where its
