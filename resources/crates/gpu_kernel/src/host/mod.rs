@@ -52,6 +52,12 @@ pub trait Atomic: Element {
     /// # Safety
     /// `ptr` is aligned and valid for reads and writes.
     unsafe fn fetch_add(ptr: *mut Self, value: Self) -> Self;
+    #[doc(hidden)]
+    /// `fetch_add` where no other thread can see the element (a workgroup's shared memory: see
+    /// [`Shared::atomic_add`]): a plain read, wrapping add and write.
+    /// # Safety
+    /// `ptr` is aligned and valid for reads and writes, and no other thread touches it meanwhile.
+    unsafe fn add_unshared(ptr: *mut Self, value: Self) -> Self;
 }
 
 /// The element types a subgroup shuffle moves ([`Ctx::subgroup_shuffle_down`]): 32-bit ones, as
@@ -95,12 +101,24 @@ impl Atomic for u32 {
     unsafe fn fetch_add(ptr: *mut u32, value: u32) -> u32 {
         unsafe { core::sync::atomic::AtomicU32::from_ptr(ptr) }.fetch_add(value, core::sync::atomic::Ordering::Relaxed)
     }
+    #[inline(always)]
+    unsafe fn add_unshared(ptr: *mut u32, value: u32) -> u32 {
+        let old = unsafe { ptr.read_volatile() };
+        unsafe { ptr.write_volatile(old.wrapping_add(value)) };
+        old
+    }
 }
 
 impl Atomic for i32 {
     #[inline(always)]
     unsafe fn fetch_add(ptr: *mut i32, value: i32) -> i32 {
         unsafe { core::sync::atomic::AtomicI32::from_ptr(ptr) }.fetch_add(value, core::sync::atomic::Ordering::Relaxed)
+    }
+    #[inline(always)]
+    unsafe fn add_unshared(ptr: *mut i32, value: i32) -> i32 {
+        let old = unsafe { ptr.read_volatile() };
+        unsafe { ptr.write_volatile(old.wrapping_add(value)) };
+        old
     }
 }
 
@@ -528,6 +546,13 @@ impl<T: Atomic, const N: usize> Shared<'_, T, N> {
         if self.group.checks().is_some() {
             self.group.shared_atomic(self.slot, i, Location::caller());
         }
+        // A plain read-modify-write in the plain build: a workgroup's invocations all run on one
+        // worker thread, switching only at barriers (exec.rs), so no other thread touches its
+        // shared memory and no invocation runs between this read and write. `lock xadd` was
+        // most of histogram's counting loop. cpu-sim keeps the atomic (its path as it was).
+        #[cfg(not(feature = "sim"))]
+        return unsafe { T::add_unshared(self.ptr.add(i), value) };
+        #[cfg(feature = "sim")]
         unsafe { T::fetch_add(self.ptr.add(i), value) }
     }
 }
