@@ -47,6 +47,17 @@ def test_rust_lld_is_a_gcc_ld_folder_of_a_toolchain_and_can_be_turned_off(monkey
     assert host_rust.rust_lld() is None
 
 
+def test_a_wb_rust_lld_without_a_linker_fails_the_build_naming_it(cpu, example_copy, tmp_path, monkeypatch):
+    monkeypatch.setenv("WB_RUST_LLD", str(tmp_path / "no-such-gcc-ld"))
+    project = Project.open(example_copy("saxpy", unique=True))
+    [result] = build_project(project, ["cpu"], cache_dir=tmp_path / "cache")
+    assert result.status != "ok"
+    messages = [d["message"] for d in result.diagnostics]
+    assert any(
+        "WB_RUST_LLD" in m and "no-such-gcc-ld" in m and "no executable ld.lld" in m for m in messages
+    ), messages
+
+
 def test_cpu_build_is_the_cdylib_alone_linked_by_rust_lld_where_found(cpu, example_copy, cache, monkeypatch):
     monkeypatch.delenv("WB_RUST_LLD", raising=False)
     if host_rust.rust_lld() is None:

@@ -31,7 +31,8 @@ HINT = TOOLCHAIN_HINTS["cpu"]  # README.md's words (install_hints)
 ASM_FLAGS = ("--emit", "asm", "-C", "debuginfo=line-tables-only")
 ASM_SUFFIX = ".lines.asm"
 #: rustc flags of the kernel crate's own compilation (its dependencies keep the profile's): the
-#: listing's too, so that it shows the code that runs.
+#: listing's too, so that it shows the code that runs. They are in no build cache key (the
+#: adapter's `flags()` are): a change here must bump `workbench.build.cache.KEY_FORMAT`.
 CODE_FLAGS = ("-C", "codegen-units=1")
 
 
@@ -60,8 +61,9 @@ def build_command(cargo_path: str, flags: list[str], target: str, target_dir: Pa
 #: latch `i < end`, which indvars otherwise rewrites as `i != end`. `min-eliminated-checks=100`:
 #: only loops LLVM expects to run 100 times or more, which its estimate for a loop without a
 #: profile never is (under 40) and the executor's is (it marks the loop's exit cold, `exec.rs`):
-#: split everywhere, reduction's grid-stride loop (4 iterations an invocation) lost 7-12 %. A
-#: RUSTFLAGS of the user's replaces these (cargo's rule): slower, still right. The `cpu` build's
+#: split everywhere, reduction's grid-stride loop (4 iterations an invocation) lost 7-12 %. The
+#: user's RUSTFLAGS, CARGO_ENCODED_RUSTFLAGS or a cargo config's `target.<triple>.rustflags`
+#: replace these (cargo's rule): slower, still right. The `cpu` build's
 #: only: cpu-sim's checked loop measured no faster with them, and `workbench debug` builds from
 #: cpu-sim's flags at opt-level 0, its code kept as written (docs/cpu-sim.md, "Sixth pass").
 LOOP_FLAGS = (
@@ -104,7 +106,11 @@ class CpuAdapter(Adapter):
 
     def build(self, req: BuildRequest) -> AdapterOutput:
         tc = req.toolchain
-        cmd = build_command(tc.details["cargo"], req.flags, req.target, req.target_dir)
+        try:
+            cmd = build_command(tc.details["cargo"], req.flags, req.target, req.target_dir)
+        except ValueError as exc:  # $WB_RUST_LLD names no linker (host_rust.rust_lld)
+            req.diagnostic(error(str(exc), "cpu"))
+            return AdapterOutput(False)
         # RUSTC_BOOTSTRAP: -Z flags on a stable toolchain.
         outcome = run_cargo(req, cmd, cargo_env(req, {"RUSTC": tc.path, "RUSTC_BOOTSTRAP": "1"}))
         if not outcome.ok:

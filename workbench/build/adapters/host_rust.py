@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 
 from workbench import childproc
 from workbench.build.adapters.base import which
@@ -81,10 +82,21 @@ def clippy() -> tuple[str, str] | None:
 def rust_lld() -> str | None:
     """The `gcc-ld` folder holding an `ld.lld` wrapper of rust-lld (cc's `-B` with `-fuse-ld=lld`),
     or None: `$WB_RUST_LLD` when set (a folder, or `off`), else `rustc()`'s sysroot's, else that
-    of rustup's stable toolchain, else of another rustup toolchain (see the module docstring)."""
+    of rustup's stable toolchain, else of another rustup toolchain (see the module docstring).
+    Linux only: elsewhere the C compiler that drives the link is not GNU's (Apple's cc, MSVC).
+    A `$WB_RUST_LLD` folder without an executable `ld.lld` is a ValueError naming it."""
     chosen = os.environ.get("WB_RUST_LLD")
     if chosen is not None:
-        return None if chosen.strip().lower() in ("", "off") else chosen
+        if chosen.strip().lower() in ("", "off"):
+            return None
+        if not os.access(os.path.join(chosen, "ld.lld"), os.X_OK):
+            raise ValueError(
+                f"WB_RUST_LLD={chosen!r} holds no executable ld.lld: name a rustup toolchain's "
+                "lib/rustlib/<target>/bin/gcc-ld folder, or set it to 'off' for the system's linker"
+            )
+        return chosen
+    if not sys.platform.startswith("linux"):
+        return None
     sysroots = []
     if compiler := rustc():
         # rustc's default sysroot is its executable's folder's parent (no `rustc --print` per build).
