@@ -21,6 +21,7 @@ TESTS = (
     "an_invocations_own_read_and_write_keep_both_lines",
     "writers_in_different_workgroups_race_on_any_thread",
     "launches_and_barriers_order_accesses",
+    "a_pooled_shadow_is_cleared_once_its_launches_span_a_generation",
 )
 
 

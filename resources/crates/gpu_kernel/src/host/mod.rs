@@ -57,7 +57,10 @@ pub trait Atomic: Element {
     /// [`Shared::atomic_add`]): a plain read, wrapping add and write.
     /// # Safety
     /// `ptr` is aligned and valid for reads and writes, and no other thread touches it meanwhile.
-    unsafe fn add_unshared(ptr: *mut Self, value: Self) -> Self;
+    /// The default is `fetch_add` (an implementation outside this crate keeps working).
+    unsafe fn add_unshared(ptr: *mut Self, value: Self) -> Self {
+        unsafe { Self::fetch_add(ptr, value) }
+    }
 }
 
 /// The element types a subgroup shuffle moves ([`Ctx::subgroup_shuffle_down`]): 32-bit ones, as

@@ -1243,4 +1243,29 @@ mod tests {
         }
         assert!(y.iter().all(|&v| v == 70), "{y:?}");
     }
+
+    /// A pooled shadow taken by launches out of their order: once the launches that used it span
+    /// 63 (the generation comes round), its words are cleared, so a word of launch 70 never reads
+    /// as current for launch 7, whose generation is the same; within 63 they are kept (another
+    /// generation's word is not current).
+    #[test]
+    fn a_pooled_shadow_is_cleared_once_its_launches_span_a_generation() {
+        use super::{GEN_LIMIT, GEN_SHIFT, GlobalShadow};
+        use core::sync::atomic::Ordering;
+        let len = 12_345; // no other test's length: the pool is shared by the tests' threads
+        let generation = |launch: u64| (launch - 1) % GEN_LIMIT + 1;
+        assert_eq!(generation(7), generation(70));
+        let shadow = GlobalShadow::take(core::ptr::null(), 70, generation(70), 0, len);
+        let word = (generation(70) << GEN_SHIFT) | (1 << 32);
+        shadow.words[9].store(word, Ordering::Relaxed);
+        assert_eq!(shadow.current(&shadow.words[9]), word);
+        GlobalShadow::give_back(shadow);
+        let shadow = GlobalShadow::take(core::ptr::null(), 100, generation(100), 0, len);
+        assert_eq!(shadow.words[9].load(Ordering::Relaxed), word, "launches 70..=100: kept");
+        assert_eq!(shadow.current(&shadow.words[9]), 0);
+        GlobalShadow::give_back(shadow);
+        let shadow = GlobalShadow::take(core::ptr::null(), 7, generation(7), 0, len);
+        assert_eq!(shadow.words[9].load(Ordering::Relaxed), 0, "launches 7..=100: cleared");
+        GlobalShadow::give_back(shadow);
+    }
 }
