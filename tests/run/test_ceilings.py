@@ -262,4 +262,6 @@ def test_every_wgpu_stream_variant_is_wgsl_naga_accepts(tmp_path, gpu_like):
         path = tmp_path / f"{index}-{stream.what}.wgsl"
         path.write_text(ceilings_kernels.wgsl_stream(stream), encoding="utf-8")
         verdict = validate("wgsl", path)
+        if verdict["shader_check"] == "skipped":  # no wgpu or no adapter: nothing validates here
+            pytest.skip(verdict.get("reason", "naga validator unavailable"))
         assert verdict["shader_check"] == "ok", (stream.label, verdict)
