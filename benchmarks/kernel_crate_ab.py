@@ -89,13 +89,14 @@ PREVIOUS_BUILD = ["build", "-Zchecksum-freshness", "--release", "--lib", "--offl
 
 def build_command(kind: str, target_dir: Path) -> list[str]:
     """The cargo command of a cpu build of saxpy: the adapter's (`adapter`) or `PREVIOUS_BUILD`."""
-    from workbench.build.adapters.cpu import CpuAdapter, build_command
+    from workbench.build.adapters.cpu import CpuAdapter
+    from workbench.build.adapters.cpu import build_command as adapter_command
     from workbench.build.adapters.host_rust import cargo
 
     if kind == "previous":
         return [cargo() or "cargo", *PREVIOUS_BUILD, "--target-dir", str(target_dir)]
     flags = CpuAdapter().flags(None, "host", {}, None)
-    return build_command(cargo() or "cargo", flags, "host", target_dir)
+    return adapter_command(cargo() or "cargo", flags, "host", target_dir)
 
 
 def cargo_build_times(

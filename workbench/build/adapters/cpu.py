@@ -36,21 +36,19 @@ ASM_SUFFIX = ".lines.asm"
 CODE_FLAGS = ("-C", "codegen-units=1")
 
 
-def crate_rustc_flags(target: str) -> list[str]:
-    """What `cargo rustc` passes after `--` for a cpu build of `target` ("host" or a triple):
-    CODE_FLAGS, and rust-lld as the linker of a host build where one is found."""
-    flags = list(CODE_FLAGS)
-    lld = rust_lld() if target == "host" else None
-    if lld:
-        flags += ["-C", "link-arg=-fuse-ld=lld", "-C", f"link-arg=-B{lld}"]
-    return flags
+def cargo_rustc(cargo_path: str, flags: list[str], target_dir: Path, rustc_flags: list[str]) -> list[str]:
+    """`cargo rustc` of the kernel crate (`flags`: the adapter's `flags()`), CODE_FLAGS and
+    `rustc_flags` after `--`: the build's command and the listing's."""
+    return [cargo_path, "rustc", CHECKSUM_FRESHNESS, *flags, "--offline", "--message-format=json",
+            "--target-dir", str(target_dir), "--", *CODE_FLAGS, *rustc_flags]  # fmt: skip
 
 
 def build_command(cargo_path: str, flags: list[str], target: str, target_dir: Path) -> list[str]:
-    """The cpu build's cargo command line (`flags`: the adapter's `flags()`); also what
-    `benchmarks/kernel_crate_ab.py` times."""
-    return [cargo_path, "rustc", CHECKSUM_FRESHNESS, *flags, "--offline", "--message-format=json",
-            "--target-dir", str(target_dir), "--", *crate_rustc_flags(target)]  # fmt: skip
+    """The cpu build's cargo command line, linked by rust-lld where one is found for a host build
+    (`target`: "host" or a triple); also what `benchmarks/kernel_crate_ab.py` times."""
+    lld = rust_lld() if target == "host" else None
+    linker = ["-C", "link-arg=-fuse-ld=lld", "-C", f"link-arg=-B{lld}"] if lld else []
+    return cargo_rustc(cargo_path, flags, target_dir, linker)
 
 
 #: LLVM's inductive range check elimination (irce) after rustc's own pipeline, then the loop
@@ -76,6 +74,8 @@ LOOP_FLAGS = (
 
 class CpuAdapter(Adapter):
     name = "cpu"
+    #: The loop passes are the `cpu` build's alone (LOOP_FLAGS: `CpuSimAdapter` has none).
+    loop_flags: tuple[str, ...] = LOOP_FLAGS
     shares_target_dir = True
     builds_crate = True
 
@@ -95,7 +95,7 @@ class CpuAdapter(Adapter):
         return target or "host"
 
     def flags(self, project, target, tunables, toolchain) -> list[str]:
-        flags = ["--release", "--lib", "--crate-type", "cdylib", *(LOOP_FLAGS if self.name == "cpu" else ())]
+        flags = ["--release", "--lib", "--crate-type", "cdylib", *self.loop_flags]
         if target != "host":
             flags += ["--target", target]
         return flags
@@ -138,9 +138,7 @@ class CpuAdapter(Adapter):
         fails). `cargo rustc --crate-type cdylib`: the code of the library that runs (an rlib's
         assembly would leave out what only the cdylib keeps)."""
         tc = req.toolchain
-        cmd = [tc.details["cargo"], "rustc", CHECKSUM_FRESHNESS, *req.flags, "--offline",
-               "--message-format=json", "--target-dir", str(req.target_dir), "--", *CODE_FLAGS,
-               *ASM_FLAGS]  # fmt: skip
+        cmd = cargo_rustc(tc.details["cargo"], req.flags, req.target_dir, list(ASM_FLAGS))
         outcome = run_cargo(req, cmd, cargo_env(req, {"RUSTC": tc.path, "RUSTC_BOOTSTRAP": "1"}))
         if not outcome.ok:
             return None

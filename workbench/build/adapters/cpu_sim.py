@@ -12,6 +12,7 @@ from workbench.records import ToolchainInfo
 
 class CpuSimAdapter(CpuAdapter):
     name = "cpu-sim"
+    loop_flags = ()  # its checked loop measured no faster with them (cpu.LOOP_FLAGS)
 
     def detect(self) -> ToolchainInfo:
         info = super().detect()
