@@ -156,8 +156,10 @@ def test_run_json_and_table_give_every_result_its_roof(tmp_path, example_copy, s
         lines = table.stdout.splitlines()
         at = next(i for i, line in enumerate(lines) if line.startswith("backend "))
         header, row = lines[at : at + 2]
-        if readings[example]["roof"]["suspect"]:  # said whole under the table
-            assert any("measurement problem" in line for line in lines[at + 2 :])
+        # The table is another run with its own reading: a row flagged suspect ("⚠") is said whole
+        # under the table, and only then (saxpy at this size is cache-resident, so it may beat the copy roof).
+        said_under = any("measurement problem" in line for line in lines[at + 2 :])
+        assert said_under == ("⚠" in row), (row, lines[at + 2 :])
         assert "% peak" in header
         readings[example]["row"] = row
     saxpy, matmul = readings["saxpy"], readings["matmul"]
