@@ -20,8 +20,19 @@ process_time` around each launch. On a loaded machine a wall-clock median says m
 scheduler than about the code (a helper thread preempted while it holds workgroups holds the
 launch up for a time slice); the CPU time says what work the executor adds to the computation.
 
+Where cargo is (this VM), `--export DIR` builds every variant's artifact (the example's cpu build
+and cpu-sim's if in --variants, the plain sequential and threaded copies: build.json, the cdylib
+and, for the plain copies, the project they run under), checks the plain outputs as above and
+writes them under DIR (layout: `export_layout`). `--from-artifacts DIR` runs the same alternating
+measurement from those artifacts on a machine without a Rust toolchain (the GPU host: 16 free
+cores, where the wall-clock goal can be judged), the plain check redone there from the artifacts;
+`--cores N` pins every measuring process to the first N allowed CPUs (`os.sched_setaffinity`,
+inherited by the run's threads: the "N cores, all free" figure; both the cpu backend and the
+plain threaded loop take their thread count from `available_parallelism`, which follows it).
+
     python benchmarks/cpu_native.py [--examples saxpy,reduction] [--rounds 3] [--sizes default,large]
-                                    [--cpu-time] [--json] [--out PATH]
+                                    [--cpu-time] [--json] [--out PATH] [--budget S]
+                                    [--export DIR | --from-artifacts DIR [--cores N]]
 """
 
 from __future__ import annotations
@@ -35,6 +46,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,31 +115,123 @@ def kernels_of(project: Path) -> list[str]:
     return [k.name for k in Project.open(project).manifest.kernels]
 
 
-def one(project: str, kernel: str, backend: str, sizes: dict) -> dict:
-    """One measurement in this process: the run service's median for `kernel` on `backend`."""
+@dataclass(frozen=True)
+class Target:
+    """Where one variant runs: its project, its backend and, from an export, the folder holding
+    `<backend>/build.json` (None: the run service builds it here, with cargo)."""
+
+    project: Path
+    backend: str
+    artifacts: Path | None = None
+
+
+def built_targets(example: str, tmp: Path) -> dict[str, Target]:
+    """Each variant built here: the example itself and its plain copies (made in `tmp`)."""
+    from workbench.project import examples_dir
+
+    source = examples_dir() / example
+    seq, par = plain_copy(example, tmp, False), plain_copy(example, tmp, True)
+    return {"cpu": Target(source, "cpu"), "cpu-sim": Target(source, "cpu-sim"),
+            "plain": Target(seq, "cpu"), "plain-threads": Target(par, "cpu")}  # fmt: skip
+
+
+#: The export's index: what was exported, with which rustc, and the plain checks made there.
+INDEX = "cpu_native.json"
+
+
+def export_layout(root: Path, example: str) -> dict[str, Target]:
+    """Each variant in an export DIR: `DIR/<example>/example/{cpu,cpu-sim}/` (the example's own
+    builds, run under the checkout's example) and `DIR/<example>/{plain,plain-threads}/` (the plain
+    copy's `project/`, no target dir, beside its `cpu/` build). Each build folder holds only
+    build.json and the cdylib it names."""
+    from workbench.project import examples_dir
+
+    folder, source = root / example, examples_dir() / example
+    return {"cpu": Target(source, "cpu", folder / "example"), "cpu-sim": Target(source, "cpu-sim", folder / "example"),
+            "plain": Target(folder / "plain" / "project", "cpu", folder / "plain"),
+            "plain-threads": Target(folder / "plain-threads" / "project", "cpu", folder / "plain-threads")}  # fmt: skip
+
+
+def export_variant(example: str, variant: str, built: Target, into: Target) -> None:
+    """Build `built` (a cache hit after the check) and copy what a run needs to `into`."""
+    from workbench.build import build_project, export
+
+    (result,) = build_project(built.project, [built.backend])
+    if result.status != "ok":
+        errors = [
+            d.get("rendered") or d.get("message") for d in result.diagnostics if d.get("severity") == "error"
+        ]
+        raise SystemExit(
+            f"--export: {example} {variant}: the {built.backend} build failed: {errors[:1] or result.log[-500:]}"
+        )
+    assert into.artifacts is not None
+    (folder,) = export([result], into.artifacts)
+    keep = {"build.json"} | {
+        k["artifact"] for k in json.loads((folder / "build.json").read_text())["kernels"].values()
+    }
+    for path in folder.iterdir():  # build.log and the like: the carry to the GPU host is small
+        if path.name not in keep:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if into.project != built.project:
+        shutil.rmtree(into.project, ignore_errors=True)
+        shutil.copytree(built.project, into.project, symlinks=True, ignore=shutil.ignore_patterns("target"))
+
+
+def missing_from_export(root: Path, example: str, variants: list[str]) -> list[str]:
+    """What a `--from-artifacts` run of `example` needs and `root` lacks, one line each."""
+    out = []
+    for variant in variants:
+        target = export_layout(root, example)[variant]
+        if not (target.project / "workbench.toml").is_file():
+            out.append(f"{target.project / 'workbench.toml'} (the {variant} project of {example})")
+        assert target.artifacts is not None
+        build = target.artifacts / target.backend / "build.json"
+        if not build.is_file():
+            out.append(f"{build} (the {target.backend} build of {example}'s {variant})")
+            continue
+        for name, entry in json.loads(build.read_text()).get("kernels", {}).items():
+            if not (build.parent / entry["artifact"]).is_file():
+                out.append(
+                    f"{build.parent / entry['artifact']} ({example}'s {variant} artifact of kernel {name})"
+                )
+    return out
+
+
+def one(project: str, kernel: str, backend: str, sizes: dict, artifacts: str | None = None) -> dict:
+    """One measurement in this process: the run service's median for `kernel` on `backend`
+    (from the build in `artifacts/<backend>/` when given)."""
     from workbench.run.service import RunService
 
     service = RunService()
     try:
         report = service.run(project, kernel=kernel, backends=[backend], sizes=sizes or None,
-                             reference=backend, keep_outputs=False)  # fmt: skip
+                             reference=backend, keep_outputs=False, artifacts_dir=artifacts)  # fmt: skip
     finally:
         service.close()
     (result,) = report.results
     timing = result.timing or {}
     findings = (result.findings or {}).get("findings") if result.findings is not None else None
     return {"status": result.status, "median_s": timing.get("median_s"), "n": timing.get("n"),
-            "error": result.error, "findings": None if findings is None else len(findings)}  # fmt: skip
+            "error": result.error, "findings": None if findings is None else len(findings),
+            "cores": len(os.sched_getaffinity(0))}  # fmt: skip
 
 
-def measure(project: Path, kernel: str, backend: str, sizes: dict) -> dict:
-    cmd = [sys.executable, __file__, "--one", str(project), kernel, backend, json.dumps(sizes)]
-    out = subprocess.run(
-        cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}
-    )
+def _env() -> dict[str, str]:
+    """This environment with the checkout first on PYTHONPATH (what was there kept after it)."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def _child(cmd: list[str]) -> dict:
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=_env())
     if out.returncode != 0:
         return {"status": "failed", "median_s": None, "error": (out.stderr or out.stdout)[-2000:]}
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(target: Target, kernel: str, sizes: dict) -> dict:
+    cmd = [sys.executable, __file__, "--one", str(target.project), kernel, target.backend, json.dumps(sizes)]
+    return _child(cmd + (["--one-artifacts", str(target.artifacts)] if target.artifacts else []))
 
 
 def one_cpu_time(project: str, kernel_name: str, artifact: dict, sizes: dict, seconds: float = 1.0) -> dict:
@@ -176,32 +281,33 @@ def one_cpu_time(project: str, kernel_name: str, artifact: dict, sizes: dict, se
 
 
 def measure_cpu_time(project: Path, kernel: str, artifact: dict, sizes: dict) -> dict:
-    cmd = [sys.executable, __file__, "--one-cpu-time", str(project), kernel, json.dumps(artifact),
-           json.dumps(sizes)]  # fmt: skip
-    out = subprocess.run(
-        cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}
-    )
-    if out.returncode != 0:
-        return {"status": "failed", "median_s": None, "error": (out.stderr or out.stdout)[-2000:]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _child([sys.executable, __file__, "--one-cpu-time", str(project), kernel, json.dumps(artifact),
+                   json.dumps(sizes)])  # fmt: skip
 
 
-def check_plain(service, example: str, kernel: str, plain: Path, artifacts: dict | None = None) -> dict:
+def check_plain(
+    service, example: str, kernel: str, ref: Target, plain: Target, artifacts: dict | None = None
+) -> dict:
     """The plain version's outputs against the example's cpu backend, with the workbench's own
     check and the manifest's tolerances (rtol, atol, max_ulp); `artifacts` gets each one's
     artifact record (variant -> provenance["artifact"])."""
-    from workbench.project import Project, examples_dir
+    from workbench.project import Project
     from workbench.run.verify import check_outputs
 
     sizes = CHECK[example]
-    ref = service.run(examples_dir() / example, kernel=kernel, backends=["cpu"], sizes=sizes)
-    got = service.run(plain, kernel=kernel, backends=["cpu"], sizes=sizes)
-    spec = next(k for k in Project.open(examples_dir() / example).manifest.kernels if k.name == kernel)
+    runs = [service.run(t.project, kernel=kernel, backends=["cpu"], sizes=sizes, artifacts_dir=t.artifacts)
+            for t in (ref, plain)]  # fmt: skip
+    for t, report in zip((ref, plain), runs, strict=True):
+        if report.results[0].status != "ok" or "cpu" not in report.outputs:
+            raise SystemExit(
+                f"{example}/{kernel}: the cpu run of {t.project} failed: {report.results[0].error}"
+            )
+    spec = next(k for k in Project.open(ref.project).manifest.kernels if k.name == kernel)
     c = spec.check
-    passed, record = check_outputs(got.outputs["cpu"], ref.outputs["cpu"], c.rtol, c.atol, c.max_ulp)
+    passed, record = check_outputs(runs[1].outputs["cpu"], runs[0].outputs["cpu"], c.rtol, c.atol, c.max_ulp)
     if artifacts is not None:
         artifacts.update(
-            cpu=ref.results[0].provenance["artifact"], plain=got.results[0].provenance["artifact"]
+            cpu=runs[0].results[0].provenance["artifact"], plain=runs[1].results[0].provenance["artifact"]
         )
     return {"ok": passed, "max_abs": record.get("max_abs"), "max_ulp": record.get("max_ulp"), "sizes": sizes}
 
@@ -211,6 +317,24 @@ def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def pin(cores: int) -> list[int]:
+    """Pin this process (and so every process and thread it starts) to the first `cores` CPUs it
+    may use; the CPUs."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if cores < 1 or cores > len(allowed):
+        raise SystemExit(f"--cores {cores}: this process may use {len(allowed)} CPUs ({allowed})")
+    os.sched_setaffinity(0, allowed[:cores])
+    return allowed[:cores]
+
+
+def read_export(root: Path) -> dict:
+    index = root / INDEX
+    if not index.is_file():
+        raise SystemExit(f"--from-artifacts {root}: {index} is missing; make it where cargo is with "
+                         f"`python benchmarks/cpu_native.py --export {root}` (gpu_host/prepare.sh does)")  # fmt: skip
+    return json.loads(index.read_text())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -218,8 +342,11 @@ def main() -> int:
     parser.add_argument(
         "--one", nargs=4, metavar=("PROJECT", "KERNEL", "BACKEND", "SIZES"), help=argparse.SUPPRESS
     )
+    parser.add_argument("--one-artifacts", help=argparse.SUPPRESS)
     parser.add_argument("--one-cpu-time", nargs=4, help=argparse.SUPPRESS)
-    parser.add_argument("--examples", default=",".join(EXAMPLES))
+    parser.add_argument(
+        "--examples", help=f"default {','.join(EXAMPLES)} (from an export: the exported ones)"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="default,large")
     parser.add_argument(
@@ -228,74 +355,129 @@ def main() -> int:
     parser.add_argument("--check-only", action="store_true", help="only check the plain versions' outputs")
     parser.add_argument("--cpu-time", action="store_true",
                         help="CPU time per launch of cpu and plain (see above), not the run service's wall-clock median")  # fmt: skip
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--export", metavar="DIR", help="build and check every variant here, write the artifacts to DIR"
+    )
+    where.add_argument(
+        "--from-artifacts", metavar="DIR", help="measure from an --export DIR, building nothing"
+    )
+    parser.add_argument("--cores", type=int, help="pin the measuring processes to the first N allowed CPUs")
+    parser.add_argument(
+        "--budget", type=float, help="seconds: start no new row after them (the rest: skipped)"
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help=OUT_HELP)
     args = parser.parse_args()
     if args.one:
         project, kernel, backend, sizes = args.one
-        print(json.dumps(one(project, kernel, backend, json.loads(sizes))))
+        print(json.dumps(one(project, kernel, backend, json.loads(sizes), args.one_artifacts)))
         return 0
     if args.one_cpu_time:
         project, kernel, artifact, sizes = args.one_cpu_time
         print(json.dumps(one_cpu_time(project, kernel, json.loads(artifact), json.loads(sizes))))
         return 0
 
-    from workbench.project import examples_dir
     from workbench.run.service import RunService
 
+    started = time.monotonic()
+    exported = read_export(Path(args.from_artifacts)) if args.from_artifacts else None
     if args.cpu_time:
         variants = args.variants.split(",") if args.variants else ["cpu", "plain"]
         if unknown := set(variants) - {"cpu", "plain", "cpu-sim"}:
             parser.error(f"--cpu-time measures cpu, plain and cpu-sim, not {', '.join(sorted(unknown))}")
+    elif exported and not args.variants:
+        variants = exported["variants"]
     else:
         variants = (args.variants or ",".join(VARIANTS)).split(",")
+    if unknown := set(variants) - set(VARIANTS):
+        parser.error(f"--variants: unknown {', '.join(sorted(unknown))}; variants: {', '.join(VARIANTS)}")
+    examples = (
+        args.examples.split(",") if args.examples else list(exported["examples"]) if exported else EXAMPLES
+    )
+    if unknown := set(examples) - set(EXAMPLES):
+        parser.error(f"--examples: unknown {', '.join(sorted(unknown))}; examples: {', '.join(EXAMPLES)}")
+    if exported:
+        root = Path(args.from_artifacts)
+        needed = ["cpu", "plain"] + [v for v in variants if v not in ("cpu", "plain")]
+        if missing := [m for ex in examples for m in missing_from_export(root, ex, needed)]:
+            raise SystemExit(f"--from-artifacts {root}: missing (re-run `cpu_native.py --export {root}` with "
+                             f"these examples and variants where cargo is):\n  " + "\n  ".join(missing))  # fmt: skip
+    cpus = pin(args.cores) if args.cores else sorted(os.sched_getaffinity(0))
     load_before = os.getloadavg()  # the 2-core VM is shared: its load says how far to trust times
     rows = []
+    index: dict = {"format": 1, "variants": variants, "examples": {}}
+    last_row_s = 0.0
     with tempfile.TemporaryDirectory(prefix="cpu-native-") as tmp:
         service = RunService()
         try:
-            for example in args.examples.split(","):
-                seq, par = plain_copy(example, Path(tmp), False), plain_copy(example, Path(tmp), True)
-                projects = {"cpu": (examples_dir() / example, "cpu"), "cpu-sim": (examples_dir() / example, "cpu-sim"),
-                            "plain": (seq, "cpu"), "plain-threads": (par, "cpu")}  # fmt: skip
-                for kernel in kernels_of(seq):
+            for example in examples:
+                if exported:
+                    targets = export_layout(Path(args.from_artifacts), example)
+                else:
+                    targets = built_targets(example, Path(tmp))
+                for kernel in kernels_of(targets["plain"].project):
                     artifacts: dict = {}
-                    check = check_plain(service, example, kernel, seq, artifacts)
+                    check = check_plain(service, example, kernel, targets["cpu"], targets["plain"], artifacts)
                     if args.cpu_time and "cpu-sim" in variants:
-                        sim = service.run(examples_dir() / example, kernel=kernel, backends=["cpu-sim"],
-                                          sizes=CHECK[example], keep_outputs=False)  # fmt: skip
-                        artifacts["cpu-sim"] = sim.results[0].provenance["artifact"]
+                        sim = targets["cpu-sim"]
+                        report = service.run(sim.project, kernel=kernel, backends=["cpu-sim"], sizes=CHECK[example],
+                                             keep_outputs=False, artifacts_dir=sim.artifacts)  # fmt: skip
+                        artifacts["cpu-sim"] = report.results[0].provenance["artifact"]
                     print(f"{example}/{kernel}: plain version {'matches' if check['ok'] else 'DIFFERS'}: {check}",
                           file=sys.stderr)  # fmt: skip
-                    if args.check_only:
+                    if args.export:
+                        index["examples"].setdefault(example, {})[kernel] = check
+                    if args.check_only or args.export:
                         rows.append({"example": example, "kernel": kernel, "plain_check": check})
                         continue
                     for size_name in args.sizes.split(","):
                         sizes = LARGE[example] if size_name == "large" else {}
+                        if args.budget and time.monotonic() - started + last_row_s > args.budget:
+                            rows.append({"example": example, "kernel": kernel, "size": size_name, "sizes": sizes,
+                                         "plain_check": check, "skipped": f"out of budget ({args.budget:.0f} s)"})  # fmt: skip
+                            continue
+                        row_started = time.monotonic()
                         runs: dict[str, list] = {v: [] for v in variants}
                         for rnd in range(args.rounds):
                             order = variants[rnd % len(variants) :] + variants[: rnd % len(variants)]
                             for variant in order:
-                                project, backend = projects[variant]
                                 if args.cpu_time:
-                                    runs[variant].append(
-                                        measure_cpu_time(project, kernel, artifacts[variant], sizes)
-                                    )
+                                    runs[variant].append(measure_cpu_time(
+                                        targets[variant].project, kernel, artifacts[variant], sizes))  # fmt: skip
                                 else:
-                                    runs[variant].append(measure(project, kernel, backend, sizes))
+                                    runs[variant].append(measure(targets[variant], kernel, sizes))
+                        last_row_s = time.monotonic() - row_started
                         med = {v: median([r["median_s"] for r in runs[v]]) for v in variants}
                         row = {"example": example, "kernel": kernel, "size": size_name, "sizes": sizes,
                                "plain_check": check, "median_s": med, "runs": runs}  # fmt: skip
+                        if exported:
+                            row["plain_check_at_export"] = exported["examples"].get(example, {}).get(kernel)
                         cpu, plain, threads, sim = (med.get(v) for v in VARIANTS)
                         row["cpu_over_plain"] = cpu / plain if cpu and plain else None
                         row["cpu_over_plain_threads"] = cpu / threads if cpu and threads else None
                         row["sim_over_cpu"] = sim / cpu if sim and cpu else None
                         rows.append(row)
                         print(line(row), file=sys.stderr)
+                if args.export:
+                    into = export_layout(Path(args.export), example)
+                    for variant in dict.fromkeys(["cpu", "plain", *variants]):
+                        export_variant(example, variant, targets[variant], into[variant])
         finally:
             service.close()
+    if args.export:
+        index.update(machine=machine(), created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     variants=list(dict.fromkeys(["cpu", "plain", *variants])))  # fmt: skip
+        path = Path(args.export) / INDEX
+        path.write_text(json.dumps(index, indent=2) + "\n")
+        bad = [f"{ex}/{k}" for ex, ks in index["examples"].items() for k, c in ks.items() if not c["ok"]]
+        print(f"exported {len(index['examples'])} examples ({', '.join(index['variants'])}) to {args.export}"
+              + (f"; plain versions that DIFFER: {', '.join(bad)}" if bad else ""))  # fmt: skip
+        return 1 if bad else 0
     data = {"machine": machine(), "goals": {"cpu_over_plain": GOAL_NATIVE, "sim_over_cpu": GOAL_SIM},
             "measure": "cpu time per launch" if args.cpu_time else "run service median (wall clock)",
+            "artifacts": args.from_artifacts and str(Path(args.from_artifacts).resolve()),
+            "cores": {"pinned": args.cores, "cpus": cpus},
             "rounds": args.rounds, "load_average": {"before": load_before, "after": os.getloadavg()},
             "rows": rows}  # fmt: skip
     path = write_json(args.out, "cpu_native-cpu-time.json" if args.cpu_time else "cpu_native.json", data)
@@ -306,6 +488,8 @@ def main() -> int:
     for row in rows:
         if "median_s" in row:
             print(line(row))
+        elif "skipped" in row:
+            print(f"{row['example']}/{row['kernel']} {row['size']}: skipped, {row['skipped']}")
     print(f"JSON: {path}")
     return 0
 
