@@ -407,7 +407,16 @@ def main() -> int:
     load_before = os.getloadavg()  # the 2-core VM is shared: its load says how far to trust times
     rows = []
     index: dict = {"format": 1, "variants": variants, "examples": {}}
-    last_row_s = 0.0
+    row_s: dict[str, float] = {}  # seconds of the last row of each size: what the next one may take
+    name = "cpu_native-cpu-time.json" if args.cpu_time else "cpu_native.json"
+
+    def results(load_after: tuple[float, ...] | None = None) -> dict:
+        return {"machine": machine(), "goals": {"cpu_over_plain": GOAL_NATIVE, "sim_over_cpu": GOAL_SIM},
+                "measure": "cpu time per launch" if args.cpu_time else "run service median (wall clock)",
+                "artifacts": args.from_artifacts and str(Path(args.from_artifacts).resolve()),
+                "cores": {"pinned": args.cores, "cpus": cpus}, "rounds": args.rounds,
+                "load_average": {"before": load_before, "after": load_after}, "rows": rows}  # fmt: skip
+
     with tempfile.TemporaryDirectory(prefix="cpu-native-") as tmp:
         service = RunService()
         try:
@@ -433,7 +442,8 @@ def main() -> int:
                         continue
                     for size_name in args.sizes.split(","):
                         sizes = LARGE[example] if size_name == "large" else {}
-                        if args.budget and time.monotonic() - started + last_row_s > args.budget:
+                        expect = row_s.get(size_name, max(row_s.values(), default=0.0))
+                        if args.budget and time.monotonic() - started + expect > args.budget:
                             rows.append({"example": example, "kernel": kernel, "size": size_name, "sizes": sizes,
                                          "plain_check": check, "skipped": f"out of budget ({args.budget:.0f} s)"})  # fmt: skip
                             continue
@@ -447,7 +457,7 @@ def main() -> int:
                                         targets[variant].project, kernel, artifacts[variant], sizes))  # fmt: skip
                                 else:
                                     runs[variant].append(measure(targets[variant], kernel, sizes))
-                        last_row_s = time.monotonic() - row_started
+                        row_s[size_name] = time.monotonic() - row_started
                         med = {v: median([r["median_s"] for r in runs[v]]) for v in variants}
                         row = {"example": example, "kernel": kernel, "size": size_name, "sizes": sizes,
                                "plain_check": check, "median_s": med, "runs": runs}  # fmt: skip
@@ -459,6 +469,7 @@ def main() -> int:
                         row["sim_over_cpu"] = sim / cpu if sim and cpu else None
                         rows.append(row)
                         print(line(row), file=sys.stderr)
+                        write_json(args.out, name, results())  # what is done survives a cut-off run
                 if args.export:
                     into = export_layout(Path(args.export), example)
                     for variant in dict.fromkeys(["cpu", "plain", *variants]):
@@ -474,13 +485,8 @@ def main() -> int:
         print(f"exported {len(index['examples'])} examples ({', '.join(index['variants'])}) to {args.export}"
               + (f"; plain versions that DIFFER: {', '.join(bad)}" if bad else ""))  # fmt: skip
         return 1 if bad else 0
-    data = {"machine": machine(), "goals": {"cpu_over_plain": GOAL_NATIVE, "sim_over_cpu": GOAL_SIM},
-            "measure": "cpu time per launch" if args.cpu_time else "run service median (wall clock)",
-            "artifacts": args.from_artifacts and str(Path(args.from_artifacts).resolve()),
-            "cores": {"pinned": args.cores, "cpus": cpus},
-            "rounds": args.rounds, "load_average": {"before": load_before, "after": os.getloadavg()},
-            "rows": rows}  # fmt: skip
-    path = write_json(args.out, "cpu_native-cpu-time.json" if args.cpu_time else "cpu_native.json", data)
+    data = results(os.getloadavg())
+    path = write_json(args.out, name, data)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0

@@ -26,7 +26,11 @@ skipped and says so):
   on the Vulkan adapter (what naga's bounds clamps and loop counters cost);
 - `scaling` (issue 15): benchmarks/run_scaling.py warm and cold, and `workbench run` of saxpy at
   2^28 timed as a user starts it (wall, CPU time, peak memory);
-- `cold`: every example again with `--l2 cold` alone (only when asked for: `examples` has both).
+- `cold`: every example again with `--l2 cold` alone (only when asked for: `examples` has both);
+- `cpu-native` (issue 37, only when asked for: `STEPS=cpu-native`): benchmarks/cpu_native.py
+  `--from-artifacts .gpu-artifacts/cpu_native` (exported by prepare.sh), the cpu backend against
+  plain sequential and threaded Rust in wall time, pinned to 2 free cores (`--cores 2`; the cores
+  of each run: `EVIDENCE_CPU_NATIVE_CORES=2,all`, `all` unpinned).
 
 Then, on either machine:
 
@@ -100,10 +104,13 @@ STEPS = (
     "scaling",
     "wgsl-variants",
     "cold",
+    "cpu-native",
 )
+#: Steps that run only when named (`--steps`): the default list stays within its budget.
+OPT_IN = ("cpu-native",)
 #: Rough seconds each step needs on an H200 (a step starts only if this much budget is left).
 NEEDS = {"device": 15, "examples": 180, "gpu-tests": 40, "rust-gpu": 30, "harness": 100, "cold": 120,
-         "ncu": 60, "sass": 10, "scaling": 120, "wgsl-variants": 180}  # fmt: skip
+         "ncu": 60, "sass": 10, "scaling": 120, "wgsl-variants": 180, "cpu-native": 240}  # fmt: skip
 #: saxpy at 2^28 through the command line, as a user starts it (issue 15's 8 s goal): the three GPU
 #: backends, then with the cpu backend timed too.
 CLI_RUNS = {"gpu3": "nvptx,cuda-c,wgsl", "all4": "cpu,nvptx,cuda-c,wgsl"}
@@ -342,6 +349,36 @@ class Run:
             self.save("wgsl-variants", data)
         return data
 
+    def step_cpu_native(self) -> dict[str, Any]:
+        """Issue 37 item 2 where cores are free: benchmarks/cpu_native.py from the artifacts of
+        `cpu_native.py --export` (this host has no cargo), each core setting of
+        EVIDENCE_CPU_NATIVE_CORES (default 2) with an equal share of the budget; cpu_native stops
+        starting rows when its share runs out, so each writes its JSON."""
+        folder = self.artifacts / "cpu_native"
+        if not (folder / "cpu_native.json").is_file():
+            return {"skipped": f"{folder}/cpu_native.json is absent (run prepare.sh)"}
+        settings = [
+            c.strip() for c in os.environ.get("EVIDENCE_CPU_NATIVE_CORES", "2").split(",") if c.strip()
+        ]
+        small = ["--sizes", "default", "--rounds", "1"] if self.small else []
+        data: dict[str, Any] = {}
+        for i, cores in enumerate(settings):
+            share = self.left() / (len(settings) - i)
+            if share < 40:
+                data[f"cores-{cores}"] = {"skipped": f"out of budget ({share:.0f} s)"}
+                continue
+            out = self.out / f"cpu_native-cores-{cores}.json"
+            pin = [] if cores == "all" else ["--cores", cores]
+            code, _ = sh([self.python, "benchmarks/cpu_native.py", "--from-artifacts", str(folder), *pin, *small,
+                          "--budget", str(int(share - 30)), "--out", str(out)],
+                         self.out / "logs" / "cpu-native.log", min(share + 60, self.left()))  # fmt: skip
+            data[f"cores-{cores}"] = {
+                "exit": code,
+                "result": _json_or_none(out.read_text()) if out.is_file() else None,
+            }
+            self.save("cpu-native", data)
+        return data
+
     def step_ncu(self) -> dict[str, Any]:
         if not shutil.which("ncu"):
             return {"skipped": "ncu is not on PATH"}
@@ -549,6 +586,7 @@ def assemble(dirs: list[Path], artifacts: Path) -> dict[str, Any]:
         },
         "run_scaling": _scaling_summary(steps.get("scaling") or {}),
         "gpu_tests": steps.get("gpu-tests"),
+        "cpu_native": _cpu_native_summary(steps.get("cpu-native") or {}),
         "notes": {
             "reference": "cuda-c ran first and is the reference at these sizes (a CPU reference takes minutes); "
             "the manifests' cpu reference is reported as not run in each check's note",
@@ -585,6 +623,22 @@ def _scaling_summary(step: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _cpu_native_summary(step: dict[str, Any]) -> dict[str, Any]:
+    """The cpu-native step in brief: per core setting, the CPUs it ran on and each row's medians,
+    ratios and plain check (the rounds stay in the step file)."""
+    out: dict[str, Any] = {}
+    for name, run in step.items():
+        result = run.get("result") if isinstance(run, dict) else None
+        if not result:
+            continue
+        rows = [{k: row.get(k) for k in ("example", "kernel", "size", "sizes", "median_s", "cpu_over_plain",
+                 "cpu_over_plain_threads", "sim_over_cpu", "skipped")} | {"plain_ok": (row.get("plain_check") or {}).get("ok")}
+                for row in result.get("rows") or []]  # fmt: skip
+        out[name] = {"cores": result.get("cores"), "goals": result.get("goals"), "rows": rows,
+                     "load_average": result.get("load_average")}  # fmt: skip
+    return out
+
+
 def _default_budget() -> float:
     if os.environ.get("EVIDENCE_DEADLINE"):
         return float(os.environ["EVIDENCE_DEADLINE"]) - time.time() - 20
@@ -597,7 +651,8 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="run the steps on the GPU host")
     run.add_argument("--out", required=True)
     run.add_argument("--artifacts", default=str(REPO / ".gpu-artifacts"))
-    run.add_argument("--steps", default=",".join(STEPS))
+    run.add_argument("--steps", default=",".join(s for s in STEPS if s not in OPT_IN),
+                     help=f"default: every step but {', '.join(OPT_IN)}; all: {', '.join(STEPS)}")  # fmt: skip
     run.add_argument(
         "--budget", type=float, default=_default_budget(),
         help="seconds for all steps (default: until $EVIDENCE_DEADLINE, an epoch time, less 20 s for "

@@ -4,6 +4,7 @@
 #   - the real rust-gpu SPIR-V from ../shared/data/rust-gpu-spirv/ wrapped in two small projects
 #     (with a cpu cdylib built here as their reference) under .gpu-artifacts/rust-gpu/<name>/;
 #   - the WGSL variants of benchmarks/wgsl_variants.py under .gpu-artifacts/wgsl-variants/;
+#   - the cpu builds and plain Rust copies of benchmarks/cpu_native.py under .gpu-artifacts/cpu_native/;
 #   - the wheel/deb bundle for the offline GPU host in .gpu-bundle/ (../shared/scripts/gpu-host-bundle.sh),
 #     plus the nvidia-ml-py wheel (NVML clocks and energy).
 # Both folders are git-ignored: pass them to the device run as `carry`. Run from the repository root:
@@ -39,6 +40,10 @@ else
 fi
 # The WGSL variants experiment (benchmarks/wgsl_variants.py): each variant as a wgsl artifact folder
 "$py" "$repo/benchmarks/wgsl_variants.py" --prepare "$artifacts/wgsl-variants"
+# Issue 37's wall-clock ratio where cores are free (the GPU host has 16 and no cargo): each example's
+# cpu build and its plain Rust copies, the plain outputs checked here (evidence.py's cpu-native step)
+"$py" "$repo/benchmarks/cpu_native.py" --export "$artifacts/cpu_native" --variants cpu,plain,plain-threads \
+  || echo "warning: cpu_native.py --export failed or a plain version differs (see above)" >&2
 du -sh "$artifacts"
 
 if [ -z "${SKIP_BUNDLE:-}" ]; then

@@ -145,6 +145,41 @@ def ceilings_table(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _ms(seconds: float | None) -> str:
+    return "–" if not seconds else f"{seconds * 1e3:,.2f} ms"
+
+
+def cpu_native_table(data: dict[str, Any]) -> list[str]:
+    """Lines of the cpu-native step (issue 37): per core setting, each row's wall-clock medians of
+    the cpu backend and the plain loops and cpu / plain; [] when the run has none."""
+    lines: list[str] = []
+    for name, run in (data.get("cpu_native") or {}).items():
+        cpus = (run.get("cores") or {}).get("cpus") or []
+        goal = (run.get("goals") or {}).get("cpu_over_plain")
+        lines += ["", f"## The cpu backend against plain Rust, wall clock ({name}: {len(cpus)} CPUs; "
+                  f"`benchmarks/cpu_native.py --from-artifacts`; goal cpu / plain ≤ {goal})", "",
+                  "| example | size | cpu | plain | plain threads | cpu / plain | cpu / threads | plain check |",
+                  "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for row in run.get("rows") or []:
+            kernel = (
+                row["example"]
+                if row.get("kernel") == row["example"]
+                else f"{row['example']}/{row.get('kernel')}"
+            )
+            if row.get("skipped"):
+                lines.append(f"| {kernel} | {row.get('size')} | {row['skipped']} | | | | | |")
+                continue
+            med = row.get("median_s") or {}
+            size = f"{row.get('size')} ({_size(row['sizes'])})" if row.get("sizes") else row.get("size")
+            ratios = [row.get(k) for k in ("cpu_over_plain", "cpu_over_plain_threads")]
+            lines.append(
+                f"| {kernel} | {size} | {_ms(med.get('cpu'))} | {_ms(med.get('plain'))} "
+                f"| {_ms(med.get('plain-threads'))} | {' | '.join('–' if r is None else f'{r:.2f}' for r in ratios)} "
+                f"| {'passed' if row.get('plain_ok') else 'FAILED'} |"
+            )
+    return lines
+
+
 def render(data: dict[str, Any], source: str) -> str:
     device = data.get("device") or {}
     parts = [
@@ -218,6 +253,7 @@ def render(data: dict[str, Any], source: str) -> str:
                     f"| `{(run.get('command') or '').split(' -m ', 1)[-1]}` | – | – | {run.get('wall_s')} s "
                     f"(user {run.get('user_s')} s) | – | max RSS of one process {run.get('max_rss_mib_one_process')} MiB |"
                 )
+    parts += cpu_native_table(data)
     tests = data.get("gpu_tests") or {}
     if tests:
         parts += ["", f"GPU test suite (`pytest tests/gpu -m gpu`): {tests.get('summary')}"]
