@@ -26,9 +26,10 @@ and, for the plain copies, the project they run under), checks the plain outputs
 writes them under DIR (layout: `export_layout`). `--from-artifacts DIR` runs the same alternating
 measurement from those artifacts on a machine without a Rust toolchain (the GPU host: 16 free
 cores, where the wall-clock goal can be judged), the plain check redone there from the artifacts;
-`--cores N` pins every measuring process to the first N allowed CPUs (`os.sched_setaffinity`,
-inherited by the run's threads: the "N cores, all free" figure; both the cpu backend and the
-plain threaded loop take their thread count from `available_parallelism`, which follows it).
+`--cores N` pins every measuring process to N of the allowed CPUs, one per physical core where
+sysfs says which are SMT siblings (`os.sched_setaffinity`, inherited by the run's processes and
+threads: the "N cores, all free" figure; the cpu backend and the plain threaded loop both take
+their thread count from `available_parallelism`, which follows the affinity).
 
     python benchmarks/cpu_native.py [--examples saxpy,reduction] [--rounds 3] [--sizes default,large]
                                     [--cpu-time] [--json] [--out PATH] [--budget S]
@@ -317,14 +318,37 @@ def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def pin(cores: int) -> list[int]:
-    """Pin this process (and so every process and thread it starts) to the first `cores` CPUs it
-    may use; the CPUs."""
+def _core_of(cpu: int) -> tuple[str, str] | None:
+    """(package, core) of a logical CPU, from sysfs; None where it does not say."""
+    topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+    try:
+        return (topology / "physical_package_id").read_text().strip(), (
+            topology / "core_id"
+        ).read_text().strip()
+    except OSError:
+        return None
+
+
+def pin(cores: int) -> dict:
+    """Pin this process (and so every process and thread it starts) to `cores` of the CPUs it may
+    use, one per physical core where sysfs tells the SMT siblings apart (two hyperthreads of one
+    core are not two free cores), else the first ones; the CPUs chosen and how."""
     allowed = sorted(os.sched_getaffinity(0))
     if cores < 1 or cores > len(allowed):
         raise SystemExit(f"--cores {cores}: this process may use {len(allowed)} CPUs ({allowed})")
-    os.sched_setaffinity(0, allowed[:cores])
-    return allowed[:cores]
+    chosen: list[int] = []
+    seen: set = set()
+    for cpu in allowed:
+        core = _core_of(cpu)
+        if core is not None and core not in seen:
+            seen.add(core)
+            chosen.append(cpu)
+    how = "one per physical core"
+    if len(chosen) < cores:
+        chosen, how = allowed, "the first allowed (fewer physical cores than asked, or no topology in sysfs)"
+    os.sched_setaffinity(0, chosen[:cores])
+    return {"pinned": cores, "cpus": chosen[:cores], "chosen": how,
+            "cores_of_cpus": {cpu: _core_of(cpu) for cpu in chosen[:cores]}}  # fmt: skip
 
 
 def read_export(root: Path) -> dict:
@@ -403,7 +427,7 @@ def main() -> int:
         if missing := [m for ex in examples for m in missing_from_export(root, ex, needed)]:
             raise SystemExit(f"--from-artifacts {root}: missing (re-run `cpu_native.py --export {root}` with "
                              f"these examples and variants where cargo is):\n  " + "\n  ".join(missing))  # fmt: skip
-    cpus = pin(args.cores) if args.cores else sorted(os.sched_getaffinity(0))
+    cores = pin(args.cores) if args.cores else {"pinned": None, "cpus": sorted(os.sched_getaffinity(0))}
     load_before = os.getloadavg()  # the 2-core VM is shared: its load says how far to trust times
     rows = []
     index: dict = {"format": 1, "variants": variants, "examples": {}}
@@ -414,11 +438,12 @@ def main() -> int:
         return {"machine": machine(), "goals": {"cpu_over_plain": GOAL_NATIVE, "sim_over_cpu": GOAL_SIM},
                 "measure": "cpu time per launch" if args.cpu_time else "run service median (wall clock)",
                 "artifacts": args.from_artifacts and str(Path(args.from_artifacts).resolve()),
-                "cores": {"pinned": args.cores, "cpus": cpus}, "rounds": args.rounds,
+                "cores": cores, "rounds": args.rounds,
                 "load_average": {"before": load_before, "after": load_after}, "rows": rows}  # fmt: skip
 
     with tempfile.TemporaryDirectory(prefix="cpu-native-") as tmp:
         service = RunService()
+        plan = []  # (example, kernel, its variants' targets, the plain check, the artifact records)
         try:
             for example in examples:
                 if exported:
@@ -439,43 +464,46 @@ def main() -> int:
                         index["examples"].setdefault(example, {})[kernel] = check
                     if args.check_only or args.export:
                         rows.append({"example": example, "kernel": kernel, "plain_check": check})
-                        continue
-                    for size_name in args.sizes.split(","):
-                        sizes = LARGE[example] if size_name == "large" else {}
-                        expect = row_s.get(size_name, max(row_s.values(), default=0.0))
-                        if args.budget and time.monotonic() - started + expect > args.budget:
-                            rows.append({"example": example, "kernel": kernel, "size": size_name, "sizes": sizes,
-                                         "plain_check": check, "skipped": f"out of budget ({args.budget:.0f} s)"})  # fmt: skip
-                            continue
-                        row_started = time.monotonic()
-                        runs: dict[str, list] = {v: [] for v in variants}
-                        for rnd in range(args.rounds):
-                            order = variants[rnd % len(variants) :] + variants[: rnd % len(variants)]
-                            for variant in order:
-                                if args.cpu_time:
-                                    runs[variant].append(measure_cpu_time(
-                                        targets[variant].project, kernel, artifacts[variant], sizes))  # fmt: skip
-                                else:
-                                    runs[variant].append(measure(targets[variant], kernel, sizes))
-                        row_s[size_name] = time.monotonic() - row_started
-                        med = {v: median([r["median_s"] for r in runs[v]]) for v in variants}
-                        row = {"example": example, "kernel": kernel, "size": size_name, "sizes": sizes,
-                               "plain_check": check, "median_s": med, "runs": runs}  # fmt: skip
-                        if exported:
-                            row["plain_check_at_export"] = exported["examples"].get(example, {}).get(kernel)
-                        cpu, plain, threads, sim = (med.get(v) for v in VARIANTS)
-                        row["cpu_over_plain"] = cpu / plain if cpu and plain else None
-                        row["cpu_over_plain_threads"] = cpu / threads if cpu and threads else None
-                        row["sim_over_cpu"] = sim / cpu if sim and cpu else None
-                        rows.append(row)
-                        print(line(row), file=sys.stderr)
-                        write_json(args.out, name, results())  # what is done survives a cut-off run
+                    plan.append((example, kernel, targets, check, artifacts))
                 if args.export:
                     into = export_layout(Path(args.export), example)
                     for variant in dict.fromkeys(["cpu", "plain", *variants]):
                         export_variant(example, variant, targets[variant], into[variant])
         finally:
             service.close()
+        # Size by size (every example's default size first): a --budget that runs out drops large sizes.
+        for size_name in [] if args.check_only or args.export else args.sizes.split(","):
+            for example, kernel, targets, check, artifacts in plan:
+                sizes = LARGE[example] if size_name == "large" else {}
+                expect = row_s.get(size_name, max(row_s.values(), default=0.0))
+                if args.budget and time.monotonic() - started + expect > args.budget:
+                    rows.append({"example": example, "kernel": kernel, "size": size_name, "sizes": sizes,
+                                 "plain_check": check, "skipped": f"out of budget ({args.budget:.0f} s)"})  # fmt: skip
+                    continue
+                row_started = time.monotonic()
+                runs: dict[str, list] = {v: [] for v in variants}
+                for rnd in range(args.rounds):
+                    order = variants[rnd % len(variants) :] + variants[: rnd % len(variants)]
+                    for variant in order:
+                        if args.cpu_time:
+                            runs[variant].append(
+                                measure_cpu_time(targets[variant].project, kernel, artifacts[variant], sizes)
+                            )
+                        else:
+                            runs[variant].append(measure(targets[variant], kernel, sizes))
+                row_s[size_name] = time.monotonic() - row_started
+                med = {v: median([r["median_s"] for r in runs[v]]) for v in variants}
+                row = {"example": example, "kernel": kernel, "size": size_name, "sizes": sizes,
+                       "plain_check": check, "median_s": med, "runs": runs}  # fmt: skip
+                if exported:
+                    row["plain_check_at_export"] = exported["examples"].get(example, {}).get(kernel)
+                cpu, plain, threads, sim = (med.get(v) for v in VARIANTS)
+                row["cpu_over_plain"] = cpu / plain if cpu and plain else None
+                row["cpu_over_plain_threads"] = cpu / threads if cpu and threads else None
+                row["sim_over_cpu"] = sim / cpu if sim and cpu else None
+                rows.append(row)
+                print(line(row), file=sys.stderr)
+                write_json(args.out, name, results())  # what is done survives a cut-off run
     if args.export:
         index.update(machine=machine(), created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      variants=list(dict.fromkeys(["cpu", "plain", *variants])))  # fmt: skip

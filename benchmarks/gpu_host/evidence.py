@@ -30,7 +30,9 @@ skipped and says so):
 - `cpu-native` (issue 37, only when asked for: `STEPS=cpu-native`): benchmarks/cpu_native.py
   `--from-artifacts .gpu-artifacts/cpu_native` (exported by prepare.sh), the cpu backend against
   plain sequential and threaded Rust in wall time, pinned to 2 free cores (`--cores 2`; the cores
-  of each run: `EVIDENCE_CPU_NATIVE_CORES=2,all`, `all` unpinned).
+  of each run: `EVIDENCE_CPU_NATIVE_CORES=2,all`, `all` unpinned; more arguments:
+  `EVIDENCE_CPU_NATIVE_ARGS="--sizes default --rounds 5"`). Every example's default size first,
+  then the large ones, until its share of the budget is spent (the rest listed as skipped).
 
 Then, on either machine:
 
@@ -361,6 +363,7 @@ class Run:
             c.strip() for c in os.environ.get("EVIDENCE_CPU_NATIVE_CORES", "2").split(",") if c.strip()
         ]
         small = ["--sizes", "default", "--rounds", "1"] if self.small else []
+        extra = os.environ.get("EVIDENCE_CPU_NATIVE_ARGS", "").split()  # e.g. "--sizes default --rounds 5"
         data: dict[str, Any] = {}
         for i, cores in enumerate(settings):
             share = self.left() / (len(settings) - i)
@@ -369,7 +372,7 @@ class Run:
                 continue
             out = self.out / f"cpu_native-cores-{cores}.json"
             pin = [] if cores == "all" else ["--cores", cores]
-            code, _ = sh([self.python, "benchmarks/cpu_native.py", "--from-artifacts", str(folder), *pin, *small,
+            code, _ = sh([self.python, "benchmarks/cpu_native.py", "--from-artifacts", str(folder), *pin, *small, *extra,
                           "--budget", str(int(share - 30)), "--out", str(out)],
                          self.out / "logs" / "cpu-native.log", min(share + 60, self.left()))  # fmt: skip
             data[f"cores-{cores}"] = {

@@ -9,6 +9,8 @@
 # step ends), logs/, gpu-tests.log, harness_overhead.json, sass/, h200-<date>.json (the results file,
 # assembled from the steps) and README.md (its table). STEPS=a,b picks steps (evidence.py lists them);
 # a second call can run the ones the first had no time for.
+# Issue 37's wall-clock cpu / plain ratio on 2 free cores (opt-in, ~4 min; .gpu-artifacts/cpu_native
+# from prepare.sh): STEPS=cpu-native (EVIDENCE_CPU_NATIVE_CORES=2,all adds an unpinned run).
 # Local dry run (no GPU): EVIDENCE_SMALL=1 EVIDENCE_BACKENDS=wgsl WGPU_DEVICE=llvmpipe bash ... .
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
