@@ -39,6 +39,7 @@ their thread count from `available_parallelism`, which follows the affinity).
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import re
@@ -144,7 +145,7 @@ def export_layout(root: Path, example: str) -> dict[str, Target]:
     """Each variant in an export DIR: `DIR/<example>/example/{cpu,cpu-sim}/` (the example's own
     builds, run under the checkout's example) and `DIR/<example>/{plain,plain-threads}/` (the plain
     copy's `project/`, no target dir, beside its `cpu/` build). Each build folder holds only
-    build.json and the cdylib it names."""
+    build.json and the cdylib it names (plain-threads' names plain's: the same file, see `share`)."""
     from workbench.project import examples_dir
 
     folder, source = root / example, examples_dir() / example
@@ -173,9 +174,23 @@ def export_variant(example: str, variant: str, built: Target, into: Target) -> N
     for path in folder.iterdir():  # build.log and the like: the carry to the GPU host is small
         if path.name not in keep:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if variant == "plain-threads":  # the same crate as plain (only its entries differ): one cdylib
+        share(folder, export_layout(into.artifacts.parent.parent, example)["plain"].artifacts / "cpu")
     if into.project != built.project:
         shutil.rmtree(into.project, ignore_errors=True)
         shutil.copytree(built.project, into.project, symlinks=True, ignore=shutil.ignore_patterns("target"))
+
+
+def share(folder: Path, other: Path) -> None:
+    """Point `folder`'s build.json at `other`'s copy of each artifact that is the same file, byte
+    for byte (a relative path, as build.json's are), and drop its own: the carry stays small."""
+    build = json.loads((folder / "build.json").read_text())
+    for record in build["kernels"].values():
+        mine, theirs = folder / record["artifact"], other / Path(record["artifact"]).name
+        if mine.is_file() and theirs.is_file() and filecmp.cmp(mine, theirs, shallow=False):
+            mine.unlink()
+            record["artifact"] = os.path.relpath(theirs, folder)
+    (folder / "build.json").write_text(json.dumps(build, indent=2) + "\n")
 
 
 def missing_from_export(root: Path, example: str, variants: list[str]) -> list[str]:

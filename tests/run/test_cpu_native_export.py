@@ -59,16 +59,25 @@ def _host_env(tmp_path: Path) -> dict[str, str]:
 def test_exported_variants_run_where_no_rust_can_start(tmp_path, shared_cache_dir):
     export = tmp_path / "export"
     here = {**os.environ, "PYTHONPATH": str(REPO), "WB_CACHE_DIR": str(shared_cache_dir)}
-    done = _run([SCRIPT, "--export", export, "--examples", "saxpy", "--variants", "cpu,plain"], here)
+    done = _run(
+        [SCRIPT, "--export", export, "--examples", "saxpy", "--variants", "cpu,plain,plain-threads"], here
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     index = json.loads((export / "cpu_native.json").read_text())
-    assert index["variants"] == ["cpu", "plain"] and index["examples"]["saxpy"]["saxpy"]["ok"] is True
+    assert (
+        index["variants"] == ["cpu", "plain", "plain-threads"]
+        and index["examples"]["saxpy"]["saxpy"]["ok"] is True
+    )
     builds = sorted(export.rglob("build.json"))
-    assert [p.relative_to(export).as_posix() for p in builds] == ["saxpy/example/cpu/build.json",
-                                                                   "saxpy/plain/cpu/build.json"]  # fmt: skip
+    assert sorted(p.relative_to(export).as_posix() for p in builds) == [
+        "saxpy/example/cpu/build.json", "saxpy/plain-threads/cpu/build.json", "saxpy/plain/cpu/build.json"]  # fmt: skip
     for build in builds:  # only what a run needs travels: build.json and the cdylib it names
         named = {k["artifact"] for k in json.loads(build.read_text())["kernels"].values()}
-        assert {p.name for p in build.parent.iterdir()} == {"build.json"} | named
+        assert {p.name for p in build.parent.iterdir()} - {"build.json"} <= named, build
+        assert all((build.parent / n).is_file() for n in named), named
+    # plain-threads is plain's crate with other entries: it names plain's cdylib, no copy of its own
+    threads = json.loads((export / "saxpy/plain-threads/cpu/build.json").read_text())["kernels"]["saxpy"]
+    assert threads["artifact"] == "../../plain/cpu/libsaxpy.so" and threads["entry"] == "saxpy_threads"
     assert not list(export.rglob("target"))
 
     env = _host_env(tmp_path)
@@ -91,7 +100,8 @@ def test_exported_variants_run_where_no_rust_can_start(tmp_path, shared_cache_di
     assert row["plain_check"]["ok"] is True, row["plain_check"]
     assert row["median_s"]["cpu"] > 0 and row["median_s"]["plain"] > 0, row["runs"]
     assert row["cpu_over_plain"] == pytest.approx(row["median_s"]["cpu"] / row["median_s"]["plain"])
-    for variant in ("cpu", "plain"):
+    assert row["median_s"]["plain-threads"] > 0, row["runs"]
+    for variant in ("cpu", "plain", "plain-threads"):
         (run,) = row["runs"][variant]
         assert run["status"] == "ok" and run["cores"] == 1, run  # each measuring process was pinned
 
@@ -113,7 +123,8 @@ def test_exported_variants_run_where_no_rust_can_start(tmp_path, shared_cache_di
     text = table.read_text()
     assert "## The cpu backend against plain Rust, wall clock (cores-1: 1 CPUs;" in text
     (line,) = [line for line in text.splitlines() if line.startswith("| saxpy | default |")]
-    assert line.endswith(f"| {row['cpu_over_plain']:.2f} | – | passed |"), line
+    ratios = f"| {row['cpu_over_plain']:.2f} | {row['cpu_over_plain_threads']:.2f} | passed |"
+    assert line.endswith(ratios), line
 
 
 def test_a_missing_artifact_is_named(tmp_path):
