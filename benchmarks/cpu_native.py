@@ -185,11 +185,13 @@ def share(folder: Path, other: Path) -> None:
     """Point `folder`'s build.json at `other`'s copy of each artifact that is the same file, byte
     for byte (a relative path, as build.json's are), and drop its own: the carry stays small."""
     build = json.loads((folder / "build.json").read_text())
-    for record in build["kernels"].values():
-        mine, theirs = folder / record["artifact"], other / Path(record["artifact"]).name
+    for name in {record["artifact"] for record in build["kernels"].values()}:  # kernels share a cdylib
+        mine, theirs = folder / name, other / Path(name).name
         if mine.is_file() and theirs.is_file() and filecmp.cmp(mine, theirs, shallow=False):
             mine.unlink()
-            record["artifact"] = os.path.relpath(theirs, folder)
+            for record in build["kernels"].values():
+                if record["artifact"] == name:
+                    record["artifact"] = os.path.relpath(theirs, folder)
     (folder / "build.json").write_text(json.dumps(build, indent=2) + "\n")
 
 

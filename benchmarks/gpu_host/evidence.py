@@ -364,6 +364,7 @@ class Run:
         ]
         small = ["--sizes", "default", "--rounds", "1"] if self.small else []
         extra = os.environ.get("EVIDENCE_CPU_NATIVE_ARGS", "").split()  # e.g. "--sizes default --rounds 5"
+        log = self.out / "logs" / "cpu-native.log"
         data: dict[str, Any] = {}
         for i, cores in enumerate(settings):
             share = self.left() / (len(settings) - i)
@@ -374,11 +375,11 @@ class Run:
             pin = [] if cores == "all" else ["--cores", cores]
             code, _ = sh([self.python, "benchmarks/cpu_native.py", "--from-artifacts", str(folder), *pin, *small, *extra,
                           "--budget", str(int(share - 30)), "--out", str(out)],
-                         self.out / "logs" / "cpu-native.log", min(share + 60, self.left()))  # fmt: skip
-            data[f"cores-{cores}"] = {
-                "exit": code,
-                "result": _json_or_none(out.read_text()) if out.is_file() else None,
-            }
+                         log, min(share + 60, self.left()))  # fmt: skip
+            result = _json_or_none(out.read_text()) if out.is_file() else None
+            data[f"cores-{cores}"] = {"exit": code, "result": result}
+            if code != 0:  # what went wrong (a missing artifact is named there), beside the step
+                data[f"cores-{cores}"]["log_tail"] = log.read_text()[-2000:]
             self.save("cpu-native", data)
         return data
 

@@ -6,6 +6,7 @@ artifact is named."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -140,3 +141,38 @@ def test_a_missing_artifact_is_named(tmp_path):
     for missing in ("saxpy/example/cpu/build.json", "saxpy/plain/project/workbench.toml",
                     "saxpy/plain/cpu/build.json", "saxpy/plain-threads/cpu/build.json"):  # fmt: skip
         assert f"{export / missing} (" in done.stderr, done.stderr
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("cpu_native", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_kernels_that_share_a_cdylib_share_plains_copy(tmp_path):
+    """scan's two kernels live in one cdylib: plain-threads' build.json points both at plain's copy
+    (and `workbench run --artifacts` reads it); a file that differs keeps its own copy."""
+    from workbench.build.artifacts import read_build
+
+    kernels = {
+        k: {"artifact": "libscan.so", "entry": f"{k}_threads", "kind": "cdylib"} for k in ("scan", "scan_add")
+    }
+    plain, threads = tmp_path / "plain" / "cpu", tmp_path / "plain-threads" / "cpu"
+    for folder, body in ((plain, b"\x7fELF same"), (threads, b"\x7fELF same")):
+        folder.mkdir(parents=True)
+        (folder / "libscan.so").write_bytes(body)
+        (folder / "build.json").write_text(json.dumps({"format": 1, "backend": "cpu", "kernels": kernels}))
+    _script().share(threads, plain)
+    assert not (threads / "libscan.so").exists()
+    shared = read_build(threads)["kernels"]
+    assert {k: r["artifact"] for k, r in shared.items()} == {"scan": "../../plain/cpu/libscan.so",
+                                                           "scan_add": "../../plain/cpu/libscan.so"}  # fmt: skip
+    assert shared["scan_add"]["entry"] == "scan_add_threads"
+
+    (threads / "libscan.so").write_bytes(b"\x7fELF other")
+    (threads / "build.json").write_text(json.dumps({"format": 1, "backend": "cpu", "kernels": kernels}))
+    _script().share(threads, plain)
+    assert (threads / "libscan.so").read_bytes() == b"\x7fELF other"
+    assert {r["artifact"] for r in read_build(threads)["kernels"].values()} == {"libscan.so"}
