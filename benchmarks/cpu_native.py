@@ -368,6 +368,16 @@ def pin(cores: int) -> dict:
             "cores_of_cpus": {cpu: _core_of(cpu) for cpu in chosen[:cores]}}  # fmt: skip
 
 
+def cpu_model() -> str | None:
+    """The processor's name (/proc/cpuinfo): which cores the wall-clock figures are of."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    found = re.search(r"(?m)^model name\s*:\s*(.+)$", text)
+    return found.group(1).strip() if found else None
+
+
 def read_export(root: Path) -> dict:
     index = root / INDEX
     if not index.is_file():
@@ -403,7 +413,12 @@ def main() -> int:
     where.add_argument(
         "--from-artifacts", metavar="DIR", help="measure from an --export DIR, building nothing"
     )
-    parser.add_argument("--cores", type=int, help="pin the measuring processes to the first N allowed CPUs")
+    parser.add_argument(
+        "--cores",
+        type=int,
+        metavar="N",
+        help="pin the measuring processes to N allowed CPUs, one per physical core",
+    )
     parser.add_argument(
         "--budget", type=float, help="seconds: start no new row after them (the rest: skipped)"
     )
@@ -452,7 +467,7 @@ def main() -> int:
     name = "cpu_native-cpu-time.json" if args.cpu_time else "cpu_native.json"
 
     def results(load_after: tuple[float, ...] | None = None) -> dict:
-        return {"machine": machine(), "goals": {"cpu_over_plain": GOAL_NATIVE, "sim_over_cpu": GOAL_SIM},
+        return {"machine": machine(), "cpu_model": cpu_model(), "goals": {"cpu_over_plain": GOAL_NATIVE, "sim_over_cpu": GOAL_SIM},
                 "measure": "cpu time per launch" if args.cpu_time else "run service median (wall clock)",
                 "artifacts": args.from_artifacts and str(Path(args.from_artifacts).resolve()),
                 "cores": cores, "rounds": args.rounds,
