@@ -420,7 +420,7 @@ def main() -> int:
         help="pin the measuring processes to N allowed CPUs, one per physical core",
     )
     parser.add_argument(
-        "--budget", type=float, help="seconds: start no new row after them (the rest: skipped)"
+        "--budget", type=float, metavar="S", help="seconds: start no new row after them (the rest: skipped)"
     )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help=OUT_HELP)
