@@ -46,8 +46,8 @@ from workbench.runtimes_table import RUNTIME_TABLE, RUNTIMES
 
 CEILINGS_FILE = "ceilings.json"
 #: 2: read_gbps; 3: write_gbps and the winning variants; 4: update_gbps; 5: wgpu's 2-in-flight
-#: grid-stride variant on GPUs (older files are measured again).
-FORMAT = 5
+#: grid-stride variant on GPUs; 6: wgpu's GPU buffers at 256 MiB (older files are measured again).
+FORMAT = 6
 #: A short timing run per kernel: the ceilings of one device take a few seconds at most.
 TIMING = {"min_n": 5, "min_time_s": 0.05, "max_time_s": 0.5, "warmup_max_n": 3, "warmup_max_s": 0.2}
 TIMEOUT_S = 60.0

@@ -272,8 +272,9 @@ def wgpu_streams(gpu_like: bool) -> list[Stream]:
     """wgpu variants: scalar and vec4 accesses one per invocation, and vec4 grid-stride with 4 in
     flight (4,096 workgroups on a GPU; 64 on a CPU adapter such as llvmpipe, where each variant
     costs real seconds). On a GPU also the reduction example's own shape, vec4 grid-stride with 2
-    in flight over 2,048 workgroups: its WGSL read 108 % of the best of the others on an H100
-    (3,087 against 2,857 GB/s), so the read roof was the probe's, not the device's."""
+    in flight over 2,048 workgroups, added when its WGSL read 108 % of the best of the others on an
+    H100 (3,087 against 2,857 GB/s). Run on an H100 (2026-12-06) it did not win either: the
+    probes' 64 MiB buffers were the cause (`ceilings_probes._wgpu_probes` sizes them now)."""
     groups = 4096 if gpu_like else 64
     out = []
     for what in STREAMS:
