@@ -60,11 +60,16 @@ class CargoOutcome:
         return names
 
 
-def rust_reads(outcome: CargoOutcome, req: BuildRequest) -> set[str]:
-    """The tunables the crate's compile read (`WB_TUNABLE_<NAME>` in rustc's dep-info)."""
+def rust_reads(outcome: CargoOutcome | set[str], req: BuildRequest) -> set[str]:
+    """The tunables the crate's compile read (`WB_TUNABLE_<NAME>` in rustc's dep-info; or in
+    `outcome`, the names of the environment variables it read)."""
     from workbench.build.adapters.base import rust_tunable_var
 
-    read = outcome.env_reads(req.project.manifest.crate_dir / "Cargo.toml")
+    read = (
+        outcome
+        if isinstance(outcome, set)
+        else outcome.env_reads(req.project.manifest.crate_dir / "Cargo.toml")
+    )
     return {name for name in req.tunables if rust_tunable_var(name) in read}
 
 
