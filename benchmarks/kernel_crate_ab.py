@@ -40,6 +40,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,9 +103,10 @@ def build_command(kind: str, target_dir: Path) -> list[str]:
     return adapter_command(cargo() or "cargo", flags, "host", target_dir)
 
 
-def build_once(kind: str, project: Path, target_dir: Path, scratch: Path) -> None:
+def build_once(kind: str, project: Path, target_dir: Path, scratch: Path) -> str:
     """One cpu build of saxpy at `project`: `previous` its cargo command run here, `adapter` and
-    `cargo` the cpu adapter's build (`cargo`: with WB_RUSTC_REPLAY=off)."""
+    `cargo` the cpu adapter's build (`cargo`: with WB_RUSTC_REPLAY=off). Returns what ran:
+    "cargo" or "rustc" (a replay)."""
     from workbench.build.adapters.base import BuildRequest
     from workbench.build.adapters.cpu import CpuAdapter
     from workbench.build.adapters.host_rust import rustc
@@ -114,7 +116,7 @@ def build_once(kind: str, project: Path, target_dir: Path, scratch: Path) -> Non
     if kind == "previous":
         env = {**os.environ, "RUSTC": rustc() or "rustc", "RUSTC_BOOTSTRAP": "1"}
         subprocess.run(build_command(kind, target_dir), cwd=project, env=env, check=True, capture_output=True)
-        return
+        return "cargo"
     adapter = CpuAdapter()
     out = scratch / f"out-{time.monotonic_ns()}"
     out.mkdir(parents=True)
@@ -132,17 +134,20 @@ def build_once(kind: str, project: Path, target_dir: Path, scratch: Path) -> Non
         shutil.rmtree(out, ignore_errors=True)
     if not built.ok:
         raise SystemExit(f"the {kind} build of {project} failed:\n" + "\n".join(req.log[-30:]))
+    ran = next(line for line in req.log if line.startswith("$ "))
+    return "cargo" if "--message-format=json" in ran else "rustc"
 
 
 def cargo_build_times(
     projects: dict[str, Path], reps: int, target: Path, kinds: dict[str, str]
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[str]]]:
     """Seconds of a cpu build (`build_once` of `kinds[name]`) after an edit of saxpy's kernel
     line, the crates alternating; each its own target folder, warmed by one build first: (wall
-    clock, CPU time of this process and the processes it ran). On the shared VM the CPU time
+    clock, CPU time of this process and the processes it ran, what each build ran). On the shared VM the CPU time
     moves less with the load than the wall clock does."""
     times: dict[str, list[float]] = {name: [] for name in projects}
     cpu: dict[str, list[float]] = {name: [] for name in projects}
+    ran: dict[str, list[str]] = {name: [] for name in projects}
     sources = {name: (p / "src" / "lib.rs").read_text() for name, p in projects.items()}
 
     def used() -> float:
@@ -157,14 +162,15 @@ def cargo_build_times(
             (project / "src" / "lib.rs").write_text(edited)
             before = used()
             start = time.perf_counter()
-            build_once(kinds[name], project, target / name, target / "scratch")
+            how = build_once(kinds[name], project, target / name, target / "scratch")
             wall = time.perf_counter() - start
             if rep:  # the first is the warm-up: the dependencies' own build
+                ran[name].append(how)
                 times[name].append(wall)
                 cpu[name].append(used() - before)
     for name, project in projects.items():
         (project / "src" / "lib.rs").write_text(sources[name])
-    return times, cpu
+    return times, cpu, ran
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,13 +200,13 @@ def main(argv: list[str] | None = None) -> int:
             for name, crate in crates.items()
         }
 
-        build = build_cpu = None
+        build = build_cpu = build_how = None
         if "saxpy" in examples:
             build_copies = {
                 name: project_copy("saxpy", crate, tmp / f"build-{name}") for name, crate in crates.items()
             }
             kinds = {"base": args.base_build, "head": "adapter"}
-            build, build_cpu = cargo_build_times(build_copies, args.build_reps, tmp / "targets", kinds)
+            build, build_cpu, build_how = cargo_build_times(build_copies, args.build_reps, tmp / "targets", kinds)
 
         runs: dict[str, dict[str, list[float]]] = {}
         for (ex, name), project in copies.items():
@@ -229,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         ).stdout.strip(),  # fmt: skip
         "head": "working tree",
         "build_commands": {"base": args.base_build, "head": "adapter"},
+        "build_ran": build_how and {name: dict(Counter(r)) for name, r in build_how.items()},
         "build_s": build and {name: [round(t, 4) for t in ts] for name, ts in build.items()},
         "build_median_s": build and {name: round(statistics.median(ts), 4) for name, ts in build.items()},
         "build_cpu_s": build_cpu and {name: [round(t, 4) for t in ts] for name, ts in build_cpu.items()},
