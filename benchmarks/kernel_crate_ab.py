@@ -206,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                 name: project_copy("saxpy", crate, tmp / f"build-{name}") for name, crate in crates.items()
             }
             kinds = {"base": args.base_build, "head": "adapter"}
-            build, build_cpu, build_how = cargo_build_times(build_copies, args.build_reps, tmp / "targets", kinds)
+            build, build_cpu, build_how = cargo_build_times(
+                build_copies, args.build_reps, tmp / "targets", kinds
+            )
 
         runs: dict[str, dict[str, list[float]]] = {}
         for (ex, name), project in copies.items():
