@@ -141,3 +141,24 @@ def test_tunables_reach_a_replay_and_replays_can_be_turned_off(project, tmp_path
     off, how = build(project, cache)
     assert off.status == "ok" and how == "cargo", off.log
     assert "wb-edit-mark-1-end" in marks(off)
+
+
+def test_a_dependency_with_a_build_script_is_never_replayed(project, tmp_path):
+    # Its script's output may depend on anything (a file it names, a probe of the system): cargo
+    # decides each time whether to run it again.
+    dep = project / "scripted"
+    (dep / "src").mkdir(parents=True)
+    (dep / "Cargo.toml").write_text('[package]\nname = "scripted"\nversion = "0.1.0"\nedition = "2021"\n')
+    (dep / "build.rs").write_text(
+        'fn main() { println!("cargo:rustc-env=WB_SCRIPTED=wb-script-mark-1-end"); }\n'
+    )
+    (dep / "src" / "lib.rs").write_text('pub const MARK: &str = env!("WB_SCRIPTED");\n')
+    edit(project / "Cargo.toml", "[dependencies]\n", '[dependencies]\nscripted = { path = "scripted" }\n')
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + "\n#[no_mangle]\npub static WB_SCRIPT_MARK: &str = scripted::MARK;\n")
+    cache = tmp_path / "cache"
+    for n in (1, 2, 3):
+        lib.write_text(lib.read_text() + f"\n// edit {n}\n")
+        result, how = build(project, cache)
+        assert result.status == "ok" and how == "cargo", result.log
+        assert "wb-script-mark-1-end" in marks(result)

@@ -19,7 +19,8 @@ saved with still holds. The stamp covers everything cargo reads to make the call
 The crate's own sources are not in it: rustc reads them anew (a new module too). Anything else
 changed -- a manifest, a feature, a flag, the toolchain, a dependency -- and the stamp differs,
 the state is dropped and cargo builds (and captures again). Never replayed: a crate with a build
-script (cargo runs it first), a call not found or not understood, a user's own rustc wrapper,
+script or a dependency with one (cargo runs them first; their output may depend on anything), a
+call not found or not understood, a user's own rustc wrapper,
 a dependency source written while cargo ran (its library may be of the old text), other systems
 than Linux (the wrapper is sh; `env -0` is GNU's), and `WB_RUSTC_REPLAY=off`."""
 
@@ -71,6 +72,7 @@ class ReplayOutcome:
     inputs: list[Path] = field(default_factory=list)
     env_reads: set[str] = field(default_factory=set)
     crate: str = ""  # the crate's name (rustc's --crate-name)
+    build_scripts: bool = False  # cargo's build had build scripts (never replayed)
 
 
 def enabled(env: dict[str, str]) -> bool:

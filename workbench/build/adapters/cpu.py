@@ -126,7 +126,7 @@ class CpuAdapter(Adapter):
             done = replay.run(req, state)
         else:
             done = self._cargo_build(req, cmd, env if replay is None else replay.capture_env(env))
-            if done.ok and replay is not None:
+            if done.ok and replay is not None and not done.build_scripts:
                 replay.save(done.crate, done.inputs)
         if not done.ok:
             return AdapterOutput(False)
@@ -155,7 +155,8 @@ class CpuAdapter(Adapter):
                                  "[lib]", "cpu"))  # fmt: skip
             return rustc_replay.ReplayOutcome(False)
         return rustc_replay.ReplayOutcome(True, libs[0], outcome.inputs_of(manifest), outcome.env_reads(manifest),
-                                          crate=records[0]["target"]["name"].replace("-", "_"))  # fmt: skip
+                                          crate=records[0]["target"]["name"].replace("-", "_"),
+                                          build_scripts=outcome.build_scripts > 0)  # fmt: skip
 
     def asm_listing(self, req: BuildRequest, stem: str) -> Path | None:
         """The same build's assembly with line tables, as `<out_dir>/<stem>.lines.asm` (None when it
