@@ -160,6 +160,8 @@ class Replay:
             part.write_text(WRAPPER)
             part.chmod(0o755)
             os.replace(part, wrapper)
+        if os.statvfs(wrapper).f_flag & os.ST_NOEXEC or not os.access(wrapper, os.X_OK):
+            return env  # a target dir on a noexec mount: cargo could not run the wrapper
         self._started = time.time()
         self._pre = self._config_stamp()
         return {**env, "RUSTC_WORKSPACE_WRAPPER": str(wrapper), "WB_RUSTC_CAPTURE": str(self.folder / "call")}
