@@ -171,7 +171,8 @@ class Replay:
         module docstring). `crate`: the crate's name; `cargo_inputs`: cargo's dep-info of it."""
         call = self.folder / "call"
         try:
-            cwd, *argv = Path(f"{call}.args").read_bytes().decode().rstrip("\0").split("\0")
+            words = Path(f"{call}.args").read_bytes().decode()
+            cwd, *argv = words.removesuffix("\0").split("\0")  # each word ends in NUL, even ""
             env_text = Path(f"{call}.env").read_bytes().decode()
         except (OSError, UnicodeDecodeError, ValueError):
             return False  # cargo ran no rustc for the crate (fresh) or the wrapper did not run
