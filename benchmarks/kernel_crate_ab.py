@@ -7,11 +7,14 @@ crate as it is here ("head") and as it was at `--base` ("base"), each example a 
 of the two:
 
 - build: saxpy's kernel line edited (a different factor each time, so nothing is served from a
-  cache), then the cpu adapter's cargo command (`cpu.build_command`), the crate's dependencies
-  already built; the two crates alternate, `--build-reps` times each. `--base-build previous`
-  gives the base the command the adapter ran before it built a cdylib alone (`cargo build` of
-  both crate types, the profile's codegen units, the system's linker): a build-command A/B when
-  `--base` is the same crate (HEAD). Wall clock and the CPU time of cargo and what it ran;
+  cache), then the cpu adapter's build (`CpuAdapter.build`, in this process as the build service
+  runs it: after the first, a replay of cargo's rustc call, `workbench.build.rustc_replay`), the
+  crate's dependencies already built; the two crates alternate, `--build-reps` times each.
+  `--base-build` gives the base another build: `cargo` the adapter's with replays off (its cargo
+  command every time), `previous` the command the adapter ran before it built a cdylib alone
+  (`cargo build` of both crate types, the profile's codegen units, the system's linker): a
+  build A/B when `--base` is the same crate (HEAD). Wall clock and the CPU time of the build
+  (this process's and its children's);
 - run: `workbench run --backend cpu` of each example's prebuilt artifacts (built by this tree's
   workbench, whatever `--base-build` says), the two crates alternating in separate processes,
   `--reps` times each; the median of each crate's medians and their ratio (head / base). Between processes this machine varies by several per cent: read a
@@ -19,7 +22,7 @@ of the two:
 
     .venv/bin/python benchmarks/kernel_crate_ab.py --base REV [--examples saxpy,reduction]
                                                    [--reps 3] [--build-reps 7] [--out PATH]
-                                                   [--base-build adapter|previous]
+                                                   [--base-build adapter|cargo|previous]
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,7 +92,7 @@ PREVIOUS_BUILD = ["build", "-Zchecksum-freshness", "--release", "--lib", "--offl
 
 
 def build_command(kind: str, target_dir: Path) -> list[str]:
-    """The cargo command of a cpu build of saxpy: the adapter's (`adapter`) or `PREVIOUS_BUILD`."""
+    """The cargo command of a cpu build of saxpy: the adapter's (`adapter`, `cargo`) or `PREVIOUS_BUILD`."""
     from workbench.build.adapters.cpu import CpuAdapter
     from workbench.build.adapters.cpu import build_command as adapter_command
     from workbench.build.adapters.host_rust import cargo
@@ -99,37 +103,74 @@ def build_command(kind: str, target_dir: Path) -> list[str]:
     return adapter_command(cargo() or "cargo", flags, "host", target_dir)
 
 
+def build_once(kind: str, project: Path, target_dir: Path, scratch: Path) -> str:
+    """One cpu build of saxpy at `project`: `previous` its cargo command run here, `adapter` and
+    `cargo` the cpu adapter's build (`cargo`: with WB_RUSTC_REPLAY=off). Returns what ran:
+    "cargo" or "rustc" (a replay)."""
+    from workbench.build.adapters.base import BuildRequest
+    from workbench.build.adapters.cpu import CpuAdapter
+    from workbench.build.adapters.host_rust import rustc
+    from workbench.build.toolchains import detect
+    from workbench.project import Project
+
+    if kind == "previous":
+        env = {**os.environ, "RUSTC": rustc() or "rustc", "RUSTC_BOOTSTRAP": "1"}
+        subprocess.run(build_command(kind, target_dir), cwd=project, env=env, check=True, capture_output=True)
+        return "cargo"
+    adapter = CpuAdapter()
+    out = scratch / f"out-{time.monotonic_ns()}"
+    out.mkdir(parents=True)
+    # The toolchain as the build service has it: detected once a process (`toolchains.detect`).
+    req = BuildRequest(Project.open(project), "cpu", detect("cpu"), "host",
+                       adapter.flags(None, "host", {}, None), {}, out, target_dir)  # fmt: skip
+    replay = os.environ.get("WB_RUSTC_REPLAY")
+    os.environ["WB_RUSTC_REPLAY"] = "off" if kind == "cargo" else "on"
+    try:
+        built = adapter.build(req)
+    finally:
+        os.environ.pop("WB_RUSTC_REPLAY")
+        if replay is not None:
+            os.environ["WB_RUSTC_REPLAY"] = replay
+        shutil.rmtree(out, ignore_errors=True)
+    if not built.ok:
+        raise SystemExit(f"the {kind} build of {project} failed:\n" + "\n".join(req.log[-30:]))
+    ran = next(line for line in req.log if line.startswith("$ "))
+    return "cargo" if "--message-format=json" in ran else "rustc"
+
+
 def cargo_build_times(
     projects: dict[str, Path], reps: int, target: Path, kinds: dict[str, str]
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Seconds of a cpu build (`build_command` of `kinds[name]`) after an edit of saxpy's kernel
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[str]]]:
+    """Seconds of a cpu build (`build_once` of `kinds[name]`) after an edit of saxpy's kernel
     line, the crates alternating; each its own target folder, warmed by one build first: (wall
-    clock, CPU time of cargo and the processes it ran). On the shared VM the CPU time moves less
-    with the load than the wall clock does."""
-    from workbench.build.adapters.host_rust import rustc
-
-    env = {**os.environ, "RUSTC": rustc() or "rustc", "RUSTC_BOOTSTRAP": "1"}
+    clock, CPU time of this process and the processes it ran, what each build ran). On the shared VM the CPU time
+    moves less with the load than the wall clock does."""
     times: dict[str, list[float]] = {name: [] for name in projects}
     cpu: dict[str, list[float]] = {name: [] for name in projects}
+    ran: dict[str, list[str]] = {name: [] for name in projects}
     sources = {name: (p / "src" / "lib.rs").read_text() for name, p in projects.items()}
+
+    def used() -> float:
+        me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
     for rep in range(reps + 1):
         for name, project in projects.items():
             edited = sources[name].replace(KERNEL_LINE, f"y[i] = a * x[i] + y[i] * {rep + 1}.0{rep};")
             if edited == sources[name]:
                 raise SystemExit(f"saxpy's kernel line ({KERNEL_LINE!r}) is not in its lib.rs")
             (project / "src" / "lib.rs").write_text(edited)
-            cmd = build_command(kinds[name], target / name)
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            before = used()
             start = time.perf_counter()
-            subprocess.run(cmd, cwd=project, env=env, check=True, capture_output=True)
+            how = build_once(kinds[name], project, target / name, target / "scratch")
             wall = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if rep:  # the first is the warm-up: the dependencies' own build
+                ran[name].append(how)
                 times[name].append(wall)
-                cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+                cpu[name].append(used() - before)
     for name, project in projects.items():
         (project / "src" / "lib.rs").write_text(sources[name])
-    return times, cpu
+    return times, cpu, ran
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--build-reps", type=int, default=7)
-    parser.add_argument("--base-build", choices=("adapter", "previous"), default="adapter",
-                        help="the base's build command: the cpu adapter's (default) or the one before "
-                        "it built a cdylib alone")  # fmt: skip
+    parser.add_argument("--base-build", choices=("adapter", "cargo", "previous"), default="adapter",
+                        help="the base's build: the cpu adapter's (default), the adapter's without "
+                        "replays (cargo every time), or the command before it built a cdylib alone")  # fmt: skip
     parser.add_argument("--out", help=OUT_HELP)
     args = parser.parse_args(argv)
     examples = [e for e in args.examples.split(",") if e]
@@ -159,13 +200,15 @@ def main(argv: list[str] | None = None) -> int:
             for name, crate in crates.items()
         }
 
-        build = build_cpu = None
+        build = build_cpu = build_how = None
         if "saxpy" in examples:
             build_copies = {
                 name: project_copy("saxpy", crate, tmp / f"build-{name}") for name, crate in crates.items()
             }
             kinds = {"base": args.base_build, "head": "adapter"}
-            build, build_cpu = cargo_build_times(build_copies, args.build_reps, tmp / "targets", kinds)
+            build, build_cpu, build_how = cargo_build_times(
+                build_copies, args.build_reps, tmp / "targets", kinds
+            )
 
         runs: dict[str, dict[str, list[float]]] = {}
         for (ex, name), project in copies.items():
@@ -194,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         ).stdout.strip(),  # fmt: skip
         "head": "working tree",
         "build_commands": {"base": args.base_build, "head": "adapter"},
+        "build_ran": build_how and {name: dict(Counter(r)) for name, r in build_how.items()},
         "build_s": build and {name: [round(t, 4) for t in ts] for name, ts in build.items()},
         "build_median_s": build and {name: round(statistics.median(ts), 4) for name, ts in build.items()},
         "build_cpu_s": build_cpu and {name: [round(t, 4) for t in ts] for name, ts in build_cpu.items()},
@@ -224,7 +268,7 @@ def table(result: dict) -> str:
                      f"head {b['head']:.3f} s ({cmds['head']} command)")  # fmt: skip
         if c := result.get("build_cpu_median_s"):
             lines.append(
-                f"  CPU time of cargo and what it ran: base {c['base']:.3f} s, head {c['head']:.3f} s"
+                f"  CPU time of the build and what it ran: base {c['base']:.3f} s, head {c['head']:.3f} s"
             )
         lines.append("")
     lines.append(f"{'example':<12} {'base ms (each run)':<28} {'head ms (each run)':<28} head/base")

@@ -17,6 +17,7 @@ to stop the child (the build's `Budget`), `capture` takes a plain timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -292,6 +293,12 @@ def stream(
             elif exited_at is not None and time.monotonic() - exited_at > STRAGGLER_S:
                 stop_tree(proc, grace_s=0.5)
                 exited_at = float("inf")
+            if not open_streams:
+                # Both pipes closed, the child not yet reaped: wait for it, not for a line that
+                # cannot come (a 50 ms poll here cost every build command up to 50 ms at its end).
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=0.05)
+                continue
             try:
                 name, line = lines.get(timeout=0.05)
             except queue.Empty:

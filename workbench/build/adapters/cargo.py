@@ -17,6 +17,9 @@ class CargoOutcome:
     ok: bool
     artifacts: list[dict[str, Any]] = field(default_factory=list)  # compiler-artifact records
     returncode: int = 0
+    #: Build scripts cargo ran or found fresh (`build-script-executed` records): their outputs may
+    #: depend on anything, so a rustc call of such a build is never replayed (`rustc_replay`).
+    build_scripts: int = 0
 
     def of_package(self, manifest: Path) -> list[dict[str, Any]]:
         """The artifact records of the crate at `manifest` (not its dependencies, not `core`)."""
@@ -60,11 +63,16 @@ class CargoOutcome:
         return names
 
 
-def rust_reads(outcome: CargoOutcome, req: BuildRequest) -> set[str]:
-    """The tunables the crate's compile read (`WB_TUNABLE_<NAME>` in rustc's dep-info)."""
+def rust_reads(outcome: CargoOutcome | set[str], req: BuildRequest) -> set[str]:
+    """The tunables the crate's compile read (`WB_TUNABLE_<NAME>` in rustc's dep-info; or in
+    `outcome`, the names of the environment variables it read)."""
     from workbench.build.adapters.base import rust_tunable_var
 
-    read = outcome.env_reads(req.project.manifest.crate_dir / "Cargo.toml")
+    read = (
+        outcome
+        if isinstance(outcome, set)
+        else outcome.env_reads(req.project.manifest.crate_dir / "Cargo.toml")
+    )
     return {name for name in req.tunables if rust_tunable_var(name) in read}
 
 
@@ -105,6 +113,8 @@ def run_cargo(req: BuildRequest, cmd: list[str], env: dict[str, str]) -> CargoOu
                 req.diagnostic(diag)
         elif reason == "compiler-artifact":
             outcome.artifacts.append(record)
+        elif reason == "build-script-executed":
+            outcome.build_scripts += 1
         elif reason == "build-finished":
             finished.append(bool(record.get("success")))
         return True

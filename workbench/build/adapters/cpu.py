@@ -6,12 +6,15 @@ this target dir; `cargo test` builds its own), the crate itself in one codegen u
 file: sixteen units only add a ThinLTO pass across them, and the code is as fast), and linked by
 rust-lld where a rustup toolchain ships one (`host_rust.rust_lld`: the system's ld.bfd spends
 about twice as long reading the standard library's objects). The dependencies keep the profile's
-flags, so the cached `gpu_kernel` is not rebuilt for them."""
+flags, so the cached `gpu_kernel` is not rebuilt for them. After an edit of the crate's own sources
+the build runs cargo's rustc call of it again without cargo (`workbench.build.rustc_replay`: the
+call captured by cargo's last build, replayed while nothing else it depends on changed)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from workbench.build import rustc_replay
 from workbench.build.adapters.base import (
     Adapter,
     AdapterOutput,
@@ -112,26 +115,48 @@ class CpuAdapter(Adapter):
             req.diagnostic(error(str(exc), "cpu"))
             return AdapterOutput(False)
         # RUSTC_BOOTSTRAP: -Z flags on a stable toolchain.
-        outcome = run_cargo(req, cmd, cargo_env(req, {"RUSTC": tc.path, "RUSTC_BOOTSTRAP": "1"}))
-        if not outcome.ok:
+        env = cargo_env(req, {"RUSTC": tc.path, "RUSTC_BOOTSTRAP": "1"})
+        crate_dir = req.project.manifest.crate_dir
+        # After a kernel edit, cargo's rustc call again without cargo (`rustc_replay`).
+        replay = (
+            rustc_replay.Replay(req.target_dir, crate_dir, cmd, env) if rustc_replay.enabled(env) else None
+        )
+        state = replay.saved() if replay is not None else None
+        if replay is not None and state is not None:
+            done = replay.run(req, state)
+        else:
+            done = self._cargo_build(req, cmd, env if replay is None else replay.capture_env(env))
+            if done.ok and replay is not None and not done.build_scripts:
+                replay.save(done.crate, done.inputs)
+        if not done.ok:
             return AdapterOutput(False)
+        name = copy_into(done.library, req.out_dir)
+        kernels = {k.name: self.kernel_record(k, name) for k in req.project.manifest.kernels}
+        # The cpu runtime has no launch threads: only the crate's own reads count.
+        req.report_unread(rust_reads(done.env_reads, req), RUST_READ, geometry=False)
+        return AdapterOutput(True, kernels, inputs=done.inputs)
+
+    def _cargo_build(
+        self, req: BuildRequest, cmd: list[str], env: dict[str, str]
+    ) -> rustc_replay.ReplayOutcome:
+        """The build by cargo: its shared library, inputs and environment reads."""
+        outcome = run_cargo(req, cmd, env)
+        if not outcome.ok:
+            return rustc_replay.ReplayOutcome(False)
+        manifest = req.project.manifest.crate_dir / "Cargo.toml"
+        records = [
+            a for a in outcome.of_package(manifest) if "cdylib" in a.get("target", {}).get("crate_types", [])
+        ]
         libs = [
-            Path(f)
-            for a in outcome.of_package(req.project.manifest.crate_dir / "Cargo.toml")
-            if "cdylib" in a.get("target", {}).get("crate_types", [])
-            for f in a.get("filenames", [])
-            if f.endswith((".so", ".dylib", ".dll"))
+            Path(f) for a in records for f in a.get("filenames", []) if f.endswith((".so", ".dylib", ".dll"))
         ]
         if not libs:
             req.diagnostic(error("cargo reported no shared library (.so, .dylib, .dll) for the crate's "
                                  "[lib]", "cpu"))  # fmt: skip
-            return AdapterOutput(False)
-        name = copy_into(libs[0], req.out_dir)
-        kernels = {k.name: self.kernel_record(k, name) for k in req.project.manifest.kernels}
-        inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
-        # The cpu runtime has no launch threads: only the crate's own reads count.
-        req.report_unread(rust_reads(outcome, req), RUST_READ, geometry=False)
-        return AdapterOutput(True, kernels, inputs=inputs)
+            return rustc_replay.ReplayOutcome(False)
+        return rustc_replay.ReplayOutcome(True, libs[0], outcome.inputs_of(manifest), outcome.env_reads(manifest),
+                                          crate=records[0]["target"]["name"].replace("-", "_"),
+                                          build_scripts=outcome.build_scripts > 0)  # fmt: skip
 
     def asm_listing(self, req: BuildRequest, stem: str) -> Path | None:
         """The same build's assembly with line tables, as `<out_dir>/<stem>.lines.asm` (None when it

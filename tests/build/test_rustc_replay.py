@@ -1,0 +1,164 @@
+"""The cpu build replays cargo's rustc call of the kernel crate after an edit of its own sources
+(`workbench.build.rustc_replay`), and builds with cargo again after anything else changed: real
+cargo and rustc builds of a copy of saxpy, the library read back for marker strings the sources
+put in it (a `#[no_mangle]` static stays in the cdylib)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.build import build_project
+from workbench.build.toolchains import detect
+from workbench.project import Project
+
+pytestmark = pytest.mark.slow
+
+MARKS = """
+#[no_mangle]
+pub static WB_EDIT_MARK: &str = "wb-edit-mark-1-end";
+#[no_mangle]
+pub static WB_VERSION_MARK: &str = concat!("wb-version-mark-", env!("CARGO_PKG_VERSION"), "-end");
+#[no_mangle]
+pub static WB_DEP_MARK: &str = gpu_kernel::WB_DEP_MARK;
+"""
+
+
+@pytest.fixture
+def project(example_copy, monkeypatch) -> Path:
+    if not detect("cpu").found:
+        pytest.skip("no cargo and rustc installed")
+    if not Path("/usr/bin/env").exists():
+        pytest.skip("no POSIX env here")
+    monkeypatch.delenv("WB_RUSTC_REPLAY", raising=False)
+    monkeypatch.delenv("RUSTC_WORKSPACE_WRAPPER", raising=False)
+    monkeypatch.delenv("RUSTC_WRAPPER", raising=False)
+    root = example_copy("saxpy", unique=True)
+    crate = root / "gpu_kernel"
+    assert not crate.is_symlink()  # the copy's own kernel API crate: a dependency the test edits
+    with (crate / "src" / "lib.rs").open("a") as f:
+        f.write('\npub const WB_DEP_MARK: &str = "wb-dep-mark-1-end";\n')
+    with (root / "src" / "lib.rs").open("a") as f:
+        f.write(MARKS)
+    settle(crate / "src" / "lib.rs")
+    return root
+
+
+def settle(path: Path) -> None:
+    """Date a dependency's edit 5 s back, as a user's edit made before the build. One written just
+    before cargo starts is not trusted (it may have been written while cargo read it): the build
+    after it is cargo's but its call is not kept, and only the next build would capture it."""
+    when = time.time() - 5
+    os.utime(path, (when, when))
+
+
+def build(root: Path, cache: Path, **kw):
+    [result] = build_project(Project.open(root), ["cpu"], cache_dir=cache, **kw)
+    commands = [line for line in result.log.splitlines() if line.startswith("$ ")]
+    assert len(commands) == 1, result.log
+    how = "cargo" if "--message-format=json" in commands[0] else "replay"
+    assert how == "cargo" or " --crate-name saxpy " in commands[0]
+    return result, how
+
+
+def marks(result) -> set[str]:
+    data = Path(result.artifacts[0]).read_bytes()
+    return {m.decode() for m in re.findall(rb"wb-[a-z]+-mark-[0-9.]+-end", data)}
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_an_edit_of_the_crate_replays_rustc_and_a_manifest_change_builds_with_cargo(project, tmp_path):
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    first, how = build(project, cache)
+    assert first.status == "ok" and how == "cargo", first.log
+    assert marks(first) == {"wb-edit-mark-1-end", "wb-version-mark-0.1.0-end", "wb-dep-mark-1-end"}
+
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    second, how = build(project, cache)
+    assert second.status == "ok" and how == "replay", second.log
+    assert marks(second) == {"wb-edit-mark-2-end", "wb-version-mark-0.1.0-end", "wb-dep-mark-1-end"}
+
+    # A compile error on the replay: reported at its line, as cargo's would be.
+    edit(lib, "y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + wb_no_such_name;")
+    broken, how = build(project, cache)
+    assert broken.status == "error" and how == "replay"
+    line = next(i for i, text in enumerate(lib.read_text().splitlines(), 1) if "wb_no_such_name" in text)
+    assert any(d["file"] == "src/lib.rs" and d["line"] == line and "wb_no_such_name" in d["message"]
+               for d in broken.diagnostics), broken.diagnostics  # fmt: skip
+    edit(lib, "wb_no_such_name", "y[i]")
+
+    # The manifest: cargo's rustc call changes (CARGO_PKG_VERSION), so no replay of the old one.
+    edit(project / "Cargo.toml", 'version = "0.1.0"', 'version = "0.2.0"')
+    bumped, how = build(project, cache)
+    assert bumped.status == "ok" and how == "cargo", bumped.log
+    assert marks(bumped) == {"wb-edit-mark-2-end", "wb-version-mark-0.2.0-end", "wb-dep-mark-1-end"}
+
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    third, how = build(project, cache)
+    assert third.status == "ok" and how == "replay", third.log
+    assert marks(third) == {"wb-edit-mark-3-end", "wb-version-mark-0.2.0-end", "wb-dep-mark-1-end"}
+
+
+def test_a_dependency_edit_builds_with_cargo_and_its_new_code_is_linked(project, tmp_path):
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    assert build(project, cache)[1] == "replay"
+
+    # The kernel API crate changed, the kernel crate not: a replay would link its old library.
+    edit(project / "gpu_kernel" / "src" / "lib.rs", "wb-dep-mark-1-end", "wb-dep-mark-2-end")
+    settle(project / "gpu_kernel" / "src" / "lib.rs")
+    after, how = build(project, cache)
+    assert after.status == "ok" and how == "cargo", after.log
+    assert marks(after) == {"wb-edit-mark-2-end", "wb-version-mark-0.1.0-end", "wb-dep-mark-2-end"}
+
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    again, how = build(project, cache)
+    assert again.status == "ok" and how == "replay", again.log
+    assert marks(again) == {"wb-edit-mark-3-end", "wb-version-mark-0.1.0-end", "wb-dep-mark-2-end"}
+
+
+def test_tunables_reach_a_replay_and_replays_can_be_turned_off(project, tmp_path, monkeypatch):
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    edit(lib, '"wb-edit-mark-1-end"', 'if VECTOR == 4 { "wb-edit-mark-4-end" } else { "wb-edit-mark-1-end" }')
+    assert build(project, cache)[1] == "cargo"
+    lib.write_text(lib.read_text() + "\n// an edit\n")
+    four, how = build(project, cache, tunables={"vector": 4})
+    assert four.status == "ok" and how == "replay", four.log
+    assert "wb-edit-mark-4-end" in marks(four)
+
+    monkeypatch.setenv("WB_RUSTC_REPLAY", "off")
+    lib.write_text(lib.read_text() + "\n// another edit\n")
+    off, how = build(project, cache)
+    assert off.status == "ok" and how == "cargo", off.log
+    assert "wb-edit-mark-1-end" in marks(off)
+
+
+def test_a_dependency_with_a_build_script_is_never_replayed(project, tmp_path):
+    # Its script's output may depend on anything (a file it names, a probe of the system): cargo
+    # decides each time whether to run it again.
+    dep = project / "scripted"
+    (dep / "src").mkdir(parents=True)
+    (dep / "Cargo.toml").write_text('[package]\nname = "scripted"\nversion = "0.1.0"\nedition = "2021"\n')
+    (dep / "build.rs").write_text(
+        'fn main() { println!("cargo:rustc-env=WB_SCRIPTED=wb-script-mark-1-end"); }\n'
+    )
+    (dep / "src" / "lib.rs").write_text('pub const MARK: &str = env!("WB_SCRIPTED");\n')
+    edit(project / "Cargo.toml", "[dependencies]\n", '[dependencies]\nscripted = { path = "scripted" }\n')
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + "\n#[no_mangle]\npub static WB_SCRIPT_MARK: &str = scripted::MARK;\n")
+    cache = tmp_path / "cache"
+    for n in (1, 2, 3):
+        lib.write_text(lib.read_text() + f"\n// edit {n}\n")
+        result, how = build(project, cache)
+        assert result.status == "ok" and how == "cargo", result.log
+        assert "wb-script-mark-1-end" in marks(result)

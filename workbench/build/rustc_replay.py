@@ -1,0 +1,312 @@
+"""The cpu build's edit loop without cargo: cargo's rustc call of the kernel crate, captured once and
+run again while nothing but the crate's own sources changed.
+
+After a kernel edit cargo only decides that the crate is dirty and runs the same rustc command as
+last time; deciding costs it about 0.04 s of a 0.25 s build (docs/cpu-sim.md, "Edit loop"). So
+each cargo build of the cpu adapter runs with a `RUSTC_WORKSPACE_WRAPPER` (`WRAPPER`, a POSIX sh
+script in the target dir) that writes the crate's rustc call down: its folder, arguments and
+environment. The next build runs that call itself (the crate's `--out-dir` a folder of the
+replay's own, so cargo's fingerprints and outputs stay as cargo left them) when the `stamp` it was
+saved with still holds. The stamp covers everything cargo reads to make the call:
+
+- the cargo command and its environment (tunables aside: rustc reads them itself, and tracks them
+  in its dep-info, which the build cache keys on), the rustc executable (path, size, mtime);
+- every `Cargo.toml`, `Cargo.lock`, `.cargo/config[.toml]`, `rust-toolchain[.toml]` in the
+  crate's folder and each folder above it, and `$CARGO_HOME/config[.toml]` (by content);
+- the dependencies' sources (those cargo's dep-info lists beside the crate's own: path crates such
+  as `gpu_kernel`, by content) and the libraries the call links (`--extern`: size, mtime, inode).
+
+The crate's own sources are not in it: rustc reads them anew (a new module too). Anything else
+changed -- a manifest, a feature, a flag, the toolchain, a dependency -- and the stamp differs,
+the state is dropped and cargo builds (and captures again). Never replayed: a crate with a build
+script or a dependency with one (cargo runs them first; their output may depend on anything), a
+call not found or not understood, a user's own rustc wrapper,
+a dependency source written while cargo ran (its library may be of the old text), other systems
+than Linux (the wrapper is sh; `env -0` is GNU's), and `WB_RUSTC_REPLAY=off`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbench.build import depinfo
+from workbench.build.adapters.base import BuildRequest
+from workbench.build.diagnostics import from_cargo_message
+from workbench.build.process import run_command
+
+#: The state's format: a change here drops every saved call.
+FORMAT = 1
+FOLDER = "wb-replay"
+#: Cargo's RUSTC_WORKSPACE_WRAPPER: runs rustc; for the primary package (the kernel crate, the
+#: only unit `cargo rustc` builds with CARGO_PRIMARY_PACKAGE) it first writes the folder and the
+#: arguments (NUL-separated) and the environment (`env -0`) to `$WB_RUSTC_CAPTURE.*`.
+WRAPPER = """#!/bin/sh
+# The workbench's cpu build (workbench/build/rustc_replay.py): writes the kernel crate's rustc call.
+if [ "$CARGO_PRIMARY_PACKAGE" = 1 ] && [ -n "$WB_RUSTC_CAPTURE" ]; then
+  { pwd -P | tr -d '\\n'; printf '\\0'; printf '%s\\0' "$@"; } > "$WB_RUSTC_CAPTURE.args"
+  env -0 > "$WB_RUSTC_CAPTURE.env"
+fi
+exec "$@"
+"""
+#: Environment variables of the capture itself, or of cargo's jobserver (whose descriptors a
+#: replay does not have): never passed to a replay.
+NOT_REPLAYED = {"WB_RUSTC_CAPTURE", "RUSTC_WORKSPACE_WRAPPER", "CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS"}
+#: Files cargo reads from the crate's folder and every folder above it.
+CARGO_FILES = ("Cargo.toml", "Cargo.lock", ".cargo/config", ".cargo/config.toml", "rust-toolchain",
+               "rust-toolchain.toml")  # fmt: skip
+TUNABLE = re.compile(r"WB_TUNABLE_")
+
+
+@dataclass
+class ReplayOutcome:
+    """What the adapter reads of a build, by cargo or by a replay."""
+
+    ok: bool
+    library: Path | None = None
+    inputs: list[Path] = field(default_factory=list)
+    env_reads: set[str] = field(default_factory=set)
+    crate: str = ""  # the crate's name (rustc's --crate-name)
+    build_scripts: bool = False  # cargo's build had build scripts (never replayed)
+
+
+def enabled(env: dict[str, str]) -> bool:
+    """Whether replays may run (see the module docstring)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    if env.get("WB_RUSTC_REPLAY", "").strip().lower() in ("off", "0", "no"):
+        return False
+    return not (env.get("RUSTC_WRAPPER") or env.get("RUSTC_WORKSPACE_WRAPPER"))
+
+
+class Replay:
+    """The saved rustc call of one crate built by one cargo command in one target dir."""
+
+    def __init__(self, target_dir: Path, crate_dir: Path, cmd: list[str], env: dict[str, str]):
+        self.crate_dir = crate_dir.resolve()
+        self.cmd, self.env = cmd, env
+        key = hashlib.sha256(json.dumps([str(self.crate_dir), cmd]).encode()).hexdigest()[:20]
+        self.root = target_dir / FOLDER
+        self.folder = self.root / key
+        self.state_path = self.folder / "state.json"
+        self.out_dir = self.folder / "out"
+
+    # ------------------------------------------------------------------ the replay
+
+    def saved(self) -> dict | None:
+        """The saved call when its stamp still holds, else None (and the stale state is dropped)."""
+        try:
+            state = json.loads(self.state_path.read_text())
+        except (OSError, ValueError):
+            return None
+        if state.get("format") == FORMAT and state.get("stamp") == self._stamp(state):
+            return state
+        self.drop()
+        return None
+
+    def run(self, req: BuildRequest, state: dict) -> ReplayOutcome:
+        """Run the saved call (diagnostics to `req`, as cargo's would be)."""
+        argv = list(state["argv"])
+        at = argv.index("--out-dir")
+        argv[at + 1] = str(self.out_dir)
+        # cargo strips the colours of rustc's rendered text; asked for none, rustc writes none.
+        argv = [re.sub(r"(?<=[=,])diagnostic-rendered-ansi,?", "", a) if a.startswith("--json=") else a
+                for a in argv]  # fmt: skip
+        env = {k: v for k, v in self.env.items() if k not in NOT_REPLAYED}
+        env.update(state["env_add"])
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        manifest = str(self.crate_dir / "Cargo.toml")
+        artifacts: dict[str, Path] = {}
+        req.output("$ " + " ".join(argv))
+
+        def on_line(stream: str, line: str) -> None:
+            record = _json(line)
+            if record is None:
+                req.output(line)
+            elif record.get("$message_type") == "artifact":
+                artifacts[record.get("emit", "")] = Path(record["artifact"])
+            elif record.get("$message_type", "diagnostic") == "diagnostic" and "message" in record:
+                diag = from_cargo_message({"message": record, "manifest_path": manifest}, req.project.root,
+                                          req.backend)  # fmt: skip
+                if diag is not None:
+                    for text in diag.rendered.rstrip().splitlines():
+                        req.output(text)
+                    req.diagnostic(diag)
+
+        result = run_command(argv, cwd=state["cwd"], env=env, budget=req.budget, on_line=on_line)
+        library, deps = artifacts.get("link"), artifacts.get("dep-info")
+        if result.returncode != 0 or library is None or deps is None:
+            return ReplayOutcome(False)
+        own, reads = _rustc_depinfo(deps, Path(state["cwd"]))
+        inputs = list(dict.fromkeys([*own, *map(Path, state["dep_files"])]))
+        return ReplayOutcome(True, library, inputs, reads)
+
+    # ------------------------------------------------------------------ the capture
+
+    def capture_env(self, env: dict[str, str]) -> dict[str, str]:
+        """`env` for a cargo build that writes the crate's call down (the wrapper written first)."""
+        self.drop()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for suffix in (".args", ".env"):  # a cancelled capture's: never read as this one's
+            Path(f"{self.folder / 'call'}{suffix}").unlink(missing_ok=True)
+        wrapper = self.root / "capture-rustc.sh"
+        if not wrapper.is_file() or wrapper.read_text() != WRAPPER:
+            part = wrapper.with_suffix(f".{os.getpid()}")
+            part.write_text(WRAPPER)
+            part.chmod(0o755)
+            os.replace(part, wrapper)
+        if os.statvfs(wrapper).f_flag & os.ST_NOEXEC or not os.access(wrapper, os.X_OK):
+            return env  # a target dir on a noexec mount: cargo could not run the wrapper
+        self._started = time.time()
+        self._pre = self._config_stamp()
+        return {**env, "RUSTC_WORKSPACE_WRAPPER": str(wrapper), "WB_RUSTC_CAPTURE": str(self.folder / "call")}
+
+    def save(self, crate: str, cargo_inputs: list[Path]) -> bool:
+        """After a cargo build with `capture_env`: keep the call when it can be replayed (see the
+        module docstring). `crate`: the crate's name; `cargo_inputs`: cargo's dep-info of it."""
+        call = self.folder / "call"
+        try:
+            words = Path(f"{call}.args").read_bytes().decode()
+            cwd, *argv = words.removesuffix("\0").split("\0")  # each word ends in NUL, even ""
+            env_text = Path(f"{call}.env").read_bytes().decode()
+        except (OSError, UnicodeDecodeError, ValueError):
+            return False  # cargo ran no rustc for the crate (fresh) or the wrapper did not run
+        finally:
+            for suffix in (".args", ".env"):
+                Path(f"{call}{suffix}").unlink(missing_ok=True)
+        captured = dict(item.split("=", 1) for item in env_text.split("\0") if "=" in item)
+        if (
+            "CARGO_PKG_NAME" not in captured
+            or "OUT_DIR" in captured
+            or argv.count("--out-dir") != 1
+            or _arg(argv, "--crate-name") != crate
+        ):
+            return False  # no environment written, a build script, or a call not understood
+        env_add = {k: v for k, v in captured.items() if self.env.get(k) != v and k not in NOT_REPLAYED}
+        out_dir = Path(cwd, _arg(argv, "--out-dir") or "")
+        extra = next((a.split("=", 1)[1] for a in _flags(argv, "-C") if a.startswith("extra-filename=")), "")
+        own, _ = _rustc_depinfo(out_dir / f"{crate}{extra}.d", Path(cwd))
+        own_set = {p.resolve() for p in own}
+        dep_files = sorted(str(p) for p in cargo_inputs if p.resolve() not in own_set)
+        try:
+            if any(_written_since(os.stat(p), self._started) for p in dep_files):
+                return False  # a dependency written while cargo ran: its library may be of the text before
+        except OSError:
+            return False
+        state = {"format": FORMAT, "cwd": cwd, "argv": argv, "env_add": env_add, "dep_files": dep_files,
+                 "externs": sorted(_externs(argv)), "config": self._pre}  # fmt: skip
+        state["stamp"] = self._stamp(state)
+        part = self.state_path.with_suffix(f".{os.getpid()}")
+        part.write_text(json.dumps(state))
+        os.replace(part, self.state_path)
+        return True
+
+    def drop(self) -> None:
+        self.state_path.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ the stamp
+
+    def _config_stamp(self) -> str:
+        """The cargo command, its environment, rustc and cargo's configuration files."""
+        digest = hashlib.sha256()
+        env = sorted((k, v) for k, v in self.env.items() if not TUNABLE.match(k) and k not in NOT_REPLAYED)
+        digest.update(json.dumps([FORMAT, self.cmd, env, _stat(self.env.get("RUSTC", ""))]).encode())
+        home = Path(self.env.get("CARGO_HOME") or Path.home() / ".cargo")
+        folders = [self.crate_dir, *self.crate_dir.parents]
+        files = [f / name for f in folders for name in CARGO_FILES]
+        files += [home / "config", home / "config.toml"]
+        for path in files:
+            digest.update(f"{path}\0{_content(path)}\0".encode())
+        return digest.hexdigest()
+
+    def _stamp(self, state: dict) -> str:
+        """`state`'s configuration stamp as it is now, and its dependencies' files as they are now."""
+        config = self._config_stamp()
+        if config != state.get("config"):
+            return ""  # never a saved stamp
+        digest = hashlib.sha256(config.encode())
+        for path in state["dep_files"]:
+            digest.update(f"{path}\0{_content(Path(path))}\0".encode())
+        for path in state["externs"]:
+            digest.update(f"{path}\0{_stat(path)}\0".encode())
+        digest.update(json.dumps([state["cwd"], state["argv"], state["env_add"]]).encode())
+        return digest.hexdigest()
+
+
+def _json(line: str) -> dict | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _arg(argv: list[str], name: str) -> str | None:
+    """The value of `name VALUE` or `name=VALUE` in argv (the first)."""
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _flags(argv: list[str], name: str) -> list[str]:
+    """Every value of `name VALUE` / `nameVALUE` (rustc's `-C x` and `-Cx`)."""
+    found = []
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            found.append(argv[i + 1])
+        elif a.startswith(name) and a != name:
+            found.append(a[len(name) :])
+    return found
+
+
+def _externs(argv: list[str]) -> set[str]:
+    """The libraries of `--extern name=PATH`."""
+    return {v.split("=", 1)[1] for v in _flags(argv, "--extern") if "=" in v}
+
+
+def _rustc_depinfo(path: Path, cwd: Path) -> tuple[list[Path], set[str]]:
+    """rustc's own dep-info: the files it read (relative to `cwd` as rustc wrote them) and the
+    environment variables its code read (`# env-dep:NAME`)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return [], set()
+    files = [cwd / p for p in depinfo.parse(text)]
+    reads = {
+        ln[len("# env-dep:") :].split("=", 1)[0] for ln in text.splitlines() if ln.startswith("# env-dep:")
+    }
+    return files, reads
+
+
+def _written_since(st: os.stat_result, start: float) -> bool:
+    """Whether a file may have been written at `start` or after: its mtime is later than `start`
+    less the file system's step (a kernel tick where times have nanoseconds, else 2 s)."""
+    fine = st.st_mtime_ns % 1_000_000_000 != 0
+    return st.st_mtime_ns / 1e9 > start - (0.01 if fine else 2.0)
+
+
+def _content(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return "absent"
+    except OSError as exc:
+        return f"unreadable {exc.errno}"
+
+
+def _stat(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "absent"
+    return f"{st.st_size} {st.st_mtime_ns} {st.st_ino}"
