@@ -71,16 +71,17 @@ impl Drop for Stacks {
 
 /// A suspended fiber (or the worker's own stack): the stack pointer it goes on with, the address
 /// it goes on at, and the callee-saved registers rbx, rbp, r12-r15. One cache line, in an array
-/// per workgroup (`exec::Group`), written by `switch` and `prepare` only.
+/// per workgroup (`exec::Group`), written by `switch`, `prepare` and `clear` only.
 ///
 /// Kept off the fibers' stacks: `switch` pushed the six registers and popped the return address
 /// on the fiber's own stack, seven words beside the kernel's frame on each of 256 stacks, each a
 /// page of its own: 4-6 lines per fiber, more than the L1 cache holds for a round of a workgroup.
-/// Here consecutive invocations' contexts are consecutive lines (the hardware prefetcher streams
-/// them), and a suspended fiber's stack holds only the kernel's own frame. With `barrier_wait`
+/// Here consecutive invocations' contexts are consecutive lines, and a suspended fiber's stack
+/// holds only the kernel's own frame. With `barrier_wait`
 /// saving no registers of its own and no status kept while none has returned (`exec::wait`),
-/// CPU time a launch, one worker: reduction 61 -> 48 ms, softmax 243 -> 182 ms, scan 89 -> 69
-/// ms, warp_reduce 173 -> 137 ms (docs/cpu-sim.md, ninth pass).
+/// CPU time a launch on both cores (`cpu_native.py --cpu-time`, main's tree and this one
+/// alternating twice): reduction 64-68 -> 48-49 ms, softmax 264-332 -> 185-186 ms, scan 98-100
+/// -> 71-72 ms, warp_reduce 185-223 -> 144-147 ms (docs/cpu-sim.md, ninth pass).
 #[repr(C, align(64))]
 pub struct Context(UnsafeCell<[usize; 8]>);
 
