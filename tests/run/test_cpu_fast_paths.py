@@ -11,6 +11,8 @@ invocation to the next, workgroups handed to parked pool threads in chunks.
   sum with barriers inside a loop), on a 1-D and a 2-D workgroup, where some workgroups take a
   barrier-free path (the choice is per workgroup): its outputs equal numpy's exactly on cpu and
   cpu-sim, and cpu-sim finds nothing.
+- A kernel recursing past its fiber's stack after a barrier: the run fails with the worker's
+  SIGSEGV (the guard page below each stack), on cpu and cpu-sim; shallower, it verifies.
 """
 
 from __future__ import annotations
@@ -283,3 +285,71 @@ def test_a_divergent_barrier_on_plain_cpu_lets_the_waiting_go(example_copy, shar
     (result,) = report.results
     assert result.status == "ok", result.error
     np.testing.assert_array_equal(report.outputs["cpu"]["y"], x + 2.0)
+
+
+DEEP_KERNEL = """
+use gpu_kernel::prelude::*;
+
+/// `depth` frames of a little over 1 KiB each: about 210 KiB at depth 200, past a fiber's
+/// 128 KiB stack and short of two (without a guard page it would write into its neighbour's).
+#[inline(never)]
+fn deep(depth: u32) -> f32 {
+    let pad = core::hint::black_box([depth as u8; 1024]);
+    if depth == 0 {
+        return 0.0;
+    }
+    deep(depth - 1) + pad[depth as usize % 1024] as f32
+}
+
+#[inline(always)]
+pub fn deep_body(ctx: Ctx, n: u32, depth: u32, x: In<f32>, mut y: Out<f32>) {
+    let i = ctx.global_id_x();
+    ctx.barrier(); // from here every invocation but the first runs on a fiber's stack
+    if i < n as usize {
+        y[i] = x[i] + deep(depth);
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn deep_cpu(launch: *mut gpu_kernel::host::Launch, n: u32, depth: u32, x: *const f32, y: *mut f32) {
+    let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
+    let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
+    k.run(move |ctx| deep_body(ctx, n, depth, x, y));
+}
+"""
+
+
+@pytest.mark.parametrize("depth", [8, 200])
+def test_a_kernel_past_its_fiber_stack_faults_on_the_guard_page(example_copy, shared_cache_dir, depth):
+    """Stack overflow on a fiber: the run reports the worker's SIGSEGV on cpu and cpu-sim (the
+    `PROT_NONE` page below each fiber's stack, `host/fiber.rs`), never a result; at depth 8 the
+    same kernel verifies (x + 1 + 2 + ... + 8)."""
+    root = example_copy("saxpy")
+    (root / "src" / "lib.rs").write_text(DEEP_KERNEL)
+    manifest = (
+        ORDER_MANIFEST.replace('name = "order"', 'name = "deep"')
+        .replace('cpu = "order_cpu"', 'cpu = "deep_cpu"')
+        .replace('name = "a"\nkind = "scalar"\ntype = "f32"\nvalue = "2.5"', f'name = "depth"\nkind = "scalar"\ntype = "u32"\nvalue = "{depth}"')
+        .replace("THREADS", "[64]")
+        .replace("GROUP", "64")
+    )  # fmt: skip
+    (root / "workbench.toml").write_text(manifest)
+    n = 3 * 64 + 5
+    x = np.arange(n, dtype=np.float32)
+    np.save(root / "x.npy", x)
+    np.save(root / "y.npy", np.zeros(n, np.float32))
+    service = RunService(timing=ONE_SAMPLE)
+    try:
+        report = service.run(root, backends=["cpu", "cpu-sim"], sizes={"n": n}, cache_dir=shared_cache_dir)
+    finally:
+        service.close()
+    results = {r.backend: r for r in report.results}
+    if depth == 8:
+        assert results["cpu"].status == "ok", results["cpu"].error
+        np.testing.assert_array_equal(report.outputs["cpu"]["y"], x + 36.0)
+        assert results["cpu-sim"].verified is True, results["cpu-sim"].check
+        return
+    for backend in ("cpu", "cpu-sim"):
+        result = results[backend]
+        assert result.status == "error" and result.timing is None, (backend, result.status)
+        assert "died with SIGSEGV" in result.error, (backend, result.error)

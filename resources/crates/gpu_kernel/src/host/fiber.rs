@@ -1,7 +1,8 @@
 //! Stackful fibers: every invocation of a workgroup runs on a stack of its own, and a barrier
-//! switches back to the workgroup's scheduler. A switch saves the callee-saved registers on the
-//! current stack and swaps stack pointers: a few nanoseconds, where an OS thread per invocation
-//! would pay a futex wake-up and a context switch through the kernel at every barrier.
+//! switches to the next invocation. A switch saves the callee-saved registers, the stack pointer
+//! and the return address in the fiber's `Context` (one cache line in an array per workgroup)
+//! and loads the next one's: a few nanoseconds, where an OS thread per invocation would pay a
+//! futex wake-up and a context switch through the kernel at every barrier.
 //!
 //! Stacks come from one `mmap` per worker thread with a `PROT_NONE` guard page below each, so an
 //! overflowing kernel faults instead of writing into its neighbour's stack.
@@ -9,6 +10,7 @@
 #[cfg(not(target_arch = "x86_64"))]
 compile_error!("gpu_kernel's host executor switches fibers with x86_64 assembly; other hosts are not supported yet");
 
+use core::cell::UnsafeCell;
 use core::ffi::c_void;
 
 /// Bytes of stack per invocation (kernel bodies keep their arrays in workgroup memory).
@@ -67,54 +69,88 @@ impl Drop for Stacks {
     }
 }
 
-/// Save the callee-saved registers and the stack pointer into `*save`, then continue on the
-/// stack `to` (a pointer saved by an earlier `switch` or made by `prepare`).
+/// A suspended fiber (or the worker's own stack): the stack pointer it goes on with, the address
+/// it goes on at, and the callee-saved registers rbx, rbp, r12-r15. One cache line, in an array
+/// per workgroup (`exec::Group`), written by `switch`, `prepare` and `clear` only.
 ///
-/// It goes on with a `jmp` to the return address popped from the new stack, not a `ret`: the
-/// `ret` came back from a call made on another stack, and the return predictor missed it at most
-/// switches on this VM's AMD EPYC; an indirect jump is predicted from its own history, one or
-/// a few targets (the barriers' call sites). CPU time a launch: scan 150 -> 101 ms, softmax
-/// 379 -> 254 ms, reduction 91 -> 70 ms, a one-barrier kernel 33 -> 22 ns an invocation.
+/// Kept off the fibers' stacks: `switch` pushed the six registers and popped the return address
+/// on the fiber's own stack, seven words beside the kernel's frame on each of 256 stacks, each a
+/// page of its own: 4-6 lines per fiber, more than the L1 cache holds for a round of a workgroup.
+/// Here consecutive invocations' contexts are consecutive lines, and a suspended fiber's stack
+/// holds only the kernel's own frame. With `barrier_wait`
+/// saving no registers of its own and no status kept while none has returned (`exec::wait`),
+/// CPU time a launch on both cores (`cpu_native.py --cpu-time`, main's tree and this one
+/// alternating twice): reduction 64-68 -> 48-49 ms, softmax 264-332 -> 185-186 ms, scan 98-100
+/// -> 71-72 ms, warp_reduce 185-223 -> 144-147 ms (docs/cpu-sim.md, ninth pass).
+#[repr(C, align(64))]
+pub struct Context(UnsafeCell<[usize; 8]>);
+
+impl Context {
+    pub const fn new() -> Context {
+        Context(UnsafeCell::new([0; 8]))
+    }
+
+    /// Where `switch` saves into or resumes from.
+    #[inline(always)]
+    pub fn ptr(&self) -> *mut Context {
+        self.0.get() as *mut Context
+    }
+
+    /// The stack pointer it resumes with; 0 where no fiber is started (`clear`).
+    #[inline(always)]
+    pub fn sp(&self) -> usize {
+        unsafe { (*self.0.get())[0] }
+    }
+
+    pub fn clear(&self) {
+        unsafe { (*self.0.get())[0] = 0 };
+    }
+}
+
+/// Save the callee-saved registers, the stack pointer and the return address into `*save`, then
+/// go on where `*to` was saved (by an earlier `switch`, or made by `prepare`). It returns, to its
+/// caller, when another `switch` resumes `*save`; called by a tail jump (`barrier_wait`), it
+/// returns to that function's caller, the kernel.
+///
+/// It goes on with an indirect `jmp`, not a `ret`: a `ret` comes back from a call made on
+/// another stack, and the return predictor missed it at most switches on this VM's AMD EPYC; an
+/// indirect jump is predicted from its own history, one or a few targets (the barriers' call
+/// sites). CPU time a launch: scan 150 -> 101 ms, softmax 379 -> 254 ms, reduction 91 -> 70 ms,
+/// a one-barrier kernel 33 -> 22 ns an invocation (the fourth pass).
 #[unsafe(naked)]
-pub unsafe extern "C" fn switch(save: *mut usize, to: usize) {
+pub unsafe extern "C" fn switch(save: *mut Context, to: *const Context) {
     core::arch::naked_asm!(
-        "push rbp",
-        "push rbx",
-        "push r12",
-        "push r13",
-        "push r14",
-        "push r15",
-        "mov [rdi], rsp",
-        "mov rsp, rsi",
-        "pop r15",
-        "pop r14",
-        "pop r13",
-        "pop r12",
-        "pop rbx",
-        "pop rbp",
-        "pop rcx",
-        "jmp rcx",
+        "mov rax, [rsp]",
+        "lea rcx, [rsp + 8]",
+        "mov [rdi], rcx",
+        "mov [rdi + 8], rax",
+        "mov [rdi + 16], rbx",
+        "mov [rdi + 24], rbp",
+        "mov [rdi + 32], r12",
+        "mov [rdi + 40], r13",
+        "mov [rdi + 48], r14",
+        "mov [rdi + 56], r15",
+        "mov rsp, [rsi]",
+        "mov rbx, [rsi + 16]",
+        "mov rbp, [rsi + 24]",
+        "mov r12, [rsi + 32]",
+        "mov r13, [rsi + 40]",
+        "mov r14, [rsi + 48]",
+        "mov r15, [rsi + 56]",
+        "jmp [rsi + 8]",
     )
 }
 
-/// Bring the top of a suspended fiber's stack (its saved registers and the frames above them:
-/// five lines) into the L1 cache ahead of the switch to it. Called one switch ahead: the stack
-/// switched to was last touched a round of the workgroup ago (256 stacks of 4 to 6 hot lines
-/// each, more than the L1 cache holds), and its first `pop` waited for the line (perf put 70 %
-/// of `switch` on it). scan_add 121 -> 96 ms of CPU time a launch, reduction 128 -> 106 ms.
-/// More lines, lines below the stack pointer for a fresh fiber, or two switches ahead measured
-/// no better.
+/// Bring the line at `p` into the L1 cache ahead of its use: the next-but-one fiber's context and
+/// the top line of its stack, one switch ahead (the stack was last touched a round of the
+/// workgroup ago; perf puts most of `barrier_wait`'s samples on this prefetch's wait). The old
+/// layout prefetched five lines above the saved stack pointer; two or three measured faster
+/// than five, and with the context off the stack one line of the stack is as fast as two, or
+/// two switches ahead.
 #[inline(always)]
-pub fn prefetch(sp: usize) {
+pub fn prefetch(p: usize) {
     use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-    let p = sp as *const i8;
-    unsafe {
-        _mm_prefetch::<_MM_HINT_T0>(p);
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(128));
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(192));
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(256));
-    }
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(p as *const i8) };
 }
 
 /// The first code a fresh fiber runs (`switch` returns into it): `entry(arg)`, which never returns.
@@ -123,15 +159,11 @@ unsafe extern "C" fn trampoline() {
     core::arch::naked_asm!("mov rdi, r12", "call r13", "ud2")
 }
 
-/// A stack pointer that `switch` resumes as a call of `entry(arg)` on the stack whose top is `top`.
-pub unsafe fn prepare(top: *mut u8, entry: extern "C" fn(*mut u8) -> !, arg: *mut u8) -> usize {
-    // `switch` pops r15, r14, r13, r12, rbx, rbp, then returns: seven words. After the return
-    // the stack pointer is `top` (16-byte aligned), so the trampoline's `call` enters `entry`
-    // with the alignment the System V ABI asks (rsp + 8 a multiple of 16).
-    let sp = top.sub(7 * 8) as *mut usize;
-    let words = [0, 0, entry as usize, arg as usize, 0, 0, trampoline as *const () as usize];
-    for (k, word) in words.iter().enumerate() {
-        sp.add(k).write(*word);
-    }
-    sp as usize
+/// Make `ctx` resume as a call of `entry(arg)` on the stack whose top is `top` (16-byte aligned).
+pub unsafe fn prepare(ctx: &Context, top: *mut u8, entry: extern "C" fn(*mut u8) -> !, arg: *mut u8) {
+    // The trampoline starts with the stack pointer at `top`, so its `call` enters `entry` with
+    // the alignment the System V ABI asks (rsp + 8 a multiple of 16); r12 and r13 carry its
+    // argument and address.
+    let words = [top as usize, trampoline as *const () as usize, 0, 0, arg as usize, entry as usize, 0, 0];
+    unsafe { *ctx.0.get() = words };
 }
