@@ -162,3 +162,32 @@ def test_a_dependency_with_a_build_script_is_never_replayed(project, tmp_path):
         result, how = build(project, cache)
         assert result.status == "ok" and how == "cargo", result.log
         assert "wb-script-mark-1-end" in marks(result)
+
+
+def test_a_file_a_dependency_includes_too_builds_with_cargo_when_edited(project, tmp_path):
+    # The kernel crate and its kernel API crate both `include_str!` one file: rustc reads it
+    # again on a replay, but the dependency's library holds the text it had when cargo built it.
+    shared = project / "wb_shared.txt"
+    shared.write_text("1")
+    settle(shared)
+    dep = project / "gpu_kernel" / "src" / "lib.rs"
+    dep.write_text(dep.read_text() + '\npub const WB_SHARED: &str = concat!("wb-depshared-mark-", '
+                   'include_str!("../../wb_shared.txt"), "-end");\n')  # fmt: skip
+    settle(dep)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + '\n#[no_mangle]\npub static WB_OWN_SHARED: &str = concat!("wb-own-mark-", '
+                   'include_str!("../wb_shared.txt"), "-end");\n#[no_mangle]\n'
+                   "pub static WB_DEP_SHARED: &str = gpu_kernel::WB_SHARED;\n")  # fmt: skip
+    cache = tmp_path / "cache"
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    replayed, how = build(project, cache)
+    assert replayed.status == "ok" and how == "replay", replayed.log
+    assert {"wb-own-mark-1-end", "wb-depshared-mark-1-end"} <= marks(replayed)
+
+    shared.write_text("2")
+    settle(shared)
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-own-mark-2-end", "wb-depshared-mark-2-end"} <= marks(after), how
+    assert how == "cargo"

@@ -16,7 +16,9 @@ saved with still holds. The stamp covers everything cargo reads to make the call
 - the dependencies' sources (those cargo's dep-info lists beside the crate's own: path crates such
   as `gpu_kernel`, by content) and the libraries the call links (`--extern`: size, mtime, inode).
 
-The crate's own sources are not in it: rustc reads them anew (a new module too). Anything else
+The crate's own sources are not in it: rustc reads them anew (a new module too); one that a
+dependency reads too is (an `include_str!` of a file both name: the dependency's library keeps
+the text it was built from). Anything else
 changed -- a manifest, a feature, a flag, the toolchain, a dependency -- and the stamp differs,
 the state is dropped and cargo builds (and captures again). Never replayed: a crate with a build
 script or a dependency with one (cargo runs them first; their output may depend on anything), a
@@ -191,7 +193,8 @@ class Replay:
         out_dir = Path(cwd, _arg(argv, "--out-dir") or "")
         extra = next((a.split("=", 1)[1] for a in _flags(argv, "-C") if a.startswith("extra-filename=")), "")
         own, _ = _rustc_depinfo(out_dir / f"{crate}{extra}.d", Path(cwd))
-        own_set = {p.resolve() for p in own}
+        # A file a dependency read too stays in the stamp: its library holds the text cargo built.
+        own_set = {p.resolve() for p in own} - _read_by_dependencies(argv, Path(cwd), crate)
         dep_files = sorted(str(p) for p in cargo_inputs if p.resolve() not in own_set)
         try:
             if any(_written_since(os.stat(p), self._started) for p in dep_files):
@@ -286,6 +289,20 @@ def _rustc_depinfo(path: Path, cwd: Path) -> tuple[list[Path], set[str]]:
         ln[len("# env-dep:") :].split("=", 1)[0] for ln in text.splitlines() if ln.startswith("# env-dep:")
     }
     return files, reads
+
+
+def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> set[Path]:
+    """The files rustc's dep-info of any library in the call's `-L dependency=` folders lists,
+    the crate's own left out: a superset of what its dependencies read (the target dir is
+    shared; paths relative to `cwd`, as cargo runs rustc for a workspace's members)."""
+    found: set[Path] = set()
+    for flag in _flags(argv, "-L"):
+        if not flag.startswith("dependency="):
+            continue
+        for path in Path(cwd, flag.split("=", 1)[1]).glob("*.d"):
+            if path.name != f"{crate}.d" and not path.name.startswith(f"{crate}-"):
+                found.update(p.resolve() for p in _rustc_depinfo(path, cwd)[0])
+    return found
 
 
 def _written_since(st: os.stat_result, start: float) -> bool:
