@@ -191,3 +191,56 @@ def test_a_file_a_dependency_includes_too_builds_with_cargo_when_edited(project,
     assert after.status == "ok", after.log
     assert {"wb-own-mark-2-end", "wb-depshared-mark-2-end"} <= marks(after), how
     assert how == "cargo"
+
+
+def test_a_rustup_default_changed_builds_with_cargo_and_the_new_compiler(project, tmp_path, monkeypatch):
+    # The build's rustc is rustup's proxy (no distribution rustc): `rustup default` picks the
+    # compiler behind it, in $RUSTUP_HOME/settings.toml; the proxy's own file stays the same.
+    real = Path(os.environ.get("RUSTUP_HOME") or Path.home() / ".rustup")
+    proxies = Path.home() / ".cargo" / "bin"
+    chains = {c: next(real.glob(f"toolchains/{c}-*"), None) for c in ("stable", "nightly")}
+    if not all(chains.values()) or not (proxies / "rustc").exists():
+        pytest.skip("needs rustup's stable and nightly toolchains")
+    home = tmp_path / "rustup"  # a rustup home of the test's own: the user's default is left alone
+    (home / "toolchains").mkdir(parents=True)
+    for path in chains.values():
+        (home / "toolchains" / path.name).symlink_to(path)
+    settings = home / "settings.toml"
+    settings.write_text(
+        f'version = "12"\ndefault_toolchain = "{chains["stable"].name}"\nprofile = "default"\n'
+    )
+    monkeypatch.setenv("RUSTUP_HOME", str(home))
+    monkeypatch.delenv("RUSTUP_TOOLCHAIN", raising=False)
+    monkeypatch.setenv("WB_CARGO", str(proxies / "cargo"))
+    monkeypatch.setenv("WB_RUSTC", str(proxies / "rustc"))
+    detect("cpu", refresh=True)
+    try:
+        cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+        first, how = build(project, cache)
+        assert first.status == "ok" and how == "cargo", first.log
+        edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+        assert build(project, cache)[1] == "replay"
+
+        settings.write_text(settings.read_text().replace(chains["stable"].name, chains["nightly"].name))
+        edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+        after, how = build(project, cache)
+        assert after.status == "ok", after.log
+        assert b"-nightly" in re.findall(rb"rustc version [^\0]*", Path(after.artifacts[0]).read_bytes())[0]
+        assert how == "cargo" and "wb-edit-mark-3-end" in marks(after)
+
+        # Back to stable, then stable updated in place (here: its folder now nightly's): the
+        # replay's rustc would read libraries of another compiler ("incompatible version").
+        settings.write_text(settings.read_text().replace(chains["nightly"].name, chains["stable"].name))
+        edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")  # (the toolchain's version is
+        assert build(project, cache)[1] == "cargo"  # detected once a process: not in this key)
+        edit(lib, "wb-edit-mark-4-end", "wb-edit-mark-5-end")
+        assert build(project, cache)[1] == "replay"
+        (home / "toolchains" / chains["stable"].name).unlink()
+        (home / "toolchains" / chains["stable"].name).symlink_to(chains["nightly"])
+        edit(lib, "wb-edit-mark-5-end", "wb-edit-mark-6-end")
+        updated, how = build(project, cache)
+        assert updated.status == "ok", updated.log
+        assert how == "cargo" and "wb-edit-mark-6-end" in marks(updated), updated.log
+    finally:
+        monkeypatch.undo()
+        detect("cpu", refresh=True)

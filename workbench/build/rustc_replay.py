@@ -14,7 +14,9 @@ saved with still holds. The stamp covers everything cargo reads to make the call
 - every `Cargo.toml`, `Cargo.lock`, `.cargo/config[.toml]`, `rust-toolchain[.toml]` in the
   crate's folder and each folder above it, and `$CARGO_HOME/config[.toml]` (by content);
 - the dependencies' sources (those cargo's dep-info lists beside the crate's own: path crates such
-  as `gpu_kernel`, by content) and the libraries the call links (`--extern`: size, mtime, inode).
+  as `gpu_kernel`, by content) and the libraries the call links (`--extern`: size, mtime, inode);
+- rustup's `settings.toml` and its toolchains' `rustc` (a proxy's compiler: `rustup default`, an
+  override, an update in place).
 
 The crate's own sources are not in it: rustc reads them anew (a new module too); one that a
 dependency reads too is (an `include_str!` of a file both name: the dependency's library keeps
@@ -223,8 +225,14 @@ class Replay:
         folders = [self.crate_dir, *self.crate_dir.parents]
         files = [f / name for f in folders for name in CARGO_FILES]
         files += [home / "config", home / "config.toml"]
+        # A rustup proxy's compiler: the default or an override in settings.toml, a toolchain
+        # updated in place (the proxy's own file stays the same; the call names its toolchain).
+        rustup = Path(self.env.get("RUSTUP_HOME") or Path.home() / ".rustup")
+        files.append(rustup / "settings.toml")
         for path in files:
             digest.update(f"{path}\0{_content(path)}\0".encode())
+        for path in sorted(rustup.glob("toolchains/*/bin/rustc")):
+            digest.update(f"{path}\0{_stat(str(path))}\0".encode())
         return digest.hexdigest()
 
     def _stamp(self, state: dict) -> str:
