@@ -27,6 +27,29 @@ pub static WB_VERSION_MARK: &str = concat!("wb-version-mark-", env!("CARGO_PKG_V
 pub static WB_DEP_MARK: &str = gpu_kernel::WB_DEP_MARK;
 """
 
+#: The kernel crate's marks of a file its dependency includes too.
+SHARED_MARKS = """
+#[no_mangle]
+pub static WB_OWN_SHARED: &str = concat!("wb-own-mark-", include_str!("../wb_shared.txt"), "-end");
+#[no_mangle]
+pub static WB_DEP_SHARED: &str = gpu_kernel::WB_SHARED;
+"""
+#: The kernel API crate's mark of a feature of its own.
+FEATURE_MARKS = """
+#[cfg(feature = "wbmark")]
+pub const WB_FEAT: &str = "wb-feat-mark-1-end";
+#[cfg(not(feature = "wbmark"))]
+pub const WB_FEAT: &str = "wb-feat-mark-0-end";
+"""
+#: The kernel crate's mark of what a build script sets (its default without one).
+SCRIPT_MARK = """
+#[no_mangle]
+pub static WB_SCRIPT_MARK: &str = match option_env!("WB_SCRIPTED") {
+    Some(text) => text,
+    None => "wb-script-mark-0-end",
+};
+"""
+
 
 @pytest.fixture
 def project(example_copy, monkeypatch) -> Path:
@@ -175,9 +198,7 @@ def test_a_file_a_dependency_includes_too_builds_with_cargo_when_edited(project,
                    'include_str!("../../wb_shared.txt"), "-end");\n')  # fmt: skip
     settle(dep)
     lib = project / "src" / "lib.rs"
-    lib.write_text(lib.read_text() + '\n#[no_mangle]\npub static WB_OWN_SHARED: &str = concat!("wb-own-mark-", '
-                   'include_str!("../wb_shared.txt"), "-end");\n#[no_mangle]\n'
-                   "pub static WB_DEP_SHARED: &str = gpu_kernel::WB_SHARED;\n")  # fmt: skip
+    lib.write_text(lib.read_text() + SHARED_MARKS)
     cache = tmp_path / "cache"
     assert build(project, cache)[1] == "cargo"
     edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
@@ -244,3 +265,47 @@ def test_a_rustup_default_changed_builds_with_cargo_and_the_new_compiler(project
     finally:
         monkeypatch.undo()
         detect("cpu", refresh=True)
+
+
+def test_a_dependency_manifest_change_builds_with_cargo(project, tmp_path):
+    # The kernel API crate's own Cargo.toml (below the crate's folder, not above it): a default
+    # feature dropped changes its library, the kernel crate's call not.
+    manifest, dep = project / "gpu_kernel" / "Cargo.toml", project / "gpu_kernel" / "src" / "lib.rs"
+    edit(manifest, "[features]\n", '[features]\ndefault = ["wbmark"]\nwbmark = []\n')
+    dep.write_text(dep.read_text() + FEATURE_MARKS)
+    settle(manifest)
+    settle(dep)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + "\n#[no_mangle]\npub static WB_FEAT_MARK: &str = gpu_kernel::WB_FEAT;\n")
+    cache = tmp_path / "cache"
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    replayed, how = build(project, cache)
+    assert how == "replay" and "wb-feat-mark-1-end" in marks(replayed), replayed.log
+
+    edit(manifest, 'default = ["wbmark"]\n', "")
+    settle(manifest)
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-3-end", "wb-feat-mark-0-end"} <= marks(after), how
+    assert how == "cargo"
+
+
+def test_a_build_script_added_without_a_manifest_change_builds_with_cargo(project, tmp_path):
+    # cargo finds `build.rs` beside Cargo.toml by itself: the manifest stays the same.
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + SCRIPT_MARK)
+    cache = tmp_path / "cache"
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    assert build(project, cache)[1] == "replay"
+
+    (project / "build.rs").write_text(
+        'fn main() { println!("cargo:rustc-env=WB_SCRIPTED=wb-script-mark-1-end"); }\n'
+    )
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-3-end", "wb-script-mark-1-end"} <= marks(after), how
+    assert how == "cargo"

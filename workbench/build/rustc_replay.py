@@ -14,7 +14,9 @@ saved with still holds. The stamp covers everything cargo reads to make the call
 - every `Cargo.toml`, `Cargo.lock`, `.cargo/config[.toml]`, `rust-toolchain[.toml]` in the
   crate's folder and each folder above it, and `$CARGO_HOME/config[.toml]` (by content);
 - the dependencies' sources (those cargo's dep-info lists beside the crate's own: path crates such
-  as `gpu_kernel`, by content) and the libraries the call links (`--extern`: size, mtime, inode);
+  as `gpu_kernel`, by content), the `Cargo.toml` and `build.rs` of their packages and the crate's
+  (a dependency's manifest is below the crate, not above; cargo finds a `build.rs` itself), and
+  the libraries the call links (`--extern`: size, mtime, inode);
 - rustup's `settings.toml` and its toolchains' `rustc` (a proxy's compiler: `rustup default`, an
   override, an update in place).
 
@@ -45,7 +47,7 @@ from workbench.build.diagnostics import from_cargo_message
 from workbench.build.process import run_command
 
 #: The state's format: a change here drops every saved call.
-FORMAT = 1
+FORMAT = 2
 FOLDER = "wb-replay"
 #: Cargo's RUSTC_WORKSPACE_WRAPPER: runs rustc; for the primary package (the kernel crate, the
 #: only unit `cargo rustc` builds with CARGO_PRIMARY_PACKAGE) it first writes the folder and the
@@ -64,6 +66,9 @@ NOT_REPLAYED = {"WB_RUSTC_CAPTURE", "RUSTC_WORKSPACE_WRAPPER", "CARGO_MAKEFLAGS"
 #: Files cargo reads from the crate's folder and every folder above it.
 CARGO_FILES = ("Cargo.toml", "Cargo.lock", ".cargo/config", ".cargo/config.toml", "rust-toolchain",
                "rust-toolchain.toml")  # fmt: skip
+#: Files of the crate's package and each path dependency's that cargo reads (`build.rs` found by
+#: itself: one added runs without a manifest change).
+PACKAGE_FILES = ("Cargo.toml", "build.rs")
 TUNABLE = re.compile(r"WB_TUNABLE_")
 
 
@@ -203,8 +208,9 @@ class Replay:
                 return False  # a dependency written while cargo ran: its library may be of the text before
         except OSError:
             return False
+        packages = sorted({str(self.crate_dir), *(str(_package_of(Path(p))) for p in dep_files)})
         state = {"format": FORMAT, "cwd": cwd, "argv": argv, "env_add": env_add, "dep_files": dep_files,
-                 "externs": sorted(_externs(argv)), "config": self._pre}  # fmt: skip
+                 "packages": packages, "externs": sorted(_externs(argv)), "config": self._pre}  # fmt: skip
         state["stamp"] = self._stamp(state)
         part = self.state_path.with_suffix(f".{os.getpid()}")
         part.write_text(json.dumps(state))
@@ -241,7 +247,8 @@ class Replay:
         if config != state.get("config"):
             return ""  # never a saved stamp
         digest = hashlib.sha256(config.encode())
-        for path in state["dep_files"]:
+        files = [*state["dep_files"], *(f"{p}/{name}" for p in state["packages"] for name in PACKAGE_FILES)]
+        for path in files:
             digest.update(f"{path}\0{_content(Path(path))}\0".encode())
         for path in state["externs"]:
             digest.update(f"{path}\0{_stat(path)}\0".encode())
@@ -311,6 +318,14 @@ def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> set[Path]:
             if path.name != f"{crate}.d" and not path.name.startswith(f"{crate}-"):
                 found.update(p.resolve() for p in _rustc_depinfo(path, cwd)[0])
     return found
+
+
+def _package_of(path: Path) -> Path:
+    """The folder of the package `path` belongs to: the nearest above it with a Cargo.toml."""
+    for folder in path.parents:
+        if (folder / "Cargo.toml").is_file():
+            return folder
+    return path.parent
 
 
 def _written_since(st: os.stat_result, start: float) -> bool:
