@@ -72,7 +72,7 @@ def project(example_copy, monkeypatch) -> Path:
 
 
 def settle(path: Path) -> None:
-    """Date a dependency's edit 5 s back, as a user's edit made before the build. One written just
+    """Date a dependency's or a manifest's edit 5 s back, as a user's edit made before the build. One written just
     before cargo starts is not trusted (it may have been written while cargo read it): the build
     after it is cargo's but its call is not kept, and only the next build would capture it."""
     when = time.time() - 5
@@ -121,6 +121,7 @@ def test_an_edit_of_the_crate_replays_rustc_and_a_manifest_change_builds_with_ca
 
     # The manifest: cargo's rustc call changes (CARGO_PKG_VERSION), so no replay of the old one.
     edit(project / "Cargo.toml", 'version = "0.1.0"', 'version = "0.2.0"')
+    settle(project / "Cargo.toml")
     bumped, how = build(project, cache)
     assert bumped.status == "ok" and how == "cargo", bumped.log
     assert marks(bumped) == {"wb-edit-mark-2-end", "wb-version-mark-0.2.0-end", "wb-dep-mark-1-end"}

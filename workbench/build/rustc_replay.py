@@ -203,12 +203,13 @@ class Replay:
         # A file a dependency read too stays in the stamp: its library holds the text cargo built.
         own_set = {p.resolve() for p in own} - _read_by_dependencies(argv, Path(cwd), crate)
         dep_files = sorted(str(p) for p in cargo_inputs if p.resolve() not in own_set)
+        packages = sorted({str(self.crate_dir), *(str(_package_of(Path(p))) for p in dep_files)})
+        package_files = [f for p in packages for name in PACKAGE_FILES if (f := Path(p, name)).is_file()]
         try:
-            if any(_written_since(os.stat(p), self._started) for p in dep_files):
+            if any(_written_since(os.stat(p), self._started) for p in [*dep_files, *package_files]):
                 return False  # a dependency written while cargo ran: its library may be of the text before
         except OSError:
             return False
-        packages = sorted({str(self.crate_dir), *(str(_package_of(Path(p))) for p in dep_files)})
         state = {"format": FORMAT, "cwd": cwd, "argv": argv, "env_add": env_add, "dep_files": dep_files,
                  "packages": packages, "externs": sorted(_externs(argv)), "config": self._pre}  # fmt: skip
         state["stamp"] = self._stamp(state)
