@@ -72,9 +72,9 @@ def project(example_copy, monkeypatch) -> Path:
 
 
 def settle(path: Path) -> None:
-    """Date a dependency's or a manifest's edit 5 s back, as a user's edit made before the build. One written just
-    before cargo starts is not trusted (it may have been written while cargo read it): the build
-    after it is cargo's but its call is not kept, and only the next build would capture it."""
+    """Date a dependency's or a manifest's edit 5 s back, as a user's edit made before the build.
+    One written just before cargo starts is not trusted (it may have been written while cargo read
+    it): the build after it is cargo's but its call is not kept; only the next would capture it."""
     when = time.time() - 5
     os.utime(path, (when, when))
 
