@@ -310,3 +310,18 @@ def test_a_build_script_added_without_a_manifest_change_builds_with_cargo(projec
     assert after.status == "ok", after.log
     assert {"wb-edit-mark-3-end", "wb-script-mark-1-end"} <= marks(after), how
     assert how == "cargo"
+
+
+def test_another_project_built_in_the_same_target_dir_leaves_the_replay_alone(
+    project, example_copy, tmp_path
+):
+    # The target dir is shared: another kernel crate's dep-info names its own `src/lib.rs` too.
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    other = example_copy("matmul", unique=True)
+    [built] = build_project(Project.open(other), ["cpu"], cache_dir=cache)
+    assert built.status == "ok", built.log
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    replayed, how = build(project, cache)
+    assert replayed.status == "ok" and "wb-edit-mark-2-end" in marks(replayed)
+    assert how == "replay"

@@ -308,15 +308,21 @@ def _rustc_depinfo(path: Path, cwd: Path) -> tuple[list[Path], set[str]]:
 
 
 def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> set[Path]:
-    """The files rustc's dep-info of any library in the call's `-L dependency=` folders lists,
-    the crate's own left out: a superset of what its dependencies read (the target dir is
-    shared; paths relative to `cwd`, as cargo runs rustc for a workspace's members)."""
+    """The files rustc's dep-info of any Rust library (an rlib or rmeta beside it) in the call's
+    `-L dependency=` folders lists: a superset of what the crate's dependencies read, direct or
+    not (paths relative to `cwd`, as cargo runs rustc for a workspace's members). The target dir
+    is shared: other kernel crates (cdylibs) left out, whose `src/...` would read as this one's."""
     found: set[Path] = set()
     for flag in _flags(argv, "-L"):
         if not flag.startswith("dependency="):
             continue
         for path in Path(cwd, flag.split("=", 1)[1]).glob("*.d"):
-            if path.name != f"{crate}.d" and not path.name.startswith(f"{crate}-"):
+            lib = path.with_name(f"lib{path.stem}")
+            if (
+                path.stem != crate
+                and not path.stem.startswith(f"{crate}-")
+                and (lib.with_suffix(".rlib").is_file() or lib.with_suffix(".rmeta").is_file())
+            ):
                 found.update(p.resolve() for p in _rustc_depinfo(path, cwd)[0])
     return found
 
