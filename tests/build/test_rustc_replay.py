@@ -325,3 +325,24 @@ def test_another_project_built_in_the_same_target_dir_leaves_the_replay_alone(
     replayed, how = build(project, cache)
     assert replayed.status == "ok" and "wb-edit-mark-2-end" in marks(replayed)
     assert how == "replay"
+
+
+def test_a_new_module_and_a_file_it_includes_are_read_by_the_replay_and_keyed_by_the_cache(project, tmp_path):
+    # rustc reads the crate's sources itself: a module added after the capture, and a file outside
+    # src/ it includes, come from its own dep-info, which the build cache keys on.
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    assert build(project, cache)[1] == "cargo"
+    data = project / "wb_data.txt"
+    data.write_text("1")
+    (project / "src" / "wb_extra.rs").write_text(
+        '#[no_mangle]\npub static WB_EXTRA: &str = concat!("wb-extra-mark-", include_str!("../wb_data.txt"), "-end");\n'
+    )
+    lib.write_text(lib.read_text() + "\nmod wb_extra;\n")
+    first, how = build(project, cache)
+    assert first.status == "ok" and how == "replay", first.log
+    assert "wb-extra-mark-1-end" in marks(first)
+
+    data.write_text("2")  # neither a Rust source nor a cargo input: only rustc's dep-info names it
+    second, how = build(project, cache)
+    assert second.status == "ok" and not second.cached and how == "replay", second.log
+    assert "wb-extra-mark-2-end" in marks(second)
