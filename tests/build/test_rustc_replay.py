@@ -334,9 +334,8 @@ def test_a_new_module_and_a_file_it_includes_are_read_by_the_replay_and_keyed_by
     assert build(project, cache)[1] == "cargo"
     data = project / "wb_data.txt"
     data.write_text("1")
-    (project / "src" / "wb_extra.rs").write_text(
-        '#[no_mangle]\npub static WB_EXTRA: &str = concat!("wb-extra-mark-", include_str!("../wb_data.txt"), "-end");\n'
-    )
+    extra = 'pub static WB_EXTRA: &str = concat!("wb-extra-mark-", include_str!("../wb_data.txt"), "-end");\n'
+    (project / "src" / "wb_extra.rs").write_text("#[no_mangle]\n" + extra)
     lib.write_text(lib.read_text() + "\nmod wb_extra;\n")
     first, how = build(project, cache)
     assert first.status == "ok" and how == "replay", first.log
