@@ -50,6 +50,14 @@ pub static WB_SCRIPT_MARK: &str = match option_env!("WB_SCRIPTED") {
 };
 """
 
+#: The kernel API crate's mark of the `vector` tunable it reads itself.
+DEP_TUNED = """
+pub const WB_DEP_TUNED: &str = match option_env!("WB_TUNABLE_VECTOR") {
+    Some(v) if v.len() == 1 && v.as_bytes()[0] == b'4' => "wb-deptune-mark-4-end",
+    _ => "wb-deptune-mark-1-end",
+};
+"""
+
 
 @pytest.fixture
 def project(example_copy, monkeypatch) -> Path:
@@ -345,3 +353,28 @@ def test_a_new_module_and_a_file_it_includes_are_read_by_the_replay_and_keyed_by
     second, how = build(project, cache)
     assert second.status == "ok" and not second.cached and how == "replay", second.log
     assert "wb-extra-mark-2-end" in marks(second)
+
+
+def test_a_tunable_a_dependency_reads_builds_with_cargo_when_changed(project, tmp_path):
+    # Tunables are left out of the stamp (the crate's rustc reads them on a replay), but a
+    # dependency that reads one holds the value cargo built it with.
+    dep = project / "gpu_kernel" / "src" / "lib.rs"
+    dep.write_text(dep.read_text() + DEP_TUNED)
+    settle(dep)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(
+        lib.read_text() + "\n#[no_mangle]\npub static WB_DEP_TUNED: &str = gpu_kernel::WB_DEP_TUNED;\n"
+    )
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert how == "cargo" and "wb-deptune-mark-1-end" in marks(first), first.log
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    assert build(project, cache)[1] == "replay"
+
+    four, how = build(project, cache, tunables={"vector": 4})
+    assert four.status == "ok", four.log
+    assert "wb-deptune-mark-4-end" in marks(four), how
+    assert how == "cargo"
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    again, how = build(project, cache, tunables={"vector": 4})
+    assert how == "replay" and {"wb-edit-mark-3-end", "wb-deptune-mark-4-end"} <= marks(again)

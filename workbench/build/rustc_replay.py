@@ -10,7 +10,8 @@ replay's own, so cargo's fingerprints and outputs stay as cargo left them) when 
 saved with still holds. The stamp covers everything cargo reads to make the call:
 
 - the cargo command and its environment (tunables aside: rustc reads them itself, and tracks them
-  in its dep-info, which the build cache keys on), the rustc executable (path, size, mtime);
+  in its dep-info, which the build cache keys on; but those a dependency's dep-info names, whose
+  library holds the value it was built with), the rustc executable (path, size, mtime);
 - every `Cargo.toml`, `Cargo.lock`, `.cargo/config[.toml]`, `rust-toolchain[.toml]` in the
   crate's folder and each folder above it, and `$CARGO_HOME/config[.toml]` (by content);
 - the dependencies' sources (those cargo's dep-info lists beside the crate's own: path crates such
@@ -201,7 +202,8 @@ class Replay:
         extra = next((a.split("=", 1)[1] for a in _flags(argv, "-C") if a.startswith("extra-filename=")), "")
         own, _ = _rustc_depinfo(out_dir / f"{crate}{extra}.d", Path(cwd))
         # A file a dependency read too stays in the stamp: its library holds the text cargo built.
-        own_set = {p.resolve() for p in own} - _read_by_dependencies(argv, Path(cwd), crate)
+        dep_read, dep_env = _read_by_dependencies(argv, Path(cwd), crate)
+        own_set = {p.resolve() for p in own} - dep_read
         dep_files = sorted(str(p) for p in cargo_inputs if p.resolve() not in own_set)
         packages = sorted({str(self.crate_dir), *(str(_package_of(Path(p))) for p in dep_files)})
         package_files = [f for p in packages for name in PACKAGE_FILES if (f := Path(p, name)).is_file()]
@@ -211,7 +213,8 @@ class Replay:
         except OSError:
             return False
         state = {"format": FORMAT, "cwd": cwd, "argv": argv, "env_add": env_add, "dep_files": dep_files,
-                 "packages": packages, "externs": sorted(_externs(argv)), "config": self._pre}  # fmt: skip
+                 "packages": packages, "externs": sorted(_externs(argv)), "dep_env": sorted(dep_env),
+                 "config": self._pre}  # fmt: skip
         state["stamp"] = self._stamp(state)
         part = self.state_path.with_suffix(f".{os.getpid()}")
         part.write_text(json.dumps(state))
@@ -253,7 +256,8 @@ class Replay:
             digest.update(f"{path}\0{_content(Path(path))}\0".encode())
         for path in state["externs"]:
             digest.update(f"{path}\0{_stat(path)}\0".encode())
-        digest.update(json.dumps([state["cwd"], state["argv"], state["env_add"]]).encode())
+        dep_env = [self.env.get(name) for name in state["dep_env"]]  # a tunable a dependency read
+        digest.update(json.dumps([state["cwd"], state["argv"], state["env_add"], dep_env]).encode())
         return digest.hexdigest()
 
 
@@ -307,12 +311,14 @@ def _rustc_depinfo(path: Path, cwd: Path) -> tuple[list[Path], set[str]]:
     return files, reads
 
 
-def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> set[Path]:
-    """The files rustc's dep-info of any Rust library (an rlib or rmeta beside it) in the call's
-    `-L dependency=` folders lists: a superset of what the crate's dependencies read, direct or
-    not (paths relative to `cwd`, as cargo runs rustc for a workspace's members). The target dir
-    is shared: other kernel crates (cdylibs) left out, whose `src/...` would read as this one's."""
+def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> tuple[set[Path], set[str]]:
+    """The files and environment variables rustc's dep-info of any Rust library (an rlib or rmeta
+    beside it) in the call's `-L dependency=` folders lists: a superset of what the crate's
+    dependencies read, direct or not (paths relative to `cwd`, as cargo runs rustc for a
+    workspace's members). The target dir is shared: other kernel crates (cdylibs) left out, whose
+    `src/...` would read as this one's."""
     found: set[Path] = set()
+    env: set[str] = set()
     for flag in _flags(argv, "-L"):
         if not flag.startswith("dependency="):
             continue
@@ -323,8 +329,10 @@ def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> set[Path]:
                 and not path.stem.startswith(f"{crate}-")
                 and (lib.with_suffix(".rlib").is_file() or lib.with_suffix(".rmeta").is_file())
             ):
-                found.update(p.resolve() for p in _rustc_depinfo(path, cwd)[0])
-    return found
+                files, reads = _rustc_depinfo(path, cwd)
+                found.update(p.resolve() for p in files)
+                env |= reads
+    return found, env
 
 
 def _package_of(path: Path) -> Path:
