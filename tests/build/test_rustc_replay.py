@@ -58,6 +58,13 @@ pub const WB_DEP_TUNED: &str = match option_env!("WB_TUNABLE_VECTOR") {
 };
 """
 
+#: The kernel crate's mark of a `--cfg` its user's rustc wrapper adds.
+WRAPPED_MARK = """
+#[cfg(wb_wrapped)]
+#[no_mangle]
+pub static WB_WRAPPED: &str = "wb-wrap-mark-1-end";
+"""
+
 
 @pytest.fixture
 def project(example_copy, monkeypatch) -> Path:
@@ -378,3 +385,24 @@ def test_a_tunable_a_dependency_reads_builds_with_cargo_when_changed(project, tm
     edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
     again, how = build(project, cache, tunables={"vector": 4})
     assert how == "replay" and {"wb-edit-mark-3-end", "wb-deptune-mark-4-end"} <= marks(again)
+
+
+def test_a_rustc_wrapper_of_the_users_cargo_config_runs_and_nothing_is_replayed(project, tmp_path):
+    # `build.rustc-workspace-wrapper` in a cargo config: the capture's own RUSTC_WORKSPACE_WRAPPER
+    # would take its place (cargo's environment variable before its configuration).
+    wrapper = tmp_path / "wrap-rustc.sh"
+    wrapper.write_text(
+        '#!/bin/sh\n[ "$CARGO_PRIMARY_PACKAGE" = 1 ] && exec "$@" --cfg wb_wrapped\nexec "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text(f'[build]\nrustc-workspace-wrapper = "{wrapper}"\n')
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + WRAPPED_MARK)
+    cache = tmp_path / "cache"
+    for n in (1, 2):
+        edit(lib, f"wb-edit-mark-{n}-end", f"wb-edit-mark-{n + 1}-end")
+        result, how = build(project, cache)
+        assert result.status == "ok", result.log
+        assert "wb-wrap-mark-1-end" in marks(result), how
+        assert how == "cargo"

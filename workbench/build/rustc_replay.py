@@ -23,12 +23,12 @@ saved with still holds. The stamp covers everything cargo reads to make the call
 
 The crate's own sources are not in it: rustc reads them anew (a new module too); one that a
 dependency reads too is (an `include_str!` of a file both name: the dependency's library keeps
-the text it was built from). Anything else
-changed -- a manifest, a feature, a flag, the toolchain, a dependency -- and the stamp differs,
-the state is dropped and cargo builds (and captures again). Never replayed: a crate with a build
-script or a dependency with one (cargo runs them first; their output may depend on anything), a
-call not found or not understood, a user's own rustc wrapper,
-a dependency source written while cargo ran (its library may be of the old text), other systems
+the text it was built from). Anything else changed -- a manifest, a feature, a flag, the
+toolchain, a dependency -- and the stamp differs, the state is dropped and cargo builds (and
+captures again). Never replayed: a crate with a build script or a dependency with one (cargo runs
+them first; their output may depend on anything), a call not found or not understood, a user's
+own rustc wrapper (in the environment or a cargo config: the capture's would replace it), a
+dependency source written while cargo ran (its library may be of the old text), other systems
 than Linux (the wrapper is sh; `env -0` is GNU's), and `WB_RUSTC_REPLAY=off`."""
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ CARGO_FILES = ("Cargo.toml", "Cargo.lock", ".cargo/config", ".cargo/config.toml"
 #: Files of the crate's package and each path dependency's that cargo reads (`build.rs` found by
 #: itself: one added runs without a manifest change).
 PACKAGE_FILES = ("Cargo.toml", "build.rs")
+#: A user's own rustc wrapper (never replayed): cargo's environment variables and config keys.
+WRAPPER_VARIABLES = ("RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER",
+                     "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER")  # fmt: skip
+CONFIG_WRAPPER = re.compile(r"rustc-(workspace-)?wrapper")
+CONFIGS = (".cargo/config", ".cargo/config.toml")
 TUNABLE = re.compile(r"WB_TUNABLE_")
 
 
@@ -85,13 +90,19 @@ class ReplayOutcome:
     build_scripts: bool = False  # cargo's build had build scripts (never replayed)
 
 
-def enabled(env: dict[str, str]) -> bool:
-    """Whether replays may run (see the module docstring)."""
+def enabled(env: dict[str, str], crate_dir: Path) -> bool:
+    """Whether replays may run for the crate in `crate_dir` (see the module docstring)."""
     if not sys.platform.startswith("linux"):
         return False
     if env.get("WB_RUSTC_REPLAY", "").strip().lower() in ("off", "0", "no"):
         return False
-    return not (env.get("RUSTC_WRAPPER") or env.get("RUSTC_WORKSPACE_WRAPPER"))
+    if any(env.get(name) for name in WRAPPER_VARIABLES):
+        return False
+    # A wrapper in a cargo config: the capture's RUSTC_WORKSPACE_WRAPPER would take its place.
+    configs = [f / name for f in (crate_dir.resolve(), *crate_dir.resolve().parents) for name in CONFIGS]
+    home = Path(env.get("CARGO_HOME") or Path.home() / ".cargo")
+    configs += [home / "config", home / "config.toml"]
+    return not any(CONFIG_WRAPPER.search(_text(path)) for path in configs)
 
 
 class Replay:
@@ -348,6 +359,13 @@ def _written_since(st: os.stat_result, start: float) -> bool:
     less the file system's step (a kernel tick where times have nanoseconds, else 2 s)."""
     fine = st.st_mtime_ns % 1_000_000_000 != 0
     return st.st_mtime_ns / 1e9 > start - (0.01 if fine else 2.0)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _content(path: Path) -> str:
