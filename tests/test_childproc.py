@@ -67,6 +67,32 @@ def test_a_deadline_stops_the_whole_tree_even_a_descendant_that_left_the_group()
             os.kill(grandchild, signal.SIGKILL)
 
 
+def test_a_grandchild_holding_the_pipes_after_the_child_exits_is_stopped_and_the_stream_ends():
+    # The child exits at once; its background grandchild keeps both pipes open for an hour.
+    start = time.monotonic()
+    done = childproc.stream(["sh", "-c", "sleep 3600 & echo $!; exit 4"])
+    assert done.returncode == 4 and time.monotonic() - start < HANG_GUARD_S
+    grandchild = int(done.stdout[0])
+    assert wait_until(lambda: not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status()
+                      == psutil.STATUS_ZOMBIE), "the grandchild holding the pipes survived"  # fmt: skip
+
+
+def test_a_child_that_closed_its_pipes_is_waited_for_and_a_deadline_still_stops_it():
+    # Both pipes closed while the child runs on: the stream waits for its exit (its code kept) ...
+    done = childproc.stream(["sh", "-c", "echo early; exec >/dev/null 2>&1; sleep 0.3; exit 5"])
+    assert done.returncode == 5 and done.stdout == ["early"]
+    # ... and a deadline passed while it waits still stops it.
+    start = time.monotonic()
+
+    def check():
+        if time.monotonic() > start + 0.5:
+            raise TimeoutError("deadline")
+
+    with pytest.raises(TimeoutError):
+        childproc.stream(["sh", "-c", "exec >/dev/null 2>&1; sleep 3600"], check=check, grace_s=0.5)
+    assert time.monotonic() - start < HANG_GUARD_S
+
+
 def test_capture_times_out_with_a_clear_error(tmp_path):
     before = {p.pid for p in childproc.children_of()}  # e.g. a session's run workers
     woke = tmp_path / "woke"  # written only by a sleeper that was left to finish

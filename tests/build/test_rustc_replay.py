@@ -27,6 +27,44 @@ pub static WB_VERSION_MARK: &str = concat!("wb-version-mark-", env!("CARGO_PKG_V
 pub static WB_DEP_MARK: &str = gpu_kernel::WB_DEP_MARK;
 """
 
+#: The kernel crate's marks of a file its dependency includes too.
+SHARED_MARKS = """
+#[no_mangle]
+pub static WB_OWN_SHARED: &str = concat!("wb-own-mark-", include_str!("../wb_shared.txt"), "-end");
+#[no_mangle]
+pub static WB_DEP_SHARED: &str = gpu_kernel::WB_SHARED;
+"""
+#: The kernel API crate's mark of a feature of its own.
+FEATURE_MARKS = """
+#[cfg(feature = "wbmark")]
+pub const WB_FEAT: &str = "wb-feat-mark-1-end";
+#[cfg(not(feature = "wbmark"))]
+pub const WB_FEAT: &str = "wb-feat-mark-0-end";
+"""
+#: The kernel crate's mark of what a build script sets (its default without one).
+SCRIPT_MARK = """
+#[no_mangle]
+pub static WB_SCRIPT_MARK: &str = match option_env!("WB_SCRIPTED") {
+    Some(text) => text,
+    None => "wb-script-mark-0-end",
+};
+"""
+
+#: The kernel API crate's mark of the `vector` tunable it reads itself.
+DEP_TUNED = """
+pub const WB_DEP_TUNED: &str = match option_env!("WB_TUNABLE_VECTOR") {
+    Some(v) if v.len() == 1 && v.as_bytes()[0] == b'4' => "wb-deptune-mark-4-end",
+    _ => "wb-deptune-mark-1-end",
+};
+"""
+
+#: The kernel crate's mark of a `--cfg` its user's rustc wrapper adds.
+WRAPPED_MARK = """
+#[cfg(wb_wrapped)]
+#[no_mangle]
+pub static WB_WRAPPED: &str = "wb-wrap-mark-1-end";
+"""
+
 
 @pytest.fixture
 def project(example_copy, monkeypatch) -> Path:
@@ -49,9 +87,9 @@ def project(example_copy, monkeypatch) -> Path:
 
 
 def settle(path: Path) -> None:
-    """Date a dependency's edit 5 s back, as a user's edit made before the build. One written just
-    before cargo starts is not trusted (it may have been written while cargo read it): the build
-    after it is cargo's but its call is not kept, and only the next build would capture it."""
+    """Date a dependency's or a manifest's edit 5 s back, as a user's edit made before the build.
+    One written just before cargo starts is not trusted (it may have been written while cargo read
+    it): the build after it is cargo's but its call is not kept; only the next would capture it."""
     when = time.time() - 5
     os.utime(path, (when, when))
 
@@ -98,6 +136,7 @@ def test_an_edit_of_the_crate_replays_rustc_and_a_manifest_change_builds_with_ca
 
     # The manifest: cargo's rustc call changes (CARGO_PKG_VERSION), so no replay of the old one.
     edit(project / "Cargo.toml", 'version = "0.1.0"', 'version = "0.2.0"')
+    settle(project / "Cargo.toml")
     bumped, how = build(project, cache)
     assert bumped.status == "ok" and how == "cargo", bumped.log
     assert marks(bumped) == {"wb-edit-mark-2-end", "wb-version-mark-0.2.0-end", "wb-dep-mark-1-end"}
@@ -162,3 +201,208 @@ def test_a_dependency_with_a_build_script_is_never_replayed(project, tmp_path):
         result, how = build(project, cache)
         assert result.status == "ok" and how == "cargo", result.log
         assert "wb-script-mark-1-end" in marks(result)
+
+
+def test_a_file_a_dependency_includes_too_builds_with_cargo_when_edited(project, tmp_path):
+    # The kernel crate and its kernel API crate both `include_str!` one file: rustc reads it
+    # again on a replay, but the dependency's library holds the text it had when cargo built it.
+    shared = project / "wb_shared.txt"
+    shared.write_text("1")
+    settle(shared)
+    dep = project / "gpu_kernel" / "src" / "lib.rs"
+    dep.write_text(dep.read_text() + '\npub const WB_SHARED: &str = concat!("wb-depshared-mark-", '
+                   'include_str!("../../wb_shared.txt"), "-end");\n')  # fmt: skip
+    settle(dep)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + SHARED_MARKS)
+    cache = tmp_path / "cache"
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    replayed, how = build(project, cache)
+    assert replayed.status == "ok" and how == "replay", replayed.log
+    assert {"wb-own-mark-1-end", "wb-depshared-mark-1-end"} <= marks(replayed)
+
+    shared.write_text("2")
+    settle(shared)
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-own-mark-2-end", "wb-depshared-mark-2-end"} <= marks(after), how
+    assert how == "cargo"
+
+
+def test_a_rustup_default_changed_builds_with_cargo_and_the_new_compiler(project, tmp_path, monkeypatch):
+    # The build's rustc is rustup's proxy (no distribution rustc): `rustup default` picks the
+    # compiler behind it, in $RUSTUP_HOME/settings.toml; the proxy's own file stays the same.
+    real = Path(os.environ.get("RUSTUP_HOME") or Path.home() / ".rustup")
+    proxies = Path.home() / ".cargo" / "bin"
+    chains = {c: next(real.glob(f"toolchains/{c}-*"), None) for c in ("stable", "nightly")}
+    if not all(chains.values()) or not (proxies / "rustc").exists():
+        pytest.skip("needs rustup's stable and nightly toolchains")
+    home = tmp_path / "rustup"  # a rustup home of the test's own: the user's default is left alone
+    (home / "toolchains").mkdir(parents=True)
+    for path in chains.values():
+        (home / "toolchains" / path.name).symlink_to(path)
+    settings = home / "settings.toml"
+    settings.write_text(
+        f'version = "12"\ndefault_toolchain = "{chains["stable"].name}"\nprofile = "default"\n'
+    )
+    monkeypatch.setenv("RUSTUP_HOME", str(home))
+    monkeypatch.delenv("RUSTUP_TOOLCHAIN", raising=False)
+    monkeypatch.setenv("WB_CARGO", str(proxies / "cargo"))
+    monkeypatch.setenv("WB_RUSTC", str(proxies / "rustc"))
+    detect("cpu", refresh=True)
+    try:
+        cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+        first, how = build(project, cache)
+        assert first.status == "ok" and how == "cargo", first.log
+        edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+        assert build(project, cache)[1] == "replay"
+
+        settings.write_text(settings.read_text().replace(chains["stable"].name, chains["nightly"].name))
+        edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+        after, how = build(project, cache)
+        assert after.status == "ok", after.log
+        assert b"-nightly" in re.findall(rb"rustc version [^\0]*", Path(after.artifacts[0]).read_bytes())[0]
+        assert how == "cargo" and "wb-edit-mark-3-end" in marks(after)
+
+        # Back to stable, then stable updated in place (here: its folder now nightly's): the
+        # replay's rustc would read libraries of another compiler ("incompatible version").
+        settings.write_text(settings.read_text().replace(chains["nightly"].name, chains["stable"].name))
+        edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")  # (the toolchain's version is
+        assert build(project, cache)[1] == "cargo"  # detected once a process: not in this key)
+        edit(lib, "wb-edit-mark-4-end", "wb-edit-mark-5-end")
+        assert build(project, cache)[1] == "replay"
+        (home / "toolchains" / chains["stable"].name).unlink()
+        (home / "toolchains" / chains["stable"].name).symlink_to(chains["nightly"])
+        edit(lib, "wb-edit-mark-5-end", "wb-edit-mark-6-end")
+        updated, how = build(project, cache)
+        assert updated.status == "ok", updated.log
+        assert how == "cargo" and "wb-edit-mark-6-end" in marks(updated), updated.log
+    finally:
+        monkeypatch.undo()
+        detect("cpu", refresh=True)
+
+
+def test_a_dependency_manifest_change_builds_with_cargo(project, tmp_path):
+    # The kernel API crate's own Cargo.toml (below the crate's folder, not above it): a default
+    # feature dropped changes its library, the kernel crate's call not.
+    manifest, dep = project / "gpu_kernel" / "Cargo.toml", project / "gpu_kernel" / "src" / "lib.rs"
+    edit(manifest, "[features]\n", '[features]\ndefault = ["wbmark"]\nwbmark = []\n')
+    dep.write_text(dep.read_text() + FEATURE_MARKS)
+    settle(manifest)
+    settle(dep)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + "\n#[no_mangle]\npub static WB_FEAT_MARK: &str = gpu_kernel::WB_FEAT;\n")
+    cache = tmp_path / "cache"
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    replayed, how = build(project, cache)
+    assert how == "replay" and "wb-feat-mark-1-end" in marks(replayed), replayed.log
+
+    edit(manifest, 'default = ["wbmark"]\n', "")
+    settle(manifest)
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-3-end", "wb-feat-mark-0-end"} <= marks(after), how
+    assert how == "cargo"
+
+
+def test_a_build_script_added_without_a_manifest_change_builds_with_cargo(project, tmp_path):
+    # cargo finds `build.rs` beside Cargo.toml by itself: the manifest stays the same.
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + SCRIPT_MARK)
+    cache = tmp_path / "cache"
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    assert build(project, cache)[1] == "replay"
+
+    (project / "build.rs").write_text(
+        'fn main() { println!("cargo:rustc-env=WB_SCRIPTED=wb-script-mark-1-end"); }\n'
+    )
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-3-end", "wb-script-mark-1-end"} <= marks(after), how
+    assert how == "cargo"
+
+
+def test_another_project_built_in_the_same_target_dir_leaves_the_replay_alone(
+    project, example_copy, tmp_path
+):
+    # The target dir is shared: another kernel crate's dep-info names its own `src/lib.rs` too.
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    other = example_copy("matmul", unique=True)
+    [built] = build_project(Project.open(other), ["cpu"], cache_dir=cache)
+    assert built.status == "ok", built.log
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    replayed, how = build(project, cache)
+    assert replayed.status == "ok" and "wb-edit-mark-2-end" in marks(replayed)
+    assert how == "replay"
+
+
+def test_a_new_module_and_a_file_it_includes_are_read_by_the_replay_and_keyed_by_the_cache(project, tmp_path):
+    # rustc reads the crate's sources itself: a module added after the capture, and a file outside
+    # src/ it includes, come from its own dep-info, which the build cache keys on.
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    assert build(project, cache)[1] == "cargo"
+    data = project / "wb_data.txt"
+    data.write_text("1")
+    extra = 'pub static WB_EXTRA: &str = concat!("wb-extra-mark-", include_str!("../wb_data.txt"), "-end");\n'
+    (project / "src" / "wb_extra.rs").write_text("#[no_mangle]\n" + extra)
+    lib.write_text(lib.read_text() + "\nmod wb_extra;\n")
+    first, how = build(project, cache)
+    assert first.status == "ok" and how == "replay", first.log
+    assert "wb-extra-mark-1-end" in marks(first)
+
+    data.write_text("2")  # neither a Rust source nor a cargo input: only rustc's dep-info names it
+    second, how = build(project, cache)
+    assert second.status == "ok" and not second.cached and how == "replay", second.log
+    assert "wb-extra-mark-2-end" in marks(second)
+
+
+def test_a_tunable_a_dependency_reads_builds_with_cargo_when_changed(project, tmp_path):
+    # Tunables are left out of the stamp (the crate's rustc reads them on a replay), but a
+    # dependency that reads one holds the value cargo built it with.
+    dep = project / "gpu_kernel" / "src" / "lib.rs"
+    dep.write_text(dep.read_text() + DEP_TUNED)
+    settle(dep)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(
+        lib.read_text() + "\n#[no_mangle]\npub static WB_DEP_TUNED: &str = gpu_kernel::WB_DEP_TUNED;\n"
+    )
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert how == "cargo" and "wb-deptune-mark-1-end" in marks(first), first.log
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    assert build(project, cache)[1] == "replay"
+
+    four, how = build(project, cache, tunables={"vector": 4})
+    assert four.status == "ok", four.log
+    assert "wb-deptune-mark-4-end" in marks(four), how
+    assert how == "cargo"
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    again, how = build(project, cache, tunables={"vector": 4})
+    assert how == "replay" and {"wb-edit-mark-3-end", "wb-deptune-mark-4-end"} <= marks(again)
+
+
+def test_a_rustc_wrapper_of_the_users_cargo_config_runs_and_nothing_is_replayed(project, tmp_path):
+    # `build.rustc-workspace-wrapper` in a cargo config: the capture's own RUSTC_WORKSPACE_WRAPPER
+    # would take its place (cargo's environment variable before its configuration).
+    wrapper = tmp_path / "wrap-rustc.sh"
+    wrapper.write_text(
+        '#!/bin/sh\n[ "$CARGO_PRIMARY_PACKAGE" = 1 ] && exec "$@" --cfg wb_wrapped\nexec "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text(f'[build]\nrustc-workspace-wrapper = "{wrapper}"\n')
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + WRAPPED_MARK)
+    cache = tmp_path / "cache"
+    for n in (1, 2):
+        edit(lib, f"wb-edit-mark-{n}-end", f"wb-edit-mark-{n + 1}-end")
+        result, how = build(project, cache)
+        assert result.status == "ok", result.log
+        assert "wb-wrap-mark-1-end" in marks(result), how
+        assert how == "cargo"

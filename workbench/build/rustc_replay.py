@@ -10,18 +10,25 @@ replay's own, so cargo's fingerprints and outputs stay as cargo left them) when 
 saved with still holds. The stamp covers everything cargo reads to make the call:
 
 - the cargo command and its environment (tunables aside: rustc reads them itself, and tracks them
-  in its dep-info, which the build cache keys on), the rustc executable (path, size, mtime);
+  in its dep-info, which the build cache keys on; but those a dependency's dep-info names, whose
+  library holds the value it was built with), the rustc executable (path, size, mtime);
 - every `Cargo.toml`, `Cargo.lock`, `.cargo/config[.toml]`, `rust-toolchain[.toml]` in the
   crate's folder and each folder above it, and `$CARGO_HOME/config[.toml]` (by content);
 - the dependencies' sources (those cargo's dep-info lists beside the crate's own: path crates such
-  as `gpu_kernel`, by content) and the libraries the call links (`--extern`: size, mtime, inode).
+  as `gpu_kernel`, by content), the `Cargo.toml` and `build.rs` of their packages and the crate's
+  (a dependency's manifest is below the crate, not above; cargo finds a `build.rs` itself), and
+  the libraries the call links (`--extern`: size, mtime, inode);
+- rustup's `settings.toml` and its toolchains' `rustc` (a proxy's compiler: `rustup default`, an
+  override, an update in place).
 
-The crate's own sources are not in it: rustc reads them anew (a new module too). Anything else
-changed -- a manifest, a feature, a flag, the toolchain, a dependency -- and the stamp differs,
-the state is dropped and cargo builds (and captures again). Never replayed: a crate with a build
-script or a dependency with one (cargo runs them first; their output may depend on anything), a
-call not found or not understood, a user's own rustc wrapper,
-a dependency source written while cargo ran (its library may be of the old text), other systems
+The crate's own sources are not in it: rustc reads them anew (a new module too); one that a
+dependency reads too is (an `include_str!` of a file both name: the dependency's library keeps
+the text it was built from). Anything else changed -- a manifest, a feature, a flag, the
+toolchain, a dependency -- and the stamp differs, the state is dropped and cargo builds (and
+captures again). Never replayed: a crate with a build script or a dependency with one (cargo runs
+them first; their output may depend on anything), a call not found or not understood, a user's
+own rustc wrapper (in the environment or a cargo config: the capture's would replace it), a
+dependency source written while cargo ran (its library may be of the old text), other systems
 than Linux (the wrapper is sh; `env -0` is GNU's), and `WB_RUSTC_REPLAY=off`."""
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from workbench.build.diagnostics import from_cargo_message
 from workbench.build.process import run_command
 
 #: The state's format: a change here drops every saved call.
-FORMAT = 1
+FORMAT = 2
 FOLDER = "wb-replay"
 #: Cargo's RUSTC_WORKSPACE_WRAPPER: runs rustc; for the primary package (the kernel crate, the
 #: only unit `cargo rustc` builds with CARGO_PRIMARY_PACKAGE) it first writes the folder and the
@@ -60,6 +67,14 @@ NOT_REPLAYED = {"WB_RUSTC_CAPTURE", "RUSTC_WORKSPACE_WRAPPER", "CARGO_MAKEFLAGS"
 #: Files cargo reads from the crate's folder and every folder above it.
 CARGO_FILES = ("Cargo.toml", "Cargo.lock", ".cargo/config", ".cargo/config.toml", "rust-toolchain",
                "rust-toolchain.toml")  # fmt: skip
+#: Files of the crate's package and each path dependency's that cargo reads (`build.rs` found by
+#: itself: one added runs without a manifest change).
+PACKAGE_FILES = ("Cargo.toml", "build.rs")
+#: A user's own rustc wrapper (never replayed): cargo's environment variables and config keys.
+WRAPPER_VARIABLES = ("RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER",
+                     "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER")  # fmt: skip
+CONFIG_WRAPPER = re.compile(r"rustc-(workspace-)?wrapper")
+CONFIGS = (".cargo/config", ".cargo/config.toml")
 TUNABLE = re.compile(r"WB_TUNABLE_")
 
 
@@ -75,13 +90,19 @@ class ReplayOutcome:
     build_scripts: bool = False  # cargo's build had build scripts (never replayed)
 
 
-def enabled(env: dict[str, str]) -> bool:
-    """Whether replays may run (see the module docstring)."""
+def enabled(env: dict[str, str], crate_dir: Path) -> bool:
+    """Whether replays may run for the crate in `crate_dir` (see the module docstring)."""
     if not sys.platform.startswith("linux"):
         return False
     if env.get("WB_RUSTC_REPLAY", "").strip().lower() in ("off", "0", "no"):
         return False
-    return not (env.get("RUSTC_WRAPPER") or env.get("RUSTC_WORKSPACE_WRAPPER"))
+    if any(env.get(name) for name in WRAPPER_VARIABLES):
+        return False
+    # A wrapper in a cargo config: the capture's RUSTC_WORKSPACE_WRAPPER would take its place.
+    configs = [f / name for f in (crate_dir.resolve(), *crate_dir.resolve().parents) for name in CONFIGS]
+    home = Path(env.get("CARGO_HOME") or Path.home() / ".cargo")
+    configs += [home / "config", home / "config.toml"]
+    return not any(CONFIG_WRAPPER.search(_text(path)) for path in configs)
 
 
 class Replay:
@@ -191,15 +212,20 @@ class Replay:
         out_dir = Path(cwd, _arg(argv, "--out-dir") or "")
         extra = next((a.split("=", 1)[1] for a in _flags(argv, "-C") if a.startswith("extra-filename=")), "")
         own, _ = _rustc_depinfo(out_dir / f"{crate}{extra}.d", Path(cwd))
-        own_set = {p.resolve() for p in own}
+        # A file a dependency read too stays in the stamp: its library holds the text cargo built.
+        dep_read, dep_env = _read_by_dependencies(argv, Path(cwd), crate)
+        own_set = {p.resolve() for p in own} - dep_read
         dep_files = sorted(str(p) for p in cargo_inputs if p.resolve() not in own_set)
+        packages = sorted({str(self.crate_dir), *(str(_package_of(Path(p))) for p in dep_files)})
+        package_files = [f for p in packages for name in PACKAGE_FILES if (f := Path(p, name)).is_file()]
         try:
-            if any(_written_since(os.stat(p), self._started) for p in dep_files):
+            if any(_written_since(os.stat(p), self._started) for p in [*dep_files, *package_files]):
                 return False  # a dependency written while cargo ran: its library may be of the text before
         except OSError:
             return False
         state = {"format": FORMAT, "cwd": cwd, "argv": argv, "env_add": env_add, "dep_files": dep_files,
-                 "externs": sorted(_externs(argv)), "config": self._pre}  # fmt: skip
+                 "packages": packages, "externs": sorted(_externs(argv)), "dep_env": sorted(dep_env),
+                 "config": self._pre}  # fmt: skip
         state["stamp"] = self._stamp(state)
         part = self.state_path.with_suffix(f".{os.getpid()}")
         part.write_text(json.dumps(state))
@@ -220,8 +246,14 @@ class Replay:
         folders = [self.crate_dir, *self.crate_dir.parents]
         files = [f / name for f in folders for name in CARGO_FILES]
         files += [home / "config", home / "config.toml"]
+        # A rustup proxy's compiler: the default or an override in settings.toml, a toolchain
+        # updated in place (the proxy's own file stays the same; the call names its toolchain).
+        rustup = Path(self.env.get("RUSTUP_HOME") or Path.home() / ".rustup")
+        files.append(rustup / "settings.toml")
         for path in files:
             digest.update(f"{path}\0{_content(path)}\0".encode())
+        for path in sorted(rustup.glob("toolchains/*/bin/rustc")):
+            digest.update(f"{path}\0{_stat(str(path))}\0".encode())
         return digest.hexdigest()
 
     def _stamp(self, state: dict) -> str:
@@ -230,11 +262,13 @@ class Replay:
         if config != state.get("config"):
             return ""  # never a saved stamp
         digest = hashlib.sha256(config.encode())
-        for path in state["dep_files"]:
+        files = [*state["dep_files"], *(f"{p}/{name}" for p in state["packages"] for name in PACKAGE_FILES)]
+        for path in files:
             digest.update(f"{path}\0{_content(Path(path))}\0".encode())
         for path in state["externs"]:
             digest.update(f"{path}\0{_stat(path)}\0".encode())
-        digest.update(json.dumps([state["cwd"], state["argv"], state["env_add"]]).encode())
+        dep_env = [self.env.get(name) for name in state["dep_env"]]  # a tunable a dependency read
+        digest.update(json.dumps([state["cwd"], state["argv"], state["env_add"], dep_env]).encode())
         return digest.hexdigest()
 
 
@@ -288,11 +322,50 @@ def _rustc_depinfo(path: Path, cwd: Path) -> tuple[list[Path], set[str]]:
     return files, reads
 
 
+def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> tuple[set[Path], set[str]]:
+    """The files and environment variables rustc's dep-info of any Rust library (an rlib or rmeta
+    beside it) in the call's `-L dependency=` folders lists: a superset of what the crate's
+    dependencies read, direct or not (paths relative to `cwd`, as cargo runs rustc for a
+    workspace's members). The target dir is shared: other kernel crates (cdylibs) left out, whose
+    `src/...` would read as this one's."""
+    found: set[Path] = set()
+    env: set[str] = set()
+    for flag in _flags(argv, "-L"):
+        if not flag.startswith("dependency="):
+            continue
+        for path in Path(cwd, flag.split("=", 1)[1]).glob("*.d"):
+            lib = path.with_name(f"lib{path.stem}")
+            if (
+                path.stem != crate
+                and not path.stem.startswith(f"{crate}-")
+                and (lib.with_suffix(".rlib").is_file() or lib.with_suffix(".rmeta").is_file())
+            ):
+                files, reads = _rustc_depinfo(path, cwd)
+                found.update(p.resolve() for p in files)
+                env |= reads
+    return found, env
+
+
+def _package_of(path: Path) -> Path:
+    """The folder of the package `path` belongs to: the nearest above it with a Cargo.toml."""
+    for folder in path.parents:
+        if (folder / "Cargo.toml").is_file():
+            return folder
+    return path.parent
+
+
 def _written_since(st: os.stat_result, start: float) -> bool:
     """Whether a file may have been written at `start` or after: its mtime is later than `start`
     less the file system's step (a kernel tick where times have nanoseconds, else 2 s)."""
     fine = st.st_mtime_ns % 1_000_000_000 != 0
     return st.st_mtime_ns / 1e9 > start - (0.01 if fine else 2.0)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _content(path: Path) -> str:

@@ -119,7 +119,9 @@ class CpuAdapter(Adapter):
         crate_dir = req.project.manifest.crate_dir
         # After a kernel edit, cargo's rustc call again without cargo (`rustc_replay`).
         replay = (
-            rustc_replay.Replay(req.target_dir, crate_dir, cmd, env) if rustc_replay.enabled(env) else None
+            rustc_replay.Replay(req.target_dir, crate_dir, cmd, env)
+            if rustc_replay.enabled(env, crate_dir)
+            else None
         )
         state = replay.saved() if replay is not None else None
         if replay is not None and state is not None:
