@@ -166,6 +166,33 @@ def test_a_dependency_edit_builds_with_cargo_and_its_new_code_is_linked(project,
     assert marks(again) == {"wb-edit-mark-3-end", "wb-version-mark-0.1.0-end", "wb-dep-mark-2-end"}
 
 
+def test_a_replay_that_fails_for_no_line_of_code_gives_way_to_cargo(project, tmp_path):
+    """A replayed call that fails with no error at a line of code (here its library cannot be
+    written: a folder stands where the link puts it) is not the user's build: cargo builds instead,
+    its result and messages are the build's, and the next edit is replayed again."""
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    assert build(project, cache)[1] == "replay"
+    [written] = cache.rglob("wb-replay/*/out/libsaxpy*.so")
+    written.unlink()
+    written.mkdir()  # the replay's link cannot write its library
+    (written / "keep").write_text("")
+
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    after, how = build(project, cache)
+    assert after.status == "ok" and how == "cargo", after.log
+    assert not after.diagnostics or all(d["severity"] != "error" for d in after.diagnostics), (
+        after.diagnostics
+    )
+    assert marks(after) == {"wb-edit-mark-3-end", "wb-version-mark-0.1.0-end", "wb-dep-mark-1-end"}
+
+    edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")
+    again, how = build(project, cache)
+    assert again.status == "ok" and how == "replay", again.log
+    assert marks(again) == {"wb-edit-mark-4-end", "wb-version-mark-0.1.0-end", "wb-dep-mark-1-end"}
+
+
 def test_tunables_reach_a_replay_and_replays_can_be_turned_off(project, tmp_path, monkeypatch):
     cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
     edit(lib, '"wb-edit-mark-1-end"', 'if VECTOR == 4 { "wb-edit-mark-4-end" } else { "wb-edit-mark-1-end" }')

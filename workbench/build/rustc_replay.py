@@ -25,7 +25,9 @@ The crate's own sources are not in it: rustc reads them anew (a new module too);
 dependency reads too is (an `include_str!` of a file both name: the dependency's library keeps
 the text it was built from). Anything else changed -- a manifest, a feature, a flag, the
 toolchain, a dependency -- and the stamp differs, the state is dropped and cargo builds (and
-captures again). Never replayed: a crate with a build script or a dependency with one (cargo runs
+captures again). So does a replay that fails for no error at a line of code (its library not
+written, a dependency's library gone or of another compiler: `STALE_CODES`): its messages are
+dropped with it, and cargo's build is the build. Never replayed: a crate with a build script or a dependency with one (cargo runs
 them first; their output may depend on anything), a call not found or not understood, a user's
 own rustc wrapper (in the environment or a cargo config: the capture's would replace it), a
 dependency source written while cargo ran (its library may be of the old text), other systems
@@ -37,6 +39,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -88,6 +91,12 @@ class ReplayOutcome:
     env_reads: set[str] = field(default_factory=set)
     crate: str = ""  # the crate's name (rustc's --crate-name)
     build_scripts: bool = False  # cargo's build had build scripts (never replayed)
+    stale: bool = False  # a replay that failed for no error in the code: cargo builds instead
+
+
+#: rustc's errors of a call that no longer fits its world (a dependency's library missing, of
+#: another compiler or another build): a stale replay, never the user's code.
+STALE_CODES = frozenset({"E0460", "E0461", "E0462", "E0463", "E0464", "E0514", "E0519", "E0523", "E0786"})
 
 
 def enabled(env: dict[str, str], crate_dir: Path) -> bool:
@@ -143,25 +152,49 @@ class Replay:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         manifest = str(self.crate_dir / "Cargo.toml")
         artifacts: dict[str, Path] = {}
-        req.output("$ " + " ".join(argv))
+        # Held until the call ends: a stale call's messages are not the build's (cargo's are).
+        lines: list[str] = ["$ " + " ".join(argv)]
+        diags: list = []
+        codes: set[str] = set()
 
         def on_line(stream: str, line: str) -> None:
             record = _json(line)
             if record is None:
-                req.output(line)
+                lines.append(line)
             elif record.get("$message_type") == "artifact":
                 artifacts[record.get("emit", "")] = Path(record["artifact"])
             elif record.get("$message_type", "diagnostic") == "diagnostic" and "message" in record:
+                if record.get("level") == "error":  # a spanless one: the call's world, not the code
+                    spans = any(span.get("is_primary") for span in record.get("spans") or [])
+                    codes.add((record.get("code") or {}).get("code") or ("code" if spans else ""))
                 diag = from_cargo_message({"message": record, "manifest_path": manifest}, req.project.root,
                                           req.backend)  # fmt: skip
                 if diag is not None:
-                    for text in diag.rendered.rstrip().splitlines():
-                        req.output(text)
-                    req.diagnostic(diag)
+                    lines.extend(diag.rendered.rstrip().splitlines())
+                    diags.append(diag)
 
-        result = run_command(argv, cwd=state["cwd"], env=env, budget=req.budget, on_line=on_line)
+        def show() -> None:
+            for line in lines:
+                req.output(line)
+            for diag in diags:
+                req.diagnostic(diag)
+
+        try:
+            result = run_command(argv, cwd=state["cwd"], env=env, budget=req.budget, on_line=on_line)
+        except BaseException:  # cancelled or timed out: what it wrote so far is shown
+            show()
+            raise
         library, deps = artifacts.get("link"), artifacts.get("dep-info")
-        if result.returncode != 0 or library is None or deps is None:
+        failed = result.returncode != 0 or library is None or deps is None
+        # A failure with no error of rustc's at a line of code (the link, a file it cannot write), or
+        # one of a call that no longer fits (a dependency's library gone or of another compiler):
+        # not the code's fault. Cargo builds instead, afresh, and its messages are the build's.
+        if failed and (not codes - {""} or codes & STALE_CODES):
+            self.drop()
+            shutil.rmtree(self.out_dir, ignore_errors=True)  # what it left there too
+            return ReplayOutcome(False, stale=True)
+        show()
+        if failed:
             return ReplayOutcome(False)
         own, reads = _rustc_depinfo(deps, Path(state["cwd"]))
         inputs = list(dict.fromkeys([*own, *map(Path, state["dep_files"])]))

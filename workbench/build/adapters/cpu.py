@@ -124,9 +124,8 @@ class CpuAdapter(Adapter):
             else None
         )
         state = replay.saved() if replay is not None else None
-        if replay is not None and state is not None:
-            done = replay.run(req, state)
-        else:
+        done = replay.run(req, state) if replay is not None and state is not None else None
+        if done is None or done.stale:  # no saved call, or one that no longer fits: cargo
             done = self._cargo_build(req, cmd, env if replay is None else replay.capture_env(env))
             if done.ok and replay is not None and not done.build_scripts:
                 replay.save(done.crate, done.inputs)
