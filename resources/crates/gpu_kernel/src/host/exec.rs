@@ -80,9 +80,16 @@ pub struct Group {
     pub(crate) generation: u64,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
-    /// How many of its fibers (and its home invocation) have returned since it turned into
-    /// fibers: while none has, a round's end lets every invocation go (`open_barrier`).
-    returned: Cell<usize>,
+    /// Whether `status` is kept at barriers in this workgroup: not while none of its invocations
+    /// has returned and (`sim`) all of each round wait at one barrier (`wait`); then a round's end
+    /// lets every invocation go (`open_barrier`). A debug build keeps every status (the debugger
+    /// reads them at each switch).
+    #[cfg(not(feature = "debug"))]
+    kept: Cell<bool>,
+    /// The barrier that this round's invocations wait at while `kept` is not set (`sim`: they
+    /// are told apart; invocation 0, first in every such round, sets it).
+    #[cfg(all(feature = "sim", not(feature = "debug")))]
+    round_at: Cell<&'static Location<'static>>,
     /// The invocation that reached the first barrier on the worker's stack.
     home: Cell<usize>,
     /// Whether this workgroup changed `status` or `slot_next` (it reached a barrier, or asked for
@@ -314,7 +321,10 @@ impl Group {
             #[cfg(feature = "sim")]
             generation: unsafe { checks.as_ref() }.map_or(0, |checks| checks.generation),
             converted: Cell::new(false),
-            returned: Cell::new(0),
+            #[cfg(not(feature = "debug"))]
+            kept: Cell::new(false),
+            #[cfg(all(feature = "sim", not(feature = "debug")))]
+            round_at: Cell::new(entry_at),
             home: Cell::new(0),
             dirty: Cell::new(true),
             resume: fiber::Context::new(),
@@ -363,7 +373,8 @@ impl Group {
         self.epoch.set(0);
         self.slots_used.set(0);
         self.converted.set(false);
-        self.returned.set(0);
+        #[cfg(not(feature = "debug"))]
+        self.kept.set(false);
         self.current.set(0);
         // A debug build marks every invocation's status as it returns.
         if self.dirty.replace(cfg!(feature = "debug")) {
@@ -397,21 +408,74 @@ fn wait(group: &Group, me: usize, at: &'static Location<'static>) {
     // Unchecked indexing: `me` is an invocation of this workgroup, below `threads`, the length
     // of `status` and `ctx` (the bounds checks were a fifth of the barrier's instructions).
     let save = unsafe { group.ctx.get_unchecked(me) }.ptr();
-    // Plain build, none returned yet in this workgroup: the invocations run each round in order
-    // (invocation 0 first, `open_barrier`) and all stop at a barrier, so the next one is ready;
-    // no status is written or read (`mark_returned` writes those of the invocations waiting
-    // when the first returns). A store and a load less at every barrier, and no reset of every
-    // status at the end of a round: reduction 52 -> 48 ms, softmax 205 -> 184 ms a launch (one worker).
-    #[cfg(not(feature = "sim"))]
-    if group.returned.get() == 0 {
-        let next = me + 1;
-        if next < group.threads {
-            return switch_to(group, save, next);
+    // None returned yet in this workgroup (and, cpu-sim, all of this round so far at this
+    // barrier): the invocations run each round in order (invocation 0 first, `open_barrier`)
+    // and all stop at a barrier, so the next one is ready; no status is written or read
+    // (`mark_returned` writes those of the invocations waiting when the first returns, and
+    // `other_barrier` when one waits at another barrier). A store and a load less at every
+    // barrier, and no reset of every status at the end of a round: reduction 52 -> 48 ms,
+    // softmax 205 -> 184 ms a launch (one worker, plain build).
+    #[cfg(not(feature = "debug"))]
+    if !group.kept.get() {
+        // cpu-sim tells barriers apart: a pointer compare with the round's barrier.
+        #[cfg(feature = "sim")]
+        if !core::ptr::eq(group.round_at.get(), at) {
+            return other_barrier(group, me, at, save);
         }
-        return stop_slow(group, me, save);
+        return go_on(group, me, save);
     }
     unsafe { group.status.get_unchecked(me) }.set(Status::Waiting(at));
     stop(group, me, save);
+}
+
+/// Invocation `me` waits at the round's barrier while statuses are not kept: the next one is
+/// ready (`wait`), or `me` is the round's last.
+#[cfg(not(feature = "debug"))]
+#[inline(always)]
+fn go_on(group: &Group, me: usize, save: *mut fiber::Context) {
+    let next = me + 1;
+    if next < group.threads {
+        #[cfg(feature = "sim")]
+        group.current.set(next);
+        return switch_to(group, save, next);
+    }
+    stop_slow(group, me, save)
+}
+
+/// cpu-sim, statuses not kept: invocation `me` waits at `at`, another barrier than the round's
+/// so far (`round_at`). Invocation 0 starts the round (its barrier is the round's), and another
+/// `Location` of the same line is the same barrier; anything else is a divergence: those before
+/// `me` in this round wait at `round_at`, and from here every status is kept, so the round's end
+/// reports it as before (`open_barrier`).
+#[cfg(all(feature = "sim", not(feature = "debug")))]
+#[cold]
+#[inline(never)]
+fn other_barrier(group: &Group, me: usize, at: &'static Location<'static>, save: *mut fiber::Context) {
+    let round_at = group.round_at.get();
+    if me == 0 || round_at == at {
+        group.round_at.set(at);
+        return go_on(group, me, save);
+    }
+    keep_statuses(group, me);
+    group.status[me].set(Status::Waiting(at));
+    stop(group, me, save)
+}
+
+/// From now on `status` is kept: the invocations before `me` in this round (all of them wait at
+/// the round's barrier: `wait`) are marked so; those after it have not run in this round: ready.
+#[cfg(not(feature = "debug"))]
+#[cold]
+#[inline(never)]
+fn keep_statuses(group: &Group, me: usize) {
+    // The plain build does not tell barriers apart (`open_barrier`): any line will do.
+    #[cfg(not(feature = "sim"))]
+    let at = group.entry_at;
+    #[cfg(feature = "sim")]
+    let at = group.round_at.get();
+    for t in 0..me {
+        group.status[t].set(Status::Waiting(at));
+    }
+    group.kept.set(true);
 }
 
 /// The first barrier a workgroup's invocation `me` reaches: the workgroup turns into fibers
@@ -621,6 +685,11 @@ fn convert(group: &Group, me: usize) {
         for t in 0..me {
             group.status[t].set(Status::Done);
         }
+        // Some have returned: every status is kept from the start (`wait`).
+        #[cfg(not(feature = "debug"))]
+        if me > 0 {
+            group.kept.set(true);
+        }
         sim::fibers();
     }
     let spawn = group.spawn.get().expect("a worker sets spawn");
@@ -665,27 +734,16 @@ fn switch_to(group: &Group, save: *mut fiber::Context, next: usize) {
     unsafe { fiber::switch(save, group.ctx.get_unchecked(next).ptr()) };
 }
 
-/// Invocation `me` has returned. In a plain build the first to return in a workgroup marks the
-/// invocations before it in this round as waiting: they stopped at a barrier, which `wait` did
-/// not record while none had returned (those after it have not run in this round: ready).
+/// Invocation `me` has returned. The first to return in a workgroup whose statuses are not kept
+/// marks the invocations before it in this round as waiting: they stopped at a barrier, which
+/// `wait` did not record (`keep_statuses`).
 #[inline(always)]
 fn mark_returned(group: &Group, me: usize) {
-    #[cfg(not(feature = "sim"))]
-    if group.returned.get() == 0 {
-        first_return(group, me);
+    #[cfg(not(feature = "debug"))]
+    if !group.kept.get() {
+        keep_statuses(group, me);
     }
     group.status[me].set(Status::Done);
-    group.returned.set(group.returned.get() + 1);
-}
-
-#[cfg(not(feature = "sim"))]
-#[cold]
-#[inline(never)]
-fn first_return(group: &Group, me: usize) {
-    // The plain build does not tell barriers apart (`open_barrier`): any line will do.
-    for t in 0..me {
-        group.status[t].set(Status::Waiting(group.entry_at));
-    }
 }
 
 #[inline(never)]
@@ -713,12 +771,14 @@ fn stop_slow(group: &Group, me: usize, save: *mut fiber::Context) {
 /// others wait, is a divergence: a `sim` build reports it; all waiting are let go.
 #[inline(never)]
 fn open_barrier(group: &Group) -> Option<usize> {
-    #[cfg(not(feature = "sim"))]
-    if group.returned.get() == 0 {
+    #[cfg(not(feature = "debug"))]
+    if !group.kept.get() {
         // Every invocation has stopped in this round and none has returned: all wait at a
-        // barrier (the plain build does not tell barriers apart), all go on, invocation 0
-        // first. Their statuses still say ready: `wait` writes none while none has returned.
+        // barrier (cpu-sim: at one barrier, `other_barrier`), all go on, invocation 0 first.
+        // Their statuses still say ready: `wait` writes none while they are not kept.
         group.epoch.set(group.epoch.get() + 1);
+        #[cfg(feature = "sim")]
+        group.current.set(0);
         return Some(0);
     }
     #[cfg(feature = "sim")]
