@@ -141,10 +141,13 @@ def test_an_edit_of_the_crate_replays_rustc_and_a_manifest_change_builds_with_ca
     assert bumped.status == "ok" and how == "cargo", bumped.log
     assert marks(bumped) == {"wb-edit-mark-2-end", "wb-version-mark-0.2.0-end", "wb-dep-mark-1-end"}
 
+    # That build rewrote Cargo.lock (the package's version is in it): its call was not kept.
     edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    assert build(project, cache)[1] == "cargo"
+    edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")
     third, how = build(project, cache)
     assert third.status == "ok" and how == "replay", third.log
-    assert marks(third) == {"wb-edit-mark-3-end", "wb-version-mark-0.2.0-end", "wb-dep-mark-1-end"}
+    assert marks(third) == {"wb-edit-mark-4-end", "wb-version-mark-0.2.0-end", "wb-dep-mark-1-end"}
 
 
 def test_a_dependency_edit_builds_with_cargo_and_its_new_code_is_linked(project, tmp_path):
@@ -191,6 +194,36 @@ def test_a_replay_that_fails_for_no_line_of_code_gives_way_to_cargo(project, tmp
     again, how = build(project, cache)
     assert again.status == "ok" and how == "replay", again.log
     assert marks(again) == {"wb-edit-mark-4-end", "wb-version-mark-0.1.0-end", "wb-dep-mark-1-end"}
+
+
+def test_a_lock_file_cargo_writes_in_its_build_keeps_no_call_and_a_dependency_edit_is_built(
+    project, tmp_path
+):
+    """A path dependency added: cargo's build writes Cargo.lock, so the configuration it started
+    from is gone and no call is kept (once, one was kept with an empty stamp, which then matched
+    any configuration: a dependency edited later was replayed against its old library)."""
+    helper = tmp_path / "helper"
+    (helper / "src").mkdir(parents=True)
+    (helper / "Cargo.toml").write_text('[package]\nname = "helper"\nversion = "0.1.0"\nedition = "2021"\n')
+    (helper / "src" / "lib.rs").write_text('pub const MARK: &str = "wb-helper-mark-7-end";\n')
+    edit(project / "Cargo.toml", "[dependencies]", '[dependencies]\nhelper = { path = "../helper" }')
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + "#[no_mangle]\npub static WB_HELPER: &str = helper::MARK;\n")
+    for path in (helper / "Cargo.toml", helper / "src" / "lib.rs", project / "Cargo.toml"):
+        settle(path)
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert first.status == "ok" and how == "cargo" and "wb-helper-mark-7-end" in marks(first), first.log
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    assert build(project, cache)[1] == "cargo"  # Cargo.lock was written in the first: no call kept
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    assert build(project, cache)[1] == "replay"
+
+    edit(helper / "src" / "lib.rs", "mark-7", "mark-8")
+    settle(helper / "src" / "lib.rs")
+    after, how = build(project, cache)
+    assert after.status == "ok" and how == "cargo", after.log
+    assert {"wb-helper-mark-8-end", "wb-edit-mark-3-end"} <= marks(after)
 
 
 def test_tunables_reach_a_replay_and_replays_can_be_turned_off(project, tmp_path, monkeypatch):
@@ -292,11 +325,19 @@ def test_a_rustup_default_changed_builds_with_cargo_and_the_new_compiler(project
         assert b"-nightly" in re.findall(rb"rustc version [^\0]*", Path(after.artifacts[0]).read_bytes())[0]
         assert how == "cargo" and "wb-edit-mark-3-end" in marks(after)
 
-        # Back to stable, then stable updated in place (here: its folder now nightly's): the
-        # replay's rustc would read libraries of another compiler ("incompatible version").
+        # Back to stable with no edit: the build cache's key holds the toolchain's version, which
+        # this process detects again (`toolchains.detect`), so nightly's library is not served.
         settings.write_text(settings.read_text().replace(chains["nightly"].name, chains["stable"].name))
-        edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")  # (the toolchain's version is
-        assert build(project, cache)[1] == "cargo"  # detected once a process: not in this key)
+        back, how = build(project, cache)
+        assert back.status == "ok" and how == "cargo" and "wb-edit-mark-3-end" in marks(back), back.log
+        assert (
+            b"-nightly" not in re.findall(rb"rustc version [^\0]*", Path(back.artifacts[0]).read_bytes())[0]
+        )
+
+        # Then stable updated in place (here: its folder now nightly's): the replay's rustc would
+        # read libraries of another compiler ("incompatible version").
+        edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")
+        assert build(project, cache)[1] == "replay"
         edit(lib, "wb-edit-mark-4-end", "wb-edit-mark-5-end")
         assert build(project, cache)[1] == "replay"
         (home / "toolchains" / chains["stable"].name).unlink()

@@ -30,7 +30,9 @@ written, a dependency's library gone or of another compiler: `STALE_CODES`): its
 dropped with it, and cargo's build is the build. Never replayed: a crate with a build script or a dependency with one (cargo runs
 them first; their output may depend on anything), a call not found or not understood, a user's
 own rustc wrapper (in the environment or a cargo config: the capture's would replace it), a
-dependency source written while cargo ran (its library may be of the old text), other systems
+dependency source written while cargo ran (its library may be of the old text), a configuration
+file written while it ran (its own Cargo.lock after a manifest change: the stamp it started from
+is gone; the next cargo build captures again), other systems
 than Linux (the wrapper is sh; `env -0` is GNU's), and `WB_RUSTC_REPLAY=off`."""
 
 from __future__ import annotations
@@ -46,12 +48,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.build import depinfo
+from workbench.build.adapters import host_rust
 from workbench.build.adapters.base import BuildRequest
 from workbench.build.diagnostics import from_cargo_message
 from workbench.build.process import run_command
 
 #: The state's format: a change here drops every saved call.
-FORMAT = 2
+FORMAT = 3
 FOLDER = "wb-replay"
 #: Cargo's RUSTC_WORKSPACE_WRAPPER: runs rustc; for the primary package (the kernel crate, the
 #: only unit `cargo rustc` builds with CARGO_PRIMARY_PACKAGE) it first writes the folder and the
@@ -134,7 +137,8 @@ class Replay:
             state = json.loads(self.state_path.read_text())
         except (OSError, ValueError):
             return None
-        if state.get("format") == FORMAT and state.get("stamp") == self._stamp(state):
+        # `_stamp` is "" where the configuration differs from the state's: never a match.
+        if state.get("format") == FORMAT and state.get("stamp") and state["stamp"] == self._stamp(state):
             return state
         self.drop()
         return None
@@ -260,6 +264,8 @@ class Replay:
                  "packages": packages, "externs": sorted(_externs(argv)), "dep_env": sorted(dep_env),
                  "config": self._pre}  # fmt: skip
         state["stamp"] = self._stamp(state)
+        if not state["stamp"]:  # a configuration file written while cargo ran (its Cargo.lock)
+            return False
         part = self.state_path.with_suffix(f".{os.getpid()}")
         part.write_text(json.dumps(state))
         os.replace(part, self.state_path)
@@ -274,19 +280,18 @@ class Replay:
         """The cargo command, its environment, rustc and cargo's configuration files."""
         digest = hashlib.sha256()
         env = sorted((k, v) for k, v in self.env.items() if not TUNABLE.match(k) and k not in NOT_REPLAYED)
-        digest.update(json.dumps([FORMAT, self.cmd, env, _stat(self.env.get("RUSTC", ""))]).encode())
+        digest.update(
+            json.dumps([FORMAT, self.cmd, env, host_rust.file_stamp(self.env.get("RUSTC", ""))]).encode()
+        )
         home = Path(self.env.get("CARGO_HOME") or Path.home() / ".cargo")
         folders = [self.crate_dir, *self.crate_dir.parents]
         files = [f / name for f in folders for name in CARGO_FILES]
         files += [home / "config", home / "config.toml"]
-        # A rustup proxy's compiler: the default or an override in settings.toml, a toolchain
-        # updated in place (the proxy's own file stays the same; the call names its toolchain).
-        rustup = Path(self.env.get("RUSTUP_HOME") or Path.home() / ".rustup")
-        files.append(rustup / "settings.toml")
         for path in files:
             digest.update(f"{path}\0{_content(path)}\0".encode())
-        for path in sorted(rustup.glob("toolchains/*/bin/rustc")):
-            digest.update(f"{path}\0{_stat(str(path))}\0".encode())
+        # A rustup proxy's compiler: the default or an override in settings.toml, a toolchain
+        # updated in place (the proxy's own file stays the same; the call names its toolchain).
+        digest.update(host_rust.rustup_state(self.env).encode())
         return digest.hexdigest()
 
     def _stamp(self, state: dict) -> str:
@@ -299,7 +304,7 @@ class Replay:
         for path in files:
             digest.update(f"{path}\0{_content(Path(path))}\0".encode())
         for path in state["externs"]:
-            digest.update(f"{path}\0{_stat(path)}\0".encode())
+            digest.update(f"{path}\0{host_rust.file_stamp(path)}\0".encode())
         dep_env = [self.env.get(name) for name in state["dep_env"]]  # a tunable a dependency read
         digest.update(json.dumps([state["cwd"], state["argv"], state["env_add"], dep_env]).encode())
         return digest.hexdigest()
@@ -408,11 +413,3 @@ def _content(path: Path) -> str:
         return "absent"
     except OSError as exc:
         return f"unreadable {exc.errno}"
-
-
-def _stat(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "absent"
-    return f"{st.st_size} {st.st_mtime_ns} {st.st_ino}"

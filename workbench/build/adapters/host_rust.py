@@ -30,6 +30,7 @@ of any rustc (plain ELF, no bitcode), so rustup's may link Debian's rustc's outp
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import sys
 
@@ -77,6 +78,34 @@ def clippy() -> tuple[str, str] | None:
     own = os.path.join(os.path.dirname(driver), "cargo")
     paired = own if os.access(own, os.X_OK) else base
     return (paired, driver) if paired else None
+
+
+def rustup_state(env: dict[str, str] | None = None) -> str:
+    """What picks and makes a rustup proxy's compiler, as one string that changes when either does:
+    `settings.toml` (the default toolchain, overrides: `rustup default`) by content, and each
+    toolchain's `rustc` by size, mtime and inode (an update in place). A proxy's own file stays
+    the same across both, so whoever keys on the compiler (the build cache's toolchain version,
+    the cpu build's rustc replay) keys on this too. Empty where rustup is not installed."""
+    env = os.environ if env is None else env
+    home = env.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
+    parts = []
+    try:
+        with open(os.path.join(home, "settings.toml"), "rb") as f:
+            parts.append(f"settings {hashlib.sha256(f.read()).hexdigest()}")
+    except OSError:
+        pass
+    for path in sorted(glob.glob(os.path.join(glob.escape(home), "toolchains", "*", "bin", "rustc"))):
+        parts.append(f"{path} {file_stamp(path)}")
+    return "\n".join(parts)
+
+
+def file_stamp(path: str) -> str:
+    """A file's size, mtime and inode ("absent" where it cannot be read): it changed if this did."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "absent"
+    return f"{st.st_size} {st.st_mtime_ns} {st.st_ino}"
 
 
 def rust_lld() -> str | None:
