@@ -474,3 +474,24 @@ def test_a_rustc_wrapper_of_the_users_cargo_config_runs_and_nothing_is_replayed(
         assert result.status == "ok", result.log
         assert "wb-wrap-mark-1-end" in marks(result), how
         assert how == "cargo"
+
+
+def test_a_tunable_a_cargo_config_sets_is_the_configs_and_nothing_is_replayed(project, tmp_path):
+    # `[env]` of a cargo config with `force`: cargo gives rustc the config's value whatever the
+    # build's tunable. A capture given that same value saw no difference from the build's own, and
+    # once replayed a build of another value with it (no error, another library than cargo's).
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text(
+        '[env]\nWB_TUNABLE_VECTOR = { value = "4", force = true }\n'
+    )
+    settle(project / ".cargo" / "config.toml")
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    edit(lib, '"wb-edit-mark-1-end"', 'if VECTOR == 4 { "wb-vec-mark-4-end" } else { "wb-vec-mark-1-end" }')
+    first, how = build(project, cache, tunables={"vector": 4})
+    assert how == "cargo" and "wb-vec-mark-4-end" in marks(first), first.log
+    for n in (1, 2):
+        lib.write_text(lib.read_text() + f"\n// edit {n}\n")
+        result, how = build(project, cache, tunables={"vector": 1})
+        assert result.status == "ok", result.log
+        assert "wb-vec-mark-4-end" in marks(result), how
+        assert how == "cargo"

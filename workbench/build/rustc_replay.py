@@ -30,6 +30,8 @@ written, a dependency's library gone or of another compiler: `STALE_CODES`): its
 dropped with it, and cargo's build is the build. Never replayed: a crate with a build script or a dependency with one (cargo runs
 them first; their output may depend on anything), a call not found or not understood, a user's
 own rustc wrapper (in the environment or a cargo config: the capture's would replace it), a
+tunable a cargo config's `[env]` names (with `force` cargo passes the config's value, else the
+build's: a capture given that same value cannot tell which), a
 dependency source written while cargo ran (its library may be of the old text), a configuration
 file written while it ran (its own Cargo.lock after a manifest change: the stamp it started from
 is gone; the next cargo build captures again), other systems
@@ -114,7 +116,9 @@ def enabled(env: dict[str, str], crate_dir: Path) -> bool:
     configs = [f / name for f in (crate_dir.resolve(), *crate_dir.resolve().parents) for name in CONFIGS]
     home = Path(env.get("CARGO_HOME") or Path.home() / ".cargo")
     configs += [home / "config", home / "config.toml"]
-    return not any(CONFIG_WRAPPER.search(_text(path)) for path in configs)
+    # A tunable in a cargo config's `[env]`: cargo's value (`force`) or the build's, which the
+    # capture cannot tell apart where they are equal.
+    return not any(CONFIG_WRAPPER.search(text) or TUNABLE.search(text) for text in map(_text, configs))
 
 
 class Replay:
