@@ -495,3 +495,47 @@ def test_a_tunable_a_cargo_config_sets_is_the_configs_and_nothing_is_replayed(pr
         assert result.status == "ok", result.log
         assert "wb-vec-mark-4-end" in marks(result), how
         assert how == "cargo"
+
+
+#: A proc-macro crate's mark of the `vector` tunable it reads when it is built.
+MACRO_TUNED = """use proc_macro::TokenStream;
+
+#[proc_macro]
+pub fn wb_vector_mark(_: TokenStream) -> TokenStream {
+    let v = match option_env!("WB_TUNABLE_VECTOR") {
+        Some("4") => "4",
+        _ => "1",
+    };
+    format!("\\"wb-macrotune-mark-{v}-end\\"").parse().unwrap()
+}
+"""
+
+
+def test_a_tunable_a_proc_macro_dependency_reads_builds_with_cargo_when_changed(project, tmp_path):
+    # A proc-macro is a shared library beside the rlibs: its dep-info names the tunable it read
+    # when cargo built it, and the macro's expansion holds that value.
+    dep = project / "wbmacro"
+    (dep / "src").mkdir(parents=True)
+    (dep / "Cargo.toml").write_text(
+        '[package]\nname = "wbmacro"\nversion = "0.1.0"\nedition = "2021"\n\n[lib]\nproc-macro = true\n'
+    )
+    (dep / "src" / "lib.rs").write_text(MACRO_TUNED)
+    edit(project / "Cargo.toml", "[dependencies]\n", '[dependencies]\nwbmacro = { path = "wbmacro" }\n')
+    lib = project / "src" / "lib.rs"
+    lib.write_text(
+        lib.read_text() + "\n#[no_mangle]\npub static WB_MACRO: &str = wbmacro::wb_vector_mark!();\n"
+    )
+    for path in (dep / "Cargo.toml", dep / "src" / "lib.rs", project / "Cargo.toml"):
+        settle(path)
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert how == "cargo" and "wb-macrotune-mark-1-end" in marks(first), first.log
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    assert build(project, cache)[1] == "cargo"  # the first build wrote Cargo.lock: no call kept
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    assert build(project, cache)[1] == "replay"
+
+    four, how = build(project, cache, tunables={"vector": 4})
+    assert four.status == "ok", four.log
+    assert {"wb-edit-mark-3-end", "wb-macrotune-mark-4-end"} <= marks(four), how
+    assert how == "cargo"

@@ -10,7 +10,8 @@ replay's own, so cargo's fingerprints and outputs stay as cargo left them) when 
 saved with still holds. The stamp covers everything cargo reads to make the call:
 
 - the cargo command and its environment (tunables aside: rustc reads them itself, and tracks them
-  in its dep-info, which the build cache keys on; but those a dependency's dep-info names, whose
+  in its dep-info, which the build cache keys on; but those a dependency's dep-info names, a
+  proc-macro's too, whose
   library holds the value it was built with), the rustc executable (path, size, mtime);
 - every `Cargo.toml`, `Cargo.lock`, `.cargo/config[.toml]`, `rust-toolchain[.toml]` in the
   crate's folder and each folder above it, and `$CARGO_HOME/config[.toml]` (by content);
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import re
 import shutil
@@ -84,6 +86,8 @@ WRAPPER_VARIABLES = ("RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RU
 CONFIG_WRAPPER = re.compile(r"rustc-(workspace-)?wrapper")
 CONFIGS = (".cargo/config", ".cargo/config.toml")
 TUNABLE = re.compile(r"WB_TUNABLE_")
+#: The symbol every proc-macro's shared library has (rustc's registrar of its macros).
+PROC_MACRO_SYMBOL = b"__rustc_proc_macro_decls_"
 
 
 @dataclass
@@ -368,8 +372,9 @@ def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> tuple[set[P
     """The files and environment variables rustc's dep-info of any Rust library (an rlib or rmeta
     beside it) in the call's `-L dependency=` folders lists: a superset of what the crate's
     dependencies read, direct or not (paths relative to `cwd`, as cargo runs rustc for a
-    workspace's members). The target dir is shared: other kernel crates (cdylibs) left out, whose
-    `src/...` would read as this one's."""
+    workspace's members), and of any proc-macro there (a shared library: the expansions in a
+    library built with it hold what it read when cargo built it). The target dir is shared: other
+    kernel crates (cdylibs) left out, whose `src/...` would read as this one's."""
     found: set[Path] = set()
     env: set[str] = set()
     for flag in _flags(argv, "-L"):
@@ -380,12 +385,26 @@ def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> tuple[set[P
             if (
                 path.stem != crate
                 and not path.stem.startswith(f"{crate}-")
-                and (lib.with_suffix(".rlib").is_file() or lib.with_suffix(".rmeta").is_file())
+                and (
+                    lib.with_suffix(".rlib").is_file()
+                    or lib.with_suffix(".rmeta").is_file()
+                    or _proc_macro(lib.with_suffix(".so"))
+                )
             ):
                 files, reads = _rustc_depinfo(path, cwd)
                 found.update(p.resolve() for p in files)
                 env |= reads
     return found, env
+
+
+def _proc_macro(path: Path) -> bool:
+    """Whether `path` is a proc-macro's shared library (rustc's `__rustc_proc_macro_decls_`
+    symbol in it), not a cdylib such as another kernel crate's."""
+    try:
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(PROC_MACRO_SYMBOL) >= 0
+    except (OSError, ValueError):  # absent, or empty (mmap of nothing)
+        return False
 
 
 def _package_of(path: Path) -> Path:
