@@ -539,3 +539,39 @@ def test_a_tunable_a_proc_macro_dependency_reads_builds_with_cargo_when_changed(
     assert four.status == "ok", four.log
     assert {"wb-edit-mark-3-end", "wb-macrotune-mark-4-end"} <= marks(four), how
     assert how == "cargo"
+
+
+def test_a_workspace_root_outside_the_crates_folders_builds_with_cargo_when_changed(project, tmp_path):
+    # `package.workspace` names a workspace root that is not above the crate: its manifest's
+    # profile applies to the crate's call (here debug assertions on in release).
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "Cargo.toml").write_text(
+        f'[workspace]\nmembers = ["{project}"]\nresolver = "2"\n\n[profile.release]\npanic = "abort"\n'
+    )
+    edit(project / "Cargo.toml", 'edition = "2021"\n', f'edition = "2021"\nworkspace = "{root}"\n')
+    text = (project / "Cargo.toml").read_text()
+    (project / "Cargo.toml").write_text(text[: text.index("[profile.release]")])
+    (project / "Cargo.lock").rename(root / "Cargo.lock")
+    for path in (root / "Cargo.toml", root / "Cargo.lock", project / "Cargo.toml"):
+        settle(path)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(
+        lib.read_text() + "\n#[no_mangle]\npub static WB_ASSERTS: &str = if cfg!(debug_assertions) "
+        '{ "wb-asserts-mark-1-end" } else { "wb-asserts-mark-0-end" };\n'
+    )
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert first.status == "ok" and "wb-asserts-mark-0-end" in marks(first), first.log
+    for n in (1, 2):
+        edit(lib, f"wb-edit-mark-{n}-end", f"wb-edit-mark-{n + 1}-end")
+        result, how = build(project, cache)
+    assert how == "replay", result.log
+
+    edit(root / "Cargo.toml", 'panic = "abort"\n', 'panic = "abort"\ndebug-assertions = true\n')
+    settle(root / "Cargo.toml")
+    edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-4-end", "wb-asserts-mark-1-end"} <= marks(after), how
+    assert how == "cargo"

@@ -11,10 +11,12 @@ saved with still holds. The stamp covers everything cargo reads to make the call
 
 - the cargo command and its environment (tunables aside: rustc reads them itself, and tracks them
   in its dep-info, which the build cache keys on; but those a dependency's dep-info names, a
-  proc-macro's too, whose
-  library holds the value it was built with), the rustc executable (path, size, mtime);
+  proc-macro's too, whose library holds the value it was built with), the rustc executable
+  (path, size, mtime);
 - every `Cargo.toml`, `Cargo.lock`, `.cargo/config[.toml]`, `rust-toolchain[.toml]` in the
-  crate's folder and each folder above it, and `$CARGO_HOME/config[.toml]` (by content);
+  crate's folder and each folder above it, those of a workspace root that is not above it (the
+  crate's `package.workspace`: its profiles and lock file), and `$CARGO_HOME/config[.toml]` (by
+  content);
 - the dependencies' sources (those cargo's dep-info lists beside the crate's own: path crates such
   as `gpu_kernel`, by content), the `Cargo.toml` and `build.rs` of their packages and the crate's
   (a dependency's manifest is below the crate, not above; cargo finds a `build.rs` itself), and
@@ -48,6 +50,7 @@ import re
 import shutil
 import sys
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -295,6 +298,8 @@ class Replay:
         folders = [self.crate_dir, *self.crate_dir.parents]
         files = [f / name for f in folders for name in CARGO_FILES]
         files += [home / "config", home / "config.toml"]
+        # A workspace root named by the crate's manifest, not above it: its profiles and lock file.
+        files += [_workspace_root(self.crate_dir) / name for name in ("Cargo.toml", "Cargo.lock")]
         for path in files:
             digest.update(f"{path}\0{_content(path)}\0".encode())
         # A rustup proxy's compiler: the default or an override in settings.toml, a toolchain
@@ -405,6 +410,17 @@ def _proc_macro(path: Path) -> bool:
             return data.find(PROC_MACRO_SYMBOL) >= 0
     except (OSError, ValueError):  # absent, or empty (mmap of nothing)
         return False
+
+
+def _workspace_root(crate_dir: Path) -> Path:
+    """The folder `package.workspace` of the crate's Cargo.toml names (the crate's own where it
+    names none or the manifest cannot be read: cargo reports that one itself)."""
+    try:
+        with (crate_dir / "Cargo.toml").open("rb") as f:
+            root = tomllib.load(f).get("package", {}).get("workspace")
+    except (OSError, ValueError, AttributeError):
+        return crate_dir
+    return crate_dir / root if isinstance(root, str) else crate_dir
 
 
 def _package_of(path: Path) -> Path:
