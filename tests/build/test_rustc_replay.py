@@ -575,3 +575,39 @@ def test_a_workspace_root_outside_the_crates_folders_builds_with_cargo_when_chan
     assert after.status == "ok", after.log
     assert {"wb-edit-mark-4-end", "wb-asserts-mark-1-end"} <= marks(after), how
     assert how == "cargo"
+
+
+def test_a_manifest_change_of_a_dependency_whose_sources_lie_outside_its_folder_builds_with_cargo(
+    project, tmp_path
+):
+    # `[lib] path` of the dependency's Cargo.toml names a file outside the dependency's folder (by
+    # its absolute path: rustc's dep-info names no path below the package's folder).
+    helper, sources = tmp_path / "helper", tmp_path / "helper_src"
+    helper.mkdir()
+    sources.mkdir()
+    (helper / "Cargo.toml").write_text(
+        '[package]\nname = "helper"\nversion = "0.1.0"\nedition = "2021"\n\n'
+        f'[lib]\npath = "{sources / "lib.rs"}"\n'
+        '\n[features]\ndefault = ["wbmark"]\nwbmark = []\n'
+    )
+    (sources / "lib.rs").write_text(FEATURE_MARKS)
+    edit(project / "Cargo.toml", "[dependencies]\n", '[dependencies]\nhelper = { path = "../helper" }\n')
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + "\n#[no_mangle]\npub static WB_FEAT_MARK: &str = helper::WB_FEAT;\n")
+    for path in (helper / "Cargo.toml", sources / "lib.rs", project / "Cargo.toml"):
+        settle(path)
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert how == "cargo" and "wb-feat-mark-1-end" in marks(first), first.log
+    for n in (1, 2):
+        edit(lib, f"wb-edit-mark-{n}-end", f"wb-edit-mark-{n + 1}-end")
+        result, how = build(project, cache)
+    assert how == "replay", result.log
+
+    edit(helper / "Cargo.toml", 'default = ["wbmark"]\n', "")
+    settle(helper / "Cargo.toml")
+    edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-4-end", "wb-feat-mark-0-end"} <= marks(after), how
+    assert how == "cargo"

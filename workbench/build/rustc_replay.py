@@ -18,7 +18,8 @@ saved with still holds. The stamp covers everything cargo reads to make the call
   crate's `package.workspace`: its profiles and lock file), and `$CARGO_HOME/config[.toml]` (by
   content);
 - the dependencies' sources (those cargo's dep-info lists beside the crate's own: path crates such
-  as `gpu_kernel`, by content), the `Cargo.toml` and `build.rs` of their packages and the crate's
+  as `gpu_kernel`, by content), the `Cargo.toml` and `build.rs` of their packages (those cargo's artifacts
+  name too: a source may lie outside its package's folder) and the crate's
   (a dependency's manifest is below the crate, not above; cargo finds a `build.rs` itself), and
   the libraries the call links (`--extern`: size, mtime, inode);
 - rustup's `settings.toml` and its toolchains' `rustc` (a proxy's compiler: `rustup default`, an
@@ -103,6 +104,7 @@ class ReplayOutcome:
     env_reads: set[str] = field(default_factory=set)
     crate: str = ""  # the crate's name (rustc's --crate-name)
     build_scripts: bool = False  # cargo's build had build scripts (never replayed)
+    packages: list[Path] = field(default_factory=list)  # the folders of the packages cargo built
     stale: bool = False  # a replay that failed for no error in the code: cargo builds instead
 
 
@@ -235,9 +237,10 @@ class Replay:
         self._pre = self._config_stamp()
         return {**env, "RUSTC_WORKSPACE_WRAPPER": str(wrapper), "WB_RUSTC_CAPTURE": str(self.folder / "call")}
 
-    def save(self, crate: str, cargo_inputs: list[Path]) -> bool:
+    def save(self, crate: str, cargo_inputs: list[Path], cargo_packages: list[Path] = ()) -> bool:
         """After a cargo build with `capture_env`: keep the call when it can be replayed (see the
-        module docstring). `crate`: the crate's name; `cargo_inputs`: cargo's dep-info of it."""
+        module docstring). `crate`: the crate's name; `cargo_inputs`: cargo's dep-info of it;
+        `cargo_packages`: the folders of the packages cargo's build named (its artifacts')."""
         call = self.folder / "call"
         try:
             words = Path(f"{call}.args").read_bytes().decode()
@@ -264,7 +267,9 @@ class Replay:
         dep_read, dep_env = _read_by_dependencies(argv, Path(cwd), crate)
         own_set = {p.resolve() for p in own} - dep_read
         dep_files = sorted(str(p) for p in cargo_inputs if p.resolve() not in own_set)
-        packages = sorted({str(self.crate_dir), *(str(_package_of(Path(p))) for p in dep_files)})
+        # A package's sources may lie outside its folder (`[lib] path`): cargo names its manifest.
+        packages = sorted({str(self.crate_dir), *map(str, cargo_packages),
+                           *(str(_package_of(Path(p))) for p in dep_files)})  # fmt: skip
         package_files = [f for p in packages for name in PACKAGE_FILES if (f := Path(p, name)).is_file()]
         try:
             if any(_written_since(os.stat(p), self._started) for p in [*dep_files, *package_files]):
