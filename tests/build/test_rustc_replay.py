@@ -89,9 +89,12 @@ def project(example_copy, monkeypatch) -> Path:
 def settle(path: Path) -> None:
     """Date a dependency's or a manifest's edit 5 s back, as a user's edit made before the build.
     One written just before cargo starts is not trusted (it may have been written while cargo read
-    it): the build after it is cargo's but its call is not kept; only the next would capture it."""
+    it): the build after it is cargo's but its call is not kept; only the next would capture it.
+    Its change time (ctime, which the replay reads too) cannot be dated back: a short wait puts it
+    before the build, as a user's edit would be."""
     when = time.time() - 5
     os.utime(path, (when, when))
+    time.sleep(0.05)
 
 
 def build(root: Path, cache: Path, **kw):
@@ -611,3 +614,39 @@ def test_a_manifest_change_of_a_dependency_whose_sources_lie_outside_its_folder_
     assert after.status == "ok", after.log
     assert {"wb-edit-mark-4-end", "wb-feat-mark-0-end"} <= marks(after), how
     assert how == "cargo"
+
+
+def test_a_dependency_written_while_cargo_ran_with_an_old_mtime_is_not_trusted(
+    project, tmp_path, monkeypatch
+):
+    # A copy that keeps its modification time (`cp -p`, `rsync -t`, an archive) written over a
+    # dependency's source after rustc read it: its library holds the text before. Here the build's
+    # rustc does it itself, right after compiling gpu_kernel, once.
+    real = detect("cpu").path
+    dep, trigger = project / "gpu_kernel" / "src" / "lib.rs", tmp_path / "rewrite-once"
+    rustc = tmp_path / "rustc"
+    rustc.write_text(
+        f'#!/bin/sh\n"{real}" "$@" || exit $?\n'
+        f'case " $* " in *" --crate-name gpu_kernel "*)\n'
+        f'  if [ -e "{trigger}" ]; then rm "{trigger}"\n'
+        f'    sed -i s/wb-dep-mark-1-end/wb-dep-mark-2-end/ "{dep}"\n'
+        f'    touch -m -d @{int(time.time()) - 3600} "{dep}"\n'
+        f"  fi;;\nesac\n"
+    )
+    rustc.chmod(0o755)
+    monkeypatch.setenv("WB_RUSTC", str(rustc))
+    detect("cpu", refresh=True)
+    try:
+        trigger.touch()
+        cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+        first, how = build(project, cache)
+        assert how == "cargo" and "wb-dep-mark-1-end" in marks(first), first.log
+        assert not trigger.exists() and "wb-dep-mark-2-end" in dep.read_text()
+        edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+        after, how = build(project, cache)
+        assert after.status == "ok", after.log
+        assert {"wb-edit-mark-2-end", "wb-dep-mark-2-end"} <= marks(after), how
+        assert how == "cargo"
+    finally:
+        monkeypatch.undo()
+        detect("cpu", refresh=True)

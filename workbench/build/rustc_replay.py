@@ -36,7 +36,8 @@ them first; their output may depend on anything), a call not found or not unders
 own rustc wrapper (in the environment or a cargo config: the capture's would replace it), a
 tunable a cargo config's `[env]` names (with `force` cargo passes the config's value, else the
 build's: a capture given that same value cannot tell which), a
-dependency source written while cargo ran (its library may be of the old text), a configuration
+dependency source written while cargo ran (by its change time too: a copy that keeps the old
+mtime; its library may be of the old text), a configuration
 file written while it ran (its own Cargo.lock after a manifest change: the stamp it started from
 is gone; the next cargo build captures again), other systems
 than Linux (the wrapper is sh; `env -0` is GNU's), and `WB_RUSTC_REPLAY=off`."""
@@ -437,10 +438,12 @@ def _package_of(path: Path) -> Path:
 
 
 def _written_since(st: os.stat_result, start: float) -> bool:
-    """Whether a file may have been written at `start` or after: its mtime is later than `start`
+    """Whether a file may have been written at `start` or after: its change time (ctime: a copy
+    that keeps its mtime, `cp -p` or an archive, still sets it) or mtime is later than `start`
     less the file system's step (a kernel tick where times have nanoseconds, else 2 s)."""
-    fine = st.st_mtime_ns % 1_000_000_000 != 0
-    return st.st_mtime_ns / 1e9 > start - (0.01 if fine else 2.0)
+    when = max(st.st_mtime_ns, st.st_ctime_ns)
+    fine = when % 1_000_000_000 != 0
+    return when / 1e9 > start - (0.01 if fine else 2.0)
 
 
 def _text(path: Path) -> str:
