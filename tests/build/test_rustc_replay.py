@@ -650,3 +650,32 @@ def test_a_dependency_written_while_cargo_ran_with_an_old_mtime_is_not_trusted(
     finally:
         monkeypatch.undo()
         detect("cpu", refresh=True)
+
+
+def test_a_file_a_cargo_config_includes_builds_with_cargo_when_changed(project, tmp_path):
+    # `include` of a cargo config (cargo's unstable config-include; the build's RUSTC_BOOTSTRAP
+    # lets cargo read it): the included file's `[env]` reaches the crate's rustc call. Such a
+    # config turns replays off (the included files are not in the stamp).
+    (project / ".cargo").mkdir()
+    included = tmp_path / "wb-included.toml"
+    included.write_text('[env]\nWB_INC_MARK = "wb-inc-mark-1-end"\n')
+    (project / ".cargo" / "config.toml").write_text(
+        f'include = ["{included}"]\n\n[unstable]\nconfig-include = true\n'
+    )
+    for path in (included, project / ".cargo" / "config.toml"):
+        settle(path)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + '\n#[no_mangle]\npub static WB_INC: &str = env!("WB_INC_MARK");\n')
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert first.status == "ok" and "wb-inc-mark-1-end" in marks(first), first.log
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    build(project, cache)  # a replay once (the included file was in no stamp)
+
+    edit(included, "mark-1", "mark-2")
+    settle(included)
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-3-end", "wb-inc-mark-2-end"} <= marks(after), how
+    assert how == "cargo"

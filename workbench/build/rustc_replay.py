@@ -35,7 +35,8 @@ dropped with it, and cargo's build is the build. Never replayed: a crate with a 
 them first; their output may depend on anything), a call not found or not understood, a user's
 own rustc wrapper (in the environment or a cargo config: the capture's would replace it), a
 tunable a cargo config's `[env]` names (with `force` cargo passes the config's value, else the
-build's: a capture given that same value cannot tell which), a
+build's: a capture given that same value cannot tell which), a cargo config that includes
+another (`include`: that file is not in the stamp), a
 dependency source written while cargo ran (by its change time too: a copy that keeps the old
 mtime; its library may be of the old text), a configuration
 file written while it ran (its own Cargo.lock after a manifest change: the stamp it started from
@@ -89,6 +90,8 @@ PACKAGE_FILES = ("Cargo.toml", "build.rs")
 WRAPPER_VARIABLES = ("RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER",
                      "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER")  # fmt: skip
 CONFIG_WRAPPER = re.compile(r"rustc-(workspace-)?wrapper")
+#: A cargo config's `include` of other config files (cargo's config-include): not in the stamp.
+CONFIG_INCLUDE = re.compile(r"(?m)^\s*(\[\[\s*)?include\b")
 CONFIGS = (".cargo/config", ".cargo/config.toml")
 TUNABLE = re.compile(r"WB_TUNABLE_")
 #: The symbol every proc-macro's shared library has (rustc's registrar of its macros).
@@ -128,7 +131,9 @@ def enabled(env: dict[str, str], crate_dir: Path) -> bool:
     configs += [home / "config", home / "config.toml"]
     # A tunable in a cargo config's `[env]`: cargo's value (`force`) or the build's, which the
     # capture cannot tell apart where they are equal.
-    return not any(CONFIG_WRAPPER.search(text) or TUNABLE.search(text) for text in map(_text, configs))
+    # An `include` of another config file, which the stamp does not read.
+    patterns = (CONFIG_WRAPPER, TUNABLE, CONFIG_INCLUDE)
+    return not any(p.search(text) for text in map(_text, configs) for p in patterns)
 
 
 class Replay:
