@@ -89,9 +89,12 @@ def project(example_copy, monkeypatch) -> Path:
 def settle(path: Path) -> None:
     """Date a dependency's or a manifest's edit 5 s back, as a user's edit made before the build.
     One written just before cargo starts is not trusted (it may have been written while cargo read
-    it): the build after it is cargo's but its call is not kept; only the next would capture it."""
+    it): the build after it is cargo's but its call is not kept; only the next would capture it.
+    Its change time (ctime, which the replay reads too) cannot be dated back: a short wait puts it
+    before the build, as a user's edit would be."""
     when = time.time() - 5
     os.utime(path, (when, when))
+    time.sleep(0.05)
 
 
 def build(root: Path, cache: Path, **kw):
@@ -474,3 +477,205 @@ def test_a_rustc_wrapper_of_the_users_cargo_config_runs_and_nothing_is_replayed(
         assert result.status == "ok", result.log
         assert "wb-wrap-mark-1-end" in marks(result), how
         assert how == "cargo"
+
+
+def test_a_tunable_a_cargo_config_sets_is_the_configs_and_nothing_is_replayed(project, tmp_path):
+    # `[env]` of a cargo config with `force`: cargo gives rustc the config's value whatever the
+    # build's tunable. A capture given that same value saw no difference from the build's own, and
+    # once replayed a build of another value with it (no error, another library than cargo's).
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text(
+        '[env]\nWB_TUNABLE_VECTOR = { value = "4", force = true }\n'
+    )
+    settle(project / ".cargo" / "config.toml")
+    cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+    edit(lib, '"wb-edit-mark-1-end"', 'if VECTOR == 4 { "wb-vec-mark-4-end" } else { "wb-vec-mark-1-end" }')
+    first, how = build(project, cache, tunables={"vector": 4})
+    assert how == "cargo" and "wb-vec-mark-4-end" in marks(first), first.log
+    for n in (1, 2):
+        lib.write_text(lib.read_text() + f"\n// edit {n}\n")
+        result, how = build(project, cache, tunables={"vector": 1})
+        assert result.status == "ok", result.log
+        assert "wb-vec-mark-4-end" in marks(result), how
+        assert how == "cargo"
+
+
+#: A proc-macro crate's mark of the `vector` tunable it reads when it is built.
+MACRO_TUNED = """use proc_macro::TokenStream;
+
+#[proc_macro]
+pub fn wb_vector_mark(_: TokenStream) -> TokenStream {
+    let v = match option_env!("WB_TUNABLE_VECTOR") {
+        Some("4") => "4",
+        _ => "1",
+    };
+    format!("\\"wb-macrotune-mark-{v}-end\\"").parse().unwrap()
+}
+"""
+
+
+def test_a_tunable_a_proc_macro_dependency_reads_builds_with_cargo_when_changed(project, tmp_path):
+    # A proc-macro is a shared library beside the rlibs: its dep-info names the tunable it read
+    # when cargo built it, and the macro's expansion holds that value.
+    dep = project / "wbmacro"
+    (dep / "src").mkdir(parents=True)
+    (dep / "Cargo.toml").write_text(
+        '[package]\nname = "wbmacro"\nversion = "0.1.0"\nedition = "2021"\n\n[lib]\nproc-macro = true\n'
+    )
+    (dep / "src" / "lib.rs").write_text(MACRO_TUNED)
+    edit(project / "Cargo.toml", "[dependencies]\n", '[dependencies]\nwbmacro = { path = "wbmacro" }\n')
+    lib = project / "src" / "lib.rs"
+    lib.write_text(
+        lib.read_text() + "\n#[no_mangle]\npub static WB_MACRO: &str = wbmacro::wb_vector_mark!();\n"
+    )
+    for path in (dep / "Cargo.toml", dep / "src" / "lib.rs", project / "Cargo.toml"):
+        settle(path)
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert how == "cargo" and "wb-macrotune-mark-1-end" in marks(first), first.log
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    assert build(project, cache)[1] == "cargo"  # the first build wrote Cargo.lock: no call kept
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    assert build(project, cache)[1] == "replay"
+
+    four, how = build(project, cache, tunables={"vector": 4})
+    assert four.status == "ok", four.log
+    assert {"wb-edit-mark-3-end", "wb-macrotune-mark-4-end"} <= marks(four), how
+    assert how == "cargo"
+
+
+def test_a_workspace_root_outside_the_crates_folders_builds_with_cargo_when_changed(project, tmp_path):
+    # `package.workspace` names a workspace root that is not above the crate: its manifest's
+    # profile applies to the crate's call (here debug assertions on in release).
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "Cargo.toml").write_text(
+        f'[workspace]\nmembers = ["{project}"]\nresolver = "2"\n\n[profile.release]\npanic = "abort"\n'
+    )
+    edit(project / "Cargo.toml", 'edition = "2021"\n', f'edition = "2021"\nworkspace = "{root}"\n')
+    text = (project / "Cargo.toml").read_text()
+    (project / "Cargo.toml").write_text(text[: text.index("[profile.release]")])
+    (project / "Cargo.lock").rename(root / "Cargo.lock")
+    for path in (root / "Cargo.toml", root / "Cargo.lock", project / "Cargo.toml"):
+        settle(path)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(
+        lib.read_text() + "\n#[no_mangle]\npub static WB_ASSERTS: &str = if cfg!(debug_assertions) "
+        '{ "wb-asserts-mark-1-end" } else { "wb-asserts-mark-0-end" };\n'
+    )
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert first.status == "ok" and "wb-asserts-mark-0-end" in marks(first), first.log
+    for n in (1, 2):
+        edit(lib, f"wb-edit-mark-{n}-end", f"wb-edit-mark-{n + 1}-end")
+        result, how = build(project, cache)
+    assert how == "replay", result.log
+
+    edit(root / "Cargo.toml", 'panic = "abort"\n', 'panic = "abort"\ndebug-assertions = true\n')
+    settle(root / "Cargo.toml")
+    edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-4-end", "wb-asserts-mark-1-end"} <= marks(after), how
+    assert how == "cargo"
+
+
+def test_a_manifest_change_of_a_dependency_whose_sources_lie_outside_its_folder_builds_with_cargo(
+    project, tmp_path
+):
+    # `[lib] path` of the dependency's Cargo.toml names a file outside the dependency's folder (by
+    # its absolute path: rustc's dep-info names no path below the package's folder).
+    helper, sources = tmp_path / "helper", tmp_path / "helper_src"
+    helper.mkdir()
+    sources.mkdir()
+    (helper / "Cargo.toml").write_text(
+        '[package]\nname = "helper"\nversion = "0.1.0"\nedition = "2021"\n\n'
+        f'[lib]\npath = "{sources / "lib.rs"}"\n'
+        '\n[features]\ndefault = ["wbmark"]\nwbmark = []\n'
+    )
+    (sources / "lib.rs").write_text(FEATURE_MARKS)
+    edit(project / "Cargo.toml", "[dependencies]\n", '[dependencies]\nhelper = { path = "../helper" }\n')
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + "\n#[no_mangle]\npub static WB_FEAT_MARK: &str = helper::WB_FEAT;\n")
+    for path in (helper / "Cargo.toml", sources / "lib.rs", project / "Cargo.toml"):
+        settle(path)
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert how == "cargo" and "wb-feat-mark-1-end" in marks(first), first.log
+    for n in (1, 2):
+        edit(lib, f"wb-edit-mark-{n}-end", f"wb-edit-mark-{n + 1}-end")
+        result, how = build(project, cache)
+    assert how == "replay", result.log
+
+    edit(helper / "Cargo.toml", 'default = ["wbmark"]\n', "")
+    settle(helper / "Cargo.toml")
+    edit(lib, "wb-edit-mark-3-end", "wb-edit-mark-4-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-4-end", "wb-feat-mark-0-end"} <= marks(after), how
+    assert how == "cargo"
+
+
+def test_a_dependency_written_while_cargo_ran_with_an_old_mtime_is_not_trusted(
+    project, tmp_path, monkeypatch
+):
+    # A copy that keeps its modification time (`cp -p`, `rsync -t`, an archive) written over a
+    # dependency's source after rustc read it: its library holds the text before. Here the build's
+    # rustc does it itself, right after compiling gpu_kernel, once.
+    real = detect("cpu").path
+    dep, trigger = project / "gpu_kernel" / "src" / "lib.rs", tmp_path / "rewrite-once"
+    rustc = tmp_path / "rustc"
+    rustc.write_text(
+        f'#!/bin/sh\n"{real}" "$@" || exit $?\n'
+        f'case " $* " in *" --crate-name gpu_kernel "*)\n'
+        f'  if [ -e "{trigger}" ]; then rm "{trigger}"\n'
+        f'    sed -i s/wb-dep-mark-1-end/wb-dep-mark-2-end/ "{dep}"\n'
+        f'    touch -m -d @{int(time.time()) - 3600} "{dep}"\n'
+        f"  fi;;\nesac\n"
+    )
+    rustc.chmod(0o755)
+    monkeypatch.setenv("WB_RUSTC", str(rustc))
+    detect("cpu", refresh=True)
+    try:
+        trigger.touch()
+        cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
+        first, how = build(project, cache)
+        assert how == "cargo" and "wb-dep-mark-1-end" in marks(first), first.log
+        assert not trigger.exists() and "wb-dep-mark-2-end" in dep.read_text()
+        edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+        after, how = build(project, cache)
+        assert after.status == "ok", after.log
+        assert {"wb-edit-mark-2-end", "wb-dep-mark-2-end"} <= marks(after), how
+        assert how == "cargo"
+    finally:
+        monkeypatch.undo()
+        detect("cpu", refresh=True)
+
+
+def test_a_file_a_cargo_config_includes_builds_with_cargo_when_changed(project, tmp_path):
+    # `include` of a cargo config (cargo's unstable config-include; the build's RUSTC_BOOTSTRAP
+    # lets cargo read it): the included file's `[env]` reaches the crate's rustc call. Such a
+    # config turns replays off (the included files are not in the stamp).
+    (project / ".cargo").mkdir()
+    included = tmp_path / "wb-included.toml"
+    included.write_text('[env]\nWB_INC_MARK = "wb-inc-mark-1-end"\n')
+    (project / ".cargo" / "config.toml").write_text(
+        f'include = ["{included}"]\n\n[unstable]\nconfig-include = true\n'
+    )
+    for path in (included, project / ".cargo" / "config.toml"):
+        settle(path)
+    lib = project / "src" / "lib.rs"
+    lib.write_text(lib.read_text() + '\n#[no_mangle]\npub static WB_INC: &str = env!("WB_INC_MARK");\n')
+    cache = tmp_path / "cache"
+    first, how = build(project, cache)
+    assert first.status == "ok" and "wb-inc-mark-1-end" in marks(first), first.log
+    edit(lib, "wb-edit-mark-1-end", "wb-edit-mark-2-end")
+    build(project, cache)  # a replay once (the included file was in no stamp)
+
+    edit(included, "mark-1", "mark-2")
+    settle(included)
+    edit(lib, "wb-edit-mark-2-end", "wb-edit-mark-3-end")
+    after, how = build(project, cache)
+    assert after.status == "ok", after.log
+    assert {"wb-edit-mark-3-end", "wb-inc-mark-2-end"} <= marks(after), how
+    assert how == "cargo"

@@ -10,12 +10,16 @@ replay's own, so cargo's fingerprints and outputs stay as cargo left them) when 
 saved with still holds. The stamp covers everything cargo reads to make the call:
 
 - the cargo command and its environment (tunables aside: rustc reads them itself, and tracks them
-  in its dep-info, which the build cache keys on; but those a dependency's dep-info names, whose
-  library holds the value it was built with), the rustc executable (path, size, mtime);
+  in its dep-info, which the build cache keys on; but those a dependency's dep-info names, a
+  proc-macro's too, whose library holds the value it was built with), the rustc executable
+  (path, size, mtime);
 - every `Cargo.toml`, `Cargo.lock`, `.cargo/config[.toml]`, `rust-toolchain[.toml]` in the
-  crate's folder and each folder above it, and `$CARGO_HOME/config[.toml]` (by content);
+  crate's folder and each folder above it, those of a workspace root that is not above it (the
+  crate's `package.workspace`: its profiles and lock file), and `$CARGO_HOME/config[.toml]` (by
+  content);
 - the dependencies' sources (those cargo's dep-info lists beside the crate's own: path crates such
-  as `gpu_kernel`, by content), the `Cargo.toml` and `build.rs` of their packages and the crate's
+  as `gpu_kernel`, by content), the `Cargo.toml` and `build.rs` of their packages (those cargo's artifacts
+  name too: a source may lie outside its package's folder) and the crate's
   (a dependency's manifest is below the crate, not above; cargo finds a `build.rs` itself), and
   the libraries the call links (`--extern`: size, mtime, inode);
 - rustup's `settings.toml` and its toolchains' `rustc` (a proxy's compiler: `rustup default`, an
@@ -30,7 +34,11 @@ written, a dependency's library gone or of another compiler: `STALE_CODES`): its
 dropped with it, and cargo's build is the build. Never replayed: a crate with a build script or a dependency with one (cargo runs
 them first; their output may depend on anything), a call not found or not understood, a user's
 own rustc wrapper (in the environment or a cargo config: the capture's would replace it), a
-dependency source written while cargo ran (its library may be of the old text), a configuration
+tunable a cargo config's `[env]` names (with `force` cargo passes the config's value, else the
+build's: a capture given that same value cannot tell which), a cargo config that includes
+another (`include`: that file is not in the stamp), a
+dependency source written while cargo ran (by its change time too: a copy that keeps the old
+mtime; its library may be of the old text), a configuration
 file written while it ran (its own Cargo.lock after a manifest change: the stamp it started from
 is gone; the next cargo build captures again), other systems
 than Linux (the wrapper is sh; `env -0` is GNU's), and `WB_RUSTC_REPLAY=off`."""
@@ -39,11 +47,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import re
 import shutil
 import sys
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,8 +90,12 @@ PACKAGE_FILES = ("Cargo.toml", "build.rs")
 WRAPPER_VARIABLES = ("RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER",
                      "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER")  # fmt: skip
 CONFIG_WRAPPER = re.compile(r"rustc-(workspace-)?wrapper")
+#: A cargo config's `include` of other config files (cargo's config-include): not in the stamp.
+CONFIG_INCLUDE = re.compile(r"(?m)^\s*(\[\[\s*)?include\b")
 CONFIGS = (".cargo/config", ".cargo/config.toml")
 TUNABLE = re.compile(r"WB_TUNABLE_")
+#: The symbol every proc-macro's shared library has (rustc's registrar of its macros).
+PROC_MACRO_SYMBOL = b"__rustc_proc_macro_decls_"
 
 
 @dataclass
@@ -94,6 +108,7 @@ class ReplayOutcome:
     env_reads: set[str] = field(default_factory=set)
     crate: str = ""  # the crate's name (rustc's --crate-name)
     build_scripts: bool = False  # cargo's build had build scripts (never replayed)
+    packages: list[Path] = field(default_factory=list)  # the folders of the packages cargo built
     stale: bool = False  # a replay that failed for no error in the code: cargo builds instead
 
 
@@ -114,7 +129,11 @@ def enabled(env: dict[str, str], crate_dir: Path) -> bool:
     configs = [f / name for f in (crate_dir.resolve(), *crate_dir.resolve().parents) for name in CONFIGS]
     home = Path(env.get("CARGO_HOME") or Path.home() / ".cargo")
     configs += [home / "config", home / "config.toml"]
-    return not any(CONFIG_WRAPPER.search(_text(path)) for path in configs)
+    # A tunable in a cargo config's `[env]`: cargo's value (`force`) or the build's, which the
+    # capture cannot tell apart where they are equal.
+    # An `include` of another config file, which the stamp does not read.
+    patterns = (CONFIG_WRAPPER, TUNABLE, CONFIG_INCLUDE)
+    return not any(p.search(text) for text in map(_text, configs) for p in patterns)
 
 
 class Replay:
@@ -224,9 +243,10 @@ class Replay:
         self._pre = self._config_stamp()
         return {**env, "RUSTC_WORKSPACE_WRAPPER": str(wrapper), "WB_RUSTC_CAPTURE": str(self.folder / "call")}
 
-    def save(self, crate: str, cargo_inputs: list[Path]) -> bool:
+    def save(self, crate: str, cargo_inputs: list[Path], cargo_packages: list[Path] = ()) -> bool:
         """After a cargo build with `capture_env`: keep the call when it can be replayed (see the
-        module docstring). `crate`: the crate's name; `cargo_inputs`: cargo's dep-info of it."""
+        module docstring). `crate`: the crate's name; `cargo_inputs`: cargo's dep-info of it;
+        `cargo_packages`: the folders of the packages cargo's build named (its artifacts')."""
         call = self.folder / "call"
         try:
             words = Path(f"{call}.args").read_bytes().decode()
@@ -253,7 +273,9 @@ class Replay:
         dep_read, dep_env = _read_by_dependencies(argv, Path(cwd), crate)
         own_set = {p.resolve() for p in own} - dep_read
         dep_files = sorted(str(p) for p in cargo_inputs if p.resolve() not in own_set)
-        packages = sorted({str(self.crate_dir), *(str(_package_of(Path(p))) for p in dep_files)})
+        # A package's sources may lie outside its folder (`[lib] path`): cargo names its manifest.
+        packages = sorted({str(self.crate_dir), *map(str, cargo_packages),
+                           *(str(_package_of(Path(p))) for p in dep_files)})  # fmt: skip
         package_files = [f for p in packages for name in PACKAGE_FILES if (f := Path(p, name)).is_file()]
         try:
             if any(_written_since(os.stat(p), self._started) for p in [*dep_files, *package_files]):
@@ -287,6 +309,8 @@ class Replay:
         folders = [self.crate_dir, *self.crate_dir.parents]
         files = [f / name for f in folders for name in CARGO_FILES]
         files += [home / "config", home / "config.toml"]
+        # A workspace root named by the crate's manifest, not above it: its profiles and lock file.
+        files += [_workspace_root(self.crate_dir) / name for name in ("Cargo.toml", "Cargo.lock")]
         for path in files:
             digest.update(f"{path}\0{_content(path)}\0".encode())
         # A rustup proxy's compiler: the default or an override in settings.toml, a toolchain
@@ -364,8 +388,9 @@ def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> tuple[set[P
     """The files and environment variables rustc's dep-info of any Rust library (an rlib or rmeta
     beside it) in the call's `-L dependency=` folders lists: a superset of what the crate's
     dependencies read, direct or not (paths relative to `cwd`, as cargo runs rustc for a
-    workspace's members). The target dir is shared: other kernel crates (cdylibs) left out, whose
-    `src/...` would read as this one's."""
+    workspace's members), and of any proc-macro there (a shared library: the expansions in a
+    library built with it hold what it read when cargo built it). The target dir is shared: other
+    kernel crates (cdylibs) left out, whose `src/...` would read as this one's."""
     found: set[Path] = set()
     env: set[str] = set()
     for flag in _flags(argv, "-L"):
@@ -376,12 +401,37 @@ def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> tuple[set[P
             if (
                 path.stem != crate
                 and not path.stem.startswith(f"{crate}-")
-                and (lib.with_suffix(".rlib").is_file() or lib.with_suffix(".rmeta").is_file())
+                and (
+                    lib.with_suffix(".rlib").is_file()
+                    or lib.with_suffix(".rmeta").is_file()
+                    or _proc_macro(lib.with_suffix(".so"))
+                )
             ):
                 files, reads = _rustc_depinfo(path, cwd)
                 found.update(p.resolve() for p in files)
                 env |= reads
     return found, env
+
+
+def _proc_macro(path: Path) -> bool:
+    """Whether `path` is a proc-macro's shared library (rustc's `__rustc_proc_macro_decls_`
+    symbol in it), not a cdylib such as another kernel crate's."""
+    try:
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(PROC_MACRO_SYMBOL) >= 0
+    except (OSError, ValueError):  # absent, or empty (mmap of nothing)
+        return False
+
+
+def _workspace_root(crate_dir: Path) -> Path:
+    """The folder `package.workspace` of the crate's Cargo.toml names (the crate's own where it
+    names none or the manifest cannot be read: cargo reports that one itself)."""
+    try:
+        with (crate_dir / "Cargo.toml").open("rb") as f:
+            root = tomllib.load(f).get("package", {}).get("workspace")
+    except (OSError, ValueError, AttributeError):
+        return crate_dir
+    return crate_dir / root if isinstance(root, str) else crate_dir
 
 
 def _package_of(path: Path) -> Path:
@@ -393,10 +443,12 @@ def _package_of(path: Path) -> Path:
 
 
 def _written_since(st: os.stat_result, start: float) -> bool:
-    """Whether a file may have been written at `start` or after: its mtime is later than `start`
+    """Whether a file may have been written at `start` or after: its change time (ctime: a copy
+    that keeps its mtime, `cp -p` or an archive, still sets it) or mtime is later than `start`
     less the file system's step (a kernel tick where times have nanoseconds, else 2 s)."""
-    fine = st.st_mtime_ns % 1_000_000_000 != 0
-    return st.st_mtime_ns / 1e9 > start - (0.01 if fine else 2.0)
+    when = max(st.st_mtime_ns, st.st_ctime_ns)
+    fine = when % 1_000_000_000 != 0
+    return when / 1e9 > start - (0.01 if fine else 2.0)
 
 
 def _text(path: Path) -> str:

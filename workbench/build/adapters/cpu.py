@@ -128,7 +128,7 @@ class CpuAdapter(Adapter):
         if done is None or done.stale:  # no saved call, or one that no longer fits: cargo
             done = self._cargo_build(req, cmd, env if replay is None else replay.capture_env(env))
             if done.ok and replay is not None and not done.build_scripts:
-                replay.save(done.crate, done.inputs)
+                replay.save(done.crate, done.inputs, done.packages)
         if not done.ok:
             return AdapterOutput(False)
         name = copy_into(done.library, req.out_dir)
@@ -155,9 +155,13 @@ class CpuAdapter(Adapter):
             req.diagnostic(error("cargo reported no shared library (.so, .dylib, .dll) for the crate's "
                                  "[lib]", "cpu"))  # fmt: skip
             return rustc_replay.ReplayOutcome(False)
+        # Every package cargo built or found fresh (a dependency's sources may lie outside its folder).
+        packages = sorted(
+            {Path(a["manifest_path"]).parent for a in outcome.artifacts if "manifest_path" in a}
+        )
         return rustc_replay.ReplayOutcome(True, libs[0], outcome.inputs_of(manifest), outcome.env_reads(manifest),
                                           crate=records[0]["target"]["name"].replace("-", "_"),
-                                          build_scripts=outcome.build_scripts > 0)  # fmt: skip
+                                          build_scripts=outcome.build_scripts > 0, packages=packages)  # fmt: skip
 
     def asm_listing(self, req: BuildRequest, stem: str) -> Path | None:
         """The same build's assembly with line tables, as `<out_dir>/<stem>.lines.asm` (None when it
