@@ -72,7 +72,7 @@ def project(example_copy, monkeypatch) -> Path:
         pytest.skip("no cargo and rustc installed")
     if not Path("/usr/bin/env").exists():
         pytest.skip("no POSIX env here")
-    monkeypatch.delenv("WB_RUSTC_REPLAY", raising=False)
+    monkeypatch.setenv("WB_RUSTC_REPLAY", "on")  # opt-in
     monkeypatch.delenv("RUSTC_WORKSPACE_WRAPPER", raising=False)
     monkeypatch.delenv("RUSTC_WRAPPER", raising=False)
     root = example_copy("saxpy", unique=True)
@@ -229,7 +229,7 @@ def test_a_lock_file_cargo_writes_in_its_build_keeps_no_call_and_a_dependency_ed
     assert {"wb-helper-mark-8-end", "wb-edit-mark-3-end"} <= marks(after)
 
 
-def test_tunables_reach_a_replay_and_replays_can_be_turned_off(project, tmp_path, monkeypatch):
+def test_tunables_reach_a_replay_and_replays_are_off_unless_turned_on(project, tmp_path, monkeypatch):
     cache, lib = tmp_path / "cache", project / "src" / "lib.rs"
     edit(lib, '"wb-edit-mark-1-end"', 'if VECTOR == 4 { "wb-edit-mark-4-end" } else { "wb-edit-mark-1-end" }')
     assert build(project, cache)[1] == "cargo"
@@ -238,11 +238,15 @@ def test_tunables_reach_a_replay_and_replays_can_be_turned_off(project, tmp_path
     assert four.status == "ok" and how == "replay", four.log
     assert "wb-edit-mark-4-end" in marks(four)
 
-    monkeypatch.setenv("WB_RUSTC_REPLAY", "off")
-    lib.write_text(lib.read_text() + "\n// another edit\n")
-    off, how = build(project, cache)
-    assert off.status == "ok" and how == "cargo", off.log
-    assert "wb-edit-mark-1-end" in marks(off)
+    for value in ("off", None):  # turned off, and off by default
+        if value is None:
+            monkeypatch.delenv("WB_RUSTC_REPLAY")
+        else:
+            monkeypatch.setenv("WB_RUSTC_REPLAY", value)
+        lib.write_text(lib.read_text() + "\n// another edit\n")
+        off, how = build(project, cache)
+        assert off.status == "ok" and how == "cargo", off.log
+        assert "wb-edit-mark-1-end" in marks(off)
 
 
 def test_a_dependency_with_a_build_script_is_never_replayed(project, tmp_path):
