@@ -106,6 +106,15 @@ def build(root: Path, cache: Path, **kw):
     return result, how
 
 
+def edit_until_replayed(project: Path, cache: Path, lib: Path) -> None:
+    """Two edits of the kernel line, each built: the first may be cargo's (a Cargo.lock it wrote
+    in the first build keeps no call), the second is a replay."""
+    for n in (1, 2):
+        edit(lib, f"wb-edit-mark-{n}-end", f"wb-edit-mark-{n + 1}-end")
+        result, how = build(project, cache)
+    assert how == "replay", result.log
+
+
 def marks(result) -> set[str]:
     data = Path(result.artifacts[0]).read_bytes()
     return {m.decode() for m in re.findall(rb"wb-[a-z]+-mark-[0-9.]+-end", data)}
@@ -570,10 +579,7 @@ def test_a_workspace_root_outside_the_crates_folders_builds_with_cargo_when_chan
     cache = tmp_path / "cache"
     first, how = build(project, cache)
     assert first.status == "ok" and "wb-asserts-mark-0-end" in marks(first), first.log
-    for n in (1, 2):
-        edit(lib, f"wb-edit-mark-{n}-end", f"wb-edit-mark-{n + 1}-end")
-        result, how = build(project, cache)
-    assert how == "replay", result.log
+    edit_until_replayed(project, cache, lib)
 
     edit(root / "Cargo.toml", 'panic = "abort"\n', 'panic = "abort"\ndebug-assertions = true\n')
     settle(root / "Cargo.toml")
@@ -606,10 +612,7 @@ def test_a_manifest_change_of_a_dependency_whose_sources_lie_outside_its_folder_
     cache = tmp_path / "cache"
     first, how = build(project, cache)
     assert how == "cargo" and "wb-feat-mark-1-end" in marks(first), first.log
-    for n in (1, 2):
-        edit(lib, f"wb-edit-mark-{n}-end", f"wb-edit-mark-{n + 1}-end")
-        result, how = build(project, cache)
-    assert how == "replay", result.log
+    edit_until_replayed(project, cache, lib)
 
     edit(helper / "Cargo.toml", 'default = ["wbmark"]\n', "")
     settle(helper / "Cargo.toml")

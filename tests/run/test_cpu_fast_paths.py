@@ -204,24 +204,30 @@ def expected(x: np.ndarray, y: np.ndarray, a: float, group: int) -> np.ndarray:
     return out.astype(np.float32)
 
 
+def run_with(root, manifest: str, x: np.ndarray, y: np.ndarray, backends: list[str], cache_dir):
+    """`root` (a copy of saxpy with its kernel replaced) run with `manifest`, inputs x and y, on
+    `backends` through the run service, one timed sample each."""
+    (root / "workbench.toml").write_text(manifest)
+    np.save(root / "x.npy", x)
+    np.save(root / "y.npy", y)
+    service = RunService(timing=ONE_SAMPLE)
+    try:
+        return service.run(root, backends=backends, sizes={"n": len(x)}, cache_dir=cache_dir)
+    finally:
+        service.close()
+
+
 @pytest.mark.parametrize("threads", [[256], [16, 4]])
 def test_a_kernel_that_depends_on_barrier_ordering_matches_numpy(example_copy, shared_cache_dir, threads):
     root = example_copy("saxpy")
     group = int(np.prod(threads))
     (root / "src" / "lib.rs").write_text(ORDER_KERNEL)
     manifest = ORDER_MANIFEST.replace("THREADS", json.dumps(threads)).replace("GROUP", str(group))
-    (root / "workbench.toml").write_text(manifest)
     n = 7 * group + 45  # eight workgroups, the last partial; 2, 5 barrier-free
     rng = np.random.default_rng(37)
     x = rng.integers(0, 8, n).astype(np.float32)
     y = rng.integers(0, 8, n).astype(np.float32)
-    np.save(root / "x.npy", x)
-    np.save(root / "y.npy", y)
-    service = RunService(timing=ONE_SAMPLE)
-    try:
-        report = service.run(root, backends=["cpu", "cpu-sim"], sizes={"n": n}, cache_dir=shared_cache_dir)
-    finally:
-        service.close()
+    report = run_with(root, manifest, x, y, ["cpu", "cpu-sim"], shared_cache_dir)
     results = {r.backend: r for r in report.results}
     assert results["cpu"].status == "ok", results["cpu"].error
     np.testing.assert_array_equal(report.outputs["cpu"]["y"], expected(x, y, 2.5, group))
@@ -272,16 +278,9 @@ def test_a_divergent_barrier_on_plain_cpu_lets_the_waiting_go(example_copy, shar
         .replace("THREADS", "[64]")
         .replace("GROUP", "64")
     )
-    (root / "workbench.toml").write_text(manifest)
     n = 5 * 64 + 17
     x = np.arange(n, dtype=np.float32)
-    np.save(root / "x.npy", x)
-    np.save(root / "y.npy", np.ones(n, np.float32))
-    service = RunService(timing=ONE_SAMPLE)
-    try:
-        report = service.run(root, backends=["cpu"], sizes={"n": n}, cache_dir=shared_cache_dir)
-    finally:
-        service.close()
+    report = run_with(root, manifest, x, np.ones(n, np.float32), ["cpu"], shared_cache_dir)
     (result,) = report.results
     assert result.status == "ok", result.error
     np.testing.assert_array_equal(report.outputs["cpu"]["y"], x + 2.0)
@@ -333,16 +332,9 @@ def test_a_kernel_past_its_fiber_stack_faults_on_the_guard_page(example_copy, sh
         .replace("THREADS", "[64]")
         .replace("GROUP", "64")
     )  # fmt: skip
-    (root / "workbench.toml").write_text(manifest)
     n = 3 * 64 + 5
     x = np.arange(n, dtype=np.float32)
-    np.save(root / "x.npy", x)
-    np.save(root / "y.npy", np.zeros(n, np.float32))
-    service = RunService(timing=ONE_SAMPLE)
-    try:
-        report = service.run(root, backends=["cpu", "cpu-sim"], sizes={"n": n}, cache_dir=shared_cache_dir)
-    finally:
-        service.close()
+    report = run_with(root, manifest, x, np.zeros(n, np.float32), ["cpu", "cpu-sim"], shared_cache_dir)
     results = {r.backend: r for r in report.results}
     if depth == 8:
         assert results["cpu"].status == "ok", results["cpu"].error

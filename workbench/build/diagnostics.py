@@ -60,15 +60,22 @@ def from_cargo_message(record: dict[str, Any], root: Path, backend: str = "") ->
     return diag
 
 
-def parse_cargo_json_line(line: str) -> dict[str, Any] | None:
-    """One stdout line of cargo's JSON stream, or None when it is plain text."""
+def json_record(line: str) -> dict[str, Any] | None:
+    """One line of a JSON stream (rustc's `--error-format=json`, cargo's messages) as a dict, or
+    None when it is plain text."""
     if not line.startswith("{"):
         return None
     try:
         record = json.loads(line)
     except ValueError:
         return None
-    return record if isinstance(record, dict) and "reason" in record else None
+    return record if isinstance(record, dict) else None
+
+
+def parse_cargo_json_line(line: str) -> dict[str, Any] | None:
+    """One stdout line of cargo's JSON stream, or None when it is plain text."""
+    record = json_record(line)
+    return record if record is not None and "reason" in record else None
 
 
 def _severity(level: str) -> str:

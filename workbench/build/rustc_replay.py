@@ -67,7 +67,7 @@ from pathlib import Path
 from workbench.build import depinfo
 from workbench.build.adapters import host_rust
 from workbench.build.adapters.base import BuildRequest
-from workbench.build.diagnostics import from_cargo_message
+from workbench.build.diagnostics import from_cargo_message, json_record
 from workbench.build.process import run_command
 
 #: The state's format: a change here drops every saved call.
@@ -188,7 +188,7 @@ class Replay:
         codes: set[str] = set()
 
         def on_line(stream: str, line: str) -> None:
-            record = _json(line)
+            record = json_record(line)
             if record is None:
                 lines.append(line)
             elif record.get("$message_type") == "artifact":
@@ -339,16 +339,6 @@ class Replay:
         dep_env = [self.env.get(name) for name in state["dep_env"]]  # a tunable a dependency read
         digest.update(json.dumps([state["cwd"], state["argv"], state["env_add"], dep_env]).encode())
         return digest.hexdigest()
-
-
-def _json(line: str) -> dict | None:
-    if not line.startswith("{"):
-        return None
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def _arg(argv: list[str], name: str) -> str | None:
