@@ -58,6 +58,14 @@ def _words(text: str) -> list[str]:
     return words
 
 
+def env_reads(text: str) -> set[str]:
+    """The environment variables rustc's dep-info says the compiled code read with `env!` /
+    `option_env!` (its `# env-dep:NAME[=VALUE]` lines)."""
+    return {
+        ln[len("# env-dep:") :].split("=", 1)[0] for ln in text.splitlines() if ln.startswith("# env-dep:")
+    }
+
+
 def read(path: Path, cwd: Path | None = None) -> list[Path]:
     """The prerequisites of one dep-info file as absolute paths (relative ones against `cwd`);
     [] when the file is absent or unreadable."""

@@ -374,11 +374,7 @@ def _rustc_depinfo(path: Path, cwd: Path) -> tuple[list[Path], set[str]]:
         text = path.read_text(errors="replace")
     except OSError:
         return [], set()
-    files = [cwd / p for p in depinfo.parse(text)]
-    reads = {
-        ln[len("# env-dep:") :].split("=", 1)[0] for ln in text.splitlines() if ln.startswith("# env-dep:")
-    }
-    return files, reads
+    return [cwd / p for p in depinfo.parse(text)], depinfo.env_reads(text)
 
 
 def _read_by_dependencies(argv: list[str], cwd: Path, crate: str) -> tuple[set[Path], set[str]]:

@@ -52,27 +52,17 @@ class CargoOutcome:
                     deps / f"{record['target']['name'].replace('-', '_')}.d",
                 }:
                     try:
-                        lines = dep_file.read_text(errors="replace").splitlines()
+                        names |= depinfo.env_reads(dep_file.read_text(errors="replace"))
                     except OSError:
                         continue
-                    names |= {
-                        ln[len("# env-dep:") :].split("=", 1)[0]
-                        for ln in lines
-                        if ln.startswith("# env-dep:")
-                    }
         return names
 
 
-def rust_reads(outcome: CargoOutcome | set[str], req: BuildRequest) -> set[str]:
-    """The tunables the crate's compile read (`WB_TUNABLE_<NAME>` in rustc's dep-info; or in
-    `outcome`, the names of the environment variables it read)."""
+def rust_reads(read: set[str], req: BuildRequest) -> set[str]:
+    """The tunables the crate's compile read: those whose `WB_TUNABLE_<NAME>` is among `read`, the
+    environment variables rustc's dep-info names (`CargoOutcome.env_reads`)."""
     from workbench.build.adapters.base import rust_tunable_var
 
-    read = (
-        outcome
-        if isinstance(outcome, set)
-        else outcome.env_reads(req.project.manifest.crate_dir / "Cargo.toml")
-    )
     return {name for name in req.tunables if rust_tunable_var(name) in read}
 
 

@@ -162,8 +162,9 @@ class NvptxAdapter(Adapter):
             return AdapterOutput(False)
         name = copy_into(ptx, req.out_dir, ptx.stem.split("-")[0] + ".ptx")
         out = finish_ptx(req, req.out_dir / name, req.target, self.name)
-        out.inputs = outcome.inputs_of(req.project.manifest.crate_dir / "Cargo.toml")
-        req.report_unread(rust_reads(outcome, req), RUST_READ)
+        manifest = req.project.manifest.crate_dir / "Cargo.toml"
+        out.inputs = outcome.inputs_of(manifest)
+        req.report_unread(rust_reads(outcome.env_reads(manifest), req), RUST_READ)
         return out
 
     def line_table(self, req: BuildRequest, stem: str) -> Path | None:
