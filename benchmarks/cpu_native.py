@@ -56,6 +56,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_output import OUT_HELP, machine, write_json  # noqa: E402
+from workbench.run.runtimes.cpu import cpu_model  # noqa: E402
 
 PLAIN_LIB = REPO / "benchmarks" / "cpu_native" / "src" / "lib.rs"
 EXAMPLES = ["saxpy", "reduction", "matmul", "softmax", "bitonic", "histogram", "scan", "stencil2d",
@@ -366,16 +367,6 @@ def pin(cores: int) -> dict:
     os.sched_setaffinity(0, chosen[:cores])
     return {"pinned": cores, "cpus": chosen[:cores], "chosen": how,
             "cores_of_cpus": {cpu: _core_of(cpu) for cpu in chosen[:cores]}}  # fmt: skip
-
-
-def cpu_model() -> str | None:
-    """The processor's name (/proc/cpuinfo): which cores the wall-clock figures are of."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None
-    found = re.search(r"(?m)^model name\s*:\s*(.+)$", text)
-    return found.group(1).strip() if found else None
 
 
 def read_export(root: Path) -> dict:
