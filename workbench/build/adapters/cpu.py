@@ -67,7 +67,14 @@ def build_command(cargo_path: str, flags: list[str], target: str, target_dir: Pa
 #: replace these (cargo's rule): slower, still right. The `cpu` build's
 #: only: cpu-sim's checked loop measured no faster with them, and `workbench debug` builds from
 #: cpu-sim's flags at opt-level 0, its code kept as written (docs/cpu-sim.md, "Sixth pass").
+#: `target-applies-to-host=false`: not for the crates cargo builds for the host, a proc-macro
+#: (gpu_kernel's `#[lanes]`) or a build script: without `--target` they took build.rustflags too,
+#: and these passes stopped LLVM on the macro crate's own code ("Instruction Combining ... did not
+#: reach a fixpoint"); they are for the kernel's loops.
 LOOP_FLAGS = (
+    "-Ztarget-applies-to-host",
+    "--config",
+    "target-applies-to-host=false",
     "--config",
     "build.rustflags = ['-Cllvm-args=-disable-lftr', "
     "'-Cllvm-args=-irce-min-eliminated-checks=100', "

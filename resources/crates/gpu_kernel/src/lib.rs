@@ -55,6 +55,11 @@ pub mod testing;
 
 pub mod math;
 
+/// `#[lanes]` on a kernel body: its host copy `NAME_lanes` runs each workgroup as loops over its
+/// invocations between barriers, no fibers (`macros/src/lib.rs` says what it takes;
+/// `host::Kernel::run_lanes` runs it). Every GPU target compiles the body as written.
+pub use gpu_kernel_macros::lanes;
+
 /// The element types buffers and shared arrays hold (what the manifest's `type` names).
 pub trait Element: Copy + Default + 'static {}
 impl Element for f32 {}
@@ -98,7 +103,7 @@ trace_impl! {
 
 /// What a kernel body needs in one line: `use gpu_kernel::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Atomic, Ctx, Element, In, Out, Shared, Shuffle, Trace, tunable};
+    pub use crate::{Atomic, Ctx, Element, In, Out, Shared, Shuffle, Trace, lanes, tunable};
 }
 
 /// A tunable's value at compile time: the workbench sets `WB_TUNABLE_<NAME>` for each

@@ -27,6 +27,7 @@ pub const ITEMS: usize = tunable(option_env!("WB_TUNABLE_ITEMS"), 16);
 /// them (consecutive invocations read consecutive elements), then adds each non-zero bin to the
 /// global histogram. Any workgroup size works: the bins are spread over the invocations.
 #[inline(always)]
+#[lanes]
 pub fn histogram_body(
     ctx: Ctx,
     items: usize,
@@ -79,10 +80,16 @@ pub unsafe extern "C" fn histogram_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, bins) = unsafe { (k.input(0, x), k.output(1, bins)) };
-    k.run(move |ctx| {
-        let local = ctx.shared::<u32, BINS>();
-        histogram_body(ctx, ITEMS, n, x, bins, local)
-    });
+    k.run_lanes(
+        move |ctx| {
+            let local = ctx.shared::<u32, BINS>();
+            histogram_body(ctx, ITEMS, n, x, bins, local)
+        },
+        move |wg| {
+            let local = wg.shared::<u32, BINS>();
+            histogram_body_lanes(wg, ITEMS, n, x, bins, local)
+        },
+    );
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

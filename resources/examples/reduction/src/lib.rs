@@ -52,6 +52,7 @@ fn load_sum(x: &In<f32>, vector: usize, i: usize, n: usize) -> f32 {
 /// sums onto the lower half in `scratch` (strides 128, 64, ..., 1), a barrier after every step,
 /// and invocation 0 writes the workgroup's sum.
 #[inline(always)]
+#[lanes]
 pub fn reduction_body(
     ctx: Ctx,
     vector: usize,
@@ -108,10 +109,16 @@ pub unsafe extern "C" fn reduction_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, partial) = unsafe { (k.input(0, x), k.output(1, partial)) };
-    k.run(move |ctx| {
-        let scratch = ctx.shared::<f32, BLOCK>();
-        reduction_body(ctx, VECTOR, MAX_GROUPS, n, x, partial, scratch)
-    });
+    k.run_lanes(
+        move |ctx| {
+            let scratch = ctx.shared::<f32, BLOCK>();
+            reduction_body(ctx, VECTOR, MAX_GROUPS, n, x, partial, scratch)
+        },
+        move |wg| {
+            let scratch = wg.shared::<f32, BLOCK>();
+            reduction_body_lanes(wg, VECTOR, MAX_GROUPS, n, x, partial, scratch)
+        },
+    );
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

@@ -31,6 +31,7 @@ pub const TILE: usize = 2 * BLOCK;
 /// reads, waits at a barrier, then writes, and waits again: no invocation overwrites an element
 /// another has yet to read.
 #[inline(always)]
+#[lanes]
 pub fn scan_body(
     ctx: Ctx,
     n: u32,
@@ -89,6 +90,7 @@ pub fn scan_body(
 /// ... below `tile`, then a tree in workgroup memory (as the reduction example folds) gives the
 /// offset in `total[0]`.
 #[inline(always)]
+#[lanes]
 pub fn scan_add_body(
     ctx: Ctx,
     n: u32,
@@ -145,10 +147,16 @@ pub unsafe extern "C" fn scan_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y, sums) = unsafe { (k.input(0, x), k.output(1, y), k.output(2, sums)) };
-    k.run(move |ctx| {
-        let scan = ctx.shared::<u32, BLOCK>();
-        scan_body(ctx, n, x, y, sums, scan)
-    });
+    k.run_lanes(
+        move |ctx| {
+            let scan = ctx.shared::<u32, BLOCK>();
+            scan_body(ctx, n, x, y, sums, scan)
+        },
+        move |wg| {
+            let scan = wg.shared::<u32, BLOCK>();
+            scan_body_lanes(wg, n, x, y, sums, scan)
+        },
+    );
 }
 
 /// # Safety
@@ -164,10 +172,16 @@ pub unsafe extern "C" fn scan_add_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (sums, y) = unsafe { (k.input(0, sums), k.output(1, y)) };
-    k.run(move |ctx| {
-        let total = ctx.shared::<u32, BLOCK>();
-        scan_add_body(ctx, n, sums, y, total)
-    });
+    k.run_lanes(
+        move |ctx| {
+            let total = ctx.shared::<u32, BLOCK>();
+            scan_add_body(ctx, n, sums, y, total)
+        },
+        move |wg| {
+            let total = wg.shared::<u32, BLOCK>();
+            scan_add_body_lanes(wg, n, sums, y, total)
+        },
+    );
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

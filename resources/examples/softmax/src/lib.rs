@@ -20,30 +20,9 @@ use gpu_kernel::prelude::*;
 /// Invocations per workgroup (the manifest's `threads`): one workgroup per row.
 pub const BLOCK: usize = 256;
 
-/// Fold `red[0..BLOCK]` into `red[0]` with `op` (strides 128, 64, ..., 1), a barrier after each
-/// step, then give every invocation `red[0]`, and wait again before anyone may reuse `red`.
-#[inline(always)]
-fn workgroup_reduce<F: Fn(f32, f32) -> f32>(
-    ctx: &Ctx,
-    t: usize,
-    red: &mut Shared<f32, BLOCK>,
-    op: F,
-) -> f32 {
-    let mut stride = BLOCK / 2;
-    while stride > 0 {
-        if t < stride {
-            red.set(t, op(red.get(t), red.get(t + stride)));
-        }
-        ctx.barrier();
-        stride /= 2;
-    }
-    let all = red.get(0);
-    ctx.barrier(); // every invocation has read red[0] before the next sweep writes red[t]
-    all
-}
-
 /// The kernel: workgroup r softmaxes row r; invocation t handles columns t, t + 256, ...
 #[inline(always)]
+#[lanes]
 pub fn softmax_body(
     ctx: Ctx,
     rows: u32,
@@ -73,7 +52,21 @@ pub fn softmax_body(
         red.set(t, max);
     }
     ctx.barrier();
-    let max = workgroup_reduce(&ctx, t, &mut red, |a, b| if b > a { b } else { a });
+    // The row's maximum into red[0]: a tree over strides 128, 64, ..., 1, a barrier after each
+    // step; then every invocation reads it, and waits again before the next sweep writes red[t].
+    // Written out in the body (twice), not a helper taking `&ctx`: `#[lanes]` splits the body at
+    // the barriers it sees.
+    let mut stride = BLOCK / 2;
+    while stride > 0 {
+        if t < stride {
+            let (a, b) = (red.get(t), red.get(t + stride));
+            red.set(t, if b > a { b } else { a });
+        }
+        ctx.barrier();
+        stride /= 2;
+    }
+    let max = red.get(0);
+    ctx.barrier();
     let mut sum = 0.0;
     let mut j = first;
     while live && j < cols {
@@ -84,7 +77,17 @@ pub fn softmax_body(
         red.set(t, sum);
     }
     ctx.barrier();
-    let total = workgroup_reduce(&ctx, t, &mut red, |a, b| a + b);
+    // The sum, the same way.
+    let mut stride = BLOCK / 2;
+    while stride > 0 {
+        if t < stride {
+            red.set(t, red.get(t) + red.get(t + stride));
+        }
+        ctx.barrier();
+        stride /= 2;
+    }
+    let total = red.get(0);
+    ctx.barrier();
     let mut j = first;
     while live && j < cols {
         y.set(
@@ -110,10 +113,16 @@ pub unsafe extern "C" fn softmax_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, y) = unsafe { (k.input(0, x), k.output(1, y)) };
-    k.run(move |ctx| {
-        let red = ctx.shared::<f32, BLOCK>();
-        softmax_body(ctx, rows, cols, x, y, red)
-    });
+    k.run_lanes(
+        move |ctx| {
+            let red = ctx.shared::<f32, BLOCK>();
+            softmax_body(ctx, rows, cols, x, y, red)
+        },
+        move |wg| {
+            let red = wg.shared::<f32, BLOCK>();
+            softmax_body_lanes(wg, rows, cols, x, y, red)
+        },
+    );
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

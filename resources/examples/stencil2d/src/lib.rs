@@ -29,6 +29,7 @@ pub const HALO_ELEMENTS: usize = (64 + 2) * (16 + 2);
 /// block are loaded into `tile` by all its invocations together (points outside the grid as 0,
 /// never used), then invocation (x, y) computes its point from the tile.
 #[inline(always)]
+#[lanes]
 #[allow(clippy::too_many_arguments)] // the launch's buffers and scalars, as every entry passes them
 pub fn stencil2d_body(
     ctx: Ctx,
@@ -99,19 +100,18 @@ pub unsafe extern "C" fn stencil2d_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x_old, x_new) = unsafe { (k.input(0, x_old), k.output(1, x_new)) };
-    k.run(move |ctx| {
-        let tile = ctx.shared::<f32, HALO_ELEMENTS>();
-        stencil2d_body(
-            ctx,
-            ctx.group_size_x(),
-            ctx.group_size_y(),
-            width,
-            height,
-            x_old,
-            x_new,
-            tile,
-        )
-    });
+    k.run_lanes(
+        move |ctx| {
+            let tile = ctx.shared::<f32, HALO_ELEMENTS>();
+            let (bx, by) = (ctx.group_size_x(), ctx.group_size_y());
+            stencil2d_body(ctx, bx, by, width, height, x_old, x_new, tile)
+        },
+        move |wg| {
+            let tile = wg.shared::<f32, HALO_ELEMENTS>();
+            let [bx, by, _] = wg.size();
+            stencil2d_body_lanes(wg, bx as usize, by as usize, width, height, x_old, x_new, tile)
+        },
+    );
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

@@ -31,6 +31,7 @@ pub const TILE_ELEMENTS: usize = 32 * 33;
 /// y + rows, ... of the block (rows = the workgroup's height, `block_rows`), in and out.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the launch's buffers and scalars, as every entry passes them
+#[lanes]
 pub fn transpose_body(
     ctx: Ctx,
     tile: usize,
@@ -82,10 +83,16 @@ pub unsafe extern "C" fn transpose_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (a, b) = unsafe { (k.input(0, a), k.output(1, b)) };
-    k.run(move |ctx| {
-        let t = ctx.shared::<f32, TILE_ELEMENTS>();
-        transpose_body(ctx, TILE, PAD, m, n, a, b, t)
-    });
+    k.run_lanes(
+        move |ctx| {
+            let t = ctx.shared::<f32, TILE_ELEMENTS>();
+            transpose_body(ctx, TILE, PAD, m, n, a, b, t)
+        },
+        move |wg| {
+            let t = wg.shared::<f32, TILE_ELEMENTS>();
+            transpose_body_lanes(wg, TILE, PAD, m, n, a, b, t)
+        },
+    );
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

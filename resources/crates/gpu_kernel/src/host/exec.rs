@@ -51,13 +51,13 @@ type Spawn = unsafe fn(&Group, usize);
 pub struct Group {
     pub(crate) size: [u32; 3],
     pub(crate) grid: [u32; 3],
-    threads: usize,
+    pub(crate) threads: usize,
     pub(crate) coords: Cell<[u32; 3]>,
     pub(crate) linear: Cell<u64>,
     pub(crate) epoch: Cell<u32>,
     /// The invocation running now (set where fibers switch and, in a `sim` build, by the loop).
     pub(crate) current: Cell<usize>,
-    status: Vec<Cell<Status>>,
+    pub(crate) status: Vec<Cell<Status>>,
     /// Each invocation's fiber: where it goes on (`fiber::Context`), its stack pointer 0 where
     /// none is started in this launch.
     ctx: Vec<fiber::Context>,
@@ -70,7 +70,7 @@ pub struct Group {
     #[allow(dead_code)]
     checks: ChecksPtr,
     #[cfg(feature = "sim")]
-    diverged: Cell<bool>,
+    pub(crate) diverged: Cell<bool>,
     /// Location ids of workgroup-memory accesses (`sim`), cached per worker.
     #[cfg(feature = "sim")]
     pub(crate) location_ids: sim::FastIds,
@@ -95,7 +95,7 @@ pub struct Group {
     /// Whether this workgroup changed `status` or `slot_next` (it reached a barrier, or asked for
     /// a shared array): the next one resets them. A barrier-free workgroup without shared arrays
     /// (saxpy's) then costs nothing per invocation but the body: the reset was a third of it.
-    dirty: Cell<bool>,
+    pub(crate) dirty: Cell<bool>,
     /// The worker's stack, parked while the fibers finish a converted workgroup.
     resume: fiber::Context,
     /// Starts the fiber of invocation `u` (monomorphized for the kernel body: `spawn::<F>`).
@@ -147,6 +147,18 @@ impl<'a> Ctx<'a> {
             linear: group.linear.get() as usize,
             group,
         }
+    }
+
+    /// Invocation `t` of `group` as a lane of a `#[lanes]` body (`lanes.rs`).
+    #[inline(always)]
+    pub(crate) fn lane(group: &'a Group, t: usize, local: [u32; 3]) -> Ctx<'a> {
+        Ctx::of(group, t, local)
+    }
+
+    /// This workgroup's invocation `t`, at `local`.
+    #[inline(always)]
+    pub(crate) fn at(&self, t: usize, local: [u32; 3]) -> Ctx<'a> {
+        Ctx { local, t: t as u32, ..*self }
     }
 
     #[inline(always)]
@@ -558,6 +570,30 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
 ) {
     let kernel = KernelCode { body: body as *const F as *const u8, group: run_invocations::<F>, spawn: spawn::<F> };
     run_grid(grid, size, workers, checks, &kernel, entry_at);
+}
+
+/// Every workgroup of `grid` as one call of `body`, the host copy of a `#[lanes]` kernel body
+/// (`lanes.rs`): the same workers, chunks and workgroup state as `run`, no fibers.
+pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
+    grid: [u32; 3],
+    size: [u32; 3],
+    workers: u32,
+    checks: ChecksPtr,
+    body: &L,
+    entry_at: &'static Location<'static>,
+) {
+    let kernel = KernelCode { body: body as *const L as *const u8, group: run_lanes_group::<L>, spawn: no_fibers };
+    run_grid(grid, size, workers, checks, &kernel, entry_at);
+}
+
+unsafe fn run_lanes_group<L: Fn(&super::Lanes) + Sync>(group: &Group, body: *const u8) {
+    let body = unsafe { &*(body as *const L) };
+    body(&super::Lanes::new(group));
+}
+
+/// A `#[lanes]` body reaches no `Ctx::barrier` (the attribute refuses a `ctx` it cannot see).
+unsafe fn no_fibers(_: &Group, _: usize) {
+    panic!("gpu_kernel: a barrier outside the statements #[lanes] splits at");
 }
 
 /// One workgroup's invocations on the worker's stack (see the module's comment): invocation 0,

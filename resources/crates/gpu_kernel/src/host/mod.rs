@@ -27,6 +27,7 @@
 
 mod exec;
 mod fiber;
+mod lanes;
 mod panic_line;
 mod pool;
 #[cfg(feature = "sim")]
@@ -41,6 +42,7 @@ use core::ops::{Index, IndexMut};
 use core::panic::Location;
 
 pub use exec::Ctx;
+pub use lanes::{Carried, LaneVar, Lanes, Vote, MAX_LANES};
 
 use crate::Element;
 
@@ -251,11 +253,39 @@ impl<'l> Kernel<'l> {
         self.checks.as_deref().map_or(core::ptr::null(), |c| c as *const sim::Checks)
     }
 
+    /// Run a `#[lanes]` kernel body: `lanes`, its host copy, once per workgroup (`lanes.rs`);
+    /// `fibers`, the body as written, once per invocation in `workbench debug`'s build, where
+    /// the debugger follows one invocation through the body. Only the closure the build runs is
+    /// compiled.
+    #[track_caller]
+    pub fn run_lanes<F, L>(mut self, fibers: F, lanes: L)
+    where
+        F: Fn(Ctx) + Sync,
+        L: Fn(&Lanes) + Sync,
+    {
+        #[cfg(feature = "debug")]
+        {
+            let _ = lanes;
+            self.run(fibers)
+        }
+        #[cfg(not(feature = "debug"))]
+        {
+            let _ = fibers;
+            let at = Location::caller();
+            #[cfg(feature = "sim")]
+            let checks = self.checks_ptr();
+            #[cfg(not(feature = "sim"))]
+            let checks = core::ptr::null();
+            exec::run_lanes(self.launch.grid, self.launch.threads, self.launch.workers, checks, &lanes, at);
+            self.report();
+        }
+    }
+
     /// Run `body` once per invocation of the launch's grid, with GPU semantics; in a `sim` build
     /// with checks on, the findings go to the launch's report. A barrier-free body runs faster
     /// in a `move` closure (see the module's comment).
     #[track_caller]
-    pub fn run<F>(self, body: F)
+    pub fn run<F>(mut self, body: F)
     where
         F: Fn(Ctx) + Sync,
     {
@@ -265,6 +295,11 @@ impl<'l> Kernel<'l> {
         let checks = core::ptr::null();
         let at = Location::caller();
         exec::run(self.launch.grid, self.launch.threads, self.launch.workers, checks, &body, at);
+        self.report();
+    }
+
+    /// cpu-sim's findings into the launch's report.
+    fn report(&mut self) {
         #[cfg(feature = "sim")]
         if let Some(checks) = &self.checks {
             let cap = self.launch.report_cap as usize;

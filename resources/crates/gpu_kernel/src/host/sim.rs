@@ -288,6 +288,13 @@ pub(crate) fn running(who: u64) {
     WORKER.with(|w| w.who.set(who));
 }
 
+/// `running`'s argument for lane `t` of a `#[lanes]` workgroup, in the workgroup's epoch now.
+#[inline(always)]
+pub(crate) fn lane_who(group: &Group, t: usize) -> u64 {
+    let linear = group.linear.get();
+    if linear < GROUP_LIMIT { pack(group.generation, linear, t, group.epoch.get(), 0) } else { 0 }
+}
+
 /// The workgroup turned into fibers: accesses read their invocation from it (`whoami`).
 pub(crate) fn fibers() {
     WORKER.with(|w| w.who.set(0));

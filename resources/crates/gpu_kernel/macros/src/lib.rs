@@ -1,0 +1,813 @@
+//! `#[gpu_kernel::lanes]`: a kernel body's host copy, split at its barriers into loops over the
+//! workgroup's invocations.
+//!
+//! On the host every invocation of a workgroup otherwise runs on a fiber of its own, and each
+//! barrier is one switch per invocation: for a kernel doing a few loads and an add between
+//! barriers (a scan, a reduction tree, a stencil's tile) the switches are most of its time. This
+//! attribute keeps the body as written (every GPU target, and cpu-sim's fibers in `workbench
+//! debug`) and adds `NAME_lanes`, where the statements between two barriers are one loop over
+//! the invocations ("lanes"), the way OpenCL-on-CPU compilers (pocl's work-group functions) run
+//! kernels: no switch, no stack per invocation, and a loop the compiler can optimise across
+//! invocations. Locals that live across a barrier are kept per lane (`host::LaneVar`).
+//!
+//! What it takes (anything else is a compile error at the statement, naming it; without the
+//! attribute the body runs on fibers as before):
+//! - a function whose first `Ctx` parameter is the invocation's, returning nothing;
+//! - `ctx.barrier();` as a statement of the body, or of the block of a `while` or `if` whose
+//!   condition is the same for every invocation of the workgroup (a GPU requires that much of a
+//!   barrier; a lane that disagrees is a barrier divergence: cpu-sim reports it, cpu stops);
+//! - `ctx` used only as `ctx.method(..)` (a barrier in a function the body calls would be
+//!   invisible here), no subgroup operation, no `ctx.shared()` (shared arrays are parameters);
+//! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types;
+//! - `return;` anywhere, but `break` / `continue` only inside loops without barriers.
+//!
+//! The crate has no dependencies (the workbench builds offline: no syn, no quote); it reads the
+//! token trees itself and keeps the body's own tokens, so every span (a panic's line, cpu-sim's
+//! `#[track_caller]` locations, a compiler error) still points at the kernel's source.
+
+use proc_macro::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream, TokenTree as Tt};
+use std::collections::BTreeSet;
+
+#[proc_macro_attribute]
+pub fn lanes(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut out = item.clone();
+    let result = if attr.is_empty() {
+        transform(item)
+    } else {
+        Err(Error(Span::call_site(), "#[lanes] takes no arguments".into()))
+    };
+    match result {
+        Ok(lanes) => out.extend(lanes),
+        Err(Error(span, message)) => out.extend(compile_error(span, &message)),
+    }
+    out
+}
+
+struct Error(Span, String);
+type Result<T> = core::result::Result<T, Error>;
+
+fn fail<T>(span: Span, message: &str) -> Result<T> {
+    Err(Error(span, format!("#[lanes]: {message}")))
+}
+
+// ---------------------------------------------------------------------------- token helpers
+
+fn ts(code: &str) -> TokenStream {
+    code.parse().expect("the macro's own code parses")
+}
+
+fn is_ident(t: &Tt, name: &str) -> bool {
+    matches!(t, Tt::Ident(i) if i.to_string() == name)
+}
+
+fn is_punct(t: &Tt, c: char) -> bool {
+    matches!(t, Tt::Punct(p) if p.as_char() == c)
+}
+
+fn is_brace(t: &Tt) -> bool {
+    matches!(t, Tt::Group(g) if g.delimiter() == Delimiter::Brace)
+}
+
+fn stream(tokens: &[Tt]) -> TokenStream {
+    tokens.iter().cloned().collect()
+}
+
+/// Every token of `s`, with `span` (generated code that stands for one of the kernel's tokens).
+fn respan(s: TokenStream, span: Span) -> TokenStream {
+    s.into_iter()
+        .map(|t| match t {
+            Tt::Group(g) => {
+                let mut n = Group::new(g.delimiter(), respan(g.stream(), span));
+                n.set_span(span);
+                Tt::Group(n)
+            }
+            mut t => {
+                t.set_span(span);
+                t
+            }
+        })
+        .collect()
+}
+
+fn compile_error(span: Span, message: &str) -> TokenStream {
+    let lit = proc_macro::Literal::string(message);
+    let mut s = ts("::core::compile_error!");
+    s.extend([Tt::Group(Group::new(Delimiter::Parenthesis, Tt::Literal(lit).into()))]);
+    s.extend([Tt::Punct(Punct::new(';', Spacing::Alone))]);
+    respan(s, span)
+}
+
+/// Split `tokens` at commas outside `<...>` (a parameter list: `Shared<f32, BLOCK>`).
+fn split_commas(tokens: &[Tt]) -> Vec<Vec<Tt>> {
+    let (mut parts, mut cur, mut depth) = (Vec::new(), Vec::new(), 0i32);
+    for (k, t) in tokens.iter().enumerate() {
+        match t {
+            Tt::Punct(p) if p.as_char() == '<' => depth += 1,
+            Tt::Punct(p) if p.as_char() == '>' && !(k > 0 && is_punct(&tokens[k - 1], '-')) => depth -= 1,
+            Tt::Punct(p) if p.as_char() == ',' && depth == 0 => {
+                parts.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(t.clone());
+    }
+    if !cur.is_empty() {
+        parts.push(cur);
+    }
+    parts
+}
+
+/// Every identifier in `tokens`, nested groups included.
+fn idents(tokens: &[Tt], into: &mut BTreeSet<String>) {
+    for t in tokens {
+        match t {
+            Tt::Ident(i) => {
+                into.insert(i.to_string());
+            }
+            Tt::Group(g) => idents(&g.stream().into_iter().collect::<Vec<_>>(), into),
+            _ => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------- the function
+
+struct Param {
+    tokens: Vec<Tt>,
+}
+
+fn transform(item: TokenStream) -> Result<TokenStream> {
+    let toks: Vec<Tt> = item.into_iter().collect();
+    let Some(fn_at) = toks.iter().position(|t| is_ident(t, "fn")) else {
+        return fail(Span::call_site(), "goes on a kernel body function");
+    };
+    // Visibility and qualifiers before `fn`, attributes (`#[...]`) dropped: the copy has its own.
+    let mut head = Vec::new();
+    let mut k = 0;
+    while k < fn_at {
+        if is_punct(&toks[k], '#') {
+            k += 2;
+            continue;
+        }
+        if is_ident(&toks[k], "async") || is_ident(&toks[k], "const") {
+            return fail(toks[k].span(), "a kernel body is a plain function");
+        }
+        head.push(toks[k].clone());
+        k += 1;
+    }
+    let Some(Tt::Ident(name)) = toks.get(fn_at + 1) else {
+        return fail(toks[fn_at].span(), "expected the function's name");
+    };
+    let mut k = fn_at + 2;
+    let mut generics = Vec::new();
+    if toks.get(k).is_some_and(|t| is_punct(t, '<')) {
+        let mut depth = 0;
+        loop {
+            let Some(t) = toks.get(k) else {
+                return fail(name.span(), "unbalanced generics");
+            };
+            if is_punct(t, '<') {
+                depth += 1;
+            } else if is_punct(t, '>') && !is_punct(&toks[k - 1], '-') {
+                depth -= 1;
+            }
+            generics.push(t.clone());
+            k += 1;
+            if depth == 0 {
+                break;
+            }
+        }
+    }
+    let Some(Tt::Group(params)) = toks.get(k) else {
+        return fail(name.span(), "expected the parameter list");
+    };
+    let params_group = params.clone();
+    k += 1;
+    let Some(Tt::Group(body)) = toks.last() else {
+        return fail(name.span(), "expected the function's body");
+    };
+    let between = &toks[k..toks.len() - 1];
+    if let Some(p) = between.iter().position(|t| is_punct(t, '-')) {
+        if between.get(p + 1).is_some_and(|t| is_punct(t, '>')) {
+            return fail(between[p].span(), "a kernel body returns nothing");
+        }
+    }
+    let where_clause = between.to_vec();
+
+    // The parameters: the first `Ctx` one is the invocation's; the others are the same for
+    // every invocation and stay parameters of the copy.
+    let all: Vec<Tt> = params_group.stream().into_iter().collect();
+    let mut ctx_name = None;
+    let mut params = Vec::new();
+    for p in split_commas(&all) {
+        let Some(colon) = p.iter().position(|t| is_punct(t, ':')) else {
+            return fail(params_group.span(), "expected `name: Type` parameters");
+        };
+        let is_ctx = matches!(p.get(colon + 1), Some(Tt::Ident(i)) if i.to_string() == "Ctx")
+            || p[colon + 1..].windows(2).any(|w| is_punct(&w[0], ':') && is_ident(&w[1], "Ctx"));
+        if is_ctx && ctx_name.is_none() {
+            let Some(Tt::Ident(i)) = p[..colon].last() else {
+                return fail(p[0].span(), "the `Ctx` parameter is a plain name");
+            };
+            ctx_name = Some(i.clone());
+        } else {
+            params.push(Param { tokens: p });
+        }
+    }
+    let Some(ctx) = ctx_name else {
+        return fail(params_group.span(), "the body takes no `Ctx` parameter");
+    };
+
+    let body_tokens: Vec<Tt> = body.stream().into_iter().collect();
+    // A parameter is one value for the whole workgroup here: one invocation assigning it would
+    // change it for the others.
+    for p in &params {
+        if let Some(Tt::Ident(i)) = p.tokens.iter().take_while(|t| !is_punct(t, ':')).last() {
+            // Up to the body's own `let` of that name, if it has one (then it is a local).
+            let name = i.to_string();
+            let upto = body_tokens
+                .windows(3)
+                .position(|w| is_ident(&w[0], "let") && (is_ident(&w[1], &name) || (is_ident(&w[1], "mut") && is_ident(&w[2], &name))))
+                .unwrap_or(body_tokens.len());
+            if let Some(at) = assigned(&body_tokens[..upto], &name) {
+                return fail(at, &format!("the parameter `{i}` is assigned in the body; bind it first (`let mut {i} = {i};`)"));
+            }
+        }
+    }
+    let lower = Lower { ctx: ctx.to_string(), next_id: 0, returns: has_return(&body_tokens) };
+    lower.check_ctx_uses(&body_tokens)?;
+    let mut lower = lower;
+    let mut scopes: Vec<Vec<Var>> = vec![Vec::new()];
+    let lowered = lower.block(&body_tokens, &mut scopes)?;
+
+    let mut out = ts(
+        "#[cfg(not(any(target_arch = \"nvptx64\", target_arch = \"spirv\")))] \
+         #[allow(unused_mut, unused_variables, unused_assignments, unused_labels, unreachable_code, \
+                 non_snake_case, clippy::all, clippy::pedantic)] \
+         #[inline(always)]",
+    );
+    out.extend(stream(&head));
+    out.extend(ts("fn"));
+    out.extend([Tt::Ident(Ident::new(&format!("{name}_lanes"), name.span()))]);
+    out.extend(stream(&generics));
+    let mut sig = ts("__wg: &::gpu_kernel::host::Lanes<'_>");
+    for p in &params {
+        sig.extend(ts(","));
+        sig.extend(stream(&p.tokens));
+    }
+    out.extend([Tt::Group(Group::new(Delimiter::Parenthesis, sig))]);
+    out.extend(stream(&where_clause));
+    out.extend([Tt::Group(Group::new(Delimiter::Brace, lowered))]);
+    Ok(out)
+}
+
+/// Whether `tokens` hold a `return` (the lanes then keep track of which have returned).
+fn has_return(tokens: &[Tt]) -> bool {
+    tokens.iter().any(|t| match t {
+        Tt::Ident(i) => i.to_string() == "return",
+        Tt::Group(g) => has_return(&g.stream().into_iter().collect::<Vec<_>>()),
+        _ => false,
+    })
+}
+
+// ---------------------------------------------------------------------------- statements
+
+/// A local that lives across a barrier: its name, whether it is `mut`, and its lane storage.
+#[derive(Clone)]
+struct Var {
+    name: String,
+    mutable: bool,
+    id: usize,
+}
+
+struct Lower {
+    ctx: String,
+    next_id: usize,
+    returns: bool,
+}
+
+enum Stmt {
+    /// Statements with no barrier in them.
+    Plain(Vec<Tt>),
+    /// `ctx.barrier();`: the span of `barrier`.
+    Barrier(Span),
+    /// `while cond { .. }` with a barrier in its block.
+    While { cond: Vec<Tt>, body: Group, at: Span },
+    /// `if cond { .. } else ..` with a barrier in a branch.
+    If { cond: Vec<Tt>, then: Group, els: Option<Vec<Tt>>, at: Span },
+}
+
+/// The block's statements, each its tokens (a `;` ends one; so does the block of an `if`,
+/// `while`, `for`, `loop`, `match` or `unsafe` that begins one, unless an operator follows).
+fn split_statements(tokens: &[Tt]) -> Vec<Vec<Tt>> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < tokens.len() {
+        let start = k;
+        let block_like = match &tokens[k] {
+            Tt::Ident(i) => matches!(i.to_string().as_str(), "if" | "while" | "for" | "loop" | "match" | "unsafe"),
+            Tt::Punct(p) => p.as_char() == '\'', // a label: 'a: loop { .. }
+            Tt::Group(g) => g.delimiter() == Delimiter::Brace,
+            _ => false,
+        };
+        if block_like {
+            // To the first block; an `if` goes on through its `else if` / `else` blocks.
+            let is_if = is_ident(&tokens[k], "if");
+            while k < tokens.len() && !is_brace(&tokens[k]) {
+                k += 1;
+            }
+            k += 1;
+            while is_if && tokens.get(k).is_some_and(|t| is_ident(t, "else")) {
+                k += 1;
+                while k < tokens.len() && !is_brace(&tokens[k]) {
+                    k += 1;
+                }
+                k += 1;
+            }
+            let k_end = k.min(tokens.len());
+            match tokens.get(k_end) {
+                None => {
+                    out.push(tokens[start..k_end].to_vec());
+                    k = k_end;
+                    continue;
+                }
+                Some(t) if is_punct(t, ';') => {
+                    out.push(tokens[start..=k_end].to_vec());
+                    k = k_end + 1;
+                    continue;
+                }
+                Some(Tt::Punct(p)) if p.as_char() != '.' && p.as_char() != '?' => {
+                    out.push(tokens[start..k_end].to_vec());
+                    k = k_end;
+                    continue;
+                }
+                Some(Tt::Ident(i)) if i.to_string() != "as" => {
+                    out.push(tokens[start..k_end].to_vec());
+                    k = k_end;
+                    continue;
+                }
+                Some(Tt::Group(_)) | Some(Tt::Literal(_)) => {
+                    out.push(tokens[start..k_end].to_vec());
+                    k = k_end;
+                    continue;
+                }
+                _ => {} // `.method()` or `?` or `as`: an expression statement, to its `;`
+            }
+        }
+        while k < tokens.len() && !is_punct(&tokens[k], ';') {
+            k += 1;
+        }
+        let end = (k + 1).min(tokens.len());
+        out.push(tokens[start..end].to_vec());
+        k = end;
+    }
+    out
+}
+
+impl Lower {
+    fn contains_barrier(&self, tokens: &[Tt]) -> bool {
+        tokens.windows(3).any(|w| is_ident(&w[0], &self.ctx) && is_punct(&w[1], '.') && is_ident(&w[2], "barrier"))
+            || tokens.iter().any(|t| match t {
+                Tt::Group(g) => self.contains_barrier(&g.stream().into_iter().collect::<Vec<_>>()),
+                _ => false,
+            })
+    }
+
+    /// `ctx` only as `ctx.method(..)`, and no method the lanes cannot run.
+    fn check_ctx_uses(&self, tokens: &[Tt]) -> Result<()> {
+        for (k, t) in tokens.iter().enumerate() {
+            if let Tt::Group(g) = t {
+                self.check_ctx_uses(&g.stream().into_iter().collect::<Vec<_>>())?;
+            }
+            if !is_ident(t, &self.ctx) || (k > 0 && is_punct(&tokens[k - 1], '.')) {
+                continue;
+            }
+            if !tokens.get(k + 1).is_some_and(|t| is_punct(t, '.')) {
+                return fail(
+                    t.span(),
+                    "the invocation's `ctx` is passed on here: a barrier in another function is invisible to \
+                     #[lanes] (call ctx's methods in the body itself, or remove #[lanes] to run on fibers)",
+                );
+            }
+            if let Some(Tt::Ident(m)) = tokens.get(k + 2) {
+                let m = m.to_string();
+                if m.starts_with("subgroup_") {
+                    return fail(tokens[k + 2].span(), "subgroup operations are not supported (remove #[lanes] to run on fibers)");
+                }
+                if m == "shared" {
+                    return fail(tokens[k + 2].span(), "shared arrays are parameters of the body, not `ctx.shared()`");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn classify(&self, stmt: Vec<Tt>) -> Result<Stmt> {
+        if !self.contains_barrier(&stmt) {
+            return Ok(Stmt::Plain(stmt));
+        }
+        let core: &[Tt] = if stmt.last().is_some_and(|t| is_punct(t, ';')) { &stmt[..stmt.len() - 1] } else { &stmt };
+        if core.len() == 4
+            && is_ident(&core[0], &self.ctx)
+            && is_punct(&core[1], '.')
+            && is_ident(&core[2], "barrier")
+            && matches!(&core[3], Tt::Group(g) if g.delimiter() == Delimiter::Parenthesis && g.stream().is_empty())
+        {
+            return Ok(Stmt::Barrier(core[2].span()));
+        }
+        let first = core[0].clone();
+        let block_at = core.iter().position(is_brace);
+        if is_ident(&first, "while") {
+            if let Some(b) = block_at {
+                if b == core.len() - 1 {
+                    let Tt::Group(body) = &core[b] else { unreachable!() };
+                    return Ok(Stmt::While { cond: core[1..b].to_vec(), body: body.clone(), at: first.span() });
+                }
+            }
+        }
+        if is_ident(&first, "if") {
+            if let Some(b) = block_at {
+                let Tt::Group(then) = &core[b] else { unreachable!() };
+                let rest = &core[b + 1..];
+                let els = if rest.is_empty() {
+                    Some(None)
+                } else if is_ident(&rest[0], "else") && rest.len() == 2 && is_brace(&rest[1]) {
+                    let Tt::Group(g) = &rest[1] else { unreachable!() };
+                    Some(Some(g.stream().into_iter().collect()))
+                } else if is_ident(&rest[0], "else") && rest.len() > 1 && is_ident(&rest[1], "if") {
+                    Some(Some(rest[1..].to_vec()))
+                } else {
+                    None
+                };
+                if let Some(els) = els {
+                    return Ok(Stmt::If { cond: core[1..b].to_vec(), then: then.clone(), els, at: first.span() });
+                }
+            }
+        }
+        fail(
+            first.span(),
+            "a barrier here is not supported: barriers go in the body, or in the block of a `while` or `if` \
+             (not `for`, `loop`, `match`, a closure, or an expression); remove #[lanes] to run on fibers",
+        )
+    }
+
+    /// A block with barriers, lowered: its barrier-free runs of statements each one loop over
+    /// the lanes, its barriers and the loops and branches around them once per workgroup.
+    fn block(&mut self, tokens: &[Tt], scopes: &mut Vec<Vec<Var>>) -> Result<TokenStream> {
+        let stmts = split_statements(tokens)
+            .into_iter()
+            .map(|s| self.classify(s))
+            .collect::<Result<Vec<_>>>()?;
+        // The names each statement and those after it mention (what a run of statements must
+        // keep for the rest of the block: its locals are gone after the block).
+        let mut later: Vec<BTreeSet<String>> = vec![BTreeSet::new(); stmts.len() + 1];
+        for i in (0..stmts.len()).rev() {
+            let mut names = later[i + 1].clone();
+            stmt_idents(&stmts[i], &mut names);
+            later[i] = names;
+        }
+        let mut out = TokenStream::new();
+        let mut i = 0;
+        while i < stmts.len() {
+            match &stmts[i] {
+                Stmt::Plain(_) => {
+                    let mut run = Vec::new();
+                    while let Some(Stmt::Plain(s)) = stmts.get(i) {
+                        run.push(s.clone());
+                        i += 1;
+                    }
+                    out.extend(self.segment(&run, scopes, &later[i])?);
+                }
+                Stmt::Barrier(at) => {
+                    out.extend(respan(ts("__wg.barrier();"), *at));
+                    i += 1;
+                }
+                Stmt::While { cond, body, at } => {
+                    // Lanes may stop at the vote (a divergence): the loops after it skip them.
+                    self.returns = true;
+                    let barrier = self.first_barrier(&body.stream().into_iter().collect::<Vec<_>>()).unwrap_or(*at);
+                    let vote = self.vote(cond, scopes, *at, barrier)?;
+                    scopes.push(Vec::new());
+                    let inner = self.block(&body.stream().into_iter().collect::<Vec<_>>(), scopes)?;
+                    scopes.pop();
+                    let mut l = ts("loop");
+                    let mut b = vote;
+                    b.extend(ts("if !__go { break; }"));
+                    b.extend([Tt::Group(Group::new(Delimiter::Brace, inner))]);
+                    l.extend([Tt::Group(Group::new(Delimiter::Brace, b))]);
+                    out.extend(l);
+                    i += 1;
+                }
+                Stmt::If { cond, then, els, at } => {
+                    self.returns = true;
+                    let then_tokens: Vec<Tt> = then.stream().into_iter().collect();
+                    let barrier = self
+                        .first_barrier(&then_tokens)
+                        .or_else(|| els.as_ref().and_then(|e| self.first_barrier(e)))
+                        .unwrap_or(*at);
+                    let mut b = self.vote(cond, scopes, *at, barrier)?;
+                    scopes.push(Vec::new());
+                    let t = self.block(&then_tokens, scopes)?;
+                    scopes.pop();
+                    b.extend(ts("if __go"));
+                    b.extend([Tt::Group(Group::new(Delimiter::Brace, t))]);
+                    if let Some(e) = els {
+                        scopes.push(Vec::new());
+                        let e = self.block(e, scopes)?;
+                        scopes.pop();
+                        b.extend(ts("else"));
+                        b.extend([Tt::Group(Group::new(Delimiter::Brace, e))]);
+                    }
+                    out.extend([Tt::Group(Group::new(Delimiter::Brace, b))]);
+                    i += 1;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The span of the first `barrier` in `tokens` (where a divergence around it is reported).
+    fn first_barrier(&self, tokens: &[Tt]) -> Option<Span> {
+        for (k, t) in tokens.iter().enumerate() {
+            if is_ident(t, &self.ctx)
+                && tokens.get(k + 1).is_some_and(|t| is_punct(t, '.'))
+                && tokens.get(k + 2).is_some_and(|t| is_ident(t, "barrier"))
+            {
+                return Some(tokens[k + 2].span());
+            }
+            if let Tt::Group(g) = t {
+                if let Some(s) = self.first_barrier(&g.stream().into_iter().collect::<Vec<_>>()) {
+                    return Some(s);
+                }
+            }
+        }
+        None
+    }
+
+    /// The loop over the lanes, `body` inside it, with the locals that `uses` names taken from
+    /// their lanes first, and `store` (with the `mut` ones taken) put back after.
+    fn lane_loop(
+        &self,
+        uses: &BTreeSet<String>,
+        scopes: &[Vec<Var>],
+        body: TokenStream,
+        store: &[Var],
+        shadowed: &BTreeSet<String>,
+    ) -> TokenStream {
+        let mut inner = TokenStream::new();
+        if self.returns {
+            inner.extend(ts("if __wg.retired(__lane) { continue '__lanes; }"));
+        }
+        inner.extend(ts(&format!("let {} = __wg.ctx(__lane, __local);", self.ctx)));
+        let taken = visible(scopes, uses);
+        for v in &taken {
+            let m = if v.mutable { "mut " } else { "" };
+            inner.extend(ts(&format!("let {m}{} = unsafe {{ __lane_{}.get(__lane) }};", v.name, v.id)));
+        }
+        inner.extend(body);
+        for v in taken.iter().filter(|v| v.mutable && !shadowed.contains(&v.name)).chain(store.iter()) {
+            inner.extend(ts(&format!("unsafe {{ __lane_{}.set(__lane, {}) }};", v.id, v.name)));
+        }
+        let mut head = ts("let __lane = __row + __x as usize; let __local = [__x, __y, __z];");
+        head.extend(inner);
+        let mut x = ts("'__lanes: for __x in 0..__wg.size()[0]");
+        x.extend([Tt::Group(Group::new(Delimiter::Brace, head))]);
+        let mut y = ts("let __row = __wg.row(__y, __z);");
+        y.extend(x);
+        let mut yl = ts("for __y in 0..__wg.size()[1]");
+        yl.extend([Tt::Group(Group::new(Delimiter::Brace, y))]);
+        let mut l = ts("for __z in 0..__wg.size()[2]");
+        l.extend([Tt::Group(Group::new(Delimiter::Brace, yl))]);
+        l
+    }
+
+    /// A run of barrier-free statements: one loop over the lanes. Its `let`s that the rest of the
+    /// block names are kept per lane.
+    fn segment(&mut self, stmts: &[Vec<Tt>], scopes: &mut [Vec<Var>], later: &BTreeSet<String>) -> Result<TokenStream> {
+        let mut uses = BTreeSet::new();
+        let mut body = TokenStream::new();
+        let mut defined: Vec<(String, bool)> = Vec::new();
+        for s in stmts {
+            check_no_escape(s)?;
+            idents(s, &mut uses);
+            if is_ident(&s[0], "let") {
+                let names = match let_names(s) {
+                    Ok(names) => names,
+                    // A pattern this cannot keep per lane is fine while nothing after the run
+                    // names what it binds.
+                    Err(e) => {
+                        let mut bound = BTreeSet::new();
+                        let end = s.iter().position(|t| is_punct(t, '=')).unwrap_or(s.len());
+                        idents(&s[1..end], &mut bound);
+                        if bound.iter().any(|n| later.contains(n)) {
+                            return Err(e);
+                        }
+                        Vec::new()
+                    }
+                };
+                for (name, mutable) in names {
+                    defined.retain(|(n, _)| *n != name);
+                    defined.push((name, mutable));
+                }
+            }
+            body.extend(self.rewrite_returns(s));
+        }
+        let mut decls = TokenStream::new();
+        let mut store = Vec::new();
+        let defined_names: Vec<String> = defined.iter().map(|(n, _)| n.clone()).collect();
+        for (name, mutable) in defined {
+            if !later.contains(&name) {
+                continue;
+            }
+            let v = Var { name, mutable, id: self.next_id };
+            self.next_id += 1;
+            decls.extend(ts(&format!("let mut __lane_{} = __wg.var();", v.id)));
+            store.push(v);
+        }
+        // A kept `mut` local that the run shadows: of this block, nothing after the run can name
+        // it (not put back); of an enclosing block, it could be named after this block ends, and
+        // putting it back would store the shadowing binding.
+        let shadowed: BTreeSet<String> = defined_names.iter().cloned().collect();
+        let here: BTreeSet<usize> = scopes.last().map_or(BTreeSet::new(), |s| s.iter().map(|v| v.id).collect());
+        for v in visible(scopes, &uses) {
+            if v.mutable && shadowed.contains(&v.name) && !here.contains(&v.id) {
+                return fail(
+                    stmts[0][0].span(),
+                    &format!("`{}` is shadowed here by a `let` of the same name while a loop around it may change it; rename one", v.name),
+                );
+            }
+        }
+        // Taken from the lanes: the locals the run names that were kept before it.
+        let out_loop = self.lane_loop(&uses, scopes, body, &store, &shadowed);
+        let scope = scopes.last_mut().expect("a scope");
+        scope.extend(store);
+        decls.extend(out_loop);
+        Ok(decls)
+    }
+
+    /// `let __go = cond` for the workgroup: every lane's value of `cond`, which must agree.
+    fn vote(&mut self, cond: &[Tt], scopes: &[Vec<Var>], at: Span, barrier: Span) -> Result<TokenStream> {
+        check_no_escape(cond)?;
+        let mut uses = BTreeSet::new();
+        idents(cond, &mut uses);
+        let mut args = ts("__lane,");
+        args.extend([Tt::Group(Group::new(Delimiter::Brace, self.rewrite_returns(cond)))]);
+        let mut cast = ts("__vote.cast");
+        cast.extend([Tt::Group(Group::new(Delimiter::Parenthesis, args))]);
+        cast.extend(ts(";"));
+        let mut out = respan(ts("let mut __vote = __wg.vote();"), at);
+        out.extend(self.lane_loop(&uses, scopes, cast, &[], &BTreeSet::new()));
+        out.extend(ts("let __go ="));
+        out.extend(respan(ts("__vote.result(__wg)"), barrier));
+        out.extend(ts(";"));
+        Ok(out)
+    }
+
+    /// `return` (the invocation is done) as: this lane retires, go on with the next one.
+    fn rewrite_returns(&self, tokens: &[Tt]) -> TokenStream {
+        let mut out = TokenStream::new();
+        for t in tokens {
+            match t {
+                Tt::Ident(i) if i.to_string() == "return" => {
+                    out.extend(respan(ts("{ __wg.retire(__lane); continue '__lanes; }"), i.span()));
+                }
+                Tt::Group(g) => {
+                    let inner: Vec<Tt> = g.stream().into_iter().collect();
+                    let mut n = Group::new(g.delimiter(), self.rewrite_returns(&inner));
+                    n.set_span(g.span());
+                    out.extend([Tt::Group(n)]);
+                }
+                t => out.extend([t.clone()]),
+            }
+        }
+        out
+    }
+}
+
+fn stmt_idents(s: &Stmt, into: &mut BTreeSet<String>) {
+    match s {
+        Stmt::Plain(t) => idents(t, into),
+        Stmt::Barrier(_) => {}
+        Stmt::While { cond, body, .. } => {
+            idents(cond, into);
+            idents(&body.stream().into_iter().collect::<Vec<_>>(), into);
+        }
+        Stmt::If { cond, then, els, .. } => {
+            idents(cond, into);
+            idents(&then.stream().into_iter().collect::<Vec<_>>(), into);
+            if let Some(e) = els {
+                idents(e, into);
+            }
+        }
+    }
+}
+
+/// The kept locals that `uses` names, the innermost binding of each name.
+fn visible(scopes: &[Vec<Var>], uses: &BTreeSet<String>) -> Vec<Var> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for scope in scopes.iter().rev() {
+        for v in scope.iter().rev() {
+            if uses.contains(&v.name) && seen.insert(v.name.clone()) {
+                out.push(v.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The names a `let` binds: `let [mut] name` or `let ([mut] a, [mut] b, ..)`, each with whether
+/// it is `mut`.
+fn let_names(s: &[Tt]) -> Result<Vec<(String, bool)>> {
+    let pat_end = s.iter().position(|t| is_punct(t, ':') || is_punct(t, '=') || is_punct(t, ';')).unwrap_or(s.len());
+    let pat = &s[1..pat_end];
+    let simple = |p: &[Tt]| -> Option<(String, bool)> {
+        match p {
+            [Tt::Ident(i)] => Some((i.to_string(), false)),
+            [m, Tt::Ident(i)] if is_ident(m, "mut") => Some((i.to_string(), true)),
+            _ => None,
+        }
+    };
+    if let Some(v) = simple(pat) {
+        return Ok(if v.0 == "_" { vec![] } else { vec![v] });
+    }
+    if let [Tt::Group(g)] = pat {
+        if g.delimiter() == Delimiter::Parenthesis {
+            let inner: Vec<Tt> = g.stream().into_iter().collect();
+            let mut out = Vec::new();
+            for part in split_commas(&inner) {
+                match simple(&part) {
+                    Some(v) if v.0 == "_" => {}
+                    Some(v) => out.push(v),
+                    None => return fail(g.span(), "this `let` pattern is not supported here (a name, or a tuple of names)"),
+                }
+            }
+            return Ok(out);
+        }
+    }
+    fail(s[0].span(), "this `let` pattern is not supported here (a name, or a tuple of names)")
+}
+
+/// No `break` / `continue` that would leave the run of statements (it meant a loop around a
+/// barrier; here it would leave the loop over the lanes).
+fn check_no_escape(tokens: &[Tt]) -> Result<()> {
+    let mut k = 0;
+    while k < tokens.len() {
+        let t = &tokens[k];
+        if is_ident(t, "while") || is_ident(t, "for") || is_ident(t, "loop") {
+            // The loop's own block: its `break` and `continue` stay in it.
+            while k < tokens.len() && !is_brace(&tokens[k]) {
+                if let Tt::Group(g) = &tokens[k] {
+                    check_no_escape(&g.stream().into_iter().collect::<Vec<_>>())?;
+                }
+                k += 1;
+            }
+            k += 1;
+            continue;
+        }
+        if is_punct(t, '|') {
+            // A closure: its body is its own (a `break` in it would not compile anyway).
+            k += 1;
+            continue;
+        }
+        if is_ident(t, "break") || is_ident(t, "continue") {
+            return fail(t.span(), "`break` / `continue` out of a loop with a barrier in it is not supported");
+        }
+        if let Tt::Group(g) = t {
+            check_no_escape(&g.stream().into_iter().collect::<Vec<_>>())?;
+        }
+        k += 1;
+    }
+    Ok(())
+}
+
+/// Where `name` is assigned (`name = ..`, `name += ..`, ...) in `tokens`, if anywhere.
+fn assigned(tokens: &[Tt], name: &str) -> Option<Span> {
+    for (k, t) in tokens.iter().enumerate() {
+        if let Tt::Group(g) = t {
+            if let Some(s) = assigned(&g.stream().into_iter().collect::<Vec<_>>(), name) {
+                return Some(s);
+            }
+        }
+        if !is_ident(t, name) || (k > 0 && (is_punct(&tokens[k - 1], '.') || is_ident(&tokens[k - 1], "let") || is_ident(&tokens[k - 1], "mut"))) {
+            continue;
+        }
+        // `=` alone, or an operator joined to a final `=` (`+=`, `<<=`; not `==`, `<=`, `>=`, `!=`).
+        let mut j = k + 1;
+        let mut op = String::new();
+        while let Some(Tt::Punct(p)) = tokens.get(j) {
+            op.push(p.as_char());
+            j += 1;
+            if p.spacing() == Spacing::Alone {
+                break;
+            }
+        }
+        let is_assign = op == "="
+            || (op.len() >= 2 && op.ends_with('=') && !matches!(op.as_str(), "==" | "<=" | ">=" | "!=" | "=>"));
+        if is_assign {
+            return Some(t.span());
+        }
+    }
+    None
+}

@@ -1,0 +1,224 @@
+//! A workgroup run as loops over its invocations ("lanes"): what the host copy of a
+//! `#[gpu_kernel::lanes]` body (`NAME_lanes`, written by the attribute in `macros/`) calls.
+//!
+//! The copy runs once per workgroup on the worker's stack: each barrier-free run of the body's
+//! statements is one loop over the lanes (`lanes`, `ctx`), each barrier is a call of `barrier`
+//! between two such loops, and each `while` / `if` around a barrier asks every lane for its
+//! condition first (`vote`). Locals that live across a barrier are kept per lane (`LaneVar`).
+//! No fiber, no switch: a kernel that does a few loads and adds between barriers (scan's
+//! steps, a reduction's tree, a stencil's tile) spent most of its time switching.
+//!
+//! cpu-sim runs the same copy with its checks: each lane's accesses are that invocation's
+//! (`group.current`, and the packed `who` of the barrier-free loop), each barrier opens a new
+//! epoch, so races, out-of-bounds accesses and reads of unwritten workgroup memory are found as
+//! on fibers. A barrier some lanes reach after others returned, or a condition the lanes
+//! disagree on, is a barrier divergence: cpu-sim reports it, and the workgroup's lanes stop (as
+//! fibers are let go: a divergent kernel never hangs the run).
+
+use core::cell::Cell;
+use core::mem::MaybeUninit;
+use core::panic::Location;
+
+use super::exec::{Ctx, Group, Status};
+#[cfg(feature = "sim")]
+use super::sim;
+use super::Shared;
+
+/// The most invocations of a workgroup (GPUs allow 1024; `exec::run_grid` refuses more).
+pub const MAX_LANES: usize = 1024;
+
+/// One workgroup of a launch, as the copy of a `#[lanes]` body sees it.
+pub struct Lanes<'a> {
+    group: &'a Group,
+    first: Ctx<'a>,
+    size: [u32; 3],
+    /// Lanes that have returned (`retire`); all of them after a divergence.
+    retired: Cell<usize>,
+}
+
+impl<'a> Lanes<'a> {
+    pub(crate) fn new(group: &'a Group) -> Lanes<'a> {
+        Lanes { group, first: Ctx::lane(group, 0, [0; 3]), size: group.size, retired: Cell::new(0) }
+    }
+
+    /// Invocations per workgroup along x, y, z (the copy's loop nest: x innermost, so the lane
+    /// `row + x` is affine in the innermost counter, a loop LLVM can vectorise).
+    #[inline(always)]
+    pub fn size(&self) -> [u32; 3] {
+        self.size
+    }
+
+    /// The lane of local coordinates (0, y, z).
+    #[inline(always)]
+    pub fn row(&self, y: u32, z: u32) -> usize {
+        ((z * self.size[1] + y) * self.size[0]) as usize
+    }
+
+    /// Lane `t` (local coordinates `local`) runs now: its `Ctx`.
+    #[inline(always)]
+    pub fn ctx(&self, t: usize, local: [u32; 3]) -> Ctx<'a> {
+        #[cfg(feature = "sim")]
+        {
+            self.group.current.set(t);
+            sim::running(sim::lane_who(self.group, t));
+        }
+        self.first.at(t, local)
+    }
+
+    /// This workgroup's next shared array (the entry asks for them in the order of the body's
+    /// parameters, as `Ctx::shared` gives them to fibers).
+    #[track_caller]
+    pub fn shared<T: crate::Element, const N: usize>(&self) -> Shared<'a, T, N> {
+        self.first.shared::<T, N>()
+    }
+
+    /// Whether lane `t` has returned (or the workgroup diverged).
+    #[inline(always)]
+    pub fn retired(&self, t: usize) -> bool {
+        self.group.status[t].get() == Status::Done
+    }
+
+    /// Lane `t` returned: it sits out the rest of the body.
+    #[inline(always)]
+    pub fn retire(&self, t: usize) {
+        self.group.dirty.set(true);
+        self.group.status[t].set(Status::Done);
+        self.retired.set(self.retired.get() + 1);
+    }
+
+    /// Every lane stops (a divergence: nothing after it is defined).
+    #[cold]
+    fn retire_all(&self) {
+        self.group.dirty.set(true);
+        for t in 0..self.group.threads {
+            self.group.status[t].set(Status::Done);
+        }
+        self.retired.set(self.group.threads);
+    }
+
+    /// The workgroup's barrier between two loops over the lanes: a new epoch for cpu-sim's race
+    /// checks. Some lanes returned and others reach it: a divergence.
+    #[inline(always)]
+    #[track_caller]
+    pub fn barrier(&self) {
+        let retired = self.retired.get();
+        if retired != 0 && retired < self.group.threads {
+            self.returned_before(Location::caller());
+        }
+        self.group.epoch.set(self.group.epoch.get() + 1);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn returned_before(&self, at: &'static Location<'static>) {
+        #[cfg(feature = "sim")]
+        if let Some(checks) = self.group.checks() {
+            let waiting = (0..self.group.threads).find(|&t| !self.retired(t)).unwrap_or(0);
+            let returned = (0..self.group.threads).find(|&t| self.retired(t)).unwrap_or(0);
+            if !self.group.diverged.replace(true) {
+                checks.divergence(self.group, waiting, at, returned, Status::Done);
+            }
+        }
+        let _ = at;
+        self.retire_all();
+    }
+
+    /// Storage for one local per lane (its type is the local's).
+    #[inline(always)]
+    pub fn var<T: Carried>(&self) -> LaneVar<T> {
+        LaneVar { lanes: [const { MaybeUninit::uninit() }; MAX_LANES] }
+    }
+
+    /// A condition every lane gives (`Vote::cast`) before a loop or branch with a barrier.
+    #[inline(always)]
+    #[track_caller]
+    pub fn vote(&self) -> Vote {
+        #[cfg(feature = "sim")]
+        let at = Location::caller();
+        Vote {
+            first: None,
+            split: None,
+            #[cfg(feature = "sim")]
+            at,
+        }
+    }
+}
+
+/// The types a `#[lanes]` body keeps per lane across a barrier.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` lives across a barrier in a #[lanes] body, and only `Copy` values can",
+    label = "kept per invocation across a barrier",
+    note = "compute it again after the barrier, or remove #[lanes] to run the body on fibers"
+)]
+pub trait Carried: Copy {}
+impl<T: Copy> Carried for T {}
+
+/// One local of every lane of a workgroup.
+pub struct LaneVar<T> {
+    lanes: [MaybeUninit<T>; MAX_LANES],
+}
+
+impl<T: Carried> LaneVar<T> {
+    /// # Safety
+    /// `t` is a lane of the workgroup and its value was `set` before.
+    #[inline(always)]
+    pub unsafe fn get(&self, t: usize) -> T {
+        unsafe { self.lanes.get_unchecked(t).assume_init() }
+    }
+
+    /// # Safety
+    /// `t` is a lane of the workgroup.
+    #[inline(always)]
+    pub unsafe fn set(&mut self, t: usize, value: T) {
+        unsafe { *self.lanes.get_unchecked_mut(t) = MaybeUninit::new(value) };
+    }
+}
+
+/// Every lane's value of the condition of a loop or branch with a barrier in it.
+pub struct Vote {
+    first: Option<(usize, bool)>,
+    split: Option<usize>,
+    /// The condition's line (a divergence's other side).
+    #[cfg(feature = "sim")]
+    at: &'static Location<'static>,
+}
+
+impl Vote {
+    #[inline(always)]
+    pub fn cast(&mut self, t: usize, value: bool) {
+        match self.first {
+            None => self.first = Some((t, value)),
+            Some((_, v)) if v != value && self.split.is_none() => self.split = Some(t),
+            _ => {}
+        }
+    }
+
+    /// The workgroup's value. Lanes that disagree are a divergence at the barrier inside
+    /// (this call's location): reported by cpu-sim, and every lane stops.
+    #[inline(always)]
+    #[track_caller]
+    pub fn result(&self, lanes: &Lanes) -> bool {
+        match (self.first, self.split) {
+            (None, _) => false,
+            (Some((_, v)), None) => v,
+            (Some((a, v)), Some(b)) => {
+                let (inside, outside) = if v { (a, b) } else { (b, a) };
+                self.diverged(lanes, inside, outside, Location::caller());
+                false
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn diverged(&self, lanes: &Lanes, inside: usize, outside: usize, at: &'static Location<'static>) {
+        #[cfg(feature = "sim")]
+        if let Some(checks) = lanes.group.checks() {
+            if !lanes.group.diverged.replace(true) {
+                checks.divergence(lanes.group, inside, at, outside, Status::Waiting(self.at));
+            }
+        }
+        let _ = (inside, outside, at);
+        lanes.retire_all();
+    }
+}
