@@ -150,6 +150,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Invocation `t` of `group` as a lane of a `#[lanes]` body (`lanes.rs`).
+    #[cfg_attr(feature = "debug", allow(dead_code))]
     #[inline(always)]
     pub(crate) fn lane(group: &'a Group, t: usize, local: [u32; 3]) -> Ctx<'a> {
         Ctx::of(group, t, local)
@@ -573,7 +574,9 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
 }
 
 /// Every workgroup of `grid` as one call of `body`, the host copy of a `#[lanes]` kernel body
-/// (`lanes.rs`): the same workers, chunks and workgroup state as `run`, no fibers.
+/// (`lanes.rs`): the same workers, chunks and workgroup state as `run`, no fibers. (Not in
+/// `workbench debug`'s build, which runs the body on fibers.)
+#[cfg(not(feature = "debug"))]
 pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
     grid: [u32; 3],
     size: [u32; 3],
@@ -586,12 +589,14 @@ pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
     run_grid(grid, size, workers, checks, &kernel, entry_at);
 }
 
+#[cfg(not(feature = "debug"))]
 unsafe fn run_lanes_group<L: Fn(&super::Lanes) + Sync>(group: &Group, body: *const u8) {
     let body = unsafe { &*(body as *const L) };
     body(&super::Lanes::new(group));
 }
 
 /// A `#[lanes]` body reaches no `Ctx::barrier` (the attribute refuses a `ctx` it cannot see).
+#[cfg(not(feature = "debug"))]
 unsafe fn no_fibers(_: &Group, _: usize) {
     panic!("gpu_kernel: a barrier outside the statements #[lanes] splits at");
 }

@@ -258,7 +258,7 @@ impl<'l> Kernel<'l> {
     /// the debugger follows one invocation through the body. Only the closure the build runs is
     /// compiled.
     #[track_caller]
-    pub fn run_lanes<F, L>(mut self, fibers: F, lanes: L)
+    pub fn run_lanes<F, L>(self, fibers: F, lanes: L)
     where
         F: Fn(Ctx) + Sync,
         L: Fn(&Lanes) + Sync,
@@ -271,13 +271,14 @@ impl<'l> Kernel<'l> {
         #[cfg(not(feature = "debug"))]
         {
             let _ = fibers;
+            let mut k = self;
             let at = Location::caller();
             #[cfg(feature = "sim")]
-            let checks = self.checks_ptr();
+            let checks = k.checks_ptr();
             #[cfg(not(feature = "sim"))]
             let checks = core::ptr::null();
-            exec::run_lanes(self.launch.grid, self.launch.threads, self.launch.workers, checks, &lanes, at);
-            self.report();
+            exec::run_lanes(k.launch.grid, k.launch.threads, k.launch.workers, checks, &lanes, at);
+            k.report();
         }
     }
 
