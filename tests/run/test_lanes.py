@@ -32,12 +32,8 @@ import pytest
 from tests.conftest import EXAMPLES
 from workbench.build import build_project
 from workbench.build.toolchains import detect
-from workbench.run.service import RunService
-from workbench.run.timing import TimingOptions
 
 pytestmark = pytest.mark.slow
-
-ONE_SAMPLE = TimingOptions(min_n=1, min_time_s=0.0, warmup_max_n=0, warmup_max_s=0.0, max_time_s=0.1)
 
 #: Every kernel's entry: `mode` 0 runs the body on fibers, 1 its `#[lanes]` copy. A macro, so both
 #: calls are at one line (the entry's macro call: where cpu-sim places a returned invocation).
@@ -356,15 +352,6 @@ def lanes_project(host_cargo, tmp_path_factory) -> Path:
     )
 
 
-@pytest.fixture(scope="module")
-def service(long_lived):
-    """One run service for the module's runs (its workers outlive each test on purpose)."""
-    service = RunService(timing=ONE_SAMPLE)
-    long_lived.add(service.pool.owned)
-    yield service
-    service.close()
-
-
 def fibers_and_lanes(service, root: Path, kernel: str, x: np.ndarray, threads: tuple[int, int], cache_dir):
     """`kernel` of `root` with input `x` on cpu and cpu-sim, on fibers (mode 0) and as lanes (1):
     every run ok, cpu-sim verified against cpu with no finding. Its outputs, by (mode, backend)."""
@@ -429,12 +416,12 @@ EXPECTED = {"tree": tree_expected, "scan": scan_expected, "order": order_expecte
 @pytest.mark.parametrize("threads", [(64, 1), (8, 4)], ids=["1d", "2d"])
 @pytest.mark.parametrize("kernel", sorted(EXPECTED))
 def test_lanes_give_the_fibers_output_on_cpu_and_cpu_sim(
-    lanes_project, service, shared_cache_dir, kernel, threads
+    lanes_project, run_service, shared_cache_dir, kernel, threads
 ):
     size = threads[0] * threads[1]
     n = 9 * size + 21  # ten workgroups, the last partial: every branch of the bodies taken
     x = np.random.default_rng(37).integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)  # sums wrap
-    outputs = fibers_and_lanes(service, lanes_project, kernel, x, threads, shared_cache_dir)
+    outputs = fibers_and_lanes(run_service, lanes_project, kernel, x, threads, shared_cache_dir)
     # The fibers' output is numpy's (the body means what it says); the lanes' is the fibers'.
     assert_all_equal(outputs, EXPECTED[kernel](x, size))
 
@@ -462,9 +449,9 @@ def accesses(finding: dict) -> list[tuple]:
     return [(a["access"], a["file"], a["line"], a["group"], a["local"]) for a in finding["accesses"]]
 
 
-def test_a_missing_barrier_is_the_same_race_as_on_fibers(lanes_project, service, shared_cache_dir):
-    fibers = findings(service, lanes_project, "race", 0, shared_cache_dir)
-    lanes = findings(service, lanes_project, "race", 1, shared_cache_dir)
+def test_a_missing_barrier_is_the_same_race_as_on_fibers(lanes_project, run_service, shared_cache_dir):
+    fibers = findings(run_service, lanes_project, "race", 0, shared_cache_dir)
+    lanes = findings(run_service, lanes_project, "race", 1, shared_cache_dir)
     assert lanes == fibers
     store, load = line_of(lanes_project, "RACE-STORE"), line_of(lanes_project, "RACE-LOAD")
     # Invocation 0 read its neighbour's slot, invocation 1 wrote it after: no barrier between them.
@@ -475,9 +462,9 @@ def test_a_missing_barrier_is_the_same_race_as_on_fibers(lanes_project, service,
     ]
 
 
-def test_an_out_of_bounds_read_is_found_where_fibers_find_it(lanes_project, service, shared_cache_dir):
-    fibers = findings(service, lanes_project, "oob", 0, shared_cache_dir)
-    lanes = findings(service, lanes_project, "oob", 1, shared_cache_dir)
+def test_an_out_of_bounds_read_is_found_where_fibers_find_it(lanes_project, run_service, shared_cache_dir):
+    fibers = findings(run_service, lanes_project, "oob", 0, shared_cache_dir)
+    lanes = findings(run_service, lanes_project, "oob", 1, shared_cache_dir)
     assert lanes == fibers
     (oob,) = lanes
     assert (oob["kind"], oob["name"], oob["index"], oob["length"]) == ("out-of-bounds", "x", FAULT_N, FAULT_N)
@@ -486,10 +473,10 @@ def test_an_out_of_bounds_read_is_found_where_fibers_find_it(lanes_project, serv
 
 
 def test_a_return_before_a_barrier_some_invocations_take_is_divergence(
-    lanes_project, service, shared_cache_dir
+    lanes_project, run_service, shared_cache_dir
 ):
-    fibers = findings(service, lanes_project, "early", 0, shared_cache_dir)
-    lanes = findings(service, lanes_project, "early", 1, shared_cache_dir)
+    fibers = findings(run_service, lanes_project, "early", 0, shared_cache_dir)
+    lanes = findings(run_service, lanes_project, "early", 1, shared_cache_dir)
     assert lanes == fibers
     (divergence,) = lanes
     assert divergence["kind"] == "barrier-divergence"
@@ -500,10 +487,12 @@ def test_a_return_before_a_barrier_some_invocations_take_is_divergence(
     assert returned[0] == "return" and returned[3] == [2, 0, 0] and returned[4][0] >= 21
 
 
-def test_a_while_the_invocations_disagree_on_is_divergence_and_ends(lanes_project, service, shared_cache_dir):
+def test_a_while_the_invocations_disagree_on_is_divergence_and_ends(
+    lanes_project, run_service, shared_cache_dir
+):
     """On fibers the odd invocations would loop for ever; as lanes the `while`'s vote splits, cpu-sim
     reports it (once per workgroup) and every lane stops: the run ends, on cpu too."""
-    found = findings(service, lanes_project, "spin", 1, shared_cache_dir)
+    found = findings(run_service, lanes_project, "spin", 1, shared_cache_dir)
     (divergence,) = found
     assert divergence["kind"] == "barrier-divergence" and divergence["count"] == 3
     inside, outside = accesses(divergence)
@@ -758,13 +747,13 @@ ALLOWED = {
     ],
 )  # fmt: skip
 def test_a_body_the_rules_allow_runs_as_lanes_as_on_fibers(
-    host_cargo, service, tmp_path, shared_cache_dir, kernel
+    host_cargo, run_service, tmp_path, shared_cache_dir, kernel
 ):
     source, expected = ALLOWED[kernel]
     manifest = '[project]\nname = "allowed"\ncrate = "."\n' + KERNEL_TOML.format(name=kernel, out_length="n")
     root = kernel_project(tmp_path / kernel, f"lanes_{kernel}", ENTRY_MACRO + source, manifest)
     x = np.arange(2 * 64 + 21, dtype=np.uint32) * 3
-    outputs = fibers_and_lanes(service, root, kernel, x, (64, 1), shared_cache_dir)
+    outputs = fibers_and_lanes(run_service, root, kernel, x, (64, 1), shared_cache_dir)
     assert_all_equal(outputs, expected(x))
 
 
