@@ -713,6 +713,24 @@ pub fn inner_name_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, mut s: Sha
 entry!(inner_name_cpu, inner_name_body, inner_name_body_lanes);
 """
 
+#: An item (a `const`) declared in the body: Rust's items are seen by the whole block.
+ITEM = """
+#[inline(always)]
+#[lanes]
+pub fn item_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, MAX>) {
+    const SHIFT: usize = 3;
+    let size = ctx.group_size_x();
+    let t = ctx.local_id_x();
+    let i = ctx.group_linear() * size + t;
+    s.set(t, 1);
+    ctx.barrier();
+    if i < n as usize {
+        y.set(i, x.get(i) + s.get((t + SHIFT) % size));
+    }
+}
+entry!(item_cpu, item_body, item_body_lanes);
+"""
+
 
 def next_or_zero(x: np.ndarray) -> np.ndarray:
     return np.append(x[1:], 0)
@@ -723,6 +741,7 @@ ALLOWED = {
     "closure": (CLOSURE, lambda x: x + next_or_zero(x)),
     "big": (BIG, lambda x: x + 1),
     "inner_name": (INNER_NAME, lambda x: x + 1),
+    "item": (ITEM, lambda x: x + 1),
 }
 
 
@@ -744,6 +763,10 @@ ALLOWED = {
             "the parameter check looks for a `let` of the name among the body's top-level tokens "
             "only: `let mut n = ..; n += ..;` inside an `if` block is refused as \"the parameter `n` "
             "is assigned in the body\""))),
+        pytest.param("item", marks=pytest.mark.xfail(strict=True, reason=(
+            "an item of the body (`const SHIFT`) goes into its run's loop over the lanes like a "
+            "statement, so the runs after the barrier cannot see it: E0425 \"cannot find value "
+            "`SHIFT`\" at its use"))),
     ],
 )  # fmt: skip
 def test_a_body_the_rules_allow_runs_as_lanes_as_on_fibers(
