@@ -23,6 +23,7 @@ is written once with `#[lanes]`; its entry runs it on fibers (`k.run`) or as lan
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -432,17 +433,23 @@ def test_lanes_give_the_fibers_output_on_cpu_and_cpu_sim(
 FAULT_N = 2 * 64 + 21
 
 
-def findings(service, root: Path, kernel: str, mode: int, cache_dir) -> list[dict]:
-    """cpu-sim's findings of `kernel` (x = 0, 1, 2, ...) on fibers (mode 0) or as lanes (1); the
-    plain cpu run of the same build finished too (ok, or stopped by the kernel's own panic)."""
+def findings(service, root: Path, kernel: str, mode: int, cache_dir) -> tuple[list[dict], str | None]:
+    """cpu-sim's findings of `kernel` (x = 0, 1, 2, ...) on fibers (mode 0) or as lanes (1), and the
+    plain cpu run's error where it failed (None where it was ok)."""
     np.save(root / "x.npy", np.arange(FAULT_N, dtype=np.uint32))
     sizes = {"n": FAULT_N, "mode": mode, "tx": 64, "ty": 1}
     report = service.run(root, kernel=kernel, backends=["cpu", "cpu-sim"], sizes=sizes, cache_dir=cache_dir)
     results = {r.backend: r for r in report.results}
-    sim = results["cpu-sim"]
+    sim, cpu = results["cpu-sim"], results["cpu"]
     assert sim.status == "ok", (kernel, mode, sim.error)
-    assert results["cpu"].status == "ok" or "the kernel panicked at" in results["cpu"].error, results["cpu"]
-    return sim.findings["findings"]
+    return sim.findings["findings"], (None if cpu.status == "ok" else cpu.error)
+
+
+def same(a: list[dict], b: list[dict]) -> bool:
+    """The same findings, in any order (workgroups report from several threads)."""
+    return sorted(json.dumps(f, sort_keys=True) for f in a) == sorted(
+        json.dumps(f, sort_keys=True) for f in b
+    )
 
 
 def accesses(finding: dict) -> list[tuple]:
@@ -450,9 +457,10 @@ def accesses(finding: dict) -> list[tuple]:
 
 
 def test_a_missing_barrier_is_the_same_race_as_on_fibers(lanes_project, run_service, shared_cache_dir):
-    fibers = findings(run_service, lanes_project, "race", 0, shared_cache_dir)
-    lanes = findings(run_service, lanes_project, "race", 1, shared_cache_dir)
-    assert lanes == fibers
+    fibers, fibers_cpu = findings(run_service, lanes_project, "race", 0, shared_cache_dir)
+    lanes, lanes_cpu = findings(run_service, lanes_project, "race", 1, shared_cache_dir)
+    assert fibers_cpu is None and lanes_cpu is None, (fibers_cpu, lanes_cpu)
+    assert same(lanes, fibers), (lanes, fibers)
     store, load = line_of(lanes_project, "RACE-STORE"), line_of(lanes_project, "RACE-LOAD")
     # Invocation 0 read its neighbour's slot, invocation 1 wrote it after: no barrier between them.
     race = next(f for f in lanes if f["kind"] == "shared-race" and f["index"] == 1)
@@ -463,21 +471,27 @@ def test_a_missing_barrier_is_the_same_race_as_on_fibers(lanes_project, run_serv
 
 
 def test_an_out_of_bounds_read_is_found_where_fibers_find_it(lanes_project, run_service, shared_cache_dir):
-    fibers = findings(run_service, lanes_project, "oob", 0, shared_cache_dir)
-    lanes = findings(run_service, lanes_project, "oob", 1, shared_cache_dir)
-    assert lanes == fibers
+    fibers, fibers_cpu = findings(run_service, lanes_project, "oob", 0, shared_cache_dir)
+    lanes, lanes_cpu = findings(run_service, lanes_project, "oob", 1, shared_cache_dir)
+    assert same(lanes, fibers), (lanes, fibers)
     (oob,) = lanes
     assert (oob["kind"], oob["name"], oob["index"], oob["length"]) == ("out-of-bounds", "x", FAULT_N, FAULT_N)
     # The last invocation in range: workgroup 2, local id 20.
-    assert accesses(oob) == [("read", "src/lib.rs", line_of(lanes_project, "// OOB"), [2, 0, 0], [20, 0, 0])]
+    line = line_of(lanes_project, "// OOB")
+    assert accesses(oob) == [("read", "src/lib.rs", line, [2, 0, 0], [20, 0, 0])]
+    # The plain cpu build stops at the same read, its panic at the kernel's line (the copy keeps spans).
+    for cpu in (fibers_cpu, lanes_cpu):
+        assert cpu.startswith(f"the kernel panicked at src/lib.rs:{line}:"), cpu
+        assert f"index {FAULT_N} is out of bounds (length {FAULT_N})" in cpu, cpu
 
 
 def test_a_return_before_a_barrier_some_invocations_take_is_divergence(
     lanes_project, run_service, shared_cache_dir
 ):
-    fibers = findings(run_service, lanes_project, "early", 0, shared_cache_dir)
-    lanes = findings(run_service, lanes_project, "early", 1, shared_cache_dir)
-    assert lanes == fibers
+    fibers, fibers_cpu = findings(run_service, lanes_project, "early", 0, shared_cache_dir)
+    lanes, lanes_cpu = findings(run_service, lanes_project, "early", 1, shared_cache_dir)
+    assert fibers_cpu is None and lanes_cpu is None, (fibers_cpu, lanes_cpu)
+    assert same(lanes, fibers), (lanes, fibers)
     (divergence,) = lanes
     assert divergence["kind"] == "barrier-divergence"
     (waiting, returned) = accesses(divergence)
@@ -492,7 +506,8 @@ def test_a_while_the_invocations_disagree_on_is_divergence_and_ends(
 ):
     """On fibers the odd invocations would loop for ever; as lanes the `while`'s vote splits, cpu-sim
     reports it (once per workgroup) and every lane stops: the run ends, on cpu too."""
-    found = findings(run_service, lanes_project, "spin", 1, shared_cache_dir)
+    found, cpu = findings(run_service, lanes_project, "spin", 1, shared_cache_dir)
+    assert cpu is None, cpu
     (divergence,) = found
     assert divergence["kind"] == "barrier-divergence" and divergence["count"] == 3
     inside, outside = accesses(divergence)
