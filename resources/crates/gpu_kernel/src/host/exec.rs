@@ -278,9 +278,12 @@ impl<'a> Ctx<'a> {
         let bytes = N * core::mem::size_of::<T>();
         let slots = unsafe { &mut *group.slots.get() };
         if k >= group.slots_used.get() {
-            // The first invocation to ask: this workgroup's array, zeroed.
+            // The first invocation to ask: this workgroup's array, zeroed. The last workgroup's
+            // storage when it is large enough (a new one, allocated and its shadow built, for
+            // every workgroup was a tenth of cpu-sim's time on stencil2d, whose workgroups are
+            // short once it runs as lanes).
             let words = bytes.div_ceil(16);
-            let slot = Slot {
+            let new = || Slot {
                 data: vec![0u128; words],
                 decl: Location::caller(),
                 #[cfg(feature = "sim")]
@@ -290,14 +293,14 @@ impl<'a> Ctx<'a> {
                 let old = &mut slots[k as usize];
                 if old.data.len() >= words {
                     old.data.iter_mut().for_each(|w| *w = 0);
-                    old.decl = slot.decl;
+                    old.decl = Location::caller();
                     #[cfg(feature = "sim")]
                     old.shadow.get_mut().reset(N);
                 } else {
-                    *old = slot;
+                    *old = new();
                 }
             } else {
-                slots.push(slot);
+                slots.push(new());
             }
             group.slots_used.set(k + 1);
         }

@@ -102,7 +102,10 @@ impl Wake {
         s.task = Some(self.task);
         (s.want, s.taken, s.finished) = (self.helpers, 0, 0);
         while s.alive < self.helpers {
-            if std::thread::Builder::new().name("gpu_kernel".into()).spawn(helper).is_err() {
+            // 8 MiB, a main thread's usual stack (std's default for others is 2 MiB): a `#[lanes]`
+            // body keeps each local that lives across a barrier for all 1024 possible lanes on
+            // the worker's stack (`lanes::LaneVar`); untouched pages cost nothing.
+            if std::thread::Builder::new().name("gpu_kernel".into()).stack_size(8 << 20).spawn(helper).is_err() {
                 s.want = s.alive;
                 break;
             }
