@@ -258,7 +258,7 @@ impl<'l> Kernel<'l> {
     /// the debugger follows one invocation through the body. Only the closure the build runs is
     /// compiled.
     #[track_caller]
-    pub fn run_lanes<F, L>(mut self, fibers: F, lanes: L)
+    pub fn run_lanes<F, L>(self, fibers: F, lanes: L)
     where
         F: Fn(Ctx) + Sync,
         L: Fn(&Lanes) + Sync,
@@ -271,14 +271,23 @@ impl<'l> Kernel<'l> {
         #[cfg(not(feature = "debug"))]
         {
             let _ = fibers;
-            let at = Location::caller();
-            #[cfg(feature = "sim")]
-            let checks = self.checks_ptr();
-            #[cfg(not(feature = "sim"))]
-            let checks = core::ptr::null();
-            exec::run_lanes(self.launch.grid, self.launch.threads, self.launch.workers, checks, &lanes, at);
-            self.report();
+            self.lanes_only(lanes, Location::caller());
         }
+    }
+
+    /// `lanes`, a `#[lanes]` body's host copy, once per workgroup in every build (`debug`'s
+    /// included): `run_lanes` outside `debug`, and `testing::Grid::run_lanes`, which compares
+    /// the copy with the body on fibers.
+    pub(crate) fn lanes_only<L>(mut self, lanes: L, at: &'static Location<'static>)
+    where
+        L: Fn(&Lanes) + Sync,
+    {
+        #[cfg(feature = "sim")]
+        let checks = self.checks_ptr();
+        #[cfg(not(feature = "sim"))]
+        let checks = core::ptr::null();
+        exec::run_lanes(self.launch.grid, self.launch.threads, self.launch.workers, checks, &lanes, at);
+        self.report();
     }
 
     /// Run `body` once per invocation of the launch's grid, with GPU semantics; in a `sim` build

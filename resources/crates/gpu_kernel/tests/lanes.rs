@@ -1,0 +1,181 @@
+//! `#[lanes]` against fibers: each kernel below runs as written (one fiber per invocation, GPU
+//! semantics) and as its `NAME_lanes` copy (loops over the invocations between barriers), both
+//! with cpu-sim's checks, on the same input; the outputs must be equal element for element. A
+//! copy that compiles and computes something else is the transformation's worst failure.
+#![cfg(feature = "sim")]
+// The kernels are written the ways a user might write them, not the ways clippy prefers.
+#![allow(clippy::manual_is_multiple_of, clippy::needless_late_init, clippy::single_match)]
+
+use gpu_kernel::host::Lanes;
+use gpu_kernel::prelude::*;
+use gpu_kernel::testing::Grid;
+
+/// Room for one workgroup's values in shared memory.
+const S: usize = 256;
+
+/// The kernel on fibers and as its lanes copy, on `grid` x `threads` and an input of `len`
+/// values: the two outputs (`len` values each), asserted equal; the output is returned for the
+/// test's own checks.
+#[track_caller]
+fn same(
+    grid: [u32; 3],
+    threads: [u32; 3],
+    len: usize,
+    fibers: impl Fn(Ctx, In<u32>, Out<u32>, Shared<u32, S>) + Sync,
+    lanes: impl Fn(&Lanes, In<u32>, Out<u32>, Shared<u32, S>) + Sync,
+) -> Vec<u32> {
+    let x: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    let mut on_fibers = vec![0u32; len];
+    let mut on_lanes = vec![0u32; len];
+    let g = Grid::new(grid, threads);
+    let (xb, yb) = (g.input(&x), g.output(&mut on_fibers));
+    g.run(|ctx| {
+        let s = ctx.shared::<u32, S>();
+        fibers(ctx, xb, yb, s)
+    });
+    let g = Grid::new(grid, threads);
+    let (xb, yb) = (g.input(&x), g.output(&mut on_lanes));
+    g.run_lanes(|wg| {
+        let s = wg.shared::<u32, S>();
+        lanes(wg, xb, yb, s)
+    });
+    assert_eq!(on_fibers, on_lanes, "fibers (left) and lanes (right) differ");
+    on_fibers
+}
+
+/// `same` for a kernel of the shape `NAME(ctx, x, y, s)`.
+macro_rules! same {
+    ($name:ident, $lanes:ident, $grid:expr, $threads:expr, $len:expr) => {
+        same($grid, $threads, $len, |c, x, y, s| $name(c, x, y, s), |w, x, y, s| $lanes(w, x, y, s))
+    };
+}
+
+// ------------------------------------------------------------------ what the copy gets right
+
+/// A mutable local changed in every segment, a loop counter, a tree reduction.
+#[lanes]
+fn tree(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let mut acc = x[i];
+    s.set(t, acc);
+    ctx.barrier();
+    let mut stride = ctx.group_size_x() / 2;
+    while stride > 0 {
+        if t < stride {
+            acc += s.get(t + stride);
+            s.set(t, acc);
+        }
+        ctx.barrier();
+        stride /= 2;
+    }
+    y[i] = acc + s.get(0) * 1000;
+}
+
+#[test]
+fn a_tree_reduction_matches() {
+    let out = same!(tree, tree_lanes, [3, 1, 1], [64, 1, 1], 192);
+    let x: Vec<u32> = (0..192u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    let total: u32 = x[64..128].iter().sum();
+    assert_eq!(out[64], total * 1001, "invocation 0 holds the workgroup's sum, and reads it");
+}
+
+/// Shadowing across segments: a local shadowed after a barrier by one of the same name and
+/// another type, a parameter shadowed by a local, tuple patterns, a `let` without a value.
+#[lanes]
+fn shadows(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let v = x[i];
+    let (a, mut b) = (v + 1, v * 2);
+    let c;
+    if t % 2 == 0 {
+        c = 5u32;
+    } else {
+        c = 7;
+    }
+    s.set(t, v);
+    ctx.barrier();
+    b += a;
+    let v = s.get((t + 1) % ctx.group_size_x()) as u64; // a new `v`, another type
+    let s2 = { let t = 3; t + 1 };
+    ctx.barrier();
+    let x = v as u32 + b + c + s2 as u32; // shadows the parameter
+    y[i] = x;
+}
+
+#[test]
+fn shadowing_and_tuples_match() {
+    same!(shadows, shadows_lanes, [2, 1, 1], [32, 1, 1], 64);
+}
+
+/// A 2-D workgroup: every invocation writes its neighbour's value along y.
+#[lanes]
+fn two_d(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let (tx, ty) = (ctx.local_id_x(), ctx.local_id_y());
+    let (w, h) = (ctx.group_size_x(), ctx.group_size_y());
+    let g = ctx.group_id_x() * w * h;
+    let me = ty * w + tx;
+    s.set(me, x[g + me] + ty as u32 * 10_000);
+    ctx.barrier();
+    y[g + me] = s.get(((ty + 1) % h) * w + tx);
+}
+
+#[test]
+fn a_2d_workgroup_matches() {
+    let out = same!(two_d, two_d_lanes, [2, 1, 1], [8, 4, 1], 64);
+    assert!(out[0] >= 10_000 && out[0] < 20_000, "{}", out[0]);
+}
+
+/// A `return` in a nested loop after the last barrier, `while` and `if` with barriers, an
+/// assignment in a condition, labels, closures, macros.
+#[lanes]
+fn control(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let n = ctx.group_size_x();
+    let mut rounds = 0u32;
+    let add = |a: u32, b: u32| a.wrapping_add(b);
+    s.set(t, x[i]);
+    ctx.barrier();
+    while ((rounds += 1), rounds).1 <= 3 {
+        let v = add(s.get((t + 1) % n), rounds);
+        ctx.barrier();
+        s.set(t, v);
+        ctx.barrier();
+    }
+    debug_assert!(rounds == 4, "{rounds}");
+    if n > 8 {
+        let w = s.get(t);
+        ctx.barrier();
+        s.set((t + 3) % n, w);
+        ctx.barrier();
+    } else {
+        ctx.barrier();
+    }
+    let mut out = s.get(t);
+    'outer: for a in 0..4u32 {
+        for b in 0..4u32 {
+            if a * b > t as u32 {
+                break 'outer;
+            }
+            out = out.wrapping_add(a * b);
+        }
+    }
+    match t % 3 {
+        0 => out += 1,
+        _ => {}
+    }
+    for k in 0..n {
+        if k == t && t % 5 == 4 {
+            y[i] = 99;
+            return;
+        }
+    }
+    y[i] = out;
+}
+
+#[test]
+fn control_flow_matches() {
+    same!(control, control_lanes, [2, 1, 1], [16, 1, 1], 32);
+}
