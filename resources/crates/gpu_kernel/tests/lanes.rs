@@ -179,3 +179,21 @@ fn control(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
 fn control_flow_matches() {
     same!(control, control_lanes, [2, 1, 1], [16, 1, 1], 32);
 }
+
+/// A `let` of a pattern the copy does not keep (`let [a, _]`) shadowing a kept `mut` local of the
+/// same block: the run's changes before it are the last the local sees.
+#[lanes]
+fn pattern_in_block(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut count = x[ctx.global_id_x()];
+    s.set(t, count);
+    ctx.barrier();
+    count += s.get(0);
+    let [count, _] = [count + 1, 0];
+    y[ctx.global_id_x()] = count;
+}
+
+#[test]
+fn a_pattern_shadowing_in_the_same_block_matches() {
+    same!(pattern_in_block, pattern_in_block_lanes, [2, 1, 1], [16, 1, 1], 32);
+}

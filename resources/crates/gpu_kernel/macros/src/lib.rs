@@ -26,7 +26,7 @@
 //! `#[track_caller]` locations, a compiler error) still points at the kernel's source.
 
 use proc_macro::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream, TokenTree as Tt};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[proc_macro_attribute]
 pub fn lanes(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -588,6 +588,9 @@ impl Lower {
         let mut uses = BTreeSet::new();
         let mut body = TokenStream::new();
         let mut defined: Vec<(String, bool)> = Vec::new();
+        // Every name a `let` of the run binds (or may bind: each identifier of a pattern this
+        // cannot keep), which shadows a kept local of that name to the run's end.
+        let mut shadowed: BTreeMap<String, Span> = BTreeMap::new();
         for s in stmts {
             check_no_escape(s)?;
             idents(s, &mut uses);
@@ -603,10 +606,12 @@ impl Lower {
                         if bound.iter().any(|n| later.contains(n)) {
                             return Err(e);
                         }
+                        shadowed.extend(bound.into_iter().map(|n| (n, s[0].span())));
                         Vec::new()
                     }
                 };
                 for (name, mutable) in names {
+                    shadowed.insert(name.clone(), s[0].span());
                     defined.retain(|(n, _)| *n != name);
                     defined.push((name, mutable));
                 }
@@ -615,7 +620,6 @@ impl Lower {
         }
         let mut decls = TokenStream::new();
         let mut store = Vec::new();
-        let defined_names: Vec<String> = defined.iter().map(|(n, _)| n.clone()).collect();
         for (name, mutable) in defined {
             if !later.contains(&name) {
                 continue;
@@ -628,17 +632,17 @@ impl Lower {
         // A kept `mut` local that the run shadows: of this block, nothing after the run can name
         // it (not put back); of an enclosing block, it could be named after this block ends, and
         // putting it back would store the shadowing binding.
-        let shadowed: BTreeSet<String> = defined_names.iter().cloned().collect();
         let here: BTreeSet<usize> = scopes.last().map_or(BTreeSet::new(), |s| s.iter().map(|v| v.id).collect());
         for v in visible(scopes, &uses) {
-            if v.mutable && shadowed.contains(&v.name) && !here.contains(&v.id) {
+            if let (true, Some(at), false) = (v.mutable, shadowed.get(&v.name), here.contains(&v.id)) {
                 return fail(
-                    stmts[0][0].span(),
+                    *at,
                     &format!("`{}` is shadowed here by a `let` of the same name while a loop around it may change it; rename one", v.name),
                 );
             }
         }
         // Taken from the lanes: the locals the run names that were kept before it.
+        let shadowed: BTreeSet<String> = shadowed.into_keys().collect();
         let out_loop = self.lane_loop(&uses, scopes, body, &store, &shadowed);
         let scope = scopes.last_mut().expect("a scope");
         scope.extend(store);

@@ -1,0 +1,69 @@
+//! What `#[lanes]` refuses: a body whose copy would compute something other than the body on
+//! fibers, or would not compile for a reason the attribute can name. Each case is a kernel crate
+//! of its own, checked with cargo (a compile error is the expected outcome); the error must be
+//! the attribute's, at the line of the offending code.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `cargo check` of a crate whose lib.rs is `source` (with `use gpu_kernel::prelude::*;` and a
+/// 64-wide shared array type in front): the compiler's messages, short form.
+fn check(case: &str, source: &str) -> (bool, String) {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lanes_refusals");
+    let dir = root.join(case);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest = format!(
+        "[package]\nname = \"{case}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n\
+         gpu_kernel = {{ path = {:?} }}\n\n[lints.rust]\nunexpected_cfgs = {{ level = \"allow\", check-cfg = \
+         ['cfg(target_arch, values(\"spirv\"))'] }}\n",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), format!("use gpu_kernel::prelude::*;\n{source}")).unwrap();
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["check", "--offline", "--quiet", "--message-format", "short"])
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// `source` does not compile, and the first error is `#[lanes]`'s `message` at the line of
+/// `source` holding `at`.
+#[track_caller]
+fn refused(case: &str, source: &str, at: &str, message: &str) {
+    let (ok, messages) = check(case, source);
+    assert!(!ok, "compiled:\n{source}");
+    let line = 1 + 1 + source.lines().position(|l| l.contains(at)).expect("`at` is in the source");
+    let first = messages.lines().find(|l| l.contains("error")).unwrap_or("");
+    assert!(first.starts_with(&format!("src/lib.rs:{line}:")), "expected at line {line}:\n{messages}");
+    assert!(first.contains(&format!("#[lanes]: {message}")), "expected `{message}`:\n{messages}");
+}
+
+/// A `let` of a pattern the copy cannot keep (`let [count, _]`) shadows `count` of the loop
+/// around it, which the run also changes: putting `count` back after the run would store the
+/// shadowing value (the copy gave 200 where fibers give 103).
+#[test]
+fn a_pattern_shadowing_a_loops_local_is_refused() {
+    refused(
+        "pattern_shadow",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let mut count = 0u32;
+    let mut go = 3u32;
+    while go > 0 {
+        count += 1;
+        go -= 1;
+        ctx.barrier();
+        let [count, _] = [100u32, 0];
+        y[ctx.global_id_x()] = count;
+    }
+    y[ctx.global_id_x()] += count;
+}
+"#,
+        "let [count, _]",
+        "`count` is shadowed here",
+    );
+}
