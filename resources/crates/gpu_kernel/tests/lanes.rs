@@ -197,3 +197,53 @@ fn pattern_in_block(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>
 fn a_pattern_shadowing_in_the_same_block_matches() {
     same!(pattern_in_block, pattern_in_block_lanes, [2, 1, 1], [16, 1, 1], 32);
 }
+
+fn bump(v: &mut u32) {
+    *v += 1;
+}
+
+#[derive(Clone, Copy)]
+struct Pair {
+    a: u32,
+    b: u32,
+}
+
+/// `mut` parameters changed by each invocation (through `&mut`, an index, a field, `+=`), before
+/// and after a barrier: on fibers each invocation has its own copy, so every one sees its own
+/// changes only (the copy shared one value among the lanes: 24 where fibers give 10).
+#[lanes]
+#[allow(clippy::too_many_arguments)]
+fn mut_params(
+    ctx: Ctx,
+    x: In<u32>,
+    mut y: Out<u32>,
+    mut s: Shared<u32, S>,
+    mut k: u32,
+    mut arr: [u32; 2],
+    mut pair: Pair,
+    mut n: u32,
+) {
+    let t = ctx.local_id_x();
+    bump(&mut k);
+    arr[0] += 1;
+    pair.a += 2;
+    n += t as u32;
+    s.set(t, x[ctx.global_id_x()]);
+    ctx.barrier();
+    bump(&mut k);
+    pair.b = pair.a + n;
+    y[ctx.global_id_x()] = k + arr[0] * 100 + pair.b * 1000 + s.get(t) * 0;
+}
+
+#[test]
+fn mut_parameters_are_each_invocations_own() {
+    let p = Pair { a: 1, b: 0 };
+    let out = same(
+        [2, 1, 1],
+        [8, 1, 1],
+        16,
+        |c, x, y, s| mut_params(c, x, y, s, 7, [1, 2], p, 10),
+        |w, x, y, s| mut_params_lanes(w, x, y, s, 7, [1, 2], p, 10),
+    );
+    assert_eq!(out[3], 9 + 200 + (3 + 10 + 3) * 1000);
+}

@@ -67,3 +67,41 @@ pub fn k(ctx: Ctx, mut y: Out<u32>) {
         "`count` is shadowed here",
     );
 }
+
+/// A `mut` inside a parameter's pattern: the copy binds `mut` parameters per lane by name.
+#[test]
+fn a_mut_inside_a_parameter_pattern_is_refused() {
+    refused(
+        "mut_in_pattern",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>, (mut a, b): (u32, u32)) {
+    a += b;
+    ctx.barrier();
+    y[ctx.global_id_x()] = a;
+}
+"#,
+        "(mut a, b)",
+        "a `mut` inside a parameter's pattern is not supported",
+    );
+}
+
+/// A memory handle parameter assigned: one value for the workgroup in the copy.
+#[test]
+fn a_handle_parameter_assigned_is_refused() {
+    refused(
+        "handle_assigned",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>, z: Out<u32>) {
+    if ctx.local_id_x() == 0 {
+        y = z;
+    }
+    ctx.barrier();
+    y[ctx.global_id_x()] = 1;
+}
+"#,
+        "y = z;",
+        "the parameter `y` is assigned in the body",
+    );
+}

@@ -219,7 +219,28 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
         return fail(params_group.span(), "the body takes no `Ctx` parameter");
     };
 
-    let body_tokens: Vec<Tt> = body.stream().into_iter().collect();
+    // A `mut` parameter that is not a memory handle (whose changes go to memory every invocation
+    // sees) is each invocation's own copy on fibers: the entry passes it to every call. Here it
+    // is bound per lane, as `let mut name = name;` first in the body, so a change one invocation
+    // makes (through a method, a field, an index, `&mut`) stays its own.
+    let mut body_tokens: Vec<Tt> = Vec::new();
+    for p in &mut params {
+        let colon = p.tokens.iter().position(|t| is_punct(t, ':')).expect("split at a colon above");
+        let mut names = BTreeSet::new();
+        idents(&p.tokens[..colon], &mut names);
+        if !names.contains("mut") || is_handle(&p.tokens[colon + 1..]) {
+            continue;
+        }
+        let Some(Tt::Ident(i)) = p.tokens.get(1).filter(|_| colon == 2 && is_ident(&p.tokens[0], "mut")) else {
+            return fail(
+                p.tokens[0].span(),
+                "a `mut` inside a parameter's pattern is not supported: take the parameter by name and bind its parts in the body",
+            );
+        };
+        body_tokens.extend(respan(ts(&format!("let mut {i} = {i};")), i.span()));
+        p.tokens.remove(0);
+    }
+    body_tokens.extend(body.stream());
     // A parameter is one value for the whole workgroup here: one invocation assigning it would
     // change it for the others.
     for p in &params {
@@ -260,6 +281,13 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
     out.extend(stream(&where_clause));
     out.extend([Tt::Group(Group::new(Delimiter::Brace, lowered))]);
     Ok(out)
+}
+
+/// Whether a parameter's type is one of the memory handles (`In`, `Out`, `Shared`, by the last
+/// name of its path): one value for the workgroup, its element writes shared as on a GPU.
+fn is_handle(ty: &[Tt]) -> bool {
+    let end = ty.iter().position(|t| is_punct(t, '<')).unwrap_or(ty.len());
+    matches!(ty[..end].last(), Some(Tt::Ident(i)) if matches!(i.to_string().as_str(), "In" | "Out" | "Shared"))
 }
 
 /// Whether `tokens` hold a `return` (the lanes then keep track of which have returned).
