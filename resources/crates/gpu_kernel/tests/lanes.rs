@@ -247,3 +247,41 @@ fn mut_parameters_are_each_invocations_own() {
     );
     assert_eq!(out[3], 9 + 200 + (3 + 10 + 3) * 1000);
 }
+
+macro_rules! nothing {
+    () => {};
+}
+
+/// Statements that end without a `;`: an item (`fn`, `struct`), a macro called with braces, and
+/// a `let` with an attribute, each before a `let` that shadows a kept local. Read to the next
+/// `;`, the item took the `let` along: the copy did not see it bind `v`, and the next run read
+/// the `v` from before (1 where fibers give 42).
+#[lanes]
+fn items(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    #![allow(clippy::identity_op)]
+    let t = ctx.local_id_x();
+    let v = x[ctx.global_id_x()];
+    s.set(t, v);
+    ctx.barrier();
+    fn twice(a: u32) -> u32 {
+        a * 2
+    }
+    let v = twice(21) + v * 0;
+    struct Unit;
+    let w = v + s.get(t) * 0;
+    let _ = Unit;
+    ctx.barrier();
+    nothing! {}
+    let w = w * 100 + v;
+    ctx.barrier();
+    #[allow(unused_parens)]
+    let v = (w + 1);
+    ctx.barrier();
+    y[ctx.global_id_x()] = v;
+}
+
+#[test]
+fn items_and_brace_macros_end_their_statement() {
+    let out = same!(items, items_lanes, [2, 1, 1], [8, 1, 1], 16);
+    assert_eq!(out, vec![42 * 100 + 42 + 1; 16]);
+}

@@ -240,7 +240,15 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
         body_tokens.extend(respan(ts(&format!("let mut {i} = {i};")), i.span()));
         p.tokens.remove(0);
     }
-    body_tokens.extend(body.stream());
+    // The body's inner attributes (`#![allow(..)]`) go on the copy: inside it they would land in
+    // the first loop over the lanes, where Rust takes none.
+    let mut inner_attrs = TokenStream::new();
+    let mut rest: Vec<Tt> = body.stream().into_iter().collect();
+    while rest.len() >= 3 && is_punct(&rest[0], '#') && is_punct(&rest[1], '!') {
+        inner_attrs.extend([rest[0].clone(), rest[2].clone()]);
+        rest.drain(..3);
+    }
+    body_tokens.extend(rest);
     // A parameter is one value for the whole workgroup here: one invocation assigning it would
     // change it for the others.
     for p in &params {
@@ -268,6 +276,7 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
                  non_snake_case, clippy::all, clippy::pedantic)] \
          #[inline(always)]",
     );
+    out.extend(inner_attrs);
     out.extend(stream(&head));
     out.extend(ts("fn"));
     out.extend([Tt::Ident(Ident::new(&format!("{name}_lanes"), name.span()))]);
@@ -327,12 +336,30 @@ enum Stmt {
 }
 
 /// The block's statements, each its tokens (a `;` ends one; so does the block of an `if`,
-/// `while`, `for`, `loop`, `match` or `unsafe` that begins one, unless an operator follows).
+/// `while`, `for`, `loop`, `match` or `unsafe` that begins one, unless an operator follows, and
+/// that of an item or of a macro called with braces; attributes go with the statement after).
 fn split_statements(tokens: &[Tt]) -> Vec<Vec<Tt>> {
     let mut out = Vec::new();
     let mut k = 0;
     while k < tokens.len() {
         let start = k;
+        k = attributes_end(tokens, k);
+        if k >= tokens.len() {
+            out.push(tokens[start..].to_vec());
+            break;
+        }
+        if starts_item(&tokens[k..]) {
+            // An item (`fn f() { .. }`, `struct S;`) or a macro called with braces (`m! { .. }`):
+            // it ends at its block or its `;`, whichever comes first (with no `;` after a block:
+            // read to the next `;`, it took the statement after it along, `let` and all).
+            while k < tokens.len() && !is_brace(&tokens[k]) && !is_punct(&tokens[k], ';') {
+                k += 1;
+            }
+            let end = (k + 1).min(tokens.len());
+            out.push(tokens[start..end].to_vec());
+            k = end;
+            continue;
+        }
         let block_like = match &tokens[k] {
             Tt::Ident(i) => matches!(i.to_string().as_str(), "if" | "while" | "for" | "loop" | "match" | "unsafe"),
             Tt::Punct(p) => p.as_char() == '\'', // a label: 'a: loop { .. }
@@ -391,6 +418,42 @@ fn split_statements(tokens: &[Tt]) -> Vec<Vec<Tt>> {
         k = end;
     }
     out
+}
+
+/// Past the outer attributes (`#[..]`) and inner ones (`#![..]`) at `k`.
+fn attributes_end(tokens: &[Tt], mut k: usize) -> usize {
+    while tokens.get(k).is_some_and(|t| is_punct(t, '#')) {
+        k += if tokens.get(k + 1).is_some_and(|t| is_punct(t, '!')) { 3 } else { 2 };
+    }
+    k
+}
+
+/// Whether `tokens` begin an item or a macro call with braces: a statement a block ends
+/// without a `;`.
+fn starts_item(tokens: &[Tt]) -> bool {
+    let word = |k: usize| match tokens.get(k) {
+        Some(Tt::Ident(i)) => i.to_string(),
+        _ => String::new(),
+    };
+    match word(0).as_str() {
+        "fn" | "struct" | "enum" | "impl" | "trait" | "mod" | "pub" | "extern" | "async" => return true,
+        "const" | "union" => return matches!(tokens.get(1), Some(Tt::Ident(_))) && word(1) != "mut",
+        "" => return false,
+        _ => {}
+    }
+    // A path, `!`, maybe a name (`macro_rules! name`), a block.
+    let mut k = 1;
+    while tokens.get(k).is_some_and(|t| is_punct(t, ':')) && tokens.get(k + 1).is_some_and(|t| is_punct(t, ':')) {
+        k += 3;
+    }
+    if !tokens.get(k).is_some_and(|t| is_punct(t, '!')) {
+        return false;
+    }
+    k += 1;
+    if matches!(tokens.get(k), Some(Tt::Ident(_))) {
+        k += 1;
+    }
+    tokens.get(k).is_some_and(is_brace)
 }
 
 impl Lower {
@@ -622,7 +685,10 @@ impl Lower {
         for s in stmts {
             check_no_escape(s)?;
             idents(s, &mut uses);
-            if is_ident(&s[0], "let") {
+            let stmt = s;
+            // A `let` with attributes (`#[allow(..)] let x = ..;`) binds as one without.
+            let s = &s[attributes_end(s, 0).min(s.len())..];
+            if s.first().is_some_and(|t| is_ident(t, "let")) {
                 let names = match let_names(s) {
                     Ok(names) => names,
                     // A pattern this cannot keep per lane is fine while nothing after the run
@@ -644,7 +710,7 @@ impl Lower {
                     defined.push((name, mutable));
                 }
             }
-            body.extend(self.rewrite_returns(s));
+            body.extend(self.rewrite_returns(stmt));
         }
         let mut decls = TokenStream::new();
         let mut store = Vec::new();
