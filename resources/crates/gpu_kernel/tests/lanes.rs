@@ -27,13 +27,14 @@ fn same(
     let x: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
     let mut on_fibers = vec![0u32; len];
     let mut on_lanes = vec![0u32; len];
-    let g = Grid::new(grid, threads);
+    // One worker: the workgroups one after the other on the same workgroup state.
+    let g = Grid::with_workers(grid, threads, 1);
     let (xb, yb) = (g.input(&x), g.output(&mut on_fibers));
     g.run(|ctx| {
         let s = ctx.shared::<u32, S>();
         fibers(ctx, xb, yb, s)
     });
-    let g = Grid::new(grid, threads);
+    let g = Grid::with_workers(grid, threads, 1);
     let (xb, yb) = (g.input(&x), g.output(&mut on_lanes));
     g.run_lanes(|wg| {
         let s = wg.shared::<u32, S>();
@@ -284,4 +285,77 @@ fn items(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
 fn items_and_brace_macros_end_their_statement() {
     let out = same!(items, items_lanes, [2, 1, 1], [8, 1, 1], 16);
     assert_eq!(out, vec![42 * 100 + 42 + 1; 16]);
+}
+
+/// Nested loops and branches with barriers in a 3-D workgroup, workgroups that return as a whole
+/// (uniformly) before the first barrier, invocations that return after the last, `else if`.
+#[lanes]
+fn nested(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = (ctx.local_id_z() * ctx.group_size_y() + ctx.local_id_y()) * ctx.group_size_x() + ctx.local_id_x();
+    let n = ctx.group_size_x() * ctx.group_size_y() * 2;
+    let base = ctx.group_id_x() * n;
+    if ctx.group_id_x() % 3 == 2 {
+        y[base + t] = 7;
+        return;
+    }
+    let mut acc = x[base + t];
+    let mut outer = 0;
+    while outer < 3 {
+        let mut inner = outer;
+        while inner < 3 {
+            s.set(t, acc);
+            ctx.barrier();
+            acc = acc.wrapping_mul(3).wrapping_add(s.get((t + inner + 1) % n));
+            ctx.barrier();
+            inner += 1;
+        }
+        if outer == 0 {
+            s.set(t, acc);
+            ctx.barrier();
+            acc ^= s.get(n - 1 - t);
+            ctx.barrier();
+        } else if outer == 1 {
+            ctx.barrier();
+            acc += 1;
+        } else {
+            acc += 2;
+        }
+        outer += 1;
+    }
+    if t % 4 == 1 {
+        y[base + t] = 1;
+        return;
+    }
+    y[base + t] = acc;
+}
+
+#[test]
+fn nested_loops_in_3d_workgroups_match() {
+    same!(nested, nested_lanes, [5, 1, 1], [4, 2, 2], 5 * 16);
+}
+
+/// The module's `TOP`, which the body's own hides.
+const TOP: u32 = 10;
+
+/// Items of the body (a `const`, a `fn`, a `use`) are visible in the whole body, after a barrier
+/// too. In the copy they stood in the first loop over the lanes, hidden from the next: there
+/// `TOP` was the module's (10 where fibers give 3, no error).
+#[lanes]
+fn body_items(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    const TOP: u32 = 3;
+    use core::num::Wrapping as W;
+    let t = ctx.local_id_x();
+    s.set(t, x[ctx.global_id_x()] % TOP);
+    ctx.barrier();
+    fn square(a: u32) -> u32 {
+        a * a
+    }
+    ctx.barrier();
+    y[ctx.global_id_x()] = (W(TOP) + W(square(s.get(t)) * 0)).0;
+}
+
+#[test]
+fn the_bodys_items_are_seen_after_a_barrier() {
+    let out = same!(body_items, body_items_lanes, [1, 1, 1], [8, 1, 1], 8);
+    assert_eq!(out, vec![3; 8]);
 }

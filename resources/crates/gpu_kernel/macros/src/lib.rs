@@ -348,11 +348,11 @@ fn split_statements(tokens: &[Tt]) -> Vec<Vec<Tt>> {
             out.push(tokens[start..].to_vec());
             break;
         }
-        if starts_item(&tokens[k..]) {
+        if let Some(kind) = item_kind(&tokens[k..]) {
             // An item (`fn f() { .. }`, `struct S;`) or a macro called with braces (`m! { .. }`):
-            // it ends at its block or its `;`, whichever comes first (with no `;` after a block:
-            // read to the next `;`, it took the statement after it along, `let` and all).
-            while k < tokens.len() && !is_brace(&tokens[k]) && !is_punct(&tokens[k], ';') {
+            // where a block ends it, no `;` follows (read to the next `;`, it took the statement
+            // after it along, `let` and all).
+            while k < tokens.len() && !(kind.ends_at_block && is_brace(&tokens[k])) && !is_punct(&tokens[k], ';') {
                 k += 1;
             }
             let end = (k + 1).min(tokens.len());
@@ -428,32 +428,60 @@ fn attributes_end(tokens: &[Tt], mut k: usize) -> usize {
     k
 }
 
-/// Whether `tokens` begin an item or a macro call with braces: a statement a block ends
-/// without a `;`.
-fn starts_item(tokens: &[Tt]) -> bool {
+/// How a statement that begins with an item or a macro called with braces ends, and whether it
+/// is an item (`None`: it is neither). `ends_at_block`: at its block or its `;`, whichever comes
+/// first (`fn f() { .. }`, `struct S;`, `m! { .. }`); else at its `;` (`const X: T = { .. };`,
+/// `use a::{b, c};`).
+struct ItemKind {
+    ends_at_block: bool,
+    item: bool,
+}
+
+fn item_kind(tokens: &[Tt]) -> Option<ItemKind> {
     let word = |k: usize| match tokens.get(k) {
         Some(Tt::Ident(i)) => i.to_string(),
         _ => String::new(),
     };
-    match word(0).as_str() {
-        "fn" | "struct" | "enum" | "impl" | "trait" | "mod" | "pub" | "extern" | "async" => return true,
-        "const" | "union" => return matches!(tokens.get(1), Some(Tt::Ident(_))) && word(1) != "mut",
-        "" => return false,
+    let item = |ends_at_block| Some(ItemKind { ends_at_block, item: true });
+    let mut k = 0;
+    if word(0) == "pub" {
+        k = 1;
+        if matches!(tokens.get(1), Some(Tt::Group(g)) if g.delimiter() == Delimiter::Parenthesis) {
+            k = 2;
+        }
+    }
+    // A function's qualifiers (`const unsafe fn`, `extern "C" fn`), or an `extern "C" { .. }`.
+    loop {
+        match word(k).as_str() {
+            "const" | "async" | "unsafe" if matches!(word(k + 1).as_str(), "fn" | "unsafe" | "async" | "extern" | "impl" | "trait") => k += 1,
+            "extern" if matches!(tokens.get(k + 1), Some(Tt::Literal(_))) => {
+                if tokens.get(k + 2).is_some_and(is_brace) {
+                    return item(true);
+                }
+                k += 2;
+            }
+            _ => break,
+        }
+    }
+    match word(k).as_str() {
+        "fn" | "struct" | "enum" | "impl" | "trait" | "mod" | "extern" => return item(true),
+        "union" if matches!(tokens.get(k + 1), Some(Tt::Ident(_))) => return item(true),
+        "use" | "static" | "type" => return item(false),
+        "const" if matches!(tokens.get(k + 1), Some(Tt::Ident(_))) => return item(false),
+        "macro_rules" if tokens.get(k + 1).is_some_and(|t| is_punct(t, '!')) => return item(true),
+        "" => return None,
+        _ if k > 0 => return None,
         _ => {}
     }
-    // A path, `!`, maybe a name (`macro_rules! name`), a block.
+    // A path, `!`, a block.
     let mut k = 1;
     while tokens.get(k).is_some_and(|t| is_punct(t, ':')) && tokens.get(k + 1).is_some_and(|t| is_punct(t, ':')) {
         k += 3;
     }
-    if !tokens.get(k).is_some_and(|t| is_punct(t, '!')) {
-        return false;
+    if tokens.get(k).is_some_and(|t| is_punct(t, '!')) && tokens.get(k + 1).is_some_and(is_brace) {
+        return Some(ItemKind { ends_at_block: true, item: false });
     }
-    k += 1;
-    if matches!(tokens.get(k), Some(Tt::Ident(_))) {
-        k += 1;
-    }
-    tokens.get(k).is_some_and(is_brace)
+    None
 }
 
 impl Lower {
@@ -546,10 +574,18 @@ impl Lower {
     /// A block with barriers, lowered: its barrier-free runs of statements each one loop over
     /// the lanes, its barriers and the loops and branches around them once per workgroup.
     fn block(&mut self, tokens: &[Tt], scopes: &mut Vec<Vec<Var>>) -> Result<TokenStream> {
-        let stmts = split_statements(tokens)
-            .into_iter()
-            .map(|s| self.classify(s))
-            .collect::<Result<Vec<_>>>()?;
+        // The block's items first, as written: Rust's items are visible in the whole block, and
+        // where they stand the copy has a loop over the lanes, whose body would hide them from
+        // the next one (a `const` of the body's would be the module's of that name there).
+        let mut out = TokenStream::new();
+        let mut stmts = Vec::new();
+        for s in split_statements(tokens) {
+            if item_kind(&s[attributes_end(&s, 0).min(s.len())..]).is_some_and(|k| k.item) {
+                out.extend(stream(&s));
+            } else {
+                stmts.push(self.classify(s)?);
+            }
+        }
         // The names each statement and those after it mention (what a run of statements must
         // keep for the rest of the block: its locals are gone after the block).
         let mut later: Vec<BTreeSet<String>> = vec![BTreeSet::new(); stmts.len() + 1];
@@ -558,7 +594,6 @@ impl Lower {
             stmt_idents(&stmts[i], &mut names);
             later[i] = names;
         }
-        let mut out = TokenStream::new();
         let mut i = 0;
         while i < stmts.len() {
             match &stmts[i] {
