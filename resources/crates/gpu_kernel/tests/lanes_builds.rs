@@ -1,14 +1,20 @@
-//! What `#[lanes]` refuses: a body whose copy would compute something other than the body on
-//! fibers, or would not compile for a reason the attribute can name. Each case is a kernel crate
-//! of its own, checked with cargo (a compile error is the expected outcome); the error must be
-//! the attribute's, at the line of the offending code.
+//! `#[lanes]` in a user's crate, built with cargo (each case a kernel crate of its own): what it
+//! refuses (a body whose copy would compute something other than the body on fibers, or would
+//! not compile for a reason the attribute can name: the error must be the attribute's, at the
+//! line of the offending code), and that what it writes draws no warning.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-/// `cargo check` of a crate whose lib.rs is `source` (with `use gpu_kernel::prelude::*;` and a
-/// 64-wide shared array type in front): the compiler's messages, short form.
+/// `cargo check` of a crate whose lib.rs is `source` (with `use gpu_kernel::prelude::*;` in
+/// front): whether it compiled, and the compiler's messages, short form.
 fn check(case: &str, source: &str) -> (bool, String) {
+    cargo(case, &format!("use gpu_kernel::prelude::*;\n{source}"), &["check"])
+}
+
+/// `cargo <command>` in the crate of `source` (see `check`); `--` and the arguments after it go
+/// to the tool.
+fn cargo(case: &str, source: &str, command: &[&str]) -> (bool, String) {
     let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lanes_refusals");
     let dir = root.join(case);
     std::fs::create_dir_all(dir.join("src")).unwrap();
@@ -19,9 +25,11 @@ fn check(case: &str, source: &str) -> (bool, String) {
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-    std::fs::write(dir.join("src/lib.rs"), format!("use gpu_kernel::prelude::*;\n{source}")).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), source).unwrap();
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["check", "--offline", "--quiet", "--message-format", "short"])
+        .args(command.iter().take_while(|a| **a != "--"))
+        .args(["--offline", "--quiet", "--message-format", "short"])
+        .args(command.iter().skip_while(|a| **a != "--"))
         .env("CARGO_TARGET_DIR", root.join("target"))
         .current_dir(&dir)
         .output()
@@ -104,4 +112,49 @@ pub fn k(ctx: Ctx, mut y: Out<u32>, z: Out<u32>) {
         "y = z;",
         "the parameter `y` is assigned in the body",
     );
+}
+
+/// The copy of a body with kept locals, loops and branches with barriers, `return`, `mut`
+/// parameters and items, in a crate that denies warnings, missing docs and clippy's pedantic and
+/// nursery lints: no finding (the body as written is clean; anything is the copy's).
+#[test]
+fn the_copy_draws_no_warning() {
+    let (ok, messages) = cargo(
+        "lint_clean",
+        r#"//! A kernel crate.
+#![deny(warnings, missing_docs, clippy::pedantic, clippy::nursery)]
+use gpu_kernel::prelude::*;
+
+/// A kernel body.
+#[lanes]
+pub fn k(ctx: Ctx, input: In<u32>, mut out: Out<u32>, mut tile: Shared<u32, 64>, mut bias: u32) {
+    #![allow(clippy::needless_pass_by_value)]
+    const TOP: u32 = 3;
+    let lane = ctx.local_id_x();
+    bias += 1;
+    let mut acc = input[lane] + bias;
+    let (one, mut two) = (1u32, 2u32);
+    tile.set(lane, acc);
+    ctx.barrier();
+    let mut round = 0;
+    while round < TOP {
+        acc += tile.get((lane + 1) % 64) + one;
+        ctx.barrier();
+        tile.set(lane, acc);
+        two += 1;
+        ctx.barrier();
+        round += 1;
+    }
+    if bias > 1 {
+        ctx.barrier();
+    }
+    if lane == 63 {
+        return;
+    }
+    out[lane] = acc + two + bias;
+}
+"#,
+        &["clippy", "--", "-D", "warnings"],
+    );
+    assert!(ok, "{messages}");
 }

@@ -273,7 +273,8 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
     let mut out = ts(
         "#[cfg(not(any(target_arch = \"nvptx64\", target_arch = \"spirv\")))] \
          #[allow(unused_mut, unused_variables, unused_assignments, unused_labels, unreachable_code, \
-                 non_snake_case, clippy::all, clippy::pedantic)] \
+                 non_snake_case, clippy::all, clippy::pedantic, clippy::nursery, clippy::restriction)] \
+         #[doc(hidden)] \
          #[inline(always)]",
     );
     out.extend(inner_attrs);
