@@ -359,3 +359,23 @@ fn the_bodys_items_are_seen_after_a_barrier() {
     let out = same!(body_items, body_items_lanes, [1, 1, 1], [8, 1, 1], 8);
     assert_eq!(out, vec![3; 8]);
 }
+
+/// A `macro_rules!` of the body names the local before it (`n`, which shadows the parameter):
+/// moved first with the items, it named the parameter (a value other than the local's).
+#[lanes]
+fn body_macro(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let n = x[ctx.global_id_x()] / 2 + n;
+    macro_rules! half {
+        () => {
+            n
+        };
+    }
+    s.set(ctx.local_id_x(), half!());
+    ctx.barrier();
+    y[ctx.global_id_x()] = s.get(ctx.local_id_x());
+}
+
+#[test]
+fn a_bodys_macro_names_the_local_before_it() {
+    same([1, 1, 1], [8, 1, 1], 8, |c, x, y, s| body_macro(c, x, y, s, 1), |w, x, y, s| body_macro_lanes(w, x, y, s, 1));
+}

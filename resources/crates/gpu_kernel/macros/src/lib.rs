@@ -469,7 +469,10 @@ fn item_kind(tokens: &[Tt]) -> Option<ItemKind> {
         "union" if matches!(tokens.get(k + 1), Some(Tt::Ident(_))) => return item(true),
         "use" | "static" | "type" => return item(false),
         "const" if matches!(tokens.get(k + 1), Some(Tt::Ident(_))) => return item(false),
-        "macro_rules" if tokens.get(k + 1).is_some_and(|t| is_punct(t, '!')) => return item(true),
+        // Not an item to move: a `macro_rules!` sees the locals before it, and only the code after.
+        "macro_rules" if k == 0 && tokens.get(1).is_some_and(|t| is_punct(t, '!')) => {
+            return Some(ItemKind { ends_at_block: true, item: false });
+        }
         "" => return None,
         _ if k > 0 => return None,
         _ => {}
