@@ -379,3 +379,19 @@ fn body_macro(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u
 fn a_bodys_macro_names_the_local_before_it() {
     same([1, 1, 1], [8, 1, 1], 8, |c, x, y, s| body_macro(c, x, y, s, 1), |w, x, y, s| body_macro_lanes(w, x, y, s, 1));
 }
+
+/// A kept local named only in a format string after a barrier (`"{n}"`, captured by the macro):
+/// the copy did not take it from its lane there, and `n` was the parameter it shadows.
+#[lanes]
+fn format_capture(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let n = x[ctx.global_id_x()] + n;
+    s.set(ctx.local_id_x(), 1);
+    ctx.barrier();
+    let text = format!("{n}");
+    y[ctx.global_id_x()] = text.parse::<u32>().unwrap() + s.get(ctx.local_id_x()) * 0;
+}
+
+#[test]
+fn a_local_named_in_a_format_string_is_kept() {
+    same([1, 1, 1], [8, 1, 1], 8, |c, x, y, s| format_capture(c, x, y, s, 1), |w, x, y, s| format_capture_lanes(w, x, y, s, 1));
+}

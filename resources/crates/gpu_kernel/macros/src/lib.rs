@@ -126,8 +126,39 @@ fn idents(tokens: &[Tt], into: &mut BTreeSet<String>) {
                 into.insert(i.to_string());
             }
             Tt::Group(g) => idents(&g.stream().into_iter().collect::<Vec<_>>(), into),
+            Tt::Literal(l) => format_names(&l.to_string(), into),
             _ => {}
         }
+    }
+}
+
+/// The names a string literal's format arguments capture (`"{total}"`, `"{x:>4}"`): a format
+/// macro reads those locals as the code around it does.
+fn format_names(literal: &str, into: &mut BTreeSet<String>) {
+    if !(literal.starts_with('"') || literal.starts_with('r')) {
+        return;
+    }
+    let b = literal.as_bytes();
+    let mut k = 0;
+    while k < b.len() {
+        if b[k] == b'{' {
+            if b.get(k + 1) == Some(&b'{') {
+                k += 2;
+                continue;
+            }
+            let start = k + 1;
+            let mut end = start;
+            while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+                end += 1;
+            }
+            let first_ok = b.get(start).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
+            if first_ok && matches!(b.get(end), Some(b'}' | b':')) {
+                into.insert(literal[start..end].to_string());
+            }
+            k = end;
+            continue;
+        }
+        k += 1;
     }
 }
 
