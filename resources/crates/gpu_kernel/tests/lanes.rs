@@ -395,3 +395,47 @@ fn format_capture(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, 
 fn a_local_named_in_a_format_string_is_kept() {
     same([1, 1, 1], [8, 1, 1], 8, |c, x, y, s| format_capture(c, x, y, s, 1), |w, x, y, s| format_capture_lanes(w, x, y, s, 1));
 }
+
+/// `return` in closures (with a block, with a return type) and in a function of a nested block:
+/// each returns from its own, not the invocation (the copy made them leave the loop over the
+/// lanes: a compile error).
+#[lanes]
+fn own_returns(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let clamp = |v: u32| {
+        if v > 500 {
+            return 500;
+        }
+        v
+    };
+    let t = ctx.local_id_x();
+    s.set(t, clamp(x[ctx.global_id_x()]));
+    ctx.barrier();
+    let neg = |v: i64| -v;
+    let odd = |v: u32| -> bool {
+        if v % 2 == 1 {
+            return true;
+        }
+        false
+    };
+    let mut out = s.get((t + 1) % 8) + u32::from(odd(s.get(t))) * 1000;
+    if neg(out.into()) < -600 {
+        fn halve(v: u32) -> u32 {
+            if v == 0 {
+                return 0;
+            }
+            v / 2
+        }
+        out = halve(out);
+    }
+    if t == 3 {
+        y[ctx.global_id_x()] = 7;
+        return;
+    }
+    y[ctx.global_id_x()] = out;
+}
+
+#[test]
+fn returns_of_closures_and_functions_are_their_own() {
+    let out = same!(own_returns, own_returns_lanes, [1, 1, 1], [8, 1, 1], 8);
+    assert_eq!(out[3], 7);
+}

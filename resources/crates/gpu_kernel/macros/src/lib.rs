@@ -324,6 +324,16 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
     Ok(out)
 }
 
+/// Whether a `|` after `before` opens a closure's parameters (not an `or` of an operand).
+fn closure_starts(before: &[Tt]) -> bool {
+    match before.last() {
+        None => true,
+        Some(Tt::Ident(i)) => matches!(i.to_string().as_str(), "move" | "return" | "break" | "in" | "else"),
+        Some(Tt::Punct(p)) => p.as_char() != '?',
+        Some(Tt::Group(_) | Tt::Literal(_)) => false,
+    }
+}
+
 /// Whether a parameter's type is one of the memory handles (`In`, `Out`, `Shared`, by the last
 /// name of its path): one value for the workgroup, its element writes shared as on a GPU.
 fn is_handle(ty: &[Tt]) -> bool {
@@ -835,7 +845,33 @@ impl Lower {
     /// `return` (the invocation is done) as: this lane retires, go on with the next one.
     fn rewrite_returns(&self, tokens: &[Tt]) -> TokenStream {
         let mut out = TokenStream::new();
-        for t in tokens {
+        let mut k = 0;
+        while k < tokens.len() {
+            let t = &tokens[k];
+            k += 1;
+            // A function (`fn name`) or a closure with a block (`|a| { .. }`, `|a| -> T { .. }`):
+            // its `return` is its own, kept as written (rewritten, it would leave the loop over
+            // the lanes from inside the closure: a compile error).
+            let mut verbatim_to = None;
+            if is_ident(t, "fn") && matches!(tokens.get(k), Some(Tt::Ident(_))) {
+                verbatim_to = tokens[k..].iter().position(is_brace).map(|b| k + b);
+            } else if is_punct(t, '|') && closure_starts(&tokens[..k - 1]) {
+                if let Some(close) = tokens[k..].iter().position(|t| is_punct(t, '|')).map(|c| k + c) {
+                    let after = close + 1;
+                    if tokens.get(after).is_some_and(is_brace) {
+                        verbatim_to = Some(after);
+                    } else if tokens.get(after).is_some_and(|t| matches!(t, Tt::Punct(p) if p.as_char() == '-' && p.spacing() == Spacing::Joint))
+                        && tokens.get(after + 1).is_some_and(|t| is_punct(t, '>'))
+                    {
+                        verbatim_to = tokens[after..].iter().position(is_brace).map(|b| after + b);
+                    }
+                }
+            }
+            if let Some(end) = verbatim_to {
+                out.extend(stream(&tokens[k - 1..=end]));
+                k = end + 1;
+                continue;
+            }
             match t {
                 Tt::Ident(i) if i.to_string() == "return" => {
                     out.extend(respan(ts("{ __wg.retire(__lane); continue '__lanes; }"), i.span()));
