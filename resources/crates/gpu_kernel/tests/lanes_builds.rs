@@ -158,3 +158,23 @@ pub fn k(ctx: Ctx, input: In<u32>, mut out: Out<u32>, mut tile: Shared<u32, 64>,
     );
     assert!(ok, "{messages}");
 }
+
+/// `if let` around a barrier: the lanes vote on a bool (the copy wrote `{ let Some(v) = .. }` as
+/// the vote: rustc's "expected expression" at the generated code).
+#[test]
+fn an_if_let_around_a_barrier_is_refused() {
+    refused(
+        "if_let",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>, o: Option<u32>) {
+    if let Some(v) = o {
+        ctx.barrier();
+        y[ctx.global_id_x()] = v;
+    }
+}
+"#,
+        "if let Some(v)",
+        "a `let` in the condition of a `while` or `if` with a barrier is not supported",
+    );
+}

@@ -582,6 +582,16 @@ impl Lower {
         }
         let first = core[0].clone();
         let block_at = core.iter().position(is_brace);
+        if is_ident(&first, "while") || is_ident(&first, "if") {
+            // `while let` / `if let` (or a `let` chain): every lane gives a bool, not a binding.
+            if let Some(l) = core[1..block_at.unwrap_or(core.len())].iter().find(|t| is_ident(t, "let")) {
+                return fail(
+                    l.span(),
+                    "a `let` in the condition of a `while` or `if` with a barrier is not supported: \
+                     compute a bool before it (or remove #[lanes] to run on fibers)",
+                );
+            }
+        }
         if is_ident(&first, "while") {
             if let Some(b) = block_at {
                 if b == core.len() - 1 {
