@@ -15,10 +15,15 @@
 //! - a function whose first `Ctx` parameter is the invocation's, returning nothing;
 //! - `ctx.barrier();` as a statement of the body, or of the block of a `while` or `if` whose
 //!   condition is the same for every invocation of the workgroup (a GPU requires that much of a
-//!   barrier; a lane that disagrees is a barrier divergence: cpu-sim reports it, cpu stops);
+//!   barrier; a lane that disagrees is a barrier divergence: cpu-sim reports it, cpu stops;
+//!   so is one around a barrier no lane reaches, which fibers let pass), with no `let` in it;
 //! - `ctx` used only as `ctx.method(..)` (a barrier in a function the body calls would be
 //!   invisible here), no subgroup operation, no `ctx.shared()` (shared arrays are parameters);
-//! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types;
+//! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types, and
+//!   not shadowed in a loop's or branch's block while that block's run of statements changes
+//!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one;
+//! - parameters the same for every invocation, except `mut` ones other than the memory handles
+//!   (`In`, `Out`, `Shared`), which are each invocation's own (`Copy`, kept per lane as locals);
 //! - `return;` anywhere, but `break` / `continue` only inside loops without barriers.
 //!
 //! The crate has no dependencies (the workbench builds offline: no syn, no quote); it reads the
