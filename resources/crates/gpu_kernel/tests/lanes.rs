@@ -448,3 +448,44 @@ fn returns_of_closures_and_functions_are_their_own() {
     let out = same!(own_returns, own_returns_lanes, [1, 1, 1], [8, 1, 1], 8);
     assert_eq!(out[3], 7);
 }
+
+/// Returns when `$c` holds: a `return` the copy cannot see.
+macro_rules! stop_if {
+    ($c:expr) => {
+        if $c {
+            return;
+        }
+    };
+}
+
+/// A `return` in a macro's expansion, after the last barrier: the copy cannot rewrite it, and it
+/// returned from the whole copy, leaving the lanes after the first that returned without their
+/// writes (fibers write 5 at every even invocation; the copy at invocation 0 only, no error).
+/// The copy now stops the run, naming the body.
+#[lanes]
+fn macro_return(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    s.set(t, x[ctx.global_id_x()]);
+    ctx.barrier();
+    stop_if!(t % 2 == 1);
+    y[ctx.global_id_x()] = 5 + ignore(s.get(t));
+}
+
+#[test]
+fn a_return_in_a_macro_stops_the_copy() {
+    let x = vec![0u32; 8];
+    let mut y = vec![0u32; 8];
+    let g = Grid::new([1, 1, 1], [8, 1, 1]);
+    let (xb, yb) = (g.input(&x), g.output(&mut y));
+    g.run(|ctx| macro_return(ctx, xb, yb, ctx.shared::<u32, S>()));
+    assert_eq!(y, [5, 0, 5, 0, 5, 0, 5, 0]);
+    let g = Grid::new([1, 1, 1], [8, 1, 1]);
+    let (xb, yb) = (g.input(&x), g.output(&mut y));
+    let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        g.run_lanes(|wg| macro_return_lanes(wg, xb, yb, wg.shared::<u32, S>()))
+    }));
+    let message = stopped.expect_err("the copy stops").downcast::<String>().map(|m| *m).unwrap_or_default();
+    let line = 1 + include_str!("lanes.rs").lines().position(|l| l.starts_with("fn macro_return(")).unwrap();
+    assert!(message.contains(&format!("tests/lanes.rs:{line} ")), "{message}");
+    assert!(message.contains("returned before its end"), "{message}");
+}

@@ -325,7 +325,12 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
     }
     out.extend([Tt::Group(Group::new(Delimiter::Parenthesis, sig))]);
     out.extend(stream(&where_clause));
-    out.extend([Tt::Group(Group::new(Delimiter::Brace, lowered))]);
+    // A `return` the copy could not see (in a macro's expansion) would return from it for every
+    // lane after that one: the executor stops the run when the copy did not reach `end`.
+    let mut copy = respan(ts("__wg.begin();"), name.span());
+    copy.extend([Tt::Group(Group::new(Delimiter::Brace, lowered))]);
+    copy.extend(ts("__wg.end();"));
+    out.extend([Tt::Group(Group::new(Delimiter::Brace, copy))]);
     Ok(out)
 }
 

@@ -588,7 +588,9 @@ pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
 
 unsafe fn run_lanes_group<L: Fn(&super::Lanes) + Sync>(group: &Group, body: *const u8) {
     let body = unsafe { &*(body as *const L) };
-    body(&super::Lanes::new(group));
+    let lanes = super::Lanes::new(group);
+    body(&lanes);
+    lanes.check_ended();
 }
 
 /// A `#[lanes]` body reaches no `Ctx::barrier` (the attribute refuses a `ctx` it cannot see).

@@ -34,11 +34,55 @@ pub struct Lanes<'a> {
     size: [u32; 3],
     /// Lanes that have returned (`retire`); all of them after a divergence.
     retired: Cell<usize>,
+    /// The body's line (`begin`), and whether the copy reached its end (`end`).
+    body: Cell<Option<&'static Location<'static>>>,
+    ended: Cell<bool>,
 }
 
 impl<'a> Lanes<'a> {
     pub(crate) fn new(group: &'a Group) -> Lanes<'a> {
-        Lanes { group, first: Ctx::lane(group, 0, [0; 3]), size: group.size, retired: Cell::new(0) }
+        Lanes {
+            group,
+            first: Ctx::lane(group, 0, [0; 3]),
+            size: group.size,
+            retired: Cell::new(0),
+            body: Cell::new(None),
+            ended: Cell::new(false),
+        }
+    }
+
+    /// The copy starts; `track_caller`: the body's name, where the attribute puts the call.
+    #[inline(always)]
+    #[track_caller]
+    pub fn begin(&self) {
+        self.body.set(Some(Location::caller()));
+    }
+
+    /// The copy reached its end.
+    #[inline(always)]
+    pub fn end(&self) {
+        self.ended.set(true);
+    }
+
+    /// After the copy: it reached its end, unless a `return` the attribute could not see (one a
+    /// macro's expansion holds) returned from the whole copy, skipping every lane after that
+    /// one and every statement after it. Then this stops the run, naming the body (the outputs
+    /// would be wrong, with no error).
+    pub(crate) fn check_ended(&self) {
+        if !self.ended.get() {
+            self.returned_early();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn returned_early(&self) {
+        let (file, line) = self.body.get().map_or(("?", 0), |at| (at.file(), at.line()));
+        panic!(
+            "#[lanes]: the host copy of the kernel body at {file}:{line} returned before its end, for every invocation \
+             after the one that returned: a `return` inside a macro's expansion, which the attribute cannot see. \
+             Write the `return` in the body itself, or remove #[lanes] to run on fibers"
+        );
     }
 
     /// Invocations per workgroup along x, y, z (the copy's loop nest: x innermost, so the lane
