@@ -102,11 +102,17 @@ def describe(finding: dict[str, Any]) -> str:
 
 
 def diagnostics(report: dict[str, Any] | None, backend: str = "cpu-sim") -> list[Diagnostic]:
-    """One error per finding, at the line of its last access (for divergence: the first barrier)."""
+    """One error per finding, at the line of its last write (a race: whichever order the host ran
+    the two invocations in, fibers or a `#[lanes]` copy, the same line), else of its last access
+    (for divergence: the first barrier)."""
     out = []
     for finding in (report or {}).get("findings", []):
         accesses = finding.get("accesses") or [{}]
-        at = accesses[0] if finding.get("kind") == "barrier-divergence" else accesses[-1]
+        writes = [a for a in accesses if a.get("access") == "write"]
+        if finding.get("kind") == "barrier-divergence":
+            at = accesses[0]
+        else:
+            at = writes[-1] if writes else accesses[-1]
         message = describe(finding)
         out.append(
             Diagnostic(

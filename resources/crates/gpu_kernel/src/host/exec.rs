@@ -150,6 +150,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Invocation `t` of `group` as a lane of a `#[lanes]` body (`lanes.rs`).
+    #[cfg_attr(feature = "debug", allow(dead_code))]
     #[inline(always)]
     pub(crate) fn lane(group: &'a Group, t: usize, local: [u32; 3]) -> Ctx<'a> {
         Ctx::of(group, t, local)
@@ -573,7 +574,8 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
 }
 
 /// Every workgroup of `grid` as one call of `body`, the host copy of a `#[lanes]` kernel body
-/// (`lanes.rs`): the same workers, chunks and workgroup state as `run`, no fibers.
+/// (`lanes.rs`): the same workers, chunks and workgroup state as `run`, no fibers. (In
+/// `workbench debug`'s build only for `testing::Grid::run_lanes`: its entries run fibers.)
 pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
     grid: [u32; 3],
     size: [u32; 3],

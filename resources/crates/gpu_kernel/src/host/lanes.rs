@@ -28,6 +28,7 @@ use super::Shared;
 pub const MAX_LANES: usize = 1024;
 
 /// One workgroup of a launch, as the copy of a `#[lanes]` body sees it.
+#[cfg_attr(feature = "debug", allow(dead_code))] // `workbench debug` runs the fibers
 pub struct Lanes<'a> {
     group: &'a Group,
     first: Ctx<'a>,
@@ -40,6 +41,7 @@ pub struct Lanes<'a> {
 }
 
 impl<'a> Lanes<'a> {
+    #[cfg_attr(feature = "debug", allow(dead_code))]
     pub(crate) fn new(group: &'a Group) -> Lanes<'a> {
         Lanes {
             group,
@@ -142,7 +144,11 @@ impl<'a> Lanes<'a> {
 
     /// The workgroup's barrier between two loops over the lanes: a new epoch for cpu-sim's race
     /// checks. Some lanes returned and others reach it: a divergence.
-    #[inline(always)]
+    ///
+    /// Not inlined (one call per workgroup, not per invocation): its name says barrier, and the
+    /// IR summary counts a host build's calls of such a symbol as its barriers
+    /// (`ir_instructions`), as it counts the fibers' `barrier_wait`.
+    #[inline(never)]
     #[track_caller]
     pub fn barrier(&self) {
         let retired = self.retired.get();
@@ -175,16 +181,8 @@ impl<'a> Lanes<'a> {
 
     /// A condition every lane gives (`Vote::cast`) before a loop or branch with a barrier.
     #[inline(always)]
-    #[track_caller]
     pub fn vote(&self) -> Vote {
-        #[cfg(feature = "sim")]
-        let at = Location::caller();
-        Vote {
-            first: None,
-            split: None,
-            #[cfg(feature = "sim")]
-            at,
-        }
+        Vote { first: None, split: None }
     }
 }
 
@@ -222,9 +220,6 @@ impl<T: Carried> LaneVar<T> {
 pub struct Vote {
     first: Option<(usize, bool)>,
     split: Option<usize>,
-    /// The condition's line (a divergence's other side).
-    #[cfg(feature = "sim")]
-    at: &'static Location<'static>,
 }
 
 impl Vote {
@@ -259,7 +254,9 @@ impl Vote {
         #[cfg(feature = "sim")]
         if let Some(checks) = lanes.group.checks() {
             if !lanes.group.diverged.replace(true) {
-                checks.divergence(lanes.group, inside, at, outside, Status::Waiting(self.at));
+                // The other side as fibers report it: it did not reach the barrier (it returned
+                // there, or waits at another one later): "returned without reaching it".
+                checks.divergence(lanes.group, inside, at, outside, Status::Done);
             }
         }
         let _ = (inside, outside, at);
