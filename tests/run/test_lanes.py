@@ -763,10 +763,7 @@ ALLOWED = {
 @pytest.mark.parametrize(
     "kernel",
     [
-        pytest.param("tail", marks=pytest.mark.xfail(strict=True, reason=(
-            "the lanes copy puts a kept `mut` local back right after the block's last statement; "
-            "without its `;` that is `stride /= 2 unsafe { __lane_N.set(..) };`: a syntax error "
-            "(\"expected one of `.`, `;`, ... found keyword `unsafe`\") at the #[lanes] line"))),
+        "tail",
         pytest.param("closure", marks=pytest.mark.xfail(strict=True, reason=(
             "rewrite_returns turns a closure's own `return` into the lane's retire and "
             "`continue '__lanes` (E0767, E0267: the label is unreachable in a closure)"))),

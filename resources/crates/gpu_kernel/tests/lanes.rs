@@ -489,3 +489,27 @@ fn a_return_in_a_macro_stops_the_copy() {
     assert!(message.contains(&format!("tests/lanes.rs:{line} ")), "{message}");
     assert!(message.contains("returned before its end"), "{message}");
 }
+
+/// A block's last statement without its `;` (`stride /= 2`, valid Rust: a `()` expression) in a
+/// run that changes a kept local: the copy put the local back right after it, a syntax error at
+/// `#[lanes]`.
+#[lanes]
+fn tail(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut stride = 4u32;
+    let mut total = x[ctx.global_id_x()];
+    while stride > 0 {
+        s.set(t, stride);
+        ctx.barrier();
+        total += s.get((t + 1) % 8);
+        ctx.barrier();
+        stride /= 2
+    }
+    y[ctx.global_id_x()] = total
+}
+
+#[test]
+fn a_last_statement_without_its_semicolon_matches() {
+    let out = same!(tail, tail_lanes, [1, 1, 1], [8, 1, 1], 8);
+    assert_eq!(out[0], 7);
+}

@@ -472,6 +472,23 @@ fn split_statements(tokens: &[Tt]) -> Vec<Vec<Tt>> {
     out
 }
 
+/// Whether a statement needs a `;` to have another after it: it has none, and is not one that
+/// ends with its block (`if .. { .. }`, `loop { .. }`, `{ .. }`, an item, `m! { .. }`).
+fn needs_semicolon(stmt: &[Tt]) -> bool {
+    let s = &stmt[attributes_end(stmt, 0).min(stmt.len())..];
+    let Some(last) = s.last() else { return false };
+    if is_punct(last, ';') {
+        return false;
+    }
+    let block_like = match &s[0] {
+        Tt::Ident(i) => matches!(i.to_string().as_str(), "if" | "while" | "for" | "loop" | "match" | "unsafe"),
+        Tt::Punct(p) => p.as_char() == '\'',
+        Tt::Group(g) => g.delimiter() == Delimiter::Brace,
+        Tt::Literal(_) => false,
+    };
+    !(is_brace(last) && (block_like || item_kind(s).is_some()))
+}
+
 /// Past the outer attributes (`#[..]`) and inner ones (`#![..]`) at `k`.
 fn attributes_end(tokens: &[Tt], mut k: usize) -> usize {
     while tokens.get(k).is_some_and(|t| is_punct(t, '#')) {
@@ -811,6 +828,11 @@ impl Lower {
                 }
             }
             body.extend(self.rewrite_returns(stmt));
+            if needs_semicolon(stmt) {
+                // A block's last statement may go without its `;` (`stride /= 2`): here the
+                // locals put back after it follow.
+                body.extend(ts(";"));
+            }
         }
         let mut decls = TokenStream::new();
         let mut store = Vec::new();
