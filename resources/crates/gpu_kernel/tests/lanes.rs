@@ -513,3 +513,22 @@ fn a_last_statement_without_its_semicolon_matches() {
     let out = same!(tail, tail_lanes, [1, 1, 1], [8, 1, 1], 8);
     assert_eq!(out[0], 7);
 }
+
+/// A local of a parameter's name in an inner block, assigned there: the parameter is not (the
+/// copy refused it as "the parameter `n` is assigned in the body").
+#[lanes]
+fn inner_name(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    s.set(t, 1);
+    ctx.barrier();
+    if t < n as usize {
+        let mut n = x[ctx.global_id_x()];
+        n += s.get(t);
+        y[ctx.global_id_x()] = n;
+    }
+}
+
+#[test]
+fn a_local_of_a_parameters_name_in_an_inner_block_matches() {
+    same([1, 1, 1], [8, 1, 1], 8, |c, x, y, s| inner_name(c, x, y, s, 5), |w, x, y, s| inner_name_lanes(w, x, y, s, 5));
+}

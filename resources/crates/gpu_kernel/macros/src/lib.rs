@@ -285,9 +285,10 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
         rest.drain(..3);
     }
     body_tokens.extend(rest);
-    // A parameter is one value for the whole workgroup here: one invocation assigning it would
-    // change it for the others.
-    for p in &params {
+    // A memory handle is one value for the whole workgroup here: one invocation assigning it
+    // would change it for the others. (Only a `mut` one can be: others are not `mut`, or bound
+    // per lane above; a local of its name in an inner block is not refused for them.)
+    for p in params.iter().filter(|p| is_ident(&p.tokens[0], "mut")) {
         if let Some(Tt::Ident(i)) = p.tokens.iter().take_while(|t| !is_punct(t, ':')).last() {
             // Up to the body's own `let` of that name, if it has one (then it is a local).
             let name = i.to_string();
