@@ -629,11 +629,6 @@ def test_a_local_across_a_barrier_that_is_not_copy_names_carried(carried):
     assert "compute it again after the barrier, or remove #[lanes]" in error["rendered"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the error is at the `#[lanes]` line, not at the local's `let` (the macro's generated "
-    "`__wg.var()` / `LaneVar::set` carry Span::call_site()), and names the type, not the local",
-)
 def test_the_carried_error_points_at_the_local(carried):
     root, errors = carried
     (error,) = [e for e in errors if e["code"] == "E0277"]

@@ -178,3 +178,25 @@ pub fn k(ctx: Ctx, mut y: Out<u32>, o: Option<u32>) {
         "a `let` in the condition of a `while` or `if` with a barrier is not supported",
     );
 }
+
+/// A local across a barrier that is not `Copy`: `Carried`'s error, at the local (it was at the
+/// `#[lanes]` line: the lane storage's code had the attribute's span).
+#[test]
+fn a_local_that_is_not_copy_is_refused_at_the_local() {
+    let source = r#"use gpu_kernel::prelude::*;
+pub struct Sum {
+    pub v: u32,
+}
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let t = ctx.local_id_x();
+    let sum = Sum { v: t as u32 };
+    ctx.barrier();
+    y.set(t, sum.v);
+}
+"#;
+    let (ok, messages) = cargo("not_copy", source, &["check"]);
+    assert!(!ok, "compiled");
+    let first = messages.lines().find(|l| l.contains("error")).unwrap_or("");
+    assert!(first.starts_with("src/lib.rs:8:9: error[E0277]: `Sum` lives across a barrier in a #[lanes] body"), "{messages}");
+}

@@ -369,6 +369,9 @@ struct Var {
     name: String,
     mutable: bool,
     id: usize,
+    /// The name in its `let`: the lane storage's code has it, so that rustc's errors about the
+    /// local (`Carried`: not `Copy`) point at it.
+    span: Span,
 }
 
 struct Lower {
@@ -772,11 +775,11 @@ impl Lower {
         let taken = visible(scopes, uses);
         for v in &taken {
             let m = if v.mutable { "mut " } else { "" };
-            inner.extend(ts(&format!("let {m}{} = unsafe {{ __lane_{}.get(__lane) }};", v.name, v.id)));
+            inner.extend(respan(ts(&format!("let {m}{} = unsafe {{ __lane_{}.get(__lane) }};", v.name, v.id)), v.span));
         }
         inner.extend(body);
         for v in taken.iter().filter(|v| v.mutable && !shadowed.contains(&v.name)).chain(store.iter()) {
-            inner.extend(ts(&format!("unsafe {{ __lane_{}.set(__lane, {}) }};", v.id, v.name)));
+            inner.extend(respan(ts(&format!("unsafe {{ __lane_{}.set(__lane, {}) }};", v.id, v.name)), v.span));
         }
         let mut head = ts("let __lane = __row + __x as usize; let __local = [__x, __y, __z];");
         head.extend(inner);
@@ -796,7 +799,7 @@ impl Lower {
     fn segment(&mut self, stmts: &[Vec<Tt>], scopes: &mut [Vec<Var>], later: &BTreeSet<String>) -> Result<TokenStream> {
         let mut uses = BTreeSet::new();
         let mut body = TokenStream::new();
-        let mut defined: Vec<(String, bool)> = Vec::new();
+        let mut defined: Vec<(String, bool, Span)> = Vec::new();
         // Every name a `let` of the run binds (or may bind: each identifier of a pattern this
         // cannot keep), which shadows a kept local of that name to the run's end.
         let mut shadowed: BTreeMap<String, Span> = BTreeMap::new();
@@ -822,10 +825,10 @@ impl Lower {
                         Vec::new()
                     }
                 };
-                for (name, mutable) in names {
+                for (name, mutable, span) in names {
                     shadowed.insert(name.clone(), s[0].span());
-                    defined.retain(|(n, _)| *n != name);
-                    defined.push((name, mutable));
+                    defined.retain(|(n, _, _)| *n != name);
+                    defined.push((name, mutable, span));
                 }
             }
             body.extend(self.rewrite_returns(stmt));
@@ -837,13 +840,13 @@ impl Lower {
         }
         let mut decls = TokenStream::new();
         let mut store = Vec::new();
-        for (name, mutable) in defined {
+        for (name, mutable, span) in defined {
             if !later.contains(&name) {
                 continue;
             }
-            let v = Var { name, mutable, id: self.next_id };
+            let v = Var { name, mutable, id: self.next_id, span };
             self.next_id += 1;
-            decls.extend(ts(&format!("let mut __lane_{} = __wg.var();", v.id)));
+            decls.extend(respan(ts(&format!("let mut __lane_{} = __wg.var();", v.id)), v.span));
             store.push(v);
         }
         // A kept `mut` local that the run shadows: of this block, nothing after the run can name
@@ -966,13 +969,13 @@ fn visible(scopes: &[Vec<Var>], uses: &BTreeSet<String>) -> Vec<Var> {
 
 /// The names a `let` binds: `let [mut] name` or `let ([mut] a, [mut] b, ..)`, each with whether
 /// it is `mut`.
-fn let_names(s: &[Tt]) -> Result<Vec<(String, bool)>> {
+fn let_names(s: &[Tt]) -> Result<Vec<(String, bool, Span)>> {
     let pat_end = s.iter().position(|t| is_punct(t, ':') || is_punct(t, '=') || is_punct(t, ';')).unwrap_or(s.len());
     let pat = &s[1..pat_end];
-    let simple = |p: &[Tt]| -> Option<(String, bool)> {
+    let simple = |p: &[Tt]| -> Option<(String, bool, Span)> {
         match p {
-            [Tt::Ident(i)] => Some((i.to_string(), false)),
-            [m, Tt::Ident(i)] if is_ident(m, "mut") => Some((i.to_string(), true)),
+            [Tt::Ident(i)] => Some((i.to_string(), false, i.span())),
+            [m, Tt::Ident(i)] if is_ident(m, "mut") => Some((i.to_string(), true, i.span())),
             _ => None,
         }
     };
