@@ -86,6 +86,8 @@ fn a_tree_reduction_matches() {
     let x: Vec<u32> = (0..192u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
     let total: u32 = x[64..128].iter().sum();
     assert_eq!(out[64], total * 1001, "invocation 0 holds the workgroup's sum, and reads it");
+    // Fewer invocations than a power of two.
+    same!(tree, tree_lanes, [2, 1, 1], [24, 1, 1], 48);
 }
 
 /// Shadowing across segments: a local shadowed after a barrier by one of the same name and
@@ -531,4 +533,43 @@ fn inner_name(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u
 #[test]
 fn a_local_of_a_parameters_name_in_an_inner_block_matches() {
     same([1, 1, 1], [8, 1, 1], 8, |c, x, y, s| inner_name(c, x, y, s, 5), |w, x, y, s| inner_name_lanes(w, x, y, s, 5));
+}
+
+/// Statements that begin with a block or end with one: a block statement, an `unsafe` block, a
+/// labeled block, `let x = if ..`, `match` as a value with a method after it, each beside a
+/// `let` that shadows a kept local.
+#[lanes]
+fn blocks(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut v = x[ctx.global_id_x()];
+    s.set(t, v);
+    ctx.barrier();
+    {
+        v += s.get((t + 1) % 8);
+    }
+    let v = v * 2;
+    let w = if v > 900 { 1u32 } else { 2 };
+    let p = core::ptr::addr_of!(w);
+    let q;
+    unsafe {
+        q = *p;
+    }
+    let v = v + w + q;
+    let m = match t % 3 {
+        0 => 10u32,
+        _ => 20,
+    }
+    .max(w);
+    'out: {
+        if m > 15 {
+            break 'out;
+        }
+    }
+    ctx.barrier();
+    y[ctx.global_id_x()] = v + m;
+}
+
+#[test]
+fn statements_with_blocks_match() {
+    same!(blocks, blocks_lanes, [2, 1, 1], [8, 1, 1], 16);
 }

@@ -200,3 +200,26 @@ pub fn k(ctx: Ctx, mut y: Out<u32>) {
     let first = messages.lines().find(|l| l.contains("error")).unwrap_or("");
     assert!(first.starts_with("src/lib.rs:8:9: error[E0277]: `Sum` lives across a barrier in a #[lanes] body"), "{messages}");
 }
+
+/// A `continue` of a `while` with a barrier in it: the copy's runs are loops over the lanes (a
+/// labeled `break` of the run's own block or loop is fine: tests/lanes.rs, `blocks`).
+#[test]
+fn a_continue_of_a_loop_with_a_barrier_is_refused() {
+    refused(
+        "continue",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let mut i = 0u32;
+    while i < 4 {
+        i += 1;
+        if i == 2 { continue; }
+        ctx.barrier();
+    }
+    y[ctx.global_id_x()] = i;
+}
+"#,
+        "continue;",
+        "`break` / `continue` out of a loop with a barrier in it is not supported",
+    );
+}

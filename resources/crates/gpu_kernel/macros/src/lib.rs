@@ -1021,7 +1021,10 @@ fn check_no_escape(tokens: &[Tt]) -> Result<()> {
             k += 1;
             continue;
         }
-        if is_ident(t, "break") || is_ident(t, "continue") {
+        // A labeled one is the run's own: a label outside the run would be a loop's or block's
+        // with a barrier in it, which is refused.
+        let labeled = tokens.get(k + 1).is_some_and(|t| is_punct(t, '\''));
+        if (is_ident(t, "break") || is_ident(t, "continue")) && !labeled {
             return fail(t.span(), "`break` / `continue` out of a loop with a barrier in it is not supported");
         }
         if let Tt::Group(g) = t {
