@@ -24,7 +24,9 @@
 //!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one;
 //! - parameters the same for every invocation, except `mut` ones other than the memory handles
 //!   (`In`, `Out`, `Shared`), which are each invocation's own (`Copy`, kept per lane as locals);
-//! - `return;` anywhere, but `break` / `continue` only inside loops without barriers.
+//! - `return;` anywhere (one inside a macro's expansion cannot be seen: the run stops, naming
+//!   the body), but `break` / `continue` only inside loops without barriers (or to a label of
+//!   the run's own).
 //!
 //! The crate has no dependencies (the workbench builds offline: no syn, no quote); it reads the
 //! token trees itself and keeps the body's own tokens, so every span (a panic's line, cpu-sim's
