@@ -223,3 +223,28 @@ pub fn k(ctx: Ctx, mut y: Out<u32>) {
         "`break` / `continue` out of a loop with a barrier in it is not supported",
     );
 }
+
+/// A 10 KiB local across a barrier: kept for 1024 lanes on the worker's stack it overflowed it
+/// (SIGSEGV at run time). Refused when the kernel is built (a check does not monomorphise: the
+/// error comes with `cargo build`), the note naming the local's line.
+#[test]
+fn a_local_too_large_to_keep_per_lane_is_refused_at_build() {
+    let source = r#"use gpu_kernel::prelude::*;
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let t = ctx.local_id_x();
+    let mut big = [0u32; 2560];
+    big[t] = 1;
+    ctx.barrier();
+    y[t] = big[t];
+}
+/// An entry, so that the copy is built.
+pub fn entry(kernel: gpu_kernel::host::Kernel, y: Out<u32>) {
+    kernel.run_lanes(move |ctx| k(ctx, y), move |wg| k_lanes(wg, y));
+}
+"#;
+    let (ok, messages) = cargo("too_large", source, &["build"]);
+    assert!(!ok, "built");
+    assert!(messages.contains("#[lanes]: a local of more than 128 bytes lives across a barrier"), "{messages}");
+    assert!(messages.contains("src/lib.rs:5:"), "the local's line:\n{messages}");
+}

@@ -27,6 +27,10 @@ use super::Shared;
 /// The most invocations of a workgroup (GPUs allow 1024; `exec::run_grid` refuses more).
 pub const MAX_LANES: usize = 1024;
 
+/// The largest local a `#[lanes]` copy keeps per lane across a barrier: `MAX_LANES` of them take
+/// 128 KiB of the worker's stack (as much as an invocation's whole fiber stack).
+pub const MAX_CARRIED_BYTES: usize = 128;
+
 /// One workgroup of a launch, as the copy of a `#[lanes]` body sees it.
 #[cfg_attr(feature = "debug", allow(dead_code))] // `workbench debug` runs the fibers
 pub struct Lanes<'a> {
@@ -173,9 +177,18 @@ impl<'a> Lanes<'a> {
         self.retire_all();
     }
 
-    /// Storage for one local per lane (its type is the local's).
+    /// Storage for one local per lane (its type is the local's). On the worker's stack, for
+    /// `MAX_LANES` lanes: a local over `MAX_CARRIED_BYTES` is refused when the kernel is built
+    /// (it overflowed the stack, a SIGSEGV, where a fiber holds it in its own 128 KiB).
     #[inline(always)]
     pub fn var<T: Carried>(&self) -> LaneVar<T> {
+        const {
+            assert!(
+                core::mem::size_of::<T>() <= MAX_CARRIED_BYTES,
+                "#[lanes]: a local of more than 128 bytes lives across a barrier: kept for 1024 lanes on the \
+                 worker's stack it would overflow it. Keep it in a shared array, or remove #[lanes] to run on fibers"
+            )
+        };
         LaneVar { lanes: [const { MaybeUninit::uninit() }; MAX_LANES] }
     }
 
