@@ -19,7 +19,8 @@
 //!   so is one around a barrier no lane reaches, which fibers let pass), with no `let` in it;
 //! - `ctx` used only as `ctx.method(..)` (a barrier in a function the body calls would be
 //!   invisible here), no subgroup operation, no `ctx.shared()` (shared arrays are parameters);
-//! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types, and
+//! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types of
+//!   at most 128 bytes (`host::MAX_CARRIED_BYTES`: each is kept for 1024 lanes), and
 //!   not shadowed in a loop's or branch's block while that block's run of statements changes
 //!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one;
 //! - parameters the same for every invocation, except `mut` ones other than the memory handles
