@@ -552,11 +552,11 @@ pub fn subgroup_body(ctx: Ctx, mut y: Out<u32>) {
 }
 
 #[lanes]
-pub fn param_body(ctx: Ctx, mut n: u32, mut y: Out<u32>) {
+pub fn param_body<'a>(ctx: Ctx, mut y: Out<'a, u32>, z: Out<'a, u32>) {
     let t = ctx.local_id_x();
     ctx.barrier();
-    n += 1; // PARAM
-    y.set(t, n);
+    y = z; // PARAM
+    y.set(t, 1);
 }
 """
 
@@ -565,7 +565,7 @@ REFUSALS = {
     "FOR": "#[lanes]: a barrier here is not supported",
     "HELPER": "#[lanes]: the invocation's `ctx` is passed on here",
     "SUBGROUP": "#[lanes]: subgroup operations are not supported",
-    "PARAM": "#[lanes]: the parameter `n` is assigned in the body",
+    "PARAM": "#[lanes]: the parameter `y` is assigned in the body",
 }
 
 CARRIED = """
@@ -629,11 +629,6 @@ def test_a_local_across_a_barrier_that_is_not_copy_names_carried(carried):
     assert "compute it again after the barrier, or remove #[lanes]" in error["rendered"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the error is at the `#[lanes]` line, not at the local's `let` (the macro's generated "
-    "`__wg.var()` / `LaneVar::set` carry Span::call_site()), and names the type, not the local",
-)
 def test_the_carried_error_points_at_the_local(carried):
     root, errors = carried
     (error,) = [e for e in errors if e["code"] == "E0277"]
@@ -763,25 +758,15 @@ ALLOWED = {
 @pytest.mark.parametrize(
     "kernel",
     [
-        pytest.param("tail", marks=pytest.mark.xfail(strict=True, reason=(
-            "the lanes copy puts a kept `mut` local back right after the block's last statement; "
-            "without its `;` that is `stride /= 2 unsafe { __lane_N.set(..) };`: a syntax error "
-            "(\"expected one of `.`, `;`, ... found keyword `unsafe`\") at the #[lanes] line"))),
-        pytest.param("closure", marks=pytest.mark.xfail(strict=True, reason=(
-            "rewrite_returns turns a closure's own `return` into the lane's retire and "
-            "`continue '__lanes` (E0767, E0267: the label is unreachable in a closure)"))),
+        "tail",
+        "closure",
         pytest.param("big", marks=pytest.mark.xfail(strict=True, reason=(
             "LaneVar<T> holds MAX_LANES (1024) values whatever the workgroup's size, in the "
-            "inlined copy's frame on the worker's stack: a 10 KiB local needs 10 MiB there and the "
-            "worker dies with SIGSEGV (fibers: the invocation's own 10 KiB of its 128 KiB stack)"))),
-        pytest.param("inner_name", marks=pytest.mark.xfail(strict=True, reason=(
-            "the parameter check looks for a `let` of the name among the body's top-level tokens "
-            "only: `let mut n = ..; n += ..;` inside an `if` block is refused as \"the parameter `n` "
-            "is assigned in the body\""))),
-        pytest.param("item", marks=pytest.mark.xfail(strict=True, reason=(
-            "an item of the body (`const SHIFT`) goes into its run's loop over the lanes like a "
-            "statement, so the runs after the barrier cannot see it: E0425 \"cannot find value "
-            "`SHIFT`\" at its use"))),
+            "inlined copy's frame on the worker's stack: a 10 KiB local would need 10 MiB there "
+            "(the worker died with SIGSEGV); Lanes::var refuses a local over 128 bytes when the "
+            "kernel is built (fibers: the invocation's own 10 KiB of its 128 KiB stack)"))),
+        "inner_name",
+        "item",
     ],
 )  # fmt: skip
 def test_a_body_the_rules_allow_runs_as_lanes_as_on_fibers(
@@ -816,12 +801,6 @@ entry!(if_let_cpu, if_let_body, if_let_body_lanes);
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`if let` is lowered as an `if`: the vote becomes `__vote.cast(__lane, { let Some(k) = "
-    'first })`, and the build fails with rustc\'s "expected one of `!`, `.`, ... found `}`" at the '
-    "#[lanes] line, neither run nor refused with a `#[lanes]:` message at the statement",
-)
 def test_if_let_around_a_barrier_builds_or_is_refused_at_its_line(host_cargo, tmp_path, shared_cache_dir):
     manifest = '[project]\nname = "if_let"\ncrate = "."\n' + KERNEL_TOML.format(name="if_let", out_length="n")
     root = kernel_project(tmp_path / "if_let", "lanes_if_let", ENTRY_MACRO + IF_LET, manifest)

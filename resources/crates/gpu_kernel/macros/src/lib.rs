@@ -15,18 +15,26 @@
 //! - a function whose first `Ctx` parameter is the invocation's, returning nothing;
 //! - `ctx.barrier();` as a statement of the body, or of the block of a `while` or `if` whose
 //!   condition is the same for every invocation of the workgroup (a GPU requires that much of a
-//!   barrier; a lane that disagrees is a barrier divergence: cpu-sim reports it, cpu stops);
+//!   barrier; a lane that disagrees is a barrier divergence: cpu-sim reports it, cpu stops;
+//!   so is one around a barrier no lane reaches, which fibers let pass), with no `let` in it;
 //! - `ctx` used only as `ctx.method(..)` (a barrier in a function the body calls would be
 //!   invisible here), no subgroup operation, no `ctx.shared()` (shared arrays are parameters);
-//! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types;
-//! - `return;` anywhere, but `break` / `continue` only inside loops without barriers.
+//! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types of
+//!   at most 128 bytes (`host::MAX_CARRIED_BYTES`: each is kept for 1024 lanes), and
+//!   not shadowed in a loop's or branch's block while that block's run of statements changes
+//!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one;
+//! - parameters the same for every invocation, except `mut` ones other than the memory handles
+//!   (`In`, `Out`, `Shared`), which are each invocation's own (`Copy`, kept per lane as locals);
+//! - `return;` anywhere (one inside a macro's expansion cannot be seen: the run stops, naming
+//!   the body), but `break` / `continue` only inside loops without barriers (or to a label of
+//!   the run's own).
 //!
 //! The crate has no dependencies (the workbench builds offline: no syn, no quote); it reads the
 //! token trees itself and keeps the body's own tokens, so every span (a panic's line, cpu-sim's
 //! `#[track_caller]` locations, a compiler error) still points at the kernel's source.
 
 use proc_macro::{Delimiter, Group, Ident, Punct, Spacing, Span, TokenStream, TokenTree as Tt};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[proc_macro_attribute]
 pub fn lanes(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -126,8 +134,39 @@ fn idents(tokens: &[Tt], into: &mut BTreeSet<String>) {
                 into.insert(i.to_string());
             }
             Tt::Group(g) => idents(&g.stream().into_iter().collect::<Vec<_>>(), into),
+            Tt::Literal(l) => format_names(&l.to_string(), into),
             _ => {}
         }
+    }
+}
+
+/// The names a string literal's format arguments capture (`"{total}"`, `"{x:>4}"`): a format
+/// macro reads those locals as the code around it does.
+fn format_names(literal: &str, into: &mut BTreeSet<String>) {
+    if !(literal.starts_with('"') || literal.starts_with('r')) {
+        return;
+    }
+    let b = literal.as_bytes();
+    let mut k = 0;
+    while k < b.len() {
+        if b[k] == b'{' {
+            if b.get(k + 1) == Some(&b'{') {
+                k += 2;
+                continue;
+            }
+            let start = k + 1;
+            let mut end = start;
+            while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+                end += 1;
+            }
+            let first_ok = b.get(start).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
+            if first_ok && matches!(b.get(end), Some(b'}' | b':')) {
+                into.insert(literal[start..end].to_string());
+            }
+            k = end;
+            continue;
+        }
+        k += 1;
     }
 }
 
@@ -219,10 +258,40 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
         return fail(params_group.span(), "the body takes no `Ctx` parameter");
     };
 
-    let body_tokens: Vec<Tt> = body.stream().into_iter().collect();
-    // A parameter is one value for the whole workgroup here: one invocation assigning it would
-    // change it for the others.
-    for p in &params {
+    // A `mut` parameter that is not a memory handle (whose changes go to memory every invocation
+    // sees) is each invocation's own copy on fibers: the entry passes it to every call. Here it
+    // is bound per lane, as `let mut name = name;` first in the body, so a change one invocation
+    // makes (through a method, a field, an index, `&mut`) stays its own.
+    let mut body_tokens: Vec<Tt> = Vec::new();
+    for p in &mut params {
+        let colon = p.tokens.iter().position(|t| is_punct(t, ':')).expect("split at a colon above");
+        let mut names = BTreeSet::new();
+        idents(&p.tokens[..colon], &mut names);
+        if !names.contains("mut") || is_handle(&p.tokens[colon + 1..]) {
+            continue;
+        }
+        let Some(Tt::Ident(i)) = p.tokens.get(1).filter(|_| colon == 2 && is_ident(&p.tokens[0], "mut")) else {
+            return fail(
+                p.tokens[0].span(),
+                "a `mut` inside a parameter's pattern is not supported: take the parameter by name and bind its parts in the body",
+            );
+        };
+        body_tokens.extend(respan(ts(&format!("let mut {i} = {i};")), i.span()));
+        p.tokens.remove(0);
+    }
+    // The body's inner attributes (`#![allow(..)]`) go on the copy: inside it they would land in
+    // the first loop over the lanes, where Rust takes none.
+    let mut inner_attrs = TokenStream::new();
+    let mut rest: Vec<Tt> = body.stream().into_iter().collect();
+    while rest.len() >= 3 && is_punct(&rest[0], '#') && is_punct(&rest[1], '!') {
+        inner_attrs.extend([rest[0].clone(), rest[2].clone()]);
+        rest.drain(..3);
+    }
+    body_tokens.extend(rest);
+    // A memory handle is one value for the whole workgroup here: one invocation assigning it
+    // would change it for the others. (Only a `mut` one can be: others are not `mut`, or bound
+    // per lane above; a local of its name in an inner block is not refused for them.)
+    for p in params.iter().filter(|p| is_ident(&p.tokens[0], "mut")) {
         if let Some(Tt::Ident(i)) = p.tokens.iter().take_while(|t| !is_punct(t, ':')).last() {
             // Up to the body's own `let` of that name, if it has one (then it is a local).
             let name = i.to_string();
@@ -244,9 +313,11 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
     let mut out = ts(
         "#[cfg(not(any(target_arch = \"nvptx64\", target_arch = \"spirv\")))] \
          #[allow(unused_mut, unused_variables, unused_assignments, unused_labels, unreachable_code, \
-                 non_snake_case, clippy::all, clippy::pedantic)] \
+                 non_snake_case, clippy::all, clippy::pedantic, clippy::nursery, clippy::restriction)] \
+         #[doc(hidden)] \
          #[inline(always)]",
     );
+    out.extend(inner_attrs);
     out.extend(stream(&head));
     out.extend(ts("fn"));
     out.extend([Tt::Ident(Ident::new(&format!("{name}_lanes"), name.span()))]);
@@ -258,8 +329,30 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
     }
     out.extend([Tt::Group(Group::new(Delimiter::Parenthesis, sig))]);
     out.extend(stream(&where_clause));
-    out.extend([Tt::Group(Group::new(Delimiter::Brace, lowered))]);
+    // A `return` the copy could not see (in a macro's expansion) would return from it for every
+    // lane after that one: the executor stops the run when the copy did not reach `end`.
+    let mut copy = respan(ts("__wg.begin();"), name.span());
+    copy.extend([Tt::Group(Group::new(Delimiter::Brace, lowered))]);
+    copy.extend(ts("__wg.end();"));
+    out.extend([Tt::Group(Group::new(Delimiter::Brace, copy))]);
     Ok(out)
+}
+
+/// Whether a `|` after `before` opens a closure's parameters (not an `or` of an operand).
+fn closure_starts(before: &[Tt]) -> bool {
+    match before.last() {
+        None => true,
+        Some(Tt::Ident(i)) => matches!(i.to_string().as_str(), "move" | "return" | "break" | "in" | "else"),
+        Some(Tt::Punct(p)) => p.as_char() != '?',
+        Some(Tt::Group(_) | Tt::Literal(_)) => false,
+    }
+}
+
+/// Whether a parameter's type is one of the memory handles (`In`, `Out`, `Shared`, by the last
+/// name of its path): one value for the workgroup, its element writes shared as on a GPU.
+fn is_handle(ty: &[Tt]) -> bool {
+    let end = ty.iter().position(|t| is_punct(t, '<')).unwrap_or(ty.len());
+    matches!(ty[..end].last(), Some(Tt::Ident(i)) if matches!(i.to_string().as_str(), "In" | "Out" | "Shared"))
 }
 
 /// Whether `tokens` hold a `return` (the lanes then keep track of which have returned).
@@ -279,6 +372,9 @@ struct Var {
     name: String,
     mutable: bool,
     id: usize,
+    /// The name in its `let`: the lane storage's code has it, so that rustc's errors about the
+    /// local (`Carried`: not `Copy`) point at it.
+    span: Span,
 }
 
 struct Lower {
@@ -299,12 +395,30 @@ enum Stmt {
 }
 
 /// The block's statements, each its tokens (a `;` ends one; so does the block of an `if`,
-/// `while`, `for`, `loop`, `match` or `unsafe` that begins one, unless an operator follows).
+/// `while`, `for`, `loop`, `match` or `unsafe` that begins one, unless an operator follows, and
+/// that of an item or of a macro called with braces; attributes go with the statement after).
 fn split_statements(tokens: &[Tt]) -> Vec<Vec<Tt>> {
     let mut out = Vec::new();
     let mut k = 0;
     while k < tokens.len() {
         let start = k;
+        k = attributes_end(tokens, k);
+        if k >= tokens.len() {
+            out.push(tokens[start..].to_vec());
+            break;
+        }
+        if let Some(kind) = item_kind(&tokens[k..]) {
+            // An item (`fn f() { .. }`, `struct S;`) or a macro called with braces (`m! { .. }`):
+            // where a block ends it, no `;` follows (read to the next `;`, it took the statement
+            // after it along, `let` and all).
+            while k < tokens.len() && !(kind.ends_at_block && is_brace(&tokens[k])) && !is_punct(&tokens[k], ';') {
+                k += 1;
+            }
+            let end = (k + 1).min(tokens.len());
+            out.push(tokens[start..end].to_vec());
+            k = end;
+            continue;
+        }
         let block_like = match &tokens[k] {
             Tt::Ident(i) => matches!(i.to_string().as_str(), "if" | "while" | "for" | "loop" | "match" | "unsafe"),
             Tt::Punct(p) => p.as_char() == '\'', // a label: 'a: loop { .. }
@@ -365,6 +479,90 @@ fn split_statements(tokens: &[Tt]) -> Vec<Vec<Tt>> {
     out
 }
 
+/// Whether a statement needs a `;` to have another after it: it has none, and is not one that
+/// ends with its block (`if .. { .. }`, `loop { .. }`, `{ .. }`, an item, `m! { .. }`).
+fn needs_semicolon(stmt: &[Tt]) -> bool {
+    let s = &stmt[attributes_end(stmt, 0).min(stmt.len())..];
+    let Some(last) = s.last() else { return false };
+    if is_punct(last, ';') {
+        return false;
+    }
+    let block_like = match &s[0] {
+        Tt::Ident(i) => matches!(i.to_string().as_str(), "if" | "while" | "for" | "loop" | "match" | "unsafe"),
+        Tt::Punct(p) => p.as_char() == '\'',
+        Tt::Group(g) => g.delimiter() == Delimiter::Brace,
+        Tt::Literal(_) => false,
+    };
+    !(is_brace(last) && (block_like || item_kind(s).is_some()))
+}
+
+/// Past the outer attributes (`#[..]`) and inner ones (`#![..]`) at `k`.
+fn attributes_end(tokens: &[Tt], mut k: usize) -> usize {
+    while tokens.get(k).is_some_and(|t| is_punct(t, '#')) {
+        k += if tokens.get(k + 1).is_some_and(|t| is_punct(t, '!')) { 3 } else { 2 };
+    }
+    k
+}
+
+/// How a statement that begins with an item or a macro called with braces ends, and whether it
+/// is an item (`None`: it is neither). `ends_at_block`: at its block or its `;`, whichever comes
+/// first (`fn f() { .. }`, `struct S;`, `m! { .. }`); else at its `;` (`const X: T = { .. };`,
+/// `use a::{b, c};`).
+struct ItemKind {
+    ends_at_block: bool,
+    item: bool,
+}
+
+fn item_kind(tokens: &[Tt]) -> Option<ItemKind> {
+    let word = |k: usize| match tokens.get(k) {
+        Some(Tt::Ident(i)) => i.to_string(),
+        _ => String::new(),
+    };
+    let item = |ends_at_block| Some(ItemKind { ends_at_block, item: true });
+    let mut k = 0;
+    if word(0) == "pub" {
+        k = 1;
+        if matches!(tokens.get(1), Some(Tt::Group(g)) if g.delimiter() == Delimiter::Parenthesis) {
+            k = 2;
+        }
+    }
+    // A function's qualifiers (`const unsafe fn`, `extern "C" fn`), or an `extern "C" { .. }`.
+    loop {
+        match word(k).as_str() {
+            "const" | "async" | "unsafe" if matches!(word(k + 1).as_str(), "fn" | "unsafe" | "async" | "extern" | "impl" | "trait") => k += 1,
+            "extern" if matches!(tokens.get(k + 1), Some(Tt::Literal(_))) => {
+                if tokens.get(k + 2).is_some_and(is_brace) {
+                    return item(true);
+                }
+                k += 2;
+            }
+            _ => break,
+        }
+    }
+    match word(k).as_str() {
+        "fn" | "struct" | "enum" | "impl" | "trait" | "mod" | "extern" => return item(true),
+        "union" if matches!(tokens.get(k + 1), Some(Tt::Ident(_))) => return item(true),
+        "use" | "static" | "type" => return item(false),
+        "const" if matches!(tokens.get(k + 1), Some(Tt::Ident(_))) => return item(false),
+        // Not an item to move: a `macro_rules!` sees the locals before it, and only the code after.
+        "macro_rules" if k == 0 && tokens.get(1).is_some_and(|t| is_punct(t, '!')) => {
+            return Some(ItemKind { ends_at_block: true, item: false });
+        }
+        "" => return None,
+        _ if k > 0 => return None,
+        _ => {}
+    }
+    // A path, `!`, a block.
+    let mut k = 1;
+    while tokens.get(k).is_some_and(|t| is_punct(t, ':')) && tokens.get(k + 1).is_some_and(|t| is_punct(t, ':')) {
+        k += 3;
+    }
+    if tokens.get(k).is_some_and(|t| is_punct(t, '!')) && tokens.get(k + 1).is_some_and(is_brace) {
+        return Some(ItemKind { ends_at_block: true, item: false });
+    }
+    None
+}
+
 impl Lower {
     fn contains_barrier(&self, tokens: &[Tt]) -> bool {
         tokens.windows(3).any(|w| is_ident(&w[0], &self.ctx) && is_punct(&w[1], '.') && is_ident(&w[2], "barrier"))
@@ -418,6 +616,16 @@ impl Lower {
         }
         let first = core[0].clone();
         let block_at = core.iter().position(is_brace);
+        if is_ident(&first, "while") || is_ident(&first, "if") {
+            // `while let` / `if let` (or a `let` chain): every lane gives a bool, not a binding.
+            if let Some(l) = core[1..block_at.unwrap_or(core.len())].iter().find(|t| is_ident(t, "let")) {
+                return fail(
+                    l.span(),
+                    "a `let` in the condition of a `while` or `if` with a barrier is not supported: \
+                     compute a bool before it (or remove #[lanes] to run on fibers)",
+                );
+            }
+        }
         if is_ident(&first, "while") {
             if let Some(b) = block_at {
                 if b == core.len() - 1 {
@@ -455,10 +663,18 @@ impl Lower {
     /// A block with barriers, lowered: its barrier-free runs of statements each one loop over
     /// the lanes, its barriers and the loops and branches around them once per workgroup.
     fn block(&mut self, tokens: &[Tt], scopes: &mut Vec<Vec<Var>>) -> Result<TokenStream> {
-        let stmts = split_statements(tokens)
-            .into_iter()
-            .map(|s| self.classify(s))
-            .collect::<Result<Vec<_>>>()?;
+        // The block's items first, as written: Rust's items are visible in the whole block, and
+        // where they stand the copy has a loop over the lanes, whose body would hide them from
+        // the next one (a `const` of the body's would be the module's of that name there).
+        let mut out = TokenStream::new();
+        let mut stmts = Vec::new();
+        for s in split_statements(tokens) {
+            if item_kind(&s[attributes_end(&s, 0).min(s.len())..]).is_some_and(|k| k.item) {
+                out.extend(stream(&s));
+            } else {
+                stmts.push(self.classify(s)?);
+            }
+        }
         // The names each statement and those after it mention (what a run of statements must
         // keep for the rest of the block: its locals are gone after the block).
         let mut later: Vec<BTreeSet<String>> = vec![BTreeSet::new(); stmts.len() + 1];
@@ -467,7 +683,6 @@ impl Lower {
             stmt_idents(&stmts[i], &mut names);
             later[i] = names;
         }
-        let mut out = TokenStream::new();
         let mut i = 0;
         while i < stmts.len() {
             match &stmts[i] {
@@ -563,11 +778,11 @@ impl Lower {
         let taken = visible(scopes, uses);
         for v in &taken {
             let m = if v.mutable { "mut " } else { "" };
-            inner.extend(ts(&format!("let {m}{} = unsafe {{ __lane_{}.get(__lane) }};", v.name, v.id)));
+            inner.extend(respan(ts(&format!("let {m}{} = unsafe {{ __lane_{}.get(__lane) }};", v.name, v.id)), v.span));
         }
         inner.extend(body);
         for v in taken.iter().filter(|v| v.mutable && !shadowed.contains(&v.name)).chain(store.iter()) {
-            inner.extend(ts(&format!("unsafe {{ __lane_{}.set(__lane, {}) }};", v.id, v.name)));
+            inner.extend(respan(ts(&format!("unsafe {{ __lane_{}.set(__lane, {}) }};", v.id, v.name)), v.span));
         }
         let mut head = ts("let __lane = __row + __x as usize; let __local = [__x, __y, __z];");
         head.extend(inner);
@@ -587,11 +802,17 @@ impl Lower {
     fn segment(&mut self, stmts: &[Vec<Tt>], scopes: &mut [Vec<Var>], later: &BTreeSet<String>) -> Result<TokenStream> {
         let mut uses = BTreeSet::new();
         let mut body = TokenStream::new();
-        let mut defined: Vec<(String, bool)> = Vec::new();
+        let mut defined: Vec<(String, bool, Span)> = Vec::new();
+        // Every name a `let` of the run binds (or may bind: each identifier of a pattern this
+        // cannot keep), which shadows a kept local of that name to the run's end.
+        let mut shadowed: BTreeMap<String, Span> = BTreeMap::new();
         for s in stmts {
             check_no_escape(s)?;
             idents(s, &mut uses);
-            if is_ident(&s[0], "let") {
+            let stmt = s;
+            // A `let` with attributes (`#[allow(..)] let x = ..;`) binds as one without.
+            let s = &s[attributes_end(s, 0).min(s.len())..];
+            if s.first().is_some_and(|t| is_ident(t, "let")) {
                 let names = match let_names(s) {
                     Ok(names) => names,
                     // A pattern this cannot keep per lane is fine while nothing after the run
@@ -603,42 +824,48 @@ impl Lower {
                         if bound.iter().any(|n| later.contains(n)) {
                             return Err(e);
                         }
+                        shadowed.extend(bound.into_iter().map(|n| (n, s[0].span())));
                         Vec::new()
                     }
                 };
-                for (name, mutable) in names {
-                    defined.retain(|(n, _)| *n != name);
-                    defined.push((name, mutable));
+                for (name, mutable, span) in names {
+                    shadowed.insert(name.clone(), s[0].span());
+                    defined.retain(|(n, _, _)| *n != name);
+                    defined.push((name, mutable, span));
                 }
             }
-            body.extend(self.rewrite_returns(s));
+            body.extend(self.rewrite_returns(stmt));
+            if needs_semicolon(stmt) {
+                // A block's last statement may go without its `;` (`stride /= 2`): here the
+                // locals put back after it follow.
+                body.extend(ts(";"));
+            }
         }
         let mut decls = TokenStream::new();
         let mut store = Vec::new();
-        let defined_names: Vec<String> = defined.iter().map(|(n, _)| n.clone()).collect();
-        for (name, mutable) in defined {
+        for (name, mutable, span) in defined {
             if !later.contains(&name) {
                 continue;
             }
-            let v = Var { name, mutable, id: self.next_id };
+            let v = Var { name, mutable, id: self.next_id, span };
             self.next_id += 1;
-            decls.extend(ts(&format!("let mut __lane_{} = __wg.var();", v.id)));
+            decls.extend(respan(ts(&format!("let mut __lane_{} = __wg.var();", v.id)), v.span));
             store.push(v);
         }
         // A kept `mut` local that the run shadows: of this block, nothing after the run can name
         // it (not put back); of an enclosing block, it could be named after this block ends, and
         // putting it back would store the shadowing binding.
-        let shadowed: BTreeSet<String> = defined_names.iter().cloned().collect();
         let here: BTreeSet<usize> = scopes.last().map_or(BTreeSet::new(), |s| s.iter().map(|v| v.id).collect());
         for v in visible(scopes, &uses) {
-            if v.mutable && shadowed.contains(&v.name) && !here.contains(&v.id) {
+            if let (true, Some(at), false) = (v.mutable, shadowed.get(&v.name), here.contains(&v.id)) {
                 return fail(
-                    stmts[0][0].span(),
+                    *at,
                     &format!("`{}` is shadowed here by a `let` of the same name while a loop around it may change it; rename one", v.name),
                 );
             }
         }
         // Taken from the lanes: the locals the run names that were kept before it.
+        let shadowed: BTreeSet<String> = shadowed.into_keys().collect();
         let out_loop = self.lane_loop(&uses, scopes, body, &store, &shadowed);
         let scope = scopes.last_mut().expect("a scope");
         scope.extend(store);
@@ -667,7 +894,33 @@ impl Lower {
     /// `return` (the invocation is done) as: this lane retires, go on with the next one.
     fn rewrite_returns(&self, tokens: &[Tt]) -> TokenStream {
         let mut out = TokenStream::new();
-        for t in tokens {
+        let mut k = 0;
+        while k < tokens.len() {
+            let t = &tokens[k];
+            k += 1;
+            // A function (`fn name`) or a closure with a block (`|a| { .. }`, `|a| -> T { .. }`):
+            // its `return` is its own, kept as written (rewritten, it would leave the loop over
+            // the lanes from inside the closure: a compile error).
+            let mut verbatim_to = None;
+            if is_ident(t, "fn") && matches!(tokens.get(k), Some(Tt::Ident(_))) {
+                verbatim_to = tokens[k..].iter().position(is_brace).map(|b| k + b);
+            } else if is_punct(t, '|') && closure_starts(&tokens[..k - 1]) {
+                if let Some(close) = tokens[k..].iter().position(|t| is_punct(t, '|')).map(|c| k + c) {
+                    let after = close + 1;
+                    if tokens.get(after).is_some_and(is_brace) {
+                        verbatim_to = Some(after);
+                    } else if tokens.get(after).is_some_and(|t| matches!(t, Tt::Punct(p) if p.as_char() == '-' && p.spacing() == Spacing::Joint))
+                        && tokens.get(after + 1).is_some_and(|t| is_punct(t, '>'))
+                    {
+                        verbatim_to = tokens[after..].iter().position(is_brace).map(|b| after + b);
+                    }
+                }
+            }
+            if let Some(end) = verbatim_to {
+                out.extend(stream(&tokens[k - 1..=end]));
+                k = end + 1;
+                continue;
+            }
             match t {
                 Tt::Ident(i) if i.to_string() == "return" => {
                     out.extend(respan(ts("{ __wg.retire(__lane); continue '__lanes; }"), i.span()));
@@ -719,13 +972,13 @@ fn visible(scopes: &[Vec<Var>], uses: &BTreeSet<String>) -> Vec<Var> {
 
 /// The names a `let` binds: `let [mut] name` or `let ([mut] a, [mut] b, ..)`, each with whether
 /// it is `mut`.
-fn let_names(s: &[Tt]) -> Result<Vec<(String, bool)>> {
+fn let_names(s: &[Tt]) -> Result<Vec<(String, bool, Span)>> {
     let pat_end = s.iter().position(|t| is_punct(t, ':') || is_punct(t, '=') || is_punct(t, ';')).unwrap_or(s.len());
     let pat = &s[1..pat_end];
-    let simple = |p: &[Tt]| -> Option<(String, bool)> {
+    let simple = |p: &[Tt]| -> Option<(String, bool, Span)> {
         match p {
-            [Tt::Ident(i)] => Some((i.to_string(), false)),
-            [m, Tt::Ident(i)] if is_ident(m, "mut") => Some((i.to_string(), true)),
+            [Tt::Ident(i)] => Some((i.to_string(), false, i.span())),
+            [m, Tt::Ident(i)] if is_ident(m, "mut") => Some((i.to_string(), true, i.span())),
             _ => None,
         }
     };
@@ -771,7 +1024,10 @@ fn check_no_escape(tokens: &[Tt]) -> Result<()> {
             k += 1;
             continue;
         }
-        if is_ident(t, "break") || is_ident(t, "continue") {
+        // A labeled one is the run's own: a label outside the run would be a loop's or block's
+        // with a barrier in it, which is refused.
+        let labeled = tokens.get(k + 1).is_some_and(|t| is_punct(t, '\''));
+        if (is_ident(t, "break") || is_ident(t, "continue")) && !labeled {
             return fail(t.span(), "`break` / `continue` out of a loop with a barrier in it is not supported");
         }
         if let Tt::Group(g) = t {

@@ -577,9 +577,8 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
 }
 
 /// Every workgroup of `grid` as one call of `body`, the host copy of a `#[lanes]` kernel body
-/// (`lanes.rs`): the same workers, chunks and workgroup state as `run`, no fibers. (Not in
-/// `workbench debug`'s build, which runs the body on fibers.)
-#[cfg(not(feature = "debug"))]
+/// (`lanes.rs`): the same workers, chunks and workgroup state as `run`, no fibers. (In
+/// `workbench debug`'s build only for `testing::Grid::run_lanes`: its entries run fibers.)
 pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
     grid: [u32; 3],
     size: [u32; 3],
@@ -592,14 +591,14 @@ pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
     run_grid(grid, size, workers, checks, &kernel, entry_at);
 }
 
-#[cfg(not(feature = "debug"))]
 unsafe fn run_lanes_group<L: Fn(&super::Lanes) + Sync>(group: &Group, body: *const u8) {
     let body = unsafe { &*(body as *const L) };
-    body(&super::Lanes::new(group));
+    let lanes = super::Lanes::new(group);
+    body(&lanes);
+    lanes.check_ended();
 }
 
 /// A `#[lanes]` body reaches no `Ctx::barrier` (the attribute refuses a `ctx` it cannot see).
-#[cfg(not(feature = "debug"))]
 unsafe fn no_fibers(_: &Group, _: usize) {
     panic!("gpu_kernel: a barrier outside the statements #[lanes] splits at");
 }

@@ -27,6 +27,10 @@ use super::Shared;
 /// The most invocations of a workgroup (GPUs allow 1024; `exec::run_grid` refuses more).
 pub const MAX_LANES: usize = 1024;
 
+/// The largest local a `#[lanes]` copy keeps per lane across a barrier: `MAX_LANES` of them take
+/// 128 KiB of the worker's stack (as much as an invocation's whole fiber stack).
+pub const MAX_CARRIED_BYTES: usize = 128;
+
 /// One workgroup of a launch, as the copy of a `#[lanes]` body sees it.
 #[cfg_attr(feature = "debug", allow(dead_code))] // `workbench debug` runs the fibers
 pub struct Lanes<'a> {
@@ -35,12 +39,56 @@ pub struct Lanes<'a> {
     size: [u32; 3],
     /// Lanes that have returned (`retire`); all of them after a divergence.
     retired: Cell<usize>,
+    /// The body's line (`begin`), and whether the copy reached its end (`end`).
+    body: Cell<Option<&'static Location<'static>>>,
+    ended: Cell<bool>,
 }
 
 impl<'a> Lanes<'a> {
     #[cfg_attr(feature = "debug", allow(dead_code))]
     pub(crate) fn new(group: &'a Group) -> Lanes<'a> {
-        Lanes { group, first: Ctx::lane(group, 0, [0; 3]), size: group.size, retired: Cell::new(0) }
+        Lanes {
+            group,
+            first: Ctx::lane(group, 0, [0; 3]),
+            size: group.size,
+            retired: Cell::new(0),
+            body: Cell::new(None),
+            ended: Cell::new(false),
+        }
+    }
+
+    /// The copy starts; `track_caller`: the body's name, where the attribute puts the call.
+    #[inline(always)]
+    #[track_caller]
+    pub fn begin(&self) {
+        self.body.set(Some(Location::caller()));
+    }
+
+    /// The copy reached its end.
+    #[inline(always)]
+    pub fn end(&self) {
+        self.ended.set(true);
+    }
+
+    /// After the copy: it reached its end, unless a `return` the attribute could not see (one a
+    /// macro's expansion holds) returned from the whole copy, skipping every lane after that
+    /// one and every statement after it. Then this stops the run, naming the body (the outputs
+    /// would be wrong, with no error).
+    pub(crate) fn check_ended(&self) {
+        if !self.ended.get() {
+            self.returned_early();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn returned_early(&self) {
+        let (file, line) = self.body.get().map_or(("?", 0), |at| (at.file(), at.line()));
+        panic!(
+            "#[lanes]: the host copy of the kernel body at {file}:{line} returned before its end, for every invocation \
+             after the one that returned: a `return` inside a macro's expansion, which the attribute cannot see. \
+             Write the `return` in the body itself, or remove #[lanes] to run on fibers"
+        );
     }
 
     /// Invocations per workgroup along x, y, z (the copy's loop nest: x innermost, so the lane
@@ -129,9 +177,18 @@ impl<'a> Lanes<'a> {
         self.retire_all();
     }
 
-    /// Storage for one local per lane (its type is the local's).
+    /// Storage for one local per lane (its type is the local's). On the worker's stack, for
+    /// `MAX_LANES` lanes: a local over `MAX_CARRIED_BYTES` is refused when the kernel is built
+    /// (it overflowed the stack, a SIGSEGV, where a fiber holds it in its own 128 KiB).
     #[inline(always)]
     pub fn var<T: Carried>(&self) -> LaneVar<T> {
+        const {
+            assert!(
+                core::mem::size_of::<T>() <= MAX_CARRIED_BYTES,
+                "#[lanes]: a local of more than 128 bytes lives across a barrier: kept for 1024 lanes on the \
+                 worker's stack it would overflow it. Keep it in a shared array, or remove #[lanes] to run on fibers"
+            )
+        };
         LaneVar { lanes: [const { MaybeUninit::uninit() }; MAX_LANES] }
     }
 

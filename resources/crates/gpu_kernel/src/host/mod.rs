@@ -271,15 +271,23 @@ impl<'l> Kernel<'l> {
         #[cfg(not(feature = "debug"))]
         {
             let _ = fibers;
-            let mut k = self;
-            let at = Location::caller();
-            #[cfg(feature = "sim")]
-            let checks = k.checks_ptr();
-            #[cfg(not(feature = "sim"))]
-            let checks = core::ptr::null();
-            exec::run_lanes(k.launch.grid, k.launch.threads, k.launch.workers, checks, &lanes, at);
-            k.report();
+            self.lanes_only(lanes, Location::caller());
         }
+    }
+
+    /// `lanes`, a `#[lanes]` body's host copy, once per workgroup in every build (`debug`'s
+    /// included): `run_lanes` outside `debug`, and `testing::Grid::run_lanes`, which compares
+    /// the copy with the body on fibers.
+    pub(crate) fn lanes_only<L>(mut self, lanes: L, at: &'static Location<'static>)
+    where
+        L: Fn(&Lanes) + Sync,
+    {
+        #[cfg(feature = "sim")]
+        let checks = self.checks_ptr();
+        #[cfg(not(feature = "sim"))]
+        let checks = core::ptr::null();
+        exec::run_lanes(self.launch.grid, self.launch.threads, self.launch.workers, checks, &lanes, at);
+        self.report();
     }
 
     /// Run `body` once per invocation of the launch's grid, with GPU semantics; in a `sim` build

@@ -141,6 +141,37 @@ impl Grid {
     }
 }
 
+impl Grid {
+    /// Run `lanes`, the host copy of a `#[lanes]` body (`NAME_lanes`), once per workgroup of the
+    /// grid with cpu-sim's checks, as the `cpu-sim` backend runs it; any finding fails the test.
+    /// A test runs the body on fibers ([`Grid::run`]) on another grid and compares the outputs.
+    #[track_caller]
+    pub fn run_lanes<L: Fn(&crate::host::Lanes) + Sync>(self, lanes: L) {
+        let at = Location::caller();
+        let findings = self.check_lanes_at(lanes, at);
+        if !findings.is_empty() {
+            panic!("{}", findings.failure(at));
+        }
+    }
+
+    /// [`Grid::run_lanes`], giving the findings instead of failing.
+    #[track_caller]
+    pub fn check_lanes<L: Fn(&crate::host::Lanes) + Sync>(self, lanes: L) -> Findings {
+        self.check_lanes_at(lanes, Location::caller())
+    }
+
+    fn check_lanes_at<L: Fn(&crate::host::Lanes) + Sync>(mut self, lanes: L, at: &'static Location<'static>) -> Findings {
+        if !cfg!(feature = "sim") {
+            panic!("gpu_kernel::testing runs kernels with cpu-sim's checks, which this build lacks (docs/kernel-tests.md)");
+        }
+        let kernel = self.kernel.take().expect("a grid launches once");
+        kernel.lanes_only(lanes, at);
+        let len = unsafe { (*self.record).report_len } as usize;
+        let text = unsafe { core::slice::from_raw_parts(self.report, len) };
+        Findings::parse(core::str::from_utf8(text).unwrap_or(""))
+    }
+}
+
 impl Drop for Grid {
     fn drop(&mut self) {
         // The kernel holds the record: it goes first.

@@ -1,0 +1,575 @@
+//! `#[lanes]` against fibers: each kernel below runs as written (one fiber per invocation, GPU
+//! semantics) and as its `NAME_lanes` copy (loops over the invocations between barriers), both
+//! with cpu-sim's checks, on the same input; the outputs must be equal element for element. A
+//! copy that compiles and computes something else is the transformation's worst failure.
+#![cfg(feature = "sim")]
+// The kernels are written the ways a user might write them, not the ways clippy prefers.
+#![allow(clippy::manual_is_multiple_of, clippy::needless_late_init, clippy::single_match)]
+
+use gpu_kernel::host::Lanes;
+use gpu_kernel::prelude::*;
+use gpu_kernel::testing::Grid;
+
+/// Room for one workgroup's values in shared memory.
+const S: usize = 256;
+
+/// The kernel on fibers and as its lanes copy, on `grid` x `threads` and an input of `len`
+/// values: the two outputs (`len` values each), asserted equal; the output is returned for the
+/// test's own checks.
+#[track_caller]
+fn same(
+    grid: [u32; 3],
+    threads: [u32; 3],
+    len: usize,
+    fibers: impl Fn(Ctx, In<u32>, Out<u32>, Shared<u32, S>) + Sync,
+    lanes: impl Fn(&Lanes, In<u32>, Out<u32>, Shared<u32, S>) + Sync,
+) -> Vec<u32> {
+    let x: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    let mut on_fibers = vec![0u32; len];
+    let mut on_lanes = vec![0u32; len];
+    // One worker: the workgroups one after the other on the same workgroup state.
+    let g = Grid::with_workers(grid, threads, 1);
+    let (xb, yb) = (g.input(&x), g.output(&mut on_fibers));
+    g.run(|ctx| {
+        let s = ctx.shared::<u32, S>();
+        fibers(ctx, xb, yb, s)
+    });
+    let g = Grid::with_workers(grid, threads, 1);
+    let (xb, yb) = (g.input(&x), g.output(&mut on_lanes));
+    g.run_lanes(|wg| {
+        let s = wg.shared::<u32, S>();
+        lanes(wg, xb, yb, s)
+    });
+    assert_eq!(on_fibers, on_lanes, "fibers (left) and lanes (right) differ");
+    on_fibers
+}
+
+/// 0, whatever `v`: a kernel reads a value (a shared element after a barrier, a parameter) that
+/// the result does not depend on.
+fn ignore(v: u32) -> u32 {
+    let _ = v;
+    0
+}
+
+/// `same` for a kernel of the shape `NAME(ctx, x, y, s)`.
+macro_rules! same {
+    ($name:ident, $lanes:ident, $grid:expr, $threads:expr, $len:expr) => {
+        same($grid, $threads, $len, |c, x, y, s| $name(c, x, y, s), |w, x, y, s| $lanes(w, x, y, s))
+    };
+}
+
+// ------------------------------------------------------------------ what the copy gets right
+
+/// A mutable local changed in every segment, a loop counter, a tree reduction.
+#[lanes]
+fn tree(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let mut acc = x[i];
+    s.set(t, acc);
+    ctx.barrier();
+    let mut stride = ctx.group_size_x() / 2;
+    while stride > 0 {
+        if t < stride {
+            acc += s.get(t + stride);
+            s.set(t, acc);
+        }
+        ctx.barrier();
+        stride /= 2;
+    }
+    y[i] = acc + s.get(0) * 1000;
+}
+
+#[test]
+fn a_tree_reduction_matches() {
+    let out = same!(tree, tree_lanes, [3, 1, 1], [64, 1, 1], 192);
+    let x: Vec<u32> = (0..192u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    let total: u32 = x[64..128].iter().sum();
+    assert_eq!(out[64], total * 1001, "invocation 0 holds the workgroup's sum, and reads it");
+    // Fewer invocations than a power of two.
+    same!(tree, tree_lanes, [2, 1, 1], [24, 1, 1], 48);
+}
+
+/// Shadowing across segments: a local shadowed after a barrier by one of the same name and
+/// another type, a parameter shadowed by a local, tuple patterns, a `let` without a value.
+#[lanes]
+fn shadows(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let v = x[i];
+    let (a, mut b) = (v + 1, v * 2);
+    let c;
+    if t % 2 == 0 {
+        c = 5u32;
+    } else {
+        c = 7;
+    }
+    s.set(t, v);
+    ctx.barrier();
+    b += a;
+    let v = s.get((t + 1) % ctx.group_size_x()) as u64; // a new `v`, another type
+    let s2 = { let t = 3; t + 1 };
+    ctx.barrier();
+    let x = v as u32 + b + c + s2 as u32; // shadows the parameter
+    y[i] = x;
+}
+
+#[test]
+fn shadowing_and_tuples_match() {
+    same!(shadows, shadows_lanes, [2, 1, 1], [32, 1, 1], 64);
+}
+
+/// A 2-D workgroup: every invocation writes its neighbour's value along y.
+#[lanes]
+fn two_d(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let (tx, ty) = (ctx.local_id_x(), ctx.local_id_y());
+    let (w, h) = (ctx.group_size_x(), ctx.group_size_y());
+    let g = ctx.group_id_x() * w * h;
+    let me = ty * w + tx;
+    s.set(me, x[g + me] + ty as u32 * 10_000);
+    ctx.barrier();
+    y[g + me] = s.get(((ty + 1) % h) * w + tx);
+}
+
+#[test]
+fn a_2d_workgroup_matches() {
+    let out = same!(two_d, two_d_lanes, [2, 1, 1], [8, 4, 1], 64);
+    assert!(out[0] >= 10_000 && out[0] < 20_000, "{}", out[0]);
+}
+
+/// A `return` in a nested loop after the last barrier, `while` and `if` with barriers, an
+/// assignment in a condition, labels, closures, macros.
+#[lanes]
+fn control(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let n = ctx.group_size_x();
+    let mut rounds = 0u32;
+    let add = |a: u32, b: u32| a.wrapping_add(b);
+    s.set(t, x[i]);
+    ctx.barrier();
+    while ((rounds += 1), rounds).1 <= 3 {
+        let v = add(s.get((t + 1) % n), rounds);
+        ctx.barrier();
+        s.set(t, v);
+        ctx.barrier();
+    }
+    debug_assert!(rounds == 4, "{rounds}");
+    if n > 8 {
+        let w = s.get(t);
+        ctx.barrier();
+        s.set((t + 3) % n, w);
+        ctx.barrier();
+    } else {
+        ctx.barrier();
+    }
+    let mut out = s.get(t);
+    'outer: for a in 0..4u32 {
+        for b in 0..4u32 {
+            if a * b > t as u32 {
+                break 'outer;
+            }
+            out = out.wrapping_add(a * b);
+        }
+    }
+    match t % 3 {
+        0 => out += 1,
+        _ => {}
+    }
+    for k in 0..n {
+        if k == t && t % 5 == 4 {
+            y[i] = 99;
+            return;
+        }
+    }
+    y[i] = out;
+}
+
+#[test]
+fn control_flow_matches() {
+    same!(control, control_lanes, [2, 1, 1], [16, 1, 1], 32);
+}
+
+/// A `let` of a pattern the copy does not keep (`let [a, _]`) shadowing a kept `mut` local of the
+/// same block: the run's changes before it are the last the local sees.
+#[lanes]
+fn pattern_in_block(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut count = x[ctx.global_id_x()];
+    s.set(t, count);
+    ctx.barrier();
+    count += s.get(0);
+    let [count, _] = [count + 1, 0];
+    y[ctx.global_id_x()] = count;
+}
+
+#[test]
+fn a_pattern_shadowing_in_the_same_block_matches() {
+    same!(pattern_in_block, pattern_in_block_lanes, [2, 1, 1], [16, 1, 1], 32);
+}
+
+fn bump(v: &mut u32) {
+    *v += 1;
+}
+
+#[derive(Clone, Copy)]
+struct Pair {
+    a: u32,
+    b: u32,
+}
+
+/// `mut` parameters changed by each invocation (through `&mut`, an index, a field, `+=`), before
+/// and after a barrier: on fibers each invocation has its own copy, so every one sees its own
+/// changes only (the copy shared one value among the lanes: 24 where fibers give 10).
+#[lanes]
+#[allow(clippy::too_many_arguments)]
+fn mut_params(
+    ctx: Ctx,
+    x: In<u32>,
+    mut y: Out<u32>,
+    mut s: Shared<u32, S>,
+    mut k: u32,
+    mut arr: [u32; 2],
+    mut pair: Pair,
+    mut n: u32,
+) {
+    let t = ctx.local_id_x();
+    bump(&mut k);
+    arr[0] += 1;
+    pair.a += 2;
+    n += t as u32;
+    s.set(t, x[ctx.global_id_x()]);
+    ctx.barrier();
+    bump(&mut k);
+    pair.b = pair.a + n;
+    y[ctx.global_id_x()] = k + arr[0] * 100 + pair.b * 1000 + ignore(s.get(t));
+}
+
+#[test]
+fn mut_parameters_are_each_invocations_own() {
+    let p = Pair { a: 1, b: 0 };
+    let out = same(
+        [2, 1, 1],
+        [8, 1, 1],
+        16,
+        |c, x, y, s| mut_params(c, x, y, s, 7, [1, 2], p, 10),
+        |w, x, y, s| mut_params_lanes(w, x, y, s, 7, [1, 2], p, 10),
+    );
+    assert_eq!(out[3], 9 + 200 + (3 + 10 + 3) * 1000);
+}
+
+macro_rules! nothing {
+    () => {};
+}
+
+/// Statements that end without a `;`: an item (`fn`, `struct`), a macro called with braces, and
+/// a `let` with an attribute, each before a `let` that shadows a kept local. Read to the next
+/// `;`, the item took the `let` along: the copy did not see it bind `v`, and the next run read
+/// the `v` from before (1 where fibers give 42).
+#[lanes]
+fn items(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    #![allow(clippy::identity_op)]
+    let t = ctx.local_id_x();
+    let v = x[ctx.global_id_x()];
+    s.set(t, v);
+    ctx.barrier();
+    fn twice(a: u32) -> u32 {
+        a * 2
+    }
+    let v = twice(21) + ignore(v);
+    struct Unit;
+    let w = v + ignore(s.get(t));
+    let _ = Unit;
+    ctx.barrier();
+    nothing! {}
+    let w = w * 100 + v;
+    ctx.barrier();
+    #[allow(unused_parens)]
+    let v = (w + 1);
+    ctx.barrier();
+    y[ctx.global_id_x()] = v;
+}
+
+#[test]
+fn items_and_brace_macros_end_their_statement() {
+    let out = same!(items, items_lanes, [2, 1, 1], [8, 1, 1], 16);
+    assert_eq!(out, vec![42 * 100 + 42 + 1; 16]);
+}
+
+/// Nested loops and branches with barriers in a 3-D workgroup, workgroups that return as a whole
+/// (uniformly) before the first barrier, invocations that return after the last, `else if`.
+#[lanes]
+fn nested(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = (ctx.local_id_z() * ctx.group_size_y() + ctx.local_id_y()) * ctx.group_size_x() + ctx.local_id_x();
+    let n = ctx.group_size_x() * ctx.group_size_y() * 2;
+    let base = ctx.group_id_x() * n;
+    if ctx.group_id_x() % 3 == 2 {
+        y[base + t] = 7;
+        return;
+    }
+    let mut acc = x[base + t];
+    let mut outer = 0;
+    while outer < 3 {
+        let mut inner = outer;
+        while inner < 3 {
+            s.set(t, acc);
+            ctx.barrier();
+            acc = acc.wrapping_mul(3).wrapping_add(s.get((t + inner + 1) % n));
+            ctx.barrier();
+            inner += 1;
+        }
+        if outer == 0 {
+            s.set(t, acc);
+            ctx.barrier();
+            acc ^= s.get(n - 1 - t);
+            ctx.barrier();
+        } else if outer == 1 {
+            ctx.barrier();
+            acc += 1;
+        } else {
+            acc += 2;
+        }
+        outer += 1;
+    }
+    if t % 4 == 1 {
+        y[base + t] = 1;
+        return;
+    }
+    y[base + t] = acc;
+}
+
+#[test]
+fn nested_loops_in_3d_workgroups_match() {
+    same!(nested, nested_lanes, [5, 1, 1], [4, 2, 2], 5 * 16);
+}
+
+/// The module's `TOP`, which the body's own hides (so nothing reads it: the test is that the
+/// copy does not either).
+#[allow(dead_code)]
+const TOP: u32 = 10;
+
+/// Items of the body (a `const`, a `fn`, a `use`) are visible in the whole body, after a barrier
+/// too. In the copy they stood in the first loop over the lanes, hidden from the next: there
+/// `TOP` was the module's (10 where fibers give 3, no error).
+#[lanes]
+fn body_items(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    const TOP: u32 = 3;
+    use core::num::Wrapping as W;
+    let t = ctx.local_id_x();
+    s.set(t, x[ctx.global_id_x()] % TOP);
+    ctx.barrier();
+    fn square(a: u32) -> u32 {
+        a * a
+    }
+    ctx.barrier();
+    y[ctx.global_id_x()] = (W(TOP) + W(ignore(square(s.get(t))))).0;
+}
+
+#[test]
+fn the_bodys_items_are_seen_after_a_barrier() {
+    let out = same!(body_items, body_items_lanes, [1, 1, 1], [8, 1, 1], 8);
+    assert_eq!(out, vec![3; 8]);
+}
+
+/// A `macro_rules!` of the body names the local before it (`n`, which shadows the parameter):
+/// moved first with the items, it named the parameter (a value other than the local's).
+#[lanes]
+fn body_macro(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let n = x[ctx.global_id_x()] / 2 + n;
+    macro_rules! half {
+        () => {
+            n
+        };
+    }
+    s.set(ctx.local_id_x(), half!());
+    ctx.barrier();
+    y[ctx.global_id_x()] = s.get(ctx.local_id_x());
+}
+
+#[test]
+fn a_bodys_macro_names_the_local_before_it() {
+    same([1, 1, 1], [8, 1, 1], 8, |c, x, y, s| body_macro(c, x, y, s, 1), |w, x, y, s| body_macro_lanes(w, x, y, s, 1));
+}
+
+/// A kept local named only in a format string after a barrier (`"{n}"`, captured by the macro):
+/// the copy did not take it from its lane there, and `n` was the parameter it shadows.
+#[lanes]
+fn format_capture(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let n = x[ctx.global_id_x()] + n;
+    s.set(ctx.local_id_x(), 1);
+    ctx.barrier();
+    let text = format!("{n}");
+    y[ctx.global_id_x()] = text.parse::<u32>().unwrap() + ignore(s.get(ctx.local_id_x()));
+}
+
+#[test]
+fn a_local_named_in_a_format_string_is_kept() {
+    same([1, 1, 1], [8, 1, 1], 8, |c, x, y, s| format_capture(c, x, y, s, 1), |w, x, y, s| format_capture_lanes(w, x, y, s, 1));
+}
+
+/// `return` in closures (with a block, with a return type) and in a function of a nested block:
+/// each returns from its own, not the invocation (the copy made them leave the loop over the
+/// lanes: a compile error).
+#[lanes]
+fn own_returns(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let clamp = |v: u32| {
+        if v > 500 {
+            return 500;
+        }
+        v
+    };
+    let t = ctx.local_id_x();
+    s.set(t, clamp(x[ctx.global_id_x()]));
+    ctx.barrier();
+    let neg = |v: i64| -v;
+    let odd = |v: u32| -> bool {
+        if v % 2 == 1 {
+            return true;
+        }
+        false
+    };
+    let mut out = s.get((t + 1) % 8) + u32::from(odd(s.get(t))) * 1000;
+    if neg(out.into()) < -600 {
+        fn halve(v: u32) -> u32 {
+            if v == 0 {
+                return 0;
+            }
+            v / 2
+        }
+        out = halve(out);
+    }
+    if t == 3 {
+        y[ctx.global_id_x()] = 7;
+        return;
+    }
+    y[ctx.global_id_x()] = out;
+}
+
+#[test]
+fn returns_of_closures_and_functions_are_their_own() {
+    let out = same!(own_returns, own_returns_lanes, [1, 1, 1], [8, 1, 1], 8);
+    assert_eq!(out[3], 7);
+}
+
+/// Returns when `$c` holds: a `return` the copy cannot see.
+macro_rules! stop_if {
+    ($c:expr) => {
+        if $c {
+            return;
+        }
+    };
+}
+
+/// A `return` in a macro's expansion, after the last barrier: the copy cannot rewrite it, and it
+/// returned from the whole copy, leaving the lanes after the first that returned without their
+/// writes (fibers write 5 at every even invocation; the copy at invocation 0 only, no error).
+/// The copy now stops the run, naming the body.
+#[lanes]
+fn macro_return(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    s.set(t, x[ctx.global_id_x()]);
+    ctx.barrier();
+    stop_if!(t % 2 == 1);
+    y[ctx.global_id_x()] = 5 + ignore(s.get(t));
+}
+
+#[test]
+fn a_return_in_a_macro_stops_the_copy() {
+    let x = vec![0u32; 8];
+    let mut y = vec![0u32; 8];
+    let g = Grid::new([1, 1, 1], [8, 1, 1]);
+    let (xb, yb) = (g.input(&x), g.output(&mut y));
+    g.run(|ctx| macro_return(ctx, xb, yb, ctx.shared::<u32, S>()));
+    assert_eq!(y, [5, 0, 5, 0, 5, 0, 5, 0]);
+    let g = Grid::new([1, 1, 1], [8, 1, 1]);
+    let (xb, yb) = (g.input(&x), g.output(&mut y));
+    let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        g.run_lanes(|wg| macro_return_lanes(wg, xb, yb, wg.shared::<u32, S>()))
+    }));
+    let message = stopped.expect_err("the copy stops").downcast::<String>().map(|m| *m).unwrap_or_default();
+    let line = 1 + include_str!("lanes.rs").lines().position(|l| l.starts_with("fn macro_return(")).unwrap();
+    assert!(message.contains(&format!("tests/lanes.rs:{line} ")), "{message}");
+    assert!(message.contains("returned before its end"), "{message}");
+}
+
+/// A block's last statement without its `;` (`stride /= 2`, valid Rust: a `()` expression) in a
+/// run that changes a kept local: the copy put the local back right after it, a syntax error at
+/// `#[lanes]`.
+#[lanes]
+fn tail(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut stride = 4u32;
+    let mut total = x[ctx.global_id_x()];
+    while stride > 0 {
+        s.set(t, stride);
+        ctx.barrier();
+        total += s.get((t + 1) % 8);
+        ctx.barrier();
+        stride /= 2
+    }
+    y[ctx.global_id_x()] = total
+}
+
+#[test]
+fn a_last_statement_without_its_semicolon_matches() {
+    let out = same!(tail, tail_lanes, [1, 1, 1], [8, 1, 1], 8);
+    assert_eq!(out[0], 7);
+}
+
+/// A local of a parameter's name in an inner block, assigned there: the parameter is not (the
+/// copy refused it as "the parameter `n` is assigned in the body").
+#[lanes]
+fn inner_name(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    s.set(t, 1);
+    ctx.barrier();
+    if t < n as usize {
+        let mut n = x[ctx.global_id_x()];
+        n += s.get(t);
+        y[ctx.global_id_x()] = n;
+    }
+}
+
+#[test]
+fn a_local_of_a_parameters_name_in_an_inner_block_matches() {
+    same([1, 1, 1], [8, 1, 1], 8, |c, x, y, s| inner_name(c, x, y, s, 5), |w, x, y, s| inner_name_lanes(w, x, y, s, 5));
+}
+
+/// Statements that begin with a block or end with one: a block statement, an `unsafe` block, a
+/// labeled block, `let x = if ..`, `match` as a value with a method after it, each beside a
+/// `let` that shadows a kept local.
+#[lanes]
+fn blocks(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut v = x[ctx.global_id_x()];
+    s.set(t, v);
+    ctx.barrier();
+    {
+        v += s.get((t + 1) % 8);
+    }
+    let v = v * 2;
+    let w = if v > 900 { 1u32 } else { 2 };
+    let p = core::ptr::addr_of!(w);
+    let q;
+    unsafe {
+        q = *p;
+    }
+    let v = v + w + q;
+    let m = match t % 3 {
+        0 => 10u32,
+        _ => 20,
+    }
+    .max(w);
+    'out: {
+        if m > 15 {
+            break 'out;
+        }
+    }
+    ctx.barrier();
+    y[ctx.global_id_x()] = v + m;
+}
+
+#[test]
+fn statements_with_blocks_match() {
+    same!(blocks, blocks_lanes, [2, 1, 1], [8, 1, 1], 16);
+}

@@ -1,0 +1,250 @@
+//! `#[lanes]` in a user's crate, built with cargo (each case a kernel crate of its own): what it
+//! refuses (a body whose copy would compute something other than the body on fibers, or would
+//! not compile for a reason the attribute can name: the error must be the attribute's, at the
+//! line of the offending code), and that what it writes draws no warning.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `cargo check` of a crate whose lib.rs is `source` (with `use gpu_kernel::prelude::*;` in
+/// front): whether it compiled, and the compiler's messages, short form.
+fn check(case: &str, source: &str) -> (bool, String) {
+    cargo(case, &format!("use gpu_kernel::prelude::*;\n{source}"), &["check"])
+}
+
+/// `cargo <command>` in the crate of `source` (see `check`); `--` and the arguments after it go
+/// to the tool.
+fn cargo(case: &str, source: &str, command: &[&str]) -> (bool, String) {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lanes_refusals");
+    let dir = root.join(case);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest = format!(
+        "[package]\nname = \"{case}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n\
+         gpu_kernel = {{ path = {:?} }}\n\n[lints.rust]\nunexpected_cfgs = {{ level = \"allow\", check-cfg = \
+         ['cfg(target_arch, values(\"spirv\"))'] }}\n",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), source).unwrap();
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(command.iter().take_while(|a| **a != "--"))
+        .args(["--offline", "--quiet", "--message-format", "short"])
+        .args(command.iter().skip_while(|a| **a != "--"))
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// `source` does not compile, and the first error is `#[lanes]`'s `message` at the line of
+/// `source` holding `at`.
+#[track_caller]
+fn refused(case: &str, source: &str, at: &str, message: &str) {
+    let (ok, messages) = check(case, source);
+    assert!(!ok, "compiled:\n{source}");
+    let line = 1 + 1 + source.lines().position(|l| l.contains(at)).expect("`at` is in the source");
+    let first = messages.lines().find(|l| l.contains("error")).unwrap_or("");
+    assert!(first.starts_with(&format!("src/lib.rs:{line}:")), "expected at line {line}:\n{messages}");
+    assert!(first.contains(&format!("#[lanes]: {message}")), "expected `{message}`:\n{messages}");
+}
+
+/// A `let` of a pattern the copy cannot keep (`let [count, _]`) shadows `count` of the loop
+/// around it, which the run also changes: putting `count` back after the run would store the
+/// shadowing value (the copy gave 200 where fibers give 103).
+#[test]
+fn a_pattern_shadowing_a_loops_local_is_refused() {
+    refused(
+        "pattern_shadow",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let mut count = 0u32;
+    let mut go = 3u32;
+    while go > 0 {
+        count += 1;
+        go -= 1;
+        ctx.barrier();
+        let [count, _] = [100u32, 0];
+        y[ctx.global_id_x()] = count;
+    }
+    y[ctx.global_id_x()] += count;
+}
+"#,
+        "let [count, _]",
+        "`count` is shadowed here",
+    );
+}
+
+/// A `mut` inside a parameter's pattern: the copy binds `mut` parameters per lane by name.
+#[test]
+fn a_mut_inside_a_parameter_pattern_is_refused() {
+    refused(
+        "mut_in_pattern",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>, (mut a, b): (u32, u32)) {
+    a += b;
+    ctx.barrier();
+    y[ctx.global_id_x()] = a;
+}
+"#,
+        "(mut a, b)",
+        "a `mut` inside a parameter's pattern is not supported",
+    );
+}
+
+/// A memory handle parameter assigned: one value for the workgroup in the copy.
+#[test]
+fn a_handle_parameter_assigned_is_refused() {
+    refused(
+        "handle_assigned",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>, z: Out<u32>) {
+    if ctx.local_id_x() == 0 {
+        y = z;
+    }
+    ctx.barrier();
+    y[ctx.global_id_x()] = 1;
+}
+"#,
+        "y = z;",
+        "the parameter `y` is assigned in the body",
+    );
+}
+
+/// The copy of a body with kept locals, loops and branches with barriers, `return`, `mut`
+/// parameters and items, in a crate that denies warnings, missing docs and clippy's pedantic and
+/// nursery lints: no finding (the body as written is clean; anything is the copy's).
+#[test]
+fn the_copy_draws_no_warning() {
+    let (ok, messages) = cargo(
+        "lint_clean",
+        r#"//! A kernel crate.
+#![deny(warnings, missing_docs, clippy::pedantic, clippy::nursery)]
+use gpu_kernel::prelude::*;
+
+/// A kernel body.
+#[lanes]
+pub fn k(ctx: Ctx, input: In<u32>, mut out: Out<u32>, mut tile: Shared<u32, 64>, mut bias: u32) {
+    #![allow(clippy::needless_pass_by_value)]
+    const TOP: u32 = 3;
+    let lane = ctx.local_id_x();
+    bias += 1;
+    let mut acc = input[lane] + bias;
+    let (one, mut two) = (1u32, 2u32);
+    tile.set(lane, acc);
+    ctx.barrier();
+    let mut round = 0;
+    while round < TOP {
+        acc += tile.get((lane + 1) % 64) + one;
+        ctx.barrier();
+        tile.set(lane, acc);
+        two += 1;
+        ctx.barrier();
+        round += 1;
+    }
+    if bias > 1 {
+        ctx.barrier();
+    }
+    if lane == 63 {
+        return;
+    }
+    out[lane] = acc + two + bias;
+}
+"#,
+        &["clippy", "--", "-D", "warnings"],
+    );
+    assert!(ok, "{messages}");
+}
+
+/// `if let` around a barrier: the lanes vote on a bool (the copy wrote `{ let Some(v) = .. }` as
+/// the vote: rustc's "expected expression" at the generated code).
+#[test]
+fn an_if_let_around_a_barrier_is_refused() {
+    refused(
+        "if_let",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>, o: Option<u32>) {
+    if let Some(v) = o {
+        ctx.barrier();
+        y[ctx.global_id_x()] = v;
+    }
+}
+"#,
+        "if let Some(v)",
+        "a `let` in the condition of a `while` or `if` with a barrier is not supported",
+    );
+}
+
+/// A local across a barrier that is not `Copy`: `Carried`'s error, at the local (it was at the
+/// `#[lanes]` line: the lane storage's code had the attribute's span).
+#[test]
+fn a_local_that_is_not_copy_is_refused_at_the_local() {
+    let source = r#"use gpu_kernel::prelude::*;
+pub struct Sum {
+    pub v: u32,
+}
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let t = ctx.local_id_x();
+    let sum = Sum { v: t as u32 };
+    ctx.barrier();
+    y.set(t, sum.v);
+}
+"#;
+    let (ok, messages) = cargo("not_copy", source, &["check"]);
+    assert!(!ok, "compiled");
+    let first = messages.lines().find(|l| l.contains("error")).unwrap_or("");
+    assert!(first.starts_with("src/lib.rs:8:9: error[E0277]: `Sum` lives across a barrier in a #[lanes] body"), "{messages}");
+}
+
+/// A `continue` of a `while` with a barrier in it: the copy's runs are loops over the lanes (a
+/// labeled `break` of the run's own block or loop is fine: tests/lanes.rs, `blocks`).
+#[test]
+fn a_continue_of_a_loop_with_a_barrier_is_refused() {
+    refused(
+        "continue",
+        r#"
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let mut i = 0u32;
+    while i < 4 {
+        i += 1;
+        if i == 2 { continue; }
+        ctx.barrier();
+    }
+    y[ctx.global_id_x()] = i;
+}
+"#,
+        "continue;",
+        "`break` / `continue` out of a loop with a barrier in it is not supported",
+    );
+}
+
+/// A 10 KiB local across a barrier: kept for 1024 lanes on the worker's stack it overflowed it
+/// (SIGSEGV at run time). Refused when the kernel is built (a check does not monomorphise: the
+/// error comes with `cargo build`), the note naming the local's line.
+#[test]
+fn a_local_too_large_to_keep_per_lane_is_refused_at_build() {
+    let source = r#"use gpu_kernel::prelude::*;
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let t = ctx.local_id_x();
+    let mut big = [0u32; 2560];
+    big[t] = 1;
+    ctx.barrier();
+    y[t] = big[t];
+}
+/// An entry, so that the copy is built.
+pub fn entry(kernel: gpu_kernel::host::Kernel, y: Out<u32>) {
+    kernel.run_lanes(move |ctx| k(ctx, y), move |wg| k_lanes(wg, y));
+}
+"#;
+    let (ok, messages) = cargo("too_large", source, &["build"]);
+    assert!(!ok, "built");
+    assert!(messages.contains("#[lanes]: a local of more than 128 bytes lives across a barrier"), "{messages}");
+    assert!(messages.contains("src/lib.rs:5:"), "the local's line:\n{messages}");
+}
