@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import EXAMPLES
+from tests.kernel_crate_tests import run_crate_test_files
 from workbench.build import build_project
 from workbench.build.toolchains import detect
 
@@ -812,3 +813,15 @@ def test_if_let_around_a_barrier_builds_or_is_refused_at_its_line(host_cargo, tm
     for error in errors:
         assert error["message"].startswith("#[lanes]: "), error["rendered"]
         assert (error["file"], error["line"]) == ("src/lib.rs", line_of(root, "// IF-LET"))
+
+
+# ---------------------------------------------------------------- the crate's own tests of the copy
+
+
+@pytest.mark.parametrize("features", ["sim", "debug"])
+def test_the_crates_lanes_tests_pass(tmp_path, features):
+    """`resources/crates/gpu_kernel/tests/lanes.rs` (each body on fibers and as lanes, the same
+    outputs; `Grid::run_lanes`) and `lanes_builds.rs` (small crates built with cargo: what the
+    attribute refuses, and a body it takes built under clippy with warnings denied)."""
+    counts = run_crate_test_files(tmp_path, ("lanes", "lanes_builds"), features)
+    assert counts["lanes"] >= 16 and counts["lanes_builds"] >= 8, counts
