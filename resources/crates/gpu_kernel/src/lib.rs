@@ -16,7 +16,9 @@
 //!
 //! On the host, every invocation of a workgroup runs on a stack of its own (a fiber), so a
 //! barrier inside loops and branches suspends it until the whole workgroup arrives; workgroups
-//! are spread over the cores. With the `sim` feature (the `cpu-sim` backend) every access is
+//! are spread over the cores. A body marked [`lanes`] also gets a host copy split at its barriers
+//! into loops over the workgroup's invocations, which `host::Kernel::run_lanes` runs once per
+//! workgroup: no fiber, no switch. With the `sim` feature (the `cpu-sim` backend) every access is
 //! checked: races on workgroup and global memory, out-of-bounds indexing, barrier divergence and
 //! reads of workgroup memory nobody wrote are reported with the invocations' coordinates and
 //! the Rust file:line of the accesses (`#[track_caller]`). docs/cpu-sim.md says what is modelled.
