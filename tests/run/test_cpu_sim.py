@@ -94,7 +94,12 @@ def test_a_missing_barrier_is_a_race_on_workgroup_memory_at_its_lines(reduction,
     # invocation 0 ran on into the fold before 128 stored; the body's `#[lanes]` copy runs every
     # store, then every fold): either way it is this race.
     read, write = sorted(race["accesses"], key=lambda a: a["access"])
-    assert (read["access"], read["file"], read["line"], read["local"]) == ("read", "src/lib.rs", fold, [0, 0, 0])
+    assert (read["access"], read["file"], read["line"], read["local"]) == (
+        "read",
+        "src/lib.rs",
+        fold,
+        [0, 0, 0],
+    )
     assert (write["access"], write["line"], write["local"]) == ("write", store, [race["index"], 0, 0])
     assert read["group"] == write["group"] == [0, 0, 0]
     diagnostic = next(d for d in results["cpu-sim"]["findings"]["diagnostics"] if d["code"] == "shared-race")
