@@ -10,6 +10,42 @@
 //! kernels: no switch, no stack per invocation, and a loop the compiler can optimise across
 //! invocations. Locals that live across a barrier are kept per lane (`host::LaneVar`).
 //!
+//! Uniform locals: a kept local whose value the attribute can prove the same for every
+//! invocation of the workgroup (a scan's `offset`, a stencil's block origin) is kept once
+//! (`host::Uniform`): a run reads it as a plain value, not from each lane's slot. A `while` or
+//! `if` around a barrier whose condition reads only uniform values is evaluated once, with no
+//! loop over the lanes and no vote; a run whose every statement is a uniform `let` or assignment
+//! (a loop's `stride /= 2`) runs once, not per lane. A wrong "uniform" would be a silent wrong
+//! result, so the rule is narrow:
+//! - a `let` (a name or a tuple of names) is uniform when it stands at the top level of its run
+//!   (not in a nested block, branch, loop or closure of it: every lane that has not returned runs
+//!   it), has no attribute, comes after no statement of the run holding a `return`, and its value
+//!   is a uniform expression;
+//! - a uniform expression names only uniform locals, parameters of a primitive type (`u32`,
+//!   `usize`, `f32`, ...; a memory handle's reads may differ per lane, other types may hide
+//!   interior mutability), items (`const`s, paths, types), literals and `ctx`'s per-workgroup
+//!   values (`group_id_*`, `group_size_*`, `num_groups_*`, `group_linear`); it calls no
+//!   function, closure or macro, and of methods only the pure numeric ones (`min`, `div_ceil`,
+//!   `wrapping_add`, ...: `PURE_METHODS`); it assigns nothing and holds no `unsafe`, `return`,
+//!   `break`, `let`, `match`, loop, `?` or label;
+//! - a `mut` local is uniform only if every assignment to a local of its name anywhere in the
+//!   body is such a top-level `name = uniform;` / `name op= uniform;` statement, and nothing else
+//!   can change it: no `&mut name`, `ref mut` (none anywhere: then no `mut` local is uniform),
+//!   index, field, method other than the pure ones, call, destructuring assignment, or macro
+//!   naming it. This is decided by name, for every local of that name (shadowing makes it more
+//!   conservative, never less), and to a fixed point: the body is lowered assuming every
+//!   candidate uniform, then again without those found assigned per lane, until no more drop;
+//! - a name a macro's arguments mention is per lane for the rest of its run (a macro may bind it:
+//!   `my_let!(x = ..)`), and a `let` of a pattern the attribute does not keep binds per-lane names.
+//!
+//! Each lane of a run still computes a uniform `let` (it is one statement among per-lane ones)
+//! and sets the one slot to the same value; a uniform `mut` local the run puts back is read from
+//! its value before the run (a lane's put back is not the next lane's start). A uniform
+//! condition or run is evaluated only while some lane has not returned (`Lanes::live`: the vote
+//! of no lane is `false`, and nothing a uniform condition reads was set), with `ctx` the first
+//! live lane's (`Lanes::uniform_ctx`). A uniform local is not subject to `MAX_CARRIED_BYTES`
+//! (it is kept once).
+//!
 //! What it takes (anything else is a compile error at the statement, naming it; without the
 //! attribute the body runs on fibers as before):
 //! - a function whose first `Ctx` parameter is the invocation's, returning nothing;
@@ -20,7 +56,8 @@
 //! - `ctx` used only as `ctx.method(..)` (a barrier in a function the body calls would be
 //!   invisible here), no subgroup operation, no `ctx.shared()` (shared arrays are parameters);
 //! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types of
-//!   at most 128 bytes (`host::MAX_CARRIED_BYTES`: each is kept for 1024 lanes), and
+//!   at most 128 bytes where not uniform (`host::MAX_CARRIED_BYTES`: each is kept for 1024
+//!   lanes), and
 //!   not shadowed in a loop's or branch's block while that block's run of statements changes
 //!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one;
 //! - parameters the same for every invocation, except `mut` ones other than the memory handles

@@ -4,7 +4,9 @@
 //! The copy runs once per workgroup on the worker's stack: each barrier-free run of the body's
 //! statements is one loop over the lanes (`lanes`, `ctx`), each barrier is a call of `barrier`
 //! between two such loops, and each `while` / `if` around a barrier asks every lane for its
-//! condition first (`vote`). Locals that live across a barrier are kept per lane (`LaneVar`).
+//! condition first (`vote`). Locals that live across a barrier are kept per lane (`LaneVar`),
+//! or once where the attribute proved them the same in every lane (`Uniform`; then a condition
+//! that reads only such values is evaluated once, `live` and `uniform_ctx`, with no vote).
 //! No fiber, no switch: a kernel that does a few loads and adds between barriers (scan's
 //! steps, a reduction's tree, a stencil's tile) spent most of its time switching.
 //!
