@@ -46,8 +46,9 @@ def test_the_reduction_summary_counts_barriers_shared_memory_and_classes_per_bac
     assert cpu.form == "x86-64" and cpu.source == "reduction.lines.asm"
     assert cpu.instructions["memory"] > 0 and cpu.instructions["arithmetic"] > 0
     # The host build runs the body's `#[lanes]` copy: each barrier statement is a call of the
-    # kernel API's barrier between two loops over the invocations, the tree's loop kept a loop
-    # (its condition is every invocation's vote), so one call per barrier the source writes.
+    # kernel API's barrier between two loops over the invocations, so at least one call per
+    # barrier the source writes (the tree's loop, its condition uniform and evaluated once, may
+    # be unrolled into more).
     written = (root / "src" / "lib.rs").read_text().count("ctx.barrier();")
     assert written == 2
     assert cpu.instructions["control"] > 0 and cpu.instructions["barrier"] >= written

@@ -573,3 +573,181 @@ fn blocks(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
 fn statements_with_blocks_match() {
     same!(blocks, blocks_lanes, [2, 1, 1], [8, 1, 1], 16);
 }
+
+// ------------------------------------------------------------------ uniform locals and conditions
+
+macro_rules! set_to {
+    ($name:ident, $value:expr) => {
+        $name = $value
+    };
+}
+
+macro_rules! rebind {
+    ($name:ident, $value:expr) => {
+        let $name = $value;
+    };
+}
+
+/// `mut` locals that start the same in every lane but that some lanes change (in a branch, a loop
+/// without a barrier, through `&mut`, a closure, a macro, a destructuring assignment, a field):
+/// each is per lane. Taken as uniform, every lane would see the last lane's value after the
+/// barrier (the lanes at t % 3 == 0 set 10; the last one, 15, is one of them).
+#[lanes]
+fn some_lanes_assign(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let (mut a, mut b, mut c, mut d, mut e, mut f) = (1u32, 1u32, 1u32, 1u32, 1u32, 1u32);
+    let mut g = (1u32, 1u32);
+    let mut same = 1u32;
+    s.set(t, x[ctx.global_id_x()]);
+    ctx.barrier();
+    if t % 3 == 0 {
+        a = 10;
+    }
+    let mut k = 0;
+    while k < t % 4 {
+        b += 1;
+        k += 1;
+    }
+    if t % 2 == 0 {
+        bump(&mut c);
+    }
+    let mut add = |v: u32| d += v;
+    add(t as u32);
+    if t % 5 == 0 {
+        set_to!(e, 7);
+    }
+    (f, _) = (t as u32 + f, 0);
+    g.0 += t as u32;
+    same += 1;
+    ctx.barrier();
+    a += 1;
+    y[ctx.global_id_x()] = a + b * 10 + c * 100 + d * 1000 + e * 10_000 + f * 100_000 + g.0 * 1_000_000 + same + ignore(s.get(t));
+}
+
+#[test]
+fn a_local_some_lanes_change_stays_per_lane() {
+    let out = same!(some_lanes_assign, some_lanes_assign_lanes, [2, 1, 1], [16, 1, 1], 32);
+    assert_eq!(out[1] % 10, 2 + 2, "a: 1 + 1 at t = 1, plus `same` (2)");
+    assert_eq!(out[3] % 10, 1 + 10 + 2 - 10, "a: 10 + 1 at t = 3, plus `same` (2)");
+}
+
+/// A uniform local shadowed by a per-lane one and the other way round, in the same run, after a
+/// barrier and in an inner block, and a name a macro binds (unseen by the attribute: what follows
+/// is taken as per lane).
+#[lanes]
+fn uniform_shadows(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let g = ctx.group_id_x() as u32 * 7 + n;
+    let v = g + 1;
+    let w = t as u32;
+    s.set(t, x[ctx.global_id_x()] + ignore(w));
+    ctx.barrier();
+    let g = g + t as u32; // per lane now
+    let w = v * 2; // uniform now
+    {
+        let v = t as u32 * 3;
+        s.set(t, s.get(t) + v);
+    }
+    rebind!(v, t as u32 + 100);
+    let z = v + 1;
+    ctx.barrier();
+    let n = n + g;
+    y[ctx.global_id_x()] = g + w * 10 + z * 1000 + n * 100_000 + s.get(t) % 10;
+}
+
+#[test]
+fn shadowing_uniform_and_per_lane_locals_matches() {
+    let out = same(
+        [3, 1, 1],
+        [8, 1, 1],
+        24,
+        |c, x, y, s| uniform_shadows(c, x, y, s, 5),
+        |w, x, y, s| uniform_shadows_lanes(w, x, y, s, 5),
+    );
+    // Workgroup 1, lane 2: g = 7 + 5 + 2, w = (7 + 5 + 1) * 2, z = 2 + 100 + 1, n = 5 + 14.
+    let xs: Vec<u32> = (0..24u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    assert_eq!(out[10], 14 + 26 * 10 + 103 * 1000 + 19 * 100_000 + (xs[10] + 6) % 10);
+}
+
+/// Uniform conditions (a counter, a workgroup's id, a parameter, a `mut` parameter changed by
+/// every lane the same way) around barriers, with a uniform `mut` local doubled in a run that
+/// does per-lane work too (each lane starts from the value before the run), `else if`, and a
+/// count that differs between workgroups.
+#[lanes]
+fn uniform_conditions(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32, mut bias: u32) {
+    let t = ctx.local_id_x();
+    let size = ctx.group_size_x();
+    bias += 1;
+    let rounds = ctx.group_id_x() as u32 + n;
+    let mut acc = x[ctx.global_id_x()];
+    let mut offset = 1usize;
+    let mut round = 0u32;
+    while round < rounds {
+        s.set(t, acc);
+        offset *= 2;
+        ctx.barrier();
+        acc = acc.wrapping_add(s.get((t + offset) % size));
+        ctx.barrier();
+        round += 1;
+    }
+    if rounds > 2 && bias == n + 1 {
+        s.set(t, acc);
+        ctx.barrier();
+        acc += s.get(size - 1 - t);
+    } else if ctx.num_groups_x() > 1 {
+        ctx.barrier();
+        acc += 1000;
+    } else {
+        acc += 7;
+    }
+    ctx.barrier();
+    y[ctx.global_id_x()] = acc + offset as u32 * 1_000_000 + round * 100_000_000;
+}
+
+#[test]
+fn uniform_conditions_match() {
+    let out = same(
+        [3, 1, 1],
+        [16, 1, 1],
+        48,
+        |c, x, y, s| uniform_conditions(c, x, y, s, 1, 1),
+        |w, x, y, s| uniform_conditions_lanes(w, x, y, s, 1, 1),
+    );
+    assert_eq!(out[0] / 100_000_000, 1, "workgroup 0: one round");
+    assert_eq!(out[47] / 100_000_000, 3, "workgroup 2: three rounds");
+    assert_eq!(out[47] / 1_000_000 % 100, 8, "offset doubled once a round, not once a lane");
+}
+
+/// Conditions around barriers that are the same in every lane at run time but not provably so
+/// (a value read from memory, a per-lane local that lanes agree on, a `mut` local one branch
+/// changes): voted per lane, as before.
+#[lanes]
+fn per_lane_conditions(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    s.set(t, x[ctx.global_id_x()] % 3);
+    ctx.barrier();
+    let mut r = s.get(0);
+    let mut steps = 0u32;
+    let half = t / 64; // 0 in every lane of these workgroups
+    ctx.barrier();
+    while r < 4 && half == 0 {
+        steps += 1;
+        ctx.barrier();
+        r += 1;
+    }
+    let mut flag = 0u32;
+    if t > 100 {
+        flag = 1; // no lane of these workgroups
+    }
+    if flag == 0 {
+        ctx.barrier();
+        steps += 10;
+    }
+    y[ctx.global_id_x()] = steps * 1000 + r;
+}
+
+#[test]
+fn per_lane_conditions_match() {
+    let out = same!(per_lane_conditions, per_lane_conditions_lanes, [2, 1, 1], [16, 1, 1], 32);
+    assert!(out.iter().all(|v| v % 1000 == 4), "{out:?}");
+}

@@ -248,3 +248,34 @@ pub fn entry(kernel: gpu_kernel::host::Kernel, y: Out<u32>) {
     assert!(messages.contains("#[lanes]: a local of more than 128 bytes lives across a barrier"), "{messages}");
     assert!(messages.contains("src/lib.rs:5:"), "the local's line:\n{messages}");
 }
+
+/// A local the same in every lane (a uniform one: made of a parameter, and changed only by a
+/// statement every lane runs with a uniform value) is kept once for the workgroup
+/// (`host::Uniform`), not per lane: 10 KiB of it builds, where a per-lane one is refused (above).
+/// Changed through an index (`big[t] = 1`: a lane's own element), it is per lane again.
+#[test]
+fn a_uniform_local_is_kept_once() {
+    let source = |change: &str| {
+        format!(
+            r#"use gpu_kernel::prelude::*;
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>, n: u32) {{
+    let t = ctx.local_id_x();
+    let mut big = [n; 2560];
+    {change}
+    ctx.barrier();
+    let all = big;
+    y[t] = all[t % 2560];
+}}
+/// An entry, so that the copy is built.
+pub fn entry(kernel: gpu_kernel::host::Kernel, y: Out<u32>) {{
+    kernel.run_lanes(move |ctx| k(ctx, y, 1), move |wg| k_lanes(wg, y, 1));
+}}
+"#
+        )
+    };
+    let (ok, messages) = cargo("uniform_large", &source("big = [n + 1; 2560];"), &["build"]);
+    assert!(ok, "{messages}");
+    let (ok, messages) = cargo("uniform_large_lane", &source("big[t] = 1;"), &["build"]);
+    assert!(!ok && messages.contains("#[lanes]: a local of more than 128 bytes lives across a barrier"), "{messages}");
+}

@@ -10,6 +10,42 @@
 //! kernels: no switch, no stack per invocation, and a loop the compiler can optimise across
 //! invocations. Locals that live across a barrier are kept per lane (`host::LaneVar`).
 //!
+//! Uniform locals: a kept local whose value the attribute can prove the same for every
+//! invocation of the workgroup (a scan's `offset`, a stencil's block origin) is kept once
+//! (`host::Uniform`): a run reads it as a plain value, not from each lane's slot. A `while` or
+//! `if` around a barrier whose condition reads only uniform values is evaluated once, with no
+//! loop over the lanes and no vote; a run whose every statement is a uniform `let` or assignment
+//! (a loop's `stride /= 2`) runs once, not per lane. A wrong "uniform" would be a silent wrong
+//! result, so the rule is narrow:
+//! - a `let` (a name or a tuple of names) is uniform when it stands at the top level of its run
+//!   (not in a nested block, branch, loop or closure of it: every lane that has not returned runs
+//!   it), has no attribute, comes after no statement of the run holding a `return`, and its value
+//!   is a uniform expression;
+//! - a uniform expression names only uniform locals, parameters of a primitive type (`u32`,
+//!   `usize`, `f32`, ...; a memory handle's reads may differ per lane, other types may hide
+//!   interior mutability), items (`const`s, paths, types), literals and `ctx`'s per-workgroup
+//!   values (`group_id_*`, `group_size_*`, `num_groups_*`, `group_linear`); it calls no
+//!   function, closure or macro, and of methods only the pure numeric ones (`min`, `div_ceil`,
+//!   `wrapping_add`, ...: `PURE_METHODS`); it assigns nothing and holds no `unsafe`, `return`,
+//!   `break`, `let`, `match`, loop, `?` or label;
+//! - a `mut` local is uniform only if every assignment to a local of its name anywhere in the
+//!   body is such a top-level `name = uniform;` / `name op= uniform;` statement, and nothing else
+//!   can change it: no `&mut name`, `ref mut` (none anywhere: then no `mut` local is uniform),
+//!   index, field, method other than the pure ones, call, destructuring assignment, or macro
+//!   naming it. This is decided by name, for every local of that name (shadowing makes it more
+//!   conservative, never less), and to a fixed point: the body is lowered assuming every
+//!   candidate uniform, then again without those found assigned per lane, until no more drop;
+//! - a name a macro's arguments mention is per lane for the rest of its run (a macro may bind it:
+//!   `my_let!(x = ..)`), and a `let` of a pattern the attribute does not keep binds per-lane names.
+//!
+//! Each lane of a run still computes a uniform `let` (it is one statement among per-lane ones)
+//! and sets the one slot to the same value; a uniform `mut` local the run puts back is read from
+//! its value before the run (a lane's put back is not the next lane's start). A uniform
+//! condition or run is evaluated only while some lane has not returned (`Lanes::live`: the vote
+//! of no lane is `false`, and nothing a uniform condition reads was set), with `ctx` the first
+//! live lane's (`Lanes::uniform_ctx`). A uniform local is not subject to `MAX_CARRIED_BYTES`
+//! (it is kept once).
+//!
 //! What it takes (anything else is a compile error at the statement, naming it; without the
 //! attribute the body runs on fibers as before):
 //! - a function whose first `Ctx` parameter is the invocation's, returning nothing;
@@ -20,7 +56,8 @@
 //! - `ctx` used only as `ctx.method(..)` (a barrier in a function the body calls would be
 //!   invisible here), no subgroup operation, no `ctx.shared()` (shared arrays are parameters);
 //! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types of
-//!   at most 128 bytes (`host::MAX_CARRIED_BYTES`: each is kept for 1024 lanes), and
+//!   at most 128 bytes where not uniform (`host::MAX_CARRIED_BYTES`: each is kept for 1024
+//!   lanes), and
 //!   not shadowed in a loop's or branch's block while that block's run of statements changes
 //!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one;
 //! - parameters the same for every invocation, except `mut` ones other than the memory handles
@@ -304,16 +341,52 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
             }
         }
     }
-    let lower = Lower { ctx: ctx.to_string(), next_id: 0, returns: has_return(&body_tokens) };
-    lower.check_ctx_uses(&body_tokens)?;
-    let mut lower = lower;
-    let mut scopes: Vec<Vec<Var>> = vec![Vec::new()];
-    let lowered = lower.block(&body_tokens, &mut scopes)?;
+    // The parameters that are plain values of a primitive type: the same for every invocation,
+    // so uniform (`Lower::uniform_expr`). Any other parameter (a memory handle, whose reads may
+    // differ per lane, or a type that could hide interior mutability) is not.
+    let mut param_names = BTreeSet::new();
+    let mut uniform_params = BTreeSet::new();
+    for p in &params {
+        let colon = p.tokens.iter().position(|t| is_punct(t, ':')).expect("split at a colon above");
+        let name = match &p.tokens[..colon] {
+            [Tt::Ident(i)] => i.to_string(),
+            [m, Tt::Ident(i)] if is_ident(m, "mut") => i.to_string(),
+            _ => continue,
+        };
+        if matches!(&p.tokens[colon + 1..], [Tt::Ident(ty)] if PRIMITIVES.contains(&ty.to_string().as_str())) {
+            uniform_params.insert(name.clone());
+        }
+        param_names.insert(name);
+    }
+    let base = Lower {
+        ctx: ctx.to_string(),
+        next_id: 0,
+        returns: has_return(&body_tokens),
+        param_names,
+        uniform_params,
+        mut_uniform: mut_candidates(&body_tokens),
+        dropped: false,
+    };
+    base.check_ctx_uses(&body_tokens)?;
+    // Which `mut` locals are uniform depends on every assignment to them, in any order (a loop's
+    // last statement changes what its first reads): lowered with every candidate assumed
+    // uniform, then again without those a pass found assigned something per lane, until a pass
+    // drops none (the candidates only shrink). That pass's copy is the one kept.
+    let mut candidates = base.mut_uniform.clone();
+    let lowered = loop {
+        let mut lower = Lower { mut_uniform: candidates.clone(), ..base.clone() };
+        let mut scopes: Vec<Vec<Var>> = vec![Vec::new()];
+        let lowered = lower.block(&body_tokens, &mut scopes)?;
+        if !lower.dropped {
+            break lowered;
+        }
+        candidates = lower.mut_uniform;
+    };
 
     let mut out = ts(
         "#[cfg(not(any(target_arch = \"nvptx64\", target_arch = \"spirv\")))] \
          #[allow(unused_mut, unused_variables, unused_assignments, unused_labels, unreachable_code, \
-                 non_snake_case, clippy::all, clippy::pedantic, clippy::nursery, clippy::restriction)] \
+                 unused_parens, non_snake_case, clippy::all, clippy::pedantic, clippy::nursery, clippy::restriction)] \
          #[doc(hidden)] \
          #[inline(always)]",
     );
@@ -371,16 +444,27 @@ fn has_return(tokens: &[Tt]) -> bool {
 struct Var {
     name: String,
     mutable: bool,
+    /// The same value in every lane: kept once (`__uni_ID`, a `host::Uniform`), not per lane.
+    uniform: bool,
     id: usize,
     /// The name in its `let`: the lane storage's code has it, so that rustc's errors about the
     /// local (`Carried`: not `Copy`) point at it.
     span: Span,
 }
 
+#[derive(Clone)]
 struct Lower {
     ctx: String,
     next_id: usize,
     returns: bool,
+    /// The body's parameters other than `ctx`, and those of a primitive type (uniform).
+    param_names: BTreeSet<String>,
+    uniform_params: BTreeSet<String>,
+    /// Names of `mut` locals that may be uniform: every assignment to a local of that name seen
+    /// so far is a uniform one (see `transform`, and the module doc).
+    mut_uniform: BTreeSet<String>,
+    /// This pass dropped a name from `mut_uniform`: its uniformity decisions assumed too much.
+    dropped: bool,
 }
 
 enum Stmt {
@@ -670,6 +754,7 @@ impl Lower {
         let mut stmts = Vec::new();
         for s in split_statements(tokens) {
             if item_kind(&s[attributes_end(&s, 0).min(s.len())..]).is_some_and(|k| k.item) {
+                self.scan(&s, false);
                 out.extend(stream(&s));
             } else {
                 stmts.push(self.classify(s)?);
@@ -699,8 +784,6 @@ impl Lower {
                     i += 1;
                 }
                 Stmt::While { cond, body, at } => {
-                    // Lanes may stop at the vote (a divergence): the loops after it skip them.
-                    self.returns = true;
                     let barrier = self.first_barrier(&body.stream().into_iter().collect::<Vec<_>>()).unwrap_or(*at);
                     let vote = self.vote(cond, scopes, *at, barrier)?;
                     scopes.push(Vec::new());
@@ -715,7 +798,6 @@ impl Lower {
                     i += 1;
                 }
                 Stmt::If { cond, then, els, at } => {
-                    self.returns = true;
                     let then_tokens: Vec<Tt> = then.stream().into_iter().collect();
                     let barrier = self
                         .first_barrier(&then_tokens)
@@ -770,19 +852,37 @@ impl Lower {
         store: &[Var],
         shadowed: &BTreeSet<String>,
     ) -> TokenStream {
+        let mut before = TokenStream::new();
         let mut inner = TokenStream::new();
         if self.returns {
             inner.extend(ts("if __wg.retired(__lane) { continue '__lanes; }"));
         }
         inner.extend(ts(&format!("let {} = __wg.ctx(__lane, __local);", self.ctx)));
         let taken = visible(scopes, uses);
+        let put_back = |v: &Var| v.mutable && !shadowed.contains(&v.name);
         for v in &taken {
             let m = if v.mutable { "mut " } else { "" };
-            inner.extend(respan(ts(&format!("let {m}{} = unsafe {{ __lane_{}.get(__lane) }};", v.name, v.id)), v.span));
+            let get = if !v.uniform {
+                format!("__lane_{}.get(__lane)", v.id)
+            } else if put_back(v) {
+                // Each lane starts from the value before the loop (the first lane's put back
+                // must not be the next lane's start: `offset *= 2` once per lane, not 2^lanes).
+                before.extend(respan(ts(&format!("let __uin_{0} = __uni_{0};", v.id)), v.span));
+                format!("__uin_{}.get()", v.id)
+            } else {
+                format!("__uni_{}.get()", v.id)
+            };
+            inner.extend(respan(ts(&format!("let {m}{} = unsafe {{ {get} }};", v.name)), v.span));
         }
         inner.extend(body);
-        for v in taken.iter().filter(|v| v.mutable && !shadowed.contains(&v.name)).chain(store.iter()) {
-            inner.extend(respan(ts(&format!("unsafe {{ __lane_{}.set(__lane, {}) }};", v.id, v.name)), v.span));
+        for v in taken.iter().filter(|v| put_back(v)).chain(store.iter()) {
+            // A uniform one: every lane sets the same value.
+            let set = if v.uniform {
+                format!("__uni_{}.set({});", v.id, v.name)
+            } else {
+                format!("unsafe {{ __lane_{}.set(__lane, {}) }};", v.id, v.name)
+            };
+            inner.extend(respan(ts(&set), v.span));
         }
         let mut head = ts("let __lane = __row + __x as usize; let __local = [__x, __y, __z];");
         head.extend(inner);
@@ -794,24 +894,199 @@ impl Lower {
         yl.extend([Tt::Group(Group::new(Delimiter::Brace, y))]);
         let mut l = ts("for __z in 0..__wg.size()[2]");
         l.extend([Tt::Group(Group::new(Delimiter::Brace, yl))]);
-        l
+        before.extend(l);
+        before
     }
 
-    /// A run of barrier-free statements: one loop over the lanes. Its `let`s that the rest of the
-    /// block names are kept per lane.
+    /// A run whose every statement is uniform, once for the workgroup (while some lane has not
+    /// returned: else nothing it reads was set): its uniform locals taken, `store` and the `mut`
+    /// ones taken put back.
+    fn once(&self, uses: &BTreeSet<String>, scopes: &[Vec<Var>], body: TokenStream, store: &[Var], shadowed: &BTreeSet<String>) -> TokenStream {
+        let mut inner = ts(&format!("let {} = __wg.uniform_ctx();", self.ctx));
+        // Only uniform locals can be named (a name of a per-lane one here is a field's or a
+        // method's: `uniform_expr` refused every other use).
+        let taken: Vec<Var> = visible(scopes, uses).into_iter().filter(|v| v.uniform).collect();
+        for v in &taken {
+            let m = if v.mutable { "mut " } else { "" };
+            inner.extend(respan(ts(&format!("let {m}{} = unsafe {{ __uni_{}.get() }};", v.name, v.id)), v.span));
+        }
+        inner.extend(body);
+        for v in taken.iter().filter(|v| v.mutable && !shadowed.contains(&v.name)).chain(store.iter()) {
+            inner.extend(respan(ts(&format!("__uni_{}.set({});", v.id, v.name)), v.span));
+        }
+        let mut out = ts("if __wg.live()");
+        out.extend([Tt::Group(Group::new(Delimiter::Brace, inner))]);
+        out
+    }
+
+    /// The binding `name` has at this point of a run: `Some(uniform)` for a local (bound earlier
+    /// in the run: `env`; or kept) or a parameter, `None` for anything else (an item: a `const`,
+    /// a `static`, a function, a type).
+    fn resolve(&self, name: &str, env: &BTreeMap<String, bool>, scopes: &[Vec<Var>]) -> Option<bool> {
+        if let Some(u) = env.get(name) {
+            return Some(*u);
+        }
+        for scope in scopes.iter().rev() {
+            if let Some(v) = scope.iter().rev().find(|v| v.name == name) {
+                return Some(v.uniform);
+            }
+        }
+        if self.param_names.contains(name) {
+            return Some(self.uniform_params.contains(name));
+        }
+        None
+    }
+
+    /// Whether the expression `tokens` has the same value in every lane, and evaluating it has
+    /// no effect but its value: it names only uniform locals and parameters, items, literals
+    /// and `ctx`'s per-workgroup values, calls no function, closure or macro (and of methods
+    /// only the pure numeric ones of `PURE_METHODS`), and assigns nothing. No memory read: an
+    /// element another lane writes before the next barrier differs per lane.
+    fn uniform_expr(&self, tokens: &[Tt], env: &BTreeMap<String, bool>, scopes: &[Vec<Var>]) -> bool {
+        let mut k = 0;
+        while k < tokens.len() {
+            match &tokens[k] {
+                Tt::Ident(i) => {
+                    let name = i.to_string();
+                    let next = tokens.get(k + 1);
+                    let call = matches!(next, Some(Tt::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+                    if k >= 1 && is_punct(&tokens[k - 1], '.') && !(k >= 2 && is_punct(&tokens[k - 2], '.')) {
+                        // A field (of a uniform value: uniform), or a method.
+                        if (call || next.is_some_and(|t| is_punct(t, ':'))) && !PURE_METHODS.contains(&name.as_str()) {
+                            return false;
+                        }
+                    } else if name == self.ctx {
+                        let method = matches!(tokens.get(k + 2), Some(Tt::Ident(m)) if WORKGROUP_METHODS.contains(&m.to_string().as_str()));
+                        let no_args = matches!(tokens.get(k + 3), Some(Tt::Group(g)) if g.delimiter() == Delimiter::Parenthesis && g.stream().is_empty());
+                        if !(next.is_some_and(|t| is_punct(t, '.')) && method && no_args) {
+                            return false;
+                        }
+                        k += 4;
+                        continue;
+                    } else if REFUSED_WORDS.contains(&name.as_str()) {
+                        return false;
+                    } else if !ALLOWED_WORDS.contains(&name.as_str()) {
+                        // A macro, a call (a function, a closure, a tuple struct: refused alike).
+                        if call || (next.is_some_and(|t| is_punct(t, '!')) && matches!(tokens.get(k + 2), Some(Tt::Group(_)))) {
+                            return false;
+                        }
+                        let path_before = k >= 2 && is_punct(&tokens[k - 1], ':') && is_punct(&tokens[k - 2], ':');
+                        let path_after = next.is_some_and(|t| is_punct(t, ':')) && tokens.get(k + 2).is_some_and(|t| is_punct(t, ':'));
+                        if !path_before && !path_after && self.resolve(&name, env, scopes) == Some(false) {
+                            return false;
+                        }
+                    }
+                }
+                Tt::Punct(_) => {
+                    let (op, len) = operator(tokens, k);
+                    if op.contains(['\'', '?', '$', '#', '@'])
+                        || (op.contains('=') && !matches!(op.as_str(), "==" | "!=" | "<=" | ">=" | "..="))
+                        || (op.ends_with("::") && tokens.get(k + len).is_some_and(|t| is_punct(t, '<')))
+                        || op.contains("::<")
+                        || (op.starts_with('|') && closure_starts(&tokens[..k]))
+                    {
+                        return false;
+                    }
+                    k += len;
+                    continue;
+                }
+                Tt::Group(g) => {
+                    // A call of a value: `(f)(x)`.
+                    if g.delimiter() == Delimiter::Parenthesis && k >= 1 && matches!(tokens[k - 1], Tt::Group(_)) {
+                        return false;
+                    }
+                    if !self.uniform_expr(&g.stream().into_iter().collect::<Vec<_>>(), env, scopes) {
+                        return false;
+                    }
+                }
+                Tt::Literal(_) => {}
+            }
+            k += 1;
+        }
+        true
+    }
+
+    /// `name` is not a uniform `mut` local after all (this pass assumed it was).
+    fn drop_mut(&mut self, name: &str) {
+        if self.mut_uniform.remove(name) {
+            self.dropped = true;
+        }
+    }
+
+    /// Every use of a `mut_uniform` name in `tokens` that could change a local of that name other
+    /// than a run's own `name = uniform;` statement (those are checked in `segment`): an
+    /// assignment, `&mut`, a binding (`let mut`, `ref mut`, `|mut x|`), an index or a field (`a[i]
+    /// = ..`, `a.0 += ..`), a method other than `PURE_METHODS` (`&mut self`), a call (`FnMut`),
+    /// a macro's arguments, a place in parentheses or a destructuring assignment. The name is
+    /// then dropped: conservatively, for every local of that name.
+    fn scan(&mut self, tokens: &[Tt], in_macro: bool) {
+        for k in 0..tokens.len() {
+            match &tokens[k] {
+                Tt::Group(g) => {
+                    let inner: Vec<Tt> = g.stream().into_iter().collect();
+                    let is_macro = in_macro || macro_group(tokens, k);
+                    if assignment_op(tokens, k + 1).is_some() {
+                        let mut names = BTreeSet::new();
+                        idents(&inner, &mut names);
+                        names.iter().for_each(|n| self.drop_mut(n));
+                    }
+                    self.scan(&inner, is_macro);
+                }
+                Tt::Literal(l) if in_macro => {
+                    let mut names = BTreeSet::new();
+                    format_names(&l.to_string(), &mut names);
+                    names.iter().for_each(|n| self.drop_mut(n));
+                }
+                Tt::Ident(i) => {
+                    let name = i.to_string();
+                    if !self.mut_uniform.contains(&name)
+                        || (k >= 1 && is_punct(&tokens[k - 1], '.') && !(k >= 2 && is_punct(&tokens[k - 2], '.')))
+                    {
+                        continue;
+                    }
+                    let after = |j: usize| tokens.get(k + j);
+                    let pure_method = after(2).is_some_and(|t| matches!(t, Tt::Ident(m) if PURE_METHODS.contains(&m.to_string().as_str())))
+                        && matches!(after(3), Some(Tt::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+                    let dot = after(1).is_some_and(|t| is_punct(t, '.')) && !after(2).is_some_and(|t| is_punct(t, '.'));
+                    if in_macro
+                        || (k >= 1 && (is_ident(&tokens[k - 1], "mut") || is_ident(&tokens[k - 1], "ref")))
+                        || assignment_op(tokens, k + 1).is_some()
+                        || matches!(after(1), Some(Tt::Group(g)) if g.delimiter() != Delimiter::Brace)
+                        || (dot && !pure_method)
+                    {
+                        self.drop_mut(&name);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A run of barrier-free statements: one loop over the lanes (or, every statement uniform,
+    /// once). Its `let`s that the rest of the block names are kept, per lane or once.
     fn segment(&mut self, stmts: &[Vec<Tt>], scopes: &mut [Vec<Var>], later: &BTreeSet<String>) -> Result<TokenStream> {
         let mut uses = BTreeSet::new();
         let mut body = TokenStream::new();
-        let mut defined: Vec<(String, bool, Span)> = Vec::new();
+        let mut defined: Vec<(String, bool, Span, bool)> = Vec::new();
         // Every name a `let` of the run binds (or may bind: each identifier of a pattern this
         // cannot keep), which shadows a kept local of that name to the run's end.
         let mut shadowed: BTreeMap<String, Span> = BTreeMap::new();
+        // The locals the run binds so far, and whether each is uniform; whether a statement
+        // before may have returned (a lane that did skips the rest: then nothing after it is
+        // taken as uniform), and whether every statement so far is uniform.
+        let mut env: BTreeMap<String, bool> = BTreeMap::new();
+        let mut returned = false;
+        let mut all_uniform = true;
         for s in stmts {
             check_no_escape(s)?;
             idents(s, &mut uses);
             let stmt = s;
-            // A `let` with attributes (`#[allow(..)] let x = ..;`) binds as one without.
+            // A `let` with attributes (`#[allow(..)] let x = ..;`) binds as one without (but is
+            // not taken as uniform: a `#[cfg]` may remove it).
+            let attributed = attributes_end(s, 0) > 0;
             let s = &s[attributes_end(s, 0).min(s.len())..];
+            let end = if s.last().is_some_and(|t| is_punct(t, ';')) { s.len() - 1 } else { s.len() };
+            let mut uniform = false;
             if s.first().is_some_and(|t| is_ident(t, "let")) {
                 let names = match let_names(s) {
                     Ok(names) => names,
@@ -824,16 +1099,52 @@ impl Lower {
                         if bound.iter().any(|n| later.contains(n)) {
                             return Err(e);
                         }
+                        self.scan(s, false);
+                        for n in &bound {
+                            env.insert(n.clone(), false);
+                        }
                         shadowed.extend(bound.into_iter().map(|n| (n, s[0].span())));
+                        all_uniform = false;
                         Vec::new()
                     }
                 };
-                for (name, mutable, span) in names {
-                    shadowed.insert(name.clone(), s[0].span());
-                    defined.retain(|(n, _, _)| *n != name);
-                    defined.push((name, mutable, span));
+                let value = (1..end).find(|&k| assignment_op(s, k) == Some(("=".into(), 1)));
+                if let Some(v) = value {
+                    self.scan(&s[v + 1..end], false);
                 }
+                let value_uniform = !attributed && !returned && value.is_some_and(|v| self.uniform_expr(&s[v + 1..end], &env, scopes));
+                uniform = value_uniform;
+                for (name, mutable, span) in names {
+                    if mutable && !value_uniform {
+                        self.drop_mut(&name);
+                    }
+                    let u = value_uniform && (!mutable || self.mut_uniform.contains(&name));
+                    uniform &= u;
+                    env.insert(name.clone(), u);
+                    shadowed.insert(name.clone(), s[0].span());
+                    defined.retain(|(n, _, _, _)| *n != name);
+                    defined.push((name, mutable, span, u));
+                }
+            } else if let (Some(Tt::Ident(target)), Some((_, len))) = (s.first(), assignment_op(s, 1)) {
+                // `name = value;`, `name op= value;`: every lane does it. A uniform local stays
+                // uniform only if the value is.
+                let name = target.to_string();
+                let value = &s[1 + len..end];
+                self.scan(value, false);
+                let value_uniform = !attributed && !returned && self.uniform_expr(value, &env, scopes);
+                if !value_uniform {
+                    self.drop_mut(&name);
+                }
+                uniform = value_uniform && self.resolve(&name, &env, scopes) == Some(true);
+            } else {
+                self.scan(stmt, false);
+                // A macro's arguments may name a local it binds (`my_let!(x = ..)`, unseen here).
+                mark_macro_names(stmt, false, &mut env);
             }
+            if has_return(s) {
+                returned = true;
+            }
+            all_uniform &= uniform;
             body.extend(self.rewrite_returns(stmt));
             if needs_semicolon(stmt) {
                 // A block's last statement may go without its `;` (`stride /= 2`): here the
@@ -843,13 +1154,14 @@ impl Lower {
         }
         let mut decls = TokenStream::new();
         let mut store = Vec::new();
-        for (name, mutable, span) in defined {
+        for (name, mutable, span, uniform) in defined {
             if !later.contains(&name) {
                 continue;
             }
-            let v = Var { name, mutable, id: self.next_id, span };
+            let v = Var { name, mutable, uniform, id: self.next_id, span };
             self.next_id += 1;
-            decls.extend(respan(ts(&format!("let mut __lane_{} = __wg.var();", v.id)), v.span));
+            let decl = if uniform { format!("let mut __uni_{} = __wg.uniform();", v.id) } else { format!("let mut __lane_{} = __wg.var();", v.id) };
+            decls.extend(respan(ts(&decl), v.span));
             store.push(v);
         }
         // A kept `mut` local that the run shadows: of this block, nothing after the run can name
@@ -866,18 +1178,37 @@ impl Lower {
         }
         // Taken from the lanes: the locals the run names that were kept before it.
         let shadowed: BTreeSet<String> = shadowed.into_keys().collect();
-        let out_loop = self.lane_loop(&uses, scopes, body, &store, &shadowed);
+        let out_loop = if all_uniform && !stmts.is_empty() {
+            self.once(&uses, scopes, body, &store, &shadowed)
+        } else {
+            self.lane_loop(&uses, scopes, body, &store, &shadowed)
+        };
         let scope = scopes.last_mut().expect("a scope");
         scope.extend(store);
         decls.extend(out_loop);
         Ok(decls)
     }
 
-    /// `let __go = cond` for the workgroup: every lane's value of `cond`, which must agree.
+    /// `let __go = cond` for the workgroup: every lane's value of `cond`, which must agree; or,
+    /// `cond` uniform, its value once.
     fn vote(&mut self, cond: &[Tt], scopes: &[Vec<Var>], at: Span, barrier: Span) -> Result<TokenStream> {
         check_no_escape(cond)?;
+        self.scan(cond, false);
         let mut uses = BTreeSet::new();
         idents(cond, &mut uses);
+        if self.uniform_expr(cond, &BTreeMap::new(), scopes) {
+            let mut value = ts(&format!("let {} = __wg.uniform_ctx();", self.ctx));
+            for v in visible(scopes, &uses).iter().filter(|v| v.uniform) {
+                value.extend(respan(ts(&format!("let {} = unsafe {{ __uni_{}.get() }};", v.name, v.id)), v.span));
+            }
+            value.extend([Tt::Group(Group::new(Delimiter::Parenthesis, stream(cond)))]);
+            let mut out = respan(ts("let __go = __wg.live() &&"), at);
+            out.extend([Tt::Group(Group::new(Delimiter::Brace, value))]);
+            out.extend(ts(";"));
+            return Ok(out);
+        }
+        // Lanes may stop at the vote (a divergence): the loops after it skip them.
+        self.returns = true;
         let mut args = ts("__lane,");
         args.extend([Tt::Group(Group::new(Delimiter::Brace, self.rewrite_returns(cond)))]);
         let mut cast = ts("__vote.cast");
@@ -1066,4 +1397,108 @@ fn assigned(tokens: &[Tt], name: &str) -> Option<Span> {
         }
     }
     None
+}
+
+/// The primitive types: a parameter of one is a plain value, the same for every invocation.
+const PRIMITIVES: &[&str] =
+    &["u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool", "char"];
+
+/// `ctx`'s methods whose value is the workgroup's, the same for every invocation.
+const WORKGROUP_METHODS: &[&str] = &[
+    "group_id_x", "group_id_y", "group_id_z", "group_size_x", "group_size_y", "group_size_z", "num_groups_x", "num_groups_y",
+    "num_groups_z", "group_linear",
+];
+
+/// Methods of the numeric types that compute a value from their operands and nothing else (a
+/// uniform expression may call these, and a uniform `mut` local may be their receiver).
+const PURE_METHODS: &[&str] = &[
+    "min", "max", "clamp", "div_ceil", "div_euclid", "rem_euclid", "abs", "abs_diff", "signum", "pow", "powi", "powf", "sqrt",
+    "floor", "ceil", "round", "trunc", "count_ones", "count_zeros", "leading_zeros", "trailing_zeros", "next_power_of_two",
+    "is_power_of_two", "ilog2", "rotate_left", "rotate_right", "wrapping_add", "wrapping_sub", "wrapping_mul", "wrapping_div",
+    "wrapping_rem", "wrapping_neg", "wrapping_shl", "wrapping_shr", "wrapping_pow", "saturating_add", "saturating_sub",
+    "saturating_mul", "saturating_pow", "is_multiple_of",
+];
+
+/// Words a uniform expression may not hold (control flow, bindings, `unsafe`, items), and those
+/// it may that are no local's name.
+const REFUSED_WORDS: &[&str] = &[
+    "unsafe", "return", "break", "continue", "let", "loop", "while", "for", "match", "mut", "ref", "move", "fn", "static", "const",
+    "async", "await", "yield", "impl", "dyn", "struct", "enum", "trait", "type", "where", "use", "mod", "extern", "in",
+    "macro_rules", "union",
+];
+const ALLOWED_WORDS: &[&str] = &["if", "else", "as", "true", "false", "crate", "self", "super", "Self"];
+
+/// The operator at `tokens[k]` (its joined punctuation, as written) and its length in tokens.
+fn operator(tokens: &[Tt], k: usize) -> (String, usize) {
+    let mut op = String::new();
+    let mut j = k;
+    while let Some(Tt::Punct(p)) = tokens.get(j) {
+        op.push(p.as_char());
+        j += 1;
+        if p.spacing() == Spacing::Alone {
+            break;
+        }
+    }
+    (op, j - k)
+}
+
+/// The assignment operator at `tokens[k]` (`=`, `+=`, `<<=`, ...; `x=-1` joins `=` and `-`) and
+/// its length, if there is one.
+fn assignment_op(tokens: &[Tt], k: usize) -> Option<(String, usize)> {
+    let (op, _) = operator(tokens, k);
+    if op.starts_with('=') && !op.starts_with("==") && !op.starts_with("=>") {
+        return Some(("=".into(), 1));
+    }
+    ["<<=", ">>=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^="]
+        .iter()
+        .find(|a| op.starts_with(**a))
+        .map(|a| (a.to_string(), a.chars().count()))
+}
+
+/// Names that may be `mut` uniform locals: every name after a `mut` (none where the body has a
+/// `ref mut`, which borrows a place whose name it does not write).
+fn mut_candidates(tokens: &[Tt]) -> BTreeSet<String> {
+    fn walk(tokens: &[Tt], into: &mut BTreeSet<String>) -> bool {
+        for (k, t) in tokens.iter().enumerate() {
+            if is_ident(t, "mut") {
+                if k >= 1 && is_ident(&tokens[k - 1], "ref") {
+                    return false;
+                }
+                if let Some(Tt::Ident(i)) = tokens.get(k + 1) {
+                    into.insert(i.to_string());
+                }
+            }
+            if let Tt::Group(g) = t {
+                if !walk(&g.stream().into_iter().collect::<Vec<_>>(), into) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+    let mut names = BTreeSet::new();
+    if walk(tokens, &mut names) { names } else { BTreeSet::new() }
+}
+
+/// Every name in the arguments of a macro in `tokens`, as not uniform in `env`.
+fn mark_macro_names(tokens: &[Tt], in_macro: bool, env: &mut BTreeMap<String, bool>) {
+    for (k, t) in tokens.iter().enumerate() {
+        match t {
+            Tt::Group(g) => {
+                let is_macro = in_macro || macro_group(tokens, k);
+                mark_macro_names(&g.stream().into_iter().collect::<Vec<_>>(), is_macro, env);
+            }
+            Tt::Ident(i) if in_macro => {
+                env.insert(i.to_string(), false);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether the group at `tokens[k]` holds a macro's arguments (`name!(..)`, not `if !(..)`).
+fn macro_group(tokens: &[Tt], k: usize) -> bool {
+    k >= 2
+        && is_punct(&tokens[k - 1], '!')
+        && matches!(&tokens[k - 2], Tt::Ident(i) if !REFUSED_WORDS.contains(&i.to_string().as_str()) && !ALLOWED_WORDS.contains(&i.to_string().as_str()))
 }

@@ -4,7 +4,9 @@
 //! The copy runs once per workgroup on the worker's stack: each barrier-free run of the body's
 //! statements is one loop over the lanes (`lanes`, `ctx`), each barrier is a call of `barrier`
 //! between two such loops, and each `while` / `if` around a barrier asks every lane for its
-//! condition first (`vote`). Locals that live across a barrier are kept per lane (`LaneVar`).
+//! condition first (`vote`). Locals that live across a barrier are kept per lane (`LaneVar`),
+//! or once where the attribute proved them the same in every lane (`Uniform`; then a condition
+//! that reads only such values is evaluated once, `live` and `uniform_ctx`, with no vote).
 //! No fiber, no switch: a kernel that does a few loads and adds between barriers (scan's
 //! steps, a reduction's tree, a stencil's tile) spent most of its time switching.
 //!
@@ -192,6 +194,34 @@ impl<'a> Lanes<'a> {
         LaneVar { lanes: [const { MaybeUninit::uninit() }; MAX_LANES] }
     }
 
+    /// Storage for one local the same in every lane (the attribute proved it: a "uniform" local,
+    /// see the macro's module doc): kept once for the workgroup, not per lane.
+    #[inline(always)]
+    pub fn uniform<T: Carried>(&self) -> Uniform<T> {
+        Uniform { value: MaybeUninit::uninit() }
+    }
+
+    /// Whether some lane has not returned: a uniform condition or run is evaluated once, and only
+    /// then (with no lane left, a loop's uniform condition would read values nobody set, and
+    /// run on: the vote of no lane is `false`).
+    #[inline(always)]
+    pub fn live(&self) -> bool {
+        self.retired.get() < self.group.threads
+    }
+
+    /// The `Ctx` a uniform condition or run reads its workgroup values from (`group_id_x()`,
+    /// ...): the first lane that has not returned (in cpu-sim the invocation a panic there names).
+    #[inline(always)]
+    pub fn uniform_ctx(&self) -> Ctx<'a> {
+        let t = if self.retired.get() == 0 { 0 } else { (0..self.group.threads).find(|&t| !self.retired(t)).unwrap_or(0) };
+        #[cfg(feature = "sim")]
+        {
+            self.group.current.set(t);
+            sim::running(sim::lane_who(self.group, t));
+        }
+        self.first.at(t, self.group.local_coords(t))
+    }
+
     /// A condition every lane gives (`Vote::cast`) before a loop or branch with a barrier.
     #[inline(always)]
     pub fn vote(&self) -> Vote {
@@ -226,6 +256,33 @@ impl<T: Carried> LaneVar<T> {
     #[inline(always)]
     pub unsafe fn set(&mut self, t: usize, value: T) {
         unsafe { *self.lanes.get_unchecked_mut(t) = MaybeUninit::new(value) };
+    }
+}
+
+/// One local of the workgroup, the same for every lane (`Lanes::uniform`): each lane of a run
+/// sets it to the same value, later runs read it.
+pub struct Uniform<T> {
+    value: MaybeUninit<T>,
+}
+
+impl<T: Copy> Clone for Uniform<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Copy> Copy for Uniform<T> {}
+
+impl<T: Carried> Uniform<T> {
+    /// # Safety
+    /// Its value was `set` before.
+    #[inline(always)]
+    pub unsafe fn get(&self) -> T {
+        unsafe { self.value.assume_init() }
+    }
+
+    #[inline(always)]
+    pub fn set(&mut self, value: T) {
+        self.value = MaybeUninit::new(value);
     }
 }
 
