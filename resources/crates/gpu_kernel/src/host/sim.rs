@@ -596,7 +596,25 @@ impl Group {
     /// `entries` is the array's shadow (its handle's), `i` below the array's length.
     #[inline(always)]
     pub(crate) fn shared_access(&self, entries: *mut SharedEntry, slot: u32, i: usize, write: bool, at: &'static Location<'static>) {
-        let entry = self.shared_entry_fast(entries, i);
+        let entry = unsafe { &mut *entries.add(i) };
+        let stamp = self.shared_stamp();
+        if entry.epoch != stamp {
+            // The element's first access in this epoch: the entry written once, whole, with this
+            // access in it (emptied, then read back field by field and written again, it was a
+            // tenth of cpu-sim's CPU time on scan, whose every step is a new epoch). A read of an
+            // element this workgroup never wrote goes on to the report.
+            let written = entry.written && entry.epoch >= self.shared_base.get();
+            let (me, lid) = ((self.current.get() + 1) as u16, cached_location_id(&self.location_ids, at));
+            *entry = match (write, written) {
+                (true, _) => SharedEntry { epoch: stamp, writer: me, wloc: lid, written: true, ..SharedEntry::default() },
+                (false, true) => SharedEntry { epoch: stamp, reader: me, rloc: lid, written, ..SharedEntry::default() },
+                (false, false) => SharedEntry { epoch: stamp, ..SharedEntry::default() },
+            };
+            if write || written {
+                return;
+            }
+            return self.shared_access_slow(slot, i, write, at);
+        }
         if !write && entry.quiet {
             return;
         }
