@@ -599,8 +599,9 @@ impl<T: Atomic, const N: usize> Shared<'_, T, N> {
         // A plain read-modify-write: a workgroup's invocations all run on one worker thread,
         // switching only at barriers (exec.rs), so no other thread touches its shared memory and
         // no invocation runs between this read and write. `lock xadd` was most of histogram's
-        // counting loop in the plain build, and 30 % of cpu-sim's CPU time on histogram (whose
-        // checks, `shared_atomic`, are the same either way).
+        // counting loop in the plain build. In cpu-sim (its checks, `shared_atomic`, the same
+        // either way) it gained nothing on fibers, but as #[lanes] lanes histogram's CPU time a
+        // launch went 19.8 -> 18.9 ms (four alternations, each faster, load 3-4).
         unsafe { T::add_unshared(self.ptr.add(i), value) }
     }
 }
