@@ -5,7 +5,10 @@ feature) launch the cases such a fast path could miss and assert the findings' k
 invocations: a read then another invocation's write of one element and the other way round; an
 invocation's own read and write of one element, then another workgroup's two writes (each race
 at its own line); blind writes of many workgroups on two worker threads; launch after launch on
-a pooled shadow past its generation's wrap, and accesses ordered by barriers (no finding)."""
+a pooled shadow past its generation's wrap, and accesses ordered by barriers (no finding). And the
+shared arrays' shadow, kept from workgroup to workgroup of a worker without clearing (its entries
+stamped with the workgroup and epoch): the last workgroup's writes are not the next one's, on
+fibers and as #[lanes] lanes, across the stamps' new start."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ TESTS = (
     "writers_in_different_workgroups_race_on_any_thread",
     "launches_and_barriers_order_accesses",
     "a_pooled_shadow_is_cleared_once_its_launches_span_a_generation",
+    "the_last_workgroups_shared_writes_are_not_the_next_ones",
 )
 
 

@@ -78,6 +78,13 @@ pub struct Group {
     /// shadow's accesses from fibers.
     #[cfg(feature = "sim")]
     pub(crate) generation: u64,
+    /// The stamp of this workgroup's first epoch in the shared arrays' shadows (`sim::SharedShadow`,
+    /// `Group::begin_shared`): above every stamp of the worker's earlier workgroups.
+    #[cfg(feature = "sim")]
+    pub(crate) shared_base: Cell<u32>,
+    /// `shared_base + epoch`, kept beside `epoch` (`next_epoch`): one load per shared access.
+    #[cfg(feature = "sim")]
+    pub(crate) shared_stamp: Cell<u32>,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
     /// Whether `status` is kept at barriers in this workgroup: not while none of its invocations
@@ -295,7 +302,7 @@ impl<'a> Ctx<'a> {
                     old.data.iter_mut().for_each(|w| *w = 0);
                     old.decl = Location::caller();
                     #[cfg(feature = "sim")]
-                    old.shadow.get_mut().reset(N);
+                    old.shadow.get_mut().reuse(N);
                 } else {
                     *old = new();
                 }
@@ -308,7 +315,21 @@ impl<'a> Ctx<'a> {
         if slot.data.len() * 16 < bytes {
             panic!("gpu_kernel: shared array {k} is declared with different sizes by the invocations of a workgroup");
         }
-        super::Shared { ptr: slot.data.as_mut_ptr() as *mut T, slot: k, group }
+        // cpu-sim: the handle holds the array's shadow (null without checks), as it holds the
+        // data: an access reads it without going through the workgroup's slots (the slots' length
+        // and the shadow's, reloaded after every store the checks make).
+        #[cfg(feature = "sim")]
+        let shadow = match group.checks() {
+            None => core::ptr::null_mut(),
+            Some(_) => slot.shadow.get_mut().entries_for(N, k),
+        };
+        super::Shared {
+            ptr: slot.data.as_mut_ptr() as *mut T,
+            slot: k,
+            group,
+            #[cfg(feature = "sim")]
+            shadow,
+        }
     }
 }
 
@@ -336,6 +357,10 @@ impl Group {
             location_ids: sim::NO_IDS,
             #[cfg(feature = "sim")]
             generation: unsafe { checks.as_ref() }.map_or(0, |checks| checks.generation),
+            #[cfg(feature = "sim")]
+            shared_base: Cell::new(1),
+            #[cfg(feature = "sim")]
+            shared_stamp: Cell::new(1),
             converted: Cell::new(false),
             #[cfg(not(feature = "debug"))]
             kept: Cell::new(false),
@@ -382,10 +407,26 @@ impl Group {
         unsafe { &(&*self.slots.get())[k as usize] }
     }
 
+    /// Every shared array's storage (for `sim::Group::restart_stamps`, between workgroups).
+    #[cfg(feature = "sim")]
+    pub(crate) fn slots_mut(&self) -> *mut Vec<Slot> {
+        self.slots.get()
+    }
+
+    /// The workgroup's barrier opened: a new epoch.
+    #[inline(always)]
+    pub(crate) fn next_epoch(&self) {
+        self.epoch.set(self.epoch.get() + 1);
+        #[cfg(feature = "sim")]
+        self.shared_stamp.set(self.shared_stamp.get().wrapping_add(1));
+    }
+
     fn begin(&self, linear: u64) {
         let (gx, gy) = (self.grid[0] as u64, self.grid[1] as u64);
         self.coords.set([(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32]);
         self.linear.set(linear);
+        #[cfg(feature = "sim")]
+        self.begin_shared();
         self.epoch.set(0);
         self.slots_used.set(0);
         self.converted.set(false);
@@ -819,7 +860,7 @@ fn open_barrier(group: &Group) -> Option<usize> {
         // Every invocation has stopped in this round and none has returned: all wait at a
         // barrier (cpu-sim: at one barrier, `other_barrier`), all go on, invocation 0 first.
         // Their statuses still say ready: `wait` writes none while they are not kept.
-        group.epoch.set(group.epoch.get() + 1);
+        group.next_epoch();
         #[cfg(feature = "sim")]
         group.current.set(0);
         return Some(0);
@@ -860,7 +901,7 @@ fn open_barrier(group: &Group) -> Option<usize> {
         }
     }
     if first.is_some() {
-        group.epoch.set(group.epoch.get() + 1);
+        group.next_epoch();
         group.current.set(first.unwrap_or(0));
         #[cfg(feature = "debug")]
         super::debug::now_running(group, first.unwrap_or(0));

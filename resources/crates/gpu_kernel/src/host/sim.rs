@@ -459,7 +459,10 @@ fn location_of(id: u16) -> &'static Location<'static> {
 // ------------------------------------------------------------------------ workgroup memory
 
 #[derive(Clone, Copy, Default)]
-struct SharedEntry {
+pub struct SharedEntry {
+    /// The stamp (`Group::shared_stamp`: the worker's workgroups and epochs counted together) of
+    /// the epoch this entry holds; one below the workgroup's first (`Group::shared_base`) is an
+    /// earlier workgroup's, so `written` does not hold either.
     epoch: u32,
     /// local id + 1 (0: none) and location id of this epoch's writer, first two readers and
     /// last atomic.
@@ -482,32 +485,96 @@ pub struct SharedShadow {
     entries: Vec<SharedEntry>,
 }
 
+/// Where the stamps start again (`Group::begin_shared`): the shadows are cleared then. Far below
+/// `u32::MAX`, so a workgroup's epochs (its barriers) never wrap a stamp past it. The crate's
+/// tests start them again every few workgroups, so that path runs too.
+const STAMP_LIMIT: u32 = if cfg!(test) { 40 } else { 1 << 31 };
+
 impl SharedShadow {
     pub fn new(n: usize) -> SharedShadow {
         SharedShadow { entries: vec![SharedEntry::default(); n] }
     }
-    pub fn reset(&mut self, n: usize) {
-        self.entries.clear();
-        self.entries.resize(n, SharedEntry::default());
+
+    /// The shadow of the next workgroup's array of `n` elements, in the last one's storage. Its
+    /// entries are left as they are: their stamps are an earlier workgroup's, which every access
+    /// reads as empty and never written (`Group::shared_entry`). Clearing and refilling every
+    /// entry for every workgroup was 7 % of cpu-sim's CPU time on stencil2d (1188 entries,
+    /// 16384 workgroups a launch).
+    pub fn reuse(&mut self, n: usize) {
+        if self.entries.len() < n {
+            self.entries.resize(n, SharedEntry::default());
+        }
+    }
+
+    /// The entries of an array of `n` elements, for its `Shared` handle (it checks each index
+    /// against `n` before it reads the shadow). Shorter: the invocations declared the array `k`
+    /// with different sizes (the same bytes, elements of other sizes).
+    pub fn entries_for(&mut self, n: usize, k: u32) -> *mut SharedEntry {
+        if self.entries.len() < n {
+            panic!("gpu_kernel: shared array {k} is declared with different sizes by the invocations of a workgroup");
+        }
+        self.entries.as_mut_ptr()
+    }
+
+    fn clear(&mut self) {
+        self.entries.iter_mut().for_each(|e| *e = SharedEntry::default());
     }
 }
 
 impl Group {
+    /// A new workgroup on this worker: its stamps start past every stamp of the last one's
+    /// epochs (`shared_stamp`), so its shared arrays' shadows need no clearing (`reuse`). Called
+    /// by `begin` before it resets `epoch`.
+    #[inline(always)]
+    pub(crate) fn begin_shared(&self) {
+        let next = self.shared_stamp.get().wrapping_add(1);
+        if next < STAMP_LIMIT {
+            self.shared_base.set(next);
+            self.shared_stamp.set(next);
+        } else {
+            self.restart_stamps();
+        }
+    }
+
+    /// The stamps come round (after about 2^31 workgroups and barriers on one worker in one
+    /// launch): every shadow is emptied and the stamps start again above the empty entries' 0.
+    #[cold]
+    #[inline(never)]
+    fn restart_stamps(&self) {
+        for slot in unsafe { &mut *self.slots_mut() }.iter_mut() {
+            slot.shadow.get_mut().clear();
+        }
+        self.shared_base.set(1);
+        self.shared_stamp.set(1);
+    }
+
+    /// The stamp of this workgroup's epoch now, as the shared shadows' entries hold it.
+    #[inline(always)]
+    fn shared_stamp(&self) -> u32 {
+        self.shared_stamp.get()
+    }
+
+    /// `entry` made this epoch's: emptied, keeping whether this workgroup wrote the element.
+    #[inline(always)]
+    fn renew(&self, entry: &mut SharedEntry, stamp: u32) {
+        let written = entry.written && entry.epoch >= self.shared_base.get();
+        *entry = SharedEntry { epoch: stamp, written, ..SharedEntry::default() };
+    }
+
     pub(crate) fn shared_array(&self, slot: u32) -> Array {
         Array::Shared(slot, Loc(self.slot(slot).decl))
     }
 
     /// This epoch's entry of element `i` of shared array `slot` (an entry of an earlier epoch is
-    /// emptied, keeping whether the element was ever written).
+    /// emptied, keeping whether this workgroup wrote the element).
     #[inline(always)]
     #[allow(clippy::mut_from_ref)]
     fn shared_entry(&self, slot: u32, i: usize) -> &mut SharedEntry {
         let shadow = unsafe { &mut *self.slot(slot).shadow.get() };
         let entry = &mut shadow.entries[i];
-        let epoch = self.epoch.get();
-        if entry.epoch != epoch {
-            let written = entry.written;
-            *entry = SharedEntry { epoch, written, ..SharedEntry::default() };
+        let stamp = self.shared_stamp();
+        if entry.epoch != stamp {
+            self.renew(entry, stamp);
         }
         entry
     }
@@ -523,54 +590,71 @@ impl Group {
     ///
     /// The common case inline: the element's entry is of this epoch (or emptied for it), was
     /// written before a read, and holds no other invocation's access that conflicts: a few
-    /// compares, and the new writer or first two readers recorded. Anything else (a finding,
-    /// an index past the shadow) goes to `shared_access_slow`, which makes the same checks in full.
+    /// compares, and the new writer or first two readers recorded. Anything else (a finding)
+    /// goes to `shared_access_slow`, which makes the same checks in full.
+    ///
+    /// `entries` is the array's shadow (its handle's), `i` below the array's length.
     #[inline(always)]
-    pub(crate) fn shared_access(&self, slot: u32, i: usize, write: bool, at: &'static Location<'static>) {
-        let epoch = self.epoch.get();
-        if let Some(entry) = self.shared_entry_fast(slot, i, epoch) {
-            if !write && entry.quiet {
+    pub(crate) fn shared_access(&self, entries: *mut SharedEntry, slot: u32, i: usize, write: bool, at: &'static Location<'static>) {
+        let entry = unsafe { &mut *entries.add(i) };
+        let stamp = self.shared_stamp();
+        if entry.epoch != stamp {
+            // The element's first access in this epoch: the entry written once, whole, with this
+            // access in it (emptied, then read back field by field and written again, it was a
+            // tenth of cpu-sim's CPU time on scan, whose every step is a new epoch). A read of an
+            // element this workgroup never wrote goes on to the report.
+            let written = entry.written && entry.epoch >= self.shared_base.get();
+            let (me, lid) = ((self.current.get() + 1) as u16, cached_location_id(&self.location_ids, at));
+            *entry = match (write, written) {
+                (true, _) => SharedEntry { epoch: stamp, writer: me, wloc: lid, written: true, ..SharedEntry::default() },
+                (false, true) => SharedEntry { epoch: stamp, reader: me, rloc: lid, written, ..SharedEntry::default() },
+                (false, false) => SharedEntry { epoch: stamp, ..SharedEntry::default() },
+            };
+            if write || written {
                 return;
             }
-            let me = (self.current.get() + 1) as u16;
-            let free = |who: u16| who == 0 || who == me;
-            if write {
-                if free(entry.atomic) && free(entry.writer) && free(entry.reader) && free(entry.reader2) {
-                    entry.writer = me;
-                    entry.wloc = cached_location_id(&self.location_ids, at);
-                    entry.written = true;
-                    entry.quiet = false;
-                    return;
-                }
-            } else if entry.written && free(entry.atomic) && free(entry.writer) {
-                if entry.reader == 0 {
-                    entry.reader = me;
-                    entry.rloc = cached_location_id(&self.location_ids, at);
-                } else if entry.reader != me && entry.reader2 == 0 {
-                    entry.reader2 = me;
-                    entry.r2loc = cached_location_id(&self.location_ids, at);
-                    if entry.writer == 0 && entry.atomic == 0 {
-                        entry.quiet = true;
-                    }
-                }
+            return self.shared_access_slow(slot, i, write, at);
+        }
+        if !write && entry.quiet {
+            return;
+        }
+        let me = (self.current.get() + 1) as u16;
+        let free = |who: u16| who == 0 || who == me;
+        if write {
+            if free(entry.atomic) && free(entry.writer) && free(entry.reader) && free(entry.reader2) {
+                entry.writer = me;
+                entry.wloc = cached_location_id(&self.location_ids, at);
+                entry.written = true;
+                entry.quiet = false;
                 return;
             }
+        } else if entry.written && free(entry.atomic) && free(entry.writer) {
+            if entry.reader == 0 {
+                entry.reader = me;
+                entry.rloc = cached_location_id(&self.location_ids, at);
+            } else if entry.reader != me && entry.reader2 == 0 {
+                entry.reader2 = me;
+                entry.r2loc = cached_location_id(&self.location_ids, at);
+                if entry.writer == 0 && entry.atomic == 0 {
+                    entry.quiet = true;
+                }
+            }
+            return;
         }
         self.shared_access_slow(slot, i, write, at)
     }
 
-    /// This epoch's entry of element `i` of shared array `slot` (as `shared_entry`), or None
-    /// past the shadow's length (`shared_entry` then panics in the slow path, as before).
+    /// This epoch's entry of element `i` of the shadow `entries` (as `shared_entry`); `i` is
+    /// below the array's length, which the shadow's is not below (`SharedShadow::entries_for`).
     #[inline(always)]
     #[allow(clippy::mut_from_ref)]
-    fn shared_entry_fast(&self, slot: u32, i: usize, epoch: u32) -> Option<&mut SharedEntry> {
-        let shadow = unsafe { &mut *self.slot(slot).shadow.get() };
-        let entry = shadow.entries.get_mut(i)?;
-        if entry.epoch != epoch {
-            let written = entry.written;
-            *entry = SharedEntry { epoch, written, ..SharedEntry::default() };
+    fn shared_entry_fast(&self, entries: *mut SharedEntry, i: usize) -> &mut SharedEntry {
+        let entry = unsafe { &mut *entries.add(i) };
+        let stamp = self.shared_stamp();
+        if entry.epoch != stamp {
+            self.renew(entry, stamp);
         }
-        Some(entry)
+        entry
     }
 
     #[inline(never)]
@@ -612,17 +696,16 @@ impl Group {
     /// invocation's plain access in this epoch, never with an atomic; an atomic on an element no
     /// invocation wrote is an uninitialized read (GPU workgroup memory starts undefined).
     #[inline(always)]
-    pub(crate) fn shared_atomic(&self, slot: u32, i: usize, at: &'static Location<'static>) {
-        if let Some(entry) = self.shared_entry_fast(slot, i, self.epoch.get()) {
-            // Written before, and no other invocation's plain access in this epoch: no finding.
-            let me = (self.current.get() + 1) as u16;
-            let free = |who: u16| who == 0 || who == me;
-            if entry.written && free(entry.writer) && free(entry.reader) && free(entry.reader2) {
-                entry.atomic = me;
-                entry.aloc = cached_location_id(&self.location_ids, at);
-                entry.quiet = false;
-                return;
-            }
+    pub(crate) fn shared_atomic(&self, entries: *mut SharedEntry, slot: u32, i: usize, at: &'static Location<'static>) {
+        let entry = self.shared_entry_fast(entries, i);
+        // Written before, and no other invocation's plain access in this epoch: no finding.
+        let me = (self.current.get() + 1) as u16;
+        let free = |who: u16| who == 0 || who == me;
+        if entry.written && free(entry.writer) && free(entry.reader) && free(entry.reader2) {
+            entry.atomic = me;
+            entry.aloc = cached_location_id(&self.location_ids, at);
+            entry.quiet = false;
+            return;
         }
         self.shared_atomic_slow(slot, i, at)
     }
@@ -1224,6 +1307,60 @@ mod tests {
         let at = format!("at src/host/sim.rs:{}:", l + 3);
         assert_eq!(races[0].matches("write by").count(), 2, "{races:?}");
         assert_eq!(races[0].matches(&at).count(), 2, "{races:?}");
+    }
+
+    /// Shared arrays keep their storage and shadow from workgroup to workgroup of a worker, the
+    /// shadow's entries not cleared (their stamps say whose they are): an element the last
+    /// workgroup wrote is still unwritten for the next one, on fibers and as lanes, across the
+    /// stamps' new start (every few workgroups in the crate's tests: `STAMP_LIMIT`); an element
+    /// written in this workgroup's earlier epoch is written.
+    #[test]
+    fn the_last_workgroups_shared_writes_are_not_the_next_ones() {
+        use crate::testing::Grid;
+        let groups = 30u32; // one worker, 3 epochs each: the stamps start again twice
+        let uninitialized = |findings: &crate::testing::Findings| {
+            findings.items.iter().filter(|f| f.kind == "uninitialized-read").map(|f| (f.line, f.message.clone())).collect::<Vec<_>>()
+        };
+        let grid = Grid::with_workers([groups, 1, 1], [8, 1, 1], 1);
+        let l = line!();
+        let findings = grid.check(|ctx| {
+            let mut s = ctx.shared::<u32, 8>();
+            let t = ctx.local_id_x();
+            if ctx.group_id_x() % 3 != 2 {
+                s.set(t, 1); // l + 5
+            }
+            ctx.barrier();
+            ctx.barrier();
+            let _ = s.get(t ^ 1); // l + 9
+        });
+        let found = uninitialized(&findings);
+        assert_eq!(findings.kinds(), ["uninitialized-read"], "{findings:?}");
+        assert_eq!(found[0].0, (l + 9) as u64, "{found:?}");
+        assert!(found[0].1.contains("workgroup (2, 0, 0) local id (0, 0, 0)") && found[0].1.contains("[80 times]"), "{found:?}");
+
+        let grid = Grid::with_workers([groups, 1, 1], [8, 1, 1], 1);
+        let l = line!();
+        let findings = grid.check_lanes(|wg| {
+            wg.begin();
+            let mut s = wg.shared::<u32, 8>();
+            for t in 0..8 {
+                let ctx = wg.ctx(t, [t as u32, 0, 0]);
+                if ctx.group_id_x() % 3 != 2 {
+                    s.set(t, 1); // l + 7
+                }
+            }
+            wg.barrier();
+            wg.barrier();
+            for t in 0..8 {
+                let _ctx = wg.ctx(t, [t as u32, 0, 0]);
+                let _ = s.get(t ^ 1); // l + 14
+            }
+            wg.end();
+        });
+        let found = uninitialized(&findings);
+        assert_eq!(findings.kinds(), ["uninitialized-read"], "{findings:?}");
+        assert_eq!(found[0].0, (l + 14) as u64, "{found:?}");
+        assert!(found[0].1.contains("workgroup (2, 0, 0) local id (0, 0, 0)") && found[0].1.contains("[80 times]"), "{found:?}");
     }
 
     /// Launch after launch on buffers of one length (the pooled shadow, a new generation each
