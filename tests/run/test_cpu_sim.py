@@ -89,6 +89,14 @@ def test_a_missing_barrier_is_a_race_on_workgroup_memory_at_its_lines(reduction,
     results, code = run_json(reduction, shared_cache_dir)
     race = only(results, "shared-race")
     assert race["array"] == "shared" and race["index"] >= 128
+    # One finding for the whole launch, its array declared where the entry asks for it: the first
+    # workgroup's array once named a line of the executor instead, and the race came twice.
+    races = [f for f in results["cpu-sim"]["findings"]["findings"] if f["kind"] == "shared-race"]
+    assert len(races) == 1, races
+    declared = race["declared"]
+    assert declared["file"] == "src/lib.rs" and declared["line"] == line_of(
+        reduction, "wg.shared::<f32, BLOCK>()"
+    )
     # Invocation 0's read of scratch[128] in the folding step and invocation 128's store of it,
     # with no barrier between them. Which the host ran first is its own order (on fibers
     # invocation 0 ran on into the fold before 128 stored; the body's `#[lanes]` copy runs every

@@ -290,9 +290,13 @@ impl<'a> Ctx<'a> {
             // every workgroup was a tenth of cpu-sim's time on stencil2d, whose workgroups are
             // short once it runs as lanes).
             let words = bytes.div_ceil(16);
+            // The declaration's line, read here: inside the closure `Location::caller()` would be
+            // the closure's own (this file's), and the first workgroup's array would name another
+            // declaration than the rest (one race reported twice, as two arrays).
+            let decl = Location::caller();
             let new = || Slot {
                 data: vec![0u128; words],
-                decl: Location::caller(),
+                decl,
                 #[cfg(feature = "sim")]
                 shadow: UnsafeCell::new(sim::SharedShadow::new(N)),
             };
@@ -300,7 +304,7 @@ impl<'a> Ctx<'a> {
                 let old = &mut slots[k as usize];
                 if old.data.len() >= words {
                     old.data.iter_mut().for_each(|w| *w = 0);
-                    old.decl = Location::caller();
+                    old.decl = decl;
                     #[cfg(feature = "sim")]
                     old.shadow.get_mut().reuse(N);
                 } else {
