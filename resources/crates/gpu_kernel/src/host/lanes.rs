@@ -21,10 +21,10 @@ use core::cell::Cell;
 use core::mem::MaybeUninit;
 use core::panic::Location;
 
-use super::exec::{Ctx, Group, Status};
+use super::exec::{Ctx, Group, Status, SUBGROUP_SIZE};
 #[cfg(feature = "sim")]
 use super::sim;
-use super::Shared;
+use super::{Shared, Shuffle};
 
 /// The most invocations of a workgroup (GPUs allow 1024; `exec::run_grid` refuses more).
 pub const MAX_LANES: usize = 1024;
@@ -245,6 +245,62 @@ impl<'a> Lanes<'a> {
     #[inline(always)]
     pub fn vote(&self) -> Vote {
         Vote { first: None, split: None }
+    }
+
+    /// The exchange of one subgroup shuffle statement (`Stash`): each lane puts its operand in
+    /// the loop before the shuffle's barrier, and reads its source lane's in the loop after.
+    #[inline(always)]
+    pub fn stash<T: Shuffle>(&self) -> Stash<T> {
+        // Uninitialised (a `LaneVar`'s way): zeroing its 8 KiB at every shuffle of every workgroup
+        // would cost more than the lanes' work between two shuffles.
+        Stash {
+            values: [const { MaybeUninit::uninit() }; MAX_LANES],
+            source: [const { MaybeUninit::uninit() }; MAX_LANES],
+            threads: self.group.threads,
+        }
+    }
+}
+
+/// One `ctx.subgroup_shuffle_down(value, delta)` of a `#[lanes]` body, split in two: every lane
+/// `put`s its `value` (and where its result comes from) in the loop over the lanes before the
+/// shuffle's barrier (`Lanes::barrier`, at the shuffle's line: a new epoch, as the fibers'
+/// shuffle waits at one), and `get`s its source lane's value in the loop after. The same value
+/// as `Ctx::subgroup_shuffle_down` on fibers: the lane `delta` above in its subgroup, its own
+/// where that lane is past the subgroup's or the workgroup's end. A lane that returned before
+/// it is a divergence at the barrier (every lane stops: no `get` reads a value not put).
+pub struct Stash<T> {
+    values: [MaybeUninit<T>; MAX_LANES],
+    /// Each lane's source lane (below `threads`: a lane of the workgroup).
+    source: [MaybeUninit<u32>; MAX_LANES],
+    threads: usize,
+}
+
+impl<T: Shuffle> Stash<T> {
+    /// Lane `t` (local linear id) shuffles `value` down by `delta`.
+    /// # Safety
+    /// `t` is a lane of the workgroup.
+    #[inline(always)]
+    pub unsafe fn put(&mut self, t: usize, value: T, delta: u32) {
+        // As `Ctx::subgroup_shuffle_down`: `delta` a `u32`, widened (no overflow on the host).
+        let lane = t % SUBGROUP_SIZE;
+        let from = t + delta as usize;
+        let from = if lane + (delta as usize) < SUBGROUP_SIZE && from < self.threads { from } else { t };
+        unsafe {
+            *self.values.get_unchecked_mut(t) = MaybeUninit::new(value);
+            *self.source.get_unchecked_mut(t) = MaybeUninit::new(from as u32);
+        }
+    }
+
+    /// Lane `t`'s result.
+    /// # Safety
+    /// Every lane of the workgroup `put` before (lane `t` did, and none had returned: else the
+    /// barrier between retired them all).
+    #[inline(always)]
+    pub unsafe fn get(&self, t: usize) -> T {
+        unsafe {
+            let from = self.source.get_unchecked(t).assume_init() as usize;
+            self.values.get_unchecked(from).assume_init()
+        }
     }
 }
 
