@@ -4,9 +4,11 @@
 //! The copy runs once per workgroup on the worker's stack: each barrier-free run of the body's
 //! statements is one loop over the lanes (`lanes`, `ctx`), each barrier is a call of `barrier`
 //! between two such loops, and each `while` / `if` around a barrier asks every lane for its
-//! condition first (`vote`). Locals that live across a barrier are kept per lane (`LaneVar`),
-//! or once where the attribute proved them the same in every lane (`Uniform`; then a condition
-//! that reads only such values is evaluated once, `live` and `uniform_ctx`, with no vote).
+//! condition first (`vote`); a subgroup shuffle is a barrier too, each lane's operand put in a
+//! `Stash` in the loop before it and its source lane's taken in the loop after. Locals that live
+//! across a barrier are kept per lane (`LaneVar`), or once where the attribute proved them the
+//! same in every lane (`Uniform`; then a condition that reads only such values is evaluated
+//! once, `live` and `uniform_ctx`, with no vote).
 //! No fiber, no switch: a kernel that does a few loads and adds between barriers (scan's
 //! steps, a reduction's tree, a stencil's tile) spent most of its time switching.
 //!
@@ -281,13 +283,16 @@ impl<T: Shuffle> Stash<T> {
     /// `t` is a lane of the workgroup.
     #[inline(always)]
     pub unsafe fn put(&mut self, t: usize, value: T, delta: u32) {
-        // As `Ctx::subgroup_shuffle_down`: `delta` a `u32`, widened (no overflow on the host).
-        let lane = t % SUBGROUP_SIZE;
-        let from = t + delta as usize;
-        let from = if lane + (delta as usize) < SUBGROUP_SIZE && from < self.threads { from } else { t };
+        // `Ctx::subgroup_shuffle_down`'s rule (`lane + delta < SUBGROUP_SIZE`, `t + delta <
+        // threads`, in usize) in u32, without overflow: `delta < SUBGROUP_SIZE - lane` first,
+        // then `t + delta` is below MAX_LANES + SUBGROUP_SIZE. 32-bit compares: the loop of puts
+        // vectorises with SSE2 (64-bit ones it emulates).
+        let t32 = t as u32;
+        let lane = t32 % SUBGROUP_SIZE as u32;
+        let from = if delta < SUBGROUP_SIZE as u32 - lane && t32 + delta < self.threads as u32 { t32 + delta } else { t32 };
         unsafe {
             *self.values.get_unchecked_mut(t) = MaybeUninit::new(value);
-            *self.source.get_unchecked_mut(t) = MaybeUninit::new(from as u32);
+            *self.source.get_unchecked_mut(t) = MaybeUninit::new(from);
         }
     }
 
