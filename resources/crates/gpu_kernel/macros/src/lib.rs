@@ -24,8 +24,7 @@
 //! - a uniform expression names only uniform locals, parameters of a primitive type (`u32`,
 //!   `usize`, `f32`, ...; a memory handle's reads may differ per lane, other types may hide
 //!   interior mutability), items (`const`s, paths, types), literals and `ctx`'s per-workgroup
-//!   values (`group_id_*`, `group_size_*`, `num_groups_*`, `group_linear`, and the launch's
-//!   `subgroup_size`); it calls no
+//!   values (`group_id_*`, `group_size_*`, `num_groups_*`, `group_linear`, `subgroup_size`); it calls no
 //!   function, closure or macro, and of methods only the pure numeric ones (`min`, `div_ceil`,
 //!   `wrapping_add`, ...: `PURE_METHODS`); it assigns nothing and holds no `unsafe`, `return`,
 //!   `break`, `let`, `match`, loop, `?` or label;
