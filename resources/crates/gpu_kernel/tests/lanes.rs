@@ -808,7 +808,8 @@ fn a_subgroup_reduction_by_shuffles_matches() {
 }
 
 /// Every supported shape: a `let` (with a type, `mut`), an assignment, a compound one; per-lane
-/// deltas (0, past the subgroup's end: `40`), shuffles one after another in a run, f32 and i32
+/// deltas (a local of the shuffle's own run, one shadowing a kept uniform local there) and
+/// constant ones (0, past the subgroup's end: `40`), shuffles one after another in a run, f32 and i32
 /// values, a shuffle in a uniform `if` and in an `else` branch, in a `while` the lanes vote on
 /// (a value read from memory), and shared memory written before a shuffle and read after it (the
 /// shuffle is a barrier on the host: no race, on fibers or as lanes).
@@ -819,13 +820,18 @@ fn shuffle_shapes(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, 
     let i = ctx.group_linear() * size + t;
     let v = if i < n { x[i] } else { 7 };
     s.set(t, v);
+    let step = 2u32; // uniform, kept
+    let d = (t % 3) as u32; // the run's own, per lane
+    let e = ctx.subgroup_shuffle_down(v + 5, d);
     let a = ctx.subgroup_shuffle_down(v + 1, 1);
     let right = s.get((t + 1) % size);
     let mut b: u32 = ctx.subgroup_shuffle_down(a * 2, (t % 5) as u32);
     b = ctx.subgroup_shuffle_down(b, 0);
     b ^= ctx.subgroup_shuffle_down(b + right, 40);
     let f = ctx.subgroup_shuffle_down(v as f32 * 0.5, 3);
-    let neg = ctx.subgroup_shuffle_down(-(v as i32), 2);
+    let neg = ctx.subgroup_shuffle_down(-(v as i32), step);
+    let step = (t % 4) as u32; // shadows the uniform one in this run: per lane
+    let g = ctx.subgroup_shuffle_down(e, step);
     let mut c = 0u32;
     if size > 40 {
         c += ctx.subgroup_shuffle_down(b, 16);
@@ -843,7 +849,7 @@ fn shuffle_shapes(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, 
         rounds += 1;
     }
     if i < n {
-        y[i] = a ^ b.rotate_left(7) ^ (f as u32).rotate_left(13) ^ (neg as u32).rotate_left(19) ^ c.rotate_left(3);
+        y[i] = a ^ b.rotate_left(7) ^ (f as u32).rotate_left(13) ^ (neg as u32).rotate_left(19) ^ c.rotate_left(3) ^ g.rotate_left(23);
     }
 }
 
