@@ -1432,9 +1432,11 @@ mod tests {
     /// Each side of a workgroup-memory finding keeps its invocation and line in the packed shadow
     /// entry (`SharedEntry`: the writer, two readers and the atomic, each with a location id): a
     /// write racing with the second reader (the first reader is the writer itself), a write after
-    /// an atomic, an atomic after a read, two writers, and a read of an element nobody wrote; and a
-    /// write ordered by the barrier after another invocation's is none. As lanes, so the order is
-    /// the code's: in one epoch each loop runs its lanes before the next loop.
+    /// an atomic, an atomic after a read, two writers, a read after another invocation's write,
+    /// reads after an atomic (one finding however many readers: the atomic's line stays its own
+    /// beside two readers'), and a read of an element nobody wrote; and a write ordered by the
+    /// barrier after another invocation's is none. As lanes, so the order is the code's: in one
+    /// epoch each loop runs its lanes before the next loop.
     #[test]
     fn each_side_of_a_shared_finding_keeps_its_invocation_and_line() {
         let grid = Grid::with_workers([1, 1, 1], [4, 1, 1], 1);
@@ -1447,30 +1449,42 @@ mod tests {
                 s.set(t, 1); // l + 6
                 s.set(4, 1); // l + 7: every lane, one epoch: a race (not asserted)
             }
-            wg.barrier();
             let lane = |t: usize| wg.ctx(t, [t as u32, 0, 0]);
             let _ctx = lane(0);
-            let _ = s.get(0); // l + 12: the first reader
-            let _ctx = lane(1);
-            let _ = s.get(0); // l + 14: the second reader
+            s.set(7, 1); // l + 11
+            wg.barrier();
             let _ctx = lane(0);
-            s.set(0, 2); // l + 16: the first reader writes: races with the second read
+            let _ = s.get(0); // l + 14: the first reader
             let _ctx = lane(1);
-            _ = s.atomic_add(1, 1); // l + 18
+            let _ = s.get(0); // l + 16: the second reader
+            let _ctx = lane(0);
+            s.set(0, 2); // l + 18: the first reader writes: races with the second read
+            let _ctx = lane(1);
+            _ = s.atomic_add(1, 1); // l + 20
             let _ctx = lane(2);
-            s.set(1, 3); // l + 20: races with lane 1's atomic
+            s.set(1, 3); // l + 22: races with lane 1's atomic
             let _ctx = lane(3);
-            s.set(2, 4); // l + 22: lane 2 wrote element 2 before the barrier: ordered
+            s.set(2, 4); // l + 24: lane 2 wrote element 2 before the barrier: ordered
             for t in 2..4 {
                 let _ctx = lane(t);
-                s.set(3, t as u32); // l + 25: lanes 2 and 3 write element 3
+                s.set(3, t as u32); // l + 27: lanes 2 and 3 write element 3
             }
             let _ctx = lane(0);
-            let _ = s.get(4); // l + 28
+            let _ = s.get(4); // l + 30
             let _ctx = lane(1);
-            _ = s.atomic_add(4, 1); // l + 30: races with lane 0's read
+            _ = s.atomic_add(4, 1); // l + 32: races with lane 0's read
             let _ctx = lane(0);
-            let _ = s.get(5); // l + 32: nobody wrote element 5
+            let _ = s.get(5); // l + 34: nobody wrote element 5
+            let _ctx = lane(0);
+            s.set(6, 1); // l + 36
+            let _ctx = lane(1);
+            let _ = s.get(6); // l + 38: races with lane 0's write
+            let _ctx = lane(1);
+            _ = s.atomic_add(7, 1); // l + 40
+            for t in [0, 2, 3] {
+                let _ctx = lane(t);
+                let _ = s.get(7); // l + 43: each races with lane 1's atomic
+            }
             wg.end();
         });
         let side = |what: &str, local: u32, line: u32| {
@@ -1480,18 +1494,23 @@ mod tests {
             let f = findings.items.iter().find(|f| f.kind == kind && f.line == line as u64);
             f.unwrap_or_else(|| panic!("no {kind} at line {line}: {findings:?}")).message.clone()
         };
-        assert_eq!(findings.items.len(), 6, "{findings:?}");
+        assert_eq!(findings.items.len(), 8, "{findings:?}");
         found("shared-race", l + 7);
-        let race = found("shared-race", l + 16);
-        assert!(race.contains(&side("read", 1, l + 14)) && race.contains(&side("write", 0, l + 16)), "{race}");
-        let race = found("shared-race", l + 20);
-        assert!(race.contains(&side("atomic", 1, l + 18)) && race.contains(&side("write", 2, l + 20)), "{race}");
-        let race = found("shared-race", l + 25);
-        assert!(race.contains(&side("write", 2, l + 25)) && race.contains(&side("write", 3, l + 25)), "{race}");
-        let race = found("shared-race", l + 30);
-        assert!(race.contains(&side("read", 0, l + 28)) && race.contains(&side("atomic", 1, l + 30)), "{race}");
-        let unwritten = found("uninitialized-read", l + 32);
-        assert!(unwritten.contains(&side("read", 0, l + 32)), "{unwritten}");
+        let race = found("shared-race", l + 18);
+        assert!(race.contains(&side("read", 1, l + 16)) && race.contains(&side("write", 0, l + 18)), "{race}");
+        let race = found("shared-race", l + 22);
+        assert!(race.contains(&side("atomic", 1, l + 20)) && race.contains(&side("write", 2, l + 22)), "{race}");
+        let race = found("shared-race", l + 27);
+        assert!(race.contains(&side("write", 2, l + 27)) && race.contains(&side("write", 3, l + 27)), "{race}");
+        let race = found("shared-race", l + 32);
+        assert!(race.contains(&side("read", 0, l + 30)) && race.contains(&side("atomic", 1, l + 32)), "{race}");
+        let unwritten = found("uninitialized-read", l + 34);
+        assert!(unwritten.contains(&side("read", 0, l + 34)), "{unwritten}");
+        let race = found("shared-race", l + 38);
+        assert!(race.contains(&side("write", 0, l + 36)) && race.contains(&side("read", 1, l + 38)), "{race}");
+        let race = found("shared-race", l + 43);
+        assert!(race.contains(&side("atomic", 1, l + 40)) && race.contains(&side("read", 0, l + 43)), "{race}");
+        assert!(race.contains("[3 times]"), "{race}");
     }
 
     /// Launch after launch on buffers of one length (the pooled shadow, a new generation each
