@@ -1202,3 +1202,44 @@ fn faults_at_a_shuffle_are_found_alike_on_fibers_and_lanes() {
     let at = line_of("// FAULTS");
     assert!(f.iter().any(|f| f.0 == "out-of-bounds" && f.1 == at) && f.iter().any(|f| f.0 == "shared-race" && f.1 == at), "{f:?}");
 }
+
+/// Some lanes return inside a uniform `while`, after its shuffle: the next round's shuffle is the
+/// divergence.
+#[lanes]
+fn shuffle_return_in_loop(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut v = x[ctx.global_id_x()];
+    s.set(t, v);
+    let mut off = ctx.subgroup_size() as u32 / 2;
+    while off > 0 {
+        v += ctx.subgroup_shuffle_down(v, off); // LOOP_RETURN
+        if ctx.group_id_x() == 2 && t % 7 == 3 {
+            return;
+        }
+        off /= 2;
+    }
+    y[ctx.global_id_x()] = v + ignore(s.get(t));
+}
+
+/// Lanes that disagree on an `if` with a shuffle in each branch (two different exchanges).
+#[lanes]
+fn shuffle_in_both_branches(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut v = x[ctx.global_id_x()];
+    s.set(t, v);
+    if t % 32 < 16 {
+        v = ctx.subgroup_shuffle_down(v, 1); // BOTH_THEN
+    } else {
+        v = ctx.subgroup_shuffle_down(v, 2);
+    }
+    y[ctx.global_id_x()] = v + ignore(s.get(t));
+}
+
+#[test]
+fn divergences_around_shuffles_in_loops_and_branches_match() {
+    let f = same_findings([64, 1, 1], shuffle_return_in_loop, shuffle_return_in_loop_lanes);
+    assert_eq!(f.iter().map(|f| (f.0.as_str(), f.1)).collect::<Vec<_>>(), [("barrier-divergence", line_of("// LOOP_RETURN"))], "{f:?}");
+    assert!(f[0].3.contains("workgroup (2, 0, 0)"), "{f:?}");
+    let f = same_findings([64, 1, 1], shuffle_in_both_branches, shuffle_in_both_branches_lanes);
+    assert_eq!(f.iter().map(|f| (f.0.as_str(), f.1)).collect::<Vec<_>>(), [("barrier-divergence", line_of("// BOTH_THEN"))], "{f:?}");
+}
