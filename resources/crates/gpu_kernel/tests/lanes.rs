@@ -909,3 +909,337 @@ fn a_return_before_a_shuffle_is_a_divergence_there() {
     }
     assert_eq!(found[0], found[1], "fibers (first) and lanes (second) report the same divergence");
 }
+
+// ------------------------------------------------------------------ shuffles, adversarial review
+
+/// `same_n` for a kernel of the shape `NAME(ctx, x, y, s, n, sz)`, `sz` the workgroup's size along z.
+macro_rules! same_nz {
+    ($name:ident, $lanes:ident, $grid:expr, $threads:expr, $len:expr) => {{
+        let sz = $threads[2] as usize;
+        same($grid, $threads, $len, |c, x, y, s| $name(c, x, y, s, $len, sz), |w, x, y, s| $lanes(w, x, y, s, $len, sz))
+    }};
+}
+
+/// The shuffle's operands with effects and odd values: a value and a delta that change a per-lane
+/// local and write shared memory, `x op=` whose value changes `x` first, a delta from a local
+/// assigned earlier in the run, the shuffle's own name shadowed in its value, deltas of
+/// `u32::MAX`, `1 << 31`, 31, 32 and past the workgroup's end, `<<=`, `let _`, a NaN's payload
+/// and -0.0, a labeled block and an `if` as the value, a whole workgroup returning inside the
+/// value (no divergence: none is left), `assert!` / `debug_assert!` around shuffles. Linear ids
+/// of 1-D, 2-D and 3-D workgroups (x fastest, as the fibers' subgroups).
+#[lanes]
+fn shuffle_effects(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: usize, sz: usize) {
+    let (sx, sy) = (ctx.group_size_x(), ctx.group_size_y());
+    let size = sx * sy * sz; // `Ctx` has no group_size_z
+    let t = (ctx.local_id_z() * sy + ctx.local_id_y()) * sx + ctx.local_id_x();
+    let i = ctx.group_linear() * size + t;
+    let v = if i < n { x[i] } else { 3 };
+    let mut k = v % 7;
+    let a = ctx.subgroup_shuffle_down(
+        {
+            k += 1;
+            s.set(t, k * 3);
+            k * 10 + v
+        },
+        {
+            k += 2;
+            k % 4
+        },
+    );
+    let mut w = v;
+    w += ctx.subgroup_shuffle_down(
+        {
+            w *= 2;
+            w
+        },
+        1,
+    );
+    let mut z = v;
+    z = z.wrapping_mul(3);
+    let d = z % 5;
+    debug_assert!(d < 5);
+    z ^= ctx.subgroup_shuffle_down(z, d);
+    assert!(z != u32::MAX, "z {z}");
+    let v2 = v;
+    let v2 = ctx.subgroup_shuffle_down(v2 + 1, 2);
+    let big = ctx.subgroup_shuffle_down(v, u32::MAX);
+    let big2 = ctx.subgroup_shuffle_down(v, 1 << 31);
+    let last = ctx.subgroup_shuffle_down(v + k, 31);
+    let whole = ctx.subgroup_shuffle_down(v, 32);
+    let past = ctx.subgroup_shuffle_down(v * 3, (size - t) as u32);
+    let mut sh = 1u32 + t as u32 % 3;
+    sh <<= ctx.subgroup_shuffle_down(t as u32 % 4, 1);
+    let _ = ctx.subgroup_shuffle_down(v, 1);
+    let nan: f32 = ctx.subgroup_shuffle_down(f32::from_bits(0x7fc0_0000 | (v & 0xffff)), 3);
+    let negz = ctx.subgroup_shuffle_down(if v % 2 == 0 { -0.0f32 } else { v as f32 }, 1);
+    let lab = ctx.subgroup_shuffle_down(
+        'b: {
+            if v % 3 == 0 {
+                break 'b 1u32;
+            }
+            2
+        },
+        1,
+    );
+    let r = s.get((t + 1) % size); // the neighbour's element, written before the shuffle's barrier
+    let q = ctx.subgroup_shuffle_down(
+        if ctx.group_id_x() == 1 {
+            return;
+        } else {
+            v + r
+        },
+        4,
+    );
+    assert!(q < 1 << 30);
+    if i < n {
+        y[i] = a ^ w.rotate_left(3) ^ z.rotate_left(5) ^ v2.rotate_left(7) ^ big.rotate_left(9) ^ big2.rotate_left(11)
+            ^ last.rotate_left(13)
+            ^ whole.rotate_left(15)
+            ^ past.rotate_left(17)
+            ^ sh.rotate_left(19)
+            ^ nan.to_bits().rotate_left(21)
+            ^ negz.to_bits()
+            ^ lab.rotate_left(23)
+            ^ q.rotate_left(25)
+            ^ k.rotate_left(27);
+    }
+}
+
+#[test]
+fn shuffles_with_effects_and_odd_deltas_match() {
+    let out = same_nz!(shuffle_effects, shuffle_effects_lanes, [3, 1, 1], [64, 1, 1], 190);
+    assert!(out[64..128].iter().all(|&v| v == 0), "workgroup 1 returned before writing");
+    assert!(out[..64].iter().any(|&v| v != 0));
+    same_nz!(shuffle_effects, shuffle_effects_lanes, [3, 1, 1], [40, 1, 1], 110);
+    // 2-D and 3-D workgroups, some no multiple of 32: subgroups across rows and planes.
+    same_nz!(shuffle_effects, shuffle_effects_lanes, [3, 1, 1], [8, 6, 1], 130);
+    same_nz!(shuffle_effects, shuffle_effects_lanes, [3, 1, 1], [5, 3, 2], 80);
+    same_nz!(shuffle_effects, shuffle_effects_lanes, [2, 1, 1], [4, 4, 4], 128);
+    same_nz!(shuffle_effects, shuffle_effects_lanes, [3, 1, 1], [7, 3, 3], 170);
+    same_nz!(shuffle_effects, shuffle_effects_lanes, [2, 1, 1], [8, 8, 4], 500);
+    // One invocation (every source past the end), and one past a subgroup.
+    same_nz!(shuffle_effects, shuffle_effects_lanes, [3, 1, 1], [1, 1, 1], 3);
+    same_nz!(shuffle_effects, shuffle_effects_lanes, [3, 1, 1], [33, 1, 1], 99);
+}
+
+/// Shuffles and uniform locals: a uniform `mut` local, a kept uniform local shadowed, and one
+/// assigned in a uniform `if`, each from a shuffle (per lane from then on: a copy that kept one
+/// value would give every lane the last lane's); a local set from a shuffle of a uniform value
+/// (the same in every lane, not provably) in the condition of a `while` (voted) whose body
+/// shuffles it again and halves a uniform offset; a uniform `if` around a voted `while` around a
+/// uniform `if` with a shuffle; a uniform `let` after a shuffle in its run; a `mut` local halved
+/// in a shuffle's delta, the condition of the `while` around it.
+#[lanes]
+fn shuffle_uniforms(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: usize, sz: usize) {
+    let (sx, sy) = (ctx.group_size_x(), ctx.group_size_y());
+    let size = sx * sy * sz; // `Ctx` has no group_size_z
+    let t = (ctx.local_id_z() * sy + ctx.local_id_y()) * sx + ctx.local_id_x();
+    let i = ctx.group_linear() * size + t;
+    let v = if i < n { x[i] } else { 5 };
+    s.set(t, v);
+    let g = ctx.group_id_x() as u32;
+    let mut u = g + 1;
+    let mut off = ctx.subgroup_size() as u32 / 2;
+    let w = g * 3;
+    ctx.barrier();
+    u += ctx.subgroup_shuffle_down(t as u32 + v, 1);
+    let w = ctx.subgroup_shuffle_down(w + t as u32, off);
+    let h = g * 2 + 1;
+    ctx.barrier();
+    let mut m = 0u32;
+    if g < 100 {
+        m = ctx.subgroup_shuffle_down(u * 7, 3);
+    }
+    ctx.barrier();
+    let mut c = g + 2;
+    c = ctx.subgroup_shuffle_down(c, 5);
+    let mut acc = v;
+    while c > g {
+        off /= 2;
+        c = ctx.subgroup_shuffle_down(c, off + 1);
+        c -= 1;
+        acc += ctx.subgroup_shuffle_down(acc, off);
+    }
+    let mut rounds = s.get(0) % 3 + 1; // the same in every lane, not provably: voted
+    if size > 8 {
+        while rounds > 0 {
+            if off < 100 {
+                m ^= ctx.subgroup_shuffle_down(m + rounds, rounds);
+            }
+            rounds -= 1;
+        }
+    }
+    // A uniform-looking offset changed in a shuffle's delta (each lane's own from then on).
+    let mut o2 = ctx.subgroup_size() as u32;
+    while o2 > 1 {
+        acc ^= ctx.subgroup_shuffle_down(
+            acc.rotate_left(1),
+            {
+                o2 = o2 / 2 + t as u32 / 4096; // + 0, not provably
+                o2
+            },
+        );
+    }
+    ctx.barrier();
+    if i < n {
+        y[i] = o2 ^ u ^ w.rotate_left(4) ^ m.rotate_left(8) ^ acc.rotate_left(12) ^ c.rotate_left(16) ^ off.rotate_left(20) ^ h.rotate_left(24);
+    }
+}
+
+#[test]
+fn shuffles_and_uniform_locals_match() {
+    let out = same_nz!(shuffle_uniforms, shuffle_uniforms_lanes, [3, 1, 1], [64, 1, 1], 190);
+    // `u` per lane: lanes of a workgroup differ (a uniform `u` would be one value).
+    assert!(out[..64].windows(2).any(|p| p[0] != p[1]));
+    same_nz!(shuffle_uniforms, shuffle_uniforms_lanes, [3, 1, 1], [24, 1, 1], 70);
+    same_nz!(shuffle_uniforms, shuffle_uniforms_lanes, [3, 1, 1], [6, 5, 3], 250);
+    same_nz!(shuffle_uniforms, shuffle_uniforms_lanes, [2, 1, 1], [4, 2, 4], 60);
+}
+
+/// The findings of a faulty body on fibers and as lanes (each kind, line, column and message),
+/// asserted equal. A divergence's message up to its `;`: where lanes split at a vote, the copy
+/// words the lanes outside as "returned without reaching it" where fibers name the barrier they
+/// wait at later (`Vote::diverged`; the same for a barrier as for a shuffle).
+#[track_caller]
+fn same_findings(
+    threads: [u32; 3],
+    fibers: impl Fn(Ctx, In<u32>, Out<u32>, Shared<u32, S>) + Sync,
+    lanes: impl Fn(&Lanes, In<u32>, Out<u32>, Shared<u32, S>) + Sync,
+) -> Vec<(String, u64, u64, String)> {
+    let x: Vec<u32> = (0..192).collect();
+    let mut found = Vec::new();
+    for on_lanes in [false, true] {
+        let mut y = vec![0u32; 192];
+        let g = Grid::with_workers([3, 1, 1], threads, 1);
+        let (xb, yb) = (g.input(&x), g.output(&mut y));
+        let findings = if on_lanes {
+            g.check_lanes(|wg| {
+                let s = wg.shared::<u32, S>();
+                lanes(wg, xb, yb, s)
+            })
+        } else {
+            g.check(|ctx| {
+                let s = ctx.shared::<u32, S>();
+                fibers(ctx, xb, yb, s)
+            })
+        };
+        let items: Vec<_> = findings
+            .items
+            .iter()
+            .map(|f| {
+                let message = if f.kind == "barrier-divergence" { f.message.split(';').next().unwrap() } else { &f.message };
+                // Less the shared array's declaration: each run's closure above declares it.
+                let message = match (message.find(" (declared at "), message.find(")[")) {
+                    (Some(a), Some(b)) if a < b => format!("{}{}", &message[..a], &message[b + 1..]),
+                    _ => message.to_string(),
+                };
+                (f.kind.clone(), f.line, f.column, message)
+            })
+            .collect();
+        found.push((items, y));
+    }
+    assert_eq!(found[0].0, found[1].0, "findings: fibers (left) and lanes (right) differ");
+    found.swap_remove(0).0
+}
+
+/// The line of this file ending with `marker`.
+fn line_of(marker: &str) -> u64 {
+    1 + include_str!("lanes.rs").lines().position(|l| l.ends_with(marker)).unwrap() as u64
+}
+
+/// A per-lane `if` around a shuffle that the lanes of workgroup 1 disagree on.
+#[lanes]
+fn shuffle_in_split_if(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut v = x[ctx.global_id_x()];
+    s.set(t, v);
+    if ctx.group_id_x() != 1 || t < 40 {
+        v = ctx.subgroup_shuffle_down(v, 1); // SPLIT_IF
+    }
+    ctx.barrier();
+    y[ctx.global_id_x()] = v + s.get(0);
+}
+
+/// A `while` whose condition reads a shuffled value, on which the lanes come to disagree.
+#[lanes]
+fn shuffle_in_split_while(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut c = x[ctx.global_id_x()] % 4;
+    s.set(t, c);
+    // `k` bounds the fibers' loop: after the divergence the invocations still in it read their
+    // source's stale value (it left), and would loop for ever.
+    let mut k = 0;
+    while c < 6 && k < 10 {
+        c = ctx.subgroup_shuffle_down(c, 1); // SPLIT_WHILE
+        c += 1;
+        k += 1;
+    }
+    y[ctx.global_id_x()] = c + ignore(s.get(t));
+}
+
+/// A shuffle whose value reads the neighbour's shared element, written before the same barrier
+/// (a race; unwritten when read), and whose delta reads past the input's end (out of bounds).
+#[lanes]
+fn shuffle_operand_faults(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    s.set(t, x[i]);
+    let a = ctx.subgroup_shuffle_down(s.get((t + 1) % ctx.group_size_x()), if i == 70 { x[i + 1000] } else { 1 }); // FAULTS
+    y[i] = a;
+}
+
+#[test]
+fn faults_at_a_shuffle_are_found_alike_on_fibers_and_lanes() {
+    let f = same_findings([64, 1, 1], shuffle_in_split_if, shuffle_in_split_if_lanes);
+    assert_eq!(f.iter().map(|f| (f.0.as_str(), f.1)).collect::<Vec<_>>(), [("barrier-divergence", line_of("// SPLIT_IF"))], "{f:?}");
+    let f = same_findings([64, 1, 1], shuffle_in_split_while, shuffle_in_split_while_lanes);
+    assert_eq!(f.iter().map(|f| (f.0.as_str(), f.1)).collect::<Vec<_>>(), [("barrier-divergence", line_of("// SPLIT_WHILE"))], "{f:?}");
+    let f = same_findings([64, 1, 1], shuffle_operand_faults, shuffle_operand_faults_lanes);
+    let mut kinds: Vec<&str> = f.iter().map(|f| f.0.as_str()).collect();
+    kinds.sort();
+    kinds.dedup();
+    assert_eq!(kinds, ["out-of-bounds", "shared-race", "uninitialized-read"], "{f:?}");
+    let at = line_of("// FAULTS");
+    assert!(f.iter().any(|f| f.0 == "out-of-bounds" && f.1 == at) && f.iter().any(|f| f.0 == "shared-race" && f.1 == at), "{f:?}");
+}
+
+/// Some lanes return inside a uniform `while`, after its shuffle: the next round's shuffle is the
+/// divergence.
+#[lanes]
+fn shuffle_return_in_loop(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut v = x[ctx.global_id_x()];
+    s.set(t, v);
+    let mut off = ctx.subgroup_size() as u32 / 2;
+    while off > 0 {
+        v += ctx.subgroup_shuffle_down(v, off); // LOOP_RETURN
+        if ctx.group_id_x() == 2 && t % 7 == 3 {
+            return;
+        }
+        off /= 2;
+    }
+    y[ctx.global_id_x()] = v + ignore(s.get(t));
+}
+
+/// Lanes that disagree on an `if` with a shuffle in each branch (two different exchanges).
+#[lanes]
+fn shuffle_in_both_branches(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let mut v = x[ctx.global_id_x()];
+    s.set(t, v);
+    if t % 32 < 16 {
+        v = ctx.subgroup_shuffle_down(v, 1); // BOTH_THEN
+    } else {
+        v = ctx.subgroup_shuffle_down(v, 2);
+    }
+    y[ctx.global_id_x()] = v + ignore(s.get(t));
+}
+
+#[test]
+fn divergences_around_shuffles_in_loops_and_branches_match() {
+    let f = same_findings([64, 1, 1], shuffle_return_in_loop, shuffle_return_in_loop_lanes);
+    assert_eq!(f.iter().map(|f| (f.0.as_str(), f.1)).collect::<Vec<_>>(), [("barrier-divergence", line_of("// LOOP_RETURN"))], "{f:?}");
+    assert!(f[0].3.contains("workgroup (2, 0, 0)"), "{f:?}");
+    let f = same_findings([64, 1, 1], shuffle_in_both_branches, shuffle_in_both_branches_lanes);
+    assert_eq!(f.iter().map(|f| (f.0.as_str(), f.1)).collect::<Vec<_>>(), [("barrier-divergence", line_of("// BOTH_THEN"))], "{f:?}");
+}

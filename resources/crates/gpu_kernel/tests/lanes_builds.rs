@@ -310,3 +310,48 @@ fn a_shuffle_the_copy_cannot_split_is_refused_at_it() {
         refused(case, &body(statement), "// AT", message);
     }
 }
+
+/// More places a shuffle cannot be split at, each refused at it (adversarial review): a `loop`,
+/// a `match` arm, an `unsafe` block, a macro's arguments (`assert!`), a tuple's element, an
+/// expression statement (its value dropped), an attributed `let`, a turbofish; and a `break` /
+/// `continue` in a `while` with a shuffle (it would leave the loop over the lanes), a `let` in
+/// the condition of an `if` around one.
+#[test]
+fn more_shuffles_the_copy_cannot_split_are_refused_at_them() {
+    let shapes = "a subgroup shuffle is supported as a statement of its own";
+    let escape = "`break` / `continue` out of a loop with a barrier in it is not supported";
+    let body = |statement: &str| {
+        format!(
+            "#[lanes]\npub fn k(ctx: Ctx, mut y: Out<u32>) {{\n    let t = ctx.local_id_x() as u32;\n    let mut v = t;\n    \
+             {statement}\n    ctx.barrier();\n    y[ctx.global_id_x()] = v;\n}}\n"
+        )
+    };
+    let cases = [
+        ("shuffle_in_loop", "loop {\n        v = ctx.subgroup_shuffle_down(v, 1); // AT\n        break;\n    }", shapes),
+        ("shuffle_in_match", "match t {\n        0 => v = ctx.subgroup_shuffle_down(v, 1), // AT\n        _ => {}\n    }", shapes),
+        ("shuffle_in_unsafe", "unsafe {\n        v = ctx.subgroup_shuffle_down(v, 1); // AT\n    }", shapes),
+        ("shuffle_in_assert", "assert!(ctx.subgroup_shuffle_down(v, 1) < 1000); // AT", shapes),
+        ("shuffle_in_tuple", "let (a, b) = (ctx.subgroup_shuffle_down(v, 1), 2); // AT\n    v += a + b;", shapes),
+        ("shuffle_dropped", "ctx.subgroup_shuffle_down(v, 1); // AT", shapes),
+        ("shuffle_attributed", "#[allow(unused)]\n    let w = ctx.subgroup_shuffle_down(v, 1); // AT", shapes),
+        ("shuffle_turbofish", "v = ctx.subgroup_shuffle_down::<u32>(v, 1); // AT", shapes),
+        (
+            "shuffle_break",
+            "while v < 100 {\n        v += ctx.subgroup_shuffle_down(v, 1);\n        if v > 50 {\n            break; // AT\n        }\n    }",
+            escape,
+        ),
+        (
+            "shuffle_continue",
+            "while v < 100 {\n        v += 1;\n        if v % 2 == 0 {\n            continue; // AT\n        }\n        v += ctx.subgroup_shuffle_down(v, 1);\n    }",
+            escape,
+        ),
+        (
+            "shuffle_if_let",
+            "if let Some(w) = Some(v) { // AT\n        v = ctx.subgroup_shuffle_down(w, 1);\n    }",
+            "a `let` in the condition of a `while` or `if` with a barrier is not supported",
+        ),
+    ];
+    for (case, statement, message) in cases {
+        refused(case, &body(statement), "// AT", message);
+    }
+}
