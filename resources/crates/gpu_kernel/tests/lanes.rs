@@ -751,3 +751,93 @@ fn per_lane_conditions_match() {
     let out = same!(per_lane_conditions, per_lane_conditions_lanes, [2, 1, 1], [16, 1, 1], 32);
     assert!(out.iter().all(|v| v % 1000 == 4), "{out:?}");
 }
+
+// ------------------------------------------------------------------ lane-pure locals
+
+/// A constant the kernel below names in a lane-pure local; a block of the body declares its own
+/// of that name.
+const K: u32 = 3;
+
+fn inc(v: u32) -> u32 {
+    v + 1
+}
+
+/// Locals computed from the lane's ids only (`t`, `r`, `p`, `bit`, `kk`, ...) are not kept but
+/// computed again in each loop that reads them; these are the cases where that must not change
+/// what they hold, or where they must be kept per lane after all: a local that shadows a
+/// parameter another one reads, a parameter a uniform local shadows, a local whose uniform
+/// operand the run shadows afterwards, a literal whose type a later use gives (u64: as an i32
+/// `1 << 39` overflows), an item another block declares too, values read from memory (a shared
+/// element another lane changes after the barrier, an input), a `mut` local, a uniform `mut`
+/// local changed after the barrier, a call, and a lane that returns.
+#[lanes]
+fn lane_pure(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    s.set(t, x[i]);
+    ctx.barrier();
+    let active = t < 12;
+    let r = if active { t } else { 11 };
+    let p = t as u32 + n; // the parameter `n`
+    let n = n * 2; // a uniform `n`
+    let q = t as u32 + n; // that one
+    let u = n + 1;
+    let w = t as u32 * u;
+    let u = 5u32; // `w`'s `u` is not this one
+    let bit = 1 << (t % 40);
+    let kk = t as u32 + K;
+    let read = s.get(t); // memory: kept
+    let input = x[i];
+    let mut m = t as u32;
+    m += 1;
+    let mm = m * 2; // from a `mut` local: kept
+    let mut base = 10u32;
+    let e = base + t as u32; // from a uniform `mut` local changed below: kept
+    let called = inc(t as u32);
+    let n2 = t as u32 + n;
+    let n = t as u32 * 100; // shadows the uniform `n` that `n2` reads
+    let g = ctx.group_id_x() as u32 * 3;
+    let gl = g + t as u32; // `g`'s slot
+    ctx.barrier();
+    base += 1000;
+    s.set((t + 1) % ctx.group_size_x(), 77); // every element `read` read changes
+    ctx.barrier();
+    let hi: u64 = bit;
+    let mut acc = s.get(r) + p + q * 3 + w * 5 + u + kk * 7 + read + mm + e + called + n2 + n + base;
+    if ctx.group_id_x() < 100 {
+        const K: u32 = 1000;
+        ctx.barrier();
+        acc += kk * K + (hi >> 20) as u32 + input + gl * 100_000;
+    }
+    if t == 5 {
+        return;
+    }
+    y[i] = acc;
+}
+
+#[test]
+fn lane_pure_locals_match() {
+    let out = same(
+        [3, 1, 1],
+        [16, 1, 1],
+        48,
+        |c, x, y, s| lane_pure(c, x, y, s, 4),
+        |w, x, y, s| lane_pure_lanes(w, x, y, s, 4),
+    );
+    let xs: Vec<u32> = (0..48u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    // Workgroup 1, lane 2 (i = 18): s[r] = 77, p = 6, n = 8, q = 10, w = 2 * 9, u = 5, kk = 5,
+    // read = x[18], mm = 6, e = 12, called = 3, n2 = 10, n = 200, base = 1010; then kk * 1000,
+    // bit >> 20 = 0, input = x[18], gl = 3 + 2.
+    let acc = 77 + 6 + 10 * 3 + 18 * 5 + 5 + 5 * 7 + xs[18] + 6 + 12 + 3 + 10 + 200 + 1010;
+    assert_eq!(out[18], acc + 5 * 1000 + xs[18] + 5 * 100_000);
+    assert_eq!(out[16 + 5], 0, "lane 5 returned");
+    // Lane 39 of a wider workgroup: bit = 1 << 39, which an i32 cannot hold (a u64 by `hi`).
+    let wide = same(
+        [1, 1, 1],
+        [40, 1, 1],
+        40,
+        |c, x, y, s| lane_pure(c, x, y, s, 4),
+        |w, x, y, s| lane_pure_lanes(w, x, y, s, 4),
+    );
+    assert!(wide[39] > 1 << 19, "{}", wide[39]);
+}

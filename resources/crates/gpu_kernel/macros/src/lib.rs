@@ -366,6 +366,7 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
         uniform_params,
         mut_uniform: mut_candidates(&body_tokens),
         dropped: false,
+        body_items: body_items(&body_tokens),
     };
     base.check_ctx_uses(&body_tokens)?;
     // Which `mut` locals are uniform depends on every assignment to them, in any order (a loop's
@@ -450,6 +451,9 @@ struct Var {
     /// The name in its `let`: the lane storage's code has it, so that rustc's errors about the
     /// local (`Carried`: not `Copy`) point at it.
     span: Span,
+    /// Lane-pure: computed again from the lane's ids in each loop that reads it (this closed
+    /// form, `__rt_ID` its type), not kept (see `Lower::closed_form`).
+    remat: Option<TokenStream>,
 }
 
 #[derive(Clone)]
@@ -465,6 +469,9 @@ struct Lower {
     mut_uniform: BTreeSet<String>,
     /// This pass dropped a name from `mut_uniform`: its uniformity decisions assumed too much.
     dropped: bool,
+    /// Every name an item or `use` of the body declares (`body_items`): a lane-pure local naming
+    /// one is not computed again elsewhere, where another block's item of that name may be seen.
+    body_items: BTreeSet<String>,
 }
 
 enum Stmt {
@@ -858,7 +865,8 @@ impl Lower {
             inner.extend(ts("if __wg.retired(__lane) { continue '__lanes; }"));
         }
         inner.extend(ts(&format!("let {} = __wg.ctx(__lane, __local);", self.ctx)));
-        let taken = visible(scopes, uses);
+        let (remat, taken): (Vec<Var>, Vec<Var>) = visible(scopes, uses).into_iter().partition(|v| v.remat.is_some());
+        inner.extend(remat_lets(&remat));
         let put_back = |v: &Var| v.mutable && !shadowed.contains(&v.name);
         for v in &taken {
             let m = if v.mutable { "mut " } else { "" };
@@ -876,8 +884,11 @@ impl Lower {
         }
         inner.extend(body);
         for v in taken.iter().filter(|v| put_back(v)).chain(store.iter()) {
-            // A uniform one: every lane sets the same value.
-            let set = if v.uniform {
+            // A uniform one: every lane sets the same value; a lane-pure one is not kept, only
+            // its type (what the loops that compute it again infer theirs from).
+            let set = if v.remat.is_some() {
+                format!("__rt_{}.bind(&{});", v.id, v.name)
+            } else if v.uniform {
                 format!("__uni_{}.set({});", v.id, v.name)
             } else {
                 format!("unsafe {{ __lane_{}.set(__lane, {}) }};", v.id, v.name)
@@ -1077,6 +1088,10 @@ impl Lower {
         let mut env: BTreeMap<String, bool> = BTreeMap::new();
         let mut returned = false;
         let mut all_uniform = true;
+        // Lane-pure locals (`closed_form`): the run's bindings a closed form may name, and each
+        // `let`'s id (taken when it is bound: a closed form names a uniform one's slot).
+        let mut closed: BTreeMap<String, Closed> = BTreeMap::new();
+        let mut ids: BTreeMap<String, usize> = BTreeMap::new();
         for s in stmts {
             check_no_escape(s)?;
             idents(s, &mut uses);
@@ -1102,6 +1117,7 @@ impl Lower {
                         self.scan(s, false);
                         for n in &bound {
                             env.insert(n.clone(), false);
+                            closed.remove(n);
                         }
                         shadowed.extend(bound.into_iter().map(|n| (n, s[0].span())));
                         all_uniform = false;
@@ -1114,7 +1130,22 @@ impl Lower {
                 }
                 let value_uniform = !attributed && !returned && value.is_some_and(|v| self.uniform_expr(&s[v + 1..end], &env, scopes));
                 uniform = value_uniform;
+                // Lane-pure (a single immutable name, per lane but computed from the lane's ids):
+                // its closed form, before its own name is bound.
+                let remat = match (names.as_slice(), value) {
+                    ([(_, false, _)], Some(v)) if !attributed && !value_uniform => self.closed_form(&s[v + 1..end], &env, &closed, scopes),
+                    _ => None,
+                };
                 for (name, mutable, span) in names {
+                    let id = self.next_id;
+                    self.next_id += 1;
+                    ids.insert(name.clone(), id);
+                    closed.remove(&name);
+                    if value_uniform && !mutable {
+                        closed.insert(name.clone(), Closed::Slot(id));
+                    } else if let Some((form, needs)) = &remat {
+                        closed.insert(name.clone(), Closed::Form(form.clone(), needs.clone()));
+                    }
                     if mutable && !value_uniform {
                         self.drop_mut(&name);
                     }
@@ -1139,7 +1170,12 @@ impl Lower {
             } else {
                 self.scan(stmt, false);
                 // A macro's arguments may name a local it binds (`my_let!(x = ..)`, unseen here).
-                mark_macro_names(stmt, false, &mut env);
+                let mut named = BTreeMap::new();
+                mark_macro_names(stmt, false, &mut named);
+                for n in named.keys() {
+                    closed.remove(n);
+                }
+                env.extend(named);
             }
             if has_return(s) {
                 returned = true;
@@ -1154,13 +1190,21 @@ impl Lower {
         }
         let mut decls = TokenStream::new();
         let mut store = Vec::new();
+        let (remat, needed) = lane_pure(&defined, &closed, &ids, later);
         for (name, mutable, span, uniform) in defined {
-            if !later.contains(&name) {
+            let id = ids[&name];
+            let read_later = later.contains(&name) || (uniform && needed.contains(&id));
+            if !read_later {
                 continue;
             }
-            let v = Var { name, mutable, uniform, id: self.next_id, span };
-            self.next_id += 1;
-            let decl = if uniform { format!("let mut __uni_{} = __wg.uniform();", v.id) } else { format!("let mut __lane_{} = __wg.var();", v.id) };
+            let v = Var { remat: remat.get(&name).cloned(), name, mutable, uniform, id, span };
+            let decl = if v.remat.is_some() {
+                format!("let __rt_{} = __wg.lane_type();", v.id)
+            } else if uniform {
+                format!("let mut __uni_{} = __wg.uniform();", v.id)
+            } else {
+                format!("let mut __lane_{} = __wg.var();", v.id)
+            };
             decls.extend(respan(ts(&decl), v.span));
             store.push(v);
         }
@@ -1501,4 +1545,256 @@ fn macro_group(tokens: &[Tt], k: usize) -> bool {
     k >= 2
         && is_punct(&tokens[k - 1], '!')
         && matches!(&tokens[k - 2], Tt::Ident(i) if !REFUSED_WORDS.contains(&i.to_string().as_str()) && !ALLOWED_WORDS.contains(&i.to_string().as_str()))
+}
+
+// ---------------------------------------------------------------------------- lane-pure locals
+
+/// A binding of the current run that a closed form may name: a uniform one (its slot, `__uni_ID`,
+/// kept for the loops that compute the form again), or a lane-pure one (its own closed form, and
+/// the slots that names).
+enum Closed {
+    Slot(usize),
+    Form(TokenStream, BTreeSet<usize>),
+}
+
+/// `ctx`'s methods whose value is the invocation's own local or global ids: with the workgroup's
+/// values, what a lane-pure local may be computed from.
+const LANE_METHODS: &[&str] = &["local_id_x", "local_id_y", "local_id_z", "global_id_x", "global_id_y"];
+
+/// `PURE_METHODS` too dear to compute again in each loop rather than load once.
+const DEAR_METHODS: &[&str] = &["pow", "powi", "powf", "sqrt", "wrapping_pow", "saturating_pow"];
+
+/// The most tokens a closed form may have (its lane-pure and uniform names written out): beyond
+/// that, computing it in each loop that reads it costs more than the load it saves.
+const MAX_CLOSED_TOKENS: usize = 96;
+
+impl Lower {
+    /// A lane-pure `let`'s value written so that any loop over the lanes can compute it again
+    /// for its lane, with the slots of the run's uniform locals it names (kept for those loops):
+    /// `None` where it may not be. Lane-pure: immutable and computed from the lane's ids only
+    /// (`ctx.local_id_x()`, `global_id_*`, `LANE_METHODS`), with what a uniform expression may
+    /// name (`uniform_expr`: literals, items, `ctx`'s workgroup values, the pure numeric methods,
+    /// `if`/`else`; no call, macro, assignment, memory read or control flow), and only immutable
+    /// locals: uniform ones are read from their slots (`__uni_ID`), lane-pure ones written out
+    /// in their own closed form, primitive parameters by name (the form is computed first in a
+    /// loop, before the loop binds any local of the body: nothing there shadows a parameter). A
+    /// `mut` local, a per-lane one, a memory handle, or an item the body declares (another
+    /// block's of that name may be the one seen where the form is computed) is refused.
+    ///
+    /// Each loop that reads the local then computes it from its own lane (`ctx` is that lane's):
+    /// the loop's counters, where a `LaneVar` was a load per lane that hid from LLVM that
+    /// `t == lane` (a bounds check it could hoist, a loop it could vectorise).
+    fn closed_form(
+        &self,
+        tokens: &[Tt],
+        env: &BTreeMap<String, bool>,
+        closed: &BTreeMap<String, Closed>,
+        scopes: &[Vec<Var>],
+    ) -> Option<(TokenStream, BTreeSet<usize>)> {
+        let mut needs = BTreeSet::new();
+        let form = self.close(tokens, env, closed, scopes, &mut needs)?;
+        fn count(s: &TokenStream) -> usize {
+            s.clone().into_iter().map(|t| if let Tt::Group(g) = t { 1 + count(&g.stream()) } else { 1 }).sum()
+        }
+        (count(&form) <= MAX_CLOSED_TOKENS).then_some((form, needs))
+    }
+
+    fn close(
+        &self,
+        tokens: &[Tt],
+        env: &BTreeMap<String, bool>,
+        closed: &BTreeMap<String, Closed>,
+        scopes: &[Vec<Var>],
+        needs: &mut BTreeSet<usize>,
+    ) -> Option<TokenStream> {
+        let slot = |id: usize, span: Span| respan(ts(&format!("unsafe {{ __uni_{id}.get() }}")), span);
+        let paren = |s: TokenStream, span: Span| {
+            let mut g = Group::new(Delimiter::Parenthesis, s);
+            g.set_span(span);
+            Tt::Group(g)
+        };
+        let mut out = TokenStream::new();
+        // An `if` whose block has not come yet: the only blocks a closed form may hold are an
+        // `if`'s and an `else`'s (another, `Name { field }`, would take a name for a field).
+        let mut in_if = false;
+        let mut k = 0;
+        while k < tokens.len() {
+            let t = &tokens[k];
+            match t {
+                Tt::Ident(i) => {
+                    let name = i.to_string();
+                    let next = tokens.get(k + 1);
+                    let call = matches!(next, Some(Tt::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+                    if k >= 1 && is_punct(&tokens[k - 1], '.') && !(k >= 2 && is_punct(&tokens[k - 2], '.')) {
+                        // A field, or a method: a pure one, not too dear.
+                        if (call || next.is_some_and(|t| is_punct(t, ':')))
+                            && (!PURE_METHODS.contains(&name.as_str()) || DEAR_METHODS.contains(&name.as_str()))
+                        {
+                            return None;
+                        }
+                        out.extend([t.clone()]);
+                    } else if name == self.ctx {
+                        let method = matches!(tokens.get(k + 2), Some(Tt::Ident(m))
+                            if WORKGROUP_METHODS.contains(&m.to_string().as_str()) || LANE_METHODS.contains(&m.to_string().as_str()));
+                        let no_args = matches!(tokens.get(k + 3), Some(Tt::Group(g)) if g.delimiter() == Delimiter::Parenthesis && g.stream().is_empty());
+                        if !(next.is_some_and(|t| is_punct(t, '.')) && method && no_args) {
+                            return None;
+                        }
+                        out.extend(stream(&tokens[k..k + 4]));
+                        k += 4;
+                        continue;
+                    } else if REFUSED_WORDS.contains(&name.as_str()) {
+                        return None;
+                    } else if ALLOWED_WORDS.contains(&name.as_str()) {
+                        in_if |= name == "if";
+                        out.extend([t.clone()]);
+                    } else {
+                        if call || (next.is_some_and(|t| is_punct(t, '!')) && matches!(tokens.get(k + 2), Some(Tt::Group(_)))) {
+                            return None;
+                        }
+                        let path_before = k >= 2 && is_punct(&tokens[k - 1], ':') && is_punct(&tokens[k - 2], ':');
+                        let path_after = next.is_some_and(|t| is_punct(t, ':')) && tokens.get(k + 2).is_some_and(|t| is_punct(t, ':'));
+                        if path_before {
+                            out.extend([t.clone()]);
+                        } else if path_after || self.resolve(&name, env, scopes).is_none() {
+                            // An item (or a path's first name): refused where the body declares
+                            // one of that name.
+                            if self.body_items.contains(&name) {
+                                return None;
+                            }
+                            out.extend([t.clone()]);
+                        } else if env.contains_key(&name) {
+                            match closed.get(&name)? {
+                                Closed::Slot(id) => {
+                                    needs.insert(*id);
+                                    out.extend([paren(slot(*id, i.span()), i.span())]);
+                                }
+                                Closed::Form(form, n) => {
+                                    needs.extend(n.iter().copied());
+                                    out.extend([paren(form.clone(), i.span())]);
+                                }
+                            }
+                        } else if let Some(v) = scopes.iter().rev().find_map(|s| s.iter().rev().find(|v| v.name == name)) {
+                            match &v.remat {
+                                Some(form) => out.extend([paren(form.clone(), i.span())]),
+                                None if v.uniform && !v.mutable => out.extend([paren(slot(v.id, i.span()), i.span())]),
+                                None => return None,
+                            }
+                        } else if self.uniform_params.contains(&name) {
+                            out.extend([t.clone()]);
+                        } else {
+                            return None;
+                        }
+                    }
+                }
+                Tt::Punct(_) => {
+                    let (op, len) = operator(tokens, k);
+                    if op.contains(['\'', '?', '$', '#', '@'])
+                        || (op.contains('=') && !matches!(op.as_str(), "==" | "!=" | "<=" | ">=" | "..="))
+                        || (op.ends_with("::") && tokens.get(k + len).is_some_and(|t| is_punct(t, '<')))
+                        || op.contains("::<")
+                        || (op.starts_with('|') && closure_starts(&tokens[..k]))
+                    {
+                        return None;
+                    }
+                    out.extend(stream(&tokens[k..k + len]));
+                    k += len;
+                    continue;
+                }
+                Tt::Group(g) => {
+                    // A call of a value: `(f)(x)`.
+                    if g.delimiter() == Delimiter::Parenthesis && k >= 1 && matches!(tokens[k - 1], Tt::Group(_)) {
+                        return None;
+                    }
+                    if g.delimiter() == Delimiter::Brace {
+                        if !(in_if || (k >= 1 && is_ident(&tokens[k - 1], "else"))) {
+                            return None;
+                        }
+                        in_if = false;
+                    }
+                    let inner = self.close(&g.stream().into_iter().collect::<Vec<_>>(), env, closed, scopes, needs)?;
+                    let mut n = Group::new(g.delimiter(), inner);
+                    n.set_span(g.span());
+                    out.extend([Tt::Group(n)]);
+                }
+                Tt::Literal(_) => out.extend([t.clone()]),
+            }
+            k += 1;
+        }
+        Some(out)
+    }
+}
+
+/// Which of a run's kept locals (`defined`, those `later` names) are lane-pure, with their closed
+/// forms; and the ids of the run's uniform locals those forms read (kept too, whether or not
+/// `later` names them). A form that reads a uniform binding the run shadows afterwards (its
+/// slot is not the one kept) is refused: that local is kept per lane.
+fn lane_pure(
+    defined: &[(String, bool, Span, bool)],
+    closed: &BTreeMap<String, Closed>,
+    ids: &BTreeMap<String, usize>,
+    later: &BTreeSet<String>,
+) -> (BTreeMap<String, TokenStream>, BTreeSet<usize>) {
+    let uniform: BTreeSet<usize> = defined.iter().filter(|d| d.3 && !d.1).map(|d| ids[&d.0]).collect();
+    let mut remat = BTreeMap::new();
+    let mut needed = BTreeSet::new();
+    for (name, ..) in defined.iter().filter(|d| later.contains(&d.0)) {
+        if let Some(Closed::Form(form, needs)) = closed.get(name) {
+            if needs.is_subset(&uniform) {
+                remat.insert(name.clone(), form.clone());
+                needed.extend(needs.iter().copied());
+            }
+        }
+    }
+    (remat, needed)
+}
+
+/// A loop's lane-pure locals, computed from its lane first, all in one `let` (a form may name a
+/// parameter that another of them shadows).
+fn remat_lets(remat: &[Var]) -> TokenStream {
+    if remat.is_empty() {
+        return TokenStream::new();
+    }
+    let names: Vec<&str> = remat.iter().map(|v| v.name.as_str()).collect();
+    let mut values = TokenStream::new();
+    for v in remat {
+        values.extend(respan(ts(&format!("__rt_{}.value", v.id)), v.span));
+        let form = v.remat.clone().expect("a lane-pure local");
+        values.extend([Tt::Group(Group::new(Delimiter::Parenthesis, form))]);
+        values.extend(ts(","));
+    }
+    let mut out = ts(&format!("let ({},) =", names.join(", ")));
+    out.extend([Tt::Group(Group::new(Delimiter::Parenthesis, values))]);
+    out.extend(ts(";"));
+    out
+}
+
+/// Every name the body's items and `use`s declare, in any block (`const K`, `fn f`, `use a::b as
+/// c`: every name of a `use`).
+fn body_items(tokens: &[Tt]) -> BTreeSet<String> {
+    fn walk(tokens: &[Tt], into: &mut BTreeSet<String>) {
+        let mut k = 0;
+        while k < tokens.len() {
+            match &tokens[k] {
+                Tt::Ident(i) if i.to_string() == "use" => {
+                    while k < tokens.len() && !is_punct(&tokens[k], ';') {
+                        idents(&tokens[k..=k], into);
+                        k += 1;
+                    }
+                }
+                Tt::Ident(i) if matches!(i.to_string().as_str(), "const" | "static" | "fn" | "struct" | "enum" | "union" | "type" | "trait" | "mod" | "macro_rules") => {
+                    let at = if tokens.get(k + 1).is_some_and(|t| is_punct(t, '!')) { k + 2 } else { k + 1 };
+                    if let Some(Tt::Ident(n)) = tokens.get(at) {
+                        into.insert(n.to_string());
+                    }
+                }
+                Tt::Group(g) => walk(&g.stream().into_iter().collect::<Vec<_>>(), into),
+                _ => {}
+            }
+            k += 1;
+        }
+    }
+    let mut names = BTreeSet::new();
+    walk(tokens, &mut names);
+    names
 }

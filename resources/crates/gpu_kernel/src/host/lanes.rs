@@ -18,6 +18,7 @@
 //! fibers are let go: a divergent kernel never hangs the run).
 
 use core::cell::Cell;
+use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 use core::panic::Location;
 
@@ -220,6 +221,12 @@ impl<'a> Lanes<'a> {
         Uniform { value: MaybeUninit::uninit() }
     }
 
+    /// The type of a local each loop computes again from its lane (`LaneType`): no storage.
+    #[inline(always)]
+    pub fn lane_type<T>(&self) -> LaneType<T> {
+        LaneType(PhantomData)
+    }
+
     /// Whether some lane has not returned: a uniform condition or run is evaluated once, and only
     /// then (with no lane left, a loop's uniform condition would read values nobody set, and
     /// run on: the vote of no lane is `false`).
@@ -350,5 +357,30 @@ impl Vote {
         }
         let _ = (inside, outside, at);
         lanes.retire_all();
+    }
+}
+
+/// The type of a lane-pure local (see the macro's `closed_form`): not kept, each loop over the
+/// lanes that reads it computes it again from its lane. The run that binds it `bind`s its value,
+/// each loop that computes it again takes its `value` through this: one type for all of them, as
+/// one `LaneVar<T>` had (a form's literals infer the type the local's own uses gave it).
+pub struct LaneType<T>(PhantomData<fn() -> T>);
+
+impl<T> Clone for LaneType<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for LaneType<T> {}
+
+impl<T> LaneType<T> {
+    #[inline(always)]
+    pub fn bind(&self, value: &T) {
+        let _ = value;
+    }
+
+    #[inline(always)]
+    pub fn value(&self, value: T) -> T {
+        value
     }
 }
