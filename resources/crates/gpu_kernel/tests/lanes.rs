@@ -798,6 +798,8 @@ fn lane_pure(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u3
     let n = t as u32 * 100; // shadows the uniform `n` that `n2` reads
     let g = ctx.group_id_x() as u32 * 3;
     let gl = g + t as u32; // `g`'s slot
+    let (tx, gx) = (t as u32 * 2, (i < 20) as u32); // a tuple: each name its value
+    let (ty, _) = (t as u32 + 1, 0); // kept
     ctx.barrier();
     base += 1000;
     s.set((t + 1) % ctx.group_size_x(), 77); // every element `read` read changes
@@ -807,7 +809,7 @@ fn lane_pure(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u3
     if ctx.group_id_x() < 100 {
         const K: u32 = 1000;
         ctx.barrier();
-        acc += kk * K + (hi >> 20) as u32 + input + gl * 100_000;
+        acc += kk * K + (hi >> 20) as u32 + input + gl * 100_000 + (tx + gx + ty) * 10_000_000;
     }
     if t == 5 {
         return;
@@ -827,9 +829,9 @@ fn lane_pure_locals_match() {
     let xs: Vec<u32> = (0..48u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
     // Workgroup 1, lane 2 (i = 18): s[r] = 77, p = 6, n = 8, q = 10, w = 2 * 9, u = 5, kk = 5,
     // read = x[18], mm = 6, e = 12, called = 3, n2 = 10, n = 200, base = 1010; then kk * 1000,
-    // bit >> 20 = 0, input = x[18], gl = 3 + 2.
+    // bit >> 20 = 0, input = x[18], gl = 3 + 2, tx = 4, gx = 1, ty = 3.
     let acc = 77 + 6 + 10 * 3 + 18 * 5 + 5 + 5 * 7 + xs[18] + 6 + 12 + 3 + 10 + 200 + 1010;
-    assert_eq!(out[18], acc + 5 * 1000 + xs[18] + 5 * 100_000);
+    assert_eq!(out[18], acc + 5 * 1000 + xs[18] + 5 * 100_000 + (4 + 1 + 3) * 10_000_000);
     assert_eq!(out[16 + 5], 0, "lane 5 returned");
     // Lane 39 of a wider workgroup: bit = 1 << 39, which an i32 cannot hold (a u64 by `hi`).
     let wide = same(

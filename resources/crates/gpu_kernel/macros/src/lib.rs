@@ -1130,13 +1130,14 @@ impl Lower {
                 }
                 let value_uniform = !attributed && !returned && value.is_some_and(|v| self.uniform_expr(&s[v + 1..end], &env, scopes));
                 uniform = value_uniform;
-                // Lane-pure (a single immutable name, per lane but computed from the lane's ids):
-                // its closed form, before its own name is bound.
-                let remat = match (names.as_slice(), value) {
-                    ([(_, false, _)], Some(v)) if !attributed && !value_uniform => self.closed_form(&s[v + 1..end], &env, &closed, scopes),
-                    _ => None,
+                // Lane-pure (per lane but computed from the lane's ids): each name's closed form,
+                // before the names are bound.
+                let remat = match value {
+                    Some(v) if !attributed && !value_uniform => self.lane_pure_let(s, &s[v + 1..end], names.len(), &env, &closed, scopes),
+                    _ => Vec::new(),
                 };
-                for (name, mutable, span) in names {
+                for (k, (name, mutable, span)) in names.into_iter().enumerate() {
+                    let remat = remat.get(k).cloned().flatten();
                     let id = self.next_id;
                     self.next_id += 1;
                     ids.insert(name.clone(), id);
@@ -1569,6 +1570,38 @@ const DEAR_METHODS: &[&str] = &["pow", "powi", "powf", "sqrt", "wrapping_pow", "
 const MAX_CLOSED_TOKENS: usize = 96;
 
 impl Lower {
+    /// The closed forms (`closed_form`) of an immutable `let`'s names, in the pattern's order:
+    /// `let name = value` or `let (a, b) = (value_a, value_b)` (each name its own value), none
+    /// for another pattern or a `mut` name.
+    fn lane_pure_let(
+        &self,
+        stmt: &[Tt],
+        value: &[Tt],
+        count: usize,
+        env: &BTreeMap<String, bool>,
+        closed: &BTreeMap<String, Closed>,
+        scopes: &[Vec<Var>],
+    ) -> Vec<Option<(TokenStream, BTreeSet<usize>)>> {
+        let form = |v: &[Tt]| self.closed_form(v, env, closed, scopes);
+        match (stmt.get(1), value) {
+            (Some(Tt::Ident(i)), _) if i.to_string() != "mut" && count == 1 => vec![form(value)],
+            (Some(Tt::Group(pat)), [Tt::Group(g)]) if pat.delimiter() == Delimiter::Parenthesis && g.delimiter() == Delimiter::Parenthesis => {
+                let names = split_commas(&pat.stream().into_iter().collect::<Vec<_>>());
+                let parts = split_commas(&g.stream().into_iter().collect::<Vec<_>>());
+                // Each name a plain one (`let_names` dropped `_`s and said which are `mut`), and
+                // one value each (`split_commas` may take a `<` for a generic's and join two
+                // values, never split one: as many values as names is each name's own).
+                let plain = names.iter().all(|n| matches!(n.as_slice(), [Tt::Ident(i)] if i.to_string() != "_"));
+                if plain && names.len() == count && parts.len() == count {
+                    parts.iter().map(|p| form(p)).collect()
+                } else {
+                    Vec::new()
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// A lane-pure `let`'s value written so that any loop over the lanes can compute it again
     /// for its lane, with the slots of the run's uniform locals it names (kept for those loops):
     /// `None` where it may not be. Lane-pure: immutable and computed from the lane's ids only
