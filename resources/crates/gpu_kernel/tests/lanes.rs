@@ -843,3 +843,90 @@ fn lane_pure_locals_match() {
     );
     assert!(wide[39] > 1 << 19, "{}", wide[39]);
 }
+
+/// Runs that are one `if t < bound { .. }` (`t` the lane's x id, `bound` uniform) loop only over
+/// the lanes below the bound, in a 2-D workgroup: a bound half the row, one past it, zero, a
+/// uniform `mut` one a loop halves, with a per-lane `mut` local changed and a `return` inside;
+/// and conditions that look alike but must run every lane: `<=`, `&&`, the y id, a bound read
+/// from memory, an `else`.
+#[lanes]
+fn bounded(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let ty = ctx.local_id_y();
+    let row = ty * ctx.group_size_x();
+    let i = ctx.group_linear() * ctx.group_size_x() * ctx.group_size_y() + row + t;
+    let half = ctx.group_size_x() / 2;
+    let zero = n as usize - 4;
+    let mut acc = x[i] % 100;
+    s.set(row + t, acc);
+    ctx.barrier();
+    if t < half {
+        acc += s.get(row + t + half);
+    }
+    ctx.barrier();
+    if ctx.local_id_x() < 100 {
+        acc += 1000;
+    }
+    ctx.barrier();
+    if t < zero {
+        acc += 1_000_000;
+    }
+    ctx.barrier();
+    if t <= half {
+        acc += 10_000;
+    }
+    ctx.barrier();
+    if t < half && ty == 1 {
+        acc += 100_000;
+    }
+    ctx.barrier();
+    if ty < half {
+        acc += 10_000_000;
+    }
+    ctx.barrier();
+    if t < (x[i] % 8) as usize {
+        acc += 300_000_000; // a bound per lane
+    }
+    ctx.barrier();
+    if t < half {
+        acc += 20_000_000;
+    } else {
+        acc += 40_000_000;
+    }
+    ctx.barrier();
+    let mut stride = ctx.group_size_x() / 2;
+    while stride > 0 {
+        if t < stride {
+            s.set(row + t, s.get(row + t) + s.get(row + t + stride));
+        }
+        ctx.barrier();
+        stride /= 2;
+    }
+    if t < half {
+        if t == 1 {
+            return;
+        }
+        acc += s.get(row) * 1000;
+    }
+    y[i] = acc;
+}
+
+#[test]
+fn a_run_bounded_by_the_lane_id_matches() {
+    let out = same(
+        [2, 1, 1],
+        [8, 3, 1],
+        48,
+        |c, x, y, s| bounded(c, x, y, s, 4),
+        |w, x, y, s| bounded_lanes(w, x, y, s, 4),
+    );
+    let xs: Vec<u32> = (0..48u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    // Workgroup 1, row 1, lane 2 (i = 24 + 8 + 2): x % 100 plus the element half a row on, +1000,
+    // +10_000 (2 <= 4), +100_000 (row 1), +10_000_000 (1 < 4), +20_000_000, and the row's sum.
+    let row: u32 = (0..8).map(|k| xs[32 + k] % 100).sum();
+    let per_lane = |i: usize, t: u32| if t < xs[i] % 8 { 300_000_000 } else { 0 };
+    assert_eq!(out[34], xs[34] % 100 + xs[38] % 100 + 1000 + 10_000 + 100_000 + 30_000_000 + per_lane(34, 2) + row * 1000);
+    assert_eq!(out[33], 0, "lane 1 returned: its output untouched");
+    // Lane 4 of that row: not below half, but `4 <= 4`; the `else`.
+    assert_eq!(out[36], xs[36] % 100 + 1000 + 10_000 + 10_000_000 + 40_000_000 + per_lane(36, 4));
+}

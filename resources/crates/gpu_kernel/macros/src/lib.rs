@@ -850,7 +850,8 @@ impl Lower {
     }
 
     /// The loop over the lanes, `body` inside it, with the locals that `uses` names taken from
-    /// their lanes first, and `store` (with the `mut` ones taken) put back after.
+    /// their lanes first, and `store` (with the `mut` ones taken) put back after; with `below`
+    /// (`lane_bound`), only over the lanes whose x is below that value.
     fn lane_loop(
         &self,
         uses: &BTreeSet<String>,
@@ -858,8 +859,18 @@ impl Lower {
         body: TokenStream,
         store: &[Var],
         shadowed: &BTreeSet<String>,
+        below: Option<TokenStream>,
     ) -> TokenStream {
         let mut before = TokenStream::new();
+        let x_end = match below {
+            Some(bound) => {
+                before.extend(ts("let __below: usize ="));
+                before.extend(bound);
+                before.extend(ts(";"));
+                "__wg.x_below(__below)"
+            }
+            None => "__wg.size()[0]",
+        };
         let mut inner = TokenStream::new();
         if self.returns {
             inner.extend(ts("if __wg.retired(__lane) { continue '__lanes; }"));
@@ -897,7 +908,7 @@ impl Lower {
         }
         let mut head = ts("let __lane = __row + __x as usize; let __local = [__x, __y, __z];");
         head.extend(inner);
-        let mut x = ts("'__lanes: for __x in 0..__wg.size()[0]");
+        let mut x = ts(&format!("'__lanes: for __x in 0..{x_end}"));
         x.extend([Tt::Group(Group::new(Delimiter::Brace, head))]);
         let mut y = ts("let __row = __wg.row(__y, __z);");
         y.extend(x);
@@ -1226,7 +1237,8 @@ impl Lower {
         let out_loop = if all_uniform && !stmts.is_empty() {
             self.once(&uses, scopes, body, &store, &shadowed)
         } else {
-            self.lane_loop(&uses, scopes, body, &store, &shadowed)
+            let below = self.lane_bound(stmts, scopes);
+            self.lane_loop(&uses, scopes, body, &store, &shadowed, below)
         };
         let scope = scopes.last_mut().expect("a scope");
         scope.extend(store);
@@ -1260,7 +1272,7 @@ impl Lower {
         cast.extend([Tt::Group(Group::new(Delimiter::Parenthesis, args))]);
         cast.extend(ts(";"));
         let mut out = respan(ts("let mut __vote = __wg.vote();"), at);
-        out.extend(self.lane_loop(&uses, scopes, cast, &[], &BTreeSet::new()));
+        out.extend(self.lane_loop(&uses, scopes, cast, &[], &BTreeSet::new(), None));
         out.extend(ts("let __go ="));
         out.extend(respan(ts("__vote.result(__wg)"), barrier));
         out.extend(ts(";"));
@@ -1754,6 +1766,55 @@ impl Lower {
             }
             k += 1;
         }
+        Some(out)
+    }
+}
+
+impl Lower {
+    /// A run that is one `if t < bound { .. }` (no `else`), `t` the lane's x id (`ctx.local_id_x()`
+    /// or a lane-pure local of just that) and `bound` uniform: the lanes at or past the bound do
+    /// nothing in it, so the loop stops there (`lane_loop`), its value computed once before it.
+    /// A reduction's tree step (`if t < stride`) then loops over `stride` lanes, not all of them:
+    /// LLVM does not split the loop at the condition itself.
+    fn lane_bound(&self, stmts: &[Vec<Tt>], scopes: &[Vec<Var>]) -> Option<TokenStream> {
+        let [s] = stmts else { return None };
+        let s = if s.last().is_some_and(|t| is_punct(t, ';')) { &s[..s.len() - 1] } else { &s[..] };
+        let b = s.iter().position(is_brace)?;
+        if !is_ident(&s[0], "if") || b + 1 != s.len() {
+            return None;
+        }
+        let cond = &s[1..b];
+        let is_x = |t: &[Tt]| {
+            matches!(t, [c, d, m, Tt::Group(g)] if is_ident(c, &self.ctx) && is_punct(d, '.') && is_ident(m, "local_id_x")
+                && g.delimiter() == Delimiter::Parenthesis && g.stream().is_empty())
+        };
+        let lt = cond.iter().position(|t| is_punct(t, '<'))?;
+        let lane = &cond[..lt];
+        let is_lane_x = is_x(lane)
+            || matches!(lane, [Tt::Ident(i)] if visible(scopes, &BTreeSet::from([i.to_string()])).first()
+                .and_then(|v| v.remat.as_ref()).is_some_and(|f| is_x(&f.clone().into_iter().collect::<Vec<_>>())));
+        let bound = &cond[lt + 1..];
+        // `t < bound` alone: `<` not joined (`<=`, `<<`), and nothing in `bound` that binds less
+        // tightly than `<` (`&&`, `||`, another comparison, a range, an assignment).
+        let alone = matches!(&cond[lt], Tt::Punct(p) if p.spacing() == Spacing::Alone);
+        let loose = bound.iter().enumerate().any(|(k, t)| {
+            matches!(t, Tt::Punct(p) if matches!(p.as_char(), '&' | '|' | '<' | '>' | '=' | '!' | '?')
+                || (p.as_char() == '.' && bound.get(k + 1).is_some_and(|n| is_punct(n, '.'))))
+        });
+        if !is_lane_x || !alone || bound.is_empty() || loose || !self.uniform_expr(bound, &BTreeMap::new(), scopes) {
+            return None;
+        }
+        let mut uses = BTreeSet::new();
+        idents(bound, &mut uses);
+        let mut value = ts(&format!("let {} = __wg.uniform_ctx();", self.ctx));
+        for v in visible(scopes, &uses).iter().filter(|v| v.uniform) {
+            value.extend(respan(ts(&format!("let {} = unsafe {{ __uni_{}.get() }};", v.name, v.id)), v.span));
+        }
+        value.extend([Tt::Group(Group::new(Delimiter::Parenthesis, stream(bound)))]);
+        // No lane left: nothing it reads was set, and no lane runs.
+        let mut out = ts("if __wg.live()");
+        out.extend([Tt::Group(Group::new(Delimiter::Brace, value))]);
+        out.extend(ts("else { 0 }"));
         Some(out)
     }
 }

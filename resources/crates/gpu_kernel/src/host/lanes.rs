@@ -114,6 +114,13 @@ impl<'a> Lanes<'a> {
         self.size
     }
 
+    /// The end of a loop over x that stops at `bound` (a run that is one `if t < bound { .. }`:
+    /// the lanes past it do nothing there).
+    #[inline(always)]
+    pub fn x_below(&self, bound: usize) -> u32 {
+        (bound.min(self.size[0] as usize)) as u32
+    }
+
     /// The lane of local coordinates (0, y, z).
     #[inline(always)]
     pub fn row(&self, y: u32, z: u32) -> usize {
