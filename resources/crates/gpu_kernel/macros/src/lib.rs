@@ -46,6 +46,33 @@
 //! live lane's (`Lanes::uniform_ctx`). A uniform local is not subject to `MAX_CARRIED_BYTES`
 //! (it is kept once).
 //!
+//! Lane-pure locals: a kept local that is not `mut` and whose value is computed from the lane's
+//! ids alone (`let t = ctx.local_id_x();`, `let i = tile * TILE + 2 * t;`, `let r = if t < N { t }
+//! else { N - 1 };`, each name of `let (x, y) = (ctx.local_id_x(), ctx.local_id_y());`) is not
+//! kept at all: each later loop that reads it computes it again from its own lane, first in the
+//! loop (`closed_form`). A `LaneVar` load per lane hid from LLVM that `t` is the loop's counter;
+//! now it sees it (bounds checks it can drop, a loop it can shorten). Computed again, the value
+//! must be the same, so the rule is narrow (`closed_form`, `lane_pure`):
+//! - the `let` is one of the run's own statements (as a uniform one), of one name or a tuple of
+//!   names each with its own value, with no attribute, and not `mut`;
+//! - its value is what a uniform expression may be (above) plus `ctx`'s lane ids (`local_id_*`,
+//!   `global_id_*`), naming only immutable locals: uniform ones (read from their slot, kept for
+//!   it; one the run shadows after the `let` refuses it), other lane-pure ones (written out in
+//!   full), and primitive parameters; no memory read (a shared element may change after a
+//!   barrier), no per-lane or `mut` local, no item any block of the body declares (another
+//!   block's of that name would be the one seen where the value is computed again), no block but
+//!   an `if`'s or `else`'s, at most `MAX_CLOSED_TOKENS` tokens written out, and no
+//!   `DEAR_METHODS` (`sqrt`, `pow`: dearer than the load);
+//! - each loop binds all of its lane-pure locals in one `let (a, b) = (..)` before anything else
+//!   (a value naming a parameter that another lane-pure local shadows still sees the parameter),
+//!   through a `LaneType<T>` that the `let`'s own run binds to the local's type (a literal's type
+//!   stays the one the local's uses gave it: `1 << t` a `u64` where a later use wants one).
+//!
+//! A run that is one `if t < bound { .. }` (no `else`; `t` the lane's x id, `ctx.local_id_x()` or
+//! a lane-pure local of just that; `bound` uniform, with no `&&`, `||`, comparison or range in it)
+//! loops over x only below the bound (`lane_bound`, `Lanes::x_below`): the lanes past it do
+//! nothing in that run. A reduction's tree step then loops over `stride` lanes, not all.
+//!
 //! What it takes (anything else is a compile error at the statement, naming it; without the
 //! attribute the body runs on fibers as before):
 //! - a function whose first `Ctx` parameter is the invocation's, returning nothing;
