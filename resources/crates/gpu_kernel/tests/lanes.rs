@@ -811,6 +811,11 @@ fn lane_pure(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u3
         ctx.barrier();
         acc += kk * K + (hi >> 20) as u32 + input + gl * 100_000 + (tx + gx + ty) * 10_000_000;
     }
+    let mut k = 0;
+    while k < 2 {
+        acc += r as u32; // in a loop of the run: taken opaquely
+        k += 1;
+    }
     if t == 5 {
         return;
     }
@@ -829,9 +834,9 @@ fn lane_pure_locals_match() {
     let xs: Vec<u32> = (0..48u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
     // Workgroup 1, lane 2 (i = 18): s[r] = 77, p = 6, n = 8, q = 10, w = 2 * 9, u = 5, kk = 5,
     // read = x[18], mm = 6, e = 12, called = 3, n2 = 10, n = 200, base = 1010; then kk * 1000,
-    // bit >> 20 = 0, input = x[18], gl = 3 + 2, tx = 4, gx = 1, ty = 3.
+    // bit >> 20 = 0, input = x[18], gl = 3 + 2, tx = 4, gx = 1, ty = 3; r twice in a loop.
     let acc = 77 + 6 + 10 * 3 + 18 * 5 + 5 + 5 * 7 + xs[18] + 6 + 12 + 3 + 10 + 200 + 1010;
-    assert_eq!(out[18], acc + 5 * 1000 + xs[18] + 5 * 100_000 + (4 + 1 + 3) * 10_000_000);
+    assert_eq!(out[18], acc + 5 * 1000 + xs[18] + 5 * 100_000 + (4 + 1 + 3) * 10_000_000 + 2 * 2);
     assert_eq!(out[16 + 5], 0, "lane 5 returned");
     // Lane 39 of a wider workgroup: bit = 1 << 39, which an i32 cannot hold (a u64 by `hi`).
     let wide = same(

@@ -395,4 +395,10 @@ impl<T> LaneType<T> {
     pub fn value(&self, value: T) -> T {
         value
     }
+
+    /// `value`, hidden from the optimizer (a loop over the lanes whose inner loop names it).
+    #[inline(always)]
+    pub fn opaque(&self, value: T) -> T {
+        core::hint::black_box(value)
+    }
 }
