@@ -757,6 +757,7 @@ fn per_lane_conditions_match() {
 /// A constant the kernel below names in a lane-pure local; a block of the body declares its own
 /// of that name.
 const K: u32 = 3;
+const TABLE: [u32; 4] = [10, 20, 30, 40];
 
 fn inc(v: u32) -> u32 {
     v + 1
@@ -800,6 +801,8 @@ fn lane_pure(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u3
     let gl = g + t as u32; // `g`'s slot
     let (tx, gx) = (t as u32 * 2, (i < 20) as u32); // a tuple: each name its value
     let (ty, _) = (t as u32 + 1, 0); // kept
+    let tr = &TABLE[t % 4]; // a reference (to a promoted constant)
+    let odd = t & 1; // `&` of two values
     ctx.barrier();
     base += 1000;
     s.set((t + 1) % ctx.group_size_x(), 77); // every element `read` read changes
@@ -813,7 +816,7 @@ fn lane_pure(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u3
     }
     let mut k = 0;
     while k < 2 {
-        acc += r as u32; // in a loop of the run: taken opaquely
+        acc += r as u32 + *tr * 1000 + odd as u32 * 7; // in a loop of the run: taken opaquely
         k += 1;
     }
     if t == 5 {
@@ -834,9 +837,10 @@ fn lane_pure_locals_match() {
     let xs: Vec<u32> = (0..48u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
     // Workgroup 1, lane 2 (i = 18): s[r] = 77, p = 6, n = 8, q = 10, w = 2 * 9, u = 5, kk = 5,
     // read = x[18], mm = 6, e = 12, called = 3, n2 = 10, n = 200, base = 1010; then kk * 1000,
-    // bit >> 20 = 0, input = x[18], gl = 3 + 2, tx = 4, gx = 1, ty = 3; r twice in a loop.
+    // bit >> 20 = 0, input = x[18], gl = 3 + 2, tx = 4, gx = 1, ty = 3; r, TABLE[2] and t & 1
+    // twice in a loop.
     let acc = 77 + 6 + 10 * 3 + 18 * 5 + 5 + 5 * 7 + xs[18] + 6 + 12 + 3 + 10 + 200 + 1010;
-    assert_eq!(out[18], acc + 5 * 1000 + xs[18] + 5 * 100_000 + (4 + 1 + 3) * 10_000_000 + 2 * 2);
+    assert_eq!(out[18], acc + 5 * 1000 + xs[18] + 5 * 100_000 + (4 + 1 + 3) * 10_000_000 + 2 * (2 + 30 * 1000));
     assert_eq!(out[16 + 5], 0, "lane 5 returned");
     // Lane 39 of a wider workgroup: bit = 1 << 39, which an i32 cannot hold (a u64 by `hi`).
     let wide = same(
