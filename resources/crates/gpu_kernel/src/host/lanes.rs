@@ -179,9 +179,20 @@ impl<'a> Lanes<'a> {
     /// Not inlined (one call per workgroup, not per invocation): its name says barrier, and the
     /// IR summary counts a host build's calls of such a symbol as its barriers
     /// (`ir_instructions`), as it counts the fibers' `barrier_wait`.
-    #[inline(never)]
+    #[inline(always)]
     #[track_caller]
     pub fn barrier(&self) {
+        self.barrier_of::<()>()
+    }
+
+    /// `barrier`'s work, generic (over nothing) so that each kernel crate compiles its own copy
+    /// and calls it by name: called through the GOT, from a loop with no other call, LLVM loaded
+    /// its address once into a register (`call *%r15`, reduction's tree after lane 0's `Ctx`
+    /// became a plain copy in `uniform_ctx`), and the IR summary no longer saw that barrier.
+    #[inline(never)]
+    #[track_caller]
+    #[allow(clippy::extra_unused_type_parameters)] // the point: a copy in each kernel crate
+    fn barrier_of<T>(&self) {
         let retired = self.retired.get();
         if retired != 0 && retired < self.group.threads {
             self.returned_before(Location::caller());
