@@ -8,7 +8,9 @@ at its own line); blind writes of many workgroups on two worker threads; launch 
 a pooled shadow past its generation's wrap, and accesses ordered by barriers (no finding). And the
 shared arrays' shadow, kept from workgroup to workgroup of a worker without clearing (its entries
 stamped with the workgroup and epoch): the last workgroup's writes are not the next one's, on
-fibers and as #[lanes] lanes, across the stamps' new start."""
+fibers and as #[lanes] lanes, across the stamps' new start; and each side of a workgroup-memory
+finding (the writer, the first and second reader, the atomic, packed in the entry's two words)
+reported with its own invocation and line."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ TESTS = (
     "launches_and_barriers_order_accesses",
     "a_pooled_shadow_is_cleared_once_its_launches_span_a_generation",
     "the_last_workgroups_shared_writes_are_not_the_next_ones",
+    "each_side_of_a_shared_finding_keeps_its_invocation_and_line",
 )
 
 

@@ -8,13 +8,15 @@ is written once with `#[lanes]`; its entry runs it on fibers (`k.run`) or as lan
 
 - Results: a tree reduction (a barrier in a `while`), a Hillis–Steele scan (barriers in a `while`
   and in an `if` / `else if` / `else` the workgroup agrees on) and a rotate-then-scan whose result
-  depends on barrier ordering, each with an early `return;` after its last barrier, give on cpu
-  and cpu-sim exactly the fibers' output (and numpy's), at sizes no multiple of the workgroup, on
-  1-D and 2-D workgroups; cpu-sim finds nothing.
+  depends on barrier ordering, each with an early `return;` after its last barrier, and a subgroup
+  reduction by shuffles (warp_reduce's loop) give on cpu and cpu-sim exactly the fibers' output
+  (and numpy's), at sizes no multiple of the workgroup, on 1-D and 2-D workgroups; cpu-sim finds
+  nothing.
 - cpu-sim's findings under lanes: a missing barrier's race and an out-of-bounds read are found at
-  the lines the fibers' run finds them; a `return;` before a barrier that some invocations take is
-  a barrier divergence at that barrier; a `while` around a barrier whose condition the invocations
-  disagree on is a divergence (between the barrier and the `while`), and the run ends.
+  the lines the fibers' run finds them; a `return;` before a barrier (or a subgroup shuffle) that
+  some invocations take is a barrier divergence at that barrier (shuffle); a `while` around a
+  barrier whose condition the invocations disagree on is a divergence (between the barrier and
+  the `while`), and the run ends.
 - Compile errors: what the attribute cannot split fails the cpu build with a `#[lanes]:` message at
   the offending statement's line; a non-`Copy` local across a barrier names `Carried`'s message.
 - Bodies the attribute's rules allow but its copy gets wrong, and diagnostics not at the statement:
@@ -233,6 +235,55 @@ pub fn early_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, mut s: Shared<u
 }
 entry!(early_cpu, early_body, early_body_lanes);
 
+/// Each subgroup's sum of x by shuffles (warp_reduce's loop: a `while` the workgroup agrees on),
+/// put in shared memory by the subgroup's lane 0; y[i] = its subgroup's sum + 2 * the workgroup's.
+#[inline(always)]
+#[lanes]
+pub fn warp_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, MAX>) {
+    let size = ctx.group_size_x() * ctx.group_size_y();
+    let t = ctx.local_id_y() * ctx.group_size_x() + ctx.local_id_x();
+    let i = ctx.group_linear() * size + t;
+    let n = n as usize;
+    let mut value = if i < n { x.get(i) } else { 0 };
+    let lanes = ctx.subgroup_size();
+    let mut offset = lanes / 2;
+    while offset > 0 {
+        let other = ctx.subgroup_shuffle_down(value, offset as u32);
+        value = value.wrapping_add(other);
+        offset /= 2;
+    }
+    if ctx.subgroup_invocation_id() == 0 {
+        s.set(t / lanes, value);
+    }
+    ctx.barrier();
+    let mut total = 0u32;
+    let mut k = 0;
+    while k < size.div_ceil(lanes) {
+        total = total.wrapping_add(s.get(k));
+        k += 1;
+    }
+    if i < n {
+        y.set(i, s.get(t / lanes).wrapping_add(total.wrapping_mul(2)));
+    }
+}
+entry!(warp_cpu, warp_body, warp_body_lanes);
+
+/// The out-of-range invocations of the last workgroup return before the shuffle the others reach
+/// (inactive lanes: on the host every invocation of the workgroup takes part in a shuffle).
+#[inline(always)]
+#[lanes]
+pub fn shuffle_early_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, s: Shared<u32, MAX>) {
+    let _ = s;
+    let t = ctx.local_id_x();
+    let i = ctx.group_linear() * ctx.group_size_x() + t;
+    if i >= n as usize {
+        return;
+    }
+    let v = ctx.subgroup_shuffle_down(x.get(i), 1); // EARLY-SHUFFLE
+    y.set(i, v);
+}
+entry!(shuffle_early_cpu, shuffle_early_body, shuffle_early_body_lanes);
+
 /// Odd invocations would loop around the barrier for ever, even ones never enter: run as lanes,
 /// the workgroup disagrees on the `while` and stops.
 #[inline(always)]
@@ -312,6 +363,8 @@ OUTPUTS = {
     "oob": "n",
     "early": "n",
     "spin": "n",
+    "warp": "n",
+    "shuffle_early": "n",
 }
 
 
@@ -412,7 +465,16 @@ def order_expected(x: np.ndarray, size: int) -> np.ndarray:
     return (np.concatenate(out)[: len(x)] % 2**32).astype(np.uint32)
 
 
-EXPECTED = {"tree": tree_expected, "scan": scan_expected, "order": order_expected}
+def warp_expected(x: np.ndarray, size: int) -> np.ndarray:
+    """Each invocation: its subgroup's sum (subgroups of 32 linear ids) + 2 * its workgroup's."""
+    out = []
+    for v in groups_of(x, size):
+        subgroups = v.reshape(-1, 32).sum(axis=1)
+        out.append(np.repeat(subgroups, 32) + 2 * v.sum())
+    return (np.concatenate(out)[: len(x)] % 2**32).astype(np.uint32)
+
+
+EXPECTED = {"tree": tree_expected, "scan": scan_expected, "order": order_expected, "warp": warp_expected}
 
 
 @pytest.mark.parametrize("threads", [(64, 1), (8, 4)], ids=["1d", "2d"])
@@ -486,18 +548,23 @@ def test_an_out_of_bounds_read_is_found_where_fibers_find_it(lanes_project, run_
         assert f"index {FAULT_N} is out of bounds (length {FAULT_N})" in cpu, cpu
 
 
+@pytest.mark.parametrize(
+    ("kernel", "marker"), [("early", "EARLY-BARRIER"), ("shuffle_early", "EARLY-SHUFFLE")]
+)
 def test_a_return_before_a_barrier_some_invocations_take_is_divergence(
-    lanes_project, run_service, shared_cache_dir
+    lanes_project, run_service, shared_cache_dir, kernel, marker
 ):
-    fibers, fibers_cpu = findings(run_service, lanes_project, "early", 0, shared_cache_dir)
-    lanes, lanes_cpu = findings(run_service, lanes_project, "early", 1, shared_cache_dir)
+    """A shuffle is a barrier on the host: a return before it that some invocations take is a
+    divergence there, as before a barrier."""
+    fibers, fibers_cpu = findings(run_service, lanes_project, kernel, 0, shared_cache_dir)
+    lanes, lanes_cpu = findings(run_service, lanes_project, kernel, 1, shared_cache_dir)
     assert fibers_cpu is None and lanes_cpu is None, (fibers_cpu, lanes_cpu)
     assert same(lanes, fibers), (lanes, fibers)
     (divergence,) = lanes
     assert divergence["kind"] == "barrier-divergence"
     (waiting, returned) = accesses(divergence)
     # Workgroup 2: local ids 0..20 wait at the barrier, 21..63 returned (where: the entry's call).
-    assert waiting[:4] == ("barrier", "src/lib.rs", line_of(lanes_project, "EARLY-BARRIER"), [2, 0, 0])
+    assert waiting[:4] == ("barrier", "src/lib.rs", line_of(lanes_project, marker), [2, 0, 0])
     assert waiting[4][0] < 21
     assert returned[0] == "return" and returned[3] == [2, 0, 0] and returned[4][0] >= 21
 
@@ -550,7 +617,7 @@ pub fn helper_body(ctx: Ctx, y: Out<u32>) {
 pub fn subgroup_body(ctx: Ctx, mut y: Out<u32>) {
     let t = ctx.local_id_x();
     ctx.barrier();
-    let v = ctx.subgroup_shuffle_down(t as u32, 1); // SUBGROUP
+    let v = 2 * ctx.subgroup_shuffle_down(t as u32, 1); // SUBGROUP
     y.set(t, v);
 }
 
@@ -567,7 +634,7 @@ pub fn param_body<'a>(ctx: Ctx, mut y: Out<'a, u32>, z: Out<'a, u32>) {
 REFUSALS = {
     "FOR": "#[lanes]: a barrier here is not supported",
     "HELPER": "#[lanes]: the invocation's `ctx` is passed on here",
-    "SUBGROUP": "#[lanes]: subgroup operations are not supported",
+    "SUBGROUP": "#[lanes]: a subgroup shuffle is supported as a statement of its own",
     "PARAM": "#[lanes]: the parameter `y` is assigned in the body",
 }
 

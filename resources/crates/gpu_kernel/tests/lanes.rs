@@ -939,3 +939,161 @@ fn a_run_bounded_by_the_lane_id_matches() {
     // Lane 4 of that row: not below half, but `4 <= 4`; the `else`.
     assert_eq!(out[36], xs[36] % 100 + 1000 + 10_000 + 10_000_000 + 40_000_000 + per_lane(36, 4));
 }
+
+// ------------------------------------------------------------------ subgroup shuffles
+
+/// `same` for a kernel of the shape `NAME(ctx, x, y, s, n)`, `n` the input's length.
+macro_rules! same_n {
+    ($name:ident, $lanes:ident, $grid:expr, $threads:expr, $len:expr) => {
+        same($grid, $threads, $len, |c, x, y, s| $name(c, x, y, s, $len), |w, x, y, s| $lanes(w, x, y, s, $len))
+    };
+}
+
+/// warp_reduce's shape: a subgroup reduction by shuffles under a `while` the workgroup agrees on
+/// (uniform: `subgroup_size` and a halved offset), lane 0 of each subgroup puts the sum in
+/// shared memory, a barrier, every invocation adds them. Each invocation writes its own value
+/// after the shuffles too: those of lanes whose source was past the subgroup's or the
+/// workgroup's end (their own value then) are compared with the fibers', not only lane 0's.
+#[lanes]
+fn warp_sum(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: usize) {
+    // The linear local id, and the workgroup's size (1-D or 2-D workgroups).
+    let (t, size) = (ctx.local_id_y() * ctx.group_size_x() + ctx.local_id_x(), ctx.group_size_x() * ctx.group_size_y());
+    let i = ctx.group_linear() * size + t;
+    let mut value = if i < n { x[i] } else { 0 };
+    let lanes = ctx.subgroup_size();
+    let mut offset = lanes / 2;
+    while offset > 0 {
+        value += ctx.subgroup_shuffle_down(value, offset as u32);
+        offset /= 2;
+    }
+    if ctx.subgroup_invocation_id() == 0 {
+        s.set(t / lanes, value);
+    }
+    ctx.barrier();
+    let mut total = 0u32;
+    let mut k = 0;
+    while k < size.div_ceil(lanes) {
+        total += s.get(k);
+        k += 1;
+    }
+    if i < n {
+        y[i] = total.wrapping_mul(100_000).wrapping_add(value);
+    }
+}
+
+#[test]
+fn a_subgroup_reduction_by_shuffles_matches() {
+    let x: Vec<u32> = (0..200u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    let out = same_n!(warp_sum, warp_sum_lanes, [4, 1, 1], [64, 1, 1], 200);
+    assert_eq!(out[0] % 100_000, x[..32].iter().sum::<u32>(), "lane 0 holds its subgroup's sum");
+    assert_eq!(out[0] / 100_000, x[..64].iter().sum::<u32>(), "the workgroup's sum");
+    // Workgroups that end inside a subgroup (100 = 3 x 32 + 4), smaller than one (24), 2-D
+    // (8 x 6: subgroups across rows), sizes no multiple of the workgroup.
+    same_n!(warp_sum, warp_sum_lanes, [3, 1, 1], [100, 1, 1], 290);
+    same_n!(warp_sum, warp_sum_lanes, [3, 1, 1], [24, 1, 1], 70);
+    same_n!(warp_sum, warp_sum_lanes, [3, 1, 1], [8, 6, 1], 130);
+    same_n!(warp_sum, warp_sum_lanes, [1, 1, 1], [256, 1, 1], 256);
+}
+
+/// Every supported shape: a `let` (with a type, `mut`), an assignment, a compound one; per-lane
+/// deltas (a local of the shuffle's own run, one shadowing a kept uniform local there) and
+/// constant ones (0, past the subgroup's end: `40`), shuffles one after another in a run, f32 and i32
+/// values, a shuffle in a uniform `if` and in an `else` branch, in a `while` the lanes vote on
+/// (a value read from memory), and shared memory written before a shuffle and read after it (the
+/// shuffle is a barrier on the host: no race, on fibers or as lanes).
+#[lanes]
+fn shuffle_shapes(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: usize) {
+    // The linear local id, and the workgroup's size (1-D or 2-D workgroups).
+    let (t, size) = (ctx.local_id_y() * ctx.group_size_x() + ctx.local_id_x(), ctx.group_size_x() * ctx.group_size_y());
+    let i = ctx.group_linear() * size + t;
+    let v = if i < n { x[i] } else { 7 };
+    s.set(t, v);
+    let step = 2u32; // uniform, kept
+    let d = (t % 3) as u32; // the run's own, per lane
+    let e = ctx.subgroup_shuffle_down(v + 5, d);
+    let a = ctx.subgroup_shuffle_down(v + 1, 1);
+    let right = s.get((t + 1) % size);
+    let mut b: u32 = ctx.subgroup_shuffle_down(a * 2, (t % 5) as u32);
+    b = ctx.subgroup_shuffle_down(b, 0);
+    b ^= ctx.subgroup_shuffle_down(b + right, 40);
+    let f = ctx.subgroup_shuffle_down(v as f32 * 0.5, 3);
+    let neg = ctx.subgroup_shuffle_down(-(v as i32), step);
+    let step = (t % 4) as u32; // shadows the uniform one in this run: per lane
+    let g = ctx.subgroup_shuffle_down(e, step);
+    let mut c = 0u32;
+    if size > 40 {
+        c += ctx.subgroup_shuffle_down(b, 16);
+    } else if size > 20 {
+        c = ctx.subgroup_shuffle_down(a, 8)
+    } else {
+        c = ctx.subgroup_shuffle_down(a, 1);
+    }
+    let mut rounds = s.get(0) % 3; // the same in every lane, not provably: voted
+    ctx.barrier();
+    while rounds < 4 {
+        c = c.wrapping_mul(3);
+        let d = ctx.subgroup_shuffle_down(c, rounds);
+        c = c.wrapping_add(d);
+        rounds += 1;
+    }
+    if i < n {
+        y[i] = a ^ b.rotate_left(7) ^ (f as u32).rotate_left(13) ^ (neg as u32).rotate_left(19) ^ c.rotate_left(3) ^ g.rotate_left(23);
+    }
+}
+
+#[test]
+fn every_shuffle_shape_matches() {
+    same_n!(shuffle_shapes, shuffle_shapes_lanes, [3, 1, 1], [64, 1, 1], 190);
+    same_n!(shuffle_shapes, shuffle_shapes_lanes, [3, 1, 1], [36, 1, 1], 100);
+    same_n!(shuffle_shapes, shuffle_shapes_lanes, [2, 1, 1], [12, 1, 1], 20);
+    same_n!(shuffle_shapes, shuffle_shapes_lanes, [2, 1, 1], [16, 3, 1], 90);
+}
+
+/// Some invocations return before a shuffle (inactive lanes): on the host every invocation of the
+/// workgroup must reach it, so it is a barrier divergence at the shuffle, as on fibers.
+#[lanes]
+fn shuffle_after_return(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let v = x[ctx.global_id_x()];
+    s.set(t, v);
+    ctx.barrier();
+    if ctx.group_id_x() == 1 && t >= 40 {
+        return;
+    }
+    let w = ctx.subgroup_shuffle_down(v, 1); // DIVERGES
+    y[ctx.global_id_x()] = w;
+}
+
+#[test]
+fn a_return_before_a_shuffle_is_a_divergence_there() {
+    let x: Vec<u32> = (0..192).collect();
+    let line = 1 + include_str!("lanes.rs").lines().position(|l| l.ends_with("// DIVERGES")).unwrap() as u64;
+    let mut found = Vec::new();
+    for lanes in [false, true] {
+        let mut y = vec![0u32; 192];
+        let g = Grid::with_workers([3, 1, 1], [64, 1, 1], 1);
+        let (xb, yb) = (g.input(&x), g.output(&mut y));
+        let findings = if lanes {
+            g.check_lanes(|wg| {
+                let s = wg.shared::<u32, S>();
+                shuffle_after_return_lanes(wg, xb, yb, s)
+            })
+        } else {
+            g.check(|ctx| {
+                let s = ctx.shared::<u32, S>();
+                shuffle_after_return(ctx, xb, yb, s)
+            })
+        };
+        assert_eq!(findings.kinds(), ["barrier-divergence"], "{findings:?}");
+        let f = &findings.items[0];
+        assert!(f.file.ends_with("lanes.rs") && f.line == line, "lanes {lanes}: {f}");
+        assert!(f.message.contains("workgroup (1, 0, 0)"), "lanes {lanes}: {f}");
+        // The workgroups before and after the divergent one are whole.
+        for g in [0usize, 2] {
+            let want: Vec<u32> = (0..64).map(|t| if t % 32 < 31 { (g * 64 + t + 1) as u32 } else { (g * 64 + t) as u32 }).collect();
+            assert_eq!(y[g * 64..(g + 1) * 64], want[..], "lanes {lanes}: workgroup {g}");
+        }
+        found.push((f.column, f.message.clone()));
+    }
+    assert_eq!(found[0], found[1], "fibers (first) and lanes (second) report the same divergence");
+}

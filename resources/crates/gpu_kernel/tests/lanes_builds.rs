@@ -148,10 +148,16 @@ pub fn k(ctx: Ctx, input: In<u32>, mut out: Out<u32>, mut tile: Shared<u32, 64>,
     if bias > 1 {
         ctx.barrier();
     }
+    let mut offset = ctx.subgroup_size() / 2;
+    while offset > 0 {
+        acc += ctx.subgroup_shuffle_down(acc, u32::try_from(offset).unwrap_or(0));
+        offset /= 2;
+    }
+    let first: u32 = ctx.subgroup_shuffle_down(acc, 1);
     if lane == 63 {
         return;
     }
-    out[lane] = acc + two + bias;
+    out[lane] = acc + two + bias + first;
 }
 "#,
         &["clippy", "--", "-D", "warnings"],
@@ -278,4 +284,29 @@ pub fn entry(kernel: gpu_kernel::host::Kernel, y: Out<u32>) {{
     assert!(ok, "{messages}");
     let (ok, messages) = cargo("uniform_large_lane", &source("big[t] = 1;"), &["build"]);
     assert!(!ok && messages.contains("#[lanes]: a local of more than 128 bytes lives across a barrier"), "{messages}");
+}
+
+/// A subgroup shuffle anywhere but as a statement of its own (`let x = ctx.subgroup_shuffle_down(v,
+/// d);`, `x = ..;`, `x op= ..;`) where a barrier could be: the copy splits that statement in two
+/// around the exchange (every lane's operand put before any lane reads), which it cannot do
+/// inside an expression, a `for`, a condition, a closure or another shuffle's operand.
+#[test]
+fn a_shuffle_the_copy_cannot_split_is_refused_at_it() {
+    let message = "a subgroup shuffle is supported as a statement of its own";
+    let body = |statement: &str| {
+        format!(
+            "#[lanes]\npub fn k(ctx: Ctx, mut y: Out<u32>) {{\n    let t = ctx.local_id_x() as u32;\n    let mut v = t;\n    \
+             {statement}\n    ctx.barrier();\n    y[ctx.global_id_x()] = v;\n}}\n"
+        )
+    };
+    let cases = [
+        ("shuffle_in_expression", "v += 1 + ctx.subgroup_shuffle_down(t, 1); // AT"),
+        ("shuffle_in_for", "for _ in 0..2 {\n        v = ctx.subgroup_shuffle_down(v, 1); // AT\n    }"),
+        ("shuffle_in_condition", "while ctx.subgroup_shuffle_down(v, 1) > 0 { // AT\n        v /= 2;\n    }"),
+        ("shuffle_in_closure", "let f = |a: u32| ctx.subgroup_shuffle_down(a, 1); // AT\n    v = f(v);"),
+        ("shuffle_of_shuffle", "v = ctx.subgroup_shuffle_down(ctx.subgroup_shuffle_down(v, 1), 2); // AT"),
+    ];
+    for (case, statement) in cases {
+        refused(case, &body(statement), "// AT", message);
+    }
 }

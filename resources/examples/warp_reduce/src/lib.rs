@@ -24,7 +24,12 @@ pub const PER_BLOCK: usize = 2 * BLOCK;
 /// The kernel. Subgroup k holds the invocations k·size .. (k+1)·size - 1 (linear local ids): CUDA
 /// defines warps so, and every Vulkan and WGSL implementation seen (NVIDIA, AMD, Intel,
 /// llvmpipe) lays them out so; a layout that did not would fail the check.
+///
+/// `#[lanes]`: on the host (cpu and cpu-sim) the body also runs as `warp_reduce_body_lanes`, each
+/// run of statements between two exchange points (a shuffle, the barrier) one loop over the
+/// workgroup's invocations, instead of a fiber per invocation switching at each of them.
 #[inline(always)]
+#[lanes]
 pub fn warp_reduce_body(
     ctx: Ctx,
     n: u32,
@@ -75,10 +80,16 @@ pub unsafe extern "C" fn warp_reduce_cpu(
 ) {
     let k = unsafe { gpu_kernel::host::Kernel::new(launch) };
     let (x, partial) = unsafe { (k.input(0, x), k.output(1, partial)) };
-    k.run(move |ctx| {
-        let sums = ctx.shared::<f32, BLOCK>();
-        warp_reduce_body(ctx, n, x, partial, sums)
-    });
+    k.run_lanes(
+        move |ctx| {
+            let sums = ctx.shared::<f32, BLOCK>();
+            warp_reduce_body(ctx, n, x, partial, sums)
+        },
+        move |wg| {
+            let sums = wg.shared::<f32, BLOCK>();
+            warp_reduce_body_lanes(wg, n, x, partial, sums)
+        },
+    );
 }
 
 // ---------------------------------------------------------------- nvptx: rustc's NVPTX backend

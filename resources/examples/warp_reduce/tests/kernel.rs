@@ -2,7 +2,7 @@
 //! (docs/kernel-tests.md): `cargo test`, or `workbench test .`.
 
 use gpu_kernel::testing::Grid;
-use warp_reduce::{warp_reduce_body, BLOCK, PER_BLOCK};
+use warp_reduce::{warp_reduce_body, warp_reduce_body_lanes, BLOCK, PER_BLOCK};
 
 /// The workgroups' sums of `x`, PER_BLOCK elements each (subgroup shuffles, then shared memory).
 fn partials(x: &[f32]) -> Vec<f32> {
@@ -36,4 +36,23 @@ fn n_not_a_multiple_of_the_workgroup_size() {
     // 700 = 512 + 188: the second workgroup's invocations past 188 hold zeros.
     let x = vec![1.0f32; 700];
     assert_eq!(partials(&x), [512.0, 188.0]);
+}
+
+/// The body's `#[lanes]` copy (what cpu and cpu-sim run: loops over the invocations between the
+/// shuffles and the barrier) gives the fibers' sums bit for bit: the same shuffles, each lane's
+/// values added in the same order.
+#[test]
+fn the_lanes_copy_gives_the_fibers_sums() {
+    let x: Vec<f32> = (0..3 * PER_BLOCK + 77).map(|i| ((i * 37) % 101) as f32 / 7.0).collect();
+    let groups = x.len().div_ceil(PER_BLOCK);
+    let mut partial = vec![0.0f32; groups];
+    let grid = Grid::new([groups as u32, 1, 1], [BLOCK as u32, 1, 1]);
+    let (xb, pb) = (grid.input(&x), grid.output(&mut partial));
+    grid.run_lanes(|wg| {
+        let sums = wg.shared::<f32, BLOCK>();
+        warp_reduce_body_lanes(wg, x.len() as u32, xb, pb, sums)
+    });
+    let fibers = partials(&x);
+    let bits = |v: &[f32]| v.iter().map(|p| p.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&partial), bits(&fibers));
 }

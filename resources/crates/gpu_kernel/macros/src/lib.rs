@@ -24,7 +24,7 @@
 //! - a uniform expression names only uniform locals, parameters of a primitive type (`u32`,
 //!   `usize`, `f32`, ...; a memory handle's reads may differ per lane, other types may hide
 //!   interior mutability), items (`const`s, paths, types), literals and `ctx`'s per-workgroup
-//!   values (`group_id_*`, `group_size_*`, `num_groups_*`, `group_linear`); it calls no
+//!   values (`group_id_*`, `group_size_*`, `num_groups_*`, `group_linear`, `subgroup_size`); it calls no
 //!   function, closure or macro, and of methods only the pure numeric ones (`min`, `div_ceil`,
 //!   `wrapping_add`, ...: `PURE_METHODS`); it assigns nothing and holds no `unsafe`, `return`,
 //!   `break`, `let`, `match`, loop, `?` or label;
@@ -84,7 +84,9 @@
 //!   barrier; a lane that disagrees is a barrier divergence: cpu-sim reports it, cpu stops;
 //!   so is one around a barrier no lane reaches, which fibers let pass), with no `let` in it;
 //! - `ctx` used only as `ctx.method(..)` (a barrier in a function the body calls would be
-//!   invisible here), no subgroup operation, no `ctx.shared()` (shared arrays are parameters);
+//!   invisible here), no `ctx.shared()` (shared arrays are parameters), and of the subgroup
+//!   operations only `subgroup_size`, `subgroup_invocation_id` and `subgroup_shuffle_down` (any
+//!   other `subgroup_*` is refused by name), the shuffle only in the shapes below;
 //! - locals that live across a barrier bound by `let name` or `let (a, b)`, of `Copy` types of
 //!   at most 128 bytes where not uniform (`host::MAX_CARRIED_BYTES`: each is kept for 1024
 //!   lanes), and
@@ -95,6 +97,25 @@
 //! - `return;` anywhere (one inside a macro's expansion cannot be seen: the run stops, naming
 //!   the body), but `break` / `continue` only inside loops without barriers (or to a label of
 //!   the run's own).
+//!
+//! Subgroup shuffles: on the host a `ctx.subgroup_shuffle_down(v, d)` is an exchange through the
+//! workgroup with a barrier between every invocation's write and its read (`exec.rs`; every
+//! invocation of the workgroup must reach it), so here it is a barrier too, and the statement
+//! holding it is split around it (`split_shuffle`): every lane evaluates `v` and `d` and puts
+//! them in the shuffle's `host::Stash` in the run before, the barrier (at the shuffle's name:
+//! the fibers' barrier of it, so the same epoch and the same divergence reports), and each lane
+//! takes its source lane's value in the run after: the lane `d` above in its subgroup of 32
+//! consecutive linear ids, its own where that lane is past the subgroup's or the workgroup's end
+//! (fibers' values exactly, f32 bits included). A lane that returned before it is a divergence
+//! at it, as at a barrier (cpu-sim reports it; the lanes stop, none reads a value not put). The
+//! statement is one of `let PATTERN[: TYPE] = ctx.subgroup_shuffle_down(v, d);`, `name =
+//! ctx.subgroup_shuffle_down(v, d);` or `name op= ctx.subgroup_shuffle_down(v, d);` (on fibers
+//! too `v` and `d` are evaluated first and the rest only binds or assigns), with no attribute and
+//! no shuffle or barrier in `v` or `d`, standing where a barrier may (the body, the block of a
+//! `while` or `if` whose condition is voted or uniform: warp_reduce's `while offset > 0` with
+//! `offset` from `subgroup_size() / 2`, halved each round, is uniform). Anywhere else (inside an
+//! expression, a `for`, a condition, a closure, another shuffle's operand) it is refused at the
+//! shuffle.
 //!
 //! The crate has no dependencies (the workbench builds offline: no syn, no quote); it reads the
 //! token trees itself and keeps the body's own tokens, so every span (a panic's line, cpu-sim's
@@ -685,8 +706,10 @@ fn item_kind(tokens: &[Tt]) -> Option<ItemKind> {
 }
 
 impl Lower {
+    /// Whether `tokens` hold a barrier, or a subgroup shuffle (a barrier among the lanes too: see
+    /// `split_shuffle`).
     fn contains_barrier(&self, tokens: &[Tt]) -> bool {
-        tokens.windows(3).any(|w| is_ident(&w[0], &self.ctx) && is_punct(&w[1], '.') && is_ident(&w[2], "barrier"))
+        tokens.windows(3).any(|w| is_ident(&w[0], &self.ctx) && is_punct(&w[1], '.') && (is_ident(&w[2], "barrier") || is_ident(&w[2], SHUFFLE)))
             || tokens.iter().any(|t| match t {
                 Tt::Group(g) => self.contains_barrier(&g.stream().into_iter().collect::<Vec<_>>()),
                 _ => false,
@@ -711,8 +734,14 @@ impl Lower {
             }
             if let Some(Tt::Ident(m)) = tokens.get(k + 2) {
                 let m = m.to_string();
-                if m.starts_with("subgroup_") {
-                    return fail(tokens[k + 2].span(), "subgroup operations are not supported (remove #[lanes] to run on fibers)");
+                if m.starts_with("subgroup_") && !SUBGROUP_METHODS.contains(&m.as_str()) {
+                    return fail(
+                        tokens[k + 2].span(),
+                        &format!(
+                            "the subgroup operation `{m}` is not supported (only {}; remove #[lanes] to run on fibers)",
+                            SUBGROUP_METHODS.join(", ")
+                        ),
+                    );
                 }
                 if m == "shared" {
                     return fail(tokens[k + 2].span(), "shared arrays are parameters of the body, not `ctx.shared()`");
@@ -794,7 +823,10 @@ impl Lower {
                 self.scan(&s, false);
                 out.extend(stream(&s));
             } else {
-                stmts.push(self.classify(s)?);
+                match self.split_shuffle(&s, &mut out)? {
+                    Some(split) => stmts.extend(split),
+                    None => stmts.push(self.classify(s)?),
+                }
             }
         }
         // The names each statement and those after it mention (what a run of statements must
@@ -861,12 +893,13 @@ impl Lower {
         Ok(out)
     }
 
-    /// The span of the first `barrier` in `tokens` (where a divergence around it is reported).
+    /// The span of the first `barrier` (or shuffle: its barrier) in `tokens` (where a divergence
+    /// around it is reported).
     fn first_barrier(&self, tokens: &[Tt]) -> Option<Span> {
         for (k, t) in tokens.iter().enumerate() {
             if is_ident(t, &self.ctx)
                 && tokens.get(k + 1).is_some_and(|t| is_punct(t, '.'))
-                && tokens.get(k + 2).is_some_and(|t| is_ident(t, "barrier"))
+                && tokens.get(k + 2).is_some_and(|t| is_ident(t, "barrier") || is_ident(t, SHUFFLE))
             {
                 return Some(tokens[k + 2].span());
             }
@@ -1490,10 +1523,11 @@ fn assigned(tokens: &[Tt], name: &str) -> Option<Span> {
 const PRIMITIVES: &[&str] =
     &["u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64", "bool", "char"];
 
-/// `ctx`'s methods whose value is the workgroup's, the same for every invocation.
+/// `ctx`'s methods whose value is the workgroup's, the same for every invocation (the subgroup
+/// size is the launch's).
 const WORKGROUP_METHODS: &[&str] = &[
     "group_id_x", "group_id_y", "group_id_z", "group_size_x", "group_size_y", "group_size_z", "num_groups_x", "num_groups_y",
-    "num_groups_z", "group_linear",
+    "num_groups_z", "group_linear", "subgroup_size",
 ];
 
 /// Methods of the numeric types that compute a value from their operands and nothing else (a
@@ -1947,4 +1981,119 @@ fn body_items(tokens: &[Tt]) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     walk(tokens, &mut names);
     names
+}
+
+// ---------------------------------------------------------------------------- subgroup shuffles
+
+/// `ctx`'s shuffle: the lanes of a subgroup exchange values at it.
+const SHUFFLE: &str = "subgroup_shuffle_down";
+
+/// `ctx`'s subgroup methods the copy runs (any other `subgroup_*` is refused, by name): the size
+/// and the lane's index are plain values, the shuffle is split (`split_shuffle`).
+const SUBGROUP_METHODS: &[&str] = &["subgroup_size", "subgroup_invocation_id", SHUFFLE];
+
+/// What a refused shuffle's message says is supported.
+const SHUFFLE_SHAPES: &str = "a subgroup shuffle is supported as a statement of its own, `let x = ctx.subgroup_shuffle_down(v, d);`, \
+     `x = ctx.subgroup_shuffle_down(v, d);` or `x op= ctx.subgroup_shuffle_down(v, d);`, where a barrier could be (in the body, \
+     or the block of a `while` or `if` the workgroup agrees on), with no shuffle or barrier in `v` or `d`; remove #[lanes] to \
+     run on fibers";
+
+impl Lower {
+    /// The span of the first `ctx.subgroup_shuffle_down` in `tokens` (the method's name), nested
+    /// groups included.
+    fn find_shuffle(&self, tokens: &[Tt]) -> Option<Span> {
+        for (k, t) in tokens.iter().enumerate() {
+            if is_ident(t, &self.ctx)
+                && !(k > 0 && is_punct(&tokens[k - 1], '.'))
+                && tokens.get(k + 1).is_some_and(|t| is_punct(t, '.'))
+                && tokens.get(k + 2).is_some_and(|t| is_ident(t, SHUFFLE))
+            {
+                return Some(tokens[k + 2].span());
+            }
+            if let Tt::Group(g) = t {
+                if let Some(s) = self.find_shuffle(&g.stream().into_iter().collect::<Vec<_>>()) {
+                    return Some(s);
+                }
+            }
+        }
+        None
+    }
+
+    /// A statement that is a shuffle (`let x = ctx.subgroup_shuffle_down(v, d);`, `x = ..;`,
+    /// `x op= ..;`), as the three steps it is among the lanes: every lane evaluates `v` and `d`
+    /// and puts them in the shuffle's `Stash` (declared into `decls`, at the block's top); a
+    /// barrier (at the shuffle's name: where the fibers' shuffle waits, the same epoch and the
+    /// same divergence reports); every lane takes its source lane's value and finishes the
+    /// statement. As on fibers, where `v` and `d` are evaluated first (the operands of a call)
+    /// and the rest of these shapes only binds or assigns a name (`x op= ..` on a primitive
+    /// evaluates its right side first). `None`: the statement holds no shuffle, or one in the
+    /// block of a `while` / `if` (its block is lowered as a block). Any other place of a
+    /// shuffle is refused.
+    fn split_shuffle(&mut self, stmt: &[Tt], decls: &mut TokenStream) -> Result<Option<Vec<Stmt>>> {
+        let Some(at) = self.find_shuffle(stmt) else { return Ok(None) };
+        let core: &[Tt] = if stmt.last().is_some_and(|t| is_punct(t, ';')) { &stmt[..stmt.len() - 1] } else { stmt };
+        if core.first().is_some_and(|t| is_ident(t, "while") || is_ident(t, "if")) {
+            let block = core.iter().position(is_brace).unwrap_or(core.len());
+            if let Some(in_cond) = self.find_shuffle(&core[1..block]) {
+                return fail(in_cond, SHUFFLE_SHAPES);
+            }
+            // `else if` conditions are checked when the `else` branch is lowered as a block.
+            return Ok(None);
+        }
+        if attributes_end(core, 0) > 0 {
+            return fail(at, SHUFFLE_SHAPES);
+        }
+        // Where the shuffle call starts: after `let PATTERN[: TYPE] =`, or `name =` / `name op=`.
+        let value_at = if core.first().is_some_and(|t| is_ident(t, "let")) {
+            (1..core.len()).find(|&k| assignment_op(core, k) == Some(("=".into(), 1))).map(|k| k + 1)
+        } else if let (Some(Tt::Ident(_)), Some((_, len))) = (core.first(), assignment_op(core, 1)) {
+            Some(1 + len)
+        } else {
+            None
+        };
+        let Some(v) = value_at else { return fail(at, SHUFFLE_SHAPES) };
+        let call = &core[v..];
+        let args = match call {
+            [c, dot, m, Tt::Group(g)]
+                if is_ident(c, &self.ctx) && is_punct(dot, '.') && is_ident(m, SHUFFLE) && g.delimiter() == Delimiter::Parenthesis =>
+            {
+                g.stream().into_iter().collect::<Vec<_>>()
+            }
+            _ => return fail(at, SHUFFLE_SHAPES),
+        };
+        if self.find_shuffle(&core[..v]).is_some() || self.contains_barrier(&args) {
+            return fail(at, SHUFFLE_SHAPES);
+        }
+        // The two arguments, split at their top-level comma (a trailing one allowed).
+        let mut parts: Vec<Vec<Tt>> = vec![Vec::new()];
+        for t in &args {
+            if is_punct(t, ',') {
+                parts.push(Vec::new());
+            } else {
+                parts.last_mut().expect("one part at least").push(t.clone());
+            }
+        }
+        if parts.last().is_some_and(|p| p.is_empty()) && parts.len() == 3 {
+            parts.pop();
+        }
+        let [value, delta] = &parts[..] else { return fail(at, SHUFFLE_SHAPES) };
+        if value.is_empty() || delta.is_empty() {
+            return fail(at, SHUFFLE_SHAPES);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let stash = format!("__stash_{id}");
+        decls.extend(respan(ts(&format!("let mut {stash} = __wg.stash();")), at));
+        // The operands as written (their spans kept), in the lane's own statements: no `unsafe`
+        // around the user's code.
+        let mut put = ts("let __shuffle_value =");
+        put.extend([Tt::Group(Group::new(Delimiter::Parenthesis, stream(value)))]);
+        put.extend(ts("; let __shuffle_delta: u32 ="));
+        put.extend([Tt::Group(Group::new(Delimiter::Parenthesis, stream(delta)))]);
+        put.extend(respan(ts(&format!("; unsafe {{ {stash}.put(__lane, __shuffle_value, __shuffle_delta) }}")), at));
+        let put = vec![Tt::Group(Group::new(Delimiter::Brace, put))];
+        let mut take = core[..v].to_vec();
+        take.extend(respan(ts(&format!("unsafe {{ {stash}.get(__lane) }};")), at));
+        Ok(Some(vec![Stmt::Plain(put), Stmt::Barrier(at), Stmt::Plain(take)]))
+    }
 }

@@ -4,9 +4,11 @@
 //! The copy runs once per workgroup on the worker's stack: each barrier-free run of the body's
 //! statements is one loop over the lanes (`lanes`, `ctx`), each barrier is a call of `barrier`
 //! between two such loops, and each `while` / `if` around a barrier asks every lane for its
-//! condition first (`vote`). Locals that live across a barrier are kept per lane (`LaneVar`),
-//! or once where the attribute proved them the same in every lane (`Uniform`; then a condition
-//! that reads only such values is evaluated once, `live` and `uniform_ctx`, with no vote).
+//! condition first (`vote`); a subgroup shuffle is a barrier too, each lane's operand put in a
+//! `Stash` in the loop before it and its source lane's taken in the loop after. Locals that live
+//! across a barrier are kept per lane (`LaneVar`), or once where the attribute proved them the
+//! same in every lane (`Uniform`; then a condition that reads only such values is evaluated
+//! once, `live` and `uniform_ctx`, with no vote).
 //! No fiber, no switch: a kernel that does a few loads and adds between barriers (scan's
 //! steps, a reduction's tree, a stencil's tile) spent most of its time switching.
 //!
@@ -22,10 +24,10 @@ use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 use core::panic::Location;
 
-use super::exec::{Ctx, Group, Status};
+use super::exec::{Ctx, Group, Status, SUBGROUP_SIZE};
 #[cfg(feature = "sim")]
 use super::sim;
-use super::Shared;
+use super::{Shared, Shuffle};
 
 /// The most invocations of a workgroup (GPUs allow 1024; `exec::run_grid` refuses more).
 pub const MAX_LANES: usize = 1024;
@@ -275,6 +277,65 @@ impl<'a> Lanes<'a> {
     #[inline(always)]
     pub fn vote(&self) -> Vote {
         Vote { first: None, split: None }
+    }
+
+    /// The exchange of one subgroup shuffle statement (`Stash`): each lane puts its operand in
+    /// the loop before the shuffle's barrier, and reads its source lane's in the loop after.
+    #[inline(always)]
+    pub fn stash<T: Shuffle>(&self) -> Stash<T> {
+        // Uninitialised (a `LaneVar`'s way): zeroing its 8 KiB at every shuffle of every workgroup
+        // would cost more than the lanes' work between two shuffles.
+        Stash {
+            values: [const { MaybeUninit::uninit() }; MAX_LANES],
+            source: [const { MaybeUninit::uninit() }; MAX_LANES],
+            threads: self.group.threads,
+        }
+    }
+}
+
+/// One `ctx.subgroup_shuffle_down(value, delta)` of a `#[lanes]` body, split in two: every lane
+/// `put`s its `value` (and where its result comes from) in the loop over the lanes before the
+/// shuffle's barrier (`Lanes::barrier`, at the shuffle's line: a new epoch, as the fibers'
+/// shuffle waits at one), and `get`s its source lane's value in the loop after. The same value
+/// as `Ctx::subgroup_shuffle_down` on fibers: the lane `delta` above in its subgroup, its own
+/// where that lane is past the subgroup's or the workgroup's end. A lane that returned before
+/// it is a divergence at the barrier (every lane stops: no `get` reads a value not put).
+pub struct Stash<T> {
+    values: [MaybeUninit<T>; MAX_LANES],
+    /// Each lane's source lane (below `threads`: a lane of the workgroup).
+    source: [MaybeUninit<u32>; MAX_LANES],
+    threads: usize,
+}
+
+impl<T: Shuffle> Stash<T> {
+    /// Lane `t` (local linear id) shuffles `value` down by `delta`.
+    /// # Safety
+    /// `t` is a lane of the workgroup.
+    #[inline(always)]
+    pub unsafe fn put(&mut self, t: usize, value: T, delta: u32) {
+        // `Ctx::subgroup_shuffle_down`'s rule (`lane + delta < SUBGROUP_SIZE`, `t + delta <
+        // threads`, in usize) in u32, without overflow: `delta < SUBGROUP_SIZE - lane` first,
+        // then `t + delta` is below MAX_LANES + SUBGROUP_SIZE. 32-bit compares: the loop of puts
+        // vectorises with SSE2 (64-bit ones it emulates).
+        let t32 = t as u32;
+        let lane = t32 % SUBGROUP_SIZE as u32;
+        let from = if delta < SUBGROUP_SIZE as u32 - lane && t32 + delta < self.threads as u32 { t32 + delta } else { t32 };
+        unsafe {
+            *self.values.get_unchecked_mut(t) = MaybeUninit::new(value);
+            *self.source.get_unchecked_mut(t) = MaybeUninit::new(from);
+        }
+    }
+
+    /// Lane `t`'s result.
+    /// # Safety
+    /// Every lane of the workgroup `put` before (lane `t` did, and none had returned: else the
+    /// barrier between retired them all).
+    #[inline(always)]
+    pub unsafe fn get(&self, t: usize) -> T {
+        unsafe {
+            let from = self.source.get_unchecked(t).assume_init() as usize;
+            self.values.get_unchecked(from).assume_init()
+        }
     }
 }
 

@@ -458,27 +458,47 @@ fn location_of(id: u16) -> &'static Location<'static> {
 
 // ------------------------------------------------------------------------ workgroup memory
 
+/// One element's shadow in a workgroup-shared array: two words, 16 bytes aligned, so an entry
+/// never straddles a cache line and the first access of an epoch writes it with two stores (as
+/// 24 bytes of separate fields it took seven, and a third of the entries crossed a line).
+///
+/// `head`: the stamp (`Group::shared_stamp`: the worker's workgroups and epochs counted together)
+/// of the epoch the entry holds (one below the workgroup's first, `Group::shared_base`, is an
+/// earlier workgroup's, so `WRITTEN` does not hold either); `WRITTEN` (this workgroup wrote the
+/// element); `QUIET`; this epoch's writer and its location id, and its last atomic. `rest`: this
+/// epoch's first two readers and their location ids, and the atomic's location id. An
+/// invocation is its local id + 1 (0: none).
+///
+/// `QUIET`: a read in this epoch has nothing to check or record: the element was written, no
+/// writer or atomic in this epoch, two readers kept (matmul's tiles: each element read by a row
+/// of invocations). A write or an atomic clears it, as does a new epoch.
 #[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
 pub struct SharedEntry {
-    /// The stamp (`Group::shared_stamp`: the worker's workgroups and epochs counted together) of
-    /// the epoch this entry holds; one below the workgroup's first (`Group::shared_base`) is an
-    /// earlier workgroup's, so `written` does not hold either.
-    epoch: u32,
-    /// local id + 1 (0: none) and location id of this epoch's writer, first two readers and
-    /// last atomic.
-    writer: u16,
-    wloc: u16,
-    reader: u16,
-    rloc: u16,
-    reader2: u16,
-    r2loc: u16,
-    atomic: u16,
-    aloc: u16,
-    written: bool,
-    /// A read in this epoch has nothing to check or record: the element was written, no writer
-    /// or atomic in this epoch, two readers kept (matmul's tiles: each element read by a row of
-    /// invocations). A write or an atomic clears it, as does a new epoch.
-    quiet: bool,
+    head: u64,
+    rest: u64,
+}
+
+// head: (stamp: 28 bits) (WRITTEN) (QUIET) (writer: 11 bits) (writer's location id: 11) (atomic: 11)
+// rest: (reader: 11 bits) (its location id: 11) (second reader: 11) (its location id: 11)
+//       (atomic's location id: 11)
+// Local ids + 1 are at most 1024 and location ids at most `LOCATION_LIMIT`: 11 bits each.
+const STAMP_BITS: u64 = (1 << 28) - 1;
+const WRITTEN: u64 = 1 << 28;
+const QUIET: u64 = 1 << 29;
+const FIELD: u64 = 0x7FF;
+const WRITER_AT: u32 = 30;
+const WLOC_AT: u32 = 41;
+const ATOMIC_AT: u32 = 52;
+const READER_AT: u32 = 0;
+const RLOC_AT: u32 = 11;
+const READER2_AT: u32 = 22;
+const R2LOC_AT: u32 = 33;
+const ALOC_AT: u32 = 44;
+
+#[inline(always)]
+fn field(word: u64, at: u32) -> u16 {
+    ((word >> at) & FIELD) as u16
 }
 
 pub struct SharedShadow {
@@ -486,9 +506,9 @@ pub struct SharedShadow {
 }
 
 /// Where the stamps start again (`Group::begin_shared`): the shadows are cleared then. Far below
-/// `u32::MAX`, so a workgroup's epochs (its barriers) never wrap a stamp past it. The crate's
-/// tests start them again every few workgroups, so that path runs too.
-const STAMP_LIMIT: u32 = if cfg!(test) { 40 } else { 1 << 31 };
+/// the entries' 28 bits of stamp, so a workgroup's epochs (its barriers) never carry a stamp past
+/// them. The crate's tests start them again every few workgroups, so that path runs too.
+const STAMP_LIMIT: u32 = if cfg!(test) { 40 } else { 1 << 27 };
 
 impl SharedShadow {
     pub fn new(n: usize) -> SharedShadow {
@@ -557,8 +577,14 @@ impl Group {
     /// `entry` made this epoch's: emptied, keeping whether this workgroup wrote the element.
     #[inline(always)]
     fn renew(&self, entry: &mut SharedEntry, stamp: u32) {
-        let written = entry.written && entry.epoch >= self.shared_base.get();
-        *entry = SharedEntry { epoch: stamp, written, ..SharedEntry::default() };
+        let written = if self.wrote(entry.head) { WRITTEN } else { 0 };
+        *entry = SharedEntry { head: stamp as u64 | written, rest: 0 };
+    }
+
+    /// Whether an entry's `head` (of any epoch) says this workgroup wrote the element.
+    #[inline(always)]
+    fn wrote(&self, head: u64) -> bool {
+        head & WRITTEN != 0 && head & STAMP_BITS >= self.shared_base.get() as u64
     }
 
     pub(crate) fn shared_array(&self, slot: u32) -> Array {
@@ -573,7 +599,7 @@ impl Group {
         let shadow = unsafe { &mut *self.slot(slot).shadow.get() };
         let entry = &mut shadow.entries[i];
         let stamp = self.shared_stamp();
-        if entry.epoch != stamp {
+        if entry.stamp() != stamp {
             self.renew(entry, stamp);
         }
         entry
@@ -597,46 +623,50 @@ impl Group {
     #[inline(always)]
     pub(crate) fn shared_access(&self, entries: *mut SharedEntry, slot: u32, i: usize, write: bool, at: &'static Location<'static>) {
         let entry = unsafe { &mut *entries.add(i) };
-        let stamp = self.shared_stamp();
-        if entry.epoch != stamp {
+        let stamp = self.shared_stamp() as u64;
+        let head = entry.head;
+        if head & STAMP_BITS != stamp {
             // The element's first access in this epoch: the entry written once, whole, with this
             // access in it (emptied, then read back field by field and written again, it was a
             // tenth of cpu-sim's CPU time on scan, whose every step is a new epoch). A read of an
             // element this workgroup never wrote goes on to the report.
-            let written = entry.written && entry.epoch >= self.shared_base.get();
-            let (me, lid) = ((self.current.get() + 1) as u16, cached_location_id(&self.location_ids, at));
-            *entry = match (write, written) {
-                (true, _) => SharedEntry { epoch: stamp, writer: me, wloc: lid, written: true, ..SharedEntry::default() },
-                (false, true) => SharedEntry { epoch: stamp, reader: me, rloc: lid, written, ..SharedEntry::default() },
-                (false, false) => SharedEntry { epoch: stamp, ..SharedEntry::default() },
-            };
-            if write || written {
+            let me = (self.current.get() + 1) as u64;
+            if write {
+                let lid = cached_location_id(&self.location_ids, at) as u64;
+                *entry = SharedEntry { head: stamp | WRITTEN | me << WRITER_AT | lid << WLOC_AT, rest: 0 };
                 return;
             }
+            if self.wrote(head) {
+                let lid = cached_location_id(&self.location_ids, at) as u64;
+                *entry = SharedEntry { head: stamp | WRITTEN, rest: me << READER_AT | lid << RLOC_AT };
+                return;
+            }
+            *entry = SharedEntry { head: stamp, rest: 0 };
             return self.shared_access_slow(slot, i, write, at);
         }
-        if !write && entry.quiet {
+        if !write && head & QUIET != 0 {
             return;
         }
         let me = (self.current.get() + 1) as u16;
         let free = |who: u16| who == 0 || who == me;
+        let rest = entry.rest;
         if write {
-            if free(entry.atomic) && free(entry.writer) && free(entry.reader) && free(entry.reader2) {
-                entry.writer = me;
-                entry.wloc = cached_location_id(&self.location_ids, at);
-                entry.written = true;
-                entry.quiet = false;
+            // Nobody else's access in this epoch: most often nobody's at all (one test for all four).
+            let nobody = head & (FIELD << WRITER_AT | FIELD << ATOMIC_AT) == 0 && rest & (FIELD << READER_AT | FIELD << READER2_AT) == 0;
+            if nobody || free(field(head, ATOMIC_AT)) && free(field(head, WRITER_AT)) && free(field(rest, READER_AT)) && free(field(rest, READER2_AT)) {
+                entry.set_writer(me, cached_location_id(&self.location_ids, at));
                 return;
             }
-        } else if entry.written && free(entry.atomic) && free(entry.writer) {
-            if entry.reader == 0 {
-                entry.reader = me;
-                entry.rloc = cached_location_id(&self.location_ids, at);
-            } else if entry.reader != me && entry.reader2 == 0 {
-                entry.reader2 = me;
-                entry.r2loc = cached_location_id(&self.location_ids, at);
-                if entry.writer == 0 && entry.atomic == 0 {
-                    entry.quiet = true;
+        } else if head & WRITTEN != 0 && free(field(head, ATOMIC_AT)) && free(field(head, WRITER_AT)) {
+            let reader = field(rest, READER_AT);
+            if reader == 0 {
+                let lid = cached_location_id(&self.location_ids, at) as u64;
+                entry.rest = rest | (me as u64) << READER_AT | lid << RLOC_AT;
+            } else if reader != me && field(rest, READER2_AT) == 0 {
+                let lid = cached_location_id(&self.location_ids, at) as u64;
+                entry.rest = rest | (me as u64) << READER2_AT | lid << R2LOC_AT;
+                if head & (FIELD << WRITER_AT | FIELD << ATOMIC_AT) == 0 {
+                    entry.head = head | QUIET;
                 }
             }
             return;
@@ -651,7 +681,7 @@ impl Group {
     fn shared_entry_fast(&self, entries: *mut SharedEntry, i: usize) -> &mut SharedEntry {
         let entry = unsafe { &mut *entries.add(i) };
         let stamp = self.shared_stamp();
-        if entry.epoch != stamp {
+        if entry.stamp() != stamp {
             self.renew(entry, stamp);
         }
         entry
@@ -678,12 +708,9 @@ impl Group {
             if let Some(other) = entry.other_than(me, true) {
                 race(other);
             }
-            entry.writer = me;
-            entry.quiet = false;
-            entry.wloc = lid;
-            entry.written = true;
+            entry.set_writer(me, lid);
         } else {
-            if !entry.written {
+            if !entry.written() {
                 checks.report("uninitialized-read", array(), Some(i as u64), None, this(), None);
             } else if let Some(other) = entry.other_than(me, false) {
                 race(other);
@@ -701,10 +728,11 @@ impl Group {
         // Written before, and no other invocation's plain access in this epoch: no finding.
         let me = (self.current.get() + 1) as u16;
         let free = |who: u16| who == 0 || who == me;
-        if entry.written && free(entry.writer) && free(entry.reader) && free(entry.reader2) {
-            entry.atomic = me;
-            entry.aloc = cached_location_id(&self.location_ids, at);
-            entry.quiet = false;
+        // No plain access in this epoch (histogram's counting: bins written before the barrier, then
+        // only atomics): one test for the three.
+        let plain = entry.head & (FIELD << WRITER_AT) != 0 || entry.rest & (FIELD << READER_AT | FIELD << READER2_AT) != 0;
+        if entry.written() && (!plain || free(entry.writer()) && free(entry.reader()) && free(entry.reader2())) {
+            entry.set_atomic(me, cached_location_id(&self.location_ids, at));
             return;
         }
         self.shared_atomic_slow(slot, i, at)
@@ -716,31 +744,69 @@ impl Group {
         let entry = self.shared_entry(slot, i);
         let me = (self.current.get() + 1) as u16;
         let this = || Access { group: self.coords.get(), local: self.local_coords(me as usize - 1), what: "atomic", at };
-        if !entry.written {
+        if !entry.written() {
             checks.report("uninitialized-read", self.shared_array(slot), Some(i as u64), None, this(), None);
         } else if let Some((who, loc, what)) = entry.plain_other(me, true) {
             // An atomic writes: any other invocation's plain access races with it.
             checks.report("shared-race", self.shared_array(slot), Some(i as u64), None, self.shared_side(who, loc, what), Some(this()));
         }
-        entry.atomic = me;
-        entry.quiet = false;
-        entry.aloc = cached_location_id(&self.location_ids, at);
-        entry.written = true;
+        entry.set_atomic(me, cached_location_id(&self.location_ids, at));
     }
 }
 
 impl SharedEntry {
+    #[inline(always)]
+    fn stamp(&self) -> u32 {
+        (self.head & STAMP_BITS) as u32
+    }
+    /// Written in this epoch or an earlier one (of this workgroup, for an entry of this epoch).
+    #[inline(always)]
+    fn written(&self) -> bool {
+        self.head & WRITTEN != 0
+    }
+    #[inline(always)]
+    fn writer(&self) -> u16 {
+        field(self.head, WRITER_AT)
+    }
+    #[inline(always)]
+    fn atomic(&self) -> u16 {
+        field(self.head, ATOMIC_AT)
+    }
+    #[inline(always)]
+    fn reader(&self) -> u16 {
+        field(self.rest, READER_AT)
+    }
+    #[inline(always)]
+    fn reader2(&self) -> u16 {
+        field(self.rest, READER2_AT)
+    }
+
+    /// `me` wrote the element at location id `lid` (written; not quiet).
+    #[inline(always)]
+    fn set_writer(&mut self, me: u16, lid: u16) {
+        let kept = self.head & !(FIELD << WRITER_AT | FIELD << WLOC_AT | QUIET);
+        self.head = kept | WRITTEN | (me as u64) << WRITER_AT | (lid as u64) << WLOC_AT;
+    }
+
+    /// `me`'s atomic at location id `lid` (written: it stored; not quiet).
+    #[inline(always)]
+    fn set_atomic(&mut self, me: u16, lid: u16) {
+        self.head = self.head & !(FIELD << ATOMIC_AT | QUIET) | WRITTEN | (me as u64) << ATOMIC_AT;
+        self.rest = self.rest & !(FIELD << ALOC_AT) | (lid as u64) << ALOC_AT;
+    }
+
     /// Another invocation's plain access in this epoch that conflicts with one by `me`: its
     /// write, and for a write by `me` its reads too (two reads never conflict).
     #[inline(always)]
     fn plain_other(&self, me: u16, write: bool) -> Option<(u16, u16, &'static str)> {
-        if self.writer != 0 && self.writer != me {
-            return Some((self.writer, self.wloc, "write"));
+        let writer = self.writer();
+        if writer != 0 && writer != me {
+            return Some((writer, field(self.head, WLOC_AT), "write"));
         }
         if !write {
             return None;
         }
-        [(self.reader, self.rloc), (self.reader2, self.r2loc)]
+        [(self.reader(), field(self.rest, RLOC_AT)), (self.reader2(), field(self.rest, R2LOC_AT))]
             .into_iter()
             .find(|&(r, _)| r != 0 && r != me)
             .map(|(r, l)| (r, l, "read"))
@@ -750,20 +816,20 @@ impl SharedEntry {
     /// plain access.
     #[inline(always)]
     fn other_than(&self, me: u16, write: bool) -> Option<(u16, u16, &'static str)> {
-        if self.atomic != 0 && self.atomic != me {
-            return Some((self.atomic, self.aloc, "atomic"));
+        let atomic = self.atomic();
+        if atomic != 0 && atomic != me {
+            return Some((atomic, field(self.rest, ALOC_AT), "atomic"));
         }
         self.plain_other(me, write)
     }
 
     #[inline(always)]
     fn add_reader(&mut self, me: u16, lid: u16) {
-        if self.reader == 0 {
-            self.reader = me;
-            self.rloc = lid;
-        } else if self.reader != me && self.reader2 == 0 {
-            self.reader2 = me;
-            self.r2loc = lid;
+        let reader = self.reader();
+        if reader == 0 {
+            self.rest |= (me as u64) << READER_AT | (lid as u64) << RLOC_AT;
+        } else if reader != me && self.reader2() == 0 {
+            self.rest |= (me as u64) << READER2_AT | (lid as u64) << R2LOC_AT;
         }
     }
 }
@@ -1361,6 +1427,90 @@ mod tests {
         assert_eq!(findings.kinds(), ["uninitialized-read"], "{findings:?}");
         assert_eq!(found[0].0, (l + 14) as u64, "{found:?}");
         assert!(found[0].1.contains("workgroup (2, 0, 0) local id (0, 0, 0)") && found[0].1.contains("[80 times]"), "{found:?}");
+    }
+
+    /// Each side of a workgroup-memory finding keeps its invocation and line in the packed shadow
+    /// entry (`SharedEntry`: the writer, two readers and the atomic, each with a location id): a
+    /// write racing with the second reader (the first reader is the writer itself), a write after
+    /// an atomic, an atomic after a read, two writers, a read after another invocation's write,
+    /// reads after an atomic (one finding however many readers: the atomic's line stays its own
+    /// beside two readers'), and a read of an element nobody wrote; and a write ordered by the
+    /// barrier after another invocation's is none. As lanes, so the order is the code's: in one
+    /// epoch each loop runs its lanes before the next loop.
+    #[test]
+    fn each_side_of_a_shared_finding_keeps_its_invocation_and_line() {
+        let grid = Grid::with_workers([1, 1, 1], [4, 1, 1], 1);
+        let l = line!();
+        let findings = grid.check_lanes(|wg| {
+            wg.begin();
+            let mut s = wg.shared::<u32, 8>();
+            for t in 0..4 {
+                let _ctx = wg.ctx(t, [t as u32, 0, 0]);
+                s.set(t, 1); // l + 6
+                s.set(4, 1); // l + 7: every lane, one epoch: a race (not asserted)
+            }
+            let lane = |t: usize| wg.ctx(t, [t as u32, 0, 0]);
+            let _ctx = lane(0);
+            s.set(7, 1); // l + 11
+            wg.barrier();
+            let _ctx = lane(0);
+            let _ = s.get(0); // l + 14: the first reader
+            let _ctx = lane(1);
+            let _ = s.get(0); // l + 16: the second reader
+            let _ctx = lane(0);
+            s.set(0, 2); // l + 18: the first reader writes: races with the second read
+            let _ctx = lane(1);
+            _ = s.atomic_add(1, 1); // l + 20
+            let _ctx = lane(2);
+            s.set(1, 3); // l + 22: races with lane 1's atomic
+            let _ctx = lane(3);
+            s.set(2, 4); // l + 24: lane 2 wrote element 2 before the barrier: ordered
+            for t in 2..4 {
+                let _ctx = lane(t);
+                s.set(3, t as u32); // l + 27: lanes 2 and 3 write element 3
+            }
+            let _ctx = lane(0);
+            let _ = s.get(4); // l + 30
+            let _ctx = lane(1);
+            _ = s.atomic_add(4, 1); // l + 32: races with lane 0's read
+            let _ctx = lane(0);
+            let _ = s.get(5); // l + 34: nobody wrote element 5
+            let _ctx = lane(0);
+            s.set(6, 1); // l + 36
+            let _ctx = lane(1);
+            let _ = s.get(6); // l + 38: races with lane 0's write
+            let _ctx = lane(1);
+            _ = s.atomic_add(7, 1); // l + 40
+            for t in [0, 2, 3] {
+                let _ctx = lane(t);
+                let _ = s.get(7); // l + 43: each races with lane 1's atomic
+            }
+            wg.end();
+        });
+        let side = |what: &str, local: u32, line: u32| {
+            format!("{what} by workgroup (0, 0, 0) local id ({local}, 0, 0) at src/host/sim.rs:{line}:")
+        };
+        let found = |kind: &str, line: u32| {
+            let f = findings.items.iter().find(|f| f.kind == kind && f.line == line as u64);
+            f.unwrap_or_else(|| panic!("no {kind} at line {line}: {findings:?}")).message.clone()
+        };
+        assert_eq!(findings.items.len(), 8, "{findings:?}");
+        found("shared-race", l + 7);
+        let race = found("shared-race", l + 18);
+        assert!(race.contains(&side("read", 1, l + 16)) && race.contains(&side("write", 0, l + 18)), "{race}");
+        let race = found("shared-race", l + 22);
+        assert!(race.contains(&side("atomic", 1, l + 20)) && race.contains(&side("write", 2, l + 22)), "{race}");
+        let race = found("shared-race", l + 27);
+        assert!(race.contains(&side("write", 2, l + 27)) && race.contains(&side("write", 3, l + 27)), "{race}");
+        let race = found("shared-race", l + 32);
+        assert!(race.contains(&side("read", 0, l + 30)) && race.contains(&side("atomic", 1, l + 32)), "{race}");
+        let unwritten = found("uninitialized-read", l + 34);
+        assert!(unwritten.contains(&side("read", 0, l + 34)), "{unwritten}");
+        let race = found("shared-race", l + 38);
+        assert!(race.contains(&side("write", 0, l + 36)) && race.contains(&side("read", 1, l + 38)), "{race}");
+        let race = found("shared-race", l + 43);
+        assert!(race.contains(&side("atomic", 1, l + 40)) && race.contains(&side("read", 0, l + 43)), "{race}");
+        assert!(race.contains("[3 times]"), "{race}");
     }
 
     /// Launch after launch on buffers of one length (the pooled shadow, a new generation each
