@@ -752,6 +752,194 @@ fn per_lane_conditions_match() {
     assert!(out.iter().all(|v| v % 1000 == 4), "{out:?}");
 }
 
+// ------------------------------------------------------------------ lane-pure locals
+
+/// A constant the kernel below names in a lane-pure local; a block of the body declares its own
+/// of that name.
+const K: u32 = 3;
+const TABLE: [u32; 4] = [10, 20, 30, 40];
+
+fn inc(v: u32) -> u32 {
+    v + 1
+}
+
+/// Locals computed from the lane's ids only (`t`, `r`, `p`, `bit`, `kk`, ...) are not kept but
+/// computed again in each loop that reads them; these are the cases where that must not change
+/// what they hold, or where they must be kept per lane after all: a local that shadows a
+/// parameter another one reads, a parameter a uniform local shadows, a local whose uniform
+/// operand the run shadows afterwards, a literal whose type a later use gives (u64: as an i32
+/// `1 << 39` overflows), an item another block declares too, values read from memory (a shared
+/// element another lane changes after the barrier, an input), a `mut` local, a uniform `mut`
+/// local changed after the barrier, a call, and a lane that returns.
+#[lanes]
+fn lane_pure(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    s.set(t, x[i]);
+    ctx.barrier();
+    let active = t < 12;
+    let r = if active { t } else { 11 };
+    let p = t as u32 + n; // the parameter `n`
+    let n = n * 2; // a uniform `n`
+    let q = t as u32 + n; // that one
+    let u = n + 1;
+    let w = t as u32 * u;
+    let u = 5u32; // `w`'s `u` is not this one
+    let bit = 1 << (t % 40);
+    let kk = t as u32 + K;
+    let read = s.get(t); // memory: kept
+    let input = x[i];
+    let mut m = t as u32;
+    m += 1;
+    let mm = m * 2; // from a `mut` local: kept
+    let mut base = 10u32;
+    let e = base + t as u32; // from a uniform `mut` local changed below: kept
+    let called = inc(t as u32);
+    let n2 = t as u32 + n;
+    let n = t as u32 * 100; // shadows the uniform `n` that `n2` reads
+    let g = ctx.group_id_x() as u32 * 3;
+    let gl = g + t as u32; // `g`'s slot
+    let (tx, gx) = (t as u32 * 2, (i < 20) as u32); // a tuple: each name its value
+    let (ty, _) = (t as u32 + 1, 0); // kept
+    let tr = &TABLE[t % 4]; // a reference (to a promoted constant)
+    let odd = t & 1; // `&` of two values
+    ctx.barrier();
+    base += 1000;
+    s.set((t + 1) % ctx.group_size_x(), 77); // every element `read` read changes
+    ctx.barrier();
+    let hi: u64 = bit;
+    let mut acc = s.get(r) + p + q * 3 + w * 5 + u + kk * 7 + read + mm + e + called + n2 + n + base;
+    if ctx.group_id_x() < 100 {
+        const K: u32 = 1000;
+        ctx.barrier();
+        acc += kk * K + (hi >> 20) as u32 + input + gl * 100_000 + (tx + gx + ty) * 10_000_000;
+    }
+    let mut k = 0;
+    while k < 2 {
+        acc += r as u32 + *tr * 1000 + odd as u32 * 7; // in a loop of the run: taken opaquely
+        k += 1;
+    }
+    if t == 5 {
+        return;
+    }
+    y[i] = acc;
+}
+
+#[test]
+fn lane_pure_locals_match() {
+    let out = same(
+        [3, 1, 1],
+        [16, 1, 1],
+        48,
+        |c, x, y, s| lane_pure(c, x, y, s, 4),
+        |w, x, y, s| lane_pure_lanes(w, x, y, s, 4),
+    );
+    let xs: Vec<u32> = (0..48u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    // Workgroup 1, lane 2 (i = 18): s[r] = 77, p = 6, n = 8, q = 10, w = 2 * 9, u = 5, kk = 5,
+    // read = x[18], mm = 6, e = 12, called = 3, n2 = 10, n = 200, base = 1010; then kk * 1000,
+    // bit >> 20 = 0, input = x[18], gl = 3 + 2, tx = 4, gx = 1, ty = 3; r, TABLE[2] and t & 1
+    // twice in a loop.
+    let acc = 77 + 6 + 10 * 3 + 18 * 5 + 5 + 5 * 7 + xs[18] + 6 + 12 + 3 + 10 + 200 + 1010;
+    assert_eq!(out[18], acc + 5 * 1000 + xs[18] + 5 * 100_000 + (4 + 1 + 3) * 10_000_000 + 2 * (2 + 30 * 1000));
+    assert_eq!(out[16 + 5], 0, "lane 5 returned");
+    // Lane 39 of a wider workgroup: bit = 1 << 39, which an i32 cannot hold (a u64 by `hi`).
+    let wide = same(
+        [1, 1, 1],
+        [40, 1, 1],
+        40,
+        |c, x, y, s| lane_pure(c, x, y, s, 4),
+        |w, x, y, s| lane_pure_lanes(w, x, y, s, 4),
+    );
+    assert!(wide[39] > 1 << 19, "{}", wide[39]);
+}
+
+/// Runs that are one `if t < bound { .. }` (`t` the lane's x id, `bound` uniform) loop only over
+/// the lanes below the bound, in a 2-D workgroup: a bound half the row, one past it, zero, a
+/// uniform `mut` one a loop halves, with a per-lane `mut` local changed and a `return` inside;
+/// and conditions that look alike but must run every lane: `<=`, `&&`, the y id, a bound read
+/// from memory, an `else`.
+#[lanes]
+fn bounded(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let ty = ctx.local_id_y();
+    let row = ty * ctx.group_size_x();
+    let i = ctx.group_linear() * ctx.group_size_x() * ctx.group_size_y() + row + t;
+    let half = ctx.group_size_x() / 2;
+    let zero = n as usize - 4;
+    let mut acc = x[i] % 100;
+    s.set(row + t, acc);
+    ctx.barrier();
+    if t < half {
+        acc += s.get(row + t + half);
+    }
+    ctx.barrier();
+    if ctx.local_id_x() < 100 {
+        acc += 1000;
+    }
+    ctx.barrier();
+    if t < zero {
+        acc += 1_000_000;
+    }
+    ctx.barrier();
+    if t <= half {
+        acc += 10_000;
+    }
+    ctx.barrier();
+    if t < half && ty == 1 {
+        acc += 100_000;
+    }
+    ctx.barrier();
+    if ty < half {
+        acc += 10_000_000;
+    }
+    ctx.barrier();
+    if t < (x[i] % 8) as usize {
+        acc += 300_000_000; // a bound per lane
+    }
+    ctx.barrier();
+    if t < half {
+        acc += 20_000_000;
+    } else {
+        acc += 40_000_000;
+    }
+    ctx.barrier();
+    let mut stride = ctx.group_size_x() / 2;
+    while stride > 0 {
+        if t < stride {
+            s.set(row + t, s.get(row + t) + s.get(row + t + stride));
+        }
+        ctx.barrier();
+        stride /= 2;
+    }
+    if t < half {
+        if t == 1 {
+            return;
+        }
+        acc += s.get(row) * 1000;
+    }
+    y[i] = acc;
+}
+
+#[test]
+fn a_run_bounded_by_the_lane_id_matches() {
+    let out = same(
+        [2, 1, 1],
+        [8, 3, 1],
+        48,
+        |c, x, y, s| bounded(c, x, y, s, 4),
+        |w, x, y, s| bounded_lanes(w, x, y, s, 4),
+    );
+    let xs: Vec<u32> = (0..48u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    // Workgroup 1, row 1, lane 2 (i = 24 + 8 + 2): x % 100 plus the element half a row on, +1000,
+    // +10_000 (2 <= 4), +100_000 (row 1), +10_000_000 (1 < 4), +20_000_000, and the row's sum.
+    let row: u32 = (0..8).map(|k| xs[32 + k] % 100).sum();
+    let per_lane = |i: usize, t: u32| if t < xs[i] % 8 { 300_000_000 } else { 0 };
+    assert_eq!(out[34], xs[34] % 100 + xs[38] % 100 + 1000 + 10_000 + 100_000 + 30_000_000 + per_lane(34, 2) + row * 1000);
+    assert_eq!(out[33], 0, "lane 1 returned: its output untouched");
+    // Lane 4 of that row: not below half, but `4 <= 4`; the `else`.
+    assert_eq!(out[36], xs[36] % 100 + 1000 + 10_000 + 10_000_000 + 40_000_000 + per_lane(36, 4));
+}
+
 // ------------------------------------------------------------------ subgroup shuffles
 
 /// `same` for a kernel of the shape `NAME(ctx, x, y, s, n)`, `n` the input's length.

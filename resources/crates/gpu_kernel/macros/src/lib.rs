@@ -46,6 +46,36 @@
 //! live lane's (`Lanes::uniform_ctx`). A uniform local is not subject to `MAX_CARRIED_BYTES`
 //! (it is kept once).
 //!
+//! Lane-pure locals: a kept local that is not `mut` and whose value is computed from the lane's
+//! ids alone (`let t = ctx.local_id_x();`, `let i = tile * TILE + 2 * t;`, `let r = if t < N { t }
+//! else { N - 1 };`, each name of `let (x, y) = (ctx.local_id_x(), ctx.local_id_y());`) is not
+//! kept at all: each later loop that reads it computes it again from its own lane, first in the
+//! loop (`closed_form`). A `LaneVar` load per lane hid from LLVM that `t` is the loop's counter;
+//! now it sees it (bounds checks it can drop, a loop it can shorten). Computed again, the value
+//! must be the same, so the rule is narrow (`closed_form`, `lane_pure`):
+//! - the `let` is one of the run's own statements (as a uniform one), of one name or a tuple of
+//!   names each with its own value, with no attribute, and not `mut`;
+//! - its value is what a uniform expression may be (above) plus `ctx`'s lane ids (`local_id_*`,
+//!   `global_id_*`), naming only immutable locals: uniform ones (read from their slot, kept for
+//!   it; one the run shadows after the `let` refuses it), other lane-pure ones (written out in
+//!   full), and primitive parameters; no memory read (a shared element may change after a
+//!   barrier), no per-lane or `mut` local, no item any block of the body declares (another
+//!   block's of that name would be the one seen where the value is computed again), no block but
+//!   an `if`'s or `else`'s, at most `MAX_CLOSED_TOKENS` tokens written out, and no
+//!   `DEAR_METHODS` (`sqrt`, `pow`: dearer than the load);
+//! - each loop binds all of its lane-pure locals in one `let (a, b) = (..)` before anything else
+//!   (a value naming a parameter that another lane-pure local shadows still sees the parameter),
+//!   through a `LaneType<T>` that the `let`'s own run binds to the local's type (a literal's type
+//!   stays the one the local's uses gave it: `1 << t` a `u64` where a later use wants one); one
+//!   that the loop's run names inside a loop of its own goes through `LaneType::opaque` (seen as
+//!   the lane loop's counter in an inner loop, LLVM's strength reduction made histogram's
+//!   counting loop dearer than with the local loaded).
+//!
+//! A run that is one `if t < bound { .. }` (no `else`; `t` the lane's x id, `ctx.local_id_x()` or
+//! a lane-pure local of just that; `bound` uniform, with no `&&`, `||`, comparison or range in it)
+//! loops over x only below the bound (`lane_bound`, `Lanes::x_below`): the lanes past it do
+//! nothing in that run. A reduction's tree step then loops over `stride` lanes, not all.
+//!
 //! What it takes (anything else is a compile error at the statement, naming it; without the
 //! attribute the body runs on fibers as before):
 //! - a function whose first `Ctx` parameter is the invocation's, returning nothing;
@@ -387,6 +417,7 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
         uniform_params,
         mut_uniform: mut_candidates(&body_tokens),
         dropped: false,
+        body_items: body_items(&body_tokens),
     };
     base.check_ctx_uses(&body_tokens)?;
     // Which `mut` locals are uniform depends on every assignment to them, in any order (a loop's
@@ -471,6 +502,9 @@ struct Var {
     /// The name in its `let`: the lane storage's code has it, so that rustc's errors about the
     /// local (`Carried`: not `Copy`) point at it.
     span: Span,
+    /// Lane-pure: computed again from the lane's ids in each loop that reads it (this closed
+    /// form, `__rt_ID` its type), not kept (see `Lower::closed_form`).
+    remat: Option<TokenStream>,
 }
 
 #[derive(Clone)]
@@ -486,6 +520,9 @@ struct Lower {
     mut_uniform: BTreeSet<String>,
     /// This pass dropped a name from `mut_uniform`: its uniformity decisions assumed too much.
     dropped: bool,
+    /// Every name an item or `use` of the body declares (`body_items`): a lane-pure local naming
+    /// one is not computed again elsewhere, where another block's item of that name may be seen.
+    body_items: BTreeSet<String>,
 }
 
 enum Stmt {
@@ -876,7 +913,8 @@ impl Lower {
     }
 
     /// The loop over the lanes, `body` inside it, with the locals that `uses` names taken from
-    /// their lanes first, and `store` (with the `mut` ones taken) put back after.
+    /// their lanes first, and `store` (with the `mut` ones taken) put back after; with `below`
+    /// (`lane_bound`), only over the lanes whose x is below that value.
     fn lane_loop(
         &self,
         uses: &BTreeSet<String>,
@@ -884,14 +922,25 @@ impl Lower {
         body: TokenStream,
         store: &[Var],
         shadowed: &BTreeSet<String>,
+        below: Option<TokenStream>,
     ) -> TokenStream {
         let mut before = TokenStream::new();
+        let x_end = match below {
+            Some(bound) => {
+                before.extend(ts("let __below: usize ="));
+                before.extend(bound);
+                before.extend(ts(";"));
+                "__wg.x_below(__below)"
+            }
+            None => "__wg.size()[0]",
+        };
         let mut inner = TokenStream::new();
         if self.returns {
             inner.extend(ts("if __wg.retired(__lane) { continue '__lanes; }"));
         }
         inner.extend(ts(&format!("let {} = __wg.ctx(__lane, __local);", self.ctx)));
-        let taken = visible(scopes, uses);
+        let (remat, taken): (Vec<Var>, Vec<Var>) = visible(scopes, uses).into_iter().partition(|v| v.remat.is_some());
+        inner.extend(remat_lets(&remat, &loop_idents(&body.clone().into_iter().collect::<Vec<_>>())));
         let put_back = |v: &Var| v.mutable && !shadowed.contains(&v.name);
         for v in &taken {
             let m = if v.mutable { "mut " } else { "" };
@@ -909,8 +958,11 @@ impl Lower {
         }
         inner.extend(body);
         for v in taken.iter().filter(|v| put_back(v)).chain(store.iter()) {
-            // A uniform one: every lane sets the same value.
-            let set = if v.uniform {
+            // A uniform one: every lane sets the same value; a lane-pure one is not kept, only
+            // its type (what the loops that compute it again infer theirs from).
+            let set = if v.remat.is_some() {
+                format!("__rt_{}.bind(&{});", v.id, v.name)
+            } else if v.uniform {
                 format!("__uni_{}.set({});", v.id, v.name)
             } else {
                 format!("unsafe {{ __lane_{}.set(__lane, {}) }};", v.id, v.name)
@@ -919,7 +971,7 @@ impl Lower {
         }
         let mut head = ts("let __lane = __row + __x as usize; let __local = [__x, __y, __z];");
         head.extend(inner);
-        let mut x = ts("'__lanes: for __x in 0..__wg.size()[0]");
+        let mut x = ts(&format!("'__lanes: for __x in 0..{x_end}"));
         x.extend([Tt::Group(Group::new(Delimiter::Brace, head))]);
         let mut y = ts("let __row = __wg.row(__y, __z);");
         y.extend(x);
@@ -1110,6 +1162,10 @@ impl Lower {
         let mut env: BTreeMap<String, bool> = BTreeMap::new();
         let mut returned = false;
         let mut all_uniform = true;
+        // Lane-pure locals (`closed_form`): the run's bindings a closed form may name, and each
+        // `let`'s id (taken when it is bound: a closed form names a uniform one's slot).
+        let mut closed: BTreeMap<String, Closed> = BTreeMap::new();
+        let mut ids: BTreeMap<String, usize> = BTreeMap::new();
         for s in stmts {
             check_no_escape(s)?;
             idents(s, &mut uses);
@@ -1135,6 +1191,7 @@ impl Lower {
                         self.scan(s, false);
                         for n in &bound {
                             env.insert(n.clone(), false);
+                            closed.remove(n);
                         }
                         shadowed.extend(bound.into_iter().map(|n| (n, s[0].span())));
                         all_uniform = false;
@@ -1147,7 +1204,23 @@ impl Lower {
                 }
                 let value_uniform = !attributed && !returned && value.is_some_and(|v| self.uniform_expr(&s[v + 1..end], &env, scopes));
                 uniform = value_uniform;
-                for (name, mutable, span) in names {
+                // Lane-pure (per lane but computed from the lane's ids): each name's closed form,
+                // before the names are bound.
+                let remat = match value {
+                    Some(v) if !attributed && !value_uniform => self.lane_pure_let(s, &s[v + 1..end], names.len(), &env, &closed, scopes),
+                    _ => Vec::new(),
+                };
+                for (k, (name, mutable, span)) in names.into_iter().enumerate() {
+                    let remat = remat.get(k).cloned().flatten();
+                    let id = self.next_id;
+                    self.next_id += 1;
+                    ids.insert(name.clone(), id);
+                    closed.remove(&name);
+                    if value_uniform && !mutable {
+                        closed.insert(name.clone(), Closed::Slot(id));
+                    } else if let Some((form, needs)) = &remat {
+                        closed.insert(name.clone(), Closed::Form(form.clone(), needs.clone()));
+                    }
                     if mutable && !value_uniform {
                         self.drop_mut(&name);
                     }
@@ -1172,7 +1245,12 @@ impl Lower {
             } else {
                 self.scan(stmt, false);
                 // A macro's arguments may name a local it binds (`my_let!(x = ..)`, unseen here).
-                mark_macro_names(stmt, false, &mut env);
+                let mut named = BTreeMap::new();
+                mark_macro_names(stmt, false, &mut named);
+                for n in named.keys() {
+                    closed.remove(n);
+                }
+                env.extend(named);
             }
             if has_return(s) {
                 returned = true;
@@ -1187,13 +1265,21 @@ impl Lower {
         }
         let mut decls = TokenStream::new();
         let mut store = Vec::new();
+        let (remat, needed) = lane_pure(&defined, &closed, &ids, later);
         for (name, mutable, span, uniform) in defined {
-            if !later.contains(&name) {
+            let id = ids[&name];
+            let read_later = later.contains(&name) || (uniform && needed.contains(&id));
+            if !read_later {
                 continue;
             }
-            let v = Var { name, mutable, uniform, id: self.next_id, span };
-            self.next_id += 1;
-            let decl = if uniform { format!("let mut __uni_{} = __wg.uniform();", v.id) } else { format!("let mut __lane_{} = __wg.var();", v.id) };
+            let v = Var { remat: remat.get(&name).cloned(), name, mutable, uniform, id, span };
+            let decl = if v.remat.is_some() {
+                format!("let __rt_{} = __wg.lane_type();", v.id)
+            } else if uniform {
+                format!("let mut __uni_{} = __wg.uniform();", v.id)
+            } else {
+                format!("let mut __lane_{} = __wg.var();", v.id)
+            };
             decls.extend(respan(ts(&decl), v.span));
             store.push(v);
         }
@@ -1214,7 +1300,8 @@ impl Lower {
         let out_loop = if all_uniform && !stmts.is_empty() {
             self.once(&uses, scopes, body, &store, &shadowed)
         } else {
-            self.lane_loop(&uses, scopes, body, &store, &shadowed)
+            let below = self.lane_bound(stmts, scopes);
+            self.lane_loop(&uses, scopes, body, &store, &shadowed, below)
         };
         let scope = scopes.last_mut().expect("a scope");
         scope.extend(store);
@@ -1248,7 +1335,7 @@ impl Lower {
         cast.extend([Tt::Group(Group::new(Delimiter::Parenthesis, args))]);
         cast.extend(ts(";"));
         let mut out = respan(ts("let mut __vote = __wg.vote();"), at);
-        out.extend(self.lane_loop(&uses, scopes, cast, &[], &BTreeSet::new()));
+        out.extend(self.lane_loop(&uses, scopes, cast, &[], &BTreeSet::new(), None));
         out.extend(ts("let __go ="));
         out.extend(respan(ts("__vote.result(__wg)"), barrier));
         out.extend(ts(";"));
@@ -1535,6 +1622,365 @@ fn macro_group(tokens: &[Tt], k: usize) -> bool {
     k >= 2
         && is_punct(&tokens[k - 1], '!')
         && matches!(&tokens[k - 2], Tt::Ident(i) if !REFUSED_WORDS.contains(&i.to_string().as_str()) && !ALLOWED_WORDS.contains(&i.to_string().as_str()))
+}
+
+// ---------------------------------------------------------------------------- lane-pure locals
+
+/// A binding of the current run that a closed form may name: a uniform one (its slot, `__uni_ID`,
+/// kept for the loops that compute the form again), or a lane-pure one (its own closed form, and
+/// the slots that names).
+enum Closed {
+    Slot(usize),
+    Form(TokenStream, BTreeSet<usize>),
+}
+
+/// `ctx`'s methods whose value is the invocation's own local or global ids: with the workgroup's
+/// values, what a lane-pure local may be computed from.
+const LANE_METHODS: &[&str] = &["local_id_x", "local_id_y", "local_id_z", "global_id_x", "global_id_y"];
+
+/// `PURE_METHODS` too dear to compute again in each loop rather than load once.
+const DEAR_METHODS: &[&str] = &["pow", "powi", "powf", "sqrt", "wrapping_pow", "saturating_pow"];
+
+/// The most tokens a closed form may have (its lane-pure and uniform names written out): beyond
+/// that, computing it in each loop that reads it costs more than the load it saves.
+const MAX_CLOSED_TOKENS: usize = 96;
+
+impl Lower {
+    /// The closed forms (`closed_form`) of an immutable `let`'s names, in the pattern's order:
+    /// `let name = value` or `let (a, b) = (value_a, value_b)` (each name its own value), none
+    /// for another pattern or a `mut` name.
+    fn lane_pure_let(
+        &self,
+        stmt: &[Tt],
+        value: &[Tt],
+        count: usize,
+        env: &BTreeMap<String, bool>,
+        closed: &BTreeMap<String, Closed>,
+        scopes: &[Vec<Var>],
+    ) -> Vec<Option<(TokenStream, BTreeSet<usize>)>> {
+        let form = |v: &[Tt]| self.closed_form(v, env, closed, scopes);
+        match (stmt.get(1), value) {
+            (Some(Tt::Ident(i)), _) if i.to_string() != "mut" && count == 1 => vec![form(value)],
+            (Some(Tt::Group(pat)), [Tt::Group(g)]) if pat.delimiter() == Delimiter::Parenthesis && g.delimiter() == Delimiter::Parenthesis => {
+                let names = split_commas(&pat.stream().into_iter().collect::<Vec<_>>());
+                let parts = split_commas(&g.stream().into_iter().collect::<Vec<_>>());
+                // Each name a plain one (`let_names` dropped `_`s and said which are `mut`), and
+                // one value each (`split_commas` may take a `<` for a generic's and join two
+                // values, never split one: as many values as names is each name's own).
+                let plain = names.iter().all(|n| matches!(n.as_slice(), [Tt::Ident(i)] if i.to_string() != "_"));
+                if plain && names.len() == count && parts.len() == count {
+                    parts.iter().map(|p| form(p)).collect()
+                } else {
+                    Vec::new()
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A lane-pure `let`'s value written so that any loop over the lanes can compute it again
+    /// for its lane, with the slots of the run's uniform locals it names (kept for those loops):
+    /// `None` where it may not be. Lane-pure: immutable and computed from the lane's ids only
+    /// (`ctx.local_id_x()`, `global_id_*`, `LANE_METHODS`), with what a uniform expression may
+    /// name (`uniform_expr`: literals, items, `ctx`'s workgroup values, the pure numeric methods,
+    /// `if`/`else`; no call, macro, assignment, memory read or control flow), and only immutable
+    /// locals: uniform ones are read from their slots (`__uni_ID`), lane-pure ones written out
+    /// in their own closed form, primitive parameters by name (the form is computed first in a
+    /// loop, before the loop binds any local of the body: nothing there shadows a parameter). A
+    /// `mut` local, a per-lane one, a memory handle, or an item the body declares (another
+    /// block's of that name may be the one seen where the form is computed) is refused.
+    ///
+    /// Each loop that reads the local then computes it from its own lane (`ctx` is that lane's):
+    /// the loop's counters, where a `LaneVar` was a load per lane that hid from LLVM that
+    /// `t == lane` (a bounds check it could hoist, a loop it could vectorise).
+    fn closed_form(
+        &self,
+        tokens: &[Tt],
+        env: &BTreeMap<String, bool>,
+        closed: &BTreeMap<String, Closed>,
+        scopes: &[Vec<Var>],
+    ) -> Option<(TokenStream, BTreeSet<usize>)> {
+        let mut needs = BTreeSet::new();
+        let form = self.close(tokens, env, closed, scopes, &mut needs)?;
+        fn count(s: &TokenStream) -> usize {
+            s.clone().into_iter().map(|t| if let Tt::Group(g) = t { 1 + count(&g.stream()) } else { 1 }).sum()
+        }
+        (count(&form) <= MAX_CLOSED_TOKENS).then_some((form, needs))
+    }
+
+    fn close(
+        &self,
+        tokens: &[Tt],
+        env: &BTreeMap<String, bool>,
+        closed: &BTreeMap<String, Closed>,
+        scopes: &[Vec<Var>],
+        needs: &mut BTreeSet<usize>,
+    ) -> Option<TokenStream> {
+        let slot = |id: usize, span: Span| respan(ts(&format!("unsafe {{ __uni_{id}.get() }}")), span);
+        let paren = |s: TokenStream, span: Span| {
+            let mut g = Group::new(Delimiter::Parenthesis, s);
+            g.set_span(span);
+            Tt::Group(g)
+        };
+        let mut out = TokenStream::new();
+        // An `if` whose block has not come yet: the only blocks a closed form may hold are an
+        // `if`'s and an `else`'s (another, `Name { field }`, would take a name for a field).
+        let mut in_if = false;
+        let mut k = 0;
+        while k < tokens.len() {
+            let t = &tokens[k];
+            match t {
+                Tt::Ident(i) => {
+                    let name = i.to_string();
+                    let next = tokens.get(k + 1);
+                    let call = matches!(next, Some(Tt::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+                    if k >= 1 && is_punct(&tokens[k - 1], '.') && !(k >= 2 && is_punct(&tokens[k - 2], '.')) {
+                        // A field, or a method: a pure one, not too dear.
+                        if (call || next.is_some_and(|t| is_punct(t, ':')))
+                            && (!PURE_METHODS.contains(&name.as_str()) || DEAR_METHODS.contains(&name.as_str()))
+                        {
+                            return None;
+                        }
+                        out.extend([t.clone()]);
+                    } else if name == self.ctx {
+                        let method = matches!(tokens.get(k + 2), Some(Tt::Ident(m))
+                            if WORKGROUP_METHODS.contains(&m.to_string().as_str()) || LANE_METHODS.contains(&m.to_string().as_str()));
+                        let no_args = matches!(tokens.get(k + 3), Some(Tt::Group(g)) if g.delimiter() == Delimiter::Parenthesis && g.stream().is_empty());
+                        if !(next.is_some_and(|t| is_punct(t, '.')) && method && no_args) {
+                            return None;
+                        }
+                        out.extend(stream(&tokens[k..k + 4]));
+                        k += 4;
+                        continue;
+                    } else if REFUSED_WORDS.contains(&name.as_str()) {
+                        return None;
+                    } else if ALLOWED_WORDS.contains(&name.as_str()) {
+                        in_if |= name == "if";
+                        out.extend([t.clone()]);
+                    } else {
+                        if call || (next.is_some_and(|t| is_punct(t, '!')) && matches!(tokens.get(k + 2), Some(Tt::Group(_)))) {
+                            return None;
+                        }
+                        let path_before = k >= 2 && is_punct(&tokens[k - 1], ':') && is_punct(&tokens[k - 2], ':');
+                        let path_after = next.is_some_and(|t| is_punct(t, ':')) && tokens.get(k + 2).is_some_and(|t| is_punct(t, ':'));
+                        if path_before {
+                            out.extend([t.clone()]);
+                        } else if path_after || self.resolve(&name, env, scopes).is_none() {
+                            // An item (or a path's first name): refused where the body declares
+                            // one of that name.
+                            if self.body_items.contains(&name) {
+                                return None;
+                            }
+                            out.extend([t.clone()]);
+                        } else if env.contains_key(&name) {
+                            match closed.get(&name)? {
+                                Closed::Slot(id) => {
+                                    needs.insert(*id);
+                                    out.extend([paren(slot(*id, i.span()), i.span())]);
+                                }
+                                Closed::Form(form, n) => {
+                                    needs.extend(n.iter().copied());
+                                    out.extend([paren(form.clone(), i.span())]);
+                                }
+                            }
+                        } else if let Some(v) = scopes.iter().rev().find_map(|s| s.iter().rev().find(|v| v.name == name)) {
+                            match &v.remat {
+                                Some(form) => out.extend([paren(form.clone(), i.span())]),
+                                None if v.uniform && !v.mutable => out.extend([paren(slot(v.id, i.span()), i.span())]),
+                                None => return None,
+                            }
+                        } else if self.uniform_params.contains(&name) {
+                            out.extend([t.clone()]);
+                        } else {
+                            return None;
+                        }
+                    }
+                }
+                Tt::Punct(_) => {
+                    let (op, len) = operator(tokens, k);
+                    if op.contains(['\'', '?', '$', '#', '@'])
+                        || (op.contains('=') && !matches!(op.as_str(), "==" | "!=" | "<=" | ">=" | "..="))
+                        || (op.ends_with("::") && tokens.get(k + len).is_some_and(|t| is_punct(t, '<')))
+                        || op.contains("::<")
+                        || (op.starts_with('|') && closure_starts(&tokens[..k]))
+                    {
+                        return None;
+                    }
+                    out.extend(stream(&tokens[k..k + len]));
+                    k += len;
+                    continue;
+                }
+                Tt::Group(g) => {
+                    // A call of a value: `(f)(x)`.
+                    if g.delimiter() == Delimiter::Parenthesis && k >= 1 && matches!(tokens[k - 1], Tt::Group(_)) {
+                        return None;
+                    }
+                    if g.delimiter() == Delimiter::Brace {
+                        if !(in_if || (k >= 1 && is_ident(&tokens[k - 1], "else"))) {
+                            return None;
+                        }
+                        in_if = false;
+                    }
+                    let inner = self.close(&g.stream().into_iter().collect::<Vec<_>>(), env, closed, scopes, needs)?;
+                    let mut n = Group::new(g.delimiter(), inner);
+                    n.set_span(g.span());
+                    out.extend([Tt::Group(n)]);
+                }
+                Tt::Literal(_) => out.extend([t.clone()]),
+            }
+            k += 1;
+        }
+        Some(out)
+    }
+}
+
+impl Lower {
+    /// A run that is one `if t < bound { .. }` (no `else`), `t` the lane's x id (`ctx.local_id_x()`
+    /// or a lane-pure local of just that) and `bound` uniform: the lanes at or past the bound do
+    /// nothing in it, so the loop stops there (`lane_loop`), its value computed once before it.
+    /// A reduction's tree step (`if t < stride`) then loops over `stride` lanes, not all of them:
+    /// LLVM does not split the loop at the condition itself.
+    fn lane_bound(&self, stmts: &[Vec<Tt>], scopes: &[Vec<Var>]) -> Option<TokenStream> {
+        let [s] = stmts else { return None };
+        let s = if s.last().is_some_and(|t| is_punct(t, ';')) { &s[..s.len() - 1] } else { &s[..] };
+        let b = s.iter().position(is_brace)?;
+        if !is_ident(&s[0], "if") || b + 1 != s.len() {
+            return None;
+        }
+        let cond = &s[1..b];
+        let is_x = |t: &[Tt]| {
+            matches!(t, [c, d, m, Tt::Group(g)] if is_ident(c, &self.ctx) && is_punct(d, '.') && is_ident(m, "local_id_x")
+                && g.delimiter() == Delimiter::Parenthesis && g.stream().is_empty())
+        };
+        let lt = cond.iter().position(|t| is_punct(t, '<'))?;
+        let lane = &cond[..lt];
+        let is_lane_x = is_x(lane)
+            || matches!(lane, [Tt::Ident(i)] if visible(scopes, &BTreeSet::from([i.to_string()])).first()
+                .and_then(|v| v.remat.as_ref()).is_some_and(|f| is_x(&f.clone().into_iter().collect::<Vec<_>>())));
+        let bound = &cond[lt + 1..];
+        // `t < bound` alone: `<` not joined (`<=`, `<<`), and nothing in `bound` that binds less
+        // tightly than `<` (`&&`, `||`, another comparison, a range, an assignment).
+        let alone = matches!(&cond[lt], Tt::Punct(p) if p.spacing() == Spacing::Alone);
+        let loose = bound.iter().enumerate().any(|(k, t)| {
+            matches!(t, Tt::Punct(p) if matches!(p.as_char(), '&' | '|' | '<' | '>' | '=' | '!' | '?')
+                || (p.as_char() == '.' && bound.get(k + 1).is_some_and(|n| is_punct(n, '.'))))
+        });
+        if !is_lane_x || !alone || bound.is_empty() || loose || !self.uniform_expr(bound, &BTreeMap::new(), scopes) {
+            return None;
+        }
+        let mut uses = BTreeSet::new();
+        idents(bound, &mut uses);
+        let mut value = ts(&format!("let {} = __wg.uniform_ctx();", self.ctx));
+        for v in visible(scopes, &uses).iter().filter(|v| v.uniform) {
+            value.extend(respan(ts(&format!("let {} = unsafe {{ __uni_{}.get() }};", v.name, v.id)), v.span));
+        }
+        value.extend([Tt::Group(Group::new(Delimiter::Parenthesis, stream(bound)))]);
+        // No lane left: nothing it reads was set, and no lane runs.
+        let mut out = ts("if __wg.live()");
+        out.extend([Tt::Group(Group::new(Delimiter::Brace, value))]);
+        out.extend(ts("else { 0 }"));
+        Some(out)
+    }
+}
+
+/// Which of a run's kept locals (`defined`, those `later` names) are lane-pure, with their closed
+/// forms; and the ids of the run's uniform locals those forms read (kept too, whether or not
+/// `later` names them). A form that reads a uniform binding the run shadows afterwards (its
+/// slot is not the one kept) is refused: that local is kept per lane.
+fn lane_pure(
+    defined: &[(String, bool, Span, bool)],
+    closed: &BTreeMap<String, Closed>,
+    ids: &BTreeMap<String, usize>,
+    later: &BTreeSet<String>,
+) -> (BTreeMap<String, TokenStream>, BTreeSet<usize>) {
+    let uniform: BTreeSet<usize> = defined.iter().filter(|d| d.3 && !d.1).map(|d| ids[&d.0]).collect();
+    let mut remat = BTreeMap::new();
+    let mut needed = BTreeSet::new();
+    for (name, ..) in defined.iter().filter(|d| later.contains(&d.0)) {
+        if let Some(Closed::Form(form, needs)) = closed.get(name) {
+            if needs.is_subset(&uniform) {
+                remat.insert(name.clone(), form.clone());
+                needed.extend(needs.iter().copied());
+            }
+        }
+    }
+    (remat, needed)
+}
+
+/// A loop's lane-pure locals, computed from its lane first, all in one `let` (a form may name a
+/// parameter that another of them shadows). One that the run names in a loop of its own
+/// (`in_loops`) is taken through `LaneType::opaque`: seen as the lane loop's counter inside an
+/// inner loop, LLVM's strength reduction gave histogram's counting loop a second multiply per
+/// element (its CPU time a launch 5.2 -> 6.1 ms against a kept local; see `loop_idents`).
+fn remat_lets(remat: &[Var], in_loops: &BTreeSet<String>) -> TokenStream {
+    if remat.is_empty() {
+        return TokenStream::new();
+    }
+    let names: Vec<&str> = remat.iter().map(|v| v.name.as_str()).collect();
+    let mut values = TokenStream::new();
+    for v in remat {
+        let take = if in_loops.contains(&v.name) { "opaque" } else { "value" };
+        values.extend(respan(ts(&format!("__rt_{}.{take}", v.id)), v.span));
+        let form = v.remat.clone().expect("a lane-pure local");
+        values.extend([Tt::Group(Group::new(Delimiter::Parenthesis, form))]);
+        values.extend(ts(","));
+    }
+    let mut out = ts(&format!("let ({},) =", names.join(", ")));
+    out.extend([Tt::Group(Group::new(Delimiter::Parenthesis, values))]);
+    out.extend(ts(";"));
+    out
+}
+
+/// Every name in the loops of `tokens` (`while`, `for`, `loop`: their conditions and blocks).
+fn loop_idents(tokens: &[Tt]) -> BTreeSet<String> {
+    fn walk(tokens: &[Tt], into: &mut BTreeSet<String>) {
+        let mut k = 0;
+        while k < tokens.len() {
+            if ["while", "for", "loop"].iter().any(|w| is_ident(&tokens[k], w)) {
+                let end = tokens[k..].iter().position(is_brace).map_or(tokens.len(), |b| k + b + 1);
+                idents(&tokens[k..end], into);
+                k = end;
+                continue;
+            }
+            if let Tt::Group(g) = &tokens[k] {
+                walk(&g.stream().into_iter().collect::<Vec<_>>(), into);
+            }
+            k += 1;
+        }
+    }
+    let mut names = BTreeSet::new();
+    walk(tokens, &mut names);
+    names
+}
+
+/// Every name the body's items and `use`s declare, in any block (`const K`, `fn f`, `use a::b as
+/// c`: every name of a `use`).
+fn body_items(tokens: &[Tt]) -> BTreeSet<String> {
+    fn walk(tokens: &[Tt], into: &mut BTreeSet<String>) {
+        let mut k = 0;
+        while k < tokens.len() {
+            match &tokens[k] {
+                Tt::Ident(i) if i.to_string() == "use" => {
+                    while k < tokens.len() && !is_punct(&tokens[k], ';') {
+                        idents(&tokens[k..=k], into);
+                        k += 1;
+                    }
+                }
+                Tt::Ident(i) if matches!(i.to_string().as_str(), "const" | "static" | "fn" | "struct" | "enum" | "union" | "type" | "trait" | "mod" | "macro_rules") => {
+                    let at = if tokens.get(k + 1).is_some_and(|t| is_punct(t, '!')) { k + 2 } else { k + 1 };
+                    if let Some(Tt::Ident(n)) = tokens.get(at) {
+                        into.insert(n.to_string());
+                    }
+                }
+                Tt::Group(g) => walk(&g.stream().into_iter().collect::<Vec<_>>(), into),
+                _ => {}
+            }
+            k += 1;
+        }
+    }
+    let mut names = BTreeSet::new();
+    walk(tokens, &mut names);
+    names
 }
 
 // ---------------------------------------------------------------------------- subgroup shuffles

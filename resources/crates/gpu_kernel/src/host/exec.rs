@@ -99,10 +99,16 @@ pub struct Group {
     round_at: Cell<&'static Location<'static>>,
     /// The invocation that reached the first barrier on the worker's stack.
     home: Cell<usize>,
-    /// Whether this workgroup changed `status` or `slot_next` (it reached a barrier, or asked for
-    /// a shared array): the next one resets them. A barrier-free workgroup without shared arrays
-    /// (saxpy's) then costs nothing per invocation but the body: the reset was a third of it.
+    /// Whether this workgroup changed `status` (it reached a barrier, an invocation of a
+    /// `#[lanes]` copy returned): the next one resets every invocation's status and `slot_next`.
+    /// A barrier-free workgroup without shared arrays (saxpy's) then costs nothing per invocation
+    /// but the body: the reset was a third of it.
     pub(crate) dirty: Cell<bool>,
+    /// One past the last invocation that asked for a shared array (`Ctx::shared`) since `begin`:
+    /// the `slot_next` entries to reset when nothing else changed. A `#[lanes]` copy asks as
+    /// invocation 0 only; marking the whole workgroup dirty for it reset every invocation's
+    /// status and slot at each workgroup (a sixth of scan_add's CPU time).
+    asked: Cell<usize>,
     /// The worker's stack, parked while the fibers finish a converted workgroup.
     resume: fiber::Context,
     /// Starts the fiber of invocation `u` (monomorphized for the kernel body: `spawn::<F>`).
@@ -279,7 +285,9 @@ impl<'a> Ctx<'a> {
     pub fn shared<T: crate::Element, const N: usize>(&self) -> super::Shared<'a, T, N> {
         let group = self.group;
         let me = self.t as usize;
-        group.dirty.set(true);
+        if me >= group.asked.get() {
+            group.asked.set(me + 1);
+        }
         let k = group.slot_next[me].get();
         group.slot_next[me].set(k + 1);
         let bytes = N * core::mem::size_of::<T>();
@@ -372,6 +380,7 @@ impl Group {
             round_at: Cell::new(entry_at),
             home: Cell::new(0),
             dirty: Cell::new(true),
+            asked: Cell::new(0),
             resume: fiber::Context::new(),
             spawn: Cell::new(None),
             spawn_data: Cell::new([core::ptr::null(); 2]),
@@ -443,7 +452,12 @@ impl Group {
                 self.status[t].set(Status::Ready);
                 self.slot_next[t].set(0);
             }
+        } else {
+            for slot in &self.slot_next[..self.asked.get()] {
+                slot.set(0);
+            }
         }
+        self.asked.set(0);
         #[cfg(feature = "sim")]
         self.diverged.set(false);
     }

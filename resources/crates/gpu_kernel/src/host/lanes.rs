@@ -20,6 +20,7 @@
 //! fibers are let go: a divergent kernel never hangs the run).
 
 use core::cell::Cell;
+use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 use core::panic::Location;
 
@@ -115,6 +116,13 @@ impl<'a> Lanes<'a> {
         self.size
     }
 
+    /// The end of a loop over x that stops at `bound` (a run that is one `if t < bound { .. }`:
+    /// the lanes past it do nothing there).
+    #[inline(always)]
+    pub fn x_below(&self, bound: usize) -> u32 {
+        (bound.min(self.size[0] as usize)) as u32
+    }
+
     /// The lane of local coordinates (0, y, z).
     #[inline(always)]
     pub fn row(&self, y: u32, z: u32) -> usize {
@@ -173,9 +181,20 @@ impl<'a> Lanes<'a> {
     /// Not inlined (one call per workgroup, not per invocation): its name says barrier, and the
     /// IR summary counts a host build's calls of such a symbol as its barriers
     /// (`ir_instructions`), as it counts the fibers' `barrier_wait`.
-    #[inline(never)]
+    #[inline(always)]
     #[track_caller]
     pub fn barrier(&self) {
+        self.barrier_of::<()>()
+    }
+
+    /// `barrier`'s work, generic (over nothing) so that each kernel crate compiles its own copy
+    /// and calls it by name: called through the GOT, from a loop with no other call, LLVM loaded
+    /// its address once into a register (`call *%r15`, reduction's tree after lane 0's `Ctx`
+    /// became a plain copy in `uniform_ctx`), and the IR summary no longer saw that barrier.
+    #[inline(never)]
+    #[track_caller]
+    #[allow(clippy::extra_unused_type_parameters)] // the point: a copy in each kernel crate
+    fn barrier_of<T>(&self) {
         let retired = self.retired.get();
         if retired != 0 && retired < self.group.threads {
             self.returned_before(Location::caller());
@@ -222,6 +241,12 @@ impl<'a> Lanes<'a> {
         Uniform { value: MaybeUninit::uninit() }
     }
 
+    /// The type of a local each loop computes again from its lane (`LaneType`): no storage.
+    #[inline(always)]
+    pub fn lane_type<T>(&self) -> LaneType<T> {
+        LaneType(PhantomData)
+    }
+
     /// Whether some lane has not returned: a uniform condition or run is evaluated once, and only
     /// then (with no lane left, a loop's uniform condition would read values nobody set, and
     /// run on: the vote of no lane is `false`).
@@ -239,6 +264,11 @@ impl<'a> Lanes<'a> {
         {
             self.group.current.set(t);
             sim::running(sim::lane_who(self.group, t));
+        }
+        // Lane 0's coordinates are known: `local_coords` (three integer divisions, not inlined)
+        // at each uniform condition and run was a tenth of scan_add's time per workgroup.
+        if t == 0 {
+            return self.first;
         }
         self.first.at(t, self.group.local_coords(t))
     }
@@ -411,5 +441,36 @@ impl Vote {
         }
         let _ = (inside, outside, at);
         lanes.retire_all();
+    }
+}
+
+/// The type of a lane-pure local (see the macro's `closed_form`): not kept, each loop over the
+/// lanes that reads it computes it again from its lane. The run that binds it `bind`s its value,
+/// each loop that computes it again takes its `value` through this: one type for all of them, as
+/// one `LaneVar<T>` had (a form's literals infer the type the local's own uses gave it).
+pub struct LaneType<T>(PhantomData<fn() -> T>);
+
+impl<T> Clone for LaneType<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for LaneType<T> {}
+
+impl<T> LaneType<T> {
+    #[inline(always)]
+    pub fn bind(&self, value: &T) {
+        let _ = value;
+    }
+
+    #[inline(always)]
+    pub fn value(&self, value: T) -> T {
+        value
+    }
+
+    /// `value`, hidden from the optimizer (a loop over the lanes whose inner loop names it).
+    #[inline(always)]
+    pub fn opaque(&self, value: T) -> T {
+        core::hint::black_box(value)
     }
 }

@@ -42,7 +42,7 @@ use core::ops::{Index, IndexMut};
 use core::panic::Location;
 
 pub use exec::Ctx;
-pub use lanes::{Carried, LaneVar, Lanes, Stash, Uniform, Vote, MAX_LANES};
+pub use lanes::{Carried, LaneType, LaneVar, Lanes, Stash, Uniform, Vote, MAX_LANES};
 
 use crate::Element;
 
