@@ -1431,3 +1431,293 @@ fn divergences_around_shuffles_in_loops_and_branches_match() {
     let f = same_findings([64, 1, 1], shuffle_in_both_branches, shuffle_in_both_branches_lanes);
     assert_eq!(f.iter().map(|f| (f.0.as_str(), f.1)).collect::<Vec<_>>(), [("barrier-divergence", line_of("// BOTH_THEN"))], "{f:?}");
 }
+
+// ------------------------------------------------------------------ a uniform barrier-free `while`
+// (`uniform_while` in the macro): run as a loop over its iterations with the lanes inside. The
+// lanes' order then differs from the fibers' (each fiber runs to its barrier), which a ticket
+// (a shared atomic's old value) shows: `ticket_*` kernels write each iteration's ticket, so a
+// lowered loop's tickets go iteration by iteration, a loop left in its lane loop's go lane by lane,
+// as on fibers.
+
+/// Histogram's shape: zero shared bins, count `ITEMS` strided elements a lane with shared
+/// atomics in a loop whose counter is uniform, add the bins to the output (integer counts:
+/// whatever the order, fibers and lanes agree).
+const ITEMS: usize = 3;
+/// The elements `counted` counts (its input may be longer: the last workgroups' go past it).
+const COUNTED: usize = 200;
+
+#[lanes]
+fn counted(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let mut b = tid;
+    while b < S {
+        s.set(b, 0);
+        b += threads;
+    }
+    ctx.barrier();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let mut k = 0;
+    while k < ITEMS {
+        let i = base + k * threads + tid;
+        if i < COUNTED {
+            s.atomic_add((x.get(i) % 16) as usize, 1);
+        }
+        k += 1;
+    }
+    ctx.barrier();
+    if tid < 16 {
+        y[ctx.group_linear() * 16 + tid] = s.get(tid);
+    }
+}
+
+#[test]
+fn a_uniform_loop_of_shared_atomics_matches() {
+    let out = same!(counted, counted_lanes, [4, 1, 1], [64, 1, 1], 4 * 64 * ITEMS);
+    let x: Vec<u32> = (0..(4 * 64 * ITEMS) as u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
+    let mut first = [0u32; 16];
+    for v in &x[..64 * ITEMS] {
+        first[(v % 16) as usize] += 1;
+    }
+    assert_eq!(out[..16], first, "workgroup 0's counts");
+    // Not a power of two; the last workgroup's elements partly past the input.
+    same!(counted, counted_lanes, [3, 1, 1], [24, 1, 1], 3 * 24 * ITEMS);
+}
+
+/// Tickets of a uniform loop (the counter and the bound uniform, only uniform assignments). The
+/// element's index in a local first: an index expression before `=` (`y[.. k ..] = ..`) counts
+/// as a possible assignment to every name in it, which would make `k` per lane.
+#[lanes]
+fn ticket_uniform(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut k = 0;
+    while k < ITEMS {
+        let at = base + k * threads + tid;
+        y[at] = s.atomic_add(0, 1);
+        k += 1;
+    }
+}
+
+/// `ticket_uniform` on lanes: the tickets of each workgroup, `ITEMS` a lane (one worker, so the
+/// shared ticket restarts at 0 in each workgroup).
+fn lanes_tickets(lanes: impl Fn(&Lanes, In<u32>, Out<u32>, Shared<u32, S>) + Sync, threads: u32) -> Vec<u32> {
+    let len = 2 * threads as usize * ITEMS;
+    let x = vec![0u32; len];
+    let mut out = vec![u32::MAX; len];
+    let g = Grid::with_workers([2, 1, 1], [threads, 1, 1], 1);
+    let (xb, yb) = (g.input(&x), g.output(&mut out));
+    g.run_lanes(|wg| {
+        let s = wg.shared::<u32, S>();
+        lanes(wg, xb, yb, s)
+    });
+    out
+}
+
+#[test]
+fn a_uniform_loop_runs_its_iterations_over_the_lanes() {
+    let threads = 8;
+    let out = lanes_tickets(ticket_uniform_lanes, threads);
+    // Element base + k * threads + tid got ticket k * threads + tid: iteration k's lanes in turn.
+    let expect: Vec<u32> = (0..2).flat_map(|_| 0..threads * ITEMS as u32).collect();
+    assert_eq!(out, expect);
+    // On fibers each invocation runs its iterations in turn: a lowering the tickets tell apart.
+    let len = out.len();
+    let x = vec![0u32; len];
+    let mut on_fibers = vec![u32::MAX; len];
+    let g = Grid::with_workers([2, 1, 1], [threads, 1, 1], 1);
+    let (xb, yb) = (g.input(&x), g.output(&mut on_fibers));
+    g.run(|ctx| {
+        let s = ctx.shared::<u32, S>();
+        ticket_uniform(ctx, xb, yb, s)
+    });
+    let t = threads as usize;
+    let lane_major: Vec<u32> = (0..len).map(|e| ((e % (t * ITEMS)) % t * ITEMS + (e % (t * ITEMS)) / t) as u32).collect();
+    assert_eq!(on_fibers, lane_major);
+}
+
+/// A per-lane `break`, `continue`, `return`, bound, counter step or macro in a barrier-free loop:
+/// not lowered (the lanes would run different iterations), so the tickets go lane by lane, as on
+/// fibers; `same` checks each against fibers element for element.
+#[lanes]
+fn ticket_break(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut k = 0;
+    while k < ITEMS {
+        if tid % 3 == 1 && k == 1 {
+            break;
+        }
+        let at = base + k * threads + tid;
+        y[at] = s.atomic_add(0, 1) + 1;
+        k += 1;
+    }
+}
+
+#[lanes]
+fn ticket_continue(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut k = 0;
+    while k < ITEMS {
+        k += 1;
+        if tid % 2 == 0 {
+            continue;
+        }
+        y[base + (k - 1) * threads + tid] = s.atomic_add(0, 1) + 1;
+    }
+}
+
+#[lanes]
+fn ticket_return(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut k = 0;
+    while k < ITEMS {
+        if tid == 2 && k == 1 {
+            return;
+        }
+        let at = base + k * threads + tid;
+        y[at] = s.atomic_add(0, 1) + 1;
+        k += 1;
+    }
+}
+
+#[lanes]
+fn ticket_lane_bound(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut k = 0;
+    let items = ITEMS - tid % 2;
+    while k < items {
+        let at = base + k * threads + tid;
+        y[at] = s.atomic_add(0, 1) + 1;
+        k += 1;
+    }
+}
+
+#[lanes]
+fn ticket_lane_step(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut k = 0;
+    while k < ITEMS {
+        let at = base + k * threads + tid;
+        y[at] = s.atomic_add(0, 1) + 1;
+        // Uniform in the first iteration only.
+        k += 1 + tid % 2;
+    }
+}
+
+macro_rules! stop_at {
+    ($k:expr, $at:expr) => {
+        if $k == $at {
+            break;
+        }
+    };
+}
+
+#[lanes]
+fn ticket_macro(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut k = 0;
+    while k < ITEMS {
+        stop_at!(k + tid % 2, 2);
+        let at = base + k * threads + tid;
+        y[at] = s.atomic_add(0, 1) + 1;
+        k += 1;
+    }
+}
+
+#[test]
+fn per_lane_exits_bounds_and_steps_keep_the_fibers_order() {
+    let len = 2 * 8 * ITEMS;
+    let lane_major: Vec<u32> = same!(ticket_break, ticket_break_lanes, [2, 1, 1], [8, 1, 1], len);
+    // Lane 0 (no break) got tickets 1, 2, 3 before lane 1 got any.
+    assert_eq!([lane_major[0], lane_major[8], lane_major[16]], [1, 2, 3]);
+    assert_eq!(lane_major[1], 4, "lane 1 after lane 0's three");
+    assert_eq!(lane_major[9], 0, "lane 1 broke at k == 1");
+    same!(ticket_continue, ticket_continue_lanes, [2, 1, 1], [8, 1, 1], len);
+    same!(ticket_return, ticket_return_lanes, [2, 1, 1], [8, 1, 1], len);
+    same!(ticket_lane_bound, ticket_lane_bound_lanes, [2, 1, 1], [8, 1, 1], len);
+    same!(ticket_lane_step, ticket_lane_step_lanes, [2, 1, 1], [8, 1, 1], len);
+    same!(ticket_macro, ticket_macro_lanes, [2, 1, 1], [8, 1, 1], len);
+}
+
+/// A uniform loop whose body keeps a per-lane `mut` local from before it (an accumulator): left
+/// in its lane loop (a register), also the fibers' order.
+#[lanes]
+fn ticket_accumulator(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut acc = tid as u32;
+    let mut k = 0;
+    while k < ITEMS {
+        acc = acc * 7 + s.atomic_add(0, 1);
+        y[base + k * threads + tid] = acc;
+        k += 1;
+    }
+}
+
+#[test]
+fn a_uniform_loop_with_a_per_lane_accumulator_keeps_the_fibers_order() {
+    same!(ticket_accumulator, ticket_accumulator_lanes, [2, 1, 1], [8, 1, 1], 2 * 8 * ITEMS);
+}
+
+/// A uniform loop after a per-lane local of a type lanes cannot keep (not `Copy`): the split
+/// would keep it per lane (a compile error), so the loop stays in its run's lane loop and this
+/// compiles; the fibers' order.
+#[lanes]
+fn ticket_not_copy(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let w: Vec<u32> = (0..ITEMS as u32).map(|j| j * 100 + tid as u32).collect();
+    let mut k = 0;
+    while k < ITEMS {
+        let at = base + k * threads + tid;
+        y[at] = s.atomic_add(0, 1) + w[k];
+        k += 1;
+    }
+}
+
+#[test]
+fn a_uniform_loop_after_a_local_lanes_cannot_keep_keeps_the_fibers_order() {
+    same!(ticket_not_copy, ticket_not_copy_lanes, [2, 1, 1], [8, 1, 1], 2 * 8 * ITEMS);
+}

@@ -15,7 +15,9 @@
 //! (`host::Uniform`): a run reads it as a plain value, not from each lane's slot. A `while` or
 //! `if` around a barrier whose condition reads only uniform values is evaluated once, with no
 //! loop over the lanes and no vote; a run whose every statement is a uniform `let` or assignment
-//! (a loop's `stride /= 2`) runs once, not per lane. A wrong "uniform" would be a silent wrong
+//! (a loop's `stride /= 2`) runs once, not per lane; a barrier-free `while` whose condition is
+//! uniform (histogram's counting loop) runs as a loop over its iterations with the lanes inside
+//! (`uniform_while` has the rule). A wrong "uniform" would be a silent wrong
 //! result, so the rule is narrow:
 //! - a `let` (a name or a tuple of names) is uniform when it stands at the top level of its run
 //!   (not in a nested block, branch, loop or closure of it: every lane that has not returned runs
@@ -842,11 +844,22 @@ impl Lower {
             match &stmts[i] {
                 Stmt::Plain(_) => {
                     let mut run = Vec::new();
+                    let mut lowered = None;
                     while let Some(Stmt::Plain(s)) = stmts.get(i) {
+                        if let Some(parts) = self.uniform_while(s, &run, scopes, &later[i]) {
+                            lowered = Some(parts);
+                            break;
+                        }
                         run.push(s.clone());
                         i += 1;
                     }
-                    out.extend(self.segment(&run, scopes, &later[i])?);
+                    if !run.is_empty() {
+                        out.extend(self.segment(&run, scopes, &later[i])?);
+                    }
+                    if let Some((cond, body, at)) = lowered {
+                        out.extend(self.lower_uniform_while(&cond, &body, at, scopes)?);
+                        i += 1;
+                    }
                 }
                 Stmt::Barrier(at) => {
                     out.extend(respan(ts("__wg.barrier();"), *at));
@@ -1309,6 +1322,80 @@ impl Lower {
         Ok(decls)
     }
 
+    // ---------------------------------------------------------------- uniform barrier-free `while`
+    /// A barrier-free `while` at a block's top level, run as a loop over its iterations with a
+    /// loop over the lanes inside (each iteration's lanes in turn: histogram's counting loop
+    /// reads its input contiguously), not inside one lane loop (each lane's iterations in turn).
+    /// Lowered only where every lane runs the same iterations, so the fibers' results stay:
+    /// - `stmt` is `while cond { body }` (no label, no `let` in `cond`, no block in `cond`);
+    /// - `cond` is uniform (`uniform_expr`) after the run's statements before it (`run`): its
+    ///   names are parameters of a primitive type, uniform immutable locals, or `mut` locals
+    ///   every assignment to which, in the whole body, is uniform (`mut_uniform`), so `cond`
+    ///   stays uniform from one iteration to the next;
+    /// - neither `cond` nor `body` has a `break`, `continue`, `return`, `?`, a label or a macro
+    ///   call (which may hide one), nor a shuffle (a barrier): no lane leaves the loop alone;
+    /// - `body` names no per-lane `mut` local kept from before (it would go through the lanes'
+    ///   storage each iteration: kept in one lane loop instead, in a register);
+    /// - the split keeps no local of `run` per lane (each a `Copy` type then, or a compile error).
+    ///
+    /// The lanes' iterations then run in another order than on fibers; with no barrier between
+    /// them any order is one a GPU may run (atomics commute; a plain race is one on fibers too).
+    /// `None`: not lowered (the statement joins the run). Else the loop's parts, taken by
+    /// `lower_uniform_while` after the run before it (`run`) is lowered on its own.
+    fn uniform_while(&self, stmt: &[Tt], run: &[Vec<Tt>], scopes: &[Vec<Var>], later: &BTreeSet<String>) -> Option<(Vec<Tt>, Group, Span)> {
+        let core: &[Tt] = if stmt.last().is_some_and(|t| is_punct(t, ';')) { &stmt[..stmt.len() - 1] } else { stmt };
+        if core.len() < 3 || !is_ident(&core[0], "while") {
+            return None;
+        }
+        let b = core.iter().position(is_brace)?;
+        if b != core.len() - 1 || b < 2 {
+            return None;
+        }
+        let Tt::Group(body) = &core[b] else { return None };
+        let cond = &core[1..b];
+        let all: Vec<Tt> = core.to_vec();
+        if escapes(&all) || cond.iter().any(|t| is_ident(t, "let")) || self.find_shuffle(&all).is_some() || self.contains_barrier(&all) {
+            return None;
+        }
+        // The run before it, lowered on a copy (its locals' uniformity: `segment`); the real
+        // lowering repeats it once the loop is taken.
+        let mut probe = self.clone();
+        let mut scopes = scopes.to_vec();
+        let before = scopes.last().map_or(0, Vec::len);
+        if !run.is_empty() {
+            probe.segment(run, &mut scopes, later).ok()?;
+        }
+        // The split keeps the run's locals that the loop or what follows names; one kept per
+        // lane must be `Copy` (`host::LaneVar`), which a run left whole does not ask of it.
+        if scopes.last().is_some_and(|s| s[before..].iter().any(|v| !v.uniform && v.remat.is_none())) {
+            return None;
+        }
+        if !probe.uniform_expr(cond, &BTreeMap::new(), &scopes) {
+            return None;
+        }
+        let mut uses = BTreeSet::new();
+        idents(&body.stream().into_iter().collect::<Vec<_>>(), &mut uses);
+        if visible(&scopes, &uses).iter().any(|v| v.mutable && !v.uniform) {
+            return None;
+        }
+        Some((cond.to_vec(), body.clone(), core[0].span()))
+    }
+
+    /// The loop `uniform_while` took: its condition once for the workgroup before each
+    /// iteration (as a `while` with a barrier has it), its block lowered as a block.
+    fn lower_uniform_while(&mut self, cond: &[Tt], body: &Group, at: Span, scopes: &mut Vec<Vec<Var>>) -> Result<TokenStream> {
+        let vote = self.vote(cond, scopes, at, at)?;
+        scopes.push(Vec::new());
+        let inner = self.block(&body.stream().into_iter().collect::<Vec<_>>(), scopes)?;
+        scopes.pop();
+        let mut b = vote;
+        b.extend(ts("if !__go { break; }"));
+        b.extend([Tt::Group(Group::new(Delimiter::Brace, inner))]);
+        let mut l = ts("loop");
+        l.extend([Tt::Group(Group::new(Delimiter::Brace, b))]);
+        Ok(l)
+    }
+
     /// `let __go = cond` for the workgroup: every lane's value of `cond`, which must agree; or,
     /// `cond` uniform, its value once.
     fn vote(&mut self, cond: &[Tt], scopes: &[Vec<Var>], at: Span, barrier: Span) -> Result<TokenStream> {
@@ -1487,6 +1574,21 @@ fn check_no_escape(tokens: &[Tt]) -> Result<()> {
         k += 1;
     }
     Ok(())
+}
+
+/// Whether `tokens` may leave a loop around them or the function early, at any depth: a
+/// `break`, `continue`, `return`, `?`, a label or lifetime (`'a`), or a macro call (`m!(..)`,
+/// which may expand to one). For `uniform_while`, which needs every lane to run every iteration.
+fn escapes(tokens: &[Tt]) -> bool {
+    tokens.iter().enumerate().any(|(k, t)| match t {
+        Tt::Ident(_) => {
+            ["break", "continue", "return"].iter().any(|w| is_ident(t, w))
+                || (tokens.get(k + 1).is_some_and(|t| is_punct(t, '!')) && matches!(tokens.get(k + 2), Some(Tt::Group(_))))
+        }
+        Tt::Punct(p) => p.as_char() == '?' || p.as_char() == '\'',
+        Tt::Group(g) => escapes(&g.stream().into_iter().collect::<Vec<_>>()),
+        Tt::Literal(_) => false,
+    })
 }
 
 /// Where `name` is assigned (`name = ..`, `name += ..`, ...) in `tokens`, if anywhere.
