@@ -4,7 +4,13 @@
 //! copy that compiles and computes something else is the transformation's worst failure.
 #![cfg(feature = "sim")]
 // The kernels are written the ways a user might write them, not the ways clippy prefers.
-#![allow(clippy::manual_is_multiple_of, clippy::needless_late_init, clippy::single_match)]
+#![allow(
+    clippy::manual_is_multiple_of,
+    clippy::needless_late_init,
+    clippy::single_match,
+    clippy::assign_op_pattern,
+    clippy::match_single_binding
+)]
 
 use gpu_kernel::host::Lanes;
 use gpu_kernel::prelude::*;
@@ -1430,4 +1436,197 @@ fn divergences_around_shuffles_in_loops_and_branches_match() {
     assert!(f[0].3.contains("workgroup (2, 0, 0)"), "{f:?}");
     let f = same_findings([64, 1, 1], shuffle_in_both_branches, shuffle_in_both_branches_lanes);
     assert_eq!(f.iter().map(|f| (f.0.as_str(), f.1)).collect::<Vec<_>>(), [("barrier-divergence", line_of("// BOTH_THEN"))], "{f:?}");
+}
+
+// ------------------------------------------------------------------ adversarial: lane-pure locals, bounded runs
+
+/// `v` + 1000 where `v` is one of the lanes' names: a macro given lane-pure and kept names inside
+/// expressions, or a lone name the next barrier's side does not read (`rebind!(w, ..)`), is
+/// taken (a lone name read after the barrier is refused: `lanes_builds.rs`).
+macro_rules! plus_thousand {
+    ($v:expr) => {
+        $v + 1000
+    };
+}
+
+/// Statement macros after a barrier given names read after the next one, inside expressions
+/// (`debug_assert!`, a macro of the crate's that only reads), and a macro binding a lone name
+/// that nothing after the run reads.
+#[lanes]
+fn macro_reads(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let v = t as u32 + 1;
+    let mut kept = x[ctx.global_id_x()] % 100;
+    s.set(t, kept);
+    ctx.barrier();
+    debug_assert!(v > 0, "{v} {t}");
+    let _ = plus_thousand!(v + t as u32);
+    kept = plus_thousand!(kept);
+    rebind!(w, v * 3);
+    s.set(t, s.get(t) + w);
+    ctx.barrier();
+    y[ctx.global_id_x()] = v * 10_000 + kept + s.get(t);
+}
+
+#[test]
+fn macros_reading_names_across_a_barrier_match() {
+    same!(macro_reads, macro_reads_lanes, [2, 1, 1], [8, 1, 1], 16);
+}
+
+/// Lane-pure locals whose operands change meaning between the `let` and a later run: a `mut`
+/// parameter reassigned (each invocation's own), a uniform `mut` local changed after the `let`, a
+/// uniform local of a `while` that the next round binds again, a parameter shadowed after the
+/// barrier (by a `let`, a `for`'s pattern, a closure's parameter, a `match` arm), and floats
+/// (NaN, -0.0, infinities: their bits compared).
+#[lanes]
+fn changing_operands(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, mut n: u32, m: u32) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let p = t as u32 + n; // `n`: this invocation's own, changed below
+    n += t as u32;
+    let mut k = m * 2;
+    let q = t as u32 + k; // `k` changed after the barrier: kept
+    let r = t as u32 + m; // the parameter `m`, shadowed below
+    let f = (t as f32 - 2.0) * -0.0;
+    let nan = 0.0f32 / (t as f32 - 1.0);
+    let big = (t as f32 + 1.0) * f32::MAX;
+    s.set(t, x[i]);
+    ctx.barrier();
+    k += 3;
+    let m = t as u32 * 1000;
+    let mut acc = p + q * 3 + r * 7 + n * 11 + k + m;
+    for m in 0..2u32 {
+        acc += r * m;
+    }
+    let add = |m: u32| m + r;
+    acc += add(5);
+    match t % 2 {
+        m => acc += r * m as u32,
+    }
+    let mut round = 0u32;
+    let mut total = 0u32;
+    while round < 3 {
+        let w = round * 100 + m / 1000; // a uniform-looking local per round (`m` per lane here)
+        let u = round * 100; // uniform, bound again each round
+        let z = t as u32 + u; // lane-pure, from this round's `u`
+        ctx.barrier();
+        total += z + w;
+        round += 1;
+    }
+    ctx.barrier();
+    y[i] = acc.wrapping_add(total).wrapping_add(f.to_bits()).wrapping_add(nan.to_bits()).wrapping_add(big.to_bits()) ^ s.get(t);
+}
+
+#[test]
+fn lane_pure_locals_with_changing_operands_match() {
+    same(
+        [3, 1, 1],
+        [8, 1, 1],
+        24,
+        |c, x, y, s| changing_operands(c, x, y, s, 4, 9),
+        |w, x, y, s| changing_operands_lanes(w, x, y, s, 4, 9),
+    );
+}
+
+/// Runs of one `if t < bound` where `t` is not simply the x id, or the bound is not what it was
+/// when the run began: `t` shadowed by the y id (2-D), by `t + 1`, by a `mut` copy, by a tuple's
+/// second name; the bound a uniform `mut` local changed in the if's block (per lane then), one a
+/// `while` doubles, one with a method, one past the row; a 3-D workgroup and a grid whose last
+/// workgroup is partly past the data.
+#[lanes]
+fn bounds(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32, size: usize) {
+    let t = ctx.local_id_x();
+    let lin = (ctx.local_id_z() * ctx.group_size_y() + ctx.local_id_y()) * ctx.group_size_x() + t;
+    let i = ctx.group_linear() * size + lin;
+    let mut acc = if i < n as usize { x[i] % 100 } else { 0 };
+    s.set(lin, acc);
+    let mut lim = ctx.group_size_x() / 2;
+    ctx.barrier();
+    if ctx.group_size_y() > 0 {
+        let t = ctx.local_id_y();
+        ctx.barrier();
+        if t < 1 {
+            acc += 1000;
+        }
+        ctx.barrier();
+    }
+    let t = t + 1;
+    ctx.barrier();
+    if t < 2 {
+        acc += 10_000;
+    }
+    ctx.barrier();
+    let mut tm = ctx.local_id_x();
+    ctx.barrier();
+    if tm < 2 {
+        acc += 100_000;
+        tm += 1;
+    }
+    ctx.barrier();
+    let (a, t) = (ctx.local_id_x(), ctx.local_id_y());
+    ctx.barrier();
+    if t < 1 {
+        acc += 1_000_000 + a as u32;
+    }
+    ctx.barrier();
+    let t = a;
+    if t < lim {
+        lim += 1;
+        acc += 10_000_000;
+    }
+    ctx.barrier();
+    let mut b = 1;
+    while b < ctx.group_size_x() {
+        if t < b {
+            acc += 3;
+        }
+        ctx.barrier();
+        b *= 2;
+    }
+    if t < lim.min(ctx.group_size_x() - 1) {
+        acc += 100_000_000;
+    }
+    ctx.barrier();
+    if t < ctx.group_size_x() * 4 {
+        acc += s.get(lin) % 7 + tm as u32 * 1_000_000_000;
+    }
+    if i < n as usize {
+        y[i] = acc;
+    }
+}
+
+#[test]
+fn runs_bounded_by_something_else_than_the_x_id_match() {
+    for (grid, threads, n) in [([3, 1, 1], [5, 2, 1], 26u32), ([2, 1, 1], [3, 2, 2], 20), ([2, 2, 1], [4, 3, 1], 45)] {
+        same(
+            grid,
+            threads,
+            n as usize,
+            |c, x, y, s| bounds(c, x, y, s, n, (threads[0] * threads[1] * threads[2]) as usize),
+            |w, x, y, s| bounds_lanes(w, x, y, s, n, (threads[0] * threads[1] * threads[2]) as usize),
+        );
+    }
+}
+
+/// A lane-pure local (per lane: it follows a `return` in its run) that panics (a division by
+/// zero) in the workgroup that returned as a whole before it: fibers never compute it there; the
+/// copy must not compute it again for those lanes in the loops after the barrier. And one that
+/// overflows a `u8` past lane 8 only, in a workgroup of 8.
+#[lanes]
+fn overflow_after_return(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    s.set(t, x[ctx.global_id_x()]);
+    if ctx.group_id_x() == 1 {
+        return;
+    }
+    let d = 200u8 + t as u8 + 10 / (1 - ctx.group_id_x() as u8);
+    let e = (t as u8).wrapping_sub(2).wrapping_mul(40);
+    let f = t as u8 * 30; // 240 at lane 7
+    ctx.barrier();
+    y[ctx.global_id_x()] = d as u32 + e as u32 * 1000 + f as u32 * 1_000_000 + s.get(t) % 10;
+}
+
+#[test]
+fn a_lane_pure_local_after_a_return_matches() {
+    same!(overflow_after_return, overflow_after_return_lanes, [2, 1, 1], [8, 1, 1], 16);
 }
