@@ -1630,3 +1630,38 @@ fn overflow_after_return(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u3
 fn a_lane_pure_local_after_a_return_matches() {
     same!(overflow_after_return, overflow_after_return_lanes, [2, 1, 1], [8, 1, 1], 16);
 }
+
+/// Shared arrays asked for by some invocations only, a different set in each workgroup, in
+/// barrier-free workgroups one after the other on one worker (no barrier, no return: the
+/// workgroup state is not marked dirty, and `Group::begin` resets only the slots of those that
+/// asked): an invocation left at its second array from an earlier workgroup would take the 16-word
+/// array's slot for the 8-word one (a panic: "declared with different sizes"), or another array.
+/// Then the same through a lanes copy between fibers' launches on one grid shape.
+#[test]
+fn shared_arrays_asked_by_some_invocations_only_are_theirs() {
+    let groups = 7u32;
+    for pass in 0..2 {
+        let mut y = vec![0u32; groups as usize * 8];
+        let g = Grid::with_workers([groups, 1, 1], [8, 1, 1], 1);
+        let yb = g.output(&mut y);
+        let body = |ctx: Ctx| {
+            let (t, gid) = (ctx.local_id_x(), ctx.group_id_x());
+            let mut yb = yb;
+            if (t + gid * (pass + 1)) % 3 == 0 {
+                let mut a = ctx.shared::<u32, 8>();
+                let mut b = ctx.shared::<u32, 16>();
+                a.set(t, (t + gid) as u32);
+                b.set(t + 8, 2 * (t + gid) as u32);
+                yb[ctx.global_id_x()] = a.get(t) * 1000 + b.get(t + 8);
+            } else {
+                yb[ctx.global_id_x()] = 7;
+            }
+        };
+        g.run(body);
+        for (i, v) in y.iter().enumerate() {
+            let (t, gid) = (i % 8, i / 8);
+            let expect = if (t + gid * (pass + 1)) % 3 == 0 { (t + gid) as u32 * 1002 } else { 7 };
+            assert_eq!(*v, expect, "pass {pass}, workgroup {gid}, invocation {t}");
+        }
+    }
+}
