@@ -103,6 +103,27 @@ pub fn k(ctx: Ctx, mut y: Out<u32>) {
         "rebind!(v, 500u32)",
         "the macro `rebind!` is given `v` by itself",
     );
+    refused(
+        "macro_binding_stmt",
+        r#"
+macro_rules! stmt {
+    ($s:stmt) => {
+        $s;
+    };
+}
+
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let v = ctx.local_id_x() as u32 + 1;
+    ctx.barrier();
+    stmt!(let v = 500u32);
+    ctx.barrier();
+    y[ctx.global_id_x()] = v;
+}
+"#,
+        "stmt!(let v = 500u32)",
+        "the macro `stmt!` is given `v` by itself",
+    );
 }
 
 /// A `mut` inside a parameter's pattern: the copy binds `mut` parameters per lane by name.

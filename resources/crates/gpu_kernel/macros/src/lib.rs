@@ -93,7 +93,7 @@
 //!   not shadowed in a loop's or branch's block while that block's run of statements changes
 //!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one, so a statement that is one
 //!   macro call (other than `assert!`, `println!` and the like: `NON_BINDING_MACROS`) given by
-//!   itself a name read after the next barrier (`rebind!(v, 500)`, `m!(v = 1)`, `m!(mut v)`) is
+//!   itself a name read after the next barrier (`rebind!(v, 500)`, `m!(v = 1)`, `m!(let v = 1)`) is
 //!   refused at the macro: the loops after the barrier would read the binding before it;
 //! - parameters the same for every invocation, except `mut` ones other than the memory handles
 //!   (`In`, `Out`, `Shared`), which are each invocation's own (`Copy`, kept per lane as locals);
@@ -1626,7 +1626,8 @@ const NON_BINDING_MACROS: &[&str] = &[
 
 /// A statement that is one macro call (`path!(..);`, `[..]`, `{..}`), not one of
 /// `NON_BINDING_MACROS`, given by itself a name that `later` reads (an argument that is just the
-/// name, `mut name`, `name = ..` or `name: ..`: what a `macro_rules!` takes as an `ident` to bind):
+/// name, `mut name`, `name = ..`, `name: ..` or `let name = ..`: what a `macro_rules!` takes as an
+/// `ident` to bind, or a `stmt`):
 /// where it is (the macro's name), the name and the macro's. A name inside an expression of its
 /// arguments (`stop_if!(t % 2 == 1)`) is only read.
 fn macro_binding(s: &[Tt], later: &BTreeSet<String>) -> Option<(Span, String, String)> {
@@ -1650,10 +1651,13 @@ fn macro_binding(s: &[Tt], later: &BTreeSet<String>) -> Option<(Span, String, St
     }
     parts.push(&inner[start..]);
     for part in parts {
-        let part = match part {
-            [m, rest @ ..] if is_ident(m, "mut") || is_ident(m, "ref") => rest,
-            p => p,
-        };
+        let mut part = part;
+        while let [m, rest @ ..] = part {
+            if !(is_ident(m, "let") || is_ident(m, "mut") || is_ident(m, "ref")) {
+                break;
+            }
+            part = rest;
+        }
         let Some(Tt::Ident(name)) = part.first() else { continue };
         let alone = part.len() == 1 || matches!(operator(part, 1).0.as_str(), "=" | ":");
         if alone && later.contains(&name.to_string()) {
