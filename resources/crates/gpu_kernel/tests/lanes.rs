@@ -1665,3 +1665,43 @@ fn shared_arrays_asked_by_some_invocations_only_are_theirs() {
         }
     }
 }
+
+/// A lane-pure local that divides by a value zero in workgroup 2 only, read after two barriers:
+/// workgroups 0 and 1 write their outputs, and the run stops at workgroup 2 with the fibers'
+/// panic, before any later loop computes the local again (the outputs as the fibers left them).
+#[lanes]
+fn divide(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    s.set(t, x[ctx.global_id_x()]);
+    ctx.barrier();
+    let q = (t + 10) / (2 - ctx.group_id_x());
+    let r = (t as u8).wrapping_mul(100) as u32 + q as u32;
+    ctx.barrier();
+    s.set(t, s.get(t) + r);
+    ctx.barrier();
+    y[ctx.global_id_x()] = s.get(t) + q as u32 * 1000 + r;
+}
+
+#[test]
+fn a_lane_pure_division_by_zero_stops_where_fibers_stop() {
+    let x: Vec<u32> = (0..32).collect();
+    let stop = |lanes: bool| {
+        let mut y = vec![0u32; 32];
+        let g = Grid::with_workers([4, 1, 1], [8, 1, 1], 1);
+        let (xb, yb) = (g.input(&x), g.output(&mut y));
+        let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if lanes {
+                g.run_lanes(|wg| divide_lanes(wg, xb, yb, wg.shared::<u32, S>()))
+            } else {
+                g.run(|ctx| divide(ctx, xb, yb, ctx.shared::<u32, S>()))
+            }
+        }));
+        let payload = stopped.expect_err("workgroup 2 divides by zero");
+        let message = payload.downcast_ref::<&str>().map(|m| m.to_string()).or_else(|| payload.downcast_ref::<String>().cloned());
+        (y, message.unwrap_or_default())
+    };
+    let (fibers, lanes) = (stop(false), stop(true));
+    assert!(fibers.1.contains("divide by zero"), "{}", fibers.1);
+    assert_eq!(fibers, lanes);
+    assert!(fibers.0[..16].iter().all(|&v| v != 0) && fibers.0[16..].iter().all(|&v| v == 0), "{:?}", fibers.0);
+}
