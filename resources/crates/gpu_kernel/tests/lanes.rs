@@ -1705,3 +1705,33 @@ fn a_lane_pure_division_by_zero_stops_where_fibers_stop() {
     assert_eq!(fibers, lanes);
     assert!(fibers.0[..16].iter().all(|&v| v != 0) && fibers.0[16..].iter().all(|&v| v == 0), "{:?}", fibers.0);
 }
+
+/// A lane-pure local computed from the parameter `n`, read after a barrier inside a block that
+/// declares an item of that name (`const n`, visible in the whole block, nearer than the
+/// parameter): fibers computed `p` where `n` is the parameter; a loop of that block computing `p`
+/// again must not take the block's `n`.
+#[lanes]
+fn param_item(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let p = t as u32 + n; // the parameter
+    s.set(t, x[ctx.global_id_x()]);
+    ctx.barrier();
+    if ctx.group_id_x() < 100 {
+        #[allow(non_upper_case_globals)]
+        const n: u32 = 1000;
+        ctx.barrier();
+        y[ctx.global_id_x()] = p * 10_000 + n + s.get(t) % 10;
+    }
+}
+
+#[test]
+fn a_parameter_an_inner_blocks_item_hides_matches() {
+    let out = same(
+        [2, 1, 1],
+        [8, 1, 1],
+        16,
+        |c, x, y, s| param_item(c, x, y, s, 4),
+        |w, x, y, s| param_item_lanes(w, x, y, s, 4),
+    );
+    assert_eq!(out[3] / 10_000, 3 + 4, "p = t + the parameter");
+}

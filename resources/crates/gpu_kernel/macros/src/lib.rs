@@ -59,8 +59,9 @@
 //!   `global_id_*`), naming only immutable locals: uniform ones (read from their slot, kept for
 //!   it; one the run shadows after the `let` refuses it), other lane-pure ones (written out in
 //!   full), and primitive parameters; no memory read (a shared element may change after a
-//!   barrier), no per-lane or `mut` local, no item any block of the body declares (another
-//!   block's of that name would be the one seen where the value is computed again), no block but
+//!   barrier), no per-lane or `mut` local, no item or parameter of a name any block of the body
+//!   declares an item of (another block's would be the one seen where the value is computed
+//!   again: `const n` in an inner block hides the parameter `n` there), no block but
 //!   an `if`'s or `else`'s, at most `MAX_CLOSED_TOKENS` tokens written out, and no
 //!   `DEAR_METHODS` (`sqrt`, `pow`: dearer than the load);
 //! - each loop binds all of its lane-pure locals in one `let (a, b) = (..)` before anything else
@@ -1855,7 +1856,10 @@ impl Lower {
                                 None if v.uniform && !v.mutable => out.extend([paren(slot(v.id, i.span()), i.span())]),
                                 None => return None,
                             }
-                        } else if self.uniform_params.contains(&name) {
+                        } else if self.uniform_params.contains(&name) && !self.body_items.contains(&name) {
+                            // A parameter by name, unless an item of the body may hide it where
+                            // the form is computed again (`const n` in an inner block: nearer
+                            // there than the parameter, where fibers computed it from the latter).
                             out.extend([t.clone()]);
                         } else {
                             return None;
