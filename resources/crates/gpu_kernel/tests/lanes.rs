@@ -4,7 +4,13 @@
 //! copy that compiles and computes something else is the transformation's worst failure.
 #![cfg(feature = "sim")]
 // The kernels are written the ways a user might write them, not the ways clippy prefers.
-#![allow(clippy::manual_is_multiple_of, clippy::needless_late_init, clippy::single_match)]
+#![allow(
+    clippy::manual_is_multiple_of,
+    clippy::needless_late_init,
+    clippy::single_match,
+    clippy::assign_op_pattern,
+    clippy::match_single_binding
+)]
 
 use gpu_kernel::host::Lanes;
 use gpu_kernel::prelude::*;
@@ -1430,6 +1436,304 @@ fn divergences_around_shuffles_in_loops_and_branches_match() {
     assert!(f[0].3.contains("workgroup (2, 0, 0)"), "{f:?}");
     let f = same_findings([64, 1, 1], shuffle_in_both_branches, shuffle_in_both_branches_lanes);
     assert_eq!(f.iter().map(|f| (f.0.as_str(), f.1)).collect::<Vec<_>>(), [("barrier-divergence", line_of("// BOTH_THEN"))], "{f:?}");
+}
+
+// ------------------------------------------------------------------ adversarial: lane-pure locals, bounded runs
+
+/// `v` + 1000 where `v` is one of the lanes' names: a macro given lane-pure and kept names inside
+/// expressions, or a lone name the next barrier's side does not read (`rebind!(w, ..)`), is
+/// taken (a lone name read after the barrier is refused: `lanes_builds.rs`).
+macro_rules! plus_thousand {
+    ($v:expr) => {
+        $v + 1000
+    };
+}
+
+/// Statement macros after a barrier given names read after the next one, inside expressions
+/// (`debug_assert!`, a macro of the crate's that only reads), and a macro binding a lone name
+/// that nothing after the run reads.
+#[lanes]
+fn macro_reads(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    let v = t as u32 + 1;
+    let mut kept = x[ctx.global_id_x()] % 100;
+    s.set(t, kept);
+    ctx.barrier();
+    debug_assert!(v > 0, "{v} {t}");
+    let _ = plus_thousand!(v + t as u32);
+    kept = plus_thousand!(kept);
+    rebind!(w, v * 3);
+    s.set(t, s.get(t) + w);
+    ctx.barrier();
+    y[ctx.global_id_x()] = v * 10_000 + kept + s.get(t);
+}
+
+#[test]
+fn macros_reading_names_across_a_barrier_match() {
+    same!(macro_reads, macro_reads_lanes, [2, 1, 1], [8, 1, 1], 16);
+}
+
+/// Lane-pure locals whose operands change meaning between the `let` and a later run: a `mut`
+/// parameter reassigned (each invocation's own), a uniform `mut` local changed after the `let`, a
+/// uniform local of a `while` that the next round binds again, a parameter shadowed after the
+/// barrier (by a `let`, a `for`'s pattern, a closure's parameter, a `match` arm), and floats
+/// (NaN, -0.0, infinities: their bits compared).
+#[lanes]
+fn changing_operands(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, mut n: u32, m: u32) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let p = t as u32 + n; // `n`: this invocation's own, changed below
+    n += t as u32;
+    let mut k = m * 2;
+    let q = t as u32 + k; // `k` changed after the barrier: kept
+    let r = t as u32 + m; // the parameter `m`, shadowed below
+    let f = (t as f32 - 2.0) * -0.0;
+    let nan = 0.0f32 / (t as f32 - 1.0);
+    let big = (t as f32 + 1.0) * f32::MAX;
+    s.set(t, x[i]);
+    ctx.barrier();
+    k += 3;
+    let m = t as u32 * 1000;
+    let mut acc = p + q * 3 + r * 7 + n * 11 + k + m;
+    for m in 0..2u32 {
+        acc += r * m;
+    }
+    let add = |m: u32| m + r;
+    acc += add(5);
+    match t % 2 {
+        m => acc += r * m as u32,
+    }
+    let mut round = 0u32;
+    let mut total = 0u32;
+    while round < 3 {
+        let w = round * 100 + m / 1000; // a uniform-looking local per round (`m` per lane here)
+        let u = round * 100; // uniform, bound again each round
+        let z = t as u32 + u; // lane-pure, from this round's `u`
+        ctx.barrier();
+        total += z + w;
+        round += 1;
+    }
+    ctx.barrier();
+    y[i] = acc.wrapping_add(total).wrapping_add(f.to_bits()).wrapping_add(nan.to_bits()).wrapping_add(big.to_bits()) ^ s.get(t);
+}
+
+#[test]
+fn lane_pure_locals_with_changing_operands_match() {
+    same(
+        [3, 1, 1],
+        [8, 1, 1],
+        24,
+        |c, x, y, s| changing_operands(c, x, y, s, 4, 9),
+        |w, x, y, s| changing_operands_lanes(w, x, y, s, 4, 9),
+    );
+}
+
+/// Runs of one `if t < bound` where `t` is not simply the x id, or the bound is not what it was
+/// when the run began: `t` shadowed by the y id (2-D), by `t + 1`, by a `mut` copy, by a tuple's
+/// second name; the bound a uniform `mut` local changed in the if's block (per lane then), one a
+/// `while` doubles, one with a method, one past the row; a 3-D workgroup and a grid whose last
+/// workgroup is partly past the data.
+#[lanes]
+fn bounds(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32, size: usize) {
+    let t = ctx.local_id_x();
+    let lin = (ctx.local_id_z() * ctx.group_size_y() + ctx.local_id_y()) * ctx.group_size_x() + t;
+    let i = ctx.group_linear() * size + lin;
+    let mut acc = if i < n as usize { x[i] % 100 } else { 0 };
+    s.set(lin, acc);
+    let mut lim = ctx.group_size_x() / 2;
+    ctx.barrier();
+    if ctx.group_size_y() > 0 {
+        let t = ctx.local_id_y();
+        ctx.barrier();
+        if t < 1 {
+            acc += 1000;
+        }
+        ctx.barrier();
+    }
+    let t = t + 1;
+    ctx.barrier();
+    if t < 2 {
+        acc += 10_000;
+    }
+    ctx.barrier();
+    let mut tm = ctx.local_id_x();
+    ctx.barrier();
+    if tm < 2 {
+        acc += 100_000;
+        tm += 1;
+    }
+    ctx.barrier();
+    let (a, t) = (ctx.local_id_x(), ctx.local_id_y());
+    ctx.barrier();
+    if t < 1 {
+        acc += 1_000_000 + a as u32;
+    }
+    ctx.barrier();
+    let t = a;
+    if t < lim {
+        lim += 1;
+        acc += 10_000_000;
+    }
+    ctx.barrier();
+    let mut b = 1;
+    while b < ctx.group_size_x() {
+        if t < b {
+            acc += 3;
+        }
+        ctx.barrier();
+        b *= 2;
+    }
+    if t < lim.min(ctx.group_size_x() - 1) {
+        acc += 100_000_000;
+    }
+    ctx.barrier();
+    if t < ctx.group_size_x() * 4 {
+        acc += s.get(lin) % 7 + tm as u32 * 1_000_000_000;
+    }
+    if i < n as usize {
+        y[i] = acc;
+    }
+}
+
+#[test]
+fn runs_bounded_by_something_else_than_the_x_id_match() {
+    for (grid, threads, n) in [([3, 1, 1], [5, 2, 1], 26u32), ([2, 1, 1], [3, 2, 2], 20), ([2, 2, 1], [4, 3, 1], 45)] {
+        same(
+            grid,
+            threads,
+            n as usize,
+            |c, x, y, s| bounds(c, x, y, s, n, (threads[0] * threads[1] * threads[2]) as usize),
+            |w, x, y, s| bounds_lanes(w, x, y, s, n, (threads[0] * threads[1] * threads[2]) as usize),
+        );
+    }
+}
+
+/// A lane-pure local (per lane: it follows a `return` in its run) that panics (a division by
+/// zero) in the workgroup that returned as a whole before it: fibers never compute it there; the
+/// copy must not compute it again for those lanes in the loops after the barrier. And one that
+/// overflows a `u8` past lane 8 only, in a workgroup of 8.
+#[lanes]
+fn overflow_after_return(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    s.set(t, x[ctx.global_id_x()]);
+    if ctx.group_id_x() == 1 {
+        return;
+    }
+    let d = 200u8 + t as u8 + 10 / (1 - ctx.group_id_x() as u8);
+    let e = (t as u8).wrapping_sub(2).wrapping_mul(40);
+    let f = t as u8 * 30; // 240 at lane 7
+    ctx.barrier();
+    y[ctx.global_id_x()] = d as u32 + e as u32 * 1000 + f as u32 * 1_000_000 + s.get(t) % 10;
+}
+
+#[test]
+fn a_lane_pure_local_after_a_return_matches() {
+    same!(overflow_after_return, overflow_after_return_lanes, [2, 1, 1], [8, 1, 1], 16);
+}
+
+/// Shared arrays asked for by some invocations only, a different set in each workgroup, in
+/// barrier-free workgroups one after the other on one worker (no barrier, no return: the
+/// workgroup state is not marked dirty, and `Group::begin` resets only the slots of those that
+/// asked): an invocation left at its second array from an earlier workgroup would take the 16-word
+/// array's slot for the 8-word one (a panic: "declared with different sizes"), or another array.
+/// Then the same through a lanes copy between fibers' launches on one grid shape.
+#[test]
+fn shared_arrays_asked_by_some_invocations_only_are_theirs() {
+    let groups = 7u32;
+    for pass in 0..2 {
+        let mut y = vec![0u32; groups as usize * 8];
+        let g = Grid::with_workers([groups, 1, 1], [8, 1, 1], 1);
+        let yb = g.output(&mut y);
+        let body = |ctx: Ctx| {
+            let (t, gid) = (ctx.local_id_x(), ctx.group_id_x());
+            let mut yb = yb;
+            if (t + gid * (pass + 1)) % 3 == 0 {
+                let mut a = ctx.shared::<u32, 8>();
+                let mut b = ctx.shared::<u32, 16>();
+                a.set(t, (t + gid) as u32);
+                b.set(t + 8, 2 * (t + gid) as u32);
+                yb[ctx.global_id_x()] = a.get(t) * 1000 + b.get(t + 8);
+            } else {
+                yb[ctx.global_id_x()] = 7;
+            }
+        };
+        g.run(body);
+        for (i, v) in y.iter().enumerate() {
+            let (t, gid) = (i % 8, i / 8);
+            let expect = if (t + gid * (pass + 1)) % 3 == 0 { (t + gid) as u32 * 1002 } else { 7 };
+            assert_eq!(*v, expect, "pass {pass}, workgroup {gid}, invocation {t}");
+        }
+    }
+}
+
+/// A lane-pure local that divides by a value zero in workgroup 2 only, read after two barriers:
+/// workgroups 0 and 1 write their outputs, and the run stops at workgroup 2 with the fibers'
+/// panic, before any later loop computes the local again (the outputs as the fibers left them).
+#[lanes]
+fn divide(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_x();
+    s.set(t, x[ctx.global_id_x()]);
+    ctx.barrier();
+    let q = (t + 10) / (2 - ctx.group_id_x());
+    let r = (t as u8).wrapping_mul(100) as u32 + q as u32;
+    ctx.barrier();
+    s.set(t, s.get(t) + r);
+    ctx.barrier();
+    y[ctx.global_id_x()] = s.get(t) + q as u32 * 1000 + r;
+}
+
+#[test]
+fn a_lane_pure_division_by_zero_stops_where_fibers_stop() {
+    let x: Vec<u32> = (0..32).collect();
+    let stop = |lanes: bool| {
+        let mut y = vec![0u32; 32];
+        let g = Grid::with_workers([4, 1, 1], [8, 1, 1], 1);
+        let (xb, yb) = (g.input(&x), g.output(&mut y));
+        let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if lanes {
+                g.run_lanes(|wg| divide_lanes(wg, xb, yb, wg.shared::<u32, S>()))
+            } else {
+                g.run(|ctx| divide(ctx, xb, yb, ctx.shared::<u32, S>()))
+            }
+        }));
+        let payload = stopped.expect_err("workgroup 2 divides by zero");
+        let message = payload.downcast_ref::<&str>().map(|m| m.to_string()).or_else(|| payload.downcast_ref::<String>().cloned());
+        (y, message.unwrap_or_default())
+    };
+    let (fibers, lanes) = (stop(false), stop(true));
+    assert!(fibers.1.contains("divide by zero"), "{}", fibers.1);
+    assert_eq!(fibers, lanes);
+    assert!(fibers.0[..16].iter().all(|&v| v != 0) && fibers.0[16..].iter().all(|&v| v == 0), "{:?}", fibers.0);
+}
+
+/// A lane-pure local computed from the parameter `n`, read after a barrier inside a block that
+/// declares an item of that name (`const n`, visible in the whole block, nearer than the
+/// parameter): fibers computed `p` where `n` is the parameter; a loop of that block computing `p`
+/// again must not take the block's `n`.
+#[lanes]
+fn param_item(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let p = t as u32 + n; // the parameter
+    s.set(t, x[ctx.global_id_x()]);
+    ctx.barrier();
+    if ctx.group_id_x() < 100 {
+        #[allow(non_upper_case_globals)]
+        const n: u32 = 1000;
+        ctx.barrier();
+        y[ctx.global_id_x()] = p * 10_000 + n + s.get(t) % 10;
+    }
+}
+
+#[test]
+fn a_parameter_an_inner_blocks_item_hides_matches() {
+    let out = same(
+        [2, 1, 1],
+        [8, 1, 1],
+        16,
+        |c, x, y, s| param_item(c, x, y, s, 4),
+        |w, x, y, s| param_item_lanes(w, x, y, s, 4),
+    );
+    assert_eq!(out[3] / 10_000, 3 + 4, "p = t + the parameter");
 }
 
 // ------------------------------------------------------------------ a uniform barrier-free `while`

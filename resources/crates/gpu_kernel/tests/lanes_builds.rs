@@ -76,6 +76,56 @@ pub fn k(ctx: Ctx, mut y: Out<u32>) {
     );
 }
 
+/// A statement macro given a lane-pure local by itself after a barrier, which may bind it (this
+/// one does: `let v = 500;`), read after the next barrier: the copy's later loop computed `v` again
+/// from its `let` (1 + t where fibers read 500), no error. Refused at the macro.
+#[test]
+fn a_macro_given_a_name_read_after_a_barrier_is_refused() {
+    refused(
+        "macro_binding",
+        r#"
+macro_rules! rebind {
+    ($name:ident, $value:expr) => {
+        let $name = $value;
+    };
+}
+
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let t = ctx.local_id_x();
+    let v = t as u32 + 1;
+    ctx.barrier();
+    rebind!(v, 500u32);
+    ctx.barrier();
+    y[ctx.global_id_x()] = v;
+}
+"#,
+        "rebind!(v, 500u32)",
+        "the macro `rebind!` is given `v` by itself",
+    );
+    refused(
+        "macro_binding_stmt",
+        r#"
+macro_rules! stmt {
+    ($s:stmt) => {
+        $s;
+    };
+}
+
+#[lanes]
+pub fn k(ctx: Ctx, mut y: Out<u32>) {
+    let v = ctx.local_id_x() as u32 + 1;
+    ctx.barrier();
+    stmt!(let v = 500u32);
+    ctx.barrier();
+    y[ctx.global_id_x()] = v;
+}
+"#,
+        "stmt!(let v = 500u32)",
+        "the macro `stmt!` is given `v` by itself",
+    );
+}
+
 /// A `mut` inside a parameter's pattern: the copy binds `mut` parameters per lane by name.
 #[test]
 fn a_mut_inside_a_parameter_pattern_is_refused() {

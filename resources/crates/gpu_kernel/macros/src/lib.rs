@@ -61,8 +61,9 @@
 //!   `global_id_*`), naming only immutable locals: uniform ones (read from their slot, kept for
 //!   it; one the run shadows after the `let` refuses it), other lane-pure ones (written out in
 //!   full), and primitive parameters; no memory read (a shared element may change after a
-//!   barrier), no per-lane or `mut` local, no item any block of the body declares (another
-//!   block's of that name would be the one seen where the value is computed again), no block but
+//!   barrier), no per-lane or `mut` local, no item or parameter of a name any block of the body
+//!   declares an item of (another block's would be the one seen where the value is computed
+//!   again: `const n` in an inner block hides the parameter `n` there), no block but
 //!   an `if`'s or `else`'s, at most `MAX_CLOSED_TOKENS` tokens written out, and no
 //!   `DEAR_METHODS` (`sqrt`, `pow`: dearer than the load);
 //! - each loop binds all of its lane-pure locals in one `let (a, b) = (..)` before anything else
@@ -93,7 +94,10 @@
 //!   at most 128 bytes where not uniform (`host::MAX_CARRIED_BYTES`: each is kept for 1024
 //!   lanes), and
 //!   not shadowed in a loop's or branch's block while that block's run of statements changes
-//!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one;
+//!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one, so a statement that is one
+//!   macro call (other than `assert!`, `println!` and the like: `NON_BINDING_MACROS`) given by
+//!   itself a name read after the next barrier (`rebind!(v, 500)`, `m!(v = 1)`, `m!(let v = 1)`) is
+//!   refused at the macro: the loops after the barrier would read the binding before it;
 //! - parameters the same for every invocation, except `mut` ones other than the memory handles
 //!   (`In`, `Out`, `Shared`), which are each invocation's own (`Copy`, kept per lane as locals);
 //! - `return;` anywhere (one inside a macro's expansion cannot be seen: the run stops, naming
@@ -1256,6 +1260,20 @@ impl Lower {
                 }
                 uniform = value_uniform && self.resolve(&name, &env, scopes) == Some(true);
             } else {
+                // A statement macro may bind a name it is given (`rebind!(v, 500)` expanding to
+                // `let v = 500;`): the rest of the run sees that binding (the loop's body is
+                // one scope), but a later run does not, and would take the local bound before
+                // (kept, or computed again: a lane-pure one) where fibers read the macro's.
+                if let Some((at, name, mac)) = macro_binding(s, later) {
+                    return fail(
+                        at,
+                        &format!(
+                            "the macro `{mac}!` is given `{name}` by itself, which a barrier after it reads: if the macro \
+                             binds it (a `let` in its expansion), the copy cannot see that binding across the barrier. \
+                             Bind it in the body (`let {name} = ..;`), or remove #[lanes] to run on fibers"
+                        ),
+                    );
+                }
                 self.scan(stmt, false);
                 // A macro's arguments may name a local it binds (`my_let!(x = ..)`, unseen here).
                 let mut named = BTreeMap::new();
@@ -1703,6 +1721,55 @@ fn mut_candidates(tokens: &[Tt]) -> BTreeSet<String> {
     if walk(tokens, &mut names) { names } else { BTreeSet::new() }
 }
 
+/// Macros of the standard library a statement may call that bind no name of the caller's.
+const NON_BINDING_MACROS: &[&str] = &[
+    "assert", "assert_eq", "assert_ne", "debug_assert", "debug_assert_eq", "debug_assert_ne", "print", "println", "eprint",
+    "eprintln", "panic", "unreachable", "todo", "unimplemented", "write", "writeln", "format", "format_args", "dbg",
+];
+
+/// A statement that is one macro call (`path!(..);`, `[..]`, `{..}`), not one of
+/// `NON_BINDING_MACROS`, given by itself a name that `later` reads (an argument that is just the
+/// name, `mut name`, `name = ..`, `name: ..` or `let name = ..`: what a `macro_rules!` takes as an
+/// `ident` to bind, or a `stmt`):
+/// where it is (the macro's name), the name and the macro's. A name inside an expression of its
+/// arguments (`stop_if!(t % 2 == 1)`) is only read.
+fn macro_binding(s: &[Tt], later: &BTreeSet<String>) -> Option<(Span, String, String)> {
+    let end = if s.last().is_some_and(|t| is_punct(t, ';')) { s.len() - 1 } else { s.len() };
+    let [path @ .., Tt::Punct(bang), Tt::Group(args)] = &s[..end] else { return None };
+    let Some(Tt::Ident(mac)) = path.last() else { return None };
+    if bang.as_char() != '!' || !path.iter().all(|t| matches!(t, Tt::Ident(_)) || is_punct(t, ':')) {
+        return None;
+    }
+    if (path.len() == 1 && NON_BINDING_MACROS.contains(&mac.to_string().as_str())) || mac.to_string() == "macro_rules" {
+        return None;
+    }
+    let inner: Vec<Tt> = args.stream().into_iter().collect();
+    let mut parts: Vec<&[Tt]> = Vec::new();
+    let mut start = 0;
+    for (k, t) in inner.iter().enumerate() {
+        if is_punct(t, ',') || is_punct(t, ';') {
+            parts.push(&inner[start..k]);
+            start = k + 1;
+        }
+    }
+    parts.push(&inner[start..]);
+    for part in parts {
+        let mut part = part;
+        while let [m, rest @ ..] = part {
+            if !(is_ident(m, "let") || is_ident(m, "mut") || is_ident(m, "ref")) {
+                break;
+            }
+            part = rest;
+        }
+        let Some(Tt::Ident(name)) = part.first() else { continue };
+        let alone = part.len() == 1 || matches!(operator(part, 1).0.as_str(), "=" | ":");
+        if alone && later.contains(&name.to_string()) {
+            return Some((mac.span(), name.to_string(), mac.to_string()));
+        }
+    }
+    None
+}
+
 /// Every name in the arguments of a macro in `tokens`, as not uniform in `env`.
 fn mark_macro_names(tokens: &[Tt], in_macro: bool, env: &mut BTreeMap<String, bool>) {
     for (k, t) in tokens.iter().enumerate() {
@@ -1891,7 +1958,10 @@ impl Lower {
                                 None if v.uniform && !v.mutable => out.extend([paren(slot(v.id, i.span()), i.span())]),
                                 None => return None,
                             }
-                        } else if self.uniform_params.contains(&name) {
+                        } else if self.uniform_params.contains(&name) && !self.body_items.contains(&name) {
+                            // A parameter by name, unless an item of the body may hide it where
+                            // the form is computed again (`const n` in an inner block: nearer
+                            // there than the parameter, where fibers computed it from the latter).
                             out.extend([t.clone()]);
                         } else {
                             return None;

@@ -31,9 +31,16 @@ pub const MAX_INVOCATIONS: usize = 1024;
 #[used]
 pub static mut gpu_kernel_debug_states: [u32; 3 + 2 * MAX_INVOCATIONS] = [0; 3 + 2 * MAX_INVOCATIONS];
 
-/// What the table last showed: workgroup (linear), epoch, the invocation running.
 #[cfg(feature = "debug")]
-static mut SHOWN: (u64, u32, usize) = (u64::MAX, 0, 0);
+std::thread_local! {
+    /// What the table last showed on this thread: the workgroup (its `Group`'s address and linear
+    /// id), its epoch, the invocation running. Per thread, not one for the process: two workers
+    /// (or two tests' launches) sharing it read the other's invocation between the bounds check and
+    /// its use (`debug_state(28)` of a workgroup of 8: a panic in a fiber, which cannot unwind, so
+    /// the test process aborted with no result line, about one `cargo test --features debug --lib`
+    /// in 25 on a loaded machine). `workbench debug` runs one worker: the table is its.
+    static SHOWN: core::cell::Cell<(usize, u64, u32, usize)> = const { core::cell::Cell::new((0, u64::MAX, 0, 0)) };
+}
 
 #[cfg(feature = "debug")]
 /// Invocation `t` of `group` runs now (one store of six words: cheap beside a fiber switch), and
@@ -45,24 +52,24 @@ pub(crate) fn now_running(group: &super::exec::Group, t: usize) {
     let l = group.local_coords(t);
     unsafe { *core::ptr::addr_of_mut!(gpu_kernel_debug_current) = [g[0], g[1], g[2], l[0], l[1], l[2]] };
     let table = unsafe { &mut *core::ptr::addr_of_mut!(gpu_kernel_debug_states) };
-    let shown = unsafe { &mut *core::ptr::addr_of_mut!(SHOWN) };
     let threads = group.threads().min(MAX_INVOCATIONS);
-    let (linear, epoch) = (group.linear.get(), group.epoch.get());
+    let (at, linear, epoch) = (group as *const _ as usize, group.linear.get(), group.epoch.get());
     let mut show = |u: usize| {
         let (state, line) = group.debug_state(u);
         table[3 + 2 * u] = state;
         table[4 + 2 * u] = line;
     };
-    if shown.0 != linear || shown.1 != epoch {
+    let shown = SHOWN.get();
+    if (shown.0, shown.1, shown.2) != (at, linear, epoch) {
         (0..threads).for_each(&mut show);
-    } else if shown.2 < threads {
-        show(shown.2);
+    } else if shown.3 < threads {
+        show(shown.3);
     }
     if t < threads {
         show(t);
     }
     table[..3].copy_from_slice(&[threads as u32, epoch, t as u32]);
-    *shown = (linear, epoch, t);
+    SHOWN.set((at, linear, epoch, t));
 }
 
 /// One buffer's writer arrays (the runtime's memory, zeroed by it before the launch).
@@ -111,3 +118,42 @@ impl Writers {
 
 unsafe impl Send for Writers {}
 unsafe impl Sync for Writers {}
+
+#[cfg(all(test, feature = "debug"))]
+mod tests {
+    use crate::testing::Grid;
+
+    /// Two threads launching workgroups of different sizes at once, each switching fibers at its
+    /// barriers (`now_running` at every switch). With one table-state for the process, a thread
+    /// read the other's running invocation (28) after checking it against the other's size, then
+    /// indexed its own workgroup of 8 with it: a panic inside a fiber, which aborts the process.
+    #[test]
+    fn two_threads_switching_fibers_at_once_keep_their_own_states() {
+        let launch = |threads: u32, rounds: usize| {
+            move || {
+                for _ in 0..rounds {
+                    let n = 4 * threads as usize;
+                    let mut y = vec![0u32; n];
+                    let grid = Grid::with_workers([4, 1, 1], [threads, 1, 1], 1);
+                    let yb = grid.output(&mut y);
+                    grid.run(|ctx| {
+                        let mut s = ctx.shared::<u32, 64>();
+                        let t = ctx.local_id_x();
+                        s.set(t, t as u32);
+                        ctx.barrier();
+                        let v = s.get((t + 1) % ctx.group_size_x());
+                        ctx.barrier();
+                        let mut yb = yb;
+                        yb[ctx.global_id_x()] = v;
+                    });
+                    let expect: Vec<u32> = (0..n).map(|i| ((i % threads as usize + 1) % threads as usize) as u32).collect();
+                    assert_eq!(y, expect);
+                }
+            }
+        };
+        let a = std::thread::spawn(launch(8, 20000));
+        let b = std::thread::spawn(launch(64, 2500));
+        a.join().unwrap();
+        b.join().unwrap();
+    }
+}
