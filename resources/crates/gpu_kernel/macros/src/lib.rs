@@ -1081,12 +1081,7 @@ impl Lower {
                 }
                 Tt::Punct(_) => {
                     let (op, len) = operator(tokens, k);
-                    if op.contains(['\'', '?', '$', '#', '@'])
-                        || (op.contains('=') && !matches!(op.as_str(), "==" | "!=" | "<=" | ">=" | "..="))
-                        || (op.ends_with("::") && tokens.get(k + len).is_some_and(|t| is_punct(t, '<')))
-                        || op.contains("::<")
-                        || (op.starts_with('|') && closure_starts(&tokens[..k]))
-                    {
+                    if refused_operator(tokens, k, &op, len) {
                         return false;
                     }
                     k += len;
@@ -1683,6 +1678,18 @@ fn operator(tokens: &[Tt], k: usize) -> (String, usize) {
     (op, j - k)
 }
 
+/// Whether the operator `op` at `tokens[k]` (`len` tokens, from [`operator`]) is one a uniform or
+/// lane-pure expression may not hold: a label or lifetime, `?`, a macro's `$`, an attribute, a
+/// binding `@`, an assignment (comparisons pass), a turbofish, or a closure's `|`. One rule for
+/// both, so a value the macro keeps once and one it computes again per lane refuse the same forms.
+fn refused_operator(tokens: &[Tt], k: usize, op: &str, len: usize) -> bool {
+    op.contains(['\'', '?', '$', '#', '@'])
+        || (op.contains('=') && !matches!(op, "==" | "!=" | "<=" | ">=" | "..="))
+        || (op.ends_with("::") && tokens.get(k + len).is_some_and(|t| is_punct(t, '<')))
+        || op.contains("::<")
+        || (op.starts_with('|') && closure_starts(&tokens[..k]))
+}
+
 /// The assignment operator at `tokens[k]` (`=`, `+=`, `<<=`, ...; `x=-1` joins `=` and `-`) and
 /// its length, if there is one.
 fn assignment_op(tokens: &[Tt], k: usize) -> Option<(String, usize)> {
@@ -1970,12 +1977,7 @@ impl Lower {
                 }
                 Tt::Punct(_) => {
                     let (op, len) = operator(tokens, k);
-                    if op.contains(['\'', '?', '$', '#', '@'])
-                        || (op.contains('=') && !matches!(op.as_str(), "==" | "!=" | "<=" | ">=" | "..="))
-                        || (op.ends_with("::") && tokens.get(k + len).is_some_and(|t| is_punct(t, '<')))
-                        || op.contains("::<")
-                        || (op.starts_with('|') && closure_starts(&tokens[..k]))
-                    {
+                    if refused_operator(tokens, k, &op, len) {
                         return None;
                     }
                     out.extend(stream(&tokens[k..k + len]));
