@@ -199,6 +199,20 @@ def test_every_example_and_a_new_project_lint_clean(name, example_copy, tmp_path
     assert report["ok"] and found == [], found
 
 
+@needs_rustfmt
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in EXAMPLES.iterdir() if (p / "workbench.toml").is_file())
+)
+def test_every_example_is_as_rustfmt_writes_it(name, example_copy):
+    """A user's first `workbench fmt --check` (or the editor's format on save) of a bundled example
+    changes nothing: every .rs file of a copy of it is as rustfmt writes it (stencil2d's entry and
+    warp_reduce's test were not, unseen until a run by hand)."""
+    out = cli("fmt", example_copy(name), "--check", "--json")
+    report = json.loads(out.stdout)
+    assert out.returncode == 0 and report["files"] >= 2, out.stdout[-3000:] + out.stderr[-3000:]
+    assert (report["changed"], report["diagnostics"]) == ([], []), report
+
+
 def test_lint_without_clippy_says_so_in_one_line(example_copy):
     out = cli("lint", example_copy("saxpy"), env={"WB_CARGO_CLIPPY": "/nonexistent/cargo-clippy"})
     assert out.returncode == 2

@@ -109,7 +109,16 @@ pub unsafe extern "C" fn stencil2d_cpu(
         move |wg| {
             let tile = wg.shared::<f32, HALO_ELEMENTS>();
             let [bx, by, _] = wg.size();
-            stencil2d_body_lanes(wg, bx as usize, by as usize, width, height, x_old, x_new, tile)
+            stencil2d_body_lanes(
+                wg,
+                bx as usize,
+                by as usize,
+                width,
+                height,
+                x_old,
+                x_new,
+                tile,
+            )
         },
     );
 }

@@ -43,7 +43,9 @@ fn n_not_a_multiple_of_the_workgroup_size() {
 /// values added in the same order.
 #[test]
 fn the_lanes_copy_gives_the_fibers_sums() {
-    let x: Vec<f32> = (0..3 * PER_BLOCK + 77).map(|i| ((i * 37) % 101) as f32 / 7.0).collect();
+    let x: Vec<f32> = (0..3 * PER_BLOCK + 77)
+        .map(|i| ((i * 37) % 101) as f32 / 7.0)
+        .collect();
     let groups = x.len().div_ceil(PER_BLOCK);
     let mut partial = vec![0.0f32; groups];
     let grid = Grid::new([groups as u32, 1, 1], [BLOCK as u32, 1, 1]);
