@@ -26,14 +26,42 @@ FOLD = "            scratch.set(tid, scratch.get(tid) + scratch.get(tid + stride
 LOOP_BARRIER = FOLD + "        }\n        ctx.barrier();\n"
 
 
+LANES_ENTRY = """    k.run_lanes(
+        move |ctx| {
+            let scratch = ctx.shared::<f32, BLOCK>();
+            reduction_body(ctx, VECTOR, MAX_GROUPS, n, x, partial, scratch)
+        },
+        move |wg| {
+            let scratch = wg.shared::<f32, BLOCK>();
+            reduction_body_lanes(wg, VECTOR, MAX_GROUPS, n, x, partial, scratch)
+        },
+    );
+"""
+FIBERS_ENTRY = """    k.run(move |ctx| {
+        let scratch = ctx.shared::<f32, BLOCK>();
+        reduction_body(ctx, VECTOR, MAX_GROUPS, n, x, partial, scratch)
+    });
+"""
+
+
 def racy_copy(example_copy) -> tuple[Path, int]:
-    """The reduction with its loop's barrier removed; the line of the racing fold."""
+    """The reduction with its loop's barrier removed, its body run on fibers (no `#[lanes]`); the
+    line of the racing fold.
+
+    On fibers each invocation runs to its next barrier, so with the loop's barrier gone invocation
+    0 folds every step before the others fold any: the cpu reference's partial sums come out
+    wrong, and the correct wgsl reference disagrees with it. As `#[lanes]` the same race gives the
+    right sums (a barrier-free `while` with a uniform condition runs iteration by iteration with
+    the lanes inside, the order the barrier gave), so nothing would mismatch to dispute; cpu-sim
+    reports the race either way."""
     root = example_copy("reduction")
     lib = root / "src" / "lib.rs"
     text = lib.read_text()
-    assert text.count(LOOP_BARRIER) == 1
-    lib.write_text(text.replace(LOOP_BARRIER, FOLD + "        }\n"))
-    return root, text[: text.index(FOLD)].count("\n") + 1
+    assert text.count(LOOP_BARRIER) == 1 and text.count(LANES_ENTRY) == 1
+    assert text.count("#[lanes]\npub fn reduction_body(") == 1
+    racy = text.replace(LOOP_BARRIER, FOLD + "        }\n").replace(LANES_ENTRY, FIBERS_ENTRY)
+    lib.write_text(racy.replace("#[lanes]\npub fn reduction_body(", "pub fn reduction_body("))
+    return root, racy[: racy.index(FOLD)].count("\n")
 
 
 def run(root: Path, cache: Path, *extra: str, backends: str = "cpu,cpu-sim,wgsl") -> tuple[dict, str]:
