@@ -888,7 +888,8 @@ def test_if_let_around_a_barrier_builds_or_is_refused_at_its_line(host_cargo, tm
 @pytest.mark.parametrize("features", ["sim", "debug"])
 def test_the_crates_lanes_tests_pass(tmp_path, features):
     """`resources/crates/gpu_kernel/tests/lanes.rs` (each body on fibers and as lanes, the same
-    outputs; `Grid::run_lanes`) and `lanes_builds.rs` (small crates built with cargo: what the
-    attribute refuses, and a body it takes built under clippy with warnings denied)."""
-    counts = run_crate_test_files(tmp_path, ("lanes", "lanes_builds"), features)
-    assert counts["lanes"] >= 16 and counts["lanes_builds"] >= 8, counts
+    outputs; `Grid::run_lanes`), `lanes_while.rs` (the uniform barrier-free `while`: outputs and
+    cpu-sim's findings) and `lanes_builds.rs` (small crates built with cargo: what the attribute
+    refuses, and a body it takes built under clippy with warnings denied)."""
+    counts = run_crate_test_files(tmp_path, ("lanes", "lanes_while", "lanes_builds"), features)
+    assert counts["lanes"] >= 16 and counts["lanes_while"] >= 4 and counts["lanes_builds"] >= 8, counts
