@@ -194,6 +194,24 @@ fn shadowed_counter(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>
     }
 }
 
+/// A `Range` the loop reads: kept by the split, which asks `Copy` of what it keeps, where the run
+/// left whole does not (it failed to build: "`Range<usize>` lives across a barrier").
+#[lanes]
+fn range_bound(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let at = ctx.group_linear() * ctx.group_size_x() + tid;
+    let _ = x;
+    s.set(tid, 0);
+    ctx.barrier();
+    let r = 1..ITEMS;
+    let mut k = r.start;
+    while k < r.end {
+        s.atomic_add(tid, k as u32);
+        k += 1;
+    }
+    y.set(at, s.get(tid));
+}
+
 #[test]
 fn what_the_split_would_cut_short_keeps_the_loop_in_its_run() {
     let out = same!(dropped, dropped_lanes);
@@ -207,6 +225,8 @@ fn what_the_split_would_cut_short_keeps_the_loop_in_its_run() {
     assert!(out[..36].iter().all(|&v| v == ITEMS as u32), "{out:?}");
     let out = same!(shadowed_counter, shadowed_counter_lanes);
     assert_eq!(out[1], 100 + 2 + 3);
+    let out = same!(range_bound, range_bound_lanes);
+    assert!(out[..36].iter().all(|&v| v == 1 + 2), "{out:?}");
 }
 
 // ------------------------------------------------------------------ conditions that look uniform

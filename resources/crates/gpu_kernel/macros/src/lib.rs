@@ -1353,7 +1353,8 @@ impl Lower {
     /// - the split ends `run`'s lane loop where fibers go on in one scope, so `run` holds nothing
     ///   whose scope that would cut short (`split_keeps_scope`): no `let` of a name neither the
     ///   loop nor what follows reads (fibers drop it at the block's end, after the loop: a type
-    ///   with drop glue would be dropped before it here), no statement macro given a name the loop
+    ///   with drop glue would be dropped before it here), nor of a value that may not be `Copy`
+    ///   (`plainly_copy`: the split keeps it), no statement macro given a name the loop
     ///   or what follows reads (it may bind it: `bind!(n <- tid)`, a binding the loop would not
     ///   see), and no `macro_rules!` (the code after the split would not see it);
     /// - `body` lowers as a block (a `let` that shadows a kept `mut` local there, which one lane
@@ -1622,9 +1623,10 @@ fn escapes(tokens: &[Tt]) -> bool {
 /// loop keeps what its statements meant, `later` the names the loop and what follows it read:
 /// no `let` binds a name `later` lacks (on fibers it lives to the block's end, after the loop:
 /// a value with drop glue would be dropped before the loop instead; one that `later` names is
-/// kept, `Copy`), no statement macro other than `NON_BINDING_MACROS` mentions a name `later`
-/// has (it may bind it, in a form `macro_binding` does not see: `bind!(n <- tid)`; the loop and
-/// the run after would read the binding before it), and no `macro_rules!` (unseen after the split).
+/// kept, and must be `Copy`: `plainly_copy`), no statement macro other than
+/// `NON_BINDING_MACROS` mentions a name `later` has (it may bind it, in a form `macro_binding`
+/// does not see: `bind!(n <- tid)`; the loop and the run after would read the binding before
+/// it), and no `macro_rules!` (unseen after the split).
 fn split_keeps_scope(run: &[Vec<Tt>], later: &BTreeSet<String>) -> bool {
     run.iter().all(|s| {
         let s = &s[attributes_end(s, 0).min(s.len())..];
@@ -1633,7 +1635,7 @@ fn split_keeps_scope(run: &[Vec<Tt>], later: &BTreeSet<String>) -> bool {
             let pat_end = (1..end).find(|&k| is_punct(&s[k], ':') || assignment_op(s, k) == Some(("=".into(), 1))).unwrap_or(end);
             let mut bound = BTreeSet::new();
             idents(&s[1..pat_end], &mut bound);
-            return bound.iter().all(|n| matches!(n.as_str(), "mut" | "ref" | "_") || later.contains(n));
+            return bound.iter().all(|n| matches!(n.as_str(), "mut" | "ref" | "_") || later.contains(n)) && plainly_copy(&s[pat_end..end]);
         }
         if let [path @ .., Tt::Punct(bang), Tt::Group(args)] = &s[..end] {
             if bang.as_char() == '!' && path.iter().all(|t| matches!(t, Tt::Ident(_)) || is_punct(t, ':')) {
@@ -1653,6 +1655,36 @@ fn split_keeps_scope(run: &[Vec<Tt>], later: &BTreeSet<String>) -> bool {
         // `macro_rules! name { .. }` is `[macro_rules, !, name, {..}]`.
         !s.first().is_some_and(|t| is_ident(t, "macro_rules"))
     })
+}
+
+/// Whether a `let`'s type and value (`tokens`, from its `:` or `=`) look like a `Copy` value's:
+/// a local the split keeps once (uniform) or per lane must be `Copy`, which a run left whole does
+/// not ask of it (`let r = 0..ITEMS;` read by the loop: a `Range`, kept, did not compile). No
+/// range (`..`), no block or struct literal (`{ .. }`), no type or item of a type's name (`None`,
+/// `S`: a name with a capital other than a `CONST`'s), and a type, if given, of primitives.
+fn plainly_copy(tokens: &[Tt]) -> bool {
+    fn walk(tokens: &[Tt], in_type: bool) -> bool {
+        let mut in_type = in_type;
+        tokens.iter().enumerate().all(|(k, t)| match t {
+            Tt::Group(g) => g.delimiter() != Delimiter::Brace && walk(&g.stream().into_iter().collect::<Vec<_>>(), in_type),
+            Tt::Punct(p) if p.as_char() == '=' => {
+                in_type = false;
+                true
+            }
+            Tt::Punct(p) => !(p.as_char() == '.' && tokens.get(k + 1).is_some_and(|n| is_punct(n, '.'))),
+            Tt::Ident(i) => {
+                let name = i.to_string();
+                let constant = name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                if in_type {
+                    PRIMITIVES.contains(&name.as_str()) || constant
+                } else {
+                    !name.starts_with(|c: char| c.is_ascii_uppercase()) || constant
+                }
+            }
+            Tt::Literal(_) => true,
+        })
+    }
+    walk(tokens, tokens.first().is_some_and(|t| is_punct(t, ':')))
 }
 
 /// Where `name` is assigned (`name = ..`, `name += ..`, ...) in `tokens`, if anywhere.
