@@ -469,8 +469,45 @@ fn after_returns(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
     }
 }
 
+/// A uniform loop bounded by a uniform local a `while` with a barrier doubled, its block with an
+/// item (a `const`, a `fn`) and a closure reading a per-lane local; then another of the same
+/// counter's name, counting down.
+#[lanes]
+fn items_and_closures(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let at = ctx.group_linear() * threads + tid;
+    let mine = x.get(at);
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut offset = 1usize;
+    while offset < threads {
+        s.atomic_add(tid, 1);
+        ctx.barrier();
+        offset *= 2;
+    }
+    let mut k = 0;
+    while k < offset {
+        const STEP: u32 = 2;
+        fn twice(v: u32) -> u32 {
+            v * STEP
+        }
+        let add = |v: u32| v + mine;
+        s.atomic_add(tid, twice(add(k as u32)) % 5);
+        k += 1;
+    }
+    let mut k = offset / 2;
+    while k > 0 {
+        s.atomic_add(tid, k as u32);
+        k -= 1;
+    }
+    ctx.barrier();
+    y.set(at, s.get(tid) + 1000 * offset as u32);
+}
+
 #[test]
 fn shapes_it_lowers_match_fibers() {
+    same!(items_and_closures, items_and_closures_lanes);
     same!(shapes, shapes_lanes);
     let out = same!(after_returns, after_returns_lanes);
     assert_eq!(out[1], 0, "lane 1 returned before the last loop");
