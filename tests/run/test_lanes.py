@@ -811,6 +811,31 @@ pub fn item_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, mut s: Shared<u3
 entry!(item_cpu, item_body, item_body_lanes);
 """
 
+#: A statement macro that binds a name it is given in a form the attribute's check of a macro's
+#: binding (the name alone, or before `=` or `:`) does not see, read after a barrier.
+MACRO_ARROW = """
+macro_rules! bind {
+    ($n:ident <- $v:expr) => {
+        let $n = $v;
+    };
+}
+
+#[inline(always)]
+#[lanes]
+pub fn macro_arrow_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, MAX>) {
+    let t = ctx.local_id_x();
+    let i = ctx.group_linear() * ctx.group_size_x() + t;
+    let v = 5u32;
+    bind!(v <- t as u32);
+    s.set(t, 1);
+    ctx.barrier();
+    if i < n as usize {
+        y.set(i, x.get(i) + v + s.get(t));
+    }
+}
+entry!(macro_arrow_cpu, macro_arrow_body, macro_arrow_body_lanes);
+"""
+
 
 def next_or_zero(x: np.ndarray) -> np.ndarray:
     return np.append(x[1:], 0)
@@ -822,6 +847,7 @@ ALLOWED = {
     "big": (BIG, lambda x: x + 1),
     "inner_name": (INNER_NAME, lambda x: x + 1),
     "item": (ITEM, lambda x: x + 1),
+    "macro_arrow": (MACRO_ARROW, lambda x: x + np.arange(len(x), dtype=np.uint32) % 64 + 1),
 }
 
 
@@ -837,6 +863,13 @@ ALLOWED = {
             "kernel is built (fibers: the invocation's own 10 KiB of its 128 KiB stack)"))),
         "inner_name",
         "item",
+        pytest.param("macro_arrow", marks=pytest.mark.xfail(strict=True, reason=(
+            "the uniform `v` is kept once, set by every lane at the run's end from the binding in "
+            "scope there, the macro's: every lane read lane 63's (x + 64, fibers x + t + 1). "
+            "macro_binding refuses a macro given a name read after the barrier only where the name "
+            "stands alone or before `=` / `:` (`v <- t` reads as `v < -t`: a token-level check cannot "
+            "tell it from an expression); keeping such a name per lane, put back from whatever "
+            "binding is in scope at the run's end, would give fibers' values"))),
     ],
 )  # fmt: skip
 def test_a_body_the_rules_allow_runs_as_lanes_as_on_fibers(
@@ -888,7 +921,8 @@ def test_if_let_around_a_barrier_builds_or_is_refused_at_its_line(host_cargo, tm
 @pytest.mark.parametrize("features", ["sim", "debug"])
 def test_the_crates_lanes_tests_pass(tmp_path, features):
     """`resources/crates/gpu_kernel/tests/lanes.rs` (each body on fibers and as lanes, the same
-    outputs; `Grid::run_lanes`) and `lanes_builds.rs` (small crates built with cargo: what the
-    attribute refuses, and a body it takes built under clippy with warnings denied)."""
-    counts = run_crate_test_files(tmp_path, ("lanes", "lanes_builds"), features)
-    assert counts["lanes"] >= 16 and counts["lanes_builds"] >= 8, counts
+    outputs; `Grid::run_lanes`), `lanes_while.rs` (the uniform barrier-free `while`: outputs and
+    cpu-sim's findings) and `lanes_builds.rs` (small crates built with cargo: what the attribute
+    refuses, and a body it takes built under clippy with warnings denied)."""
+    counts = run_crate_test_files(tmp_path, ("lanes", "lanes_while", "lanes_builds"), features)
+    assert counts["lanes"] >= 16 and counts["lanes_while"] >= 4 and counts["lanes_builds"] >= 8, counts

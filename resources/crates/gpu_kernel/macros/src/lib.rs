@@ -1349,7 +1349,16 @@ impl Lower {
     ///   call (which may hide one), nor a shuffle (a barrier): no lane leaves the loop alone;
     /// - `body` names no per-lane `mut` local kept from before (it would go through the lanes'
     ///   storage each iteration: kept in one lane loop instead, in a register);
-    /// - the split keeps no local of `run` per lane (each a `Copy` type then, or a compile error).
+    /// - the split keeps no local of `run` per lane (each a `Copy` type then, or a compile error);
+    /// - the split ends `run`'s lane loop where fibers go on in one scope, so `run` holds nothing
+    ///   whose scope that would cut short (`split_keeps_scope`): no `let` of a name neither the
+    ///   loop nor what follows reads (fibers drop it at the block's end, after the loop: a type
+    ///   with drop glue would be dropped before it here), nor of a value that may not be `Copy`
+    ///   (`plainly_copy`: the split keeps it), no statement macro given a name the loop
+    ///   or what follows reads (it may bind it: `bind!(n <- tid)`, a binding the loop would not
+    ///   see), and no `macro_rules!` (the code after the split would not see it);
+    /// - `body` lowers as a block (a `let` that shadows a kept `mut` local there, which one lane
+    ///   loop takes, is refused in a block): else the loop stays in its run, as written.
     ///
     /// The lanes' iterations then run in another order than on fibers; with no barrier between
     /// them any order is one a GPU may run (atomics commute; a plain race is one on fibers too).
@@ -1368,6 +1377,9 @@ impl Lower {
         let cond = &core[1..b];
         let all: Vec<Tt> = core.to_vec();
         if escapes(&all) || cond.iter().any(|t| is_ident(t, "let")) || self.find_shuffle(&all).is_some() || self.contains_barrier(&all) {
+            return None;
+        }
+        if !split_keeps_scope(run, later) {
             return None;
         }
         // The run before it, lowered on a copy (its locals' uniformity: `segment`); the real
@@ -1391,6 +1403,9 @@ impl Lower {
         if visible(&scopes, &uses).iter().any(|v| v.mutable && !v.uniform) {
             return None;
         }
+        // Its block lowered on a copy: what a block refuses (a `let` shadowing the counter after
+        // `k += 1`) a run left whole takes.
+        probe.lower_uniform_while(cond, body, core[0].span(), &mut scopes).ok()?;
         Some((cond.to_vec(), body.clone(), core[0].span()))
     }
 
@@ -1602,6 +1617,74 @@ fn escapes(tokens: &[Tt]) -> bool {
         Tt::Group(g) => escapes(&g.stream().into_iter().collect::<Vec<_>>()),
         Tt::Literal(_) => false,
     })
+}
+
+/// Whether ending the lane loop of `run` (the statements before a uniform `while`) before the
+/// loop keeps what its statements meant, `later` the names the loop and what follows it read:
+/// no `let` binds a name `later` lacks (on fibers it lives to the block's end, after the loop:
+/// a value with drop glue would be dropped before the loop instead; one that `later` names is
+/// kept, and must be `Copy`: `plainly_copy`), no statement macro other than
+/// `NON_BINDING_MACROS` mentions a name `later` has (it may bind it, in a form `macro_binding`
+/// does not see: `bind!(n <- tid)`; the loop and the run after would read the binding before
+/// it), and no `macro_rules!` (unseen after the split).
+fn split_keeps_scope(run: &[Vec<Tt>], later: &BTreeSet<String>) -> bool {
+    run.iter().all(|s| {
+        let s = &s[attributes_end(s, 0).min(s.len())..];
+        let end = if s.last().is_some_and(|t| is_punct(t, ';')) { s.len() - 1 } else { s.len() };
+        if s.first().is_some_and(|t| is_ident(t, "let")) {
+            let pat_end = (1..end).find(|&k| is_punct(&s[k], ':') || assignment_op(s, k) == Some(("=".into(), 1))).unwrap_or(end);
+            let mut bound = BTreeSet::new();
+            idents(&s[1..pat_end], &mut bound);
+            return bound.iter().all(|n| matches!(n.as_str(), "mut" | "ref" | "_") || later.contains(n)) && plainly_copy(&s[pat_end..end]);
+        }
+        if let [path @ .., Tt::Punct(bang), Tt::Group(args)] = &s[..end] {
+            if bang.as_char() == '!' && path.iter().all(|t| matches!(t, Tt::Ident(_)) || is_punct(t, ':')) {
+                let Some(Tt::Ident(mac)) = path.last() else { return true };
+                let mac = mac.to_string();
+                if mac == "macro_rules" {
+                    return false;
+                }
+                if path.len() == 1 && NON_BINDING_MACROS.contains(&mac.as_str()) {
+                    return true;
+                }
+                let mut named = BTreeSet::new();
+                idents(&args.stream().into_iter().collect::<Vec<_>>(), &mut named);
+                return named.is_disjoint(later);
+            }
+        }
+        // `macro_rules! name { .. }` is `[macro_rules, !, name, {..}]`.
+        !s.first().is_some_and(|t| is_ident(t, "macro_rules"))
+    })
+}
+
+/// Whether a `let`'s type and value (`tokens`, from its `:` or `=`) look like a `Copy` value's:
+/// a local the split keeps once (uniform) or per lane must be `Copy`, which a run left whole does
+/// not ask of it (`let r = 0..ITEMS;` read by the loop: a `Range`, kept, did not compile). No
+/// range (`..`), no block or struct literal (`{ .. }`), no type or item of a type's name (`None`,
+/// `S`: a name with a capital other than a `CONST`'s), and a type, if given, of primitives.
+fn plainly_copy(tokens: &[Tt]) -> bool {
+    fn walk(tokens: &[Tt], in_type: bool) -> bool {
+        let mut in_type = in_type;
+        tokens.iter().enumerate().all(|(k, t)| match t {
+            Tt::Group(g) => g.delimiter() != Delimiter::Brace && walk(&g.stream().into_iter().collect::<Vec<_>>(), in_type),
+            Tt::Punct(p) if p.as_char() == '=' => {
+                in_type = false;
+                true
+            }
+            Tt::Punct(p) => !(p.as_char() == '.' && tokens.get(k + 1).is_some_and(|n| is_punct(n, '.'))),
+            Tt::Ident(i) => {
+                let name = i.to_string();
+                let constant = name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                if in_type {
+                    PRIMITIVES.contains(&name.as_str()) || constant
+                } else {
+                    !name.starts_with(|c: char| c.is_ascii_uppercase()) || constant
+                }
+            }
+            Tt::Literal(_) => true,
+        })
+    }
+    walk(tokens, tokens.first().is_some_and(|t| is_punct(t, ':')))
 }
 
 /// Where `name` is assigned (`name = ..`, `name += ..`, ...) in `tokens`, if anywhere.
