@@ -811,8 +811,10 @@ pub fn item_body(ctx: Ctx, n: u32, x: In<u32>, mut y: Out<u32>, mut s: Shared<u3
 entry!(item_cpu, item_body, item_body_lanes);
 """
 
-#: A statement macro that binds a name it is given in a form the attribute's check of a macro's
-#: binding (the name alone, or before `=` or `:`) does not see, read after a barrier.
+#: A statement macro that binds a name it is given in a form no look at its tokens can tell from a
+#: read (`v <- t` is `v < -t`), read after a barrier: the uniform `v` was kept once, set by every
+#: lane from the macro's binding (every lane read lane 63's: x + 64, fibers x + t + 1). The copy
+#: now keeps a name a statement macro holds per lane, from the binding in scope at its run's end.
 MACRO_ARROW = """
 macro_rules! bind {
     ($n:ident <- $v:expr) => {
@@ -863,13 +865,7 @@ ALLOWED = {
             "kernel is built (fibers: the invocation's own 10 KiB of its 128 KiB stack)"))),
         "inner_name",
         "item",
-        pytest.param("macro_arrow", marks=pytest.mark.xfail(strict=True, reason=(
-            "the uniform `v` is kept once, set by every lane at the run's end from the binding in "
-            "scope there, the macro's: every lane read lane 63's (x + 64, fibers x + t + 1). "
-            "macro_binding refuses a macro given a name read after the barrier only where the name "
-            "stands alone or before `=` / `:` (`v <- t` reads as `v < -t`: a token-level check cannot "
-            "tell it from an expression); keeping such a name per lane, put back from whatever "
-            "binding is in scope at the run's end, would give fibers' values"))),
+        "macro_arrow",
     ],
 )  # fmt: skip
 def test_a_body_the_rules_allow_runs_as_lanes_as_on_fibers(
@@ -922,7 +918,11 @@ def test_if_let_around_a_barrier_builds_or_is_refused_at_its_line(host_cargo, tm
 def test_the_crates_lanes_tests_pass(tmp_path, features):
     """`resources/crates/gpu_kernel/tests/lanes.rs` (each body on fibers and as lanes, the same
     outputs; `Grid::run_lanes`), `lanes_while.rs` (the uniform barrier-free `while`: outputs and
-    cpu-sim's findings) and `lanes_builds.rs` (small crates built with cargo: what the attribute
-    refuses, and a body it takes built under clippy with warnings denied)."""
-    counts = run_crate_test_files(tmp_path, ("lanes", "lanes_while", "lanes_builds"), features)
+    cpu-sim's findings), `lanes_macros.rs` (names a statement macro may bind: the same) and
+    `lanes_builds.rs` (small crates built with cargo: what the attribute refuses, and a body it
+    takes built under clippy with warnings denied)."""
+    counts = run_crate_test_files(
+        tmp_path, ("lanes", "lanes_while", "lanes_macros", "lanes_builds"), features
+    )
     assert counts["lanes"] >= 16 and counts["lanes_while"] >= 4 and counts["lanes_builds"] >= 8, counts
+    assert counts["lanes_macros"] >= 7, counts

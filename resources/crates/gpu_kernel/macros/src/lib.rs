@@ -40,6 +40,23 @@
 //! - a name a macro's arguments mention is per lane for the rest of its run (a macro may bind it:
 //!   `my_let!(x = ..)`), and a `let` of a pattern the attribute does not keep binds per-lane names.
 //!
+//! Statement macros: a statement that is one macro call (`bind!(v <- t);`, `m! { .. }`; not one of
+//! the standard library's that bind nothing, `NON_BINDING_MACROS`: `assert!`, `debug_assert!`,
+//! `println!`, ...) may bind any name its tokens hold, at any depth of its brackets, in a form no
+//! look at the tokens can tell from a read (`v <- t` is, token for token, `v < -t`). So it is taken
+//! as a `let` of each of those names that is a local bound before it (in its run, or kept from an
+//! earlier one) or a parameter of a primitive type: per lane from there on (neither uniform nor
+//! lane-pure), and kept, where a later run reads it, from whatever binding of that name is in scope
+//! at the end of its run: the macro's if it bound one, else the one before (changed or not). A
+//! lane-pure local whose form read the binding before is kept per lane (its slot is not the one
+//! kept), as after a `let`. Refused at the macro: a name given by itself (the shapes of
+//! `macro_binding`) that no such binding has and that a later run reads (a new name the macro may
+//! bind: the copy has nothing to keep); a `mut` local of a block around the macro's (in a loop's
+//! block: a change is put back after the run, a new binding must not be; the copy cannot tell
+//! which). Not seen: a procedural macro's `let` of a name it was not given (with the call site's
+//! hygiene): the runs after read the binding before it, with no error (a `macro_rules!` cannot
+//! bind such a name: its own `let`s are hygienic).
+//!
 //! Each lane of a run still computes a uniform `let` (it is one statement among per-lane ones)
 //! and sets the one slot to the same value; a uniform `mut` local the run puts back is read from
 //! its value before the run (a lane's put back is not the next lane's start). A uniform
@@ -94,10 +111,8 @@
 //!   at most 128 bytes where not uniform (`host::MAX_CARRIED_BYTES`: each is kept for 1024
 //!   lanes), and
 //!   not shadowed in a loop's or branch's block while that block's run of statements changes
-//!   them; a macro's `let` (`my_let!(x = 1)`) is not seen as one, so a statement that is one
-//!   macro call (other than `assert!`, `println!` and the like: `NON_BINDING_MACROS`) given by
-//!   itself a name read after the next barrier (`rebind!(v, 500)`, `m!(v = 1)`, `m!(let v = 1)`) is
-//!   refused at the macro: the loops after the barrier would read the binding before it;
+//!   them; a statement macro given such a local of a block around its own (`mut`), or given by
+//!   itself a new name read after the next barrier, is refused (see statement macros, above);
 //! - parameters the same for every invocation, except `mut` ones other than the memory handles
 //!   (`In`, `Out`, `Shared`), which are each invocation's own (`Copy`, kept per lane as locals);
 //! - `return;` anywhere (one inside a macro's expansion cannot be seen: the run stops, naming
@@ -1178,6 +1193,9 @@ impl Lower {
         // `let`'s id (taken when it is bound: a closed form names a uniform one's slot).
         let mut closed: BTreeMap<String, Closed> = BTreeMap::new();
         let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+        // The names a `let` of the run binds in a pattern this cannot keep (not kept, so not
+        // kept again after a statement macro either: nothing after the run may name them).
+        let mut unkept_lets: BTreeSet<String> = BTreeSet::new();
         for s in stmts {
             check_no_escape(s)?;
             idents(s, &mut uses);
@@ -1205,6 +1223,11 @@ impl Lower {
                             env.insert(n.clone(), false);
                             closed.remove(n);
                         }
+                        // A binding of the run that the pattern shadows is not the one in scope
+                        // at the run's end: its slot would be set from the pattern's value (a
+                        // lane-pure local computed from it read that in the loops after).
+                        defined.retain(|d| !bound.contains(&d.0));
+                        unkept_lets.extend(bound.iter().cloned());
                         shadowed.extend(bound.into_iter().map(|n| (n, s[0].span())));
                         all_uniform = false;
                         Vec::new()
@@ -1255,19 +1278,71 @@ impl Lower {
                 }
                 uniform = value_uniform && self.resolve(&name, &env, scopes) == Some(true);
             } else {
-                // A statement macro may bind a name it is given (`rebind!(v, 500)` expanding to
-                // `let v = 500;`): the rest of the run sees that binding (the loop's body is
-                // one scope), but a later run does not, and would take the local bound before
-                // (kept, or computed again: a lane-pure one) where fibers read the macro's.
-                if let Some((at, name, mac)) = macro_binding(s, later) {
-                    return fail(
-                        at,
-                        &format!(
-                            "the macro `{mac}!` is given `{name}` by itself, which a barrier after it reads: if the macro \
-                             binds it (a `let` in its expansion), the copy cannot see that binding across the barrier. \
-                             Bind it in the body (`let {name} = ..;`), or remove #[lanes] to run on fibers"
-                        ),
-                    );
+                // A statement macro may bind any name its tokens hold (`rebind!(v, 500)`,
+                // `bind!(v <- t)`: `let v = ..;` in its expansion) for the rest of the run (the
+                // loop's body is one scope) and, on fibers, of the block; which, the copy cannot
+                // see. So each such name that is a local or a parameter of a primitive type is
+                // taken as bound again here, per lane (not uniform, not computed again): the
+                // run keeps whatever binding of it is in scope at its end, the macro's or the
+                // one before (changed or not), and the runs after read that. Else a later run
+                // took the binding before (its slot, or computed again from its `let`) where
+                // fibers read the macro's, with no error.
+                if let Some((mac, args)) = statement_macro(s) {
+                    let mut named = BTreeMap::new();
+                    macro_idents(&args, &mut named);
+                    let mut unkept = BTreeSet::new();
+                    for (name, at) in named {
+                        let mutable = if let Some(d) = defined.iter().find(|d| d.0 == name) {
+                            Some(d.1)
+                        } else if unkept_lets.contains(&name) || name == self.ctx {
+                            None
+                        } else if let Some((depth, v)) = innermost(scopes, &name) {
+                            // A `mut` local of a block around this one: put back after the run
+                            // if the macro changes it, not if it binds a new one (its scope
+                            // ends with this block); the copy cannot tell which.
+                            if v.mutable && depth + 1 < scopes.len() {
+                                return fail(
+                                    at,
+                                    &format!(
+                                        "the macro `{mac}!` is given `{name}`, a `mut` local of a block around this one that \
+                                         a barrier after it reads: the copy cannot tell whether the macro changes it or binds \
+                                         a new `{name}`. Give the macro a copy (`let c = {name};`), assign it in the body \
+                                         (`{name} = ..;`), or remove #[lanes] to run on fibers"
+                                    ),
+                                );
+                            }
+                            Some(v.mutable)
+                        } else if self.uniform_params.contains(&name) {
+                            Some(false)
+                        } else {
+                            None
+                        };
+                        let Some(mutable) = mutable else {
+                            unkept.insert(name);
+                            continue;
+                        };
+                        let id = self.next_id;
+                        self.next_id += 1;
+                        ids.insert(name.clone(), id);
+                        closed.remove(&name);
+                        env.insert(name.clone(), false);
+                        shadowed.insert(name.clone(), at);
+                        defined.retain(|d| d.0 != name);
+                        defined.push((name, mutable, at, false));
+                    }
+                    // A name it cannot keep (no local bound before it, nor a primitive parameter:
+                    // a new name, a memory handle), given by itself and read after a barrier.
+                    if let Some(name) = macro_binding(&args, later, &unkept) {
+                        return fail(
+                            mac.span(),
+                            &format!(
+                                "the macro `{mac}!` is given `{name}` by itself, which a barrier after it reads: if the macro \
+                                 binds it (a `let` in its expansion), the copy cannot keep that binding across the barrier \
+                                 (`{name}` is no local bound before it, nor a parameter of a primitive type). Bind it in the \
+                                 body (`let {name} = ..;`), or remove #[lanes] to run on fibers"
+                            ),
+                        );
+                    }
                 }
                 self.scan(stmt, false);
                 // A macro's arguments may name a local it binds (`my_let!(x = ..)`, unseen here).
@@ -1817,13 +1892,9 @@ const NON_BINDING_MACROS: &[&str] = &[
     "eprintln", "panic", "unreachable", "todo", "unimplemented", "write", "writeln", "format", "format_args", "dbg",
 ];
 
-/// A statement that is one macro call (`path!(..);`, `[..]`, `{..}`), not one of
-/// `NON_BINDING_MACROS`, given by itself a name that `later` reads (an argument that is just the
-/// name, `mut name`, `name = ..`, `name: ..` or `let name = ..`: what a `macro_rules!` takes as an
-/// `ident` to bind, or a `stmt`):
-/// where it is (the macro's name), the name and the macro's. A name inside an expression of its
-/// arguments (`stop_if!(t % 2 == 1)`) is only read.
-fn macro_binding(s: &[Tt], later: &BTreeSet<String>) -> Option<(Span, String, String)> {
+/// A statement that is one macro call (`path!(..);`, `path![..];`, `path! { .. }`), other than
+/// `NON_BINDING_MACROS` and `macro_rules!`: the macro's name and its arguments' tokens.
+fn statement_macro(s: &[Tt]) -> Option<(Ident, Vec<Tt>)> {
     let end = if s.last().is_some_and(|t| is_punct(t, ';')) { s.len() - 1 } else { s.len() };
     let [path @ .., Tt::Punct(bang), Tt::Group(args)] = &s[..end] else { return None };
     let Some(Tt::Ident(mac)) = path.last() else { return None };
@@ -1833,7 +1904,34 @@ fn macro_binding(s: &[Tt], later: &BTreeSet<String>) -> Option<(Span, String, St
     if (path.len() == 1 && NON_BINDING_MACROS.contains(&mac.to_string().as_str())) || mac.to_string() == "macro_rules" {
         return None;
     }
-    let inner: Vec<Tt> = args.stream().into_iter().collect();
+    Some((mac.clone(), args.stream().into_iter().collect()))
+}
+
+/// Every identifier in a macro's tokens (`tokens`, nested groups included), each with the span of
+/// its first: any may be one it binds (`$n:ident` wherever the macro's pattern has it). Not the
+/// names a string literal's format arguments capture: a literal binds nothing.
+fn macro_idents(tokens: &[Tt], into: &mut BTreeMap<String, Span>) {
+    for t in tokens {
+        match t {
+            Tt::Ident(i) => {
+                into.entry(i.to_string()).or_insert(i.span());
+            }
+            Tt::Group(g) => macro_idents(&g.stream().into_iter().collect::<Vec<_>>(), into),
+            _ => {}
+        }
+    }
+}
+
+/// The innermost kept local named `name`, with the index of its scope in `scopes`.
+fn innermost<'a>(scopes: &'a [Vec<Var>], name: &str) -> Option<(usize, &'a Var)> {
+    scopes.iter().enumerate().rev().find_map(|(depth, s)| s.iter().rev().find(|v| v.name == name).map(|v| (depth, v)))
+}
+
+/// In a statement macro's arguments (`inner`), a name of `candidates` that `later` reads, given by
+/// itself (an argument that is just the name, `mut name`, `name = ..`, `name: ..` or `let name =
+/// ..`: what a `macro_rules!` takes as an `ident` to bind, or a `stmt`). A name inside an
+/// expression of its arguments (`stop_if!(t % 2 == 1)`) is taken as only read.
+fn macro_binding(inner: &[Tt], later: &BTreeSet<String>, candidates: &BTreeSet<String>) -> Option<String> {
     let mut parts: Vec<&[Tt]> = Vec::new();
     let mut start = 0;
     for (k, t) in inner.iter().enumerate() {
@@ -1852,9 +1950,10 @@ fn macro_binding(s: &[Tt], later: &BTreeSet<String>) -> Option<(Span, String, St
             part = rest;
         }
         let Some(Tt::Ident(name)) = part.first() else { continue };
+        let name = name.to_string();
         let alone = part.len() == 1 || matches!(operator(part, 1).0.as_str(), "=" | ":");
-        if alone && later.contains(&name.to_string()) {
-            return Some((mac.span(), name.to_string(), mac.to_string()));
+        if alone && later.contains(&name) && candidates.contains(&name) {
+            return Some(name);
         }
     }
     None
