@@ -1,5 +1,6 @@
 // V0: the reference WGSL with its fixed-count loops kept as loops (the 9 rounds of the striped
-// read and write, each invocation's run of 9, the rakes of 8, the scan of the 32 rake totals), so
+// read and write, each invocation's run of 9, the rakes of 8, each raker's sum of the rakes before
+// its own), so
 // naga adds a loop counter (force_loop_bounding) to each; the reference writes them out. The
 // loop form of the pass before it (Hillis-Steele over pairs, tiles of 512) measured wgsl/cuda-c
 // 1.07-1.17 at n = 2^22 on the H200 (benchmarks/results/h200-2026-12-02/parity.md).
@@ -44,25 +45,28 @@ fn scan(
     runs[t] = run;
     workgroupBarrier();
     if (t < 32u) {
-        // Raker t alone reads and writes runs[t * 8u ..][.. 8]: in place, exclusive.
         var rake = 0u;
         for (var j = 0u; j < 8u; j++) {
-            let run = runs[t * 8u + j];
-            runs[t * 8u + j] = rake;
-            rake += run;
+            rake += runs[t * 8u + j];
         }
         rakes[t] = rake;
     }
     workgroupBarrier();
-    if (t == 0u) {
-        var total = 0u;
+    if (t < 32u) {
+        // The rakes before t's, then run by run (raker t alone touches runs[t * 8u ..][.. 8]).
+        var before = 0u;
         for (var r = 0u; r < 32u; r++) {
-            let rake = rakes[r];
-            rakes[r] = total;
-            total += rake;
+            if (r < t) {
+                before += rakes[r];
+            }
         }
-        if (tile < arrayLength(&sums)) {
-            sums[tile] = total;
+        for (var j = 0u; j < 8u; j++) {
+            let run = runs[t * 8u + j];
+            runs[t * 8u + j] = before;
+            before += run;
+        }
+        if (t == 31u && tile < arrayLength(&sums)) {
+            sums[tile] = before;
         }
     }
     workgroupBarrier();
@@ -70,8 +74,7 @@ fn scan(
         let i = base + k * 256u + t;
         if (i < params.n) {
             let e = k * 256u + t;
-            let run = e / 9u;
-            y[i] = items[e] + runs[run] + rakes[run / 8u];
+            y[i] = items[e] + runs[e / 9u];
         }
     }
 }

@@ -1,9 +1,10 @@
 // Hand-written CUDA C++ scan, the same computation as src/lib.rs: the inclusive prefix sum of n
 // unsigned ints in two launches. `scan`: each block of 256 threads scans a tile of 2304 elements
 // (9 per thread: read striped into shared memory, each thread's run of 9 scanned serially, 32
-// threads rake the 256 run totals, one thread scans the 32 rake totals, the tile goes out striped
-// with its run's and rake's offsets added) and writes the tile's total; `scan_add`: each block
-// reduces the totals before its tile and adds them to its 2304 elements.
+// threads rake the 256 run totals, each raker sums the rake totals before its own and gives its
+// 8 runs their offsets, the tile goes out striped with its run's offset added) and writes the
+// tile's total; `scan_add`: each block reduces the totals before its tile and adds them to its
+// 2304 elements.
 #define BLOCK 256u
 #define ITEMS 9u  // odd: a warp's runs (t * ITEMS + j, one j at a time) hit 32 different banks
 #define TILE (ITEMS * BLOCK)
@@ -31,34 +32,37 @@ extern "C" __global__ void scan(unsigned int n, const unsigned int *x, unsigned 
     runs[t] = run;
     __syncthreads();
     if (t < RAKERS) {
-        // Raker t alone reads and writes runs[t * RAKE ..][.. RAKE]: in place, exclusive.
         unsigned int rake = 0u;
         for (unsigned int j = 0u; j < RAKE; j++) {
-            unsigned int run = runs[t * RAKE + j];
-            runs[t * RAKE + j] = rake;
-            rake += run;
+            rake += runs[t * RAKE + j];
         }
         rakes[t] = rake;
     }
     __syncthreads();
-    if (t == 0u) {
-        // Exclusive: rakes[r] becomes the total of the rakes before r.
-        unsigned int total = 0u;
+    if (t < RAKERS) {
+        // The rakes before t's, then run by run (raker t alone touches runs[t * RAKE ..][.. RAKE]).
+        unsigned int before = 0u;
         for (unsigned int r = 0u; r < RAKERS; r++) {
-            unsigned int rake = rakes[r];
-            rakes[r] = total;
-            total += rake;
+            if (r < t) {
+                before += rakes[r];
+            }
         }
-        sums[tile] = total;
+        for (unsigned int j = 0u; j < RAKE; j++) {
+            unsigned int run = runs[t * RAKE + j];
+            runs[t * RAKE + j] = before;
+            before += run;
+        }
+        if (t == RAKERS - 1u) {
+            sums[tile] = before;  // the last raker's total is the tile's
+        }
     }
     __syncthreads();
-    // Element e: its run's scan, plus the offsets of its run (e / ITEMS) and of that run's rake.
+    // Element e: its run's scan plus the run's offset in the tile.
     for (unsigned int k = 0u; k < ITEMS; k++) {
         size_t i = base + k * BLOCK + t;
         if (i < n) {
             unsigned int e = k * BLOCK + t;
-            unsigned int run = e / ITEMS;
-            y[i] = items[e] + runs[run] + rakes[run / RAKE];
+            y[i] = items[e] + runs[e / ITEMS];
         }
     }
 }

@@ -2,8 +2,9 @@
 // scans a tile of 2304 u32 (9 per invocation) into y, and writes the tile's total to sums[tile].
 // The tile is read striped into workgroup memory (round k: element k * 256 + t by invocation t),
 // each invocation scans its run of 9 consecutive elements there, 32 invocations rake the 256 run
-// totals (8 each), one scans the 32 rake totals, and the tile goes out striped, each element with
-// the offsets of its run and rake added. Pass 2 is scan_add.wgsl.
+// totals (8 each), each raker sums the rake totals before its own and gives its 8 runs their
+// offsets, and the tile goes out striped, each element with its run's offset added. Pass 2 is
+// scan_add.wgsl.
 //
 // The fixed-count loops are written out (a call per round), as nvcc unrolls reference/scan.cu's:
 // naga, wgpu's WGSL compiler, gives every loop a 64-bit iteration counter (force_loop_bounding),
@@ -42,30 +43,26 @@ fn scan_item(run: u32, t: u32, j: u32) -> u32 {
     return sum;
 }
 
-// Run j of raker t's 8: its offset within the rake (an exclusive scan, in place: raker t alone
-// touches runs[t * 8u ..][.. 8]).
-fn rake_item(rake: u32, t: u32, j: u32) -> u32 {
+// Rake r's total, added to `before` where r comes before raker t's rake.
+fn rake_before(before: u32, t: u32, r: u32) -> u32 {
+    return select(before, before + rakes[r], r < t);
+}
+
+// Run j of raker t's 8: its offset in the tile (in place: raker t alone touches
+// runs[t * 8u ..][.. 8]).
+fn rake_item(before: u32, t: u32, j: u32) -> u32 {
     let e = t * 8u + j;
     let run = runs[e];
-    runs[e] = rake;
-    return rake + run;
+    runs[e] = before;
+    return before + run;
 }
 
-// Rake r's total becomes the total of the rakes before it (an exclusive scan, one rake a call).
-fn rake_exclusive(total: u32, r: u32) -> u32 {
-    let rake = rakes[r];
-    rakes[r] = total;
-    return total + rake;
-}
-
-// Round k of the striped write: element e's run scan plus the offsets of its run (e / 9) and
-// of that run's rake.
+// Round k of the striped write: element e's run scan plus its run's offset (run e / 9).
 fn store(base: u32, k: u32, t: u32) {
     let i = base + k * 256u + t;
     if (i < params.n) {
         let e = k * 256u + t;
-        let run = e / 9u;
-        y[i] = items[e] + runs[run] + rakes[run / 8u];
+        y[i] = items[e] + runs[e / 9u];
     }
 }
 
@@ -102,52 +99,54 @@ fn scan(
     runs[t] = run;
     workgroupBarrier();
     if (t < 32u) {
-        var rake = rake_item(0u, t, 0u);
-        rake = rake_item(rake, t, 1u);
-        rake = rake_item(rake, t, 2u);
-        rake = rake_item(rake, t, 3u);
-        rake = rake_item(rake, t, 4u);
-        rake = rake_item(rake, t, 5u);
-        rake = rake_item(rake, t, 6u);
-        rake = rake_item(rake, t, 7u);
+        let rake = runs[t * 8u] + runs[t * 8u + 1u] + runs[t * 8u + 2u] + runs[t * 8u + 3u]
+            + runs[t * 8u + 4u] + runs[t * 8u + 5u] + runs[t * 8u + 6u] + runs[t * 8u + 7u];
         rakes[t] = rake;
     }
     workgroupBarrier();
-    if (t == 0u) {
-        var total = rake_exclusive(0u, 0u);
-        total = rake_exclusive(total, 1u);
-        total = rake_exclusive(total, 2u);
-        total = rake_exclusive(total, 3u);
-        total = rake_exclusive(total, 4u);
-        total = rake_exclusive(total, 5u);
-        total = rake_exclusive(total, 6u);
-        total = rake_exclusive(total, 7u);
-        total = rake_exclusive(total, 8u);
-        total = rake_exclusive(total, 9u);
-        total = rake_exclusive(total, 10u);
-        total = rake_exclusive(total, 11u);
-        total = rake_exclusive(total, 12u);
-        total = rake_exclusive(total, 13u);
-        total = rake_exclusive(total, 14u);
-        total = rake_exclusive(total, 15u);
-        total = rake_exclusive(total, 16u);
-        total = rake_exclusive(total, 17u);
-        total = rake_exclusive(total, 18u);
-        total = rake_exclusive(total, 19u);
-        total = rake_exclusive(total, 20u);
-        total = rake_exclusive(total, 21u);
-        total = rake_exclusive(total, 22u);
-        total = rake_exclusive(total, 23u);
-        total = rake_exclusive(total, 24u);
-        total = rake_exclusive(total, 25u);
-        total = rake_exclusive(total, 26u);
-        total = rake_exclusive(total, 27u);
-        total = rake_exclusive(total, 28u);
-        total = rake_exclusive(total, 29u);
-        total = rake_exclusive(total, 30u);
-        total = rake_exclusive(total, 31u);
-        if (tile < arrayLength(&sums)) {
-            sums[tile] = total;
+    if (t < 32u) {
+        var before = rake_before(0u, t, 0u);
+        before = rake_before(before, t, 1u);
+        before = rake_before(before, t, 2u);
+        before = rake_before(before, t, 3u);
+        before = rake_before(before, t, 4u);
+        before = rake_before(before, t, 5u);
+        before = rake_before(before, t, 6u);
+        before = rake_before(before, t, 7u);
+        before = rake_before(before, t, 8u);
+        before = rake_before(before, t, 9u);
+        before = rake_before(before, t, 10u);
+        before = rake_before(before, t, 11u);
+        before = rake_before(before, t, 12u);
+        before = rake_before(before, t, 13u);
+        before = rake_before(before, t, 14u);
+        before = rake_before(before, t, 15u);
+        before = rake_before(before, t, 16u);
+        before = rake_before(before, t, 17u);
+        before = rake_before(before, t, 18u);
+        before = rake_before(before, t, 19u);
+        before = rake_before(before, t, 20u);
+        before = rake_before(before, t, 21u);
+        before = rake_before(before, t, 22u);
+        before = rake_before(before, t, 23u);
+        before = rake_before(before, t, 24u);
+        before = rake_before(before, t, 25u);
+        before = rake_before(before, t, 26u);
+        before = rake_before(before, t, 27u);
+        before = rake_before(before, t, 28u);
+        before = rake_before(before, t, 29u);
+        before = rake_before(before, t, 30u);
+        before = rake_before(before, t, 31u);
+        before = rake_item(before, t, 0u);
+        before = rake_item(before, t, 1u);
+        before = rake_item(before, t, 2u);
+        before = rake_item(before, t, 3u);
+        before = rake_item(before, t, 4u);
+        before = rake_item(before, t, 5u);
+        before = rake_item(before, t, 6u);
+        before = rake_item(before, t, 7u);
+        if (t == 31u && tile < arrayLength(&sums)) {
+            sums[tile] = before;  // the last raker's total is the tile's
         }
     }
     workgroupBarrier();

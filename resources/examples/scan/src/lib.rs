@@ -11,11 +11,11 @@
 //! striped order (element k * 256 + t by invocation t: neighbouring invocations read neighbouring
 //! elements, one coalesced line a warp on a GPU); invocation t then scans its own run of 9
 //! consecutive elements there (t * 9 ..= t * 9 + 8) serially; 32 invocations rake the 256 run
-//! totals, 8 each (each run's offset within its rake); one invocation scans the 32 rake totals;
-//! the tile goes out striped as it came in, each element with its run's and its rake's offsets
-//! added. Four barriers a tile of 2304, where two elements an invocation and a Hillis–Steele scan
-//! of the pair sums took 17 a tile of 512 and about four adds and shared loads and stores an
-//! element.
+//! totals (8 each), then each raker sums the rake totals before its own and gives each of its
+//! runs its offset in the tile; the tile goes out striped as it came in, each element with its
+//! run's offset added. Four barriers a tile of 2304, where two elements an invocation and a
+//! Hillis–Steele scan of the pair sums took 17 a tile of 512 and about four adds and shared loads
+//! and stores an element.
 //!
 //! The classic scheme has a third launch between these (a scan of `sums`); here the second pass
 //! reduces the sums before its tile itself, which costs O(tiles) reads per workgroup: cheap while
@@ -45,12 +45,12 @@ const RAKE: usize = BLOCK / RAKERS;
 /// Pass 1: the tile's inclusive scan into `y`, its total into `sums[tile]`.
 ///
 /// `items` holds the tile (striped in, then each invocation's run of ITEMS scanned in place);
-/// `runs` the 256 run totals, then each run's offset within its rake (an exclusive scan of the
-/// rake's 8, in place by its raker); `rakes` the 32 rake totals, then the offset of each rake (an
-/// exclusive scan by one invocation). Element e of the tile is then `items[e]` plus the offsets
-/// of its run `e / ITEMS` and of that run's rake, written out striped. Each step reads only what
-/// the barrier before it made whole, and writes only what no other invocation reads in that step.
-/// A launch wider than `BLOCK`: the extra invocations only join the barriers.
+/// `runs` the 256 run totals, then the offset of each run in the tile; `rakes` the 32 rake
+/// totals (8 runs a rake). Raker t's offsets: the totals of the rakes before its own, then run by
+/// run through its 8 (in place: raker t alone touches `runs[8t ..][.. 8]`). Element e of the tile
+/// is `items[e]` plus its run's offset (`runs[e / ITEMS]`), written out striped. Each step reads
+/// only what the barrier before it made whole, and writes only what no other invocation reads in
+/// that step. A launch wider than `BLOCK`: the extra invocations only join the barriers.
 #[allow(clippy::too_many_arguments)] // the launch's buffers and the three workgroup arrays
 #[inline(always)]
 #[lanes]
@@ -90,30 +90,35 @@ pub fn scan_body(
     }
     ctx.barrier();
     if t < RAKERS {
-        // Raker t alone reads and writes runs[t * RAKE ..][.. RAKE]: in place.
         let mut rake = 0u32;
         let mut j = 0;
         while j < RAKE {
-            let run = runs.get(t * RAKE + j);
-            runs.set(t * RAKE + j, rake);
-            rake = rake.wrapping_add(run);
+            rake = rake.wrapping_add(runs.get(t * RAKE + j));
             j += 1;
         }
         rakes.set(t, rake);
     }
     ctx.barrier();
-    if t == 0 {
-        let mut total = 0u32;
+    if t < RAKERS {
+        // The rakes before t's, then run by run (raker t alone touches runs[t * RAKE ..][.. RAKE]).
+        let mut before = 0u32;
         let mut r = 0;
         while r < RAKERS {
-            let rake = rakes.get(r);
-            rakes.set(r, total);
-            total = total.wrapping_add(rake);
+            if r < t {
+                before = before.wrapping_add(rakes.get(r));
+            }
             r += 1;
         }
-        // Spare workgroups of a folded grid (tile >= tiles) must not write past `sums`.
-        if tile < n.div_ceil(TILE) {
-            sums.set(tile, total);
+        let mut j = 0;
+        while j < RAKE {
+            let run = runs.get(t * RAKE + j);
+            runs.set(t * RAKE + j, before);
+            before = before.wrapping_add(run);
+            j += 1;
+        }
+        // The last raker's total is the tile's; spare workgroups must not write past `sums`.
+        if t == RAKERS - 1 && tile < n.div_ceil(TILE) {
+            sums.set(tile, before);
         }
     }
     ctx.barrier();
@@ -125,8 +130,7 @@ pub fn scan_body(
             if i < n {
                 let e = k * BLOCK + t;
                 let run = e / ITEMS;
-                let before = runs.get(run).wrapping_add(rakes.get(run / RAKE));
-                y.set(i, items.get(e).wrapping_add(before));
+                y.set(i, items.get(e).wrapping_add(runs.get(run)));
             }
             k += 1;
         }
