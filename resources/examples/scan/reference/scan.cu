@@ -43,9 +43,8 @@ extern "C" __global__ void scan(unsigned int n, const unsigned int *x, unsigned 
         // The rakes before t's, then run by run (raker t alone touches runs[t * RAKE ..][.. RAKE]).
         unsigned int before = 0u;
         for (unsigned int r = 0u; r < RAKERS; r++) {
-            if (r < t) {
-                before += rakes[r];
-            }
+            unsigned int rake = rakes[r];  // every rake read, those from t's on counted as 0
+            before += r < t ? rake : 0u;
         }
         for (unsigned int j = 0u; j < RAKE; j++) {
             unsigned int run = runs[t * RAKE + j];
