@@ -46,7 +46,9 @@ fn inclusive_scan_over_several_tiles() {
 fn n_not_a_multiple_of_the_workgroup_size() {
     // 2 * 2304 + 1001: the last tile partial, its last live invocation (t = 111) holding two of
     // its nine elements, the invocations after it none.
-    let x: Vec<u32> = (0..(2 * TILE + 1001) as u32).map(|i| (i * 13) % 11).collect();
+    let x: Vec<u32> = (0..(2 * TILE + 1001) as u32)
+        .map(|i| (i * 13) % 11)
+        .collect();
     assert_eq!(scan(&x).0, expected(&x));
 }
 
