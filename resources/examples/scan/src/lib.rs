@@ -69,13 +69,16 @@ pub fn scan_body(
     let tile = ctx.group_linear();
     let base = tile * TILE;
     // Striped: in round k the invocations read BLOCK consecutive elements, invocation t the t-th.
-    if t < BLOCK {
-        let mut k = 0;
-        while k < ITEMS {
+    // The round loop outside the `if` (both rounds loops here): as `#[lanes]` a uniform `while`,
+    // each round one pass over the lanes through contiguous memory; with the loop inside the
+    // `if`, each lane's nine strided elements in turn took about 20 % more CPU time a launch.
+    let mut k = 0;
+    while k < ITEMS {
+        if t < BLOCK {
             let i = base + k * BLOCK + t;
             items.set(k * BLOCK + t, if i < n { x.get(i) } else { 0 });
-            k += 1;
         }
+        k += 1;
     }
     ctx.barrier();
     if t < BLOCK {
@@ -124,17 +127,17 @@ pub fn scan_body(
     }
     ctx.barrier();
     // Striped out; spare workgroups have base >= n and write nothing.
-    if t < BLOCK {
-        let mut k = 0;
-        while k < ITEMS {
+    let mut k = 0;
+    while k < ITEMS {
+        if t < BLOCK {
             let i = base + k * BLOCK + t;
             if i < n {
                 let e = k * BLOCK + t;
                 let run = e / ITEMS;
                 y.set(i, items.get(e).wrapping_add(runs.get(run)));
             }
-            k += 1;
         }
+        k += 1;
     }
 }
 
