@@ -13,7 +13,7 @@ from workbench.run.timing import TimingOptions
 
 pytestmark = pytest.mark.slow
 
-#: Not a multiple of the 512-element tile: the last tile is partial.
+#: Not a multiple of the 2304-element tile: the last tile is partial (70,000 = 30 * 2304 + 880).
 N = 70_000
 ONE_SAMPLE = TimingOptions(min_n=1, min_time_s=0.0, warmup_max_n=0, warmup_max_s=0.0, max_time_s=0.1)
 
@@ -35,14 +35,14 @@ def test_pass_one_then_pass_two_is_the_inclusive_prefix_sum(example_copy, shared
     np.save(root / "x.npy", x)
     manifest = root / "workbench.toml"
     random_x = 'init = { kind = "random", low = 0, high = 100 }'
-    random_pass_two = 'init = { kind = "random", low = 0, high = 51200 }'
+    random_pass_two = 'init = { kind = "random", low = 0, high = 230400 }'
     text = manifest.read_text()
     assert text.count(random_x) == 1 and text.count(random_pass_two) == 2
     manifest.write_text(text.replace(random_x, 'init = { kind = "npy", path = "x.npy" }'))
     service = RunService(timing=ONE_SAMPLE)
     try:
         first = run_pass(service, root, "scan", shared_cache_dir)
-        tiles = -(-N // 512)
+        tiles = -(-N // 2304)
         assert first["sums"].shape == (tiles,) and int(first["sums"].sum()) == int(x.sum())
         np.save(root / "sums.npy", first["sums"])
         np.save(root / "y.npy", first["y"])

@@ -232,8 +232,8 @@ pub unsafe extern "C" fn histogram_threads(n: u32, x: *const u32, bins: *mut u32
     }
 }
 
-// ---------------------------------------------------------------- scan (tiles of 512: inclusive scan, tile sums; then tile offsets)
-const SCAN_TILE: usize = 512;
+// ---------------------------------------------------------------- scan (tiles of 2304: inclusive scan, tile sums; then tile offsets)
+const SCAN_TILE: usize = 2304;
 
 unsafe fn scan_tiles(n: usize, x: &[u32], y: Ptr<u32>, sums: Ptr<u32>, lo: usize, hi: usize) {
     for tile in lo..hi {

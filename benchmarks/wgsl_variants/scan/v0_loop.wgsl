@@ -1,7 +1,9 @@
-// V0: the reference WGSL before issue 26's scan pass (resources/examples/scan/reference/scan.wgsl
-// then): the Hillis-Steele steps as a loop, so naga adds a loop counter (force_loop_bounding) to
-// it. wgsl/cuda-c 1.07-1.17 at n = 2^22 on the H200 (benchmarks/results/h200-2026-12-02/parity.md),
-// measured against cuda-c samples that batch 2 launches where wgsl's hold 1.
+// V0: the reference WGSL with its fixed-count loops kept as loops (the 9 rounds of the striped
+// read and write, each invocation's run of 9, the rakes of 8, each raker's sum of the rakes before
+// its own), so
+// naga adds a loop counter (force_loop_bounding) to each; the reference writes them out. The
+// loop form of the pass before it (Hillis-Steele over pairs, tiles of 512) measured wgsl/cuda-c
+// 1.07-1.17 at n = 2^22 on the H200 (benchmarks/results/h200-2026-12-02/parity.md).
 struct Params {
     n: u32,
 }
@@ -11,10 +13,12 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
 @group(0) @binding(3) var<storage, read_write> sums: array<u32>;
 
-var<workgroup> pairs: array<u32, 256>;
+var<workgroup> items: array<u32, 2304>;
+var<workgroup> runs: array<u32, 256>;
+var<workgroup> rakes: array<u32, 32>;
 
 // A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large grids on
-// wgpu"); spare workgroups (tile >= ceil(n / 512)) write nothing.
+// wgpu"); spare workgroups (tile >= ceil(n / 2304)) write nothing.
 @compute @workgroup_size(256)
 fn scan(
     @builtin(local_invocation_id) lid: vec3<u32>,
@@ -23,39 +27,54 @@ fn scan(
 ) {
     let t = lid.x;
     let tile = wid.x + groups.x * (wid.y + groups.y * wid.z);
-    let i = tile * 512u + 2u * t;
-    var a = 0u;
-    if (i < params.n) {
-        a = x[i];
-    }
-    var b = 0u;
-    if (i + 1u < params.n) {
-        b = x[i + 1u];
-    }
-    pairs[t] = a + b;
-    workgroupBarrier();
-    for (var offset = 1u; offset < 256u; offset *= 2u) {
-        var sum = pairs[t];
-        if (t >= offset) {
-            sum += pairs[t - offset];
-        }
-        workgroupBarrier();  // every read of this step before any write
-        pairs[t] = sum;
-        workgroupBarrier();
-    }
-    if (tile < arrayLength(&sums)) {
-        var before = 0u;
-        if (t > 0u) {
-            before = pairs[t - 1u];
-        }
+    let base = tile * 2304u;
+    for (var k = 0u; k < 9u; k++) {
+        let i = base + k * 256u + t;
+        var v = 0u;
         if (i < params.n) {
-            y[i] = before + a;
+            v = x[i];
         }
-        if (i + 1u < params.n) {
-            y[i + 1u] = before + a + b;
+        items[k * 256u + t] = v;
+    }
+    workgroupBarrier();
+    var run = 0u;
+    for (var j = 0u; j < 9u; j++) {
+        run += items[t * 9u + j];
+        items[t * 9u + j] = run;
+    }
+    runs[t] = run;
+    workgroupBarrier();
+    if (t < 32u) {
+        var rake = 0u;
+        for (var j = 0u; j < 8u; j++) {
+            rake += runs[t * 8u + j];
         }
-        if (t == 255u) {
-            sums[tile] = pairs[t];
+        rakes[t] = rake;
+    }
+    workgroupBarrier();
+    if (t < 32u) {
+        // The rakes before t's, then run by run (raker t alone touches runs[t * 8u ..][.. 8]).
+        var before = 0u;
+        for (var r = 0u; r < 32u; r++) {
+            if (r < t) {
+                before += rakes[r];
+            }
+        }
+        for (var j = 0u; j < 8u; j++) {
+            let run = runs[t * 8u + j];
+            runs[t * 8u + j] = before;
+            before += run;
+        }
+        if (t == 31u && tile < arrayLength(&sums)) {
+            sums[tile] = before;
+        }
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < 9u; k++) {
+        let i = base + k * 256u + t;
+        if (i < params.n) {
+            let e = k * 256u + t;
+            y[i] = items[e] + runs[e / 9u];
         }
     }
 }

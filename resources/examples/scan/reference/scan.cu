@@ -1,37 +1,68 @@
 // Hand-written CUDA C++ scan, the same computation as src/lib.rs: the inclusive prefix sum of n
-// unsigned ints in two launches. `scan`: each block of 256 threads scans a tile of 512 elements
-// (two per thread, then a Hillis-Steele scan of the pair sums in shared memory) and writes the
-// tile's total; `scan_add`: each block reduces the totals before its tile and adds them.
+// unsigned ints in two launches. `scan`: each block of 256 threads scans a tile of 2304 elements
+// (9 per thread: read striped into shared memory, each thread's run of 9 scanned serially, 32
+// threads rake the 256 run totals, each raker sums the rake totals before its own and gives its
+// 8 runs their offsets, the tile goes out striped with its run's offset added) and writes the
+// tile's total; `scan_add`: each block reduces the totals before its tile and adds them to its
+// 2304 elements.
 #define BLOCK 256u
-#define TILE 512u
+#define ITEMS 9u  // odd: a warp's runs (t * ITEMS + j, one j at a time) hit 32 different banks
+#define TILE (ITEMS * BLOCK)
+#define RAKERS 32u
+#define RAKE (BLOCK / RAKERS)
 
 extern "C" __global__ void scan(unsigned int n, const unsigned int *x, unsigned int *y, unsigned int *sums) {
-    __shared__ unsigned int pairs[BLOCK];
+    __shared__ unsigned int items[TILE];
+    __shared__ unsigned int runs[BLOCK];
+    __shared__ unsigned int rakes[RAKERS];
     unsigned int t = threadIdx.x;
     unsigned int tile = blockIdx.x;
-    size_t i = (size_t)tile * TILE + 2u * t;
-    unsigned int a = i < n ? x[i] : 0u;
-    unsigned int b = i + 1u < n ? x[i + 1u] : 0u;
-    pairs[t] = a + b;
+    size_t base = (size_t)tile * TILE;
+    // Striped: in round k the threads read BLOCK consecutive elements (coalesced).
+    for (unsigned int k = 0u; k < ITEMS; k++) {
+        size_t i = base + k * BLOCK + t;
+        items[k * BLOCK + t] = i < n ? x[i] : 0u;
+    }
     __syncthreads();
-    for (unsigned int offset = 1u; offset < BLOCK; offset *= 2u) {
-        unsigned int sum = pairs[t];
-        if (t >= offset) {
-            sum += pairs[t - offset];
+    unsigned int run = 0u;
+    for (unsigned int j = 0u; j < ITEMS; j++) {
+        run += items[t * ITEMS + j];
+        items[t * ITEMS + j] = run;
+    }
+    runs[t] = run;
+    __syncthreads();
+    if (t < RAKERS) {
+        unsigned int rake = 0u;
+        for (unsigned int j = 0u; j < RAKE; j++) {
+            rake += runs[t * RAKE + j];
         }
-        __syncthreads();  // every read of this step before any write
-        pairs[t] = sum;
-        __syncthreads();
+        rakes[t] = rake;
     }
-    unsigned int before = t > 0u ? pairs[t - 1u] : 0u;
-    if (i < n) {
-        y[i] = before + a;
+    __syncthreads();
+    if (t < RAKERS) {
+        // The rakes before t's, then run by run (raker t alone touches runs[t * RAKE ..][.. RAKE]).
+        unsigned int before = 0u;
+        for (unsigned int r = 0u; r < RAKERS; r++) {
+            unsigned int rake = rakes[r];  // every rake read, those from t's on counted as 0
+            before += r < t ? rake : 0u;
+        }
+        for (unsigned int j = 0u; j < RAKE; j++) {
+            unsigned int run = runs[t * RAKE + j];
+            runs[t * RAKE + j] = before;
+            before += run;
+        }
+        if (t == RAKERS - 1u) {
+            sums[tile] = before;  // the last raker's total is the tile's
+        }
     }
-    if (i + 1u < n) {
-        y[i + 1u] = before + a + b;
-    }
-    if (t == BLOCK - 1u) {
-        sums[tile] = pairs[t];
+    __syncthreads();
+    // Element e: its run's scan plus the run's offset in the tile.
+    for (unsigned int k = 0u; k < ITEMS; k++) {
+        size_t i = base + k * BLOCK + t;
+        if (i < n) {
+            unsigned int e = k * BLOCK + t;
+            y[i] = items[e] + runs[e / ITEMS];
+        }
     }
 }
 
@@ -52,11 +83,11 @@ extern "C" __global__ void scan_add(unsigned int n, const unsigned int *sums, un
         __syncthreads();
     }
     unsigned int offset = total[0];
-    size_t i = (size_t)tile * TILE + t;
-    if (i < n) {
-        y[i] += offset;
-    }
-    if (i + BLOCK < n) {
-        y[i + BLOCK] += offset;
+    size_t base = (size_t)tile * TILE;
+    for (unsigned int k = 0u; k < ITEMS; k++) {
+        size_t i = base + k * BLOCK + t;
+        if (i < n) {
+            y[i] += offset;
+        }
     }
 }

@@ -1,11 +1,15 @@
 // Hand-written WGSL scan, pass 1 (src/lib.rs's scan_body): each workgroup of 256 invocations
-// scans a tile of 512 u32 (two per invocation, then a Hillis-Steele scan of the pair sums in
-// workgroup memory) into y, and writes the tile's total to sums[tile]. Pass 2 is scan_add.wgsl.
+// scans a tile of 2304 u32 (9 per invocation) into y, and writes the tile's total to sums[tile].
+// The tile is read striped into workgroup memory (round k: element k * 256 + t by invocation t),
+// each invocation scans its run of 9 consecutive elements there, 32 invocations rake the 256 run
+// totals (8 each), each raker sums the rake totals before its own and gives its 8 runs their
+// offsets, and the tile goes out striped, each element with its run's offset added. Pass 2 is
+// scan_add.wgsl.
 //
-// The eight Hillis-Steele steps are written out, as nvcc unrolls reference/scan.cu's loop (its
-// SASS: 17 BAR.SYNC, no loop): naga, wgpu's WGSL compiler, gives every loop a 64-bit iteration
-// counter (force_loop_bounding), which kept NVIDIA's Vulkan driver from unrolling the reduction's
-// and matmul's loops (benchmarks/results/wgsl-spirv/README.md). The loop form is kept as
+// The fixed-count loops are written out (a call per round), as nvcc unrolls reference/scan.cu's:
+// naga, wgpu's WGSL compiler, gives every loop a 64-bit iteration counter (force_loop_bounding),
+// which kept NVIDIA's Vulkan driver from unrolling the reduction's and matmul's loops
+// (benchmarks/results/wgsl-spirv/README.md). The loop form is kept as
 // benchmarks/wgsl_variants/scan/v0_loop.wgsl.
 struct Params {
     n: u32,
@@ -16,22 +20,54 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
 @group(0) @binding(3) var<storage, read_write> sums: array<u32>;
 
-var<workgroup> pairs: array<u32, 256>;
+// 9 elements an invocation: odd, so a warp's runs (t * 9 + j, one j at a time) hit 32 banks.
+var<workgroup> items: array<u32, 2304>;
+var<workgroup> runs: array<u32, 256>;
+var<workgroup> rakes: array<u32, 32>;
 
-// One Hillis-Steele step: pairs[t] += pairs[t - offset]; every read before any write (the first
-// barrier), every write before the next step's reads (the second). Uniform control flow only.
-fn step(t: u32, offset: u32) {
-    var sum = pairs[t];
-    if (t >= offset) {
-        sum += pairs[t - offset];
+// Round k of the striped read: element base + k * 256 + t, 0 past n.
+fn load(base: u32, k: u32, t: u32) {
+    let i = base + k * 256u + t;
+    var v = 0u;
+    if (i < params.n) {
+        v = x[i];
     }
-    workgroupBarrier();
-    pairs[t] = sum;
-    workgroupBarrier();
+    items[k * 256u + t] = v;
+}
+
+// Element j of invocation t's run: the running sum so far, stored in place.
+fn scan_item(run: u32, t: u32, j: u32) -> u32 {
+    let e = t * 9u + j;
+    let sum = run + items[e];
+    items[e] = sum;
+    return sum;
+}
+
+// Rake r's total, added to `before` where r comes before raker t's rake.
+fn rake_before(before: u32, t: u32, r: u32) -> u32 {
+    return select(before, before + rakes[r], r < t);
+}
+
+// Run j of raker t's 8: its offset in the tile (in place: raker t alone touches
+// runs[t * 8u ..][.. 8]).
+fn rake_item(before: u32, t: u32, j: u32) -> u32 {
+    let e = t * 8u + j;
+    let run = runs[e];
+    runs[e] = before;
+    return before + run;
+}
+
+// Round k of the striped write: element e's run scan plus its run's offset (run e / 9).
+fn store(base: u32, k: u32, t: u32) {
+    let i = base + k * 256u + t;
+    if (i < params.n) {
+        let e = k * 256u + t;
+        y[i] = items[e] + runs[e / 9u];
+    }
 }
 
 // A grid beyond 65,535 workgroups arrives folded into 2-D/3-D (docs/manifest.md, "Large grids on
-// wgpu"); spare workgroups (tile >= ceil(n / 512)) write nothing.
+// wgpu"); spare workgroups (tile >= ceil(n / 2304)) write nothing.
 @compute @workgroup_size(256)
 fn scan(
     @builtin(local_invocation_id) lid: vec3<u32>,
@@ -40,38 +76,87 @@ fn scan(
 ) {
     let t = lid.x;
     let tile = wid.x + groups.x * (wid.y + groups.y * wid.z);
-    let i = tile * 512u + 2u * t;
-    var a = 0u;
-    if (i < params.n) {
-        a = x[i];
-    }
-    var b = 0u;
-    if (i + 1u < params.n) {
-        b = x[i + 1u];
-    }
-    pairs[t] = a + b;
+    let base = tile * 2304u;
+    load(base, 0u, t);
+    load(base, 1u, t);
+    load(base, 2u, t);
+    load(base, 3u, t);
+    load(base, 4u, t);
+    load(base, 5u, t);
+    load(base, 6u, t);
+    load(base, 7u, t);
+    load(base, 8u, t);
     workgroupBarrier();
-    step(t, 1u);
-    step(t, 2u);
-    step(t, 4u);
-    step(t, 8u);
-    step(t, 16u);
-    step(t, 32u);
-    step(t, 64u);
-    step(t, 128u);
-    if (tile < arrayLength(&sums)) {
-        var before = 0u;
-        if (t > 0u) {
-            before = pairs[t - 1u];
-        }
-        if (i < params.n) {
-            y[i] = before + a;
-        }
-        if (i + 1u < params.n) {
-            y[i + 1u] = before + a + b;
-        }
-        if (t == 255u) {
-            sums[tile] = pairs[t];
+    var run = scan_item(0u, t, 0u);
+    run = scan_item(run, t, 1u);
+    run = scan_item(run, t, 2u);
+    run = scan_item(run, t, 3u);
+    run = scan_item(run, t, 4u);
+    run = scan_item(run, t, 5u);
+    run = scan_item(run, t, 6u);
+    run = scan_item(run, t, 7u);
+    run = scan_item(run, t, 8u);
+    runs[t] = run;
+    workgroupBarrier();
+    if (t < 32u) {
+        let rake = runs[t * 8u] + runs[t * 8u + 1u] + runs[t * 8u + 2u] + runs[t * 8u + 3u]
+            + runs[t * 8u + 4u] + runs[t * 8u + 5u] + runs[t * 8u + 6u] + runs[t * 8u + 7u];
+        rakes[t] = rake;
+    }
+    workgroupBarrier();
+    if (t < 32u) {
+        var before = rake_before(0u, t, 0u);
+        before = rake_before(before, t, 1u);
+        before = rake_before(before, t, 2u);
+        before = rake_before(before, t, 3u);
+        before = rake_before(before, t, 4u);
+        before = rake_before(before, t, 5u);
+        before = rake_before(before, t, 6u);
+        before = rake_before(before, t, 7u);
+        before = rake_before(before, t, 8u);
+        before = rake_before(before, t, 9u);
+        before = rake_before(before, t, 10u);
+        before = rake_before(before, t, 11u);
+        before = rake_before(before, t, 12u);
+        before = rake_before(before, t, 13u);
+        before = rake_before(before, t, 14u);
+        before = rake_before(before, t, 15u);
+        before = rake_before(before, t, 16u);
+        before = rake_before(before, t, 17u);
+        before = rake_before(before, t, 18u);
+        before = rake_before(before, t, 19u);
+        before = rake_before(before, t, 20u);
+        before = rake_before(before, t, 21u);
+        before = rake_before(before, t, 22u);
+        before = rake_before(before, t, 23u);
+        before = rake_before(before, t, 24u);
+        before = rake_before(before, t, 25u);
+        before = rake_before(before, t, 26u);
+        before = rake_before(before, t, 27u);
+        before = rake_before(before, t, 28u);
+        before = rake_before(before, t, 29u);
+        before = rake_before(before, t, 30u);
+        before = rake_before(before, t, 31u);
+        before = rake_item(before, t, 0u);
+        before = rake_item(before, t, 1u);
+        before = rake_item(before, t, 2u);
+        before = rake_item(before, t, 3u);
+        before = rake_item(before, t, 4u);
+        before = rake_item(before, t, 5u);
+        before = rake_item(before, t, 6u);
+        before = rake_item(before, t, 7u);
+        if (t == 31u && tile < arrayLength(&sums)) {
+            sums[tile] = before;  // the last raker's total is the tile's
         }
     }
+    workgroupBarrier();
+    store(base, 0u, t);
+    store(base, 1u, t);
+    store(base, 2u, t);
+    store(base, 3u, t);
+    store(base, 4u, t);
+    store(base, 5u, t);
+    store(base, 6u, t);
+    store(base, 7u, t);
+    store(base, 8u, t);
 }

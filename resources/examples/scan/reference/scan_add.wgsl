@@ -1,6 +1,6 @@
 // Hand-written WGSL scan, pass 2 (src/lib.rs's scan_add_body): each workgroup reduces the totals
 // of the tiles before its own (sums[0 .. tile]) in workgroup memory and adds that offset to its
-// 512 elements of y. Pass 1 is scan.wgsl.
+// 2304 elements of y (9 an invocation, striped as pass 1 writes them). Pass 1 is scan.wgsl.
 struct Params {
     n: u32,
 }
@@ -10,6 +10,14 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
 
 var<workgroup> total: array<u32, 256>;
+
+// Round k of the striped update (written out as scan.wgsl's rounds are: a call a round).
+fn add(base: u32, k: u32, t: u32, offset: u32) {
+    let i = base + k * 256u + t;
+    if (i < params.n) {
+        y[i] += offset;
+    }
+}
 
 @compute @workgroup_size(256)
 fn scan_add(
@@ -34,11 +42,14 @@ fn scan_add(
         workgroupBarrier();
     }
     let offset = total[0];
-    let i = tile * 512u + t;
-    if (i < params.n) {
-        y[i] += offset;
-    }
-    if (i + 256u < params.n) {
-        y[i + 256u] += offset;
-    }
+    let base = tile * 2304u;
+    add(base, 0u, t, offset);
+    add(base, 1u, t, offset);
+    add(base, 2u, t, offset);
+    add(base, 3u, t, offset);
+    add(base, 4u, t, offset);
+    add(base, 5u, t, offset);
+    add(base, 6u, t, offset);
+    add(base, 7u, t, offset);
+    add(base, 8u, t, offset);
 }

@@ -1,16 +1,27 @@
 //! Scan: the inclusive prefix sum of n u32 values, `y[i] = x[0] + x[1] + ... + x[i]`, in two
 //! launches (two kernels of this project, run in this order):
 //!
-//! 1. `scan`: each workgroup of 256 invocations scans its tile of 512 elements in workgroup
-//!    memory (two elements per invocation, then a Hillis–Steele scan of the 256 pair sums) into
-//!    `y`, and writes the tile's total to `sums[tile]`.
+//! 1. `scan`: each workgroup of 256 invocations scans its tile of 2304 elements (9 per
+//!    invocation) into `y`, and writes the tile's total to `sums[tile]`.
 //! 2. `scan_add`: each workgroup adds the totals of every tile before its own (a workgroup
-//!    reduction over `sums[0 .. tile]`) to its 512 elements of `y`.
+//!    reduction over `sums[0 .. tile]`) to its 2304 elements of `y`.
+//!
+//! Pass 1 is CUB's block scan with several items per invocation (`BlockLoad` / `BlockStore`
+//! through workgroup memory, a raking `BlockScan`): the tile is read into workgroup memory in
+//! striped order (element k * 256 + t by invocation t: neighbouring invocations read neighbouring
+//! elements, one coalesced line a warp on a GPU); invocation t then scans its own run of 9
+//! consecutive elements there (t * 9 ..= t * 9 + 8) serially; 32 invocations rake the 256 run
+//! totals (8 each), then each raker sums the rake totals before its own and gives each of its
+//! runs its offset in the tile; the tile goes out striped as it came in, each element with its
+//! run's offset added. Four barriers a tile of 2304, where two elements an invocation and a
+//! Hillis–Steele scan of the pair sums took 17 a tile of 512 and about four adds and shared loads
+//! and stores an element.
 //!
 //! The classic scheme has a third launch between these (a scan of `sums`); here the second pass
 //! reduces the sums before its tile itself, which costs O(tiles) reads per workgroup: cheap while
-//! `sums` sits in cache (n up to a few million), and a recursive scan of `sums` beyond that.
-//! u32 addition wraps and is associative, so every backend's result is exact, whatever order.
+//! `sums` sits in cache (n up to tens of millions at 2304 an entry), and a recursive scan of
+//! `sums` beyond that. u32 addition wraps and is associative, so every backend's result is exact,
+//! whatever order.
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "spirv"), no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -21,15 +32,26 @@ use gpu_kernel::prelude::*;
 
 /// Invocations per workgroup (the manifest's `threads`).
 pub const BLOCK: usize = 256;
-/// Elements per tile: two per invocation.
-pub const TILE: usize = 2 * BLOCK;
+/// Elements per invocation. Odd, so that the runs of 32 consecutive invocations (t * ITEMS + j,
+/// one j at a time) fall in 32 different banks of a GPU's workgroup memory: no bank conflict
+/// where each invocation walks its own run (with 8, four invocations would share a bank).
+pub const ITEMS: usize = 9;
+/// Elements per tile (a workgroup's share of each pass).
+pub const TILE: usize = ITEMS * BLOCK;
+/// Invocations that rake the per-invocation totals (one warp on a GPU), `RAKE` totals each.
+pub const RAKERS: usize = 32;
+const RAKE: usize = BLOCK / RAKERS;
 
 /// Pass 1: the tile's inclusive scan into `y`, its total into `sums[tile]`.
 ///
-/// Invocation t holds elements 2t and 2t+1 of the tile (a, b) and puts a + b in `scan[t]`; the
-/// Hillis–Steele steps (offsets 1, 2, ..., 128) make `scan[t]` the sum of pairs 0..=t. Each step
-/// reads, waits at a barrier, then writes, and waits again: no invocation overwrites an element
-/// another has yet to read.
+/// `items` holds the tile (striped in, then each invocation's run of ITEMS scanned in place);
+/// `runs` the 256 run totals, then the offset of each run in the tile; `rakes` the 32 rake
+/// totals (8 runs a rake). Raker t's offsets: the totals of the rakes before its own, then run by
+/// run through its 8 (in place: raker t alone touches `runs[8t ..][.. 8]`). Element e of the tile
+/// is `items[e]` plus its run's offset (`runs[e / ITEMS]`), written out striped. Each step reads
+/// only what the barrier before it made whole, and writes only what no other invocation reads in
+/// that step. A launch wider than `BLOCK`: the extra invocations only join the barriers.
+#[allow(clippy::too_many_arguments)] // the launch's buffers and the three workgroup arrays
 #[inline(always)]
 #[lanes]
 pub fn scan_body(
@@ -38,57 +60,92 @@ pub fn scan_body(
     x: In<u32>,
     mut y: Out<u32>,
     mut sums: Out<u32>,
-    mut scan: Shared<u32, BLOCK>,
+    mut items: Shared<u32, TILE>,
+    mut runs: Shared<u32, BLOCK>,
+    mut rakes: Shared<u32, RAKERS>,
 ) {
     let n = n as usize;
     let t = ctx.local_id_x();
     let tile = ctx.group_linear();
-    let active = t < BLOCK; // a launch wider than BLOCK: the extra invocations only join the barriers
-    let i = tile * TILE + 2 * t;
-    let a = if active && i < n { x.get(i) } else { 0 };
-    let b = if active && i + 1 < n { x.get(i + 1) } else { 0 };
-    if active {
-        scan.set(t, a.wrapping_add(b));
+    let base = tile * TILE;
+    // Striped: in round k the invocations read BLOCK consecutive elements, invocation t the t-th.
+    // The round loop outside the `if` (both rounds loops here): as `#[lanes]` a uniform `while`,
+    // each round one pass over the lanes through contiguous memory; with the loop inside the
+    // `if`, each lane's nine strided elements in turn took about 20 % more CPU time a launch.
+    let mut k = 0;
+    while k < ITEMS {
+        if t < BLOCK {
+            let i = base + k * BLOCK + t;
+            items.set(k * BLOCK + t, if i < n { x.get(i) } else { 0 });
+        }
+        k += 1;
     }
     ctx.barrier();
-    // An extra invocation reads as the last one does (reads of a step never race its writes,
-    // a barrier lies between) and writes nothing. Only the store is guarded: with the reads
-    // under `if active` too, LLVM split every step into an active and an inactive copy, each
-    // with its own barriers (25 BAR.SYNC and a divergent branch per step on NVPTX against
-    // nvcc's 17 and none; H200: 1.07x cuda-c).
-    let r = if active { t } else { BLOCK - 1 };
-    let mut offset = 1;
-    while offset < BLOCK {
-        let mut sum = scan.get(r);
-        if r >= offset {
-            sum = sum.wrapping_add(scan.get(r - offset));
+    if t < BLOCK {
+        let mut run = 0u32;
+        let mut j = 0;
+        while j < ITEMS {
+            run = run.wrapping_add(items.get(t * ITEMS + j));
+            items.set(t * ITEMS + j, run);
+            j += 1;
         }
-        ctx.barrier();
-        if active {
-            scan.set(t, sum);
-        }
-        ctx.barrier();
-        offset *= 2;
+        runs.set(t, run);
     }
-    if active && tile < n.div_ceil(TILE) {
-        let before = if t > 0 { scan.get(t - 1) } else { 0 };
-        if i < n {
-            y.set(i, before.wrapping_add(a));
+    ctx.barrier();
+    if t < RAKERS {
+        let mut rake = 0u32;
+        let mut j = 0;
+        while j < RAKE {
+            rake = rake.wrapping_add(runs.get(t * RAKE + j));
+            j += 1;
         }
-        if i + 1 < n {
-            y.set(i + 1, before.wrapping_add(a).wrapping_add(b));
+        rakes.set(t, rake);
+    }
+    ctx.barrier();
+    if t < RAKERS {
+        // The rakes before t's, then run by run (raker t alone touches runs[t * RAKE ..][.. RAKE]).
+        let mut before = 0u32;
+        let mut r = 0;
+        while r < RAKERS {
+            // Every rake read, those from t's on counted as 0: once unrolled, 32 loads issued
+            // together and a select each (a branch each around the load on NVPTX otherwise).
+            let rake = rakes.get(r);
+            before = before.wrapping_add(if r < t { rake } else { 0 });
+            r += 1;
         }
-        if t == BLOCK - 1 {
-            sums.set(tile, scan.get(t));
+        let mut j = 0;
+        while j < RAKE {
+            let run = runs.get(t * RAKE + j);
+            runs.set(t * RAKE + j, before);
+            before = before.wrapping_add(run);
+            j += 1;
         }
+        // The last raker's total is the tile's; spare workgroups must not write past `sums`.
+        if t == RAKERS - 1 && tile < n.div_ceil(TILE) {
+            sums.set(tile, before);
+        }
+    }
+    ctx.barrier();
+    // Striped out; spare workgroups have base >= n and write nothing.
+    let mut k = 0;
+    while k < ITEMS {
+        if t < BLOCK {
+            let i = base + k * BLOCK + t;
+            if i < n {
+                let e = k * BLOCK + t;
+                let run = e / ITEMS;
+                y.set(i, items.get(e).wrapping_add(runs.get(run)));
+            }
+        }
+        k += 1;
     }
 }
 
-/// Pass 2: `y[i] += sums[0] + ... + sums[tile - 1]` for the tile's 512 elements.
+/// Pass 2: `y[i] += sums[0] + ... + sums[tile - 1]` for the tile's 2304 elements.
 ///
 /// The workgroup first sums the totals before its tile: invocation t adds sums[t], sums[t + 256],
 /// ... below `tile`, then a tree in workgroup memory (as the reduction example folds) gives the
-/// offset in `total[0]`.
+/// offset in `total[0]`; the tile is then updated striped, as pass 1 wrote it.
 #[inline(always)]
 #[lanes]
 pub fn scan_add_body(
@@ -101,10 +158,9 @@ pub fn scan_add_body(
     let n = n as usize;
     let t = ctx.local_id_x();
     let tile = ctx.group_linear();
-    let active = t < BLOCK;
     // Spare workgroups of a folded grid (tile >= tiles) must not read past `sums`.
     let before = if tile < n.div_ceil(TILE) { tile } else { 0 };
-    if active {
+    if t < BLOCK {
         let mut part = 0u32;
         let mut k = t;
         while k < before {
@@ -123,12 +179,16 @@ pub fn scan_add_body(
         stride /= 2;
     }
     let offset = total.get(0);
-    let i = tile * TILE + t;
-    if active && i < n {
-        y[i] = y[i].wrapping_add(offset);
-    }
-    if active && i + BLOCK < n {
-        y[i + BLOCK] = y[i + BLOCK].wrapping_add(offset);
+    let base = tile * TILE;
+    let mut k = 0;
+    while k < ITEMS {
+        if t < BLOCK {
+            let i = base + k * BLOCK + t;
+            if i < n {
+                y[i] = y[i].wrapping_add(offset);
+            }
+        }
+        k += 1;
     }
 }
 
@@ -149,12 +209,16 @@ pub unsafe extern "C" fn scan_cpu(
     let (x, y, sums) = unsafe { (k.input(0, x), k.output(1, y), k.output(2, sums)) };
     k.run_lanes(
         move |ctx| {
-            let scan = ctx.shared::<u32, BLOCK>();
-            scan_body(ctx, n, x, y, sums, scan)
+            let items = ctx.shared::<u32, TILE>();
+            let runs = ctx.shared::<u32, BLOCK>();
+            let rakes = ctx.shared::<u32, RAKERS>();
+            scan_body(ctx, n, x, y, sums, items, runs, rakes)
         },
         move |wg| {
-            let scan = wg.shared::<u32, BLOCK>();
-            scan_body_lanes(wg, n, x, y, sums, scan)
+            let items = wg.shared::<u32, TILE>();
+            let runs = wg.shared::<u32, BLOCK>();
+            let rakes = wg.shared::<u32, RAKERS>();
+            scan_body_lanes(wg, n, x, y, sums, items, runs, rakes)
         },
     );
 }
@@ -188,7 +252,9 @@ pub unsafe extern "C" fn scan_add_cpu(
 #[cfg(all(target_arch = "nvptx64", not(feature = "rust-cuda")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn scan(n: u32, x: *const u32, y: *mut u32, sums: *mut u32) {
-    let shared = gpu_kernel::nvptx_shared!(SCAN_PAIRS: [u32; BLOCK]);
+    let items = gpu_kernel::nvptx_shared!(SCAN_ITEMS: [u32; TILE]);
+    let runs = gpu_kernel::nvptx_shared!(SCAN_RUNS: [u32; BLOCK]);
+    let rakes = gpu_kernel::nvptx_shared!(SCAN_RAKES: [u32; RAKERS]);
     // The manifest's grid is 1-D: `group_linear` is `%ctaid.x`, nvcc's `blockIdx.x`.
     unsafe {
         scan_body(
@@ -197,7 +263,9 @@ pub unsafe extern "ptx-kernel" fn scan(n: u32, x: *const u32, y: *mut u32, sums:
             In::new(x),
             Out::new(y),
             Out::new(sums),
-            shared,
+            items,
+            runs,
+            rakes,
         )
     }
 }
@@ -236,7 +304,9 @@ pub mod spirv_entry {
         #[spirv(storage_buffer, descriptor_set = 0, binding = 1)] x: &[u32],
         #[spirv(storage_buffer, descriptor_set = 0, binding = 2)] y: &mut [u32],
         #[spirv(storage_buffer, descriptor_set = 0, binding = 3)] sums: &mut [u32],
-        #[spirv(workgroup)] scan: &mut [u32; super::BLOCK],
+        #[spirv(workgroup)] items: &mut [u32; super::TILE],
+        #[spirv(workgroup)] runs: &mut [u32; super::BLOCK],
+        #[spirv(workgroup)] rakes: &mut [u32; super::RAKERS],
     ) {
         let ctx = Ctx::new(lid, wid, groups, UVec3::new(256, 1, 1));
         super::scan_body(
@@ -245,7 +315,9 @@ pub mod spirv_entry {
             In::new(x),
             Out::new(y),
             Out::new(sums),
-            Shared::new(scan),
+            Shared::new(items),
+            Shared::new(runs),
+            Shared::new(rakes),
         );
     }
 
@@ -281,8 +353,12 @@ pub mod rust_cuda_entry {
 
     #[kernel]
     pub unsafe fn scan(n: u32, x: *const u32, y: *mut u32, sums: *mut u32) {
-        let shared =
+        let items =
+            unsafe { Shared::from_ptr(cuda_std::shared_array![u32; super::TILE] as *mut u32) };
+        let runs =
             unsafe { Shared::from_ptr(cuda_std::shared_array![u32; super::BLOCK] as *mut u32) };
+        let rakes =
+            unsafe { Shared::from_ptr(cuda_std::shared_array![u32; super::RAKERS] as *mut u32) };
         unsafe {
             super::scan_body(
                 Ctx::new(),
@@ -290,7 +366,9 @@ pub mod rust_cuda_entry {
                 In::new(x),
                 Out::new(y),
                 Out::new(sums),
-                shared,
+                items,
+                runs,
+                rakes,
             )
         }
     }

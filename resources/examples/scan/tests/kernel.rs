@@ -2,7 +2,7 @@
 //! (docs/kernel-tests.md): `cargo test`, or `workbench test .`.
 
 use gpu_kernel::testing::Grid;
-use scan::{scan_add_body, scan_body, BLOCK, TILE};
+use scan::{scan_add_body, scan_body, BLOCK, RAKERS, TILE};
 
 /// The inclusive scan of `x` by the two passes (the manifest's two kernels), and the tiles' totals.
 fn scan(x: &[u32]) -> (Vec<u32>, Vec<u32>) {
@@ -12,8 +12,9 @@ fn scan(x: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let grid = Grid::new([tiles as u32, 1, 1], [BLOCK as u32, 1, 1]);
     let (xb, yb, sb) = (grid.input(x), grid.output(&mut y), grid.output(&mut sums));
     grid.run(|ctx| {
-        let shared = ctx.shared::<u32, BLOCK>();
-        scan_body(ctx, n as u32, xb, yb, sb, shared)
+        let (items, runs) = (ctx.shared::<u32, TILE>(), ctx.shared::<u32, BLOCK>());
+        let rakes = ctx.shared::<u32, RAKERS>();
+        scan_body(ctx, n as u32, xb, yb, sb, items, runs, rakes)
     });
     let grid = Grid::new([tiles as u32, 1, 1], [BLOCK as u32, 1, 1]);
     let (sb, yb) = (grid.input(&sums), grid.output(&mut y));
@@ -43,8 +44,11 @@ fn inclusive_scan_over_several_tiles() {
 
 #[test]
 fn n_not_a_multiple_of_the_workgroup_size() {
-    // 1000 = 512 + 488, odd: the last invocation holds one element, not two.
-    let x: Vec<u32> = (0..1001u32).map(|i| (i * 13) % 11).collect();
+    // 2 * 2304 + 1001: the last tile partial, its last live invocation (t = 111) holding two of
+    // its nine elements, the invocations after it none.
+    let x: Vec<u32> = (0..(2 * TILE + 1001) as u32)
+        .map(|i| (i * 13) % 11)
+        .collect();
     assert_eq!(scan(&x).0, expected(&x));
 }
 
