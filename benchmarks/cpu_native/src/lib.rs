@@ -346,24 +346,24 @@ pub unsafe extern "C" fn transpose_threads(m: u32, n: u32, a: *const f32, b: *mu
     });
 }
 
-// ---------------------------------------------------------------- warp_reduce (partial[b] = sum of x[512·b .. 512·b + 512])
+// ---------------------------------------------------------------- warp_reduce (partial[b] = sum of x[4096·b .. 4096·b + 4096])
 unsafe fn warp_blocks(n: usize, x: &[f32], partial: Ptr<f32>, lo: usize, hi: usize) {
     for b in lo..hi {
-        *partial.0.add(b) = sum8(&x[b * 512..((b + 1) * 512).min(n)]);
+        *partial.0.add(b) = sum8(&x[b * 4096..((b + 1) * 4096).min(n)]);
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn warp_reduce_cpu(n: u32, x: *const f32, partial: *mut f32) {
     let n = n as usize;
-    warp_blocks(n, from_raw_parts(x, n), Ptr(partial), 0, n.div_ceil(512));
+    warp_blocks(n, from_raw_parts(x, n), Ptr(partial), 0, n.div_ceil(4096));
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn warp_reduce_threads(n: u32, x: *const f32, partial: *mut f32) {
     let n = n as usize;
     let (x, partial) = (Ptr(x as *mut f32), Ptr(partial));
-    split(n.div_ceil(512), |lo, hi| {
+    split(n.div_ceil(4096), |lo, hi| {
         let _ = (&x, &partial);
         warp_blocks(n, from_raw_parts(x.0, n), partial, lo, hi)
     });

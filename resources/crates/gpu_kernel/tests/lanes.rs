@@ -1977,8 +1977,9 @@ fn per_lane_exits_bounds_and_steps_keep_the_fibers_order() {
     same!(ticket_macro, ticket_macro_lanes, [2, 1, 1], [8, 1, 1], len);
 }
 
-/// A uniform loop whose body keeps a per-lane `mut` local from before it (an accumulator): left
-/// in its lane loop (a register), also the fibers' order.
+/// A uniform loop whose body changes a per-lane `mut` local bound in the run before it to a value
+/// whose type the attribute cannot see (`tid as u32`: kept per lane it must be `Copy`): left in
+/// its lane loop (a register), also the fibers' order.
 #[lanes]
 fn ticket_accumulator(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
     let tid = ctx.local_id_x();
@@ -1999,6 +2000,80 @@ fn ticket_accumulator(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, 
 #[test]
 fn a_uniform_loop_with_a_per_lane_accumulator_keeps_the_fibers_order() {
     same!(ticket_accumulator, ticket_accumulator_lanes, [2, 1, 1], [8, 1, 1], 2 * 8 * ITEMS);
+}
+
+/// A uniform loop whose per-lane accumulator the split can keep: bound to a literal or with a
+/// primitive type in the run before the loop (warp_reduce's `let mut value = 0.0;`), or kept
+/// from before a barrier. Lowered: each iteration's lanes in turn, the accumulators in the
+/// lanes' storage between iterations. Each element gets its iteration's ticket, and `acc`
+/// (the sum of the lane's tickets and inputs, in its own order) goes to the element after the
+/// loop's: the lanes' sums of the tickets the order gave them.
+#[lanes]
+fn ticket_sum(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * (ITEMS + 3);
+    let mut kept = x[base + tid]; // kept from before the barrier
+    s.set(tid, 0);
+    ctx.barrier();
+    let mut acc = 0u32;
+    let mut typed: u32 = tid as u32 * 2;
+    let mut k = 0;
+    while k < ITEMS {
+        let ticket = s.atomic_add(0, 1);
+        let at = base + k * threads + tid; // not in `y[..]`: that would make `k` per lane
+        y[at] = ticket;
+        acc += ticket;
+        typed = typed * 3 + ticket;
+        kept += ticket;
+        k += 1;
+    }
+    y[base + ITEMS * threads + tid] = acc;
+    y[base + (ITEMS + 1) * threads + tid] = typed;
+    y[base + (ITEMS + 2) * threads + tid] = kept;
+}
+
+#[test]
+fn a_uniform_loop_with_a_literal_or_typed_accumulator_runs_its_iterations_over_the_lanes() {
+    let threads = 8u32;
+    let t = threads as usize;
+    let per_group = t * (ITEMS + 3);
+    let len = 2 * per_group;
+    let x: Vec<u32> = (0..len as u32).map(|i| i * 10).collect();
+    let g = Grid::with_workers([2, 1, 1], [threads, 1, 1], 1);
+    let mut lanes = vec![u32::MAX; len];
+    let (xb, yb) = (g.input(&x), g.output(&mut lanes));
+    g.run_lanes(|wg| {
+        let s = wg.shared::<u32, S>();
+        ticket_sum_lanes(wg, xb, yb, s)
+    });
+    let mut fibers = vec![u32::MAX; len];
+    let g = Grid::with_workers([2, 1, 1], [threads, 1, 1], 1);
+    let (xb, yb) = (g.input(&x), g.output(&mut fibers));
+    g.run(|ctx| {
+        let s = ctx.shared::<u32, S>();
+        ticket_sum(ctx, xb, yb, s)
+    });
+    for group in 0..2 {
+        let base = group * per_group;
+        for lane in 0..t {
+            // Each lane's sums are of the tickets it got, in its order, on fibers as on lanes.
+            for (out, order) in [(&lanes, "lanes"), (&fibers, "fibers")] {
+                let tickets: Vec<u32> = (0..ITEMS).map(|k| out[base + k * t + lane]).collect();
+                assert_eq!(out[base + ITEMS * t + lane], tickets.iter().sum::<u32>(), "{order}: acc");
+                let typed = tickets.iter().fold(lane as u32 * 2, |a, k| a * 3 + k);
+                assert_eq!(out[base + (ITEMS + 1) * t + lane], typed, "{order}: typed");
+                let kept = x[base + lane] + tickets.iter().sum::<u32>();
+                assert_eq!(out[base + (ITEMS + 2) * t + lane], kept, "{order}: kept");
+            }
+            // As lanes, iteration k's lanes in turn: lane `lane` got tickets k * threads + lane;
+            // on fibers each invocation its iterations in turn: lane * ITEMS + k.
+            let lanes_got: Vec<u32> = (0..ITEMS).map(|k| lanes[base + k * t + lane]).collect();
+            assert_eq!(lanes_got, (0..ITEMS).map(|k| (k * t + lane) as u32).collect::<Vec<_>>(), "workgroup {group}, lane {lane}");
+            let fibers_got: Vec<u32> = (0..ITEMS).map(|k| fibers[base + k * t + lane]).collect();
+            assert_eq!(fibers_got, (0..ITEMS).map(|k| (lane * ITEMS + k) as u32).collect::<Vec<_>>(), "fibers");
+        }
+    }
 }
 
 /// A uniform loop after a per-lane local of a type lanes cannot keep (not `Copy`): the split

@@ -1,8 +1,9 @@
 // Hand-written WGSL subgroup reduction, the same computation as src/lib.rs: each workgroup of 256
-// invocations sums 512 consecutive elements into partial[workgroup]; each subgroup folds its
-// values with subgroupShuffleDown (the adapter's subgroup_size lanes: 32 on NVIDIA, 8 on
-// llvmpipe), lane 0 of each subgroup stores the subgroup's sum, one barrier, and invocation 0
-// adds them.
+// invocations sums 4096 consecutive elements into partial[workgroup]; each invocation first adds
+// its 16 elements (16 loads, 256 apart: each load of the workgroup reads consecutive elements),
+// then each subgroup folds its values with subgroupShuffleDown (the adapter's subgroup_size
+// lanes: 32 on NVIDIA, 8 on llvmpipe), lane 0 of each subgroup stores the subgroup's sum, one
+// barrier, and invocation 0 adds them.
 //
 // The subgroup builtins and subgroupShuffleDown need the wgpu feature 'subgroup' (naga's SUBGROUP
 // capability; the WGSL spec's `enable subgroups;` is not parsed by this naga yet, so there is
@@ -31,13 +32,20 @@ fn main(
     @builtin(subgroup_size) size: u32,
 ) {
     let block = wid.x + groups.x * (wid.y + groups.y * wid.z);
-    let i = block * 512u + t;
+    let first = block * 4096u + t;
     var value = 0.0;
-    if (i < params.n) {
-        value = x[i];
+    var k = 0u;
+    // Every element of the block below n (all but the last block): the loads need no test.
+    let full = (block + 1u) * 4096u <= params.n;
+    for (; full && k < 16u; k++) {
+        value += x[first + k * 256u];
     }
-    if (i + 256u < params.n) {
-        value += x[i + 256u];
+    // The last block: each load tested (after a full block, k is 16: none left).
+    for (; k < 16u; k++) {
+        let i = first + k * 256u;
+        if (i < params.n) {
+            value += x[i];
+        }
     }
     for (var offset = size / 2u; offset > 0u; offset /= 2u) {
         value += subgroupShuffleDown(value, offset);

@@ -33,9 +33,10 @@ fn each_workgroup_sums_its_elements() {
 
 #[test]
 fn n_not_a_multiple_of_the_workgroup_size() {
-    // 700 = 512 + 188: the second workgroup's invocations past 188 hold zeros.
-    let x = vec![1.0f32; 700];
-    assert_eq!(partials(&x), [512.0, 188.0]);
+    // 4396 = 4096 + 300: the second workgroup's loads past 300 read nothing (its first load
+    // covers elements 0..256 of it, the second 256..300 for 44 invocations, the rest none).
+    let x = vec![1.0f32; PER_BLOCK + 300];
+    assert_eq!(partials(&x), [PER_BLOCK as f32, 300.0]);
 }
 
 /// The body's `#[lanes]` copy (what cpu and cpu-sim run: loops over the invocations between the

@@ -16,8 +16,10 @@
 //! `if` around a barrier whose condition reads only uniform values is evaluated once, with no
 //! loop over the lanes and no vote; a run whose every statement is a uniform `let` or assignment
 //! (a loop's `stride /= 2`) runs once, not per lane; a barrier-free `while` whose condition is
-//! uniform (histogram's counting loop) runs as a loop over its iterations with the lanes inside
-//! (`uniform_while` has the rule). A wrong "uniform" would be a silent wrong
+//! uniform (histogram's counting loop, warp_reduce's loads into a per-lane sum) runs as a loop
+//! over its iterations with the lanes inside (`uniform_while` has the rule); a subgroup shuffle
+//! whose delta is uniform goes through its stash without a source lane per lane (`put_uniform`,
+//! `settle`, `get_uniform`). A wrong "uniform" would be a silent wrong
 //! result, so the rule is narrow:
 //! - a `let` (a name or a tuple of names) is uniform when it stands at the top level of its run
 //!   (not in a nested block, branch, loop or closure of it: every lane that has not returned runs
@@ -127,7 +129,11 @@
 //! the fibers' barrier of it, so the same epoch and the same divergence reports), and each lane
 //! takes its source lane's value in the run after: the lane `d` above in its subgroup of 32
 //! consecutive linear ids, its own where that lane is past the subgroup's or the workgroup's end
-//! (fibers' values exactly, f32 bits included). A lane that returned before it is a divergence
+//! (fibers' values exactly, f32 bits included). Where `d` is a uniform expression (the rule
+//! above, as the put's statement sees its names), the lanes put only `v` (`put_uniform`), the
+//! stash moves each subgroup's values down by `d` once after the barrier (`settle`), and each
+//! lane reads its own slot (`get_uniform`): consecutive slots, a loop LLVM vectorises, where
+//! each lane's source lane was a gather. A lane that returned before it is a divergence
 //! at it, as at a barrier (cpu-sim reports it; the lanes stop, none reads a value not put). The
 //! statement is one of `let PATTERN[: TYPE] = ctx.subgroup_shuffle_down(v, d);`, `name =
 //! ctx.subgroup_shuffle_down(v, d);` or `name op= ctx.subgroup_shuffle_down(v, d);` (on fibers
@@ -439,6 +445,8 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
         mut_uniform: mut_candidates(&body_tokens),
         dropped: false,
         body_items: body_items(&body_tokens),
+        shuffle_deltas: BTreeMap::new(),
+        uniform_shuffles: BTreeSet::new(),
     };
     base.check_ctx_uses(&body_tokens)?;
     // Which `mut` locals are uniform depends on every assignment to them, in any order (a loop's
@@ -544,13 +552,19 @@ struct Lower {
     /// Every name an item or `use` of the body declares (`body_items`): a lane-pure local naming
     /// one is not computed again elsewhere, where another block's item of that name may be seen.
     body_items: BTreeSet<String>,
+    /// Each subgroup shuffle's `delta` as written, by its stash's id (`split_shuffle`), and the
+    /// ids of those whose `delta` was uniform where its run put it (`segment`): their put and
+    /// take are `put_uniform` / `get_uniform`.
+    shuffle_deltas: BTreeMap<usize, Vec<Tt>>,
+    uniform_shuffles: BTreeSet<usize>,
 }
 
 enum Stmt {
     /// Statements with no barrier in them.
     Plain(Vec<Tt>),
-    /// `ctx.barrier();`: the span of `barrier`.
-    Barrier(Span),
+    /// `ctx.barrier();`: the span of `barrier`; or a shuffle's barrier, with its stash's id (a
+    /// uniform one's stash is settled after it: `host::Stash::settle`).
+    Barrier(Span, Option<usize>),
     /// `while cond { .. }` with a barrier in its block.
     While { cond: Vec<Tt>, body: Group, at: Span },
     /// `if cond { .. } else ..` with a barrier in a branch.
@@ -783,7 +797,7 @@ impl Lower {
             && is_ident(&core[2], "barrier")
             && matches!(&core[3], Tt::Group(g) if g.delimiter() == Delimiter::Parenthesis && g.stream().is_empty())
         {
-            return Ok(Stmt::Barrier(core[2].span()));
+            return Ok(Stmt::Barrier(core[2].span(), None));
         }
         let first = core[0].clone();
         let block_at = core.iter().position(is_brace);
@@ -880,8 +894,11 @@ impl Lower {
                         i += 1;
                     }
                 }
-                Stmt::Barrier(at) => {
+                Stmt::Barrier(at, stash) => {
                     out.extend(respan(ts("__wg.barrier();"), *at));
+                    if let Some(id) = stash.filter(|id| self.uniform_shuffles.contains(id)) {
+                        out.extend(respan(ts(&format!("unsafe {{ __stash_{id}.settle() }};")), *at));
+                    }
                     i += 1;
                 }
                 Stmt::While { cond, body, at } => {
@@ -1357,6 +1374,9 @@ impl Lower {
                 returned = true;
             }
             all_uniform &= uniform;
+            // A shuffle's put whose `delta` is uniform here (its names as this statement sees
+            // them), and the take of such a shuffle: the uniform pair (`host::Stash`).
+            let stmt = &self.uniform_shuffle(stmt, &env, scopes);
             body.extend(self.rewrite_returns(stmt));
             if needs_semicolon(stmt) {
                 // A block's last statement may go without its `;` (`stride /= 2`): here the
@@ -1422,9 +1442,9 @@ impl Lower {
     ///   stays uniform from one iteration to the next;
     /// - neither `cond` nor `body` has a `break`, `continue`, `return`, `?`, a label or a macro
     ///   call (which may hide one), nor a shuffle (a barrier): no lane leaves the loop alone;
-    /// - `body` names no per-lane `mut` local kept from before (it would go through the lanes'
-    ///   storage each iteration: kept in one lane loop instead, in a register);
-    /// - the split keeps no local of `run` per lane (each a `Copy` type then, or a compile error);
+    /// - the split keeps no local of `run` per lane (each a `Copy` type then, or a compile error)
+    ///   but those seen to be of a primitive type (`known_copy`: an accumulator's `let mut sum =
+    ///   0.0;`);
     /// - the split ends `run`'s lane loop where fibers go on in one scope, so `run` holds nothing
     ///   whose scope that would cut short (`split_keeps_scope`): no `let` of a name neither the
     ///   loop nor what follows reads (fibers drop it at the block's end, after the loop: a type
@@ -1434,6 +1454,13 @@ impl Lower {
     ///   see), and no `macro_rules!` (the code after the split would not see it);
     /// - `body` lowers as a block (a `let` that shadows a kept `mut` local there, which one lane
     ///   loop takes, is refused in a block): else the loop stays in its run, as written.
+    ///
+    /// A per-lane `mut` local the body changes (an accumulator, kept from before or from `run`)
+    /// goes through its lanes' storage (`host::LaneVar`) each iteration instead of a register:
+    /// a load and a store per lane beside the iteration's own loads, which read consecutive
+    /// elements across the lanes (warp_reduce's loads: LLVM vectorises that loop, where one
+    /// lane's iterations in turn read `PER_THREAD` strided streams: CPU time per launch 1.9 ->
+    /// 1.4-1.5 ms).
     ///
     /// The lanes' iterations then run in another order than on fibers; with no barrier between
     /// them any order is one a GPU may run (atomics commute; a plain race is one on fibers too).
@@ -1466,16 +1493,13 @@ impl Lower {
             probe.segment(run, &mut scopes, later).ok()?;
         }
         // The split keeps the run's locals that the loop or what follows names; one kept per
-        // lane must be `Copy` (`host::LaneVar`), which a run left whole does not ask of it.
-        if scopes.last().is_some_and(|s| s[before..].iter().any(|v| !v.uniform && v.remat.is_none())) {
+        // lane must be `Copy` (`host::LaneVar`), which a run left whole does not ask of it: only
+        // a local whose type is seen to be a primitive one (an accumulator's `let mut sum =
+        // 0.0;`, `known_copy`) may be kept.
+        if scopes.last().is_some_and(|s| s[before..].iter().any(|v| !v.uniform && v.remat.is_none() && !known_copy(run, &v.name))) {
             return None;
         }
         if !probe.uniform_expr(cond, &BTreeMap::new(), &scopes) {
-            return None;
-        }
-        let mut uses = BTreeSet::new();
-        idents(&body.stream().into_iter().collect::<Vec<_>>(), &mut uses);
-        if visible(&scopes, &uses).iter().any(|v| v.mutable && !v.uniform) {
             return None;
         }
         // Its block lowered on a copy: what a block refuses (a `let` shadowing the counter after
@@ -1582,7 +1606,7 @@ impl Lower {
 fn stmt_idents(s: &Stmt, into: &mut BTreeSet<String>) {
     match s {
         Stmt::Plain(t) => idents(t, into),
-        Stmt::Barrier(_) => {}
+        Stmt::Barrier(..) => {}
         Stmt::While { cond, body, .. } => {
             idents(cond, into);
             idents(&body.stream().into_iter().collect::<Vec<_>>(), into);
@@ -1641,6 +1665,42 @@ fn let_names(s: &[Tt]) -> Result<Vec<(String, bool, Span)>> {
         }
     }
     fail(s[0].span(), "this `let` pattern is not supported here (a name, or a tuple of names)")
+}
+
+/// Whether the last `let` of `name` among the run's statements `run` binds it to a value of a
+/// primitive type, seen from the tokens alone: `let [mut] name: TYPE = ..;` with `TYPE` one of
+/// `PRIMITIVES`, or `let [mut] name = LITERAL;` (a number, maybe negated, or `true` / `false`).
+/// Such a local is `Copy`, so `uniform_while` may keep it per lane (`host::LaneVar`).
+fn known_copy(run: &[Vec<Tt>], name: &str) -> bool {
+    for s in run.iter().rev() {
+        let s = &s[attributes_end(s, 0).min(s.len())..];
+        if !s.first().is_some_and(|t| is_ident(t, "let")) {
+            continue;
+        }
+        let Ok(names) = let_names(s) else { continue };
+        if !names.iter().any(|(n, _, _)| n == name) {
+            continue;
+        }
+        let end = if s.last().is_some_and(|t| is_punct(t, ';')) { s.len() - 1 } else { s.len() };
+        let Some(eq) = (1..end).find(|&k| assignment_op(s, k) == Some(("=".into(), 1))) else { return false };
+        let (pat, value) = (&s[1..eq], &s[eq + 1..end]);
+        if names.len() != 1 {
+            return false;
+        }
+        if let Some(colon) = pat.iter().position(|t| is_punct(t, ':')) {
+            return matches!(&pat[colon + 1..], [Tt::Ident(ty)] if PRIMITIVES.contains(&ty.to_string().as_str()));
+        }
+        let value = if value.first().is_some_and(|t| is_punct(t, '-')) { &value[1..] } else { value };
+        return match value {
+            [Tt::Literal(l)] => {
+                let l = l.to_string();
+                l.starts_with(|c: char| c.is_ascii_digit())
+            }
+            [t] => is_ident(t, "true") || is_ident(t, "false"),
+            _ => false,
+        };
+    }
+    false
 }
 
 /// No `break` / `continue` that would leave the run of statements (it meant a loop around a
@@ -2375,6 +2435,58 @@ impl Lower {
         None
     }
 
+    /// `stmt` with a shuffle's put (`split_shuffle`'s `__stash_N.put`) made `put_uniform` where
+    /// its `delta` is a uniform expression (`uniform_expr`, with the run's `env` so far), and a
+    /// take (`__stash_N.get`) made `get_uniform` where that shuffle's put was (`block` settles
+    /// its stash after the barrier between them). Every lane then puts with the same delta, so
+    /// `settle` can move the values to their readers' slots in place, with no source per lane,
+    /// and `get_uniform` reads what `get` would (the lane `delta` above where it is in the
+    /// subgroup and the workgroup, else its own). The put is lowered before its take (the run
+    /// before the shuffle's barrier, then the one after), so the take sees the put's decision.
+    fn uniform_shuffle(&mut self, stmt: &[Tt], env: &BTreeMap<String, bool>, scopes: &[Vec<Var>]) -> Vec<Tt> {
+        fn stash_call(tokens: &[Tt], k: usize, method: &str) -> Option<usize> {
+            let Tt::Ident(i) = &tokens[k] else { return None };
+            let id = i.to_string().strip_prefix("__stash_")?.parse().ok()?;
+            (tokens.get(k + 1).is_some_and(|t| is_punct(t, '.')) && tokens.get(k + 2).is_some_and(|t| is_ident(t, method))).then_some(id)
+        }
+        fn rewrite(tokens: &[Tt], f: &mut dyn FnMut(&[Tt], usize) -> Option<&'static str>) -> Vec<Tt> {
+            let mut out = Vec::with_capacity(tokens.len());
+            for (k, t) in tokens.iter().enumerate() {
+                match t {
+                    Tt::Group(g) => {
+                        let inner = rewrite(&g.stream().into_iter().collect::<Vec<_>>(), f);
+                        let mut n = Group::new(g.delimiter(), stream(&inner));
+                        n.set_span(g.span());
+                        out.push(Tt::Group(n));
+                    }
+                    Tt::Ident(i) if k >= 2 => match f(tokens, k - 2) {
+                        Some(name) => out.push(Tt::Ident(Ident::new(name, i.span()))),
+                        None => out.push(t.clone()),
+                    },
+                    _ => out.push(t.clone()),
+                }
+            }
+            out
+        }
+        let mut decided = Vec::new();
+        let out = rewrite(stmt, &mut |tokens, k| {
+            if let Some(id) = stash_call(tokens, k, "put") {
+                let delta = self.shuffle_deltas.get(&id)?;
+                if self.uniform_expr(delta, env, scopes) {
+                    decided.push(id);
+                    return Some("put_uniform");
+                }
+            } else if let Some(id) = stash_call(tokens, k, "get") {
+                if self.uniform_shuffles.contains(&id) {
+                    return Some("get_uniform");
+                }
+            }
+            None
+        });
+        self.uniform_shuffles.extend(decided);
+        out
+    }
+
     /// A statement that is a shuffle (`let x = ctx.subgroup_shuffle_down(v, d);`, `x = ..;`,
     /// `x op= ..;`), as the three steps it is among the lanes: every lane evaluates `v` and `d`
     /// and puts them in the shuffle's `Stash` (declared into `decls`, at the block's top); a
@@ -2438,6 +2550,7 @@ impl Lower {
         }
         let id = self.next_id;
         self.next_id += 1;
+        self.shuffle_deltas.insert(id, delta.clone());
         let stash = format!("__stash_{id}");
         decls.extend(respan(ts(&format!("let mut {stash} = __wg.stash();")), at));
         // The operands as written (their spans kept), in the lane's own statements: no `unsafe`
@@ -2450,6 +2563,6 @@ impl Lower {
         let put = vec![Tt::Group(Group::new(Delimiter::Brace, put))];
         let mut take = core[..v].to_vec();
         take.extend(respan(ts(&format!("unsafe {{ {stash}.get(__lane) }};")), at));
-        Ok(Some(vec![Stmt::Plain(put), Stmt::Barrier(at), Stmt::Plain(take)]))
+        Ok(Some(vec![Stmt::Plain(put), Stmt::Barrier(at, Some(id)), Stmt::Plain(take)]))
     }
 }

@@ -288,6 +288,7 @@ impl<'a> Lanes<'a> {
         Stash {
             values: [const { MaybeUninit::uninit() }; MAX_LANES],
             source: [const { MaybeUninit::uninit() }; MAX_LANES],
+            delta: 0,
             threads: self.group.threads,
         }
     }
@@ -300,10 +301,19 @@ impl<'a> Lanes<'a> {
 /// as `Ctx::subgroup_shuffle_down` on fibers: the lane `delta` above in its subgroup, its own
 /// where that lane is past the subgroup's or the workgroup's end. A lane that returned before
 /// it is a divergence at the barrier (every lane stops: no `get` reads a value not put).
+///
+/// Where the attribute proved `delta` the same in every lane (a uniform expression: warp_reduce's
+/// `offset`), the shuffle is `put_uniform`, the barrier, `settle` once, and `get_uniform`: no
+/// source lane per lane; `settle` moves each subgroup's values down by `delta` in place (the
+/// lanes whose source is their own keep theirs), so lane `t`'s result is slot `t`, and the
+/// loop after reads consecutive slots (one LLVM vectorises; the per-lane source was a gather,
+/// half of warp_reduce's time after its loads).
 pub struct Stash<T> {
     values: [MaybeUninit<T>; MAX_LANES],
     /// Each lane's source lane (below `threads`: a lane of the workgroup).
     source: [MaybeUninit<u32>; MAX_LANES],
+    /// `put_uniform`'s delta (every lane's).
+    delta: u32,
     threads: usize,
 }
 
@@ -336,6 +346,51 @@ impl<T: Shuffle> Stash<T> {
             let from = self.source.get_unchecked(t).assume_init() as usize;
             self.values.get_unchecked(from).assume_init()
         }
+    }
+
+    /// `put`, for a `delta` the same in every lane of the workgroup.
+    /// # Safety
+    /// `t` is a lane of the workgroup, and every lane's `delta` is this one.
+    #[inline(always)]
+    pub unsafe fn put_uniform(&mut self, t: usize, value: T, delta: u32) {
+        unsafe { *self.values.get_unchecked_mut(t) = MaybeUninit::new(value) };
+        self.delta = delta;
+    }
+
+    /// After the shuffle's barrier, once (`put_uniform`'s): each lane's slot now holds its
+    /// result. `put`'s rule with one `delta`: lane `t` of the subgroup starting at `s` takes
+    /// lane `t + delta` where that is below `end` (the subgroup's end or the workgroup's,
+    /// whichever is first), else keeps its own: the slots `s + delta .. end` move down by
+    /// `delta`, the last `delta` stay.
+    /// # Safety
+    /// Every lane `put_uniform` before the barrier (or the barrier retired them all: then the
+    /// moves copy slots no lane reads).
+    #[inline(always)]
+    pub unsafe fn settle(&mut self) {
+        let delta = self.delta as usize;
+        if delta == 0 || delta >= SUBGROUP_SIZE {
+            return;
+        }
+        let mut s = 0;
+        while s < self.threads {
+            let end = (s + SUBGROUP_SIZE).min(self.threads);
+            if s + delta < end {
+                // Overlapping, source above destination: `copy` (memmove) keeps every source.
+                unsafe {
+                    let base = self.values.as_mut_ptr();
+                    core::ptr::copy(base.add(s + delta), base.add(s), end - s - delta);
+                }
+            }
+            s += SUBGROUP_SIZE;
+        }
+    }
+
+    /// Lane `t`'s result after `settle`.
+    /// # Safety
+    /// As `get`'s, with every lane's value `put_uniform` and the stash settled.
+    #[inline(always)]
+    pub unsafe fn get_uniform(&self, t: usize) -> T {
+        unsafe { self.values.get_unchecked(t).assume_init() }
     }
 }
 
