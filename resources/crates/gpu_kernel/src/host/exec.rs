@@ -661,7 +661,8 @@ pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
 
 unsafe fn run_lanes_group<L: Fn(&super::Lanes) + Sync>(group: &Group, body: *const u8) {
     let body = unsafe { &*(body as *const L) };
-    let lanes = super::Lanes::new(group);
+    let state = super::lanes::LanesState::new();
+    let lanes = super::Lanes::new(group, &state);
     body(&lanes);
     lanes.check_ended();
 }
