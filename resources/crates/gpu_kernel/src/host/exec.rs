@@ -119,7 +119,8 @@ pub struct Group {
     pub(crate) entry_at: &'static Location<'static>,
 }
 
-/// A workgroup-shared array's storage (16-byte aligned, zeroed for every workgroup).
+/// A workgroup-shared array's storage (16-byte aligned; zeroed when allocated, and again for every
+/// workgroup in a `sim` build only: `Ctx::shared`).
 pub(crate) struct Slot {
     data: Vec<u128>,
     #[allow(dead_code)]
@@ -293,7 +294,7 @@ impl<'a> Ctx<'a> {
         let bytes = N * core::mem::size_of::<T>();
         let slots = unsafe { &mut *group.slots.get() };
         if k >= group.slots_used.get() {
-            // The first invocation to ask: this workgroup's array, zeroed. The last workgroup's
+            // The first invocation to ask: this workgroup's array. The last workgroup's
             // storage when it is large enough (a new one, allocated and its shadow built, for
             // every workgroup was a tenth of cpu-sim's time on stencil2d, whose workgroups are
             // short once it runs as lanes).
@@ -311,6 +312,14 @@ impl<'a> Ctx<'a> {
             if (k as usize) < slots.len() {
                 let old = &mut slots[k as usize];
                 if old.data.len() >= words {
+                    // Zeroed again only in a `sim` build (cpu-sim, the kernel tests, `workbench
+                    // debug`: the values a reported read of unwritten memory gives stay the same
+                    // from run to run). The plain build leaves what the worker's last workgroup
+                    // wrote, as a GPU leaves what an earlier block left (a kernel must write
+                    // workgroup memory before it reads it; cpu-sim reports one that does not):
+                    // zeroing stencil2d's 4.6 KiB tile (sized for the largest workgroup) at each of
+                    // 32768 workgroups was 7 % of the time of its tile load, a memset per workgroup.
+                    #[cfg(feature = "sim")]
                     old.data.iter_mut().for_each(|w| *w = 0);
                     old.decl = decl;
                     #[cfg(feature = "sim")]
@@ -652,7 +661,8 @@ pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
 
 unsafe fn run_lanes_group<L: Fn(&super::Lanes) + Sync>(group: &Group, body: *const u8) {
     let body = unsafe { &*(body as *const L) };
-    let lanes = super::Lanes::new(group);
+    let state = super::lanes::LanesState::new();
+    let lanes = super::Lanes::new(group, &state);
     body(&lanes);
     lanes.check_ended();
 }
