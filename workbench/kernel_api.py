@@ -308,7 +308,5 @@ def _place(found: CrateProblem, say: Callable[[str], None]) -> CrateProblem | No
         if was_link
         else "it was missing"
     )
-    say(
-        f"note: placed a copy of the workbench's kernel API crate (version {KERNEL_API_VERSION}) in {dest}: {how}"
-    )
+    say(f"placed a copy of the workbench's kernel API crate (version {KERNEL_API_VERSION}) in {dest}: {how}")
     return None

@@ -78,6 +78,11 @@ def test_a_missing_crate_is_placed_once_when_backends_build_together(tmp_path, s
     assert [r.status for r in results] == ["ok", "ok"], [r.diagnostics for r in results]
     placed = [d for r in results for d in r.diagnostics if "placed a copy" in d["message"]]
     assert len(placed) == 1 and "it was missing" in placed[0]["message"]
+    # A note's text is said once as a note: `workbench build` prints `rendered` ("note: placed ..."),
+    # never "note: note: placed ..." (the prefix in the message as well as in the rendering).
+    assert placed[0]["severity"] == "note", placed[0]
+    assert placed[0]["message"].startswith("placed a copy"), placed[0]["message"]
+    assert placed[0]["rendered"] == f"note: {placed[0]['message']}", placed[0]["rendered"]
     assert same_as_shipped(root / "gpu_kernel")
     # Nothing else of the project changed (Cargo.lock included).
     (root / "gpu_kernel").rename(tmp_path / "placed")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import skip_without_debugger
+from tests.waits import WORK_GUARD_S
 
 
 def debug(root: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -64,3 +65,19 @@ def test_a_missing_gdb_says_how_to_get_it(saxpy):
     proc = debug(saxpy, "--watch", "y[3]", env=env)
     assert proc.returncode != 0
     assert "gdb is not installed: gdb 12 or later: apt-get install gdb (what set-up installs)" in proc.stderr
+
+
+def test_the_stack_names_each_frame_s_place_without_a_dangling_colon(example_copy, shared_cache_dir):
+    # A stop in a `#[lanes]` body on its fibers: the stack ends in the fiber's trampoline, a frame
+    # gdb gives no line for; it read `... libreduction.<hash>.debug.so:` with nothing after the colon.
+    skip_without_debugger()
+    root = example_copy("reduction")
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench", "debug", str(root), "--size", "n=16384", "--invocation", "3/17",
+         "--break", "src/lib.rs:77", "--cache-dir", str(shared_cache_dir)],
+        capture_output=True, text=True, timeout=WORK_GUARD_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    frames = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("#")]
+    assert frames and frames[0].endswith("src/lib.rs:77"), done.stdout
+    assert not [f for f in frames if f.endswith(":")], frames

@@ -130,6 +130,23 @@ def test_exports_and_import_through_the_command_line(recorded, tmp_path):
     assert "imported 0 run(s)" in again.stdout and "4 already there" in again.stdout
 
 
+def test_export_to_a_csv_file_without_format_writes_csv(recorded, tmp_path):
+    # `-o runs.csv` alone wrote a JSON bundle into runs.csv (the default format was json whatever
+    # the file's name); a name ending in .csv now means CSV, anything else the bundle, as before.
+    db = str(recorded)
+    runs_csv = tmp_path / "runs.CSV"
+    done = cli("sessions", "export", "-o", str(runs_csv), "--db", db, "1", "2")
+    assert done.returncode == 0, done.stderr
+    assert [r["id"] for r in csv.DictReader(io.StringIO(runs_csv.read_text()))] == ["1", "2"]
+    bundle = tmp_path / "runs.out"
+    assert cli("sessions", "export", "-o", str(bundle), "--db", db, "1").returncode == 0
+    assert [r["id"] for r in json.loads(bundle.read_text())["runs"]] == [1]
+    # An explicit --format wins over the name.
+    forced = tmp_path / "forced.csv"
+    assert cli("sessions", "export", "--format", "json", "-o", str(forced), "--db", db, "1").returncode == 0
+    assert json.loads(forced.read_text())["format"] == "workbench-sessions"
+
+
 def test_bad_input_exits_2_with_a_clear_message(recorded, tmp_path):
     unwritable = cli(
         "sessions",

@@ -8,6 +8,7 @@ editor shows it rebuilds its backend. Every edit here is a write to the file, ne
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -16,7 +17,8 @@ import pytest
 from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS
 from workbench.build.watch import ContentDigests
 from workbench.errors import WorkbenchError
-from workbench.project import Project
+from workbench.kernel_api import ensure_crate
+from workbench.project import Project, examples_dir
 from workbench.ui.project.watch import ProjectFilesWatch
 from workbench.ui.screenshot import save_screenshot
 
@@ -239,5 +241,37 @@ def test_a_crate_outside_the_project_folder_is_watched_too(example_copy, qtbot):
         with qtbot.waitSignal(watch.changed, timeout=HANG_GUARD_MS) as changed:
             manifest.write_text(manifest.read_text() + "\n# edited elsewhere\n")
         assert changed.args[0] == [str(manifest)]
+    finally:
+        watch.stop()
+
+
+def test_the_crate_a_build_places_is_not_an_edit(tmp_path, qtbot):
+    # A `cp -r` copy of an example (its gpu_kernel link leading nowhere) opened in the window: the
+    # first build places the workbench's crate there (`ensure_crate`). Its files appearing were
+    # taken for edits made elsewhere, so the window rebuilt and re-ran, cancelling the run that
+    # placed them (`workbench gui COPY --run` showed wgsl "skipped: cancelled", cpu-sim "timing…").
+    root = tmp_path / "scan"
+    subprocess.run(["cp", "-r", str(examples_dir() / "scan"), str(root)], check=True)
+    assert (root / "gpu_kernel").is_symlink() and not (root / "gpu_kernel").exists()
+    watch = ProjectFilesWatch()
+    watch.watch(Project.open(root))
+    seen: list[str] = []
+    lib = root / "src" / "lib.rs"
+
+    def until_the_edit(paths: list[str]) -> bool:
+        seen.extend(paths)
+        return str(lib) in paths
+
+    try:
+        assert ensure_crate(root) is None and (root / "gpu_kernel" / "src" / "lib.rs").is_file()
+        # Then a real edit, waited for: whatever the placement made the watch say came before it.
+        with qtbot.waitSignal(watch.changed, timeout=HANG_GUARD_MS, check_params_cb=until_the_edit):
+            lib.write_text(lib.read_text() + "\n// edited elsewhere\n")
+        assert seen == [str(lib)], seen
+        # An edit of the placed copy afterwards is the user's, and counts.
+        placed = root / "gpu_kernel" / "src" / "lib.rs"
+        with qtbot.waitSignal(watch.changed, timeout=HANG_GUARD_MS) as changed:
+            placed.write_text(placed.read_text() + "\n// mine now\n")
+        assert changed.args[0] == [str(placed)]
     finally:
         watch.stop()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QTextCursor
 
-from tests.waits import HANG_GUARD_MS, WORK_GUARD_MS, WORK_GUARD_S
+from tests.waits import HANG_GUARD_MS, HANG_GUARD_S, WORK_GUARD_MS, WORK_GUARD_S, default_ctrl_c, wait_until
 from workbench.cli import main as cli_main
 from workbench.trust_store import is_trusted
 from workbench.ui.main_window import MainWindow
@@ -281,6 +283,51 @@ def test_cancelling_a_build_stops_it(make_window, qtbot, tmp_path):
     # nothing, or a build that finished meanwhile, reads otherwise).
     assert panel.state("nvptx") == "cancelled"
     assert not window.cancel_action.isEnabled()
+
+
+def runs_recorded(db: Path) -> int:
+    """How many runs the sessions database at `db` holds (0 before it exists or while locked)."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+            return con.execute("SELECT count(*) FROM runs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_ctrl_c_in_the_terminal_closes_the_window_as_quit_does(
+    tmp_path, shared_cache_dir, private_sessions_db
+):
+    # `workbench PATH` (bootstrap.sh open) from a terminal, then Ctrl+C there: the window closes as
+    # File > Quit does (layout saved, services stopped) and the command exits 130. It used to raise
+    # KeyboardInterrupt in whichever slot ran next (a traceback) and stay open.
+    config = tmp_path / "cfg"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "WB_CONFIG_DIR": str(config)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "gui", "--run", "--backend", "cpu", "--cache-dir",
+         str(shared_cache_dir), str(SAXPY)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_ctrl_c,
+    )  # fmt: skip
+    try:
+        # The run is recorded from the event loop: the window is up and waiting for the user.
+        assert wait_until(lambda: runs_recorded(private_sessions_db) > 0 or proc.poll() is not None,
+                          WORK_GUARD_S), "the run was not recorded"  # fmt: skip
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=HANG_GUARD_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"the window stayed open after Ctrl+C; stderr:\n{err}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert load_settings(config / settings_path().name).window_state, (
+        "the layout was not saved as Quit saves it"
+    )
 
 
 def test_cli_screenshot_renders_the_window(tmp_path, qapp):

@@ -26,9 +26,15 @@ class ContentDigests:
     whose bytes changed: a touch, a rewrite of the same bytes or a metadata change is no change.
     A file that appears or vanishes is one. Thread-safe (the watcher's timer thread asks)."""
 
-    def __init__(self, paths: Iterable[Path] = ()):
+    def __init__(self, paths: Iterable[Path] = (), placed: tuple[Path, Path] | None = None):
+        """`placed`: (the project's `gpu_kernel` folder, the workbench's crate). A build places a
+        copy of the crate where a project has none (a `cp -r` copy's link leads nowhere;
+        `kernel_api.ensure_crate`): its files appear, unseen, with the bytes of the workbench's
+        own. That is the build's doing, already in the build that did it, not an edit: counted as
+        seen, not changed (else the window rebuilt and re-ran, cancelling the run that placed it)."""
         self._lock = threading.Lock()
         self._seen: dict[Path, str | None] = {Path(p): _digest(Path(p)) for p in paths}
+        self._placed = placed
 
     def changed(self, paths: Iterable[Path]) -> list[Path]:
         """Those of `paths` (sources only, by suffix) whose content differs from when last seen."""
@@ -38,11 +44,21 @@ class ContentDigests:
                 continue
             now = _digest(path)
             with self._lock:
+                unseen = path not in self._seen
                 before = self._seen.get(path)
                 self._seen[path] = now
-            if now != before:
+            if now != before and not (unseen and now is not None and self._is_placed(path, now)):
                 out.append(path)
         return out
+
+    def _is_placed(self, path: Path, digest: str) -> bool:
+        """Whether `path` is a file of the placed crate copy, as the workbench ships it."""
+        if self._placed is None:
+            return False
+        dest, source = self._placed
+        if not path.is_relative_to(dest):
+            return False
+        return _digest(source / path.relative_to(dest)) == digest
 
 
 class _Handler(FileSystemEventHandler):

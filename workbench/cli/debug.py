@@ -71,9 +71,15 @@ def stop_lines(stop: dict) -> list[str]:
     out += [f"  print {p['expression']} = {p['value']}" for p in stop.get("prints", [])]
     if stop.get("workgroup"):
         out += [f"  {line}" for line in states_summary(stop["workgroup"])]
-    out += [f"  #{k} {f.get('function')} {f.get('file') or f.get('from') or ''}:{f.get('line') or ''}"
-            for k, f in enumerate(stop.get("stack", [])[:12])]  # fmt: skip
+    out += [f"  #{k} {f.get('function')} {_frame_place(f)}" for k, f in enumerate(stop.get("stack", [])[:12])]
     return out
+
+
+def _frame_place(frame: dict) -> str:
+    """`file:line`; a frame without line information (the fiber's trampoline, a library built
+    without debug info) is its file or library alone, not `lib.so:` with nothing after it."""
+    where = frame.get("file") or frame.get("from") or ""
+    return f"{where}:{frame['line']}" if frame.get("line") else where
 
 
 def run(args: argparse.Namespace) -> int:

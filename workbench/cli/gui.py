@@ -122,8 +122,63 @@ def run(args: argparse.Namespace) -> int:
     session = _Session(app, window, args)
     session.start()
     settle_heap()  # the window is up: what it holds now stays out of the collector's walks
-    code = app.exec()
+    undo_ctrl_c = quit_on_ctrl_c(app)  # before this, Ctrl+C is a KeyboardInterrupt: exit 130
+    try:
+        code = app.exec()
+    finally:
+        if undo_ctrl_c is not None:
+            undo_ctrl_c()
+    if app.property("wb_interrupted"):
+        return 130  # as the dispatcher's KeyboardInterrupt: the shell's code for Ctrl+C
     return session.exit_code if session.exit_code is not None else code
+
+
+def quit_on_ctrl_c(app):
+    """Ctrl+C in the terminal that opened the window closes it as File > Quit does (unsaved edits
+    asked about, the layout saved, the services stopped); `run` then exits 130, as any other
+    interrupted command does. Python runs a signal handler only between bytecodes, and while Qt's
+    event loop waits none run: Python's default handler raised KeyboardInterrupt in whichever slot
+    came next (a traceback in the terminal, the window left open). The signal's wakeup byte,
+    written to a socket Qt watches, wakes the loop at once. Returns what undoes it (the handler
+    and wakeup fd as they were), or None where nothing was changed."""
+    import signal
+    import socket
+    import threading
+
+    from PySide6.QtCore import QSocketNotifier, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN or threading.current_thread() is not threading.main_thread():
+        return None  # started with Ctrl+C ignored (`nohup`, a background job), or not ours to set
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read)
+
+    def drain() -> None:  # Python runs the handler below on its way into or out of this slot
+        try:
+            reader.recv(4096)
+        except BlockingIOError:
+            pass
+
+    def interrupted(_signum, _frame) -> None:
+        app.setProperty("wb_interrupted", True)
+        # From the event loop, not inside whatever Python code the signal interrupted.
+        QTimer.singleShot(0, app, QApplication.closeAllWindows)
+
+    notifier.activated.connect(drain)
+    signal.signal(signal.SIGINT, interrupted)
+
+    def undo() -> None:
+        signal.signal(signal.SIGINT, previous)
+        signal.set_wakeup_fd(previous_fd)
+        notifier.setEnabled(False)
+        reader.close()
+        writer.close()
+
+    return undo
 
 
 def show_tab(window, tab: str) -> None:

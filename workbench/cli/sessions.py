@@ -88,7 +88,10 @@ def register(subparsers) -> None:
     p.add_argument(
         "ids", nargs="*", type=arg_types.run_id, metavar="ID", help="runs to export (default: all)"
     )
-    p.add_argument("--format", choices=("csv", "json", "chrome-trace"), default="json")
+    p.add_argument(
+        "--format", choices=("csv", "json", "chrome-trace"), default=None,
+        help="default: csv where -o names a .csv file, else json (a bundle)",
+    )  # fmt: skip
     p.add_argument(
         "-o", "--output", metavar="FILE",
         help="write to this new file (default: standard output); devices, FIFOs, sockets, folders, "
@@ -275,6 +278,8 @@ def _export(store, args) -> int:
     from workbench.profile.sessions.export import render, write_text
     from workbench.profile.sessions.outside_files import MAX_BUNDLE_BYTES
 
+    if args.format is None:  # `-o runs.csv` alone means CSV: a JSON bundle there would misname it
+        args.format = "csv" if args.output and args.output.lower().endswith(".csv") else "json"
     text = render(store, args.format, args.ids)
     if args.output:
         write_text(args.output, text, overwrite=args.overwrite)

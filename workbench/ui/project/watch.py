@@ -14,6 +14,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from workbench.build.watch import ContentDigests, ProjectWatcher
+from workbench.kernel_api import crate_dir as kernel_api_crate
+from workbench.kernel_api import dependency_path
 from workbench.project import Project
 
 
@@ -40,7 +42,9 @@ class ProjectFilesWatch(QObject):
         self.root = project.root
         crate = project.manifest.crate_dir
         self._roots = [project.root] + ([crate] if not crate.is_relative_to(project.root) else [])
-        self._digests = digests = ContentDigests(project.source_files())
+        api = dependency_path(crate)  # where a build may place the kernel API crate
+        placed = (api, kernel_api_crate()) if api is not None else None
+        self._digests = digests = ContentDigests(project.source_files(), placed)
 
         def on_change(paths: list[Path]) -> None:  # the watcher's timer thread
             changed = digests.changed(paths)
