@@ -385,3 +385,73 @@ fn item_named_u64(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, 
 fn a_type_of_the_body_named_like_a_primitive_is_not_taken_for_it() {
     same!(item_named_u64, item_named_u64_lanes, [36, 1, 1], 3);
 }
+
+/// A `mut` parameter as the accumulator; an accumulator kept from before a barrier, changed by a
+/// uniform loop inside a `while` around a barrier and a uniform `if`; a uniform `mut` delta that
+/// a uniform loop changes beside per-lane statements; the shuffle's value the accumulator.
+#[lanes]
+fn acc_kept(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, mut p: u32) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let n = ctx.group_id_x() as u32 + 1;
+    let mut k = 0u32;
+    while k < n {
+        p = p * 3 + x[i];
+        k += 1;
+    }
+    let mut acc = p;
+    let mut d = 0u32;
+    ctx.barrier();
+    let mut stride = 2u32;
+    while stride > 0 {
+        let mut j = 0u32;
+        while j < stride {
+            acc = acc.rotate_left(3) ^ (x[i] + j);
+            d += 1;
+            j += 1;
+        }
+        if n > 1 {
+            let mut m = 0u32;
+            while m < 2 {
+                acc += m;
+                m += 1;
+            }
+            ctx.barrier();
+        }
+        acc += ctx.subgroup_shuffle_down(acc, d % 7);
+        stride -= 1;
+    }
+    y[i] = acc ^ p.rotate_left(11);
+}
+
+#[test]
+fn kept_accumulators_and_parameters_match() {
+    for p in [0, 5] {
+        same!(acc_kept, acc_kept_lanes, [36, 1, 1], p);
+        same!(acc_kept, acc_kept_lanes, [64, 1, 1], p);
+    }
+}
+
+/// An accumulator's loads past the input's end in some lanes' later iterations: an
+/// out-of-bounds read, found at the same line.
+#[lanes]
+fn acc_oob(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let mut acc = 0u32;
+    let mut k = 0u32;
+    while k < n {
+        acc += x[i + k as usize * 20];
+        k += 1;
+    }
+    if i < 36 {
+        y[i] = acc;
+    }
+}
+
+#[test]
+fn an_accumulators_out_of_bounds_read_is_found_alike() {
+    let [f, l] = run_both([1, 1, 1], [36, 1, 1], 40, |c, x, y, s| acc_oob(c, x, y, s, 3), |w, x, y, s| acc_oob_lanes(w, x, y, s, 3));
+    assert!(!f.1.is_empty());
+    assert_eq!(uncounted(&f.1), uncounted(&l.1));
+}
