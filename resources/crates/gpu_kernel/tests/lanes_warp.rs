@@ -455,3 +455,41 @@ fn an_accumulators_out_of_bounds_read_is_found_alike() {
     assert!(!f.1.is_empty());
     assert_eq!(uncounted(&f.1), uncounted(&l.1));
 }
+
+/// Lanes that return before a uniform loop over an accumulator (some, or the whole workgroup),
+/// and a shuffle of it after (a divergence where some returned, as on fibers).
+#[lanes]
+fn acc_after_return(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let mut k = 0u32;
+    if t as u32 % 4 == n % 4 || ctx.group_id_x() == 2 {
+        return;
+    }
+    let mut acc = 1.5f32;
+    while k < 3 {
+        acc = acc * 0.5 + x[i] as f32;
+        k += 1;
+    }
+    y[i] = acc.to_bits();
+    if n > 5 {
+        let w = ctx.subgroup_shuffle_down(acc, 2);
+        y[i] = w.to_bits();
+    }
+}
+
+#[test]
+fn returns_before_a_uniform_loop_match() {
+    for n in [1, 9] {
+        let t = [36u32, 1, 1];
+        let [f, l] = run_both([3, 1, 1], t, 3 * 36, |c, x, y, s| acc_after_return(c, x, y, s, n), |w, x, y, s| acc_after_return_lanes(w, x, y, s, n));
+        // After a divergence nothing is defined (fibers go on, lanes stop): its findings only.
+        if n < 5 {
+            assert_eq!(f, l, "fibers (left) and lanes (right) differ");
+            assert!(f.1.is_empty(), "{:?}", f.1);
+        } else {
+            assert_eq!(f.1, l.1);
+            assert!(f.1.iter().all(|f| f.contains("barrier-divergence")) && !f.1.is_empty(), "{:?}", f.1);
+        }
+    }
+}
