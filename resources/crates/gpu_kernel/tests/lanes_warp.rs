@@ -493,3 +493,34 @@ fn returns_before_a_uniform_loop_match() {
         }
     }
 }
+
+/// A delta kept from an outer block's run, shadowed there per lane (or uniform over a per-lane
+/// one) before the block around the shuffle.
+#[lanes]
+fn outer_shadows(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let t = ctx.local_id_x();
+    let i = ctx.global_id_x();
+    let v = x[i];
+    let d = n;
+    let e = t as u32 % 3;
+    ctx.barrier();
+    let d = t as u32 % 5;
+    let e = n + 1;
+    let mut acc = v;
+    if n > 0 {
+        let w = ctx.subgroup_shuffle_down(acc, d);
+        acc ^= w;
+        let mut k = 0u32;
+        while k < 2 {
+            acc += ctx.subgroup_shuffle_down(acc, e + k);
+            k += 1;
+        }
+    }
+    y[i] = acc;
+}
+
+#[test]
+fn a_delta_shadowed_in_an_outer_block_matches() {
+    same!(outer_shadows, outer_shadows_lanes, [64, 1, 1], 1);
+    same!(outer_shadows, outer_shadows_lanes, [40, 1, 1], 2);
+}
