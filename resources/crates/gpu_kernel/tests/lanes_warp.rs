@@ -524,3 +524,41 @@ fn a_delta_shadowed_in_an_outer_block_matches() {
     same!(outer_shadows, outer_shadows_lanes, [64, 1, 1], 1);
     same!(outer_shadows, outer_shadows_lanes, [40, 1, 1], 2);
 }
+
+/// An accumulator kept from before a barrier, changed by a uniform loop, then shadowed in the
+/// run after the loop before the next barrier reads it; a uniform loop in a branch's block
+/// around a barrier changing a local kept from before.
+#[lanes]
+fn acc_then_shadowed(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>, n: u32) {
+    let i = ctx.global_id_x();
+    let mut acc = x[i];
+    let mut k = 0u32;
+    ctx.barrier();
+    while k < n {
+        acc = acc * 3 + k;
+        k += 1;
+    }
+    let before = acc;
+    let acc = acc ^ 0x55;
+    ctx.barrier();
+    let mut out = acc.rotate_left(7) ^ before;
+    if n > 1 {
+        let mut m = 0u32;
+        while m < n {
+            out = out.wrapping_mul(5) + m;
+            m += 1;
+        }
+        let o2 = out + 1;
+        ctx.barrier();
+        y[i] = o2 ^ out;
+    } else {
+        y[i] = out;
+    }
+}
+
+#[test]
+fn an_accumulator_shadowed_after_its_loop_matches() {
+    for n in [0, 1, 3] {
+        same!(acc_then_shadowed, acc_then_shadowed_lanes, [36, 1, 1], n);
+    }
+}
