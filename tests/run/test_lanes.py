@@ -918,11 +918,12 @@ def test_if_let_around_a_barrier_builds_or_is_refused_at_its_line(host_cargo, tm
 def test_the_crates_lanes_tests_pass(tmp_path, features):
     """`resources/crates/gpu_kernel/tests/lanes.rs` (each body on fibers and as lanes, the same
     outputs; `Grid::run_lanes`), `lanes_while.rs` (the uniform barrier-free `while`: outputs and
-    cpu-sim's findings), `lanes_macros.rs` (names a statement macro may bind: the same) and
-    `lanes_builds.rs` (small crates built with cargo: what the attribute refuses, and a body it
-    takes built under clippy with warnings denied)."""
+    cpu-sim's findings), `lanes_macros.rs` (names a statement macro may bind: the same),
+    `lanes_warp.rs` (uniform-delta shuffles and uniform loops over per-lane accumulators: the
+    same) and `lanes_builds.rs` (small crates built with cargo: what the attribute refuses, and a
+    body it takes built under clippy with warnings denied)."""
     counts = run_crate_test_files(
-        tmp_path, ("lanes", "lanes_while", "lanes_macros", "lanes_builds"), features
+        tmp_path, ("lanes", "lanes_while", "lanes_macros", "lanes_warp", "lanes_builds"), features
     )
     assert counts["lanes"] >= 16 and counts["lanes_while"] >= 4 and counts["lanes_builds"] >= 8, counts
-    assert counts["lanes_macros"] >= 7, counts
+    assert counts["lanes_macros"] >= 7 and counts["lanes_warp"] >= 9, counts

@@ -1496,7 +1496,7 @@ impl Lower {
         // lane must be `Copy` (`host::LaneVar`), which a run left whole does not ask of it: only
         // a local whose type is seen to be a primitive one (an accumulator's `let mut sum =
         // 0.0;`, `known_copy`) may be kept.
-        if scopes.last().is_some_and(|s| s[before..].iter().any(|v| !v.uniform && v.remat.is_none() && !known_copy(run, &v.name))) {
+        if scopes.last().is_some_and(|s| s[before..].iter().any(|v| !v.uniform && v.remat.is_none() && !known_copy(run, &v.name, &self.body_items))) {
             return None;
         }
         if !probe.uniform_expr(cond, &BTreeMap::new(), &scopes) {
@@ -1670,8 +1670,12 @@ fn let_names(s: &[Tt]) -> Result<Vec<(String, bool, Span)>> {
 /// Whether the last `let` of `name` among the run's statements `run` binds it to a value of a
 /// primitive type, seen from the tokens alone: `let [mut] name: TYPE = ..;` with `TYPE` one of
 /// `PRIMITIVES`, or `let [mut] name = LITERAL;` (a number, maybe negated, or `true` / `false`).
-/// Such a local is `Copy`, so `uniform_while` may keep it per lane (`host::LaneVar`).
-fn known_copy(run: &[Vec<Tt>], name: &str) -> bool {
+/// Such a local is `Copy`, so `uniform_while` may keep it per lane (`host::LaneVar`). A `TYPE`
+/// that an item or `use` of the body declares (`items`: `struct u64 { .. }`) is that item, not
+/// the primitive: not known (kept, a non-`Copy` one failed to compile with `Carried`'s "lives
+/// across a barrier" in a body with no barrier, where the loop left in its run compiles). An
+/// item of that name outside the body is not seen (the same compile error).
+fn known_copy(run: &[Vec<Tt>], name: &str, items: &BTreeSet<String>) -> bool {
     for s in run.iter().rev() {
         let s = &s[attributes_end(s, 0).min(s.len())..];
         if !s.first().is_some_and(|t| is_ident(t, "let")) {
@@ -1688,7 +1692,7 @@ fn known_copy(run: &[Vec<Tt>], name: &str) -> bool {
             return false;
         }
         if let Some(colon) = pat.iter().position(|t| is_punct(t, ':')) {
-            return matches!(&pat[colon + 1..], [Tt::Ident(ty)] if PRIMITIVES.contains(&ty.to_string().as_str()));
+            return matches!(&pat[colon + 1..], [Tt::Ident(ty)] if PRIMITIVES.contains(&ty.to_string().as_str()) && !items.contains(&ty.to_string()));
         }
         let value = if value.first().is_some_and(|t| is_punct(t, '-')) { &value[1..] } else { value };
         return match value {
