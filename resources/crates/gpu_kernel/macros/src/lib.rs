@@ -992,6 +992,9 @@ impl Lower {
         x.extend([Tt::Group(Group::new(Delimiter::Brace, head))]);
         let mut y = ts("let __row = __wg.row(__y, __z);");
         y.extend(x);
+        // After the loop over x: its end marked unlikely (`Lanes::row_end`), so that the cpu
+        // build's range check elimination splits it.
+        y.extend(ts("__wg.row_end();"));
         let mut yl = ts("for __y in 0..__wg.size()[1]");
         yl.extend([Tt::Group(Group::new(Delimiter::Brace, y))]);
         let mut l = ts("for __z in 0..__wg.size()[2]");
