@@ -12,7 +12,7 @@ struct Params {
 
 // The manifest's tunables: threads per workgroup and elements per invocation.
 override threads: u32 = 256u;
-override items: u32 = 16u;
+override items: u32 = 32u;
 
 const BINS: u32 = 256u;
 var<workgroup> local_bins: array<atomic<u32>, 256>;
