@@ -11,7 +11,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> bins: array<atomic<u32>>;
 
 // The manifest's tunables: threads per workgroup and elements per invocation.
-override threads: u32 = 256u;
+override threads: u32 = 512u;
 override items: u32 = 32u;
 
 const BINS: u32 = 256u;

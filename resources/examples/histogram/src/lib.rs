@@ -20,10 +20,9 @@ use gpu_kernel::prelude::*;
 /// Bins of the histogram (a value v counts in bin v % BINS).
 pub const BINS: usize = 256;
 /// Elements each invocation counts (`[kernel.tunables] items`): more items, fewer workgroups,
-/// so fewer global atomics per element, but less parallelism. 32: on an H100 at the default n
-/// (2^22, 256 threads) the CUDA C++ reference took 11.9 us a launch, against 14.2 with 16 (its
-/// 262,144 global atomics into 256 bins) and 14.9 with 64 (256 workgroups, under two per
-/// multiprocessor); README.md has the figures. On the host: half the global flushes of 16.
+/// so fewer global atomics per element, but less parallelism. 32, with the `threads` tunable's
+/// 512: 16,384 elements a workgroup, among the fastest tried on an H100 at the default n
+/// (README.md has the figures), and on the host a quarter of the global flushes of 256 × 16.
 pub const ITEMS: usize = tunable(option_env!("WB_TUNABLE_ITEMS"), 32);
 
 /// The kernel: the workgroup zeroes its private bins, counts `items` elements per invocation into
