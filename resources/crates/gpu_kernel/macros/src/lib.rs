@@ -79,6 +79,11 @@
 //! loops over x only below the bound (`lane_bound`, `Lanes::x_below`): the lanes past it do
 //! nothing in that run. A reduction's tree step then loops over `stride` lanes, not all.
 //!
+//! Each loop over a row of lanes is followed by `__wg.row_end()` (`host::Lanes::row_end`): a
+//! path marked cold in the plain host build, so that LLVM expects the loop to run long and the
+//! cpu build's range check elimination takes a kernel's `if i < n` and its bounds checks out of
+//! the loop's middle iterations (histogram's counting loop: one branch an element, not three).
+//!
 //! What it takes (anything else is a compile error at the statement, naming it; without the
 //! attribute the body runs on fibers as before):
 //! - a function whose first `Ctx` parameter is the invocation's, returning nothing;
