@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from workbench.build import build_project
@@ -39,6 +41,50 @@ def test_cpu_assembly_maps_the_kernel_line_to_its_instructions_both_ways(example
         assert file.endswith("src/lib.rs") and line == target
     # A second ask reads what the first built: no second cargo run, the same file.
     assert ensure_line_table(project, result.artifact_dir) == listing
+
+
+def _in_a_one_block_loop(asm: list[str], n: int) -> bool:
+    """Whether the instruction on listing line `n` (1-based) is in a loop of one basic block: its
+    block starts at a label and its first jump is a conditional one back to that label."""
+    label = None
+    for text in reversed(asm[: n - 1]):
+        text = text.strip()
+        if re.fullmatch(r"\.LBB\w+:", text):
+            label = text[:-1]
+            break
+        if re.match(r"j[a-z]+\s", text):
+            return False  # the block starts after a jump, with no label: not a loop's head
+    for text in asm[n:]:
+        text = text.strip()
+        if re.fullmatch(r"\.LBB\w+:", text):
+            return False  # it falls through into another block
+        if re.match(r"j[a-z]+\s", text):
+            op, target = text.split()[:2]
+            return op != "jmp" and target == label
+    return False
+
+
+def test_a_lanes_loop_over_a_row_runs_its_middle_without_the_kernels_checks(example_copy, cache):
+    """`#[lanes]` marks the end of each loop over a row of lanes cold (`Lanes::row_end`), so the cpu
+    build's range check elimination (`LOOP_FLAGS`) splits it as it splits the executor's own loop:
+    histogram's counting loop has a middle of one block, the count's load and increment and the
+    loop's own compare, with neither the kernel's `if i < n` nor `x.get(i)`'s bounds check."""
+    root = example_copy("histogram", unique=True)
+    project = Project.open(root)
+    [result] = build_project(project, ["cpu"], cache_dir=cache)
+    assert result.status == "ok", result
+    text = ensure_line_table(project, result.artifact_dir).read_text()
+    lines = PtxLines.parse(text)
+    source = root / "src" / "lib.rs"
+    body = source.read_text().splitlines()
+    target = next(n for n, ln in enumerate(body, 1) if "local.atomic_add((x.get(i) % BINS as u32)" in ln)
+    asm = text.splitlines()
+    hits = [n for n in lines.ptx_lines_for(source, target) if not asm[n - 1].strip().startswith(".")]
+    assert hits, "no instruction of the counting line"
+    # The checked iterations around the middle keep both checks (an index past the end still
+    # stops at its line): the line's instructions are in more than one loop.
+    assert any(_in_a_one_block_loop(asm, n) for n in hits), [asm[n - 1] for n in hits]
+    assert not all(_in_a_one_block_loop(asm, n) for n in hits)
 
 
 def test_a_changed_source_gets_no_assembly_of_the_old_build(example_copy, cache):

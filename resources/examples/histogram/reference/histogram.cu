@@ -1,9 +1,9 @@
 // Hand-written CUDA C++ histogram, the same computation as src/lib.rs: each block counts
 // `items` elements per thread into a private histogram in shared memory (atomicAdd on
 // __shared__), then adds its non-zero bins to the global one (atomicAdd on global memory).
-// `items` is the manifest's tunable (the workbench passes -Ditems=VALUE); 16 without it.
+// `items` is the manifest's tunable (the workbench passes -Ditems=VALUE); 32 without it.
 #ifndef items
-#define items 16
+#define items 32
 #endif
 #define BINS 256u
 

@@ -11,8 +11,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> bins: array<atomic<u32>>;
 
 // The manifest's tunables: threads per workgroup and elements per invocation.
-override threads: u32 = 256u;
-override items: u32 = 16u;
+override threads: u32 = 512u;
+override items: u32 = 32u;
 
 const BINS: u32 = 256u;
 var<workgroup> local_bins: array<atomic<u32>, 256>;
