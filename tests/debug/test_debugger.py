@@ -59,7 +59,6 @@ def test_a_breakpoint_stops_only_in_the_chosen_invocation_with_its_locals(
     root = example_copy("reduction")
     line = line_of(root, "sum += load_sum(&x, vector, lo, n)")  # the loop's body
     commands = tmp_path / "commands"
-    # Step over the line (its inlined calls give `next` a stop or two inside the line first).
     commands.write_text("print sum  # the partial sum so far\n" + "next\n" * 5)
     proc = debug(root, shared_cache_dir, "--invocation", "3/17", "--break", f"src/lib.rs:{line}",
                  "--size", "n=16384", "--commands", str(commands), "--json")  # fmt: skip
@@ -77,7 +76,7 @@ def test_a_breakpoint_stops_only_in_the_chosen_invocation_with_its_locals(
     assert "fiber" in names[-1] and any(name.startswith("gpu_kernel::host::exec::") for name in names)
     # `next` stepped on, in the same invocation, to the line after.
     assert steps and all(s["reason"] == "step" and s["invocation"] == first["invocation"] for s in steps)
-    after = next(s for s in steps if s["line"] != line)
+    after = steps[0]  # the first `next` (gdb alone stopped inside the line after its inlined calls)
     assert (after["file"], after["line"]) == ("src/lib.rs", line + 1)
     # By hand: n = 16384, 8 workgroups of 512 · 4 elements; workgroup 3's only chunk starts at
     # 3 · 2048, invocation 17 loads 4 elements at 17 · 4 and 4 more 256 · 4 further on, each
@@ -88,6 +87,46 @@ def test_a_breakpoint_stops_only_in_the_chosen_invocation_with_its_locals(
     second_load = (x[lo + 1024] + x[lo + 1025]) + (x[lo + 1026] + x[lo + 1027])
     assert local(after, "lo") == str(lo)
     assert np.float32(float(local(after, "sum"))) == np.float32(0.0) + (first_load + second_load)
+
+
+def test_next_and_continue_leave_a_line_split_by_inlined_calls_for_the_next_line_or_round(
+    example_copy, shared_cache_dir, tmp_path
+):
+    # reduction's fold line calls the kernel API's `get` twice and `set` once, all inlined: gdb's
+    # line table has the line in three blocks, and gdb's own `next` from the breakpoint stopped
+    # on the same line again (stride 128 still), a `next` onto the line stopped at its first
+    # call's site, before the breakpoint's address, and `continue` from there hit the breakpoint
+    # in the same round (stride 64 again).
+    root = example_copy("reduction")
+    fold = line_of(root, "scratch.set(tid, scratch.get(tid) + scratch.get(tid + stride));")
+    barrier = line_of(root, "        ctx.barrier();\n        stride /= 2;")
+    halve, loop, test = (
+        line_of(root, "stride /= 2;"),
+        line_of(root, "while stride > 0 {"),
+        line_of(root, "if tid < stride {"),
+    )
+    commands = tmp_path / "commands"
+    commands.write_text("next\n" * 5 + "continue\n" * 2)
+    proc = debug(root, shared_cache_dir, "--invocation", "3/17", "--break", f"src/lib.rs:{fold}",
+                 "--size", "n=16384", "--commands", str(commands), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    stops = json.loads(proc.stdout)["stops"]
+    assert all(s["invocation"] == {"group": [3, 0, 0], "local": [17, 0, 0]} for s in stops[:-1])
+    seen = [(s["reason"], s.get("line"), s.get("locals") and local(s, "stride")) for s in stops]
+    assert seen == [
+        ("breakpoint", fold, "128"),
+        # each `next` on to the next line: the barrier after the fold, the halving, the loop's
+        # test with the next round's stride, the `if`, and the fold line of that round
+        ("step", barrier, "128"),
+        ("step", halve, "128"),
+        ("step", loop, "64"),
+        ("step", test, "64"),
+        ("step", fold, "64"),
+        # `continue` from the fold line: its breakpoint in the next round; invocation 17 folds
+        # while stride > 17 (128, 64, 32), so the one after ends the launch
+        ("breakpoint", fold, "32"),
+        ("exited", None, None),
+    ], seen
 
 
 def test_a_watch_stops_where_an_invocation_writes_the_element(example_copy, shared_cache_dir):

@@ -17,7 +17,8 @@ the call stack in Rust names and the invocation running. A panic (the entry cann
 process aborts) stops at SIGABRT and is reported with its stack; a stop that does not come within
 the time limit is reported, and gdb and the launcher are killed whatever happens. A step off the
 kernel's end, which gdb would stop in the launcher's closure, is reported as the invocation's
-return (`returned`).
+return (`returned`). A `next` or `continue` that stops again where the stop before was (the same
+line, frames and locals: a line split in blocks by inlined calls) steps on (`Debugger.resume`).
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ class Debugger:
         self._at_barrier = False  # stopped inside the barrier by `resume("barrier")`
         self._kernel_function: str | None = None  # the kernel code's function the last stop was in
         self.returned = False  # a step left the kernel's code: the invocation has returned
+        self._place: tuple | None = None  # the last stop's `_place` (a re-stop there steps on)
         self._table: int | None = None  # the states table's address
         self.loaded = False  # held at the kernel's entry (`load`)
         self.ended = False  # exited, panicked, stopped by a signal, timed out or closed
@@ -225,7 +227,26 @@ class Debugger:
             return self._go("-exec-continue")
         if how in ("next", "step") and at_barrier:  # stopped in the barrier: out of it, past it
             return self._go("-exec-finish", step=True)
-        return self._go(STEPS[how], step=how != "continue")
+        before = self._place
+        stop = self._go(STEPS[how], step=how != "continue")
+        if how in ("next", "continue"):
+            # One source line's code is not one block of addresses: the kernel API's calls in it
+            # (`scratch.get`, `scratch.set`: `#[inline(always)]`, so inlined even unoptimised)
+            # split it, and gdb's line table has the line several times (reduction's fold line
+            # three is-stmt entries; its breakpoint one location, the first block's). gdb's
+            # `next` from the first block stops again at the second, after the inlined `get`
+            # returns (infrun: "stepped to a different line", the step range having been
+            # refreshed to the inlined code's); and a `next` onto the line stops at its first
+            # inlined call's site, before the breakpoint's address, so `continue` then hits the
+            # breakpoint in the same round of the loop. Neither is a new place for the user: a
+            # stop on the same line, in the same frames, with the same locals as the stop before
+            # (the same round of the loop) is stepped on, as gdb's `next` does in a plain
+            # program; a later round changes a local (the loop's counter), so it still stops.
+            for _ in range(_RESTOPS):
+                if before is None or stop.reason not in ("step", "breakpoint") or self._place != before:
+                    break
+                stop = self._go(STEPS[how], step=how != "continue")
+        return stop
 
     def evaluate(self, expression: str) -> str:
         return self.session.evaluate(expression)
@@ -239,6 +260,7 @@ class Debugger:
             stop = self._returned(stop)
         elif stop.function and not self._launcher(stop.function):
             self._kernel_function = stop.function
+        self._place = _place(stop)
         if stop.reason not in ("exited", "timeout"):
             stop.workgroup = self.states()
             if stop.reason == "returned" and stop.workgroup is not None:
@@ -294,6 +316,21 @@ class Debugger:
     def close(self) -> None:
         self.ended = True
         self.session.close()
+
+
+#: At most this many steps on from a stop that did not move (`Debugger.resume`): a line's code
+#: is split in a few blocks, never this many.
+_RESTOPS = 16
+
+
+def _place(stop: Stop) -> tuple | None:
+    """Where a stop is, for the user: its line, its frames and its locals' values (None off the
+    kernel's code). Two stops alike are the same moment of the invocation's story."""
+    if stop.file is None or stop.reason not in ("step", "breakpoint"):
+        return None
+    frames = tuple((f.get("function"), f.get("file"), f.get("line")) for f in stop.stack)
+    values = tuple((v.get("name"), v.get("value")) for v in stop.locals)
+    return stop.file, stop.line, stop.function, json.dumps(stop.invocation), frames, values
 
 
 def run_session(
