@@ -27,7 +27,9 @@ from workbench.result_text import (
     verdict_cell,
     verdict_tone,
 )
+from workbench.run.inputs import poison_value
 from workbench.run.reference import ReferencePolicy
+from workbench.run.verify import check_outputs
 
 
 def _result(verified, check, status="ok", error=None) -> RunResult:
@@ -88,6 +90,42 @@ def test_the_check_line_names_the_first_bad_element_or_the_worst_error():
     unverified = _result(None, CheckRecord(role=UNVERIFIED, note=policy.note, unverified=REFERENCE_FAILED))
     assert check_line(unverified) == "reference cpu failed (cpu build error): not verified"
     assert unverified.reference_failed and policy.failed
+
+
+def test_a_reference_that_never_wrote_elements_says_so_and_is_not_held_against_the_others():
+    """The reference's own outputs still hold the poison at partial[1] and [3]: its row reads
+    "reference (incomplete)" naming the first, and a candidate's mismatch there says the reference
+    never wrote it, never "got nan, expected nan" as if the candidate were wrong."""
+    poison = poison_value(np.dtype(np.float32))[0]
+    ref = np.array([1.0, poison, 3.0, poison], np.float32)
+    kernel = load_manifest(EXAMPLES / "reduction").kernel()
+    policy = ReferencePolicy(backend="cpu", chosen_by="manifest")
+    _, own = policy.check("cpu", {"partial": ref}, kernel)
+    reference = RunResult("cpu", {"spec": "cpu"}, "ok", verified=None, check=own)
+    assert own.first_unwritten == {"buffer": "partial", "index": 1} and own.unwritten == 2
+    assert CheckRecord.from_dict(own.to_dict()).first_unwritten == own.first_unwritten  # as recorded
+    assert (
+        verdict(reference) == "reference (incomplete)"
+        and verdict_cell(reference) == "⚠ reference (incomplete)"
+    )
+    assert verdict_tone(verdict(reference)) == "warn"
+    assert check_line(reference) == "incomplete: partial[1] never written, 2 elements never written"
+    # A candidate that wrote partial[1] and one that left it poisoned too.
+    wrote = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    _, check = check_outputs({"partial": wrote}, {"partial": ref}, 0, 1e-5, poisoned=("partial",))
+    line = check_line(_result(False, CheckRecord.from_dict(check)))
+    assert line.startswith("first bad partial[1]: the reference never wrote it (got 2)"), line
+    _, check = check_outputs({"partial": ref.copy()}, {"partial": ref}, 0, 1e-5, poisoned=("partial",))
+    line = check_line(_result(False, CheckRecord.from_dict(check)))
+    assert "expected nan" not in line and "the reference never wrote it (never written here either)" in line
+    # Without cpu-sim findings the incomplete reference is what disputes the mismatches.
+    candidate = _result(False, CheckRecord.from_dict(check))
+    policy.settle([reference, candidate])
+    assert candidate.check.disputed == "the reference (cpu) never wrote partial[1] (2 elements)"
+    assert verdict_cell(candidate) == "⚠ disputed"
+    # A complete reference reads as before: no key added to its record.
+    _, whole = ReferencePolicy(backend="cpu", chosen_by="manifest").check("cpu", {"partial": wrote}, kernel)
+    assert "first_unwritten" not in whole.to_dict() and verdict(_result(None, whole)) == "reference"
 
 
 def test_one_number_formatter_one_precision_policy():

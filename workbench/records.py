@@ -241,10 +241,15 @@ class CheckRecord(Record, _ReadsLikeADict):
     #: Why a mismatch may be the reference's fault, not this backend's (`run.reference.settle`):
     #: "the reference (cpu) has 1 race at src/lib.rs:87"; the verdict then reads "disputed".
     disputed: str = ""
+    #: The reference's own first element still holding the poison, `{"buffer": "partial",
+    #: "index": 0}` (`run.reference`): its outputs are incomplete; the row says so.
+    first_unwritten: dict[str, Any] | None = None
 
     def _keys(self) -> tuple[str, ...]:
         """The keys of this record's JSON, in order."""
-        optional = tuple(key for key in ("weak", "unverified", "note", "disputed") if getattr(self, key))
+        optional = tuple(
+            key for key in ("weak", "unverified", "note", "disputed", "first_unwritten") if getattr(self, key)
+        )
         return _CHECK_KEYS[self.role] + optional
 
     def to_dict(self) -> dict[str, Any]:

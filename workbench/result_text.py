@@ -6,7 +6,9 @@ same in a terminal, in the window and in the sessions database. It reads results
 (duck-typed: a `RunResult`, or a sessions-database row for `row_verdict`) and imports nothing
 but `units`, so the records themselves can use it (`RunResult.verdict`).
 
-- Verdict: one word or phrase from the fields (`verdict`): reference, verified, weak, failed,
+- Verdict: one word or phrase from the fields (`verdict`): reference, "reference (incomplete)" (a
+  reference whose own outputs still hold the poison: `incomplete_text` names the first such
+  element in its check line), verified, weak, failed,
   disputed (a mismatch the reference itself may explain: `CheckRecord.disputed`, set by
   `run.reference`), "not verified (<why>)" (`CheckRecord.unverified`, e.g. "reference failed") or
   "not verified"; `verdict_cell` is the same verdict in a table cell ("✓ yes", "✗ no", "⚠ weak",
@@ -30,6 +32,8 @@ from workbench.units import format_fixed, format_rate, format_time
 __all__ = [
     "ELEMENT_DIGITS",
     "REFERENCE_FAILED",
+    "REFERENCE_INCOMPLETE",
+    "incomplete_text",
     "buffer_lines",
     "cell_of",
     "check_line",
@@ -58,10 +62,16 @@ TIMING_PENDING = "timing…"
 
 REFERENCE, VERIFIED, WEAK, FAILED, NOT_VERIFIED = "reference", "verified", "weak", "failed", "not verified"
 DISPUTED = "disputed"
+#: The verdict of a reference whose own outputs still hold the poison somewhere (it never wrote
+#: them): what the others were compared with is incomplete.
+REFERENCE_INCOMPLETE = "reference (incomplete)"
 
 #: A verdict in a table cell: a mark that reads at a glance (others show as themselves).
-_CELLS = {VERIFIED: "✓ yes", FAILED: "✗ no", WEAK: "⚠ weak", NOT_VERIFIED: "—", DISPUTED: "⚠ disputed"}
-_TONES = {VERIFIED: "good", FAILED: "bad", WEAK: "warn", DISPUTED: "warn"}
+_CELLS = {
+    VERIFIED: "✓ yes", FAILED: "✗ no", WEAK: "⚠ weak", NOT_VERIFIED: "—", DISPUTED: "⚠ disputed",
+    REFERENCE_INCOMPLETE: "⚠ reference (incomplete)",
+}  # fmt: skip
+_TONES = {VERIFIED: "good", FAILED: "bad", WEAK: "warn", DISPUTED: "warn", REFERENCE_INCOMPLETE: "warn"}
 
 #: Significant digits of derived numbers (errors, throughput ratios) and of an element's value.
 DIGITS = 6
@@ -96,7 +106,7 @@ def verdict(result: Any) -> str:
     (why). It reads the check's fields only (`is_reference`, `weak`, `unverified`), never a note."""
     check = result.check or {}
     if check.get("is_reference"):
-        return REFERENCE
+        return REFERENCE_INCOMPLETE if check.get("unwritten") else REFERENCE
     if result.verified is False and check.get("disputed"):
         return DISPUTED
     return _verdict(result.verified, bool(check.get("weak")), check.get("unverified"))
@@ -114,6 +124,18 @@ def disputed_text(check: Mapping[str, Any] | None) -> str:
     """ "disputed — the reference (cpu) has 1 race at src/lib.rs:87" ("" when not disputed)."""
     why = (check or {}).get("disputed")
     return f"{DISPUTED} — {why}" if why else ""
+
+
+def incomplete_text(check: Mapping[str, Any] | None) -> str:
+    """A reference's own outputs that it did not all write: "incomplete: partial[0] never written
+    (2 elements never written)" ("" when it wrote every element)."""
+    check = check or {}
+    count = check.get("unwritten")
+    if not check.get("is_reference") or not count:
+        return ""
+    first = check.get("first_unwritten") or {}
+    where = f"{first['buffer']}[{first['index']}] never written, " if first.get("buffer") else ""
+    return f"incomplete: {where}{count} element{'s' if count != 1 else ''} never written"
 
 
 def row_verdict(run: Mapping[str, Any]) -> str:
@@ -162,17 +184,30 @@ def check_line(result: Any) -> str:
     if result.status != "ok":
         return " | ".join(line.strip() for line in (result.error or "").strip().splitlines() if line.strip())
     check = result.check or {}
+    incomplete = incomplete_text(check)
+    if incomplete:
+        return incomplete
     if result.verified is False:
         first = check.get("first_bad") or {}
         index = check.get("first_bad_index", first.get("index"))
         buffer = first.get("buffer")
         where = f"{buffer}[{index}]" if buffer else f"[{index}]"
-        text = (
-            f"first bad {where}: got {format_number(first.get('got'))}, "
-            f"expected {format_number(first.get('expected'))}"
-        )
-        if first.get("unwritten"):
-            text += " (never written)"
+        if first.get("reference_unwritten"):
+            # The reference's "expected" value is its poison: no expectation, and the candidate
+            # is not shown wrong by it ("got nan, expected nan" read as if it were).
+            got = (
+                "never written here either"
+                if first.get("unwritten")
+                else f"got {format_number(first.get('got'))}"
+            )
+            text = f"first bad {where}: the reference never wrote it ({got})"
+        else:
+            text = (
+                f"first bad {where}: got {format_number(first.get('got'))}, "
+                f"expected {format_number(first.get('expected'))}"
+            )
+            if first.get("unwritten"):
+                text += " (never written)"
         bad = check.get("bad")
         if bad:
             text += f"; {bad} bad element{'s' if bad != 1 else ''}"

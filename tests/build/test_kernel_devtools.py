@@ -133,6 +133,29 @@ def test_lint_reports_a_clippy_lint_at_its_line_with_its_name_and_link(example_c
 
 
 @needs_clippy
+def test_lint_of_a_crate_that_does_not_compile_counts_errors_not_lints(example_copy, shared_cache_dir):
+    """A compile error is printed at its line, but it is no lint: the summary says the crate does
+    not compile (it read "1 lint(s)"), and the exit status stays 1."""
+    project = example_copy("saxpy")
+    lib = project / "src" / "lib.rs"
+    clean = lib.read_text()
+    lib.write_text(clean + "\npub fn broken() -> (u32, u32) {\n    (1, 2]\n}\n")
+    out = cli("lint", project, "--cache-dir", shared_cache_dir)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "error: mismatched closing delimiter" in out.stdout
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("1 error (the crate does not compile): no lints checked in "), out.stdout
+    assert "lint(s)" not in out.stdout
+    # A type error (E0425) and a clippy lint's bait: still one error, no lint counted.
+    lib.write_text(clean + CLIPPY_BAIT + "\npub fn unknown() -> f32 {\n    not_defined\n}\n")
+    out = cli("lint", project, "--cache-dir", shared_cache_dir)
+    assert out.returncode == 1 and "[E0425]" in out.stdout, out.stdout + out.stderr
+    assert out.stdout.strip().splitlines()[-1].startswith("1 error (the crate does not compile): "), (
+        out.stdout
+    )
+
+
+@needs_clippy
 def test_lint_and_test_of_a_cp_r_copy_place_the_api_crate_and_report_only_the_users_code(
     tmp_path, shared_cache_dir
 ):

@@ -64,10 +64,12 @@ def racy_copy(example_copy) -> tuple[Path, int]:
     return root, racy[: racy.index(FOLD)].count("\n")
 
 
-def run(root: Path, cache: Path, *extra: str, backends: str = "cpu,cpu-sim,wgsl") -> tuple[dict, str]:
+def run(
+    root: Path, cache: Path, *extra: str, backends: str = "cpu,cpu-sim,wgsl", sizes: str = SIZE
+) -> tuple[dict, str]:
     """`workbench run --json` and the same run's table (`--no-record` unless `extra` names a --db)."""
     record = [] if "--db" in extra else ["--no-record"]
-    args = ["run", root, "--backend", backends, "--size", SIZE, "--cache-dir", cache, *record, *extra]
+    args = ["run", root, "--backend", backends, "--size", sizes, "--cache-dir", cache, *record, *extra]
     done = cli(*args, "--json", timeout=600)
     assert done.stdout, done.stderr
     table = cli(*args, timeout=600).stdout
@@ -114,6 +116,39 @@ def test_a_broken_wgsl_reference_is_outvoted_by_cpu_and_cpu_sim(example_copy, sh
         assert "⚠ disputed" in row_of(table, backend)
 
 
+def divergent_copy(example_copy) -> tuple[Path, int]:
+    """The reduction with its folding loop's barrier moved inside `if tid < stride` (a divergent
+    barrier); the barrier's line. The invocations that skip it return early: partial[0] and
+    partial[1] are never written, by the cpu reference as by cpu-sim, which reports the
+    divergence at that barrier."""
+    root = example_copy("reduction")
+    lib = root / "src" / "lib.rs"
+    text = lib.read_text()
+    assert text.count(LOOP_BARRIER) == 1
+    divergent = text.replace(LOOP_BARRIER, FOLD + "            ctx.barrier();\n        }\n")
+    lib.write_text(divergent)
+    return root, divergent[: divergent.index(FOLD)].count("\n") + 2
+
+
+def test_a_reference_that_never_wrote_elements_says_so_in_its_row_and_the_others(
+    example_copy, shared_cache_dir
+):
+    root, line = divergent_copy(example_copy)
+    results, table = run(root, shared_cache_dir, backends="cpu,cpu-sim", sizes="n=4096")
+    cpu, sim = results["cpu"], results["cpu-sim"]
+    assert cpu["check"]["is_reference"] and cpu["check"]["unwritten"] == 2, cpu["check"]
+    assert cpu["check"]["first_unwritten"] == {"buffer": "partial", "index": 0}
+    row = row_of(table, "cpu")
+    assert "⚠ reference (incomplete)" in row and "incomplete: partial[0] never written" in row, table
+    # cpu-sim's mismatch: disputed for its own finding, and worded as the reference's gap.
+    assert sim["verified"] is False and sim["check"]["first_bad"]["reference_unwritten"] is True
+    row = row_of(table, "cpu-sim")
+    assert f"the reference (cpu) has 1 divergence at src/lib.rs:{line}" in row, table
+    assert "first bad partial[0]: the reference never wrote it" in row and "expected nan" not in row
+    # What cpu-sim found, at the line, under the table.
+    assert f"src/lib.rs:{line}:" in table and "error[barrier-divergence]" in table, table
+
+
 @pytest.fixture
 def bridge(shared_cache_dir, tmp_path):
     """The window's bridge as `ui/app.py` makes it, recording into the test's own database."""
@@ -155,3 +190,22 @@ def test_the_window_shows_the_dispute_with_the_race_line(qtbot, make_widget, bri
     qtbot.waitUntil(recorded, timeout=TIMEOUT_MS)
     # The next Run leaves cpu-sim out: the findings recorded for these sources still speak.
     shown(["cpu", "wgsl"])
+
+
+def test_the_window_shows_the_incomplete_reference_as_the_command_line_does(
+    qtbot, make_widget, bridge, example_copy
+):
+    root, _ = divergent_copy(example_copy)
+    bridge.set_sizes({"n": 4096})
+    bridge.set_project(root)
+    table = make_widget(ResultsTable, bridge, show=True)
+    with qtbot.waitSignal(bridge.runFinished, timeout=TIMEOUT_MS):
+        bridge.start_run(["cpu", "cpu-sim"], ["cpu"])
+    qtbot.waitUntil(lambda: len(table.row_texts()) == 2, timeout=TIMEOUT_MS)
+    results = {r.backend: r for r in table.report.results}
+    texts = {r["Backend"]: r for r in table.row_texts()}
+    assert texts["cpu"]["Verified"] == verdict_cell(results["cpu"]) == "⚠ reference (incomplete)"
+    assert texts["cpu"]["Check"] == check_line(results["cpu"])
+    assert check_line(results["cpu"]).startswith("incomplete: partial[0] never written")
+    assert texts["cpu-sim"]["Verified"] == "⚠ disputed"
+    assert "the reference never wrote it" in texts["cpu-sim"]["Check"]

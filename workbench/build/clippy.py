@@ -33,6 +33,7 @@ SOURCE = "clippy"
 PASSES: tuple[tuple[str, ...], ...] = ((), ("gpu_kernel/sim",))
 TIMEOUT_S = 300.0
 LINT_DOCS = "https://rust-lang.github.io/rust-clippy/stable/index.html#{name}"
+_ERROR_CODE = re.compile(r"E\d{4}")
 _URL = re.compile(r"https://rust-lang\.github\.io/rust-clippy/\S+#[a-z0-9_]+")
 
 
@@ -57,6 +58,14 @@ class LintOutcome:
             "seconds": round(self.seconds, 3),
             "diagnostics": [dict(d.to_dict(), url=lint_url(d)) for d in self.diagnostics],
         }
+
+
+def is_lint(diag: Diagnostic) -> bool:
+    """A lint (clippy's or rustc's, a warning or denied to an error) has the lint's name as its
+    code; a compile error has an error code (E0425) or none (a syntax error): the crate did not
+    compile, and clippy's lints were never checked."""
+    code = diag.code or ""
+    return bool(code) and _ERROR_CODE.fullmatch(code) is None
 
 
 def lint_url(diag: Diagnostic) -> str | None:

@@ -1,7 +1,8 @@
 """`workbench lint PROJECT [--json]`: clippy on the kernel crate, as the window's lints.
 
 Each lint is printed at its line with its name and documentation link (`build/clippy.py` says
-which clippy, features and target dir). Exit status, as `cargo clippy`'s: 0 when the crate
+which clippy, features and target dir); the last line counts them, or says the crate does not
+compile (its errors are printed at their lines too, but counted apart: no lint was checked). Exit status, as `cargo clippy`'s: 0 when the crate
 compiles and no lint is an error (warnings are printed, `-D`-style errors are not allowed), 1
 otherwise, 2 when clippy is missing (one line saying how to install it).
 """
@@ -31,6 +32,21 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def summary(outcome) -> str:
+    """The last line: how many lints, or that the crate does not compile (a compile error is no
+    lint: "1 error (the crate does not compile): no lints checked")."""
+    from workbench.build.clippy import is_lint
+
+    lints = sum(1 for d in outcome.diagnostics if is_lint(d))
+    errors = len(outcome.diagnostics) - lints
+    if errors:
+        found = f"{lints} lint(s) found before it stopped" if lints else "no lints checked"
+        return f"{errors} error{'s' if errors != 1 else ''} (the crate does not compile): {found}"
+    if outcome.ok or lints:  # a denied lint fails cargo too: the crate compiled
+        return f"{lints} lint(s)"
+    return "clippy failed (its output above): no lints checked"
+
+
 def run(args) -> int:
     from workbench.build.clippy import ClippyMissing, lint_crate, lint_url
 
@@ -55,6 +71,6 @@ def run(args) -> int:
                 print(f"    {name}{url}")
         if not outcome.ok and not outcome.diagnostics:
             print("\n".join(outcome.log[-40:]), file=sys.stderr)
-        print(f"{len(outcome.diagnostics)} lint(s) in {outcome.seconds:.1f} s")
+        print(f"{summary(outcome)} in {outcome.seconds:.1f} s")
     errors = [d for d in outcome.diagnostics if d.severity == "error"]
     return EXIT_OK if outcome.ok and not errors else EXIT_FAILED

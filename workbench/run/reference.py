@@ -16,6 +16,8 @@ than plainly failed when
 - the reference's own code has cpu-sim findings: the reference is a crate backend and a cpu-sim
   result of the same sources (same source hash) in this run found races, out-of-bounds accesses,
   …, or `recorded` findings for that source hash are given (from the sessions database);
+- or the reference's own outputs are incomplete: elements of an `out` buffer still hold the poison
+  (it never wrote them; its check's `first_unwritten` names the first, and its row says so);
 - or the reference is outvoted: every other backend that was compared disagrees with it, there are
   at least two of them, and they agree with each other (their outputs compared under the kernel's
   own tolerances; a dissenting backend's outputs are copied for that vote up to `VOTE_BYTES`).
@@ -45,6 +47,7 @@ from workbench.backends import RUST_BACKENDS
 from workbench.manifest import Kernel
 from workbench.records import COMPARED, NO_CHECK, REFERENCE, UNVERIFIED, CheckRecord, RunResult
 from workbench.result_text import REFERENCE_FAILED  # the others' `CheckRecord.unverified`
+from workbench.run.inputs import POISON_BITS, poison_mask
 from workbench.run.sim_findings import summary
 from workbench.run.verify import check_outputs, health, weakness
 
@@ -124,6 +127,7 @@ class ReferencePolicy:
                 nan_count=sum(c["nan_count"] for c in own),
                 inf_count=sum(c["inf_count"] for c in own),
                 unwritten=sum(c["unwritten"] for c in own),
+                first_unwritten=_first_unwritten(outputs, poisoned) if any(c["unwritten"] for c in own) else None,
             )  # fmt: skip
         if self.outputs is None or self.state == FAILED:
             return None, self.unverified_check(kernel)
@@ -144,7 +148,7 @@ class ReferencePolicy:
     def settle(self, results: list[RunResult], recorded: dict[str, Any] | None = None) -> None:
         """Once every backend ran: mark the mismatches the reference itself may explain (module
         docstring) — `recorded`: cpu-sim findings recorded for the reference's sources."""
-        reason = self.findings_reason(results, recorded) or self.outvoted(results)
+        reason = self.findings_reason(results, recorded) or self.incomplete(results) or self.outvoted(results)
         self.dissent.clear()
         dispute(results, self.backend, reason)
 
@@ -161,6 +165,17 @@ class ReferencePolicy:
                 if source and (result.provenance or {}).get("source_hash") == source:
                     return _has(self.backend, report)
         return recorded_reason(self.backend, recorded)
+
+    def incomplete(self, results: list[RunResult]) -> str:
+        """ "the reference (cpu) never wrote partial[0] (2 elements)" when the reference's own
+        outputs still hold the poison somewhere (its check's `first_unwritten`), else ""."""
+        own = next((r for r in results if r.backend == self.backend and r.check.is_reference), None)
+        first = own.check.first_unwritten if own is not None else None
+        if not first:
+            return ""
+        count = own.check.unwritten
+        return (f"the reference ({self.backend}) never wrote {first['buffer']}[{first['index']}] "
+                f"({count} element{'s' if count != 1 else ''})")  # fmt: skip
 
     def outvoted(self, results: list[RunResult]) -> str:
         """ "the reference (cpu) is outvoted by 2 backends" when every other compared backend
@@ -233,6 +248,17 @@ class ReferencePolicy:
                 r.verified = None
                 r.check = CheckRecord(role=UNVERIFIED, reference=ref, rtol=k.rtol, atol=k.atol,
                                       max_ulp=k.max_ulp, note=note, unverified=REFERENCE_FAILED)  # fmt: skip
+
+
+def _first_unwritten(outputs: dict[str, np.ndarray], poisoned: tuple[str, ...]) -> dict[str, Any] | None:
+    """The reference's first element still holding the poison, `{"buffer": ..., "index": ...}`
+    (searched only when `health` counted some: the rare case, so a plain scan)."""
+    for name, out in outputs.items():
+        if name in poisoned and (out.dtype.kind, out.dtype.itemsize) in POISON_BITS:
+            where = np.flatnonzero(poison_mask(np.ascontiguousarray(out).reshape(-1)))
+            if where.size:
+                return {"buffer": name, "index": int(where[0])}
+    return None
 
 
 def _first_line(text: str | None) -> str:

@@ -1,7 +1,7 @@
 """Element-by-element comparison of a backend's outputs with the reference backend's.
 
 Per buffer: max abs / max rel / max ULP error, the number of bad elements, the first bad index with
-both values, NaN/Inf counts and how many elements still hold the poison (never written). An element
+both values (`reference_unwritten` when the reference never wrote it), NaN/Inf counts and how many elements still hold the poison (never written). An element
 passes when |got - ref| <= atol + rtol * |ref|, or when `max_ulp` is set and it is within that
 many ULPs; equal NaNs and equal infinities pass. Integers must match exactly unless the
 tolerances allow a difference.
@@ -177,6 +177,11 @@ def compare(
             "expected": json_number(ref[index]),
             "unwritten": is_unwritten,
         }
+        if poison and poison_mask(ref[index : index + 1])[0]:
+            # The reference's own element still holds the poison: the reference never wrote it,
+            # so its "expected" value is no expectation (`result_text.check_line` says so). Only
+            # when true: a sound reference's check keeps its JSON as it was.
+            result["first_bad"]["reference_unwritten"] = True
     return result
 
 
