@@ -27,7 +27,7 @@ fn scan_add(
 ) {
     let t = lid.x;
     let tile = wid.x + groups.x * (wid.y + groups.y * wid.z);
-    // Spare workgroups of a folded grid (tile >= ceil(n / 512)) must not read past sums.
+    // Spare workgroups of a folded grid (tile >= ceil(n / 2304)) must not read past sums.
     let before = select(0u, tile, tile < arrayLength(&sums));
     var part = 0u;
     for (var k = t; k < before; k += 256u) {
