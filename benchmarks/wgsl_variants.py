@@ -11,7 +11,7 @@ for bit. v0_loop also runs with wgpu's shader runtime checks off (CHECK_MODES).
 Two steps, so the GPU host needs no Rust:
 
     python benchmarks/wgsl_variants.py --prepare DIR
-        builds, for matmul, reduction, softmax and scan, each variant as a wgsl artifact folder of
+        builds, for matmul, reduction, softmax, scan and warp_reduce (or only --example's), each variant as a wgsl artifact folder of
         a copy of the example project and the reference backends (cpu, and cuda-c for sm_90 where
         nvcc is found) from the example itself: DIR/<example>/<variant>/<backend>/build.json and
         DIR/<example>/variants.json.
@@ -86,9 +86,12 @@ EXAMPLES = {
     "softmax": Example("softmax", "reference/softmax.wgsl", lambda size: {"rows": size, "cols": 1000}),
     # Pass 1 (the project's first kernel, the one `workbench run` times).
     "scan": Example("scan", "reference/scan.wgsl", lambda size: {"n": size}),
+    # The reference is still the loop form (v0_loop.wgsl is a copy of it): V0 and v0_loop are the
+    # same WGSL, and the variants are the candidates.
+    "warp_reduce": Example("warp_reduce", "reference/warp_reduce.wgsl", lambda size: {"n": size}),
 }
 #: --size when none is given.
-DEFAULT_SIZE = {"matmul": 256, "reduction": 1 << 20, "softmax": 4096, "scan": 1 << 22}
+DEFAULT_SIZE = {"matmul": 256, "reduction": 1 << 20, "softmax": 4096, "scan": 1 << 22, "warp_reduce": 1 << 22}
 
 #: CHECKED again with some of wgpu's shader runtime checks off (wgpu-native's
 #: wgpuDeviceCreateShaderModuleTrusted, through the start-up hook in HOOK_DIR): the same WGSL, so
@@ -320,12 +323,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--artifacts", metavar="DIR", help="run what --prepare wrote to DIR (DIR/<example>; no build)"
     )
-    parser.add_argument("--example", choices=sorted(EXAMPLES), default="matmul", help="default matmul")
+    parser.add_argument(
+        "--example",
+        choices=sorted(EXAMPLES),
+        help="default matmul; with --prepare, build only this example's variants (default: all)",
+    )
     parser.add_argument(
         "--size",
         type=int,
-        help="matmul: m = n = k (default 256); reduction and scan: n (default 2^20, 2^22); softmax: rows "
-        "(default 4096)",
+        help="matmul: m = n = k (default 256); reduction, scan and warp_reduce: n (default 2^20, 2^22, "
+        "2^22); softmax: rows (default 4096)",
     )
     parser.add_argument("--device", help="device spec, e.g. wgpu:0 (default: the workbench's choice)")
     parser.add_argument(
@@ -343,13 +350,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(child_env())  # Mesa wants XDG_RUNTIME_DIR in this process too
     try:
         if args.prepare:
-            for example in EXAMPLES.values():
+            for example in [EXAMPLES[args.example]] if args.example else EXAMPLES.values():
                 info = prepare(example, Path(args.prepare) / example.name, args.cache_dir)
                 names = ", ".join(v["name"] for v in info["variants"])
                 refs = ", ".join(info["reference_backends"])
                 print(f"prepared {example.name}: {names} (+ {refs}) in {args.prepare}/{example.name}")
             return 0
-        example = EXAMPLES[args.example]
+        example = EXAMPLES[args.example or "matmul"]
         size = args.size or DEFAULT_SIZE[example.name]
         timing = TimingOptions(min_time_s=args.min_time, max_time_s=max(2.0, 4 * args.min_time))
         sizes = example.sizes(size)
