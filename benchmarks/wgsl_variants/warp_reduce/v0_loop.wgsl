@@ -1,7 +1,8 @@
-// V0: the reference WGSL as it is on 2026-12-06 (resources/examples/warp_reduce/reference/
-// warp_reduce.wgsl, copied verbatim below this header): the full block's 16 loads in a loop
-// (`full && k < 16u`), so naga adds its loop counter to it; the CHECK_MODES reruns (no clamps, no
-// loop counter, neither) are of this file, and each other variant here changes one thing in it.
+// V0: the reference WGSL before its full block's loads were written out (2026-12-06; the
+// reference, resources/examples/warp_reduce/reference/warp_reduce.wgsl, is now V1's form): the
+// full block's 16 loads in a loop (`full && k < 16u`), so naga adds its loop counter to it; the
+// CHECK_MODES reruns (no clamps, no loop counter, neither) are of this file, and each other variant
+// here changes one thing in it.
 
 // Hand-written WGSL subgroup reduction, the same computation as src/lib.rs: each workgroup of 256
 // invocations sums 4096 consecutive elements into partial[workgroup]; each invocation first adds
