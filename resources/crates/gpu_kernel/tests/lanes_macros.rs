@@ -12,51 +12,11 @@
 // value a macro rebinds is unused on fibers.
 #![allow(clippy::all, unused_variables)]
 
+mod common;
+
+use common::{run_both, S};
 use gpu_kernel::host::Lanes;
 use gpu_kernel::prelude::*;
-use gpu_kernel::testing::{Findings, Grid};
-
-/// Room for one workgroup's values in shared memory.
-const S: usize = 256;
-
-/// Each finding as text, without where the shared array was declared (the fibers' and the
-/// lanes' `shared()` calls below are at two lines).
-fn text(findings: &Findings) -> Vec<String> {
-    let mut out: Vec<String> = findings
-        .items
-        .iter()
-        .map(|f| {
-            let s = f.to_string();
-            match (s.find(" (declared at "), s.find(")[")) {
-                (Some(a), Some(b)) if a < b => format!("{}{}", &s[..a], &s[b + 1..]),
-                _ => s,
-            }
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-/// The kernel on fibers and as its lanes copy on `grid` x `threads` (one workgroup after the
-/// other), an input of one value per invocation: each run's output and findings.
-fn run_both(
-    grid: [u32; 3],
-    threads: [u32; 3],
-    fibers: &(impl Fn(Ctx, In<u32>, Out<u32>, Shared<u32, S>) + Sync),
-    lanes: &(impl Fn(&Lanes, In<u32>, Out<u32>, Shared<u32, S>) + Sync),
-) -> [(Vec<u32>, Vec<String>); 2] {
-    let len = (grid.iter().product::<u32>() * threads.iter().product::<u32>()) as usize;
-    let x: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
-    let mut on_fibers = vec![0u32; len];
-    let mut on_lanes = vec![0u32; len];
-    let g = Grid::with_workers(grid, threads, 1);
-    let (xb, yb) = (g.input(&x), g.output(&mut on_fibers));
-    let f = g.check(|ctx| fibers(ctx, xb, yb, ctx.shared::<u32, S>()));
-    let g = Grid::with_workers(grid, threads, 1);
-    let (xb, yb) = (g.input(&x), g.output(&mut on_lanes));
-    let l = g.check_lanes(|wg| lanes(wg, xb, yb, wg.shared::<u32, S>()));
-    [(on_fibers, text(&f)), (on_lanes, text(&l))]
-}
 
 /// Fibers and lanes give the same output and the same findings (none, for these kernels), on
 /// workgroups of 16 and of 24 (not all lanes of a subgroup): the output of the first.
@@ -67,7 +27,9 @@ fn same(
 ) -> Vec<u32> {
     let mut first = None;
     for (grid, threads) in [([3, 1, 1], [16, 1, 1]), ([2, 1, 1], [24, 1, 1])] {
-        let [f, l] = run_both(grid, threads, &fibers, &lanes);
+        // One value an invocation.
+        let len = (grid.iter().product::<u32>() * threads.iter().product::<u32>()) as usize;
+        let [f, l] = run_both(grid, threads, len, &fibers, &lanes);
         assert_eq!(f, l, "fibers (left) and lanes (right) differ on {threads:?}");
         assert!(f.1.is_empty(), "{:?}", f.1);
         first.get_or_insert(f.0);

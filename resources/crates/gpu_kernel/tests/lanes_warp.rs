@@ -5,51 +5,15 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::all, unused_variables, unused_mut, unused_assignments)]
 
-use gpu_kernel::host::Lanes;
+mod common;
+
+use common::{run_both, S};
 use gpu_kernel::prelude::*;
-use gpu_kernel::testing::{Findings, Grid};
-
-const S: usize = 256;
-
-fn text(findings: &Findings) -> Vec<String> {
-    let mut out: Vec<String> = findings
-        .items
-        .iter()
-        .map(|f| {
-            let s = f.to_string();
-            match (s.find(" (declared at "), s.find(")[")) {
-                (Some(a), Some(b)) if a < b => format!("{}{}", &s[..a], &s[b + 1..]),
-                _ => s,
-            }
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 /// `text` without the repeat counts: a loop whose iterations the lanes run in another order
 /// (`uniform_while`) meets a race's pair of accesses another number of times.
 fn uncounted(findings: &[String]) -> Vec<String> {
     findings.iter().map(|f| f.split(" [").next().unwrap_or(f).to_string()).collect()
-}
-
-fn run_both(
-    grid: [u32; 3],
-    threads: [u32; 3],
-    len: usize,
-    fibers: impl Fn(Ctx, In<u32>, Out<u32>, Shared<u32, S>) + Sync,
-    lanes: impl Fn(&Lanes, In<u32>, Out<u32>, Shared<u32, S>) + Sync,
-) -> [(Vec<u32>, Vec<String>); 2] {
-    let x: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000).collect();
-    let mut on_fibers = vec![0u32; len];
-    let mut on_lanes = vec![0u32; len];
-    let g = Grid::with_workers(grid, threads, 1);
-    let (xb, yb) = (g.input(&x), g.output(&mut on_fibers));
-    let f = g.check(|ctx| fibers(ctx, xb, yb, ctx.shared::<u32, S>()));
-    let g = Grid::with_workers(grid, threads, 1);
-    let (xb, yb) = (g.input(&x), g.output(&mut on_lanes));
-    let l = g.check_lanes(|wg| lanes(wg, xb, yb, wg.shared::<u32, S>()));
-    [(on_fibers, text(&f)), (on_lanes, text(&l))]
 }
 
 /// Fibers and lanes: the same output and the same findings.
