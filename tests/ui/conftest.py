@@ -8,6 +8,7 @@ conftest does): such leftovers are what crashes Qt at interpreter exit.
 
 from __future__ import annotations
 
+import gc
 import weakref
 from pathlib import Path
 
@@ -128,7 +129,17 @@ def no_qt_leaks(qapp, monkeypatch, request):
     """
     tracker = _QtLeakTracker()
     tracker.install(monkeypatch)
-    yield tracker
+    # No automatic collection during the test, one on this (the GUI) thread after it, as the window
+    # does (`workbench.ui.app.collect_on_gui_thread`): a collection on a build or run thread that
+    # frees an earlier test's Qt objects deadlocks with the GUI thread (a hung CI run, 2026-12-06).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield tracker
+    finally:
+        gc.collect()
+        if collecting:
+            gc.enable()
     if request.node.get_closest_marker("allow_qt_leaks"):
         return
     app = QtCore.QCoreApplication.instance()

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.screenshot is not None and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     try:
-        from workbench.ui.app import create_application, create_window, settle_heap
+        from workbench.ui.app import collect_on_gui_thread, create_application, create_window, settle_heap
         from workbench.ui.main_window import DEFAULT_SIZE
         from workbench.ui.settings import Settings
     except ImportError as exc:
@@ -123,9 +123,11 @@ def run(args: argparse.Namespace) -> int:
     session.start()
     settle_heap()  # the window is up: what it holds now stays out of the collector's walks
     undo_ctrl_c = quit_on_ctrl_c(app)  # before this, Ctrl+C is a KeyboardInterrupt: exit 130
+    undo_gc = collect_on_gui_thread(app)  # no collection on a build or run thread (a deadlock)
     try:
         code = app.exec()
     finally:
+        undo_gc()
         if undo_ctrl_c is not None:
             undo_ctrl_c()
     if app.property("wb_interrupted"):

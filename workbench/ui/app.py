@@ -99,6 +99,44 @@ def settle_heap() -> None:
     gc.freeze()
 
 
+def collect_on_gui_thread(app: QApplication, interval_ms: int = 1000):
+    """Python's cyclic collector runs only here, on the GUI thread, from a timer; returns what
+    undoes it. Left automatic, a collection runs on whichever thread allocates when a threshold
+    is crossed: a build or run thread then frees a closed panel's Qt objects caught in a cycle,
+    and `QObject::~QObject` takes Qt's connection lock and waits for the GIL, while the GUI thread
+    holds the GIL and waits for that lock (PySide's deletion in the main thread): a frozen window,
+    seen as a hung test (a build thread's `glob` collecting, 2026-12-06). The timer collects each
+    generation when the counts pass the thresholds the automatic collector used (as pyqtgraph's
+    `GarbageCollector` does), so the heap is walked no more often than before."""
+    from PySide6.QtCore import QTimer
+
+    was_enabled = gc.isenabled()
+    thresholds = gc.get_threshold()
+    gc.disable()
+
+    def collect() -> None:
+        young, middle, old = gc.get_count()
+        if young > thresholds[0]:
+            gc.collect(0)
+            if middle > thresholds[1]:
+                gc.collect(1)
+                if old > thresholds[2]:
+                    gc.collect(2)
+
+    timer = QTimer(app)
+    timer.setObjectName("gc-on-gui-thread")
+    timer.timeout.connect(collect)
+    timer.start(interval_ms)
+
+    def undo() -> None:
+        timer.stop()
+        timer.deleteLater()
+        if was_enabled:
+            gc.enable()
+
+    return undo
+
+
 def create_window(
     cache_dir: str | Path | None = None,
     settings: Settings | None = None,
