@@ -29,6 +29,7 @@ TESTS = (
     "a_pooled_shadow_is_cleared_once_its_launches_span_a_generation",
     "the_last_workgroups_shared_writes_are_not_the_next_ones",
     "each_side_of_a_shared_finding_keeps_its_invocation_and_line",
+    "an_atomic_keeps_its_line_and_races_with_plain_accesses_after_the_fast_path",
 )
 
 
