@@ -45,8 +45,11 @@ def host_cargo():
         pytest.skip("no host cargo: run packaging/bootstrap.sh setup")
 
 
-def test_histogram_counts_what_bincount_counts(example_copy, shared_cache_dir):
-    n = 100_000
+# 100,000: seven workgroups of 512 × 32 on every backend. 2^20 + 12,345: 65 tiles, so the cpu's
+# own grid (`[kernel.launch.cpu]`: at most 64 workgroups) has each invocation count 33 elements
+# (the 63rd workgroup's partly past n, the 64th's all), where wgsl runs the GPUs' 65 of 32 each.
+@pytest.mark.parametrize("n", [100_000, 2**20 + 12_345])
+def test_histogram_counts_what_bincount_counts(example_copy, shared_cache_dir, n):
     # Values beyond a byte too: the kernel bins v % 256; a skewed draw so the bins differ.
     x = (np.random.default_rng(3).zipf(1.5, n) % 100_000).astype(np.uint32)
     init = 'init = { kind = "random", low = 0, high = 255 }'
