@@ -68,9 +68,9 @@ pub fn stencil2d_body(
     let y0 = ctx.group_id_y() as u32 * (by * TILE_SIZE_Y);
     let row = bx + 2;
     let rows = by * TILE_SIZE_Y + 2;
-    // The lanes with a point in the grid: x0 + t < width (x0 < width in every workgroup).
+    // The lanes with a point in the grid: x0 + t < width (none in a workgroup past the grid).
     let t = ctx.local_id_x();
-    let x_end = (width - x0) as usize;
+    let x_end = width.saturating_sub(x0) as usize;
     // Point (tx, ty) of the tile is grid point (x0 + tx - 1, y0 + ty - 1). The block's columns
     // first: invocation (lx, ly) loads column lx + 1 of rows ly, ly + by, ly + 2·by, .. (a row of
     // invocations loads one contiguous row of the tile, no division): whole passes of by rows
