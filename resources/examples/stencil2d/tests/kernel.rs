@@ -2,12 +2,14 @@
 //! (docs/kernel-tests.md): `cargo test`, or `workbench test .`.
 
 use gpu_kernel::testing::Grid;
-use stencil2d::{stencil2d_body, HALO_ELEMENTS};
+use stencil2d::{stencil2d_body, HALO_ELEMENTS, TILE_SIZE_Y};
 
-/// One step on a width × height grid, workgroups of bx × by invocations.
+/// One step on a width × height grid, workgroups of bx × by invocations (each TILE_SIZE_Y points
+/// of a column: a workgroup covers bx × by · TILE_SIZE_Y points, the manifest's grid).
 fn step(x: &[f32], width: usize, height: usize, bx: usize, by: usize) -> Vec<f32> {
     let mut out = vec![-1.0f32; width * height];
-    let groups = [width.div_ceil(bx) as u32, height.div_ceil(by) as u32, 1];
+    let rows = by * TILE_SIZE_Y as usize;
+    let groups = [width.div_ceil(bx) as u32, height.div_ceil(rows) as u32, 1];
     let grid = Grid::new(groups, [bx as u32, by as u32, 1]);
     let (xb, ob) = (grid.input(x), grid.output(&mut out));
     grid.run(|ctx| {
@@ -36,23 +38,38 @@ fn field(width: usize, height: usize) -> Vec<f32> {
 
 #[test]
 fn interior_averaged_boundary_kept() {
-    let (w, h) = (64, 16);
+    let (w, h) = (128, 32);
     let x = field(w, h);
-    assert_eq!(step(&x, w, h, 32, 8), expected(&x, w, h));
+    assert_eq!(step(&x, w, h, 64, 4), expected(&x, w, h));
 }
 
 #[test]
 fn n_not_a_multiple_of_the_workgroup_size() {
-    // 70 × 13 on 32 × 8 workgroups: the right and bottom workgroups hang over the grid.
+    // 70 × 13 on 64 × 4 workgroups of 16 rows: the right and bottom workgroups hang over the
+    // grid (the last one by 58 columns and 3 rows), a column's points partly below it.
     let (w, h) = (70, 13);
     let x = field(w, h);
-    assert_eq!(step(&x, w, h, 32, 8), expected(&x, w, h));
+    assert_eq!(step(&x, w, h, 64, 4), expected(&x, w, h));
 }
 
 #[test]
-fn largest_workgroup_fills_the_halo_tile() {
-    // 64 × 16: the workgroup HALO_ELEMENTS is sized for.
+fn other_workgroup_shapes() {
+    // The old default 32 × 8, a one-row workgroup and a narrow one (the tile's whole passes
+    // and partial pass differ: rows % by is 2, 0 and 2), each at a size no multiple of them.
+    let (w, h) = (101, 75);
+    let x = field(w, h);
+    for (bx, by) in [(32, 8), (64, 1), (16, 2)] {
+        assert_eq!(step(&x, w, h, bx, by), expected(&x, w, h), "{bx} × {by}");
+    }
+}
+
+#[test]
+fn largest_tile_fills_the_halo_tile() {
+    // 64 wide, 16 rows a workgroup (64 × 4 with TILE_SIZE_Y 4): (64 + 2) × (16 + 2) floats, the
+    // HALO_ELEMENTS it is sized for.
+    let by = 16 / TILE_SIZE_Y as usize;
+    assert_eq!((64 + 2) * (by * TILE_SIZE_Y as usize + 2), HALO_ELEMENTS);
     let (w, h) = (130, 40);
     let x = field(w, h);
-    assert_eq!(step(&x, w, h, 64, 16), expected(&x, w, h));
+    assert_eq!(step(&x, w, h, 64, by), expected(&x, w, h));
 }
