@@ -397,21 +397,22 @@ macro_rules! check_bounds {
 /// and vectorise a loop over the lanes (volatile accesses it must emit one by one, in order).
 /// Why that is sound, or no worse than before:
 /// - **Workgroup memory** (`Shared`) is one workgroup's, and a workgroup runs on one worker
-///   thread from start to end (`exec.rs`): as `#[lanes]` loops one after the other, or on fibers
-///   that switch only inside a barrier or a shuffle, each a call of `fiber::switch` (naked
-///   assembly LLVM cannot see into) or of `Lanes::barrier`, between which the compiler must
-///   assume any memory reachable by another invocation changed (the arrays' storage is reached
-///   through the workgroup's `Group`, which every invocation shares). No other thread touches the
+///   thread from start to end (`exec.rs`). As `#[lanes]` loops, the lanes' accesses are one
+///   thread's program order, a loop after a barrier after the loop before (the barrier orders
+///   nothing that order does not). On fibers, an invocation stops only inside a barrier or a
+///   shuffle, in `fiber::switch` (naked assembly LLVM cannot see into: it must assume that any
+///   memory another invocation can reach changed there, and the arrays' storage is reached
+///   through the workgroup's `Group`, which every invocation holds). No other thread touches the
 ///   array while the workgroup runs, so no access of it races: plain accesses are the Rust
-///   memory model's own for it, and no optimisation of them can change what a lane or fiber reads.
+///   memory model's own for it, and no optimisation of them changes what a lane or fiber reads.
 /// - **Global memory** (`Out`) may be raced on: two invocations of different workgroups, on two
 ///   workers, writing or reading-and-writing one element with no atomic. The kernel is wrong
 ///   then (cpu-sim reports it), on a GPU too, and its result undefined there. A volatile access
 ///   never made that race defined in Rust either (racing volatile accesses are a data race), it
 ///   only kept the compiler from merging or moving them; what plain accesses change is which
 ///   wrong value a racy kernel leaves. LLVM still loads each element it reads once into a
-///   register and bounds-checks the index it then uses (it never reloads an ordinary load to
-///   spare a register), so an index read from a raced element is checked as it is used and the
+///   register and bounds-checks the index it then uses (to spare a register it reloads only
+///   memory it knows never changes, not an ordinary load), so an index read from a raced element is checked as it is used and the
 ///   host's memory outside the buffers stays untouched; nothing is stored that the kernel did not
 ///   store. The one behaviour a racy kernel can newly show: a loop that spins on an element
 ///   another workgroup writes (`while flag.get(0) == 0 {}`) may read it once and never end, as
