@@ -2100,3 +2100,92 @@ fn ticket_not_copy(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>)
 fn a_uniform_loop_after_a_local_lanes_cannot_keep_keeps_the_fibers_order() {
     same!(ticket_not_copy, ticket_not_copy_lanes, [2, 1, 1], [8, 1, 1], 2 * 8 * ITEMS);
 }
+
+/// A uniform loop after per-lane locals read from a memory handle parameter (scan_add's `let
+/// offset = total.get(0);`): `h.get(i)` and `h[i]` are elements, `Copy`, so the split keeps them
+/// per lane and the loop runs its iterations over the lanes (the tickets go iteration by
+/// iteration), each lane reading its own values in every iteration.
+#[lanes]
+fn ticket_element(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    s.set(tid, 0);
+    ctx.barrier();
+    let got = x.get(base + tid);
+    let indexed = x[base + threads + tid];
+    let mut k = 0;
+    while k < ITEMS {
+        let at = base + k * threads + tid;
+        y[at] = s.atomic_add(0, 1) + got + indexed * 2;
+        k += 1;
+    }
+}
+
+/// A `Copy` value whose `get` gives a `Vec`.
+#[derive(Clone, Copy)]
+struct Rows(u32);
+impl Rows {
+    fn get(&self, i: usize) -> Vec<u32> {
+        vec![self.0 + i as u32]
+    }
+}
+
+/// `ticket_element` with the handle's name bound again in the body (`let x = Rows(..);`): the
+/// `x.get(..)` after the barrier is that value's, a `Vec`, which kept per lane would not compile,
+/// so the loop stays in its run's lane loop (the fibers' order) and the body compiles.
+#[lanes]
+fn ticket_element_rebound(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let tid = ctx.local_id_x();
+    let threads = ctx.group_size_x();
+    let base = ctx.group_linear() * threads * ITEMS;
+    let x = Rows(x.get(base + tid));
+    s.set(tid, 0);
+    ctx.barrier();
+    let got = x.get(1);
+    let mut k = 0;
+    while k < ITEMS {
+        let at = base + k * threads + tid;
+        y[at] = s.atomic_add(0, 1) + got[0];
+        k += 1;
+    }
+}
+
+#[test]
+fn a_uniform_loop_after_a_handle_element_runs_its_iterations_over_the_lanes() {
+    let threads = 8u32;
+    let t = threads as usize;
+    let len = 2 * t * ITEMS;
+    let x: Vec<u32> = (0..len as u32).map(|i| i * 1000).collect();
+    let run = |lanes: bool| {
+        let mut out = vec![u32::MAX; len];
+        let g = Grid::with_workers([2, 1, 1], [threads, 1, 1], 1);
+        let (xb, yb) = (g.input(&x), g.output(&mut out));
+        if lanes {
+            g.run_lanes(|wg| {
+                let s = wg.shared::<u32, S>();
+                ticket_element_lanes(wg, xb, yb, s)
+            });
+        } else {
+            g.run(|ctx| {
+                let s = ctx.shared::<u32, S>();
+                ticket_element(ctx, xb, yb, s)
+            });
+        }
+        out
+    };
+    let (lanes, fibers) = (run(true), run(false));
+    for group in 0..2 {
+        let base = group * t * ITEMS;
+        for lane in 0..t {
+            let values = x[base + lane] + 2 * x[base + t + lane];
+            for k in 0..ITEMS {
+                let at = base + k * t + lane;
+                // As lanes iteration k's lanes in turn; on fibers each invocation's iterations.
+                assert_eq!(lanes[at], (k * t + lane) as u32 + values, "lanes: workgroup {group}, lane {lane}, k {k}");
+                assert_eq!(fibers[at], (lane * ITEMS + k) as u32 + values, "fibers: workgroup {group}, lane {lane}, k {k}");
+            }
+        }
+    }
+    same!(ticket_element_rebound, ticket_element_rebound_lanes, [2, 1, 1], [8, 1, 1], len);
+}

@@ -430,6 +430,7 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
     // differ per lane, or a type that could hide interior mutability) is not.
     let mut param_names = BTreeSet::new();
     let mut uniform_params = BTreeSet::new();
+    let mut element_handles = BTreeSet::new();
     for p in &params {
         let colon = p.tokens.iter().position(|t| is_punct(t, ':')).expect("split at a colon above");
         let name = match &p.tokens[..colon] {
@@ -440,7 +441,15 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
         if matches!(&p.tokens[colon + 1..], [Tt::Ident(ty)] if PRIMITIVES.contains(&ty.to_string().as_str())) {
             uniform_params.insert(name.clone());
         }
+        if is_handle(&p.tokens[colon + 1..]) && only_accessed(&body_tokens, &name) {
+            element_handles.insert(name.clone());
+        }
         param_names.insert(name);
+    }
+    let body_items = body_items(&body_tokens);
+    // A body item named as a handle type is that item, not the handle (`known_copy`).
+    if ["In", "Out", "Shared"].iter().any(|t| body_items.contains(*t)) {
+        element_handles.clear();
     }
     let base = Lower {
         ctx: ctx.to_string(),
@@ -450,7 +459,8 @@ fn transform(item: TokenStream) -> Result<TokenStream> {
         uniform_params,
         mut_uniform: mut_candidates(&body_tokens),
         dropped: false,
-        body_items: body_items(&body_tokens),
+        body_items,
+        element_handles,
         shuffle_deltas: BTreeMap::new(),
         uniform_shuffles: BTreeSet::new(),
     };
@@ -558,6 +568,10 @@ struct Lower {
     /// Every name an item or `use` of the body declares (`body_items`): a lane-pure local naming
     /// one is not computed again elsewhere, where another block's item of that name may be seen.
     body_items: BTreeSet<String>,
+    /// The memory handle parameters (`In`, `Out`, `Shared`) the body only reads and writes
+    /// through (`only_accessed`): `h.get(i)` and `h[i]` are their elements, `Copy` values
+    /// (`known_copy`).
+    element_handles: BTreeSet<String>,
     /// Each subgroup shuffle's `delta` as written, by its stash's id (`split_shuffle`), and the
     /// ids of those whose `delta` was uniform where its run put it (`segment`): their put and
     /// take are `put_uniform` / `get_uniform`.
@@ -1458,8 +1472,9 @@ impl Lower {
     /// - neither `cond` nor `body` has a `break`, `continue`, `return`, `?`, a label or a macro
     ///   call (which may hide one), nor a shuffle (a barrier): no lane leaves the loop alone;
     /// - the split keeps no local of `run` per lane (each a `Copy` type then, or a compile error)
-    ///   but those seen to be of a primitive type (`known_copy`: an accumulator's `let mut sum =
-    ///   0.0;`);
+    ///   but those seen to be of a primitive type or to be one element of a memory handle
+    ///   (`known_copy`: an accumulator's `let mut sum = 0.0;`, scan_add's `let offset =
+    ///   total.get(0);`);
     /// - the split ends `run`'s lane loop where fibers go on in one scope, so `run` holds nothing
     ///   whose scope that would cut short (`split_keeps_scope`): no `let` of a name neither the
     ///   loop nor what follows reads (fibers drop it at the block's end, after the loop: a type
@@ -1510,8 +1525,8 @@ impl Lower {
         // The split keeps the run's locals that the loop or what follows names; one kept per
         // lane must be `Copy` (`host::LaneVar`), which a run left whole does not ask of it: only
         // a local whose type is seen to be a primitive one (an accumulator's `let mut sum =
-        // 0.0;`, `known_copy`) may be kept.
-        if scopes.last().is_some_and(|s| s[before..].iter().any(|v| !v.uniform && v.remat.is_none() && !known_copy(run, &v.name, &self.body_items))) {
+        // 0.0;`) or a handle's element (`let v = x.get(i);`) may be kept (`known_copy`).
+        if scopes.last().is_some_and(|s| s[before..].iter().any(|v| !v.uniform && v.remat.is_none() && !known_copy(run, &v.name, &self.body_items, &self.element_handles))) {
             return None;
         }
         if !probe.uniform_expr(cond, &BTreeMap::new(), &scopes) {
@@ -1684,13 +1699,14 @@ fn let_names(s: &[Tt]) -> Result<Vec<(String, bool, Span)>> {
 
 /// Whether the last `let` of `name` among the run's statements `run` binds it to a value of a
 /// primitive type, seen from the tokens alone: `let [mut] name: TYPE = ..;` with `TYPE` one of
-/// `PRIMITIVES`, or `let [mut] name = LITERAL;` (a number, maybe negated, or `true` / `false`).
-/// Such a local is `Copy`, so `uniform_while` may keep it per lane (`host::LaneVar`). A `TYPE`
-/// that an item or `use` of the body declares (`items`: `struct u64 { .. }`) is that item, not
-/// the primitive: not known (kept, a non-`Copy` one failed to compile with `Carried`'s "lives
-/// across a barrier" in a body with no barrier, where the loop left in its run compiles). An
-/// item of that name outside the body is not seen (the same compile error).
-fn known_copy(run: &[Vec<Tt>], name: &str, items: &BTreeSet<String>) -> bool {
+/// `PRIMITIVES`, or `let [mut] name = LITERAL;` (a number, maybe negated, or `true` / `false`);
+/// or to one element of a memory handle parameter, `let name = h.get(..);` / `h[..]`
+/// (`element_read`, `handles`). Such a local is `Copy`, so `uniform_while` may keep it per lane
+/// (`host::LaneVar`). A `TYPE` that an item or `use` of the body declares (`items`: `struct u64
+/// { .. }`) is that item, not the primitive: not known (kept, a non-`Copy` one failed to compile
+/// with `Carried`'s "lives across a barrier" in a body with no barrier, where the loop left in
+/// its run compiles). An item of that name outside the body is not seen (the same compile error).
+fn known_copy(run: &[Vec<Tt>], name: &str, items: &BTreeSet<String>, handles: &BTreeSet<String>) -> bool {
     for s in run.iter().rev() {
         let s = &s[attributes_end(s, 0).min(s.len())..];
         if !s.first().is_some_and(|t| is_ident(t, "let")) {
@@ -1709,6 +1725,9 @@ fn known_copy(run: &[Vec<Tt>], name: &str, items: &BTreeSet<String>) -> bool {
         if let Some(colon) = pat.iter().position(|t| is_punct(t, ':')) {
             return matches!(&pat[colon + 1..], [Tt::Ident(ty)] if PRIMITIVES.contains(&ty.to_string().as_str()) && !items.contains(&ty.to_string()));
         }
+        if element_read(value, handles) {
+            return true;
+        }
         let value = if value.first().is_some_and(|t| is_punct(t, '-')) { &value[1..] } else { value };
         return match value {
             [Tt::Literal(l)] => {
@@ -1720,6 +1739,42 @@ fn known_copy(run: &[Vec<Tt>], name: &str, items: &BTreeSet<String>) -> bool {
         };
     }
     false
+}
+
+/// Whether `value` is one element of a memory handle parameter, `h.get(i)` or `h[i]` (`h` in
+/// `handles`): an `Element`, which is `Copy` (scan_add's `let offset = total.get(0);` before its
+/// uniform `while`: without this the loop stayed inside the run's lane loop, each lane's nine
+/// strided elements in turn; split, each round's lanes update contiguous elements).
+fn element_read(value: &[Tt], handles: &BTreeSet<String>) -> bool {
+    let [Tt::Ident(h), rest @ ..] = value else { return false };
+    if !handles.contains(&h.to_string()) {
+        return false;
+    }
+    match rest {
+        [Tt::Punct(dot), Tt::Ident(get), Tt::Group(args)] => {
+            dot.as_char() == '.' && get.to_string() == "get" && args.delimiter() == Delimiter::Parenthesis
+        }
+        [Tt::Group(index)] => index.delimiter() == Delimiter::Bracket,
+        _ => false,
+    }
+}
+
+/// Whether every use of `name` in `tokens` (at any depth) is an access through it, `name.` or
+/// `name[`: then no pattern, closure parameter or `let` of the body binds another value to that
+/// name (each would be followed by something else: `=`, `:`, `,`, `)`, `|`, `in`, `=>`), and a
+/// memory handle parameter of that name is the one every `name.get(..)` reads.
+fn only_accessed(tokens: &[Tt], name: &str) -> bool {
+    tokens.iter().enumerate().all(|(k, t)| match t {
+        Tt::Group(g) => only_accessed(&g.stream().into_iter().collect::<Vec<_>>(), name),
+        Tt::Ident(i) if i.to_string() == name => {
+            let after_path = k >= 1 && is_punct(&tokens[k - 1], ':');
+            let next = tokens.get(k + 1);
+            !after_path
+                && (next.is_some_and(|n| is_punct(n, '.') && !tokens.get(k + 2).is_some_and(|m| is_punct(m, '.')))
+                    || matches!(next, Some(Tt::Group(g)) if g.delimiter() == Delimiter::Bracket))
+        }
+        _ => true,
+    })
 }
 
 /// No `break` / `continue` that would leave the run of statements (it meant a loop around a

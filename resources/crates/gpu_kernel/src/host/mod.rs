@@ -108,8 +108,8 @@ impl Atomic for u32 {
     }
     #[inline(always)]
     unsafe fn add_unshared(ptr: *mut u32, value: u32) -> u32 {
-        let old = unsafe { ptr.read_volatile() };
-        unsafe { ptr.write_volatile(old.wrapping_add(value)) };
+        let old = unsafe { load(ptr) };
+        unsafe { store(ptr, old.wrapping_add(value)) };
         old
     }
 }
@@ -121,8 +121,8 @@ impl Atomic for i32 {
     }
     #[inline(always)]
     unsafe fn add_unshared(ptr: *mut i32, value: i32) -> i32 {
-        let old = unsafe { ptr.read_volatile() };
-        unsafe { ptr.write_volatile(old.wrapping_add(value)) };
+        let old = unsafe { load(ptr) };
+        unsafe { store(ptr, old.wrapping_add(value)) };
         old
     }
 }
@@ -390,6 +390,58 @@ macro_rules! check_bounds {
     };
 }
 
+/// The element read of `Out::get`, `Shared::get` and `Shared::atomic_add` (`store`: their
+/// writes): a plain load in the plain `cpu` build, a volatile one in a `sim` build.
+///
+/// Plain, LLVM may keep a value in a register, forward a store to a later load of the element,
+/// and vectorise a loop over the lanes (volatile accesses it must emit one by one, in order).
+/// Why that is sound, or no worse than before:
+/// - **Workgroup memory** (`Shared`) is one workgroup's, and a workgroup runs on one worker
+///   thread from start to end (`exec.rs`). As `#[lanes]` loops, the lanes' accesses are one
+///   thread's program order, a loop after a barrier after the loop before (the barrier orders
+///   nothing that order does not). On fibers, an invocation stops only inside a barrier or a
+///   shuffle, in `fiber::switch` (naked assembly LLVM cannot see into: it must assume that any
+///   memory another invocation can reach changed there, and the arrays' storage is reached
+///   through the workgroup's `Group`, which every invocation holds). No other thread touches the
+///   array while the workgroup runs, so no access of it races: plain accesses are the Rust
+///   memory model's own for it, and no optimisation of them changes what a lane or fiber reads.
+/// - **Global memory** (`Out`) may be raced on: two invocations of different workgroups, on two
+///   workers, writing or reading-and-writing one element with no atomic. The kernel is wrong
+///   then (cpu-sim reports it), on a GPU too, and its result undefined there. A volatile access
+///   never made that race defined in Rust either (racing volatile accesses are a data race), it
+///   only kept the compiler from merging or moving them; what plain accesses change is which
+///   wrong value a racy kernel leaves. LLVM still loads each element it reads once into a
+///   register and bounds-checks the index it then uses (to spare a register it reloads only
+///   memory it knows never changes, not an ordinary load), so an index read from a raced element is checked as it is used and the
+///   host's memory outside the buffers stays untouched; nothing is stored that the kernel did not
+///   store. The one behaviour a racy kernel can newly show: a loop that spins on an element
+///   another workgroup writes (`while flag.get(0) == 0 {}`) may read it once and never end, as
+///   it may on a GPU: the GPU targets' `get` and `set` are plain loads and stores too
+///   (`raw.rs`, `spirv.rs`), and such a wait is not GPU-safe without atomics anyway (on the cpu
+///   backend it hung already when the writer's workgroup was queued behind it on the same
+///   worker). `Out`'s `Index` / `IndexMut` (`y[i] += v`) already gave plain references.
+///
+/// A `sim` build (cpu-sim, the kernel tests, `workbench debug`) keeps volatile accesses: its
+/// code stays what it was, so a racy kernel's values there, which later checks and findings
+/// follow (an index read from a raced element decides which access is reported next), stay
+/// the same, and its lane loops do not vectorise anyway (each access is checked).
+#[inline(always)]
+unsafe fn load<T>(ptr: *const T) -> T {
+    #[cfg(feature = "sim")]
+    return unsafe { ptr.read_volatile() };
+    #[cfg(not(feature = "sim"))]
+    unsafe { ptr.read() }
+}
+
+/// The element write of `Out::set`, `Shared::set` and `Shared::atomic_add`: see `load`.
+#[inline(always)]
+unsafe fn store<T>(ptr: *mut T, value: T) {
+    #[cfg(feature = "sim")]
+    return unsafe { ptr.write_volatile(value) };
+    #[cfg(not(feature = "sim"))]
+    unsafe { ptr.write(value) }
+}
+
 /// A read-only buffer.
 pub struct In<'a, T> {
     ptr: *const T,
@@ -455,9 +507,7 @@ impl<T: Element> Out<'_, T> {
         if !self.shadow.is_null() {
             unsafe { &*self.shadow }.access(i, false, Location::caller());
         }
-        // Volatile: two invocations may touch one element (a race the checks report); the
-        // compiler must not assume it alone owns it.
-        unsafe { self.ptr.add(i).read_volatile() }
+        unsafe { load(self.ptr.add(i)) }
     }
     #[inline(always)]
     #[track_caller]
@@ -468,7 +518,7 @@ impl<T: Element> Out<'_, T> {
         if !self.shadow.is_null() {
             unsafe { &*self.shadow }.access(i, true, Location::caller());
         }
-        unsafe { self.ptr.add(i).write_volatile(value) }
+        unsafe { store(self.ptr.add(i), value) }
     }
 }
 
@@ -568,7 +618,7 @@ impl<T: Element, const N: usize> Shared<'_, T, N> {
         if !self.shadow.is_null() {
             self.group.shared_access(self.shadow, self.slot, i, false, Location::caller());
         }
-        unsafe { self.ptr.add(i).read_volatile() }
+        unsafe { load(self.ptr.add(i)) }
     }
     #[inline(always)]
     #[track_caller]
@@ -579,7 +629,7 @@ impl<T: Element, const N: usize> Shared<'_, T, N> {
         if !self.shadow.is_null() {
             self.group.shared_access(self.shadow, self.slot, i, true, Location::caller());
         }
-        unsafe { self.ptr.add(i).write_volatile(value) }
+        unsafe { store(self.ptr.add(i), value) }
     }
 }
 
