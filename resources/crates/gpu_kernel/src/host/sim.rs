@@ -288,6 +288,30 @@ pub(crate) fn running(who: u64) {
     WORKER.with(|w| w.who.set(who));
 }
 
+/// A `#[lanes]` workgroup runs on this thread from now on, in the epoch of `who` (lane 0's
+/// `running` word, `loop_who` / `lane_who`; 0: no checks): the thread's word is that, marked
+/// `LANES`, and the lane running is the workgroup's `current` (`Lanes::ctx` sets it). Set at the
+/// workgroup's start and at each barrier, not for each lane of each loop: that store (and its
+/// reload of lane 0's word) in every lane kept warp_reduce's loads a loop of eight instructions
+/// an element, with no global access in it to read it.
+#[inline(always)]
+pub(crate) fn lanes_running(who: u64) {
+    running(if who == 0 { 0 } else { who | LANES });
+}
+
+/// In `Worker::who`: a `#[lanes]` workgroup's lane 0 (`lanes_running`). A bit no `pack`ed
+/// invocation has (`SPILL`'s, only ever in `GlobalShadow::words`).
+const LANES: u64 = SPILL;
+
+/// The word of the lane running (`current`, as `Lanes::ctx` set it) of the `#[lanes]`
+/// workgroup whose lane 0 `who` is (`LANES` marked): lane 0's word with the local id added
+/// (`loop_who`'s step).
+#[inline(always)]
+fn lane_running(w: &Worker, who: u64) -> u64 {
+    let group = unsafe { &*w.group.get() };
+    (who & !LANES) + ((group.current.get() as u64) << 22)
+}
+
 /// `running`'s argument for lane `t` of a `#[lanes]` workgroup, in the workgroup's epoch now.
 #[inline(always)]
 pub(crate) fn lane_who(group: &Group, t: usize) -> u64 {
@@ -316,6 +340,7 @@ fn whoami<const INLINE: bool>(at: &'static Location<'static>) -> u64 {
         if who == 0 {
             return 0;
         }
+        let who = if who & LANES != 0 { lane_running(w, who) } else { who };
         who | fast_location_id(w, at) as u64
     })
 }
