@@ -10,7 +10,9 @@ shared arrays' shadow, kept from workgroup to workgroup of a worker without clea
 stamped with the workgroup and epoch): the last workgroup's writes are not the next one's, on
 fibers and as #[lanes] lanes, across the stamps' new start; and each side of a workgroup-memory
 finding (the writer, the first and second reader, the atomic, packed in the entry's two words)
-reported with its own invocation and line."""
+reported with its own invocation and line; and runs of atomics on a shared array (each atomic
+one store of its invocation): a plain access or an atomic at another line after a run names the
+element's last atomic, and an unwritten element keeps a run from starting."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ TESTS = (
     "the_last_workgroups_shared_writes_are_not_the_next_ones",
     "each_side_of_a_shared_finding_keeps_its_invocation_and_line",
     "an_atomic_keeps_its_line_and_races_with_plain_accesses_after_the_fast_path",
+    "runs_of_atomics_keep_each_elements_last_atomic_and_line",
 )
 
 

@@ -2151,6 +2151,50 @@ fn ticket_element_rebound(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u
     }
 }
 
+/// Global-buffer faults in a copy's loops over the lanes, in a uniform loop with the lanes
+/// inside, and after barriers: cpu-sim's checks find the lane running from the workgroup and
+/// lane 0's word of the epoch (`sim::lanes_running`, set at the workgroup's start and at each
+/// barrier, not by every lane), so each finding must name the invocations and lines the fibers'
+/// run names, and the barriers must order what they order there (no race across one).
+#[lanes]
+fn global_faults(ctx: Ctx, x: In<u32>, mut y: Out<u32>, mut s: Shared<u32, S>) {
+    let t = ctx.local_id_y() * ctx.group_size_x() + ctx.local_id_x();
+    let g = ctx.group_id_x();
+    let n = ctx.group_size_x() * ctx.group_size_y();
+    y.set(g * n + t, x.get(g * n + t));
+    s.set(t, 1);
+    ctx.barrier();
+    // A neighbour's element, written before the barrier: ordered, no race.
+    let v = y.get(g * n + (t + 1) % n);
+    if t == 3 || t == n - 2 {
+        y.set(g * n + 1, v); // GLOBAL_RACE
+    }
+    // x has 192 elements.
+    if g == 2 && t == n - 1 {
+        y.set(g * n + t, x.get(192 + t + 1 - n)); // GLOBAL_OOB
+    }
+    ctx.barrier();
+    // A uniform loop, the lanes inside: each element's accesses come in the fibers' order (the
+    // lanes of a later round are higher).
+    let mut k = 0;
+    while k < 3 {
+        if k == 0 && (t == 2 || t == 4) {
+            y.set(g * n + 9, v); // IN_UNIFORM_LOOP
+        }
+        if k == 1 && t == 6 {
+            y.atomic_add(g * n + 9, 1); // GLOBAL_ATOMIC
+        }
+        if k == 2 && t == 8 {
+            let _ = y.get(g * n + 9); // GLOBAL_AFTER_ATOMIC
+        }
+        k += 1;
+    }
+    ctx.barrier();
+    if t == 7 {
+        y.set(0, v + s.get(t)); // ACROSS_GROUPS
+    }
+}
+
 #[test]
 fn a_uniform_loop_after_a_handle_element_runs_its_iterations_over_the_lanes() {
     let threads = 8u32;
@@ -2188,4 +2232,29 @@ fn a_uniform_loop_after_a_handle_element_runs_its_iterations_over_the_lanes() {
         }
     }
     same!(ticket_element_rebound, ticket_element_rebound_lanes, [2, 1, 1], [8, 1, 1], len);
+}
+
+#[test]
+fn global_faults_in_lane_loops_name_the_fibers_invocations() {
+    for threads in [[64, 1, 1], [8, 4, 1], [24, 1, 1]] {
+        let f = same_findings(threads, global_faults, global_faults_lanes);
+        let mut found: Vec<(&str, u64)> = f.iter().map(|f| (f.0.as_str(), f.1)).collect();
+        found.sort();
+        found.dedup();
+        let mut expected = vec![
+            ("global-race", line_of("// GLOBAL_RACE")),
+            ("global-race", line_of("// IN_UNIFORM_LOOP")),
+            ("global-race", line_of("// GLOBAL_ATOMIC")),
+            ("global-race", line_of("// GLOBAL_AFTER_ATOMIC")),
+            ("global-race", line_of("// ACROSS_GROUPS")),
+            ("out-of-bounds", line_of("// GLOBAL_OOB")),
+            // Its write of the last element, which the lane before read after the barrier.
+            ("global-race", line_of("// GLOBAL_OOB")),
+        ];
+        expected.sort();
+        assert_eq!(found, expected, "{threads:?}: {f:?}");
+        // The race names the invocations of both sides (local ids 3 and n - 2 write; 0 and 2 read).
+        let race = f.iter().find(|f| f.1 == line_of("// GLOBAL_RACE")).unwrap();
+        assert!(race.3.contains("local id (3, 0, 0)"), "{threads:?}: {race:?}");
+    }
 }

@@ -85,6 +85,15 @@ pub struct Group {
     /// `shared_base + epoch`, kept beside `epoch` (`next_epoch`): one load per shared access.
     #[cfg(feature = "sim")]
     pub(crate) shared_stamp: Cell<u32>,
+    /// The run of atomics on one shared array in this epoch, kept apart (`sim::AtomicRun`).
+    #[cfg(feature = "sim")]
+    pub(crate) atomic_run: Cell<sim::AtomicRun>,
+    /// Atomics on workgroup memory in an epoch: its stamp and their count (`sim::RUN_AFTER`).
+    #[cfg(feature = "sim")]
+    pub(crate) atomics_seen: Cell<(u32, u32)>,
+    /// Each element's last atomic invocation + 1 in the run (`AtomicRun::last`).
+    #[cfg(feature = "sim")]
+    pub(crate) run_last: UnsafeCell<Vec<u16>>,
     /// Whether this workgroup runs as fibers now (an invocation reached a barrier).
     converted: Cell<bool>,
     /// Whether `status` is kept at barriers in this workgroup: not while none of its invocations
@@ -382,6 +391,12 @@ impl Group {
             shared_base: Cell::new(1),
             #[cfg(feature = "sim")]
             shared_stamp: Cell::new(1),
+            #[cfg(feature = "sim")]
+            atomic_run: Cell::new(sim::AtomicRun::NONE),
+            #[cfg(feature = "sim")]
+            atomics_seen: Cell::new((0, 0)),
+            #[cfg(feature = "sim")]
+            run_last: UnsafeCell::new(Vec::new()),
             converted: Cell::new(false),
             #[cfg(not(feature = "debug"))]
             kept: Cell::new(false),

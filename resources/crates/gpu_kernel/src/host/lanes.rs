@@ -51,8 +51,6 @@ pub struct Lanes<'a> {
     first: Ctx<'a>,
     size: [u32; 3],
     state: &'a LanesState,
-    #[cfg(feature = "sim")]
-    step: u64,
 }
 
 /// What a `#[lanes]` copy changes as it runs (`Lanes::state`).
@@ -63,11 +61,6 @@ pub(crate) struct LanesState {
     /// The body's line (`begin`), and whether the copy reached its end (`end`).
     body: Cell<Option<&'static Location<'static>>>,
     ended: Cell<bool>,
-    /// cpu-sim: lane 0's `sim::running` word in this epoch, and what each next lane adds
-    /// (`sim::loop_who`), worked out at the workgroup's start and at each barrier, not for each
-    /// lane of each loop (`ctx`).
-    #[cfg(feature = "sim")]
-    who: Cell<u64>,
 }
 
 #[cfg_attr(feature = "debug", allow(dead_code))]
@@ -77,8 +70,6 @@ impl LanesState {
             retired: Cell::new(0),
             body: Cell::new(None),
             ended: Cell::new(false),
-            #[cfg(feature = "sim")]
-            who: Cell::new(0),
         }
     }
 }
@@ -86,17 +77,16 @@ impl LanesState {
 impl<'a> Lanes<'a> {
     #[cfg_attr(feature = "debug", allow(dead_code))]
     pub(crate) fn new(group: &'a Group, state: &'a LanesState) -> Lanes<'a> {
+        // cpu-sim: the thread's checks read lane 0's word in this epoch (worked out at the
+        // workgroup's start and at each barrier, not for each lane of each loop) and the lane
+        // running (`ctx`).
         #[cfg(feature = "sim")]
-        let (who, step) = sim::loop_who(group.generation, group.linear.get());
-        #[cfg(feature = "sim")]
-        state.who.set(who);
+        sim::lanes_running(sim::loop_who(group.generation, group.linear.get()).0);
         Lanes {
             group,
             first: Ctx::lane(group, 0, [0; 3]),
             size: group.size,
             state,
-            #[cfg(feature = "sim")]
-            step,
         }
     }
 
@@ -174,11 +164,10 @@ impl<'a> Lanes<'a> {
     /// Lane `t` (local coordinates `local`) runs now: its `Ctx`.
     #[inline(always)]
     pub fn ctx(&self, t: usize, local: [u32; 3]) -> Ctx<'a> {
+        // cpu-sim: the lane running, for the checks (a global access reads it through the
+        // thread's `LANES` word, `sim::lanes_running`).
         #[cfg(feature = "sim")]
-        {
-            self.group.current.set(t);
-            sim::running(self.state.who.get() + t as u64 * self.step);
-        }
+        self.group.current.set(t);
         self.first.at(t, local)
     }
 
@@ -243,7 +232,7 @@ impl<'a> Lanes<'a> {
         }
         self.group.next_epoch();
         #[cfg(feature = "sim")]
-        self.state.who.set(sim::lane_who(self.group, 0));
+        sim::lanes_running(sim::lane_who(self.group, 0));
     }
 
     #[cold]
@@ -303,10 +292,7 @@ impl<'a> Lanes<'a> {
     pub fn uniform_ctx(&self) -> Ctx<'a> {
         let t = if self.state.retired.get() == 0 { 0 } else { (0..self.group.threads).find(|&t| !self.retired(t)).unwrap_or(0) };
         #[cfg(feature = "sim")]
-        {
-            self.group.current.set(t);
-            sim::running(sim::lane_who(self.group, t));
-        }
+        self.group.current.set(t);
         // Lane 0's coordinates are known: `local_coords` (three integer divisions, not inlined)
         // at each uniform condition and run was a tenth of scan_add's time per workgroup.
         if t == 0 {

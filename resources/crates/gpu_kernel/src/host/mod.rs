@@ -644,7 +644,7 @@ impl<T: Atomic, const N: usize> Shared<'_, T, N> {
             skip: T::default());
         #[cfg(feature = "sim")]
         if !self.shadow.is_null() {
-            self.group.shared_atomic(self.shadow, self.slot, i, Location::caller());
+            self.group.shared_atomic(self.shadow, self.slot, i, N, Location::caller());
         }
         // A plain read-modify-write: a workgroup's invocations all run on one worker thread,
         // switching only at barriers (exec.rs), so no other thread touches its shared memory and

@@ -288,6 +288,30 @@ pub(crate) fn running(who: u64) {
     WORKER.with(|w| w.who.set(who));
 }
 
+/// A `#[lanes]` workgroup runs on this thread from now on, in the epoch of `who` (lane 0's
+/// `running` word, `loop_who` / `lane_who`; 0: no checks): the thread's word is that, marked
+/// `LANES`, and the lane running is the workgroup's `current` (`Lanes::ctx` sets it). Set at the
+/// workgroup's start and at each barrier, not for each lane of each loop: that store (and its
+/// reload of lane 0's word) in every lane kept warp_reduce's loads a loop of eight instructions
+/// an element, with no global access in it to read it.
+#[inline(always)]
+pub(crate) fn lanes_running(who: u64) {
+    running(if who == 0 { 0 } else { who | LANES });
+}
+
+/// In `Worker::who`: a `#[lanes]` workgroup's lane 0 (`lanes_running`). A bit no `pack`ed
+/// invocation has (`SPILL`'s, only ever in `GlobalShadow::words`).
+const LANES: u64 = SPILL;
+
+/// The word of the lane running (`current`, as `Lanes::ctx` set it) of the `#[lanes]`
+/// workgroup whose lane 0 `who` is (`LANES` marked): lane 0's word with the local id added
+/// (`loop_who`'s step).
+#[inline(always)]
+fn lane_running(w: &Worker, who: u64) -> u64 {
+    let group = unsafe { &*w.group.get() };
+    (who & !LANES) + ((group.current.get() as u64) << 22)
+}
+
 /// `running`'s argument for lane `t` of a `#[lanes]` workgroup, in the workgroup's epoch now.
 #[inline(always)]
 pub(crate) fn lane_who(group: &Group, t: usize) -> u64 {
@@ -316,6 +340,7 @@ fn whoami<const INLINE: bool>(at: &'static Location<'static>) -> u64 {
         if who == 0 {
             return 0;
         }
+        let who = if who & LANES != 0 { lane_running(w, who) } else { who };
         who | fast_location_id(w, at) as u64
     })
 }
@@ -505,6 +530,49 @@ pub struct SharedShadow {
     entries: Vec<SharedEntry>,
 }
 
+/// A run of atomics: in one epoch, every access to one shared array so far an atomic at one
+/// location, on elements the workgroup wrote before (histogram's counting loop: 16,384 atomics a
+/// workgroup on 256 bins). Such an atomic can report nothing (atomics never race each other; a
+/// written element is no uninitialized read), and all the full path keeps of it is its invocation,
+/// as the element's last atomic, for a plain access later in the epoch to race with. In the run,
+/// that is one store to `last` (the element's last atomic invocation + 1, 0: none in the run): no
+/// entry read, tested or written. `Group::start_atomic_run` starts one after `RUN_AFTER` atomics
+/// in an epoch, when every entry of the array allows it (written, and no access in the epoch but
+/// atomics at that location: their invocations move to `last`), and marks every entry
+/// `IN_RUN` (an atomic field no invocation has, with the epoch's stamp): any other access to the
+/// array in the epoch, a plain one or an atomic at another location, then leaves every fast path
+/// for the full one, which first ends the run (`end_atomic_run`): each entry becomes what the
+/// accesses one by one would have made it (its last atomic and the run's location; an element no
+/// atomic of the run touched, the entry of the epoch with nothing in it). So each finding, its
+/// invocations and lines, and every later check are the full path's. A barrier ends the epoch
+/// and the run with it: entries of an earlier epoch are renewed at their next access, keeping
+/// whether the workgroup wrote them, as they would be.
+#[derive(Clone, Copy)]
+pub(crate) struct AtomicRun {
+    /// The epoch's stamp (0: no run; stamps start at 1).
+    stamp: u32,
+    slot: u32,
+    at: *const Location<'static>,
+    lid: u16,
+    entries: *mut SharedEntry,
+    n: usize,
+    last: *mut u16,
+}
+
+impl AtomicRun {
+    pub(crate) const NONE: AtomicRun =
+        AtomicRun { stamp: 0, slot: 0, at: core::ptr::null(), lid: 0, entries: core::ptr::null_mut(), n: 0, last: core::ptr::null_mut() };
+}
+
+/// Atomics on workgroup memory in an epoch before a run is tried (`Group::start_atomic_run`, which
+/// reads every entry of the array once): at least the array's length, so that a kernel with few
+/// atomics an epoch never pays for it.
+const RUN_AFTER: u32 = 64;
+
+/// In an entry's atomic field: the element is in a run of atomics (`AtomicRun`); its last atomic
+/// is the run's. No invocation's (local id + 1 is at most 1024).
+const IN_RUN: u16 = FIELD as u16;
+
 /// Where the stamps start again (`Group::begin_shared`): the shadows are cleared then. Far below
 /// the entries' 28 bits of stamp, so a workgroup's epochs (its barriers) never carry a stamp past
 /// them. The crate's tests start them again every few workgroups, so that path runs too.
@@ -566,6 +634,9 @@ impl Group {
         }
         self.shared_base.set(1);
         self.shared_stamp.set(1);
+        // A run's stamp would come round again with entries no longer marked.
+        self.atomic_run.set(AtomicRun::NONE);
+        self.atomics_seen.set((0, 0));
     }
 
     /// The stamp of this workgroup's epoch now, as the shared shadows' entries hold it.
@@ -689,6 +760,7 @@ impl Group {
 
     #[inline(never)]
     fn shared_access_slow(&self, slot: u32, i: usize, write: bool, at: &'static Location<'static>) {
+        self.end_atomic_run_of(slot);
         let Some(checks) = self.checks() else { return };
         let entry = self.shared_entry(slot, i);
         let me = (self.current.get() + 1) as u16;
@@ -722,8 +794,104 @@ impl Group {
     /// An atomic read-modify-write of element `i` of shared array `slot`: it races with another
     /// invocation's plain access in this epoch, never with an atomic; an atomic on an element no
     /// invocation wrote is an uninitialized read (GPU workgroup memory starts undefined).
+    ///
+    /// `n` is the array's length (a run reads its every entry).
     #[inline(always)]
-    pub(crate) fn shared_atomic(&self, entries: *mut SharedEntry, slot: u32, i: usize, at: &'static Location<'static>) {
+    pub(crate) fn shared_atomic(&self, entries: *mut SharedEntry, slot: u32, i: usize, n: usize, at: &'static Location<'static>) {
+        let stamp = self.shared_stamp();
+        let run = self.atomic_run.get();
+        if run.stamp == stamp && run.slot == slot {
+            // (Below the run's length: a handle may declare the array longer, `entries_for`.)
+            if core::ptr::eq(run.at, at) && i < run.n {
+                // In the run (`AtomicRun`): its invocation, as the element's last atomic.
+                unsafe { *run.last.add(i) = (self.current.get() + 1) as u16 };
+                return;
+            }
+            self.end_atomic_run();
+        }
+        let (seen, count) = self.atomics_seen.get();
+        let count = if seen == stamp { count.saturating_add(1) } else { 1 };
+        self.atomics_seen.set((stamp, count));
+        if count == RUN_AFTER.max(n.min(u32::MAX as usize) as u32) && self.start_atomic_run(entries, slot, n, at) {
+            return self.shared_atomic(entries, slot, i, n, at);
+        }
+        self.shared_atomic_entry(entries, slot, i, at)
+    }
+
+    /// Start a run of atomics (`AtomicRun`) on the array `slot` (its `n` entries `entries`) at
+    /// `at`, if every entry allows it (see there); whether it started.
+    #[cold]
+    #[inline(never)]
+    fn start_atomic_run(&self, entries: *mut SharedEntry, slot: u32, n: usize, at: &'static Location<'static>) -> bool {
+        if self.checks().is_none() || self.atomic_run.get().stamp == self.shared_stamp() {
+            return false;
+        }
+        let stamp = self.shared_stamp() as u64;
+        let lid = cached_location_id(&self.location_ids, at);
+        let entries_now = unsafe { core::slice::from_raw_parts_mut(entries, n) };
+        let allowed = |e: &SharedEntry| {
+            if e.head & STAMP_BITS != stamp {
+                return self.wrote(e.head);
+            }
+            // Of this epoch: written, no plain access, and atomics (if any) only at `at`.
+            e.written()
+                && e.writer() == 0
+                && e.reader() == 0
+                && e.reader2() == 0
+                && (e.atomic() == 0 || field(e.rest, ALOC_AT) == lid && e.atomic() != IN_RUN)
+        };
+        if !entries_now.iter().all(allowed) {
+            // Not again in this epoch.
+            self.atomics_seen.set((self.shared_stamp(), u32::MAX));
+            return false;
+        }
+        let last = unsafe { &mut *self.run_last.get() };
+        last.clear();
+        last.resize(n, 0);
+        for (e, l) in entries_now.iter_mut().zip(last.iter_mut()) {
+            if e.head & STAMP_BITS == stamp {
+                *l = e.atomic();
+            }
+            *e = SharedEntry { head: stamp | WRITTEN | (IN_RUN as u64) << ATOMIC_AT, rest: (lid as u64) << ALOC_AT };
+        }
+        let at = at as *const Location<'static>;
+        self.atomic_run.set(AtomicRun { stamp: stamp as u32, slot, at, lid, entries, n, last: last.as_mut_ptr() });
+        true
+    }
+
+    /// End the run of atomics on the array `slot` in this epoch, if there is one.
+    #[inline(always)]
+    fn end_atomic_run_of(&self, slot: u32) {
+        let run = self.atomic_run.get();
+        if run.stamp == self.shared_stamp() && run.slot == slot {
+            self.end_atomic_run();
+        }
+    }
+
+    /// End this epoch's run of atomics: each entry of its array what the atomics one by one
+    /// would have made it (`AtomicRun`).
+    #[cold]
+    #[inline(never)]
+    fn end_atomic_run(&self) {
+        let run = self.atomic_run.replace(AtomicRun::NONE);
+        let stamp = run.stamp as u64;
+        let entries = unsafe { core::slice::from_raw_parts_mut(run.entries, run.n) };
+        let last = unsafe { core::slice::from_raw_parts(run.last, run.n) };
+        for (e, &l) in entries.iter_mut().zip(last) {
+            // Every entry is still the run's: an access of the array that is not the run's
+            // ends it before it touches one.
+            debug_assert!(e.head & STAMP_BITS == stamp && e.atomic() == IN_RUN);
+            *e = if l == 0 {
+                SharedEntry { head: stamp | WRITTEN, rest: 0 }
+            } else {
+                SharedEntry { head: stamp | WRITTEN | (l as u64) << ATOMIC_AT, rest: (run.lid as u64) << ALOC_AT }
+            };
+        }
+    }
+
+    /// `shared_atomic` outside a run of atomics: the entry's checks.
+    #[inline(always)]
+    fn shared_atomic_entry(&self, entries: *mut SharedEntry, slot: u32, i: usize, at: &'static Location<'static>) {
         // The common case in one test of each word (histogram's counting loop: the bins written
         // before the barrier, then only atomics, all at one line): an entry of this epoch,
         // written, no plain access in it, and its last atomic's location this one. Then the only
@@ -755,6 +923,7 @@ impl Group {
 
     #[inline(never)]
     fn shared_atomic_slow(&self, slot: u32, i: usize, at: &'static Location<'static>) {
+        self.end_atomic_run_of(slot);
         let Some(checks) = self.checks() else { return };
         let entry = self.shared_entry(slot, i);
         let me = (self.current.get() + 1) as u16;
@@ -1597,6 +1766,88 @@ mod tests {
         assert!(race.contains(&side("atomic", 1, l + 33)) && race.contains(&side("read", 3, l + 31)), "{race}");
         let race = found(l + 33);
         assert!(race.contains(&side("read", 3, l + 31)) && race.contains(&side("atomic", 2, l + 33)), "{race}");
+    }
+
+    /// Runs of atomics (`AtomicRun`: more than `RUN_AFTER` atomics at one line in an epoch): a
+    /// plain access after them, or an atomic at another line, names the element's last atomic
+    /// (its invocation and line) as the entry-by-entry checks do; an element nobody wrote keeps
+    /// the run from starting (each atomic on it is an uninitialized read); a barrier orders the
+    /// run's atomics before what follows. The same findings on the tree before runs (eba92db's
+    /// crate), which checks each atomic on its entry.
+    #[test]
+    fn runs_of_atomics_keep_each_elements_last_atomic_and_line() {
+        let grid = Grid::with_workers([1, 1, 1], [64, 1, 1], 1);
+        let l = line!();
+        let findings = grid.check_lanes(|wg| {
+            wg.begin();
+            let mut s = wg.shared::<u32, 16>();
+            let mut u = wg.shared::<u32, 8>();
+            let lane = |t: usize| wg.ctx(t, [t as u32, 0, 0]);
+            for t in 0..16 {
+                let _ctx = lane(t);
+                s.set(t, 0); // l + 8
+                if t < 7 {
+                    u.set(t, 0); // l + 10: u[7] is never written
+                }
+            }
+            wg.barrier();
+            let atomics = move |rounds: usize| { let mut s = s;
+                for round in 0..rounds {
+                    for t in 0..64 {
+                        let _ctx = lane(t);
+                        _ = s.atomic_add((t * 7 + round) % 16, 1); // l + 18: the run's line
+                    }
+                }
+            };
+            atomics(3);
+            let _ctx = lane(0);
+            let _ = s.get(5); // l + 24: its last atomic: lane 53's in round 2 (7 * 53 + 2 = 5 mod 16)
+            let _ctx = lane(9);
+            _ = s.atomic_add(6, 1); // l + 26: after the run ended, the entry's checks
+            let _ctx = lane(1);
+            s.set(6, 1); // l + 28: races with lane 9's atomic at l + 26
+            wg.barrier();
+            atomics(2);
+            let _ctx = lane(2);
+            _ = s.atomic_add(3, 1); // l + 32: another line ends the run
+            for e in [3, 4] {
+                let _ctx = lane(4);
+                let _ = s.get(e); // l + 35: 3 races with l + 32, 4 with lane 53's at l + 18 (7 * 53 + 1 = 4 mod 16)
+            }
+            wg.barrier();
+            atomics(3);
+            wg.barrier();
+            for t in 0..64 {
+                let _ctx = lane(t);
+                let _ = s.get(t % 16); // l + 42: ordered after the run by the barrier
+            }
+            for round in 0..3 {
+                for t in 0..64 {
+                    let _ctx = lane(t);
+                    _ = u.atomic_add(if round == 2 && t == 5 { 7 } else { (t + round) % 7 }, 1); // l + 47: u[7] unwritten: no run
+                }
+            }
+            wg.end();
+        });
+        let side = |what: &str, local: u32, line: u32| {
+            format!("{what} by workgroup (0, 0, 0) local id ({local}, 0, 0) at src/host/sim.rs:{line}:")
+        };
+        let found = |kind: &str, line: u32, other: &str| {
+            let f = findings.items.iter().find(|f| f.kind == kind && f.line == line as u64 && f.message.contains(other));
+            f.unwrap_or_else(|| panic!("no {kind} at line {line} with {other}: {findings:?}")).message.clone()
+        };
+        assert_eq!(findings.items.len(), 5, "{findings:?}");
+        let race = found("shared-race", l + 24, "");
+        assert!(race.contains(&side("atomic", 53, l + 18)) && race.contains(&side("read", 0, l + 24)), "{race}");
+        let race = found("shared-race", l + 28, "");
+        assert!(race.contains(&side("atomic", 9, l + 26)) && race.contains(&side("write", 1, l + 28)), "{race}");
+        let race = found("shared-race", l + 35, &format!(":{}:", l + 32));
+        assert!(race.contains(&side("atomic", 2, l + 32)) && race.contains(&side("read", 4, l + 35)) && race.contains("[3]"), "{race}");
+        let race = found("shared-race", l + 35, &format!(":{}:", l + 18));
+        assert!(race.contains(&side("atomic", 53, l + 18)) && race.contains(&side("read", 4, l + 35)) && race.contains("[4]"), "{race}");
+        // The one atomic on u[7], long after the run would have started.
+        let unwritten = found("uninitialized-read", l + 47, "");
+        assert!(unwritten.contains(&side("atomic", 5, l + 47)) && unwritten.contains("[7]"), "{unwritten}");
     }
 
     /// Launch after launch on buffers of one length (the pooled shadow, a new generation each
