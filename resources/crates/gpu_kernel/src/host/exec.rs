@@ -611,7 +611,7 @@ struct Start {
 /// there), one indirect call per invocation and workgroup beside a fiber's switches at every
 /// barrier. Generic over the closure, this loop, `mark_returned` and `stop` (the switch to the
 /// next invocation) and `spawn` were compiled again in every kernel crate's cpu build, after
-/// every edit: saxpy's build spent about 11 ms (7 %) of its CPU time on them
+/// every edit: 9-18 ms (6-11 %) of saxpy's CPU time
 /// (docs/cpu-sim.md, "Edit loop, the fiber start compiled once").
 extern "C" fn fiber_main(arg: *mut u8) -> ! {
     let start = unsafe { &*(arg as *const Start) };
