@@ -115,8 +115,9 @@ def test_a_relative_cache_folder_gets_this_builds_assembly(example_copy, tmp_pat
 
 
 def test_the_entrys_code_includes_the_executor_instances_that_hold_its_body(example_copy, cache):
-    # The kernel body is inlined into gpu_kernel's run_invocations::<closure> (and fiber_main::<…>
-    # after a barrier): the IR views read those too, and nothing instantiated for another entry.
+    # The kernel body is inlined into gpu_kernel's run_invocations::<closure> (and call_body::<…>,
+    # on a fiber after a barrier): the IR views read those too, and nothing instantiated for
+    # another entry.
     from workbench.build.ir_instructions import _holds_entry_code, x86_instructions
 
     root = example_copy("saxpy", unique=True)

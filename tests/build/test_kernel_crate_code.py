@@ -1,8 +1,9 @@
 """What a kernel crate's cpu build compiles: its body, not the host executor's threads.
 
 The edit → result loop waits for this build after every save. The executor's threads, workgroup
-loop and barrier scheduler are compiled once, in `gpu_kernel`; only the per-kernel part
-(`run_invocations`, `spawn`, `fiber_main`) is monomorphized for the kernel's closure. Checked on
+loop, the fibers' start and loop (`spawn`, `fiber_main`) and the barrier scheduler are compiled
+once, in `gpu_kernel`; only the per-kernel part (`run_invocations`, the body on a workgroup's
+loop, and `call_body`, the body on a fiber) is monomorphized for the kernel's closure. Checked on
 the symbols of a real build of saxpy's cdylib: Rust's v0 mangling names a generic instance with
 its type arguments, so code instantiated for a saxpy type carries the crate's name (`5saxpy`).
 """
@@ -43,6 +44,10 @@ def test_a_kernel_crate_monomorphizes_its_body_and_not_the_executor_threads(exam
     # closure: the per-kernel build would compile the thread machinery again.
     threads = [s for s in for_saxpy if re.search(r"\d+thread|\d+worker|\d+run_grid", s)]
     assert threads == []
+    # Nor the fibers' start and loop: the body reaches them through `call_body::<closure>`.
+    fibers = [s for s in for_saxpy if re.search(r"10fiber_main|5spawn|9switch_to|4stop", s)]
+    assert fibers == []
+    assert any("9call_body" in s for s in for_saxpy)
     # ... while the executor's own code is there, compiled once in gpu_kernel.
     assert any("10gpu_kernel" in s and "8run_grid" in s for s in symbols)
     assert any("15run_invocations" in s and "5saxpy" in s for s in symbols)

@@ -174,8 +174,8 @@ def _holds_entry_code(label: str, entry: str) -> bool:
     function instantiated for such a closure (`_RIN…NCNv…<len><entry>…`). A kernel-API host entry
     runs the kernel body as a closure (`Kernel::run(|ctx| body(ctx, …))`); the executor's per-kernel
     code is generic over it, and the body is inlined there: `run_invocations::<closure>` (a
-    workgroup's invocations) and `fiber_main::<closure>` (after a barrier), or stays the closure's
-    own function when too large to inline."""
+    workgroup's invocations) and `call_body::<closure>` (an invocation on a fiber, after a
+    barrier), or stays the closure's own function when too large to inline."""
     if label == entry:
         return True
     if not label.startswith(("_RNC", "_RIN")):

@@ -43,8 +43,11 @@ pub(crate) enum Status {
     Done,
 }
 
-/// Starts the fiber of one invocation of a workgroup (monomorphized for the kernel body).
+/// Starts the fiber of one invocation of a workgroup (`spawn`; a `#[lanes]` copy's `no_fibers`).
 type Spawn = unsafe fn(&Group, usize);
+
+/// Calls the kernel's closure (behind a thin pointer) with one invocation's `Ctx`: `call_body::<F>`.
+type CallBody = unsafe fn(*const u8, Ctx);
 
 /// One workgroup's state, reused by a worker thread for every workgroup it runs. Only that
 /// thread touches it (its fibers run one at a time), hence `Cell`s and no locks.
@@ -120,7 +123,7 @@ pub struct Group {
     asked: Cell<usize>,
     /// The worker's stack, parked while the fibers finish a converted workgroup.
     resume: fiber::Context,
-    /// Starts the fiber of invocation `u` (monomorphized for the kernel body: `spawn::<F>`).
+    /// Starts the fiber of invocation `u` (`spawn`, the same for every kernel body).
     spawn: Cell<Option<Spawn>>,
     spawn_data: Cell<[*const u8; 2]>,
     /// Where the entry called `Kernel::run` (a divergence report's "returned" side).
@@ -603,7 +606,7 @@ fn local_coords(t: usize, size: [u32; 3]) -> [u32; 3] {
 }
 
 /// What a fiber needs to start invocation `local` (the body is the kernel's closure, behind a
-/// thin pointer: `fiber_main::<F>` knows its type).
+/// thin pointer: `call`, monomorphized for it, knows its type).
 struct Start {
     group: *const Group,
     t: usize,
@@ -611,18 +614,25 @@ struct Start {
     /// divisions at every fiber start were a tenth of stencil2d's time).
     local: [u32; 3],
     body: *const u8,
+    call: CallBody,
 }
 
 /// A fiber's life: invocation `t` of the workgroup running now, then, parked where it returned,
 /// invocation `t` of the next workgroup that turns into fibers on this worker, and so on to the
 /// launch's end (`convert` starts a fiber only once per launch: preparing 255 stacks and entering
 /// each fiber afresh at every workgroup was a third of a one-barrier kernel's overhead).
-extern "C" fn fiber_main<F: Fn(Ctx) + Sync>(arg: *mut u8) -> ! {
+///
+/// Not generic: the body is called through `start.call` (`call_body::<F>`, the body inlined
+/// there), one indirect call per invocation and workgroup beside a fiber's switches at every
+/// barrier. Generic over the closure, this loop, `mark_returned` and `stop` (the switch to the
+/// next invocation) and `spawn` were compiled again in every kernel crate's cpu build, after
+/// every edit: 9-18 ms (6-11 %) of saxpy's CPU time
+/// (docs/cpu-sim.md, "Edit loop, the fiber start compiled once").
+extern "C" fn fiber_main(arg: *mut u8) -> ! {
     let start = unsafe { &*(arg as *const Start) };
     let group = unsafe { &*start.group };
-    let body = unsafe { &*(start.body as *const F) };
     loop {
-        body(Ctx::of(group, start.t, start.local));
+        unsafe { (start.call)(start.body, Ctx::of(group, start.t, start.local)) };
         mark_returned(group, start.t);
         // Resumed only when a later workgroup's invocation `t` is ready to run (a finished
         // invocation's status stays `Done` until `begin`).
@@ -631,15 +641,22 @@ extern "C" fn fiber_main<F: Fn(Ctx) + Sync>(arg: *mut u8) -> ! {
 }
 
 /// The kernel-specific part of a launch, the only code monomorphized for each kernel body: the
-/// invocations of one workgroup (`group`: the body inlined into their loop) and the start of one
-/// invocation's fiber (`spawn`). The threads, the workgroup loop and the barrier rounds are
-/// compiled once, in this crate: a kernel crate's cpu build (the edit → result loop's) compiles
-/// its body and little else. With `std::thread::scope` monomorphized for each body, saxpy's
-/// `cargo build` after a kernel edit took 0.27 s; now 0.14 s (benchmarks/kernel_crate_ab.py).
+/// invocations of one workgroup (`group`: the body inlined into their loop) and one invocation
+/// on a fiber (`call`: the body inlined into `call_body`). The threads, the workgroup loop, the
+/// fibers' start and loop (`spawn`, `fiber_main`) and the barrier rounds are compiled once, in
+/// this crate: a kernel crate's cpu build (the edit → result loop's) compiles its body and
+/// little else. With `std::thread::scope` monomorphized for each body, saxpy's `cargo build`
+/// after a kernel edit took 0.27 s; now 0.14 s (benchmarks/kernel_crate_ab.py).
 struct KernelCode {
     body: *const u8,
     group: unsafe fn(&Group, *const u8),
-    spawn: unsafe fn(&Group, usize),
+    spawn: Spawn,
+    call: CallBody,
+}
+
+/// One invocation of the kernel's closure `F` (behind `body`), on its fiber (`fiber_main`).
+unsafe fn call_body<F: Fn(Ctx) + Sync>(body: *const u8, ctx: Ctx) {
+    unsafe { (*(body as *const F))(ctx) }
 }
 
 // The body is `Sync` (`run`'s bound); the pointer is only its address.
@@ -655,7 +672,7 @@ pub(crate) fn run<F: Fn(Ctx) + Sync>(
     body: &F,
     entry_at: &'static Location<'static>,
 ) {
-    let kernel = KernelCode { body: body as *const F as *const u8, group: run_invocations::<F>, spawn: spawn::<F> };
+    let kernel = KernelCode { body: body as *const F as *const u8, group: run_invocations::<F>, spawn, call: call_body::<F> };
     run_grid(grid, size, workers, checks, &kernel, entry_at);
 }
 
@@ -670,7 +687,7 @@ pub(crate) fn run_lanes<L: Fn(&super::Lanes) + Sync>(
     body: &L,
     entry_at: &'static Location<'static>,
 ) {
-    let kernel = KernelCode { body: body as *const L as *const u8, group: run_lanes_group::<L>, spawn: no_fibers };
+    let kernel = KernelCode { body: body as *const L as *const u8, group: run_lanes_group::<L>, spawn: no_fibers, call: no_call };
     run_grid(grid, size, workers, checks, &kernel, entry_at);
 }
 
@@ -680,6 +697,11 @@ unsafe fn run_lanes_group<L: Fn(&super::Lanes) + Sync>(group: &Group, body: *con
     let lanes = super::Lanes::new(group, &state);
     body(&lanes);
     lanes.check_ended();
+}
+
+/// A `#[lanes]` copy starts no fiber (`no_fibers`), so nothing calls its `KernelCode::call`.
+unsafe fn no_call(_: *const u8, _: Ctx) {
+    unreachable!("gpu_kernel: a #[lanes] copy has no fibers");
 }
 
 /// A `#[lanes]` body reaches no `Ctx::barrier` (the attribute refuses a `ctx` it cannot see).
@@ -1025,7 +1047,7 @@ fn work(job: &GridJob, wake: Option<&pool::Wake>) {
     sim::enter_group(&group);
     let kernel = job.kernel;
     let starts: Vec<Start> =
-        (0..threads).map(|t| Start { group: &group, t, local: group.local_coords(t), body: kernel.body }).collect();
+        (0..threads).map(|t| Start { group: &group, t, local: group.local_coords(t), body: kernel.body, call: kernel.call }).collect();
     group.spawn.set(Some(kernel.spawn));
     group.spawn_data.set([&stacks as *const Stacks as *const u8, starts.as_ptr() as *const u8]);
     let started = wake.map(|_| Instant::now());
@@ -1057,10 +1079,13 @@ fn work(job: &GridJob, wake: Option<&pool::Wake>) {
     STACKS.with(|s| *s.borrow_mut() = Some(stacks));
 }
 
-/// Start invocation `u`'s fiber (ready to run the body from its beginning).
-unsafe fn spawn<F: Fn(Ctx) + Sync>(group: &Group, u: usize) {
+/// Start invocation `u`'s fiber (ready to run the body from its beginning). Never inlined: rustc
+/// would otherwise hand this small function to every kernel crate to compile again (it is only
+/// called through `KernelCode::spawn`).
+#[inline(never)]
+unsafe fn spawn(group: &Group, u: usize) {
     let [stacks, starts] = group.spawn_data.get();
     let stacks = unsafe { &*(stacks as *const Stacks) };
     let start = unsafe { (starts as *const Start).add(u) };
-    unsafe { fiber::prepare(&group.ctx[u], stacks.top(u), fiber_main::<F>, start as *mut u8) };
+    unsafe { fiber::prepare(&group.ctx[u], stacks.top(u), fiber_main, start as *mut u8) };
 }
