@@ -143,9 +143,12 @@ pub fn scan_body(
 
 /// Pass 2: `y[i] += sums[0] + ... + sums[tile - 1]` for the tile's 2304 elements.
 ///
-/// The workgroup first sums the totals before its tile: invocation t adds sums[t], sums[t + 256],
-/// ... below `tile`, then a tree in workgroup memory (as the reduction example folds) gives the
-/// offset in `total[0]`; the tile is then updated striped, as pass 1 wrote it.
+/// The workgroup first sums the totals before its tile, raked as pass 1 rakes its runs: in rounds
+/// of `BLOCK` consecutive totals invocation t adds its one (`part`, round by round), the 32
+/// rakers each add 8 of the 256 partial sums (raker t those at t, t + 32, ...: 32 banks), and
+/// invocation 0 adds the 32 rake totals into `total[0]`: three barriers, where a tree in
+/// workgroup memory took nine. The tile is then updated striped, as pass 1 wrote it, each round
+/// one contiguous stretch of `BLOCK` elements.
 #[inline(always)]
 #[lanes]
 pub fn scan_add_body(
@@ -158,27 +161,49 @@ pub fn scan_add_body(
     let n = n as usize;
     let t = ctx.local_id_x();
     let tile = ctx.group_linear();
-    // Spare workgroups of a folded grid (tile >= tiles) must not read past `sums`.
-    let before = if tile < n.div_ceil(TILE) { tile } else { 0 };
-    if t < BLOCK {
-        let mut part = 0u32;
-        let mut k = t;
-        while k < before {
-            part = part.wrapping_add(sums.get(k));
-            k += BLOCK;
+    // Spare workgroups of a folded grid (tile >= tiles) must not read past `sums` (they sum it
+    // all and write nothing).
+    let before = tile.min(n.div_ceil(TILE));
+    // The round loop outside the `if`, its counter the same in every invocation: as `#[lanes]` a
+    // uniform `while` (each round one pass over the lanes, `part` a lane's slot), its own name
+    // (a name's every assignment decides whether it is uniform: `macros/src/lib.rs`).
+    let mut part = 0u32;
+    let mut round = 0;
+    while round < before {
+        if t < BLOCK && round + t < before {
+            part = part.wrapping_add(sums.get(round + t));
         }
+        round += BLOCK;
+    }
+    if t < BLOCK {
         total.set(t, part);
     }
     ctx.barrier();
-    let mut stride = BLOCK / 2;
-    while stride > 0 {
-        if t < stride {
-            total.set(t, total.get(t).wrapping_add(total.get(t + stride)));
+    if t < RAKERS {
+        // Raker t alone reads total[t + 32 j] and writes total[t].
+        let mut rake = 0u32;
+        let mut j = 0;
+        while j < RAKE {
+            rake = rake.wrapping_add(total.get(t + j * RAKERS));
+            j += 1;
         }
-        ctx.barrier();
-        stride /= 2;
+        total.set(t, rake);
     }
-    let offset = total.get(0);
+    ctx.barrier();
+    if t < 1 {
+        let mut offset = 0u32;
+        let mut r = 0;
+        while r < RAKERS {
+            offset = offset.wrapping_add(total.get(r));
+            r += 1;
+        }
+        total.set(0, offset);
+    }
+    ctx.barrier();
+    // Typed: a local the rounds below read is kept per lane only where its type is seen to be
+    // a primitive one (the `#[lanes]` rule); untyped, the rounds ran inside each lane, nine
+    // elements 256 apart, not one contiguous pass a round.
+    let offset: u32 = total.get(0);
     let base = tile * TILE;
     let mut k = 0;
     while k < ITEMS {
