@@ -7,15 +7,19 @@
 //!    reduction over `sums[0 .. tile]`) to its 2304 elements of `y`.
 //!
 //! Pass 1 is CUB's block scan with several items per invocation (`BlockLoad` / `BlockStore`
-//! through workgroup memory, a raking `BlockScan`): the tile is read into workgroup memory in
-//! striped order (element k * 256 + t by invocation t: neighbouring invocations read neighbouring
-//! elements, one coalesced line a warp on a GPU); invocation t then scans its own run of 9
-//! consecutive elements there (t * 9 ..= t * 9 + 8) serially; 32 invocations rake the 256 run
-//! totals (8 each), then each raker sums the rake totals before its own and gives each of its
-//! runs its offset in the tile; the tile goes out striped as it came in, each element with its
-//! run's offset added. Four barriers a tile of 2304, where two elements an invocation and a
-//! Hillis–Steele scan of the pair sums took 17 a tile of 512 and about four adds and shared loads
-//! and stores an element.
+//! through workgroup memory, a raking reduce-then-scan `BlockScan`): the tile is read into
+//! workgroup memory in striped order (element k * 256 + t by invocation t: neighbouring
+//! invocations read neighbouring elements, one coalesced line a warp on a GPU); invocation t then
+//! sums its own run of 9 consecutive elements there (t * 9 ..= t * 9 + 8); 32 invocations rake
+//! the 256 run totals (8 each), then each raker sums the rake totals before its own and gives
+//! each of its runs its offset in the tile; each invocation scans its run in place from that
+//! offset, and the tile goes out striped as it came in, a copy. Five barriers a tile of 2304, three
+//! workgroup-memory loads and two stores an element, no per-element lookup of a run's offset (its
+//! `e / 9` and load); where two elements an invocation and a Hillis–Steele scan of the pair sums
+//! took 17 barriers a tile of 512 and about four adds and shared loads and stores an element. On
+//! the host (`#[lanes]`) the striped read and write are each one contiguous pass over the lanes a
+//! round (a copy: loops LLVM vectorises where the accessors let it), the run's sum and scan nine
+//! consecutive elements a lane.
 //!
 //! The classic scheme has a third launch between these (a scan of `sums`); here the second pass
 //! reduces the sums before its tile itself, which costs O(tiles) reads per workgroup: cheap while
@@ -44,13 +48,13 @@ const RAKE: usize = BLOCK / RAKERS;
 
 /// Pass 1: the tile's inclusive scan into `y`, its total into `sums[tile]`.
 ///
-/// `items` holds the tile (striped in, then each invocation's run of ITEMS scanned in place);
-/// `runs` the 256 run totals, then the offset of each run in the tile; `rakes` the 32 rake
-/// totals (8 runs a rake). Raker t's offsets: the totals of the rakes before its own, then run by
-/// run through its 8 (in place: raker t alone touches `runs[8t ..][.. 8]`). Element e of the tile
-/// is `items[e]` plus its run's offset (`runs[e / ITEMS]`), written out striped. Each step reads
-/// only what the barrier before it made whole, and writes only what no other invocation reads in
-/// that step. A launch wider than `BLOCK`: the extra invocations only join the barriers.
+/// `items` holds the tile (striped in; then each invocation's run of ITEMS scanned in place from
+/// the run's offset); `runs` the 256 run totals, then the offset of each run in the tile; `rakes`
+/// the 32 rake totals (8 runs a rake). Raker t's offsets: the totals of the rakes before its own,
+/// then run by run through its 8 (in place: raker t alone touches `runs[8t ..][.. 8]`). The tile
+/// then goes out striped, a copy of `items`. Each step reads only what the barrier before it made
+/// whole, and writes only what no other invocation reads in that step. A launch wider than
+/// `BLOCK`: the extra invocations only join the barriers.
 #[allow(clippy::too_many_arguments)] // the launch's buffers and the three workgroup arrays
 #[inline(always)]
 #[lanes]
@@ -81,12 +85,13 @@ pub fn scan_body(
         k += 1;
     }
     ctx.barrier();
+    // Invocation t's run of ITEMS consecutive elements: its total (the run is scanned after the
+    // rake, from its offset: reduce, then scan).
     if t < BLOCK {
         let mut run = 0u32;
         let mut j = 0;
         while j < ITEMS {
             run = run.wrapping_add(items.get(t * ITEMS + j));
-            items.set(t * ITEMS + j, run);
             j += 1;
         }
         runs.set(t, run);
@@ -126,15 +131,25 @@ pub fn scan_body(
         }
     }
     ctx.barrier();
-    // Striped out; spare workgroups have base >= n and write nothing.
+    // Invocation t's run scanned in place from its offset (invocation t alone has touched
+    // items[t * ITEMS ..][.. ITEMS] since the first barrier).
+    if t < BLOCK {
+        let mut run = runs.get(t);
+        let mut j = 0;
+        while j < ITEMS {
+            run = run.wrapping_add(items.get(t * ITEMS + j));
+            items.set(t * ITEMS + j, run);
+            j += 1;
+        }
+    }
+    ctx.barrier();
+    // Striped out, a copy; spare workgroups have base >= n and write nothing.
     let mut k = 0;
     while k < ITEMS {
         if t < BLOCK {
             let i = base + k * BLOCK + t;
             if i < n {
-                let e = k * BLOCK + t;
-                let run = e / ITEMS;
-                y.set(i, items.get(e).wrapping_add(runs.get(run)));
+                y.set(i, items.get(k * BLOCK + t));
             }
         }
         k += 1;
