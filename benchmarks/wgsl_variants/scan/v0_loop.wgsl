@@ -1,6 +1,6 @@
 // V0: the reference WGSL with its fixed-count loops kept as loops (the 9 rounds of the striped
-// read and write, each invocation's run of 9, the rakes of 8, each raker's sum of the rakes before
-// its own), so
+// read and write, each invocation's run of 9 summed and scanned, the rakes of 8, each raker's sum of the
+// rakes before its own), so
 // naga adds a loop counter (force_loop_bounding) to each; the reference writes them out. The
 // loop form of the pass before it (Hillis-Steele over pairs, tiles of 512) measured wgsl/cuda-c
 // 1.07-1.17 at n = 2^22 on the H200 (benchmarks/results/h200-2026-12-02/parity.md).
@@ -40,7 +40,6 @@ fn scan(
     var run = 0u;
     for (var j = 0u; j < 9u; j++) {
         run += items[t * 9u + j];
-        items[t * 9u + j] = run;
     }
     runs[t] = run;
     workgroupBarrier();
@@ -70,11 +69,16 @@ fn scan(
         }
     }
     workgroupBarrier();
+    run = runs[t];
+    for (var j = 0u; j < 9u; j++) {
+        run += items[t * 9u + j];
+        items[t * 9u + j] = run;
+    }
+    workgroupBarrier();
     for (var k = 0u; k < 9u; k++) {
         let i = base + k * 256u + t;
         if (i < params.n) {
-            let e = k * 256u + t;
-            y[i] = items[e] + runs[e / 9u];
+            y[i] = items[k * 256u + t];
         }
     }
 }

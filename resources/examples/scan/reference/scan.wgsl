@@ -1,9 +1,10 @@
 // Hand-written WGSL scan, pass 1 (src/lib.rs's scan_body): each workgroup of 256 invocations
 // scans a tile of 2304 u32 (9 per invocation) into y, and writes the tile's total to sums[tile].
 // The tile is read striped into workgroup memory (round k: element k * 256 + t by invocation t),
-// each invocation scans its run of 9 consecutive elements there, 32 invocations rake the 256 run
+// each invocation sums its run of 9 consecutive elements there, 32 invocations rake the 256 run
 // totals (8 each), each raker sums the rake totals before its own and gives its 8 runs their
-// offsets, and the tile goes out striped, each element with its run's offset added. Pass 2 is
+// offsets, each invocation scans its run in place from its offset, and the tile goes out striped,
+// a copy (CUB's BlockLoad / raking reduce-then-scan BlockScan / BlockStore). Pass 2 is
 // scan_add.wgsl.
 //
 // The fixed-count loops are written out (a call per round), as nvcc unrolls reference/scan.cu's:
@@ -35,9 +36,8 @@ fn load(base: u32, k: u32, t: u32) {
     items[k * 256u + t] = v;
 }
 
-// Element j of invocation t's run: the running sum so far, stored in place.
-fn scan_item(run: u32, t: u32, j: u32) -> u32 {
-    let e = t * 9u + j;
+// Element e of a run: the running sum so far (from the run's offset), stored in place.
+fn scan_item(run: u32, e: u32) -> u32 {
     let sum = run + items[e];
     items[e] = sum;
     return sum;
@@ -57,12 +57,11 @@ fn rake_item(before: u32, t: u32, j: u32) -> u32 {
     return before + run;
 }
 
-// Round k of the striped write: element e's run scan plus its run's offset (run e / 9).
+// Round k of the striped write: a copy of the tile as the invocations left it.
 fn store(base: u32, k: u32, t: u32) {
     let i = base + k * 256u + t;
     if (i < params.n) {
-        let e = k * 256u + t;
-        y[i] = items[e] + runs[e / 9u];
+        y[i] = items[k * 256u + t];
     }
 }
 
@@ -87,16 +86,11 @@ fn scan(
     load(base, 7u, t);
     load(base, 8u, t);
     workgroupBarrier();
-    var run = scan_item(0u, t, 0u);
-    run = scan_item(run, t, 1u);
-    run = scan_item(run, t, 2u);
-    run = scan_item(run, t, 3u);
-    run = scan_item(run, t, 4u);
-    run = scan_item(run, t, 5u);
-    run = scan_item(run, t, 6u);
-    run = scan_item(run, t, 7u);
-    run = scan_item(run, t, 8u);
-    runs[t] = run;
+    // Invocation t's run of 9 consecutive elements: its total (the run is scanned after the
+    // rake, from its offset: reduce, then scan).
+    let r = t * 9u;
+    runs[t] = items[r] + items[r + 1u] + items[r + 2u] + items[r + 3u] + items[r + 4u]
+        + items[r + 5u] + items[r + 6u] + items[r + 7u] + items[r + 8u];
     workgroupBarrier();
     if (t < 32u) {
         let rake = runs[t * 8u] + runs[t * 8u + 1u] + runs[t * 8u + 2u] + runs[t * 8u + 3u]
@@ -149,6 +143,18 @@ fn scan(
             sums[tile] = before;  // the last raker's total is the tile's
         }
     }
+    workgroupBarrier();
+    // Invocation t's run scanned in place from its offset (invocation t alone has touched
+    // items[r ..][.. 9] since the first barrier).
+    var run = scan_item(runs[t], r);
+    run = scan_item(run, r + 1u);
+    run = scan_item(run, r + 2u);
+    run = scan_item(run, r + 3u);
+    run = scan_item(run, r + 4u);
+    run = scan_item(run, r + 5u);
+    run = scan_item(run, r + 6u);
+    run = scan_item(run, r + 7u);
+    run = scan_item(run, r + 8u);
     workgroupBarrier();
     store(base, 0u, t);
     store(base, 1u, t);

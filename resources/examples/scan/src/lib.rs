@@ -7,15 +7,19 @@
 //!    reduction over `sums[0 .. tile]`) to its 2304 elements of `y`.
 //!
 //! Pass 1 is CUB's block scan with several items per invocation (`BlockLoad` / `BlockStore`
-//! through workgroup memory, a raking `BlockScan`): the tile is read into workgroup memory in
-//! striped order (element k * 256 + t by invocation t: neighbouring invocations read neighbouring
-//! elements, one coalesced line a warp on a GPU); invocation t then scans its own run of 9
-//! consecutive elements there (t * 9 ..= t * 9 + 8) serially; 32 invocations rake the 256 run
-//! totals (8 each), then each raker sums the rake totals before its own and gives each of its
-//! runs its offset in the tile; the tile goes out striped as it came in, each element with its
-//! run's offset added. Four barriers a tile of 2304, where two elements an invocation and a
-//! Hillis–Steele scan of the pair sums took 17 a tile of 512 and about four adds and shared loads
-//! and stores an element.
+//! through workgroup memory, a raking reduce-then-scan `BlockScan`): the tile is read into
+//! workgroup memory in striped order (element k * 256 + t by invocation t: neighbouring
+//! invocations read neighbouring elements, one coalesced line a warp on a GPU); invocation t then
+//! sums its own run of 9 consecutive elements there (t * 9 ..= t * 9 + 8); 32 invocations rake
+//! the 256 run totals (8 each), then each raker sums the rake totals before its own and gives
+//! each of its runs its offset in the tile; each invocation scans its run in place from that
+//! offset, and the tile goes out striped as it came in, a copy. Five barriers a tile of 2304, three
+//! workgroup-memory loads and two stores an element, no per-element lookup of a run's offset (its
+//! `e / 9` and load); where two elements an invocation and a Hillis–Steele scan of the pair sums
+//! took 17 barriers a tile of 512 and about four adds and shared loads and stores an element. On
+//! the host (`#[lanes]`) the striped read and write are each one contiguous pass over the lanes a
+//! round (a copy: loops LLVM vectorises where the accessors let it), the run's sum and scan nine
+//! consecutive elements a lane.
 //!
 //! The classic scheme has a third launch between these (a scan of `sums`); here the second pass
 //! reduces the sums before its tile itself, which costs O(tiles) reads per workgroup: cheap while
@@ -44,13 +48,13 @@ const RAKE: usize = BLOCK / RAKERS;
 
 /// Pass 1: the tile's inclusive scan into `y`, its total into `sums[tile]`.
 ///
-/// `items` holds the tile (striped in, then each invocation's run of ITEMS scanned in place);
-/// `runs` the 256 run totals, then the offset of each run in the tile; `rakes` the 32 rake
-/// totals (8 runs a rake). Raker t's offsets: the totals of the rakes before its own, then run by
-/// run through its 8 (in place: raker t alone touches `runs[8t ..][.. 8]`). Element e of the tile
-/// is `items[e]` plus its run's offset (`runs[e / ITEMS]`), written out striped. Each step reads
-/// only what the barrier before it made whole, and writes only what no other invocation reads in
-/// that step. A launch wider than `BLOCK`: the extra invocations only join the barriers.
+/// `items` holds the tile (striped in; then each invocation's run of ITEMS scanned in place from
+/// the run's offset); `runs` the 256 run totals, then the offset of each run in the tile; `rakes`
+/// the 32 rake totals (8 runs a rake). Raker t's offsets: the totals of the rakes before its own,
+/// then run by run through its 8 (in place: raker t alone touches `runs[8t ..][.. 8]`). The tile
+/// then goes out striped, a copy of `items`. Each step reads only what the barrier before it made
+/// whole, and writes only what no other invocation reads in that step. A launch wider than
+/// `BLOCK`: the extra invocations only join the barriers.
 #[allow(clippy::too_many_arguments)] // the launch's buffers and the three workgroup arrays
 #[inline(always)]
 #[lanes]
@@ -81,12 +85,17 @@ pub fn scan_body(
         k += 1;
     }
     ctx.barrier();
+    // Invocation t's run of ITEMS consecutive elements: its total (the run is scanned after the
+    // rake, from its offset: reduce, then scan).
+    // `first` outside the loop: as `#[lanes]` a loop naming the lane id `t` inside a loop of its
+    // own gets it through `black_box` (`LaneType::opaque`), a store and a reload a lane (6 % of
+    // this pass's CPU time).
     if t < BLOCK {
+        let first = t * ITEMS;
         let mut run = 0u32;
         let mut j = 0;
         while j < ITEMS {
-            run = run.wrapping_add(items.get(t * ITEMS + j));
-            items.set(t * ITEMS + j, run);
+            run = run.wrapping_add(items.get(first + j));
             j += 1;
         }
         runs.set(t, run);
@@ -126,15 +135,26 @@ pub fn scan_body(
         }
     }
     ctx.barrier();
-    // Striped out; spare workgroups have base >= n and write nothing.
+    // Invocation t's run scanned in place from its offset (invocation t alone has touched
+    // items[t * ITEMS ..][.. ITEMS] since the first barrier).
+    if t < BLOCK {
+        let first = t * ITEMS;
+        let mut run = runs.get(t);
+        let mut j = 0;
+        while j < ITEMS {
+            run = run.wrapping_add(items.get(first + j));
+            items.set(first + j, run);
+            j += 1;
+        }
+    }
+    ctx.barrier();
+    // Striped out, a copy; spare workgroups have base >= n and write nothing.
     let mut k = 0;
     while k < ITEMS {
         if t < BLOCK {
             let i = base + k * BLOCK + t;
             if i < n {
-                let e = k * BLOCK + t;
-                let run = e / ITEMS;
-                y.set(i, items.get(e).wrapping_add(runs.get(run)));
+                y.set(i, items.get(k * BLOCK + t));
             }
         }
         k += 1;
@@ -143,9 +163,12 @@ pub fn scan_body(
 
 /// Pass 2: `y[i] += sums[0] + ... + sums[tile - 1]` for the tile's 2304 elements.
 ///
-/// The workgroup first sums the totals before its tile: invocation t adds sums[t], sums[t + 256],
-/// ... below `tile`, then a tree in workgroup memory (as the reduction example folds) gives the
-/// offset in `total[0]`; the tile is then updated striped, as pass 1 wrote it.
+/// The workgroup first sums the totals before its tile, raked as pass 1 rakes its runs: in rounds
+/// of `BLOCK` consecutive totals invocation t adds its one (`part`, round by round), the 32
+/// rakers each add 8 of the 256 partial sums (raker t those at t, t + 32, ...: 32 banks), and
+/// invocation 0 adds the 32 rake totals into `total[0]`: three barriers, where a tree in
+/// workgroup memory took nine. The tile is then updated striped, as pass 1 wrote it, each round
+/// one contiguous stretch of `BLOCK` elements.
 #[inline(always)]
 #[lanes]
 pub fn scan_add_body(
@@ -158,27 +181,49 @@ pub fn scan_add_body(
     let n = n as usize;
     let t = ctx.local_id_x();
     let tile = ctx.group_linear();
-    // Spare workgroups of a folded grid (tile >= tiles) must not read past `sums`.
-    let before = if tile < n.div_ceil(TILE) { tile } else { 0 };
-    if t < BLOCK {
-        let mut part = 0u32;
-        let mut k = t;
-        while k < before {
-            part = part.wrapping_add(sums.get(k));
-            k += BLOCK;
+    // Spare workgroups of a folded grid (tile >= tiles) must not read past `sums` (they sum it
+    // all and write nothing).
+    let before = tile.min(n.div_ceil(TILE));
+    // The round loop outside the `if`, its counter the same in every invocation: as `#[lanes]` a
+    // uniform `while` (each round one pass over the lanes, `part` a lane's slot), its own name
+    // (a name's every assignment decides whether it is uniform: `macros/src/lib.rs`).
+    let mut part = 0u32;
+    let mut round = 0;
+    while round < before {
+        if t < BLOCK && round + t < before {
+            part = part.wrapping_add(sums.get(round + t));
         }
+        round += BLOCK;
+    }
+    if t < BLOCK {
         total.set(t, part);
     }
     ctx.barrier();
-    let mut stride = BLOCK / 2;
-    while stride > 0 {
-        if t < stride {
-            total.set(t, total.get(t).wrapping_add(total.get(t + stride)));
+    if t < RAKERS {
+        // Raker t alone reads total[t + 32 j] and writes total[t].
+        let mut rake = 0u32;
+        let mut j = 0;
+        while j < RAKE {
+            rake = rake.wrapping_add(total.get(t + j * RAKERS));
+            j += 1;
         }
-        ctx.barrier();
-        stride /= 2;
+        total.set(t, rake);
     }
-    let offset = total.get(0);
+    ctx.barrier();
+    if t < 1 {
+        let mut offset = 0u32;
+        let mut r = 0;
+        while r < RAKERS {
+            offset = offset.wrapping_add(total.get(r));
+            r += 1;
+        }
+        total.set(0, offset);
+    }
+    ctx.barrier();
+    // Typed: a local the rounds below read is kept per lane only where its type is seen to be
+    // a primitive one (the `#[lanes]` rule); untyped, the rounds ran inside each lane, nine
+    // elements 256 apart, not one contiguous pass a round.
+    let offset: u32 = total.get(0);
     let base = tile * TILE;
     let mut k = 0;
     while k < ITEMS {

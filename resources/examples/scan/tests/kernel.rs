@@ -57,3 +57,31 @@ fn wraps_as_u32_arithmetic_does() {
     let x = vec![u32::MAX; 3];
     assert_eq!(scan(&x).0, [u32::MAX, u32::MAX - 1, u32::MAX - 2]);
 }
+
+#[test]
+fn pass_two_over_more_tiles_than_invocations() {
+    // BLOCK + 44 tiles: the workgroups past the 256th sum the totals before them in two rounds
+    // of 256, the last tile partial (5 elements).
+    let tiles = BLOCK + 44;
+    let n = (tiles - 1) * TILE + 5;
+    let sums: Vec<u32> = (0..tiles as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let mut y: Vec<u32> = (0..n as u32).map(|i| i % 5).collect();
+    let mut before = vec![0u32; tiles];
+    for k in 1..tiles {
+        before[k] = before[k - 1].wrapping_add(sums[k - 1]);
+    }
+    let expected: Vec<u32> = y
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v.wrapping_add(before[i / TILE]))
+        .collect();
+    let grid = Grid::new([tiles as u32, 1, 1], [BLOCK as u32, 1, 1]);
+    let (sb, yb) = (grid.input(&sums), grid.output(&mut y));
+    grid.run(|ctx| {
+        let total = ctx.shared::<u32, BLOCK>();
+        scan_add_body(ctx, n as u32, sb, yb, total)
+    });
+    assert_eq!(y, expected);
+}
