@@ -39,6 +39,27 @@ COMMANDS = {
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A sub-command's parser that takes its options and positionals in any order, as the usage
+    lines say: `workbench new vadd --template saxpy DIR` put DIR among "unrecognized arguments"
+    (Python 3.11's argparse matches an optional positional, `nargs="?"`, to nothing once an
+    option has come between it and the positional before it). A parser with sub-commands of
+    its own (`sessions`, `hosts`, `ir`) parses as argparse does; its sub-commands are these."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._intermixing or self._subparsers is not None:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        except TypeError:  # a feature intermixed parsing refuses (argparse says which): as argparse does
+            return super().parse_known_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with `only`, just that sub-command's module is imported (fast start-up)."""
     parser = argparse.ArgumentParser(
@@ -52,7 +73,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="check this installation (window, example builds and runs); --self-test --json for machines",
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     for name, module in COMMANDS.items():
         if only is not None and name != only:
             subparsers.add_parser(name)
