@@ -322,6 +322,41 @@ def test_a_hanging_test_is_stopped_and_a_failed_assertion_is_at_its_line(example
     assert by_id["kernel::every_element_once"]["status"] == "passed"
 
 
+LOUD_TEST = """
+#[test]
+fn prints_a_lot() {
+    println!("FIRST LINE");
+    for k in 0..200_000 {
+        println!("line {k:>8}");
+    }
+    assert_eq!(1 + 1, 3, "loud arithmetic");
+}
+"""
+
+
+@needs_cargo
+def test_a_test_that_prints_megabytes_keeps_its_head_and_tail_and_its_line(example_copy, shared_cache_dir):
+    """A failing test that printed 100 MB froze the window for 16 s when the run ended (its report
+    read on the GUI thread) and 12 s when it was selected (its output shown): the report keeps the
+    output's first and last characters, says what it left out, and the failure is at its line."""
+    project = example_copy("saxpy")
+    extra = project / "tests" / "loud.rs"
+    extra.write_text(LOUD_TEST)
+    out = cli("test", project, "loud::prints_a_lot", "--json", "--cache-dir", shared_cache_dir)
+    assert out.returncode == 1, out.stderr
+    loud = {t["id"]: t for t in json.loads(out.stdout)["tests"]}["loud::prints_a_lot"]
+    assert loud["status"] == "failed"
+    output = loud["output"]
+    assert len(output) < 70_000  # it printed 2.6 MB; kept: 16,000 + 48,000 characters and a note
+    assert output.startswith("FIRST LINE\nline        0\n") and "line   199999" in output
+    assert "loud arithmetic" in output  # the panic, at the end
+    assert "of this test's output left out; `cargo test` in the crate shows all of it" in output
+    assertion = [d for d in loud["diagnostics"] if d["code"] == "test"][0]
+    assert (assertion["file"], assertion["line"]) == ("tests/loud.rs", line_of(extra, "assert_eq!"))
+    assert len(assertion["rendered"]) < 70_000
+    assert len(out.stdout) < 300_000  # what the window reads
+
+
 @needs_cargo
 def test_list_names_each_test_at_its_function(example_copy, shared_cache_dir):
     project = example_copy("saxpy")
