@@ -80,6 +80,15 @@ def test_fmt_names_a_file_that_is_not_utf8_and_formats_the_others(example_copy):
     assert [(d["file"], d["backend"]) for d in report["diagnostics"]] == [("tests/latin1.rs", "rustfmt")]
     assert "UTF-8" in report["diagnostics"][0]["message"]
     assert report["changed"] == ["src/lib.rs"]  # the mis-formatted source, formatted
+    # At its line and column, in words (was "tests/latin1.rs:None: cannot read it as UTF-8 text:
+    # 'utf-8' codec can't decode byte 0xe9 in position 6: ...").
+    (project / "tests" / "latin1.rs").write_bytes("// ok\n// caf\xe9\n".encode("latin-1"))
+    out = cli("fmt", project, "--check")
+    assert out.returncode == 1
+    assert "error: tests/latin1.rs:2:7: not UTF-8 text: byte 0xe9 at line 2, column 7" in out.stderr, (
+        out.stderr
+    )
+    assert "None" not in out.stderr
 
 
 def test_fmt_without_rustfmt_says_so_in_one_line(example_copy):
