@@ -126,6 +126,20 @@ def test_bad_values_also_stop_a_run_before_building(saxpy, capsys, arg, key, val
     assert not (root / "no-cache").exists()  # nothing was built
 
 
+def test_a_crate_folder_that_does_not_exist_is_named_at_its_line(saxpy, capsys):
+    """`crate = "nope"` passed `check`, and every build then failed with "cpu build could not run:
+    [Errno 2] No such file or directory: PosixPath('.../nope')"."""
+    root, edit = saxpy
+    line = edit('crate = "."', 'crate = "nope"')
+    code, err = check(root, capsys)
+    assert code == 2 and located(err) == line, err
+    assert "project.crate: folder 'nope' does not exist" in err
+    code = main(["build", str(root), "--backend", "cpu", "--cache-dir", str(root / "no-cache")])
+    err = capsys.readouterr().err
+    assert code == 2 and located(err) == line and "Errno" not in err, err
+    assert not (root / "no-cache").exists()  # nothing was built
+
+
 def test_an_unclosed_array_is_reported_where_it_opened(saxpy, capsys):
     root, edit = saxpy
     line = edit(

@@ -66,6 +66,14 @@ class _Reader(LocatedReader):
         for backend, settings in backends.items():
             if not isinstance(settings, dict):
                 raise self.fail(("backends", backend), "expected a table of settings")
+        # Of a manifest in a folder (not a text read alone): else every build failed with
+        # "[Errno 2] No such file or directory: PosixPath(...)".
+        folder = self.path.parent
+        if folder.is_dir() and not (folder / crate).is_dir():
+            raise self.fail(
+                ("project", "crate"),
+                f"folder {crate!r} does not exist (the kernel's Cargo crate, relative to {self.path.name})",
+            )
         return Manifest(self.path, name, crate, kernels, backends)
 
     def kernel(self, data: Any, at: tuple) -> Kernel:
