@@ -140,6 +140,22 @@ def test_a_crate_folder_that_does_not_exist_is_named_at_its_line(saxpy, capsys):
     assert not (root / "no-cache").exists()  # nothing was built
 
 
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        ("reference", "'reference' is a folder, not a file"),
+        ("/dev/null", "'/dev/null' is not a regular file"),
+    ],
+)
+def test_a_reference_that_is_a_folder_or_a_device_is_named_as_such(saxpy, capsys, target, says):
+    """It exists: "file 'reference' does not exist" sent the user looking for a missing file."""
+    root, edit = saxpy
+    line = edit('wgsl = "reference/saxpy.wgsl"', f'wgsl = "{target}"')
+    code, err = check(root, capsys)
+    assert code == 2 and located(err) == line, err
+    assert f"kernel[0].reference.wgsl: {says}" in err and "does not exist" not in err, err
+
+
 def test_an_unclosed_array_is_reported_where_it_opened(saxpy, capsys):
     root, edit = saxpy
     line = edit(

@@ -19,7 +19,7 @@ from workbench import expr
 from workbench.backends import BACKENDS, REFERENCE_BACKENDS
 from workbench.errors import ManifestError
 from workbench.manifest.evaluation import MANIFEST_NAME, Where
-from workbench.manifest.located import IDENT, LocatedReader, exists
+from workbench.manifest.located import IDENT, LocatedReader, exists, missing_file
 from workbench.manifest.records import (
     DIRECTIONS,
     ELEMENT_TYPES,
@@ -175,7 +175,7 @@ class _Reader(LocatedReader):
         for backend in data:
             rel = self.string(data, at, backend)
             if not exists(self.path.parent / rel):
-                raise self.fail((*at, backend), f"file {rel!r} does not exist")
+                raise self.fail((*at, backend), missing_file(self.path.parent / rel, rel))
         return dict(data)
 
     def timing(self, data: dict, at: tuple) -> bool:
@@ -285,7 +285,7 @@ class _Reader(LocatedReader):
             if key == "path":
                 rel = self.string(data, at, "path")
                 if not exists(self.path.parent / rel):
-                    raise self.fail((*at, "path"), f"file {rel!r} does not exist")
+                    raise self.fail((*at, "path"), missing_file(self.path.parent / rel, rel))
                 values["path"] = rel
             elif key == "seed":
                 if "seed" in data:
