@@ -152,7 +152,11 @@ def test_dir_may_follow_the_template_option_as_the_usage_says(tmp_path, config_d
     assert f"created vadd (from the saxpy template) in {dest}" in done.stdout
     assert (dest / "workbench.toml").is_file() and not (tmp_path / "vadd").exists()
     done = workbench("new", "vsub", tmp_path / "there", "extra", cwd=tmp_path)  # one DIR at most
-    assert done.returncode == 2 and "unrecognized arguments: extra" in done.stderr, done.stderr
+    # Said with the sub-command's usage (was `usage: workbench [-h] [--version] [--self-test] COMMAND ...`).
+    assert done.returncode == 2 and "workbench new: error: unrecognized arguments: extra" in done.stderr, (
+        done.stderr
+    )
+    assert "usage: workbench new " in done.stderr
 
 
 def test_a_read_only_install_makes_a_writable_project(tmp_path, config_dir):

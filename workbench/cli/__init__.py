@@ -88,6 +88,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of sub-command `command` (the top-level parser when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     child = run_child_module(argv)  # a bundle starting its own worker (workbench.frozen)
@@ -102,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
         argv = ["gui", *argv]
     parser = build_parser(only=argv[0] if argv[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        # Said by the sub-command's parser: its usage line, not `workbench [-h] ... COMMAND ...`.
+        command = _command_parser(parser, getattr(args, "command", None))
+        command.error(f"unrecognized arguments: {' '.join(extras)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
