@@ -62,11 +62,19 @@ class ExportImport:
 
         if self.store() is None or not self._may_start():
             return False
+        selected = bool(self.selected_ids())
         ids = self.export_ids()
+        # The list's export stops at LIST_LIMIT: a user who meant the whole history is told.
+        which = (
+            f"the newest {len(ids)} run(s) that pass the filters (at most {LIST_LIMIT}: select rows, or use "
+            "`workbench sessions export`, for others)"
+            if not selected and len(ids) >= LIST_LIMIT
+            else f"{len(ids)} run(s)"
+        )
 
         def work(store) -> str:
             write_text(path, render(store, fmt, ids), overwrite=overwrite)
-            return f"exported {len(ids)} run(s) to {path}"
+            return f"exported {which} to {path}"
 
         return self._start("export", work)
 
