@@ -156,6 +156,16 @@ def test_a_reference_that_is_a_folder_or_a_device_is_named_as_such(saxpy, capsys
     assert f"kernel[0].reference.wgsl: {says}" in err and "does not exist" not in err, err
 
 
+@pytest.mark.parametrize(("where", "says"), [("/dev/null", "is not a folder"), ("nowhere", "does not exist")])
+def test_an_artifacts_path_that_is_no_folder_says_which(saxpy, capsys, tmp_path, where, says):
+    """`run --artifacts /dev/null` said "does not exist" of a path that exists."""
+    root, _edit = saxpy
+    path = where if where.startswith("/") else str(tmp_path / where)
+    code = main(["run", str(root), "--backend", "cpu", "--artifacts", path, "--no-record"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"artifact folder {path} {says}" in err, err
+
+
 def test_an_unclosed_array_is_reported_where_it_opened(saxpy, capsys):
     root, edit = saxpy
     line = edit(
