@@ -166,6 +166,17 @@ def test_an_artifacts_path_that_is_no_folder_says_which(saxpy, capsys, tmp_path,
     assert code == 2 and f"artifact folder {path} {says}" in err, err
 
 
+def test_a_manifest_that_is_not_utf8_is_reported_at_its_line(saxpy, capsys):
+    """Was "workbench.toml: not UTF-8 text (invalid continuation byte at byte 1626)": no line."""
+    root, _edit = saxpy
+    manifest = root / "workbench.toml"
+    lines = manifest.read_bytes().count(b"\n")
+    manifest.write_bytes(manifest.read_bytes() + "# caf\xe9\n".encode("latin-1"))
+    code, err = check(root, capsys)
+    assert code == 2 and located(err) == lines + 1, err
+    assert "not UTF-8 text: byte 0xe9 at column 6" in err, err
+
+
 def test_an_unclosed_array_is_reported_where_it_opened(saxpy, capsys):
     root, edit = saxpy
     line = edit(

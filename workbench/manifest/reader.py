@@ -386,9 +386,17 @@ def load_manifest(path: str | Path) -> Manifest:
     if not path.is_file():
         raise ManifestError(path, None, None, "file not found: a kernel project needs a workbench.toml")
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(path, None, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # at its line, so the editor's gutter and the message agree
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ManifestError(
+            path,
+            line,
+            None,
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} ({exc.reason})",
+        ) from None
     except OSError as exc:
         raise ManifestError(path, None, None, f"cannot read it: {exc.strerror or exc}") from None
     return parse_manifest(text, path)
