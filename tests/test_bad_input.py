@@ -177,6 +177,26 @@ def test_a_manifest_that_is_not_utf8_is_reported_at_its_line(saxpy, capsys):
     assert "not UTF-8 text: byte 0xe9 at column 6" in err, err
 
 
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device"])
+def test_a_workbench_toml_that_is_no_file_is_named_as_such(tmp_path, capsys, kind):
+    """A folder, FIFO or device named workbench.toml was "not a kernel project: it has no
+    workbench.toml"; it is named for what it is, and a FIFO is never opened (that would wait)."""
+    import os
+
+    root = tmp_path / "p"
+    root.mkdir()
+    manifest = root / "workbench.toml"
+    if kind == "folder":
+        manifest.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(manifest)
+    else:
+        manifest.symlink_to("/dev/zero")
+    code, err = check(root, capsys)
+    what = "a folder" if kind == "folder" else "not a regular file"
+    assert code == 2 and f"{manifest} is {what}; a kernel project's workbench.toml is a text file" in err, err
+
+
 def test_an_unclosed_array_is_reported_where_it_opened(saxpy, capsys):
     root, edit = saxpy
     line = edit(
