@@ -146,10 +146,16 @@ def test_export_and_import_work_off_the_gui_thread_and_closing_waits_for_them(
     assert other.shown_ids() == []
     with qtbot.waitSignal(other.transferred, timeout=WORK_GUARD_MS) as done:
         assert other.import_from(bundle) and other.transfer_busy()
-    assert (
-        done.args[0]["ok"] and other.message.text() == f"imported 5 run(s) from {bundle}; 0 were already here"
-    )
+    # Read in a child process (`workbench sessions import`, which parses outside the GIL of the
+    # window's process): its answer is the message.
+    assert done.args[0]["ok"], done.args[0]
+    assert other.message.text() == f"imported 5 run(s) into {tmp_path / 'other.db'}; 0 already there"
     assert len(other.shown_ids()) == 5  # the list was refreshed
+    not_json = tmp_path / "notes.json"
+    not_json.write_text("hello")
+    assert not transfer(qtbot, other, lambda: other.import_from(not_json))  # the command's error, shown
+    assert other.message.text().startswith(f"{not_json} is not JSON"), other.message.text()
+    assert len(other.shown_ids()) == 5
 
     # Without a selection the list's export stops at LIST_LIMIT runs (2,000): said, as the list
     # may hold 100,000 ("exported 2000 run(s)" read as the whole history).
