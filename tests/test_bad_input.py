@@ -126,6 +126,77 @@ def test_bad_values_also_stop_a_run_before_building(saxpy, capsys, arg, key, val
     assert not (root / "no-cache").exists()  # nothing was built
 
 
+def test_a_crate_folder_that_does_not_exist_is_named_at_its_line(saxpy, capsys):
+    """`crate = "nope"` passed `check`, and every build then failed with "cpu build could not run:
+    [Errno 2] No such file or directory: PosixPath('.../nope')"."""
+    root, edit = saxpy
+    line = edit('crate = "."', 'crate = "nope"')
+    code, err = check(root, capsys)
+    assert code == 2 and located(err) == line, err
+    assert "project.crate: folder 'nope' does not exist" in err
+    code = main(["build", str(root), "--backend", "cpu", "--cache-dir", str(root / "no-cache")])
+    err = capsys.readouterr().err
+    assert code == 2 and located(err) == line and "Errno" not in err, err
+    assert not (root / "no-cache").exists()  # nothing was built
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        ("reference", "'reference' is a folder, not a file"),
+        ("/dev/null", "'/dev/null' is not a regular file"),
+    ],
+)
+def test_a_reference_that_is_a_folder_or_a_device_is_named_as_such(saxpy, capsys, target, says):
+    """It exists: "file 'reference' does not exist" sent the user looking for a missing file."""
+    root, edit = saxpy
+    line = edit('wgsl = "reference/saxpy.wgsl"', f'wgsl = "{target}"')
+    code, err = check(root, capsys)
+    assert code == 2 and located(err) == line, err
+    assert f"kernel[0].reference.wgsl: {says}" in err and "does not exist" not in err, err
+
+
+@pytest.mark.parametrize(("where", "says"), [("/dev/null", "is not a folder"), ("nowhere", "does not exist")])
+def test_an_artifacts_path_that_is_no_folder_says_which(saxpy, capsys, tmp_path, where, says):
+    """`run --artifacts /dev/null` said "does not exist" of a path that exists."""
+    root, _edit = saxpy
+    path = where if where.startswith("/") else str(tmp_path / where)
+    code = main(["run", str(root), "--backend", "cpu", "--artifacts", path, "--no-record"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"artifact folder {path} {says}" in err, err
+
+
+def test_a_manifest_that_is_not_utf8_is_reported_at_its_line(saxpy, capsys):
+    """Was "workbench.toml: not UTF-8 text (invalid continuation byte at byte 1626)": no line."""
+    root, _edit = saxpy
+    manifest = root / "workbench.toml"
+    lines = manifest.read_bytes().count(b"\n")
+    manifest.write_bytes(manifest.read_bytes() + "# caf\xe9\n".encode("latin-1"))
+    code, err = check(root, capsys)
+    assert code == 2 and located(err) == lines + 1, err
+    assert "not UTF-8 text: byte 0xe9 at column 6" in err, err
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device"])
+def test_a_workbench_toml_that_is_no_file_is_named_as_such(tmp_path, capsys, kind):
+    """A folder, FIFO or device named workbench.toml was "not a kernel project: it has no
+    workbench.toml"; it is named for what it is, and a FIFO is never opened (that would wait)."""
+    import os
+
+    root = tmp_path / "p"
+    root.mkdir()
+    manifest = root / "workbench.toml"
+    if kind == "folder":
+        manifest.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(manifest)
+    else:
+        manifest.symlink_to("/dev/zero")
+    code, err = check(root, capsys)
+    what = "a folder" if kind == "folder" else "not a regular file"
+    assert code == 2 and f"{manifest} is {what}; a kernel project's workbench.toml is a text file" in err, err
+
+
 def test_an_unclosed_array_is_reported_where_it_opened(saxpy, capsys):
     root, edit = saxpy
     line = edit(

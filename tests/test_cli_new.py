@@ -17,6 +17,8 @@ from workbench.profile.sessions.store import SessionStore
 from workbench.templates import create_project, rename, template_names
 from workbench.trust_store import is_trusted
 
+REPO = Path(__file__).resolve().parent.parent
+
 #: Small enough for a quick run on cpu and llvmpipe, large enough for several workgroups.
 SIZE = "n=4096"
 
@@ -133,6 +135,66 @@ def test_every_template_is_renamed_throughout(tmp_path, config_dir, template):
 def test_rename_keeps_the_case_of_each_occurrence():
     text = "// SAXPY: saxpy_at, Saxpy and REDUCTION_SCRATCH"
     assert rename(text, "saxpy", "vadd") == "// VADD: vadd_at, Vadd and REDUCTION_SCRATCH"
+
+
+@pytest.mark.parametrize("order", ["option between", "option last", "option first"])
+def test_dir_may_follow_the_template_option_as_the_usage_says(tmp_path, config_dir, order):
+    """`workbench new NAME [--template T] [DIR]`: with the option between NAME and DIR, Python
+    3.11's argparse called DIR an unrecognized argument and made nothing."""
+    dest = tmp_path / "here"
+    args = {
+        "option between": ["vadd", "--template", "saxpy", dest],
+        "option last": ["vadd", dest, "--template", "saxpy"],
+        "option first": ["--template", "saxpy", "vadd", dest],
+    }[order]
+    done = workbench("new", *args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"created vadd (from the saxpy template) in {dest}" in done.stdout
+    assert (dest / "workbench.toml").is_file() and not (tmp_path / "vadd").exists()
+    done = workbench("new", "vsub", tmp_path / "there", "extra", cwd=tmp_path)  # one DIR at most
+    # Said with the sub-command's usage (was `usage: workbench [-h] [--version] [--self-test] COMMAND ...`).
+    assert done.returncode == 2 and "workbench new: error: unrecognized arguments: extra" in done.stderr, (
+        done.stderr
+    )
+    assert "usage: workbench new " in done.stderr
+
+
+def test_a_read_only_install_makes_a_writable_project(tmp_path, config_dir):
+    """The workbench installed where its files are read-only (a tarball unpacked and made
+    read-only, a packaged store): `new` copied those modes, so the rename failed for a user
+    ("Permission denied" on the copy's src/lib.rs) and, for root, the new project could not be
+    edited. Every file and folder of the new project is its owner's to write."""
+    import shutil
+    import stat
+
+    install = tmp_path / "install"
+    skip = shutil.ignore_patterns("target", "__pycache__")
+    shutil.copytree(REPO / "workbench", install / "workbench", ignore=skip)
+    shutil.copytree(REPO / "resources", install / "resources", ignore=skip, symlinks=True)
+    read_only = ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    installed = [install, *install.rglob("*")]
+    for path in installed:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode & read_only)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "workbench", "new", "vsub", "--template", "saxpy", str(tmp_path / "vsub")],
+            capture_output=True, text=True, cwd=tmp_path, timeout=300,
+            env=dict(os.environ, PYTHONPATH=str(install)),
+        )  # fmt: skip
+    finally:
+        for path in installed:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    assert done.returncode == 0, done.stderr
+    project = tmp_path / "vsub"
+    not_writable = [
+        str(p.relative_to(project))
+        for p in [project, *project.rglob("*")]
+        if not p.is_symlink() and not p.stat().st_mode & stat.S_IWUSR
+    ]
+    assert not_writable == []
+    assert "vsub_cpu" in (project / "src" / "lib.rs").read_text()  # renamed, as ever
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import importlib.util
 import json
 import os
 import re
@@ -220,6 +221,22 @@ def test_children_get_the_users_library_path_back(monkeypatch):
     env = {"LD_LIBRARY_PATH": "/opt/b/_internal"}
     frozen.restore_library_path(env)
     assert env == {}
+
+
+def test_the_bundle_says_how_to_get_cuda_without_a_venv(monkeypatch):
+    """The installed bundle told its user to run `.venv/bin/pip install -e '.[cuda]'` (doctor, the
+    device list, a skipped nvptx run): a bundle has no .venv; pycuda comes with --with-cuda."""
+    if importlib.util.find_spec("pycuda") is not None:
+        pytest.skip("pycuda is installed here: its absence cannot be reported")
+    from workbench.run.runtimes import cuda
+
+    with pytest.raises(cuda.RuntimeFailure, match=r"\.venv/bin/pip install"):
+        cuda._driver()  # from a checkout: the venv's way
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    with pytest.raises(cuda.RuntimeFailure) as failure:
+        cuda._driver()
+    assert ".venv" not in str(failure.value)
+    assert "packaging/build.sh --with-cuda" in str(failure.value), failure.value
 
 
 def test_child_module_dispatch_runs_the_device_probe_through_the_cli():

@@ -54,7 +54,13 @@ class Project:
             if path.name != MANIFEST_NAME:
                 raise ProjectNotFound(f"{path} is not a {MANIFEST_NAME}")
             path = path.parent
-        if not (path / MANIFEST_NAME).is_file():
+        manifest = path / MANIFEST_NAME
+        if not manifest.is_file():
+            if manifest.exists():  # a folder, a device, a FIFO (never opened: reading one waits)
+                what = "a folder" if manifest.is_dir() else "not a regular file"
+                raise ProjectNotFound(
+                    f"{manifest} is {what}; a kernel project's {MANIFEST_NAME} is a text file"
+                )
             raise ProjectNotFound(
                 f"{path} is not a kernel project: it has no {MANIFEST_NAME} "
                 f"(see docs/manifest.md, or start from resources/examples/saxpy)"

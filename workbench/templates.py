@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -199,6 +200,10 @@ def create_project(
         # then placed afresh: a real copy of the workbench's own, so `cargo build` works in the
         # project as it is and wherever it is copied (docs/cpu-sim.md).
         shutil.copytree(source, work, ignore=_ignore_crate(crate))
+        # An install's read-only modes came along (a tarball unpacked read-only, a packaged
+        # store): the rename below writes these files, and the new project is the user's to edit.
+        for path in [work, *work.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
         _rename_tree(work, old, name)
         _sort_lock_packages(work / "Cargo.lock")
         problem = kernel_api.ensure_crate(load_manifest(work / MANIFEST_NAME).crate_dir)

@@ -80,6 +80,15 @@ def test_fmt_names_a_file_that_is_not_utf8_and_formats_the_others(example_copy):
     assert [(d["file"], d["backend"]) for d in report["diagnostics"]] == [("tests/latin1.rs", "rustfmt")]
     assert "UTF-8" in report["diagnostics"][0]["message"]
     assert report["changed"] == ["src/lib.rs"]  # the mis-formatted source, formatted
+    # At its line and column, in words (was "tests/latin1.rs:None: cannot read it as UTF-8 text:
+    # 'utf-8' codec can't decode byte 0xe9 in position 6: ...").
+    (project / "tests" / "latin1.rs").write_bytes("// ok\n// caf\xe9\n".encode("latin-1"))
+    out = cli("fmt", project, "--check")
+    assert out.returncode == 1
+    assert "error: tests/latin1.rs:2:7: not UTF-8 text: byte 0xe9 at line 2, column 7" in out.stderr, (
+        out.stderr
+    )
+    assert "None" not in out.stderr
 
 
 def test_fmt_without_rustfmt_says_so_in_one_line(example_copy):
@@ -320,6 +329,41 @@ def test_a_hanging_test_is_stopped_and_a_failed_assertion_is_at_its_line(example
     assertion = [d for d in failed["diagnostics"] if d["code"] == "test"][0]
     assert (assertion["file"], assertion["line"]) == ("tests/extra.rs", line_of(extra, "assert_eq!"))
     assert by_id["kernel::every_element_once"]["status"] == "passed"
+
+
+LOUD_TEST = """
+#[test]
+fn prints_a_lot() {
+    println!("FIRST LINE");
+    for k in 0..200_000 {
+        println!("line {k:>8}");
+    }
+    assert_eq!(1 + 1, 3, "loud arithmetic");
+}
+"""
+
+
+@needs_cargo
+def test_a_test_that_prints_megabytes_keeps_its_head_and_tail_and_its_line(example_copy, shared_cache_dir):
+    """A failing test that printed 100 MB froze the window for 16 s when the run ended (its report
+    read on the GUI thread) and 12 s when it was selected (its output shown): the report keeps the
+    output's first and last characters, says what it left out, and the failure is at its line."""
+    project = example_copy("saxpy")
+    extra = project / "tests" / "loud.rs"
+    extra.write_text(LOUD_TEST)
+    out = cli("test", project, "loud::prints_a_lot", "--json", "--cache-dir", shared_cache_dir)
+    assert out.returncode == 1, out.stderr
+    loud = {t["id"]: t for t in json.loads(out.stdout)["tests"]}["loud::prints_a_lot"]
+    assert loud["status"] == "failed"
+    output = loud["output"]
+    assert len(output) < 70_000  # it printed 2.6 MB; kept: 16,000 + 48,000 characters and a note
+    assert output.startswith("FIRST LINE\nline        0\n") and "line   199999" in output
+    assert "loud arithmetic" in output  # the panic, at the end
+    assert "of this test's output left out; `cargo test` in the crate shows all of it" in output
+    assertion = [d for d in loud["diagnostics"] if d["code"] == "test"][0]
+    assert (assertion["file"], assertion["line"]) == ("tests/loud.rs", line_of(extra, "assert_eq!"))
+    assert len(assertion["rendered"]) < 70_000
+    assert len(out.stdout) < 300_000  # what the window reads
 
 
 @needs_cargo

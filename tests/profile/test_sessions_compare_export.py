@@ -123,6 +123,11 @@ def test_chrome_trace_lays_samples_out_per_device(tmp_path, make_report):
         assert first["ts"] == pytest.approx(cpu_run["time_unix"] * 1e6)
         assert first["dur"] == pytest.approx(cpu_run["samples_s"][0] * 1e6, abs=1e-3)
         assert chrome_trace([])["traceEvents"] == []
+        # Made a list item at a time (the window exports on a thread: one C call held the GIL for
+        # seconds), the text is json.dumps' own.
+        text = render(store, "chrome-trace", None)
+        assert text == json.dumps(chrome_trace(select_runs(store, None))) + "\n"
+        assert render(store, "chrome-trace", [2]) == json.dumps(chrome_trace(select_runs(store, [2]))) + "\n"
 
 
 def test_import_a_bundle_into_another_database_once(tmp_path, make_report):

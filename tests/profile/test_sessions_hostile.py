@@ -304,3 +304,20 @@ def test_a_short_file_or_a_folder_is_refused_and_left_as_it_was(tmp_path):
     assert short.read_bytes() == b"x" and sorted(p.name for p in tmp_path.iterdir()) == ["note.txt"]
     done = cli("sessions", "list", "--db", str(tmp_path))
     assert done.returncode == 2 and "is a folder, not a sessions database file" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("what", ["/dev/null", "fifo"])
+def test_a_device_or_a_fifo_as_the_database_is_named_as_such(what, tmp_path):
+    """SQLite opens /dev/null and a FIFO, then fails with "cannot rollback - no transaction is
+    active" or a disk I/O error: the user is told what the path is, for reading and for a run's
+    recording alike."""
+    path = Path(what)
+    if what == "fifo":
+        path = tmp_path / "sessions.db"
+        os.mkfifo(path)
+    kind = "a character device" if what == "/dev/null" else "a FIFO (named pipe)"
+    done = cli("sessions", "list", "--db", str(path))
+    assert done.returncode == 2, done.stderr
+    assert f"{path} is {kind}, not a sessions database file" in done.stderr, done.stderr
+    assert "rollback" not in done.stderr and "I/O" not in done.stderr and "Traceback" not in done.stderr
+    assert path.is_char_device() if what == "/dev/null" else path.is_fifo()

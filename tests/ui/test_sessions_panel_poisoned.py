@@ -8,6 +8,7 @@ import sqlite3
 import numpy as np
 from PySide6.QtCore import Qt
 
+from tests.ui.test_sessions_panel import transfer
 from tests.waits import HANG_GUARD_MS
 from workbench.profile.sessions.record import record_report
 from workbench.profile.sessions.store import SessionStore
@@ -71,15 +72,17 @@ def test_poisoned_rows_are_listed_as_invalid_and_never_crash_the_panel(make_widg
     assert panel.message.styleSheet() == "", panel.message.text()
 
 
-def test_the_panel_refuses_to_export_over_its_own_database(make_widget, tmp_path):
+def test_the_panel_refuses_to_export_over_its_own_database(make_widget, tmp_path, qtbot):
     path = tmp_path / "s.db"
     with SessionStore(path) as store:
         record_report(store, report(1))
     panel = make_widget(SessionsPanel, None, db_path=path, show=True)
     panel.refresh()
-    assert not panel.export_to("csv", path)
+    assert not transfer(qtbot, panel, lambda: panel.export_to("csv", path))
     assert "refusing to export over" in panel.message.text()
-    assert panel.export_to("csv", tmp_path / "runs.csv")  # anywhere else, as before
+    assert transfer(
+        qtbot, panel, lambda: panel.export_to("csv", tmp_path / "runs.csv")
+    )  # anywhere else, as before
     # Checked through SQLite: reading the file with open() here would drop the panel's locks.
     with SessionStore(path) as store:
         assert store.count() == 1 and store.integrity_check() == "ok"

@@ -42,6 +42,13 @@ CUDA_RUNTIME_HINT = (
     "'.[cuda]' (pycuda builds from source)"
 )
 
+#: The same, from the desktop bundle (`workbench.frozen`): it has no .venv to pip-install into;
+#: pycuda comes inside a bundle built with it (README, "Desktop package").
+CUDA_BUNDLE_HINT = (
+    "an NVIDIA driver, the CUDA toolkit, and a bundle built with pycuda in it (packaging/build.sh "
+    "--with-cuda): this one was built without it"
+)
+
 #: Rust's own tools the edit loop uses (`workbench fmt`, `lint`, `test`; the window's Format action,
 #: lints and Tests dock): what to install when one is missing. Set-up installs them where it can
 #: (packaging/bootstrap.sh); each action that needs a missing one says so in one line.

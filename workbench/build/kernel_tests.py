@@ -11,7 +11,8 @@ process, call these).
    a test that hangs is stopped and reported as timed out, a binary that crashes (an abort, a
    signal) has its unfinished tests reported as crashed. A failed test's captured output gives its
    panic's `file:line` and any cpu-sim finding `gpu_kernel::testing` printed (`file:line:col:
-   cpu-sim: error[kind]: ...`): each is an error diagnostic at its line.
+   cpu-sim: error[kind]: ...`): each is an error diagnostic at its line. The output a report
+   keeps is its first and last characters (`clip_output`): a test may print megabytes.
 
 Doc tests are not run (rustdoc's own harness; the kernel tests are `#[test]` functions).
 """
@@ -22,6 +23,7 @@ import json
 import os
 import re
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +39,14 @@ from workbench.records import Diagnostic
 SOURCE = "tests"
 BUILD_TIMEOUT_S = 300.0
 RUN_TIMEOUT_S = 60.0
+#: A test's output kept in its report (`TestCase.output`, a failure's diagnostic): its first and
+#: last characters, the middle left out with a line saying how much (`clip_output`). A test that
+#: printed 100 MB (a println! in a loop) froze the window for 16 s when the run ended and 12 s
+#: when the test was selected; its cpu-sim findings are read from the whole output first.
+OUTPUT_HEAD_CHARS = 16_000
+OUTPUT_TAIL_CHARS = 48_000
+#: Lines printed outside libtest's events kept while a binary runs (its stderr, uncaptured output).
+LOOSE_LINES = 2_000
 #: libtest's unstable JSON output (names, lines, captured output), allowed on a stable rustc.
 LIBTEST_JSON = ["-Z", "unstable-options", "--format", "json"]
 _PANIC = re.compile(r"panicked at (?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<column>\d+):")
@@ -228,11 +238,28 @@ def failure_diagnostics(case: TestCase, crate_dir: Path, root: Path) -> list[Dia
             line=where[1],
             column=where[2],
             code="test",
-            rendered=case.output.strip(),
+            rendered=clip_output(case.output).strip(),
             backend=SOURCE,
         )  # fmt: skip
     )
     return diags
+
+
+def clip_output(text: str) -> str:
+    """`text` itself, or its first `OUTPUT_HEAD_CHARS` and last `OUTPUT_TAIL_CHARS` (cut at line
+    ends; the panic's message is at the end) with a line saying what was left out between."""
+    if len(text) <= OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS:
+        return text
+    head = text[:OUTPUT_HEAD_CHARS]
+    head = head[: head.rfind("\n") + 1] or head
+    tail = text[-OUTPUT_TAIL_CHARS:]
+    tail = tail[tail.find("\n") + 1 :] or tail
+    left = len(text) - len(head) - len(tail)
+    lines = text.count("\n", len(head), len(text) - len(tail))
+    return (
+        f"{head}[… {left:,} characters ({lines:,} lines) of this test's output left out; "
+        f"`cargo test` in the crate shows all of it …]\n{tail}"
+    )
 
 
 def _why(output: str) -> str:
@@ -275,14 +302,16 @@ def _run_binary(binary: str, group: list[TestCase], crate_dir: Path, root: Path,
         _stream(alone, [case], crate_dir, timeout_s, check)
     for case in group:
         if case.status in ("failed", "timed out", "crashed"):
-            case.diagnostics = failure_diagnostics(case, crate_dir, root)
+            case.diagnostics = failure_diagnostics(case, crate_dir, root)  # from the whole output
+        case.output = clip_output(case.output)
 
 
 def _stream(cmd: list[str], group: list[TestCase], crate_dir: Path, timeout_s: float, check) -> None:
     """Run one test binary under `timeout_s`, its JSON events filling in `group`'s cases."""
     names = {c.name: c for c in group}
     started: dict[str, float] = {}
-    loose: list[str] = []  # what the binary printed outside its events: stderr, uncaptured output
+    # What the binary printed outside its events (stderr, uncaptured output): its last lines.
+    loose: deque[str] = deque(maxlen=LOOSE_LINES)
     deadline = time.monotonic() + timeout_s
 
     def limited() -> None:
@@ -319,12 +348,12 @@ def _stream(cmd: list[str], group: list[TestCase], crate_dir: Path, timeout_s: f
     for case in group:
         if case.status == "failed" and not case.output.strip():
             # Not captured (--nocapture): its panic went to stderr, read on a pipe of its own.
-            case.output = "\n".join(loose[-200:])
+            case.output = "\n".join(list(loose)[-200:])
             case.message = case.message or _why(case.output)
         if case.status != "running":
             continue
         case.seconds = time.monotonic() - started.get(case.name, time.monotonic())
-        case.output = "\n".join(loose[-200:])
+        case.output = "\n".join(list(loose)[-200:])
         if timed_out:
             case.status = "timed out"
             case.message = f"still running after {timeout_s:g} s: stopped"

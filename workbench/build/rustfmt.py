@@ -132,10 +132,20 @@ def format_crate(crate_dir: Path, root: Path, write: bool) -> ProjectFormat:
     results = []
     for path in crate_sources(crate_dir):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:  # rustfmt reads UTF-8 only: say which file
+            data = path.read_bytes()
+            text = data.decode("utf-8")
+        except OSError as exc:
             results.append(Formatted(path, None, diagnostics=[
-                Diagnostic("error", f"cannot read it as UTF-8 text: {exc}", file=_rel(path, root), backend=SOURCE)
+                Diagnostic("error", f"cannot read it: {exc.strerror or exc}", file=_rel(path, root), backend=SOURCE)
+            ]))  # fmt: skip
+            continue
+        except UnicodeDecodeError as exc:  # rustfmt reads UTF-8 only: say which file, line and column
+            line = data.count(b"\n", 0, exc.start) + 1
+            column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+            results.append(Formatted(path, None, diagnostics=[
+                Diagnostic("error", f"not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, column "
+                           f"{column} ({exc.reason}); rustfmt reads UTF-8 only", file=_rel(path, root),
+                           line=line, column=column, backend=SOURCE)
             ]))  # fmt: skip
             continue
         result = format_text(text, path, root, edition)

@@ -39,6 +39,27 @@ COMMANDS = {
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A sub-command's parser that takes its options and positionals in any order, as the usage
+    lines say: `workbench new vadd --template saxpy DIR` put DIR among "unrecognized arguments"
+    (Python 3.11's argparse matches an optional positional, `nargs="?"`, to nothing once an
+    option has come between it and the positional before it). A parser with sub-commands of
+    its own (`sessions`, `hosts`, `ir`) parses as argparse does; its sub-commands are these."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._intermixing or self._subparsers is not None:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        except TypeError:  # a feature intermixed parsing refuses (argparse says which): as argparse does
+            return super().parse_known_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with `only`, just that sub-command's module is imported (fast start-up)."""
     parser = argparse.ArgumentParser(
@@ -52,7 +73,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="check this installation (window, example builds and runs); --self-test --json for machines",
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     for name, module in COMMANDS.items():
         if only is not None and name != only:
             subparsers.add_parser(name)
@@ -64,6 +85,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 raise
             continue  # a sub-command not installed in this build
         mod.register(subparsers)
+    return parser
+
+
+def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of sub-command `command` (the top-level parser when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
     return parser
 
 
@@ -81,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
         argv = ["gui", *argv]
     parser = build_parser(only=argv[0] if argv[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        # Said by the sub-command's parser: its usage line, not `workbench [-h] ... COMMAND ...`.
+        command = _command_parser(parser, getattr(args, "command", None))
+        command.error(f"unrecognized arguments: {' '.join(extras)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE

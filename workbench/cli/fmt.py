@@ -49,7 +49,8 @@ def run(args) -> int:
         for name in changed:
             print(f"{'would reformat' if args.check else 'formatted'} {name}")
         for d in diagnostics:
-            print(d.rendered or f"error: {d.file}:{d.line}: {d.message}", file=sys.stderr)
+            where = ":".join(str(part) for part in (d.file, d.line, d.column) if part is not None)
+            print(d.rendered or f"error: {where}: {d.message}", file=sys.stderr)
         if not changed and not diagnostics:
             print(f"{len(outcome.files)} file(s) already formatted")
     if diagnostics or (args.check and changed):

@@ -19,6 +19,18 @@ from workbench.tomlpos import KeyLines, toml_type, toml_value
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def missing_file(path: Path, rel: str) -> str:
+    """Why `path` (written `rel` in the manifest) is not a file it can name, in a user's words."""
+    try:
+        if path.is_dir():
+            return f"{rel!r} is a folder, not a file"
+        if path.exists():
+            return f"{rel!r} is not a regular file (a device, FIFO or socket)"
+    except (OSError, ValueError):
+        pass
+    return f"file {rel!r} does not exist"
+
+
 def exists(path: Path) -> bool:
     """Whether `path` is a file; a name the OS cannot even look up is not one."""
     try:

@@ -19,7 +19,7 @@ from workbench import expr
 from workbench.backends import BACKENDS, REFERENCE_BACKENDS
 from workbench.errors import ManifestError
 from workbench.manifest.evaluation import MANIFEST_NAME, Where
-from workbench.manifest.located import IDENT, LocatedReader, exists
+from workbench.manifest.located import IDENT, LocatedReader, exists, missing_file
 from workbench.manifest.records import (
     DIRECTIONS,
     ELEMENT_TYPES,
@@ -66,6 +66,14 @@ class _Reader(LocatedReader):
         for backend, settings in backends.items():
             if not isinstance(settings, dict):
                 raise self.fail(("backends", backend), "expected a table of settings")
+        # Of a manifest in a folder (not a text read alone): else every build failed with
+        # "[Errno 2] No such file or directory: PosixPath(...)".
+        folder = self.path.parent
+        if folder.is_dir() and not (folder / crate).is_dir():
+            raise self.fail(
+                ("project", "crate"),
+                f"folder {crate!r} does not exist (the kernel's Cargo crate, relative to {self.path.name})",
+            )
         return Manifest(self.path, name, crate, kernels, backends)
 
     def kernel(self, data: Any, at: tuple) -> Kernel:
@@ -167,7 +175,7 @@ class _Reader(LocatedReader):
         for backend in data:
             rel = self.string(data, at, backend)
             if not exists(self.path.parent / rel):
-                raise self.fail((*at, backend), f"file {rel!r} does not exist")
+                raise self.fail((*at, backend), missing_file(self.path.parent / rel, rel))
         return dict(data)
 
     def timing(self, data: dict, at: tuple) -> bool:
@@ -277,7 +285,7 @@ class _Reader(LocatedReader):
             if key == "path":
                 rel = self.string(data, at, "path")
                 if not exists(self.path.parent / rel):
-                    raise self.fail((*at, "path"), f"file {rel!r} does not exist")
+                    raise self.fail((*at, "path"), missing_file(self.path.parent / rel, rel))
                 values["path"] = rel
             elif key == "seed":
                 if "seed" in data:
@@ -378,9 +386,17 @@ def load_manifest(path: str | Path) -> Manifest:
     if not path.is_file():
         raise ManifestError(path, None, None, "file not found: a kernel project needs a workbench.toml")
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(path, None, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # at its line, so the editor's gutter and the message agree
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ManifestError(
+            path,
+            line,
+            None,
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} ({exc.reason})",
+        ) from None
     except OSError as exc:
         raise ManifestError(path, None, None, f"cannot read it: {exc.strerror or exc}") from None
     return parse_manifest(text, path)

@@ -257,7 +257,10 @@ class RunService:
             requested = self.default_backends(project, request.artifacts_dir, on_hosts)
         artifacts_dir = request.artifacts_dir
         if artifacts_dir is not None and not Path(artifacts_dir).is_dir():
-            raise RunError(f"artifact folder {artifacts_dir} does not exist")
+            what = "is not a folder" if Path(artifacts_dir).exists() else "does not exist"
+            raise RunError(
+                f"artifact folder {artifacts_dir} {what} (--artifacts names a `build --export` folder)"
+            )
 
         def emit(event: RunEvent) -> None:
             if on_event is not None:

@@ -68,7 +68,7 @@ class SessionDelivery:
             self._emit(ev.RunRecorded(payload))
         elif kind == "counters-recorded":
             self._emit(ev.CountersRecorded(payload))
-        elif kind == "job-failed":
+        elif kind in ("job-failed", "status"):
             self._emit(ev.StatusMessage(payload))
         elif kind == "job-ended":
             self.jobs.ended()

@@ -72,6 +72,9 @@ class WindowSession(SessionDelivery, SessionProbes):
         self.last_latency_reason = ""
         self.cache_dir = cache_dir
         self.recordings = Recordings(recorder, self.last_good)
+        if recorder is not None and getattr(recorder, "on_wait", False) is None:
+            # A run waiting for a database another process holds locked: the status bar says so.
+            recorder.on_wait = lambda text: self._post(("status", text))
         #: Live cycle -> the sources snapshotted as its build started (loop thread writes, owner reads).
         self._cycle_sources: dict[int, Any] = {}
         self._cycle_projects: dict[int, Project | None] = {}

@@ -13,6 +13,11 @@ bridge) and sweeps (`SweepRunner`) all record through one of these, so the rules
   loop. Reports are recorded in the order they came; `on_done` (called on the recorder's thread)
   gets `{"ids": [...], "rows": {(backend, device): id}, "db": file}` or `{"error": "..."}` for
   each, and the `Future` `submit()` returns holds the same outcome;
+- a report `submit()` queued while another process holds the database locked past the store's
+  wait (`lock_wait_s`, SQLite's busy timeout) is not dropped: the recorder's thread tries again
+  until the lock is gone, for `LOCKED_PATIENCE_S` at most or until the recorder closes, telling
+  `on_wait` (if set) each time it starts waiting again; the reports behind it wait their turn.
+  (`record()`, on the caller's thread, gives up after one wait: the command line says so.)
 - `submit_counters()` queues counters taken after their run was recorded (the window's *Take
   counters*) behind that recording, on the same thread: each record goes to the run id the
   recording's outcome names for its (backend, device), in the file it was recorded in
@@ -24,16 +29,22 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.profile.sessions.db_errors import SessionStoreError
 
 log = logging.getLogger(__name__)
 
 _STOP = object()
+
+#: How long a queued report waits in all for a database another process keeps locked (each try
+#: waits the store's `lock_wait_s`) before it is given up with the store's error.
+LOCKED_PATIENCE_S = 600.0
 
 #: A source snapshot: (hash, {relative path: text}) as `sources.snapshot` reads it.
 Snapshot = tuple[str, dict[str, str]]
@@ -48,11 +59,16 @@ class SessionRecorder:
         *,
         store: Any = None,
         enabled: bool = True,
+        lock_wait_s: float = 30.0,
     ):
         """`path`: the database file (None: the default in the user data folder). `store`: an
         open `SessionStore` that `record()` writes through instead (a sweep reads its resume
-        rows from the same one); it stays the caller's to close."""
+        rows from the same one); it stays the caller's to close. `lock_wait_s`: how long one try
+        waits for another process's lock (SQLite's busy timeout)."""
         self.path = path if store is None else store.path
+        self.lock_wait_s = lock_wait_s
+        #: Told (on the recorder's thread) why a queued report waits: the database is locked.
+        self.on_wait: Callable[[str], None] | None = None
         self.on_done = on_done
         self.keep_outputs = keep_outputs
         self.enabled = enabled
@@ -100,9 +116,19 @@ class SessionRecorder:
         outcome (`submit_counters` reads it); a closed recorder answers at once with an error."""
 
         def job(current: Callable[[], Any]) -> dict[str, Any]:
-            store = current()
-            rows = self._record_one(store, report, snapshot, options)
-            return {"ids": [i for _k, i in rows], "rows": dict(rows), "db": str(store.path)}
+            deadline = time.monotonic() + LOCKED_PATIENCE_S
+            while True:
+                try:
+                    store = current()
+                    rows = self._record_one(store, report, snapshot, options)
+                    return {"ids": [i for _k, i in rows], "rows": dict(rows), "db": str(store.path)}
+                except SessionStoreError as exc:
+                    # Locked by another process past one wait: this thread may wait longer (the
+                    # window's event loop is not waiting on it), and the run is not lost.
+                    if exc.kind != "locked" or self._closed or time.monotonic() > deadline:
+                        raise
+                    if self.on_wait is not None:
+                        self.on_wait(f"{exc} (the run waits to be recorded: it is tried again)")
 
         return self._enqueue(job, "the run was not recorded", on_done or self.on_done)
 
@@ -242,7 +268,7 @@ class SessionRecorder:
         def current() -> SessionStore:
             nonlocal store
             if store is None:
-                store = SessionStore(self.path)
+                store = SessionStore(self.path, timeout_s=self.lock_wait_s)
             return store
 
         try:

@@ -20,7 +20,8 @@ descriptor of a file drops *every* POSIX lock the process holds on it, SQLite's 
 last user and deletes `-wal` and `-shm` with the writes in them. SQLite itself shares one lock
 record per file among the connections of a process, so stores never disturb each other. The file
 is vetted through SQLite (its SQLITE_NOTADB answer) and `os.stat` (a non-empty file shorter than
-one page is no database, and SQLite would take it for an empty one); `held_here(path)` says whether
+one page is no database, and SQLite would take it for an empty one; a folder, device or FIFO is
+named as such, where SQLite would fail on it with an unrelated error); `held_here(path)` says whether
 a store of this process has a file open (an export must never write over it).
 
 Opening never damages a file it does not understand: a file that is not SQLite, a corrupt one, or
@@ -63,6 +64,17 @@ from workbench.profile.sessions.db_errors import (
 )
 from workbench.profile.sessions.db_file import _OPEN, DB_NAME, MIN_DB_BYTES, _file_key, default_db_path
 from workbench.profile.sessions.schema import MIGRATIONS
+
+
+def _file_kind(mode: int) -> str:
+    """What a path that is not a regular file is, in a user's words."""
+    for test, words in (
+        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+    ):  # fmt: skip
+        if test(mode):
+            return words
+    return "not a regular file"
 
 
 class StoreConnection:
@@ -117,6 +129,14 @@ class StoreConnection:
             raise SessionStoreError(
                 f"{self.path} is a folder, not a sessions database file; name a file with --db "
                 f"(e.g. {self.path / DB_NAME})",
+                kind="cannot-open",
+            )
+        if not stat.S_ISREG(info.st_mode):
+            # SQLite opens /dev/null or a FIFO and then fails with an unrelated error ("cannot
+            # rollback - no transaction is active", a disk I/O error): name what the path is.
+            raise SessionStoreError(
+                f"{self.path} is {_file_kind(info.st_mode)}, not a sessions database file; it was left "
+                f"untouched — name a regular file with --db (e.g. {Path.home() / DB_NAME})",
                 kind="cannot-open",
             )
         size = info.st_size

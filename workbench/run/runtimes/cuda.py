@@ -89,11 +89,11 @@ def _driver():
         import pycuda.driver as cuda
     except ImportError as exc:
         if getattr(exc, "name", None) in ("pycuda", "pycuda.driver") and "libcuda" not in str(exc):
-            from workbench.build.install_hints import CUDA_RUNTIME_HINT
+            from workbench.build.install_hints import CUDA_BUNDLE_HINT, CUDA_RUNTIME_HINT
+            from workbench.frozen import is_frozen
 
-            raise RuntimeFailure(
-                f"pycuda is not installed; to run on NVIDIA GPUs: {CUDA_RUNTIME_HINT}"
-            ) from None
+            hint = CUDA_BUNDLE_HINT if is_frozen() else CUDA_RUNTIME_HINT
+            raise RuntimeFailure(f"pycuda is not installed; to run on NVIDIA GPUs: {hint}") from None
         raise RuntimeFailure(f"pycuda cannot load the NVIDIA driver: {exc}") from None
     except Exception as exc:  # a broken install
         raise RuntimeFailure(f"pycuda cannot be imported: {exc}") from None

@@ -86,6 +86,8 @@ class SessionsPanel(ExportImport, QWidget):
 
     #: After each recording of the window's runs (the bridge's): {"ids": [...]} or {"error": "..."}.
     recorded = Signal(object)
+    #: An export or import ended (`transfer.ExportImport`): {"kind", "ok", "message"}.
+    transferred = Signal(object)
 
     def __init__(
         self,
@@ -108,6 +110,8 @@ class SessionsPanel(ExportImport, QWidget):
         self._history_queued = False
         self._closed = False
         self._build_ui()
+        # Emitted on the transfer thread: shown on the GUI thread.
+        self.transferred.connect(self._transfer_finished, Qt.ConnectionType.QueuedConnection)
         if bridge is not None:
             bridge.runRecorded.connect(self._on_recorded)
 
@@ -460,6 +464,7 @@ class SessionsPanel(ExportImport, QWidget):
         if self._closed:
             return
         self.compare.shutdown()
+        self._wait_for_transfer()
         self._close_database()
         self._closed = True
 
