@@ -11,13 +11,16 @@ for bit. v0_loop also runs with wgpu's shader runtime checks off (CHECK_MODES).
 Two steps, so the GPU host needs no Rust:
 
     python benchmarks/wgsl_variants.py --prepare DIR
-        builds, for matmul, reduction, softmax, scan and warp_reduce (or only --example's), each variant as a wgsl artifact folder of
+        builds, for matmul, reduction, softmax, scan, warp_reduce and stencil2d (or only --example's), each variant as a wgsl artifact folder of
         a copy of the example project and the reference backends (cpu, and cuda-c for sm_90 where
         nvcc is found) from the example itself: DIR/<example>/<variant>/<backend>/build.json and
         DIR/<example>/variants.json.
     python benchmarks/wgsl_variants.py --artifacts DIR --example matmul --size 2048 --device wgpu:0 --reference-backend cuda-c
         runs each variant through the workbench's RunService (its worker, warm-up and timing
-        protocol) and prints median, ratio to V0 and to the reference backend's median.
+        protocol) and prints median, ratio to V0 and to the reference backend's median. --size N
+        gives the example's sizes from one number (stencil2d: width = height = N); --size NAME=N
+        (repeatable, after or without a plain N) sets one of them, e.g. stencil2d's
+        --size width=8193 --size height=1031.
 
 Without --prepare/--artifacts it does both in a temporary folder (the llvmpipe check here).
 """
@@ -89,9 +92,24 @@ EXAMPLES = {
     # The reference is still the loop form (v0_loop.wgsl is a copy of it): V0 and v0_loop are the
     # same WGSL, and the variants are the candidates.
     "warp_reduce": Example("warp_reduce", "reference/warp_reduce.wgsl", lambda size: {"n": size}),
+    # The reference is the four-points-an-invocation form (efef311); v0_loop is a copy of it, and the
+    # variants write its loops out for this geometry (the manifest's defaults, named so they stay it).
+    "stencil2d": Example(
+        "stencil2d",
+        "reference/stencil2d.wgsl",
+        lambda size: {"width": size, "height": size},
+        {"block_size_x": 64, "block_size_y": 4, "tile_size_y": 4},
+    ),
 }
 #: --size when none is given.
-DEFAULT_SIZE = {"matmul": 256, "reduction": 1 << 20, "softmax": 4096, "scan": 1 << 22, "warp_reduce": 1 << 22}
+DEFAULT_SIZE = {
+    "matmul": 256,
+    "reduction": 1 << 20,
+    "softmax": 4096,
+    "scan": 1 << 22,
+    "warp_reduce": 1 << 22,
+    "stencil2d": 4096,
+}
 
 #: CHECKED again with some of wgpu's shader runtime checks off (wgpu-native's
 #: wgpuDeviceCreateShaderModuleTrusted, through the start-up hook in HOOK_DIR): the same WGSL, so
@@ -307,6 +325,27 @@ def print_table(rows: list[dict[str, Any]], reference: str) -> None:
             print(f"    {r['error']}")
 
 
+def kernel_sizes(example: Example, given: list[str] | None) -> tuple[dict[str, int], str]:
+    """The kernel's sizes from the --size arguments (N: example.sizes(N); NAME=N: that size alone,
+    over example.sizes of the plain N or of DEFAULT_SIZE) and a label for the output file."""
+    plain = [g for g in given or [] if "=" not in g]
+    named = [g for g in given or [] if "=" in g]
+    if len(plain) > 1:
+        raise WorkbenchError(f"--size: one plain N at most, got {', '.join(plain)}")
+    try:
+        size = int(plain[0]) if plain else DEFAULT_SIZE[example.name]
+        sizes = example.sizes(size)
+        for item in named:
+            name, value = (part.strip() for part in item.split("=", 1))
+            if name not in sizes:
+                raise WorkbenchError(f"--size {item}: {example.name}'s sizes are {', '.join(sizes)}")
+            sizes[name] = int(value)
+    except ValueError as exc:
+        raise WorkbenchError(f"--size: expected N or NAME=N ({exc})") from exc
+    label = str(size) if not named else "x".join(str(v) for v in sizes.values())
+    return sizes, label
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", (text or "device").lower()).strip("-")[:48] or "device"
 
@@ -330,9 +369,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--size",
-        type=int,
+        action="append",
+        metavar="N|NAME=N",
         help="matmul: m = n = k (default 256); reduction, scan and warp_reduce: n (default 2^20, 2^22, "
-        "2^22); softmax: rows (default 4096)",
+        "2^22); softmax: rows (default 4096); stencil2d: width = height (default 4096). NAME=N "
+        "(repeatable) sets one size, e.g. --size width=8193 --size height=1031",
     )
     parser.add_argument("--device", help="device spec, e.g. wgpu:0 (default: the workbench's choice)")
     parser.add_argument(
@@ -357,9 +398,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"prepared {example.name}: {names} (+ {refs}) in {args.prepare}/{example.name}")
             return 0
         example = EXAMPLES[args.example or "matmul"]
-        size = args.size or DEFAULT_SIZE[example.name]
+        sizes, size = kernel_sizes(example, args.size)
         timing = TimingOptions(min_time_s=args.min_time, max_time_s=max(2.0, 4 * args.min_time))
-        sizes = example.sizes(size)
         with tempfile.TemporaryDirectory(prefix="wgsl-variants-run-") as tmp:
             artifacts = Path(args.artifacts) / example.name if args.artifacts else Path(tmp)
             if not args.artifacts:
