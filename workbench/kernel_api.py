@@ -22,7 +22,6 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
-import stat
 import threading
 import tomllib
 import uuid
@@ -278,6 +277,8 @@ def ensure_crate(crate: Path, say: Callable[[str], None] = lambda line: None) ->
 
 
 def _place(found: CrateProblem, say: Callable[[str], None]) -> CrateProblem | None:
+    from workbench.user_folders import make_writable  # as `examples_dir` above: imported where used
+
     source = crate_dir()
     if not (source / "Cargo.toml").is_file():
         return CrateProblem(found.path, f"{found.cause}, and the workbench's own crate is missing ({source})",
@@ -288,8 +289,7 @@ def _place(found: CrateProblem, say: Callable[[str], None]) -> CrateProblem | No
     was_link = os.readlink(dest) if dest.is_symlink() else None
     try:
         shutil.copytree(source, staging, ignore=shutil.ignore_patterns("target", ".*"))
-        for path in [staging, *staging.rglob("*")]:  # an install's read-only modes: the user's copy is theirs
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        make_writable(staging)
         if was_link is not None:
             try:
                 dest.unlink()  # leads nowhere: nothing of the user's is lost

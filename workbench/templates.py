@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from workbench.errors import WorkbenchError
 from workbench.manifest import MANIFEST_NAME, load_manifest
 from workbench.project import examples_dir
 from workbench.trust_store import set_trusted
+from workbench.user_folders import make_writable
 
 DEFAULT_TEMPLATE = "blank"
 #: Folders and files a template's copy leaves out (build outputs, the user-copy marker, dot files).
@@ -200,10 +200,7 @@ def create_project(
         # then placed afresh: a real copy of the workbench's own, so `cargo build` works in the
         # project as it is and wherever it is copied (docs/cpu-sim.md).
         shutil.copytree(source, work, ignore=_ignore_crate(crate))
-        # An install's read-only modes came along (a tarball unpacked read-only, a packaged
-        # store): the rename below writes these files, and the new project is the user's to edit.
-        for path in [work, *work.rglob("*")]:
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        make_writable(work)  # the rename below writes these files
         _rename_tree(work, old, name)
         _sort_lock_packages(work / "Cargo.lock")
         problem = kernel_api.ensure_crate(load_manifest(work / MANIFEST_NAME).crate_dir)

@@ -24,6 +24,14 @@ from workbench.project import examples_dir
 COPY_MARKER = ".workbench-copy-of"
 
 
+def make_writable(root: Path) -> None:
+    """Give the user write permission on `root` and everything under it: a copy out of an install
+    brings the install's read-only modes along (a tarball unpacked read-only, a packaged store),
+    and the copy is the user's to edit."""
+    for path in [root, *root.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
 def user_config_dir() -> Path:
     """$WB_CONFIG_DIR, else the platform's user config folder for the workbench (no Qt needed)."""
     env = os.environ.get("WB_CONFIG_DIR")
@@ -74,8 +82,7 @@ def user_copy(root: str | Path) -> Path:
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(root, dest, ignore=shutil.ignore_patterns("target", ".*"))
-        for path in [dest, *dest.rglob("*")]:  # the install's read-only modes came along: make them writable
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        make_writable(dest)
         (dest / COPY_MARKER).write_text(str(root) + "\n", encoding="utf-8")
     except OSError as exc:
         raise WorkbenchError(f"cannot copy {root} to {dest}: {exc}") from exc

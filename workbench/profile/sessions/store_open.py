@@ -66,17 +66,6 @@ from workbench.profile.sessions.db_file import _OPEN, DB_NAME, MIN_DB_BYTES, _fi
 from workbench.profile.sessions.schema import MIGRATIONS
 
 
-def _file_kind(mode: int) -> str:
-    """What a path that is not a regular file is, in a user's words."""
-    for test, words in (
-        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-    ):  # fmt: skip
-        if test(mode):
-            return words
-    return "not a regular file"
-
-
 class StoreConnection:
     """One sessions database file, open, at the current schema: its connection (behind a lock),
     the guard that names SQLite's errors, write transactions and the damage bookkeeping.
@@ -134,8 +123,10 @@ class StoreConnection:
         if not stat.S_ISREG(info.st_mode):
             # SQLite opens /dev/null or a FIFO and then fails with an unrelated error ("cannot
             # rollback - no transaction is active", a disk I/O error): name what the path is.
+            from workbench.profile.sessions.outside_files import kind_of  # numpy: only on this path
+
             raise SessionStoreError(
-                f"{self.path} is {_file_kind(info.st_mode)}, not a sessions database file; it was left "
+                f"{self.path} is {kind_of(info.st_mode)}, not a sessions database file; it was left "
                 f"untouched — name a regular file with --db (e.g. {Path.home() / DB_NAME})",
                 kind="cannot-open",
             )
